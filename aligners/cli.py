@@ -15,6 +15,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 
 # name -> (module under aligners.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "align": ("align", "word-align a bitext (IBM1 -> HMM by agreement), Pharaoh output"),
 }
 
 
