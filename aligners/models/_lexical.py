@@ -39,30 +39,33 @@ _TINY = 1e-20  # floor of every probability so that log() stays finite
 class WordIds:
     """Word <-> id map with 0 = NULL and 1 = unknown; frozen maps send new words to UNK."""
 
+    _RESERVED = (" <null>", " <unk>")  # contain a space: never a token
+
     def __init__(self, words: Sequence[str] = ()):
-        self.words: list[str] = ["<null>", "<unk>"]
-        self.index: dict[str, int] = {}
+        self.index: dict[str, int] = {w: i for i, w in enumerate(self._RESERVED)}
         for w in words:
             self.add(w)
         self.frozen = False
 
+    @property
+    def words(self) -> list[str]:
+        """All words by id (ids 0 and 1 are the reserved NULL and unknown entries)."""
+        return list(self.index)
+
     def add(self, word: str) -> int:
-        i = self.index.get(word)
-        if i is None:
-            i = len(self.words)
-            self.index[word] = i
-            self.words.append(word)
-        return i
+        return self.index.setdefault(word, len(self.index))
 
     def encode(self, tokens: Sequence[str]) -> np.ndarray:
+        """Token ids (B,) int64; new words are added unless frozen (then -> UNK)."""
+        d = self.index
         if self.frozen:
-            get = self.index.get
-            return np.fromiter((get(t, UNK) for t in tokens), dtype=np.int64, count=len(tokens))
-        add = self.add
-        return np.fromiter((add(t) for t in tokens), dtype=np.int64, count=len(tokens))
+            ids = [d.get(t, UNK) for t in tokens]
+        else:
+            ids = [d.setdefault(t, len(d)) for t in tokens]
+        return np.array(ids, dtype=np.int64)
 
     def __len__(self) -> int:
-        return len(self.words)
+        return len(self.index)
 
 
 @dataclass
@@ -202,11 +205,16 @@ class PairIndex:
 
     def _lookup(self, s, t, sl, tl) -> torch.Tensor:
         keys, mask = self._cell_keys(s, t, sl, tl)
-        if self.keys.numel() == 0:
-            return torch.full(keys.shape, 0, dtype=torch.int32)
-        pos = torch.searchsorted(self.keys, keys).clamp_(max=self.keys.numel() - 1)
-        found = (self.keys[pos] == keys) & mask
-        return torch.where(found, pos, torch.full_like(pos, self.keys.numel())).to(torch.int32)
+        P = self.keys.numel()
+        ids = torch.full(keys.shape, P, dtype=torch.int32)
+        if P == 0:
+            return ids
+        # sorted, de-duplicated queries make the binary searches cache-friendly
+        uniq, inverse = torch.unique(keys[mask], return_inverse=True)
+        pos = torch.searchsorted(self.keys, uniq).clamp_(max=P - 1)
+        pos = torch.where(self.keys[pos] == uniq, pos, torch.full_like(pos, P))
+        ids[mask] = pos.to(torch.int32)[inverse]
+        return ids
 
     def __len__(self) -> int:
         return len(self._words)

@@ -77,6 +77,8 @@ def load_word_aligner(path: str | Path) -> tuple[WordAligner, WordIds, WordIds, 
     model.iteration = torch.tensor(config["iteration"])
     src, tgt = WordIds(), WordIds()
     for ids, words in ((src, vocab["source"]), (tgt, vocab["target"])):
+        if words[:2] != list(WordIds._RESERVED):
+            raise AlignersInputError("vocab.json: unexpected reserved entries", path=str(folder))
         for w in words[2:]:
             ids.add(w)
         ids.frozen = True
