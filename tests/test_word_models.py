@@ -7,29 +7,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from word_toy import toy_corpus
 
 from aligners.models._lexical import PairIndex, WordIds, normalise_counts
 from aligners.models.hmm import hmm_direction_posteriors, jump_buckets
 from aligners.models.ibm1 import ibm1_posteriors
 from aligners.models.word_aligner import WordAlignConfig, WordAligner
-
-
-def toy_corpus(n=60, seed=0):
-    """Synthetic bitext: target = a word-by-word translation with local swaps and fillers."""
-    rng = np.random.default_rng(seed)
-    lex = {f"s{k}": f"t{k}" for k in range(12)}
-    src, tgt = [], []
-    for _ in range(n):
-        s = [f"s{k}" for k in rng.integers(0, 12, size=rng.integers(2, 7))]
-        t = [lex[w] for w in s]
-        if len(t) > 2 and rng.random() < 0.5:
-            k = int(rng.integers(0, len(t) - 1))
-            t[k], t[k + 1] = t[k + 1], t[k]
-        if rng.random() < 0.3:
-            t.insert(int(rng.integers(0, len(t) + 1)), "filler")
-        src.append(s)
-        tgt.append(t)
-    return src, tgt
 
 
 def encode(src, tgt, **kw):
