@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytorch_lightning as pl
@@ -21,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 from torch.utils.data import DataLoader, Sampler
 
-from aligners.models._lexical import PairIndex, WordIds
+from aligners.models._lexical import PairIndex, WordIds, build_index
 from aligners.models.word_aligner import WordAlignConfig, WordAligner
 
 __all__ = [
@@ -34,16 +33,6 @@ __all__ = [
     "train",
     "evaluate",
 ]
-
-
-def build_index(pairs: Sequence[tuple[Sequence[str], Sequence[str]]], src_ids: WordIds,
-                tgt_ids: WordIds, *, cells: int = 1_000_000, keys: torch.Tensor | None = None,
-                cache_dir: str | None = None) -> PairIndex:
-    """Encode token pairs (frozen ids: unseen words -> unknown) and batch them."""
-    src = [src_ids.encode(s) for s, _ in pairs]
-    tgt = [tgt_ids.encode(t) for _, t in pairs]
-    return PairIndex(src, tgt, n_src_words=len(src_ids), n_tgt_words=len(tgt_ids),
-                     keys=keys, cells=cells, cache_dir=cache_dir)
 
 
 def train_em(model: WordAligner, index: PairIndex, *, progress=None) -> list[list[float]]:
