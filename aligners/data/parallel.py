@@ -1,0 +1,165 @@
+"""Parallel text: two aligned files, or one `src ||| tgt` file (fast_align / eflomal input).
+
+Files are UTF-8 (a leading BOM is stripped; CRLF line ends are accepted); `.gz` files are
+read and written transparently; `-` means stdin/stdout. Tokens are whitespace-separated.
+Empty sentences are kept as empty lists and stay in place.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from aligners.errors import AlignersInputError
+
+__all__ = ["open_text", "read_lines", "read_parallel", "write_parallel", "open_output"]
+
+_BOM = b"\xef\xbb\xbf"
+
+
+@contextmanager
+def _open_binary(path: str | Path) -> Iterator[IO[bytes]]:
+    if str(path) == "-":
+        yield sys.stdin.buffer
+        return
+    p = Path(path)
+    if not p.exists():
+        raise AlignersInputError("file not found", path=str(p))
+    opener = gzip.open if p.suffix == ".gz" else open
+    with opener(p, "rb") as handle:
+        yield handle
+
+
+def read_lines(path: str | Path) -> Iterator[str]:
+    """Yield the decoded lines of `path` without line ends (LF or CRLF), BOM stripped.
+
+    Cost: O(file size) time, O(longest line) memory. Non-UTF-8 bytes raise
+    `AlignersInputError` naming the file, the 1-based line and the byte offset in the file.
+    """
+    name = "<stdin>" if str(path) == "-" else str(path)
+    offset = 0
+    with _open_binary(path) as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            start = offset
+            offset += len(raw)
+            if lineno == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+                start += len(_BOM)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise AlignersInputError(
+                    f"invalid UTF-8 byte 0x{raw[err.start]:02x} at byte offset "
+                    f"{start + err.start} (column {err.start + 1}); expected UTF-8 text",
+                    path=name,
+                    line=lineno,
+                ) from None
+            if text.endswith("\n"):
+                text = text[:-1]
+            if text.endswith("\r"):
+                text = text[:-1]
+            yield text
+
+
+def open_text(path: str | Path) -> Iterator[str]:
+    """Alias of `read_lines` (decoded lines, BOM stripped, CRLF accepted)."""
+    return read_lines(path)
+
+
+def _tokens(text: str, lowercase: bool) -> list[str]:
+    return (text.lower() if lowercase else text).split()
+
+
+def read_parallel(
+    src: str | Path, tgt: str | Path | None = None, *, lowercase: bool = False
+) -> Iterator[tuple[list[str], list[str]]]:
+    """Stream `(source_tokens, target_tokens)` pairs.
+
+    With `tgt=None`, `src` is one file of `source ||| target` lines; otherwise two files
+    with one sentence per line. Cost: O(total size) time, O(one line) memory.
+
+    Raises `AlignersInputError` for non-UTF-8 bytes (file, line, byte offset), a line
+    without ` ||| ` in the one-file form, or files of different line counts (naming both
+    files and the first line present in one but not the other).
+    """
+    if tgt is None:
+        name = "<stdin>" if str(src) == "-" else str(src)
+        for lineno, text in enumerate(read_lines(src), start=1):
+            if "|||" not in text:
+                raise AlignersInputError(
+                    "expected 'source ||| target' (no '|||' separator)", path=name, line=lineno
+                )
+            left, _, right = text.partition("|||")
+            if "|||" in right:
+                raise AlignersInputError(
+                    "expected one '|||' separator, found several", path=name, line=lineno
+                )
+            yield _tokens(left, lowercase), _tokens(right, lowercase)
+        return
+    if str(src) == "-" and str(tgt) == "-":
+        raise AlignersInputError("source and target cannot both be stdin ('-')")
+    src_lines = read_lines(src)
+    tgt_lines = read_lines(tgt)
+    lineno = 0
+    while True:
+        s = next(src_lines, None)
+        t = next(tgt_lines, None)
+        if s is None and t is None:
+            return
+        lineno += 1
+        if s is None or t is None:
+            short, long_ = (src, tgt) if s is None else (tgt, src)
+            raise AlignersInputError(
+                f"different line counts: {short} has {lineno - 1} lines but {long_} "
+                f"continues at line {lineno}; expected one sentence per line in both",
+                path=str(long_),
+                line=lineno,
+            )
+        yield _tokens(s, lowercase), _tokens(t, lowercase)
+
+
+@contextmanager
+def open_output(path: str | Path | IO[str]) -> Iterator[IO[str]]:
+    """A text handle for writing: an open handle as is, `-` = stdout, `.gz` gzipped."""
+    if not isinstance(path, str | Path):
+        yield path
+        return
+    if str(path) == "-":
+        yield sys.stdout
+        return
+    p = Path(path)
+    if p.suffix == ".gz":
+        with gzip.open(p, "wb") as raw, io.TextIOWrapper(raw, encoding="utf-8") as handle:
+            yield handle
+    else:
+        with open(p, "w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+
+
+def write_parallel(
+    pairs: Iterable[tuple[Iterable[str], Iterable[str]]],
+    src: str | Path | IO[str],
+    tgt: str | Path | IO[str] | None = None,
+) -> int:
+    """Write pairs as one `src ||| tgt` file (`tgt=None`) or as two files; return the count.
+
+    Cost: O(total size) time, O(one line) memory. Tokens must not contain whitespace.
+    """
+    count = 0
+    if tgt is None:
+        with open_output(src) as out:
+            for s, t in pairs:
+                out.write(f"{' '.join(s)} ||| {' '.join(t)}\n")
+                count += 1
+        return count
+    with open_output(src) as out_s, open_output(tgt) as out_t:
+        for s, t in pairs:
+            out_s.write(" ".join(s) + "\n")
+            out_t.write(" ".join(t) + "\n")
+            count += 1
+    return count
