@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -17,9 +18,17 @@ from typing import IO
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["open_text", "read_lines", "read_parallel", "write_parallel", "open_output"]
+__all__ = [
+    "open_output",
+    "open_text",
+    "read_lines",
+    "read_parallel",
+    "split_tokens",
+    "write_parallel",
+]
 
 _BOM = b"\xef\xbb\xbf"
+_ASCII_WS = re.compile(r"[ \t]+")
 
 
 @contextmanager
@@ -71,12 +80,25 @@ def open_text(path: str | Path) -> Iterator[str]:
     return read_lines(path)
 
 
-def _tokens(text: str, lowercase: bool) -> list[str]:
-    return (text.lower() if lowercase else text).split()
+def split_tokens(text: str, *, lowercase: bool = False, ascii_split: bool = False) -> list[str]:
+    """Whitespace tokens of `text`; `ascii_split` splits on ASCII space/tab only.
+
+    `ascii_split=True` keeps e.g. U+3000 (ideographic space) as a token, as the KFTT
+    Ja-En gold counts it.
+    """
+    if lowercase:
+        text = text.lower()
+    if ascii_split:
+        return [tok for tok in _ASCII_WS.split(text) if tok]
+    return text.split()
 
 
 def read_parallel(
-    src: str | Path, tgt: str | Path | None = None, *, lowercase: bool = False
+    src: str | Path,
+    tgt: str | Path | None = None,
+    *,
+    lowercase: bool = False,
+    ascii_split: bool = False,
 ) -> Iterator[tuple[list[str], list[str]]]:
     """Stream `(source_tokens, target_tokens)` pairs.
 
@@ -86,7 +108,12 @@ def read_parallel(
     Raises `AlignersInputError` for non-UTF-8 bytes (file, line, byte offset), a line
     without ` ||| ` in the one-file form, or files of different line counts (naming both
     files and the first line present in one but not the other).
+    `lowercase` and `ascii_split` are passed to `split_tokens`.
     """
+
+    def _tokens(text: str, lowercase: bool) -> list[str]:
+        return split_tokens(text, lowercase=lowercase, ascii_split=ascii_split)
+
     if tgt is None:
         name = "<stdin>" if str(src) == "-" else str(src)
         for lineno, text in enumerate(read_lines(src), start=1):
