@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -21,6 +22,7 @@ from aligners.errors import AlignersInputError
 __all__ = [
     "open_output",
     "open_text",
+    "read_line_blocks",
     "read_lines",
     "read_parallel",
     "split_tokens",
@@ -44,35 +46,53 @@ def _open_binary(path: str | Path) -> Iterator[IO[bytes]]:
         yield handle
 
 
-def read_lines(path: str | Path) -> Iterator[str]:
-    """Yield the decoded lines of `path` without line ends (LF or CRLF), BOM stripped.
+def read_line_blocks(path: str | Path, *, block_bytes: int = 1 << 20) -> Iterator[list[str]]:
+    """Yield the decoded lines of `path` in blocks of about `block_bytes` bytes.
 
-    Cost: O(file size) time, O(longest line) memory. Non-UTF-8 bytes raise
-    `AlignersInputError` naming the file, the 1-based line and the byte offset in the file.
+    Lines come without line ends (LF or CRLF; a lone CR inside a line is kept); a leading
+    UTF-8 BOM is stripped. Non-UTF-8 bytes raise `AlignersInputError` naming the file, the
+    1-based line, the byte offset in the (decompressed) file and the byte column.
+    Cost: O(file size) time, O(block_bytes + longest line) memory.
     """
     name = "<stdin>" if str(path) == "-" else str(path)
     offset = 0
+    lines_before = 0
     with _open_binary(path) as handle:
-        for lineno, raw in enumerate(handle, start=1):
+        while True:
+            raw_lines = handle.readlines(block_bytes)
+            if not raw_lines:
+                return
+            block = b"".join(raw_lines)
             start = offset
-            offset += len(raw)
-            if lineno == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM):]
-                start += len(_BOM)
+            offset += len(block)
+            if start == 0 and block.startswith(_BOM):
+                block = block[len(_BOM):]
+                start = len(_BOM)
             try:
-                text = raw.decode("utf-8")
+                text = block.decode("utf-8")
             except UnicodeDecodeError as err:
+                line_start = block.rfind(b"\n", 0, err.start) + 1
+                if start == len(_BOM) and lines_before == 0 and line_start == 0:
+                    line_start = -len(_BOM)  # the BOM counts in the column of line 1
                 raise AlignersInputError(
-                    f"invalid UTF-8 byte 0x{raw[err.start]:02x} at byte offset "
-                    f"{start + err.start} (column {err.start + 1}); expected UTF-8 text",
+                    f"invalid UTF-8 byte 0x{block[err.start]:02x} at byte offset "
+                    f"{start + err.start} (byte column {err.start - line_start + 1}); "
+                    "expected UTF-8 text",
                     path=name,
-                    line=lineno,
+                    line=lines_before + block.count(b"\n", 0, err.start) + 1,
                 ) from None
+            lines = text.split("\n")
             if text.endswith("\n"):
-                text = text[:-1]
-            if text.endswith("\r"):
-                text = text[:-1]
-            yield text
+                lines.pop()
+            if "\r" in text:
+                lines = [x[:-1] if x.endswith("\r") else x for x in lines]
+            lines_before += len(lines)
+            yield lines
+
+
+def read_lines(path: str | Path) -> Iterator[str]:
+    """Yield the decoded lines of `path` one by one (see `read_line_blocks`)."""
+    return itertools.chain.from_iterable(read_line_blocks(path))
 
 
 def open_text(path: str | Path) -> Iterator[str]:
@@ -130,17 +150,13 @@ def read_parallel(
         return
     if str(src) == "-" and str(tgt) == "-":
         raise AlignersInputError("source and target cannot both be stdin ('-')")
-    src_lines = read_lines(src)
-    tgt_lines = read_lines(tgt)
+    missing = object()
     lineno = 0
-    while True:
-        s = next(src_lines, None)
-        t = next(tgt_lines, None)
-        if s is None and t is None:
-            return
-        lineno += 1
-        if s is None or t is None:
-            short, long_ = (src, tgt) if s is None else (tgt, src)
+    for lineno, (s, t) in enumerate(
+        itertools.zip_longest(read_lines(src), read_lines(tgt), fillvalue=missing), start=1
+    ):
+        if s is missing or t is missing:
+            short, long_ = (src, tgt) if s is missing else (tgt, src)
             raise AlignersInputError(
                 f"different line counts: {short} has {lineno - 1} lines but {long_} "
                 f"continues at line {lineno}; expected one sentence per line in both",
