@@ -1,0 +1,135 @@
+"""Fast one-pass encoding of parallel text files into flat id arrays (block-wise, no
+per-sentence Python objects).
+
+Each decoded block of lines becomes one string in which line ends are replaced by a
+sentinel token (NUL) and, in the one-file form, the `|||` separator by another (U+0001);
+one C-level `split()` and one `map` over a provisional token->id dict then encode the block,
+and numpy recovers sentence boundaries and sides from the sentinel positions. The result
+is token-for-token what `read_parallel` yields (same splitting, lowercasing, errors), but
+text containing NUL or U+0001 characters is rejected (`AlignersInputError`).
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from aligners.data.parallel import read_line_blocks
+from aligners.data.vocab import Vocab
+from aligners.errors import AlignersInputError
+
+__all__ = ["encode_parallel_files"]
+
+_EOL, _SEP = "\x00", "\x01"
+_ASCII_WS = re.compile(r"[ \t]+")
+
+
+def _scan(path, first, *, lowercase: bool, ascii_split: bool, one_file: bool) -> np.ndarray:
+    """Provisional ids of every token of `path`, with 0 = end of line, 1 = `|||`."""
+    name = "<stdin>" if str(path) == "-" else str(path)
+    get = first.__getitem__
+    ids = array("i")
+    lines_before = 0
+    for lines in read_line_blocks(path):
+        text = "\n".join(lines)
+        if _EOL in text or _SEP in text:
+            bad = next(n for n, x in enumerate(lines) if _EOL in x or _SEP in x)
+            raise AlignersInputError(
+                "control character U+0000 or U+0001 in the text; expected plain text "
+                "(read_parallel accepts it, the fast corpus encoder does not)",
+                path=name, line=lines_before + bad + 1,
+            )
+        lines_before += len(lines)
+        text = (text + "\n").replace("\n", f" {_EOL} ")
+        if one_file:
+            text = text.replace("|||", f" {_SEP} ")
+        if lowercase:
+            text = text.lower()
+        tokens = [t for t in _ASCII_WS.split(text) if t] if ascii_split else text.split()
+        ids.extend(map(get, tokens))
+    return np.frombuffer(ids, dtype=np.int32) if len(ids) else np.zeros(0, np.int32)
+
+
+def _offsets(line_idx: np.ndarray, n_lines: int) -> np.ndarray:
+    counts = np.bincount(line_idx, minlength=n_lines) if n_lines else np.zeros(0, np.int64)
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+def _side(prov, tokens, vocab, *, min_count, max_size):
+    if vocab is None:
+        counts = np.bincount(prov, minlength=len(tokens))
+        vocab = Vocab.from_counts(
+            {t: c for t, c in zip(tokens, counts.tolist(), strict=True) if c},
+            min_count=max(min_count, 1), max_size=max_size,
+        )
+    return vocab.lookup_table(tokens)[prov].astype(np.int32, copy=False), vocab
+
+
+def encode_parallel_files(
+    src: str | Path,
+    tgt: str | Path | None = None,
+    *,
+    lowercase: bool = False,
+    ascii_split: bool = False,
+    min_count: int = 1,
+    max_size: int | None = None,
+    src_vocab: Vocab | None = None,
+    tgt_vocab: Vocab | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Vocab, Vocab]:
+    """Encode two files (or one `src ||| tgt` file) -> `(src_ids, src_offsets, tgt_ids,
+    tgt_offsets, src_vocab, tgt_vocab)`; ids int32, offsets int64 (N + 1,).
+
+    Vocabularies are built with `min_count`/`max_size` unless given (then unknown -> UNK).
+    Raises `AlignersInputError` as `read_parallel` does (non-UTF-8 with byte offset,
+    different line counts naming both files, a line without exactly one `|||`).
+    Cost: O(total size) time; memory O(tokens) int32 + O(V) strings.
+    """
+    first: defaultdict[str, int] = defaultdict()
+    first.default_factory = first.__len__
+    first[_EOL], first[_SEP] = 0, 1
+    opts = {"lowercase": lowercase, "ascii_split": ascii_split}
+    if tgt is None:
+        raw = _scan(src, first, one_file=True, **opts)
+        eol = raw == 0
+        sep = raw == 1
+        line_idx = np.cumsum(eol) - eol
+        n_lines = int(eol.sum())
+        per_line = np.bincount(line_idx[sep], minlength=n_lines) if n_lines else np.zeros(0)
+        bad = np.flatnonzero(per_line != 1)
+        if len(bad):
+            n = int(bad[0])
+            what = "no '|||' separator" if per_line[n] == 0 else "several '|||' separators"
+            raise AlignersInputError(
+                f"expected 'source ||| target' ({what})", path=str(src), line=n + 1
+            )
+        side = np.cumsum(sep) - sep - line_idx  # 0 before this line's separator, 1 after
+        word = raw > 1
+        s_mask, t_mask = word & (side == 0), word & (side == 1)
+        s_prov, t_prov = raw[s_mask], raw[t_mask]
+        s_off, t_off = _offsets(line_idx[s_mask], n_lines), _offsets(line_idx[t_mask], n_lines)
+    else:
+        raw_s = _scan(src, first, one_file=False, **opts)
+        raw_t = _scan(tgt, first, one_file=False, **opts)
+        sides = []
+        for raw in (raw_s, raw_t):
+            eol = raw == 0
+            line_idx = np.cumsum(eol) - eol
+            word = raw > 1
+            sides.append((raw[word], _offsets(line_idx[word], int(eol.sum()))))
+        (s_prov, s_off), (t_prov, t_off) = sides
+        if len(s_off) != len(t_off):
+            ns, nt = len(s_off) - 1, len(t_off) - 1
+            short, long_, n = (src, tgt, ns) if ns < nt else (tgt, src, nt)
+            raise AlignersInputError(
+                f"different line counts: {short} has {n} lines but {long_} continues at line "
+                f"{n + 1}; expected one sentence per line in both",
+                path=str(long_), line=n + 1,
+            )
+    tokens = list(first)
+    s_ids, s_voc = _side(s_prov, tokens, src_vocab, min_count=min_count, max_size=max_size)
+    t_ids, t_voc = _side(t_prov, tokens, tgt_vocab, min_count=min_count, max_size=max_size)
+    return s_ids, s_off, t_ids, t_off, s_voc, t_voc
