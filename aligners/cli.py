@@ -15,6 +15,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 
 # name -> (module under aligners.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "convert": ("convert", "convert alignment notations to Pharaoh (0-based), NAACL, 1-based"),
 }
 
 

@@ -133,7 +133,9 @@ def read_naacl(
             links.setdefault(snum, [])
             first_line.setdefault(snum, lineno)
             continue
-        links.setdefault(snum, []).append((a - token_base, b - token_base, label == "S", conf))
+        links.setdefault(snum, []).append(
+            (a - token_base, b - token_base, label == "S", conf, lineno)
+        )
         first_line.setdefault(snum, lineno)
     if snums is None:
         snums = list(range(min(links), max(links) + 1)) if links else []
@@ -148,18 +150,33 @@ def read_naacl(
             path=name,
             line=first_line[unknown[0]],
         )
+    for what, lengths in (("source", src_lengths), ("target", tgt_lengths)):
+        if lengths is not None and len(lengths) != len(snums):
+            raise AlignersInputError(
+                f"{len(snums)} sentences but {len(lengths)} {what} lengths; expected one per "
+                "sentence", path=name,
+            )
     alignments = []
-    for snum in snums:
+    dropped = 0
+    for n, snum in enumerate(snums):
         sure, possible, posts = set(), set(), {}
-        for i, j, is_sure, conf in links.get(snum, ()):
+        src_n = None if src_lengths is None else src_lengths[n]
+        tgt_n = None if tgt_lengths is None else tgt_lengths[n]
+        for i, j, is_sure, conf, lineno in links.get(snum, ()):
+            if (src_n is not None and i >= src_n) or (tgt_n is not None and j >= tgt_n):
+                if lenient:
+                    dropped += 1
+                    continue
+                raise AlignersInputError(
+                    f"link ({i}, {j}) (0-based source-target) of sentence {snum} lies outside "
+                    f"its {src_n} source and {tgt_n} target words; expected 0 <= i < {src_n} "
+                    f"and 0 <= j < {tgt_n} (use lenient/--lenient to drop such links)",
+                    path=name, line=lineno,
+                )
             (sure if is_sure else possible).add((i, j))
             if conf is not None:
                 posts[(i, j)] = conf
         alignments.append(Alignment(frozenset(sure), frozenset(possible), posts or None))
-    line_numbers = [first_line.get(s, 0) for s in snums]
-    alignments, dropped = check_ranges(
-        alignments, src_lengths, tgt_lengths, lenient=lenient, path=name, line_numbers=line_numbers
-    )
     warn_dropped(dropped, name)
     if nulls:
         warnings.warn(
