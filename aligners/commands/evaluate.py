@@ -100,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
             gold = read_alignment_file(
                 args.gold, fmt=gold_fmt, lenient=args.lenient, **extra, **lengths
             )
-        test_fmt = args.test_format
-        extra = {"snums": snums} if test_fmt in ("naacl", "naacl0") and snums else {}
-        test = read_alignment_file(args.test, fmt=test_fmt, lenient=args.lenient, **extra, **lengths)
+        fmt = args.test_format
+        extra = {"snums": snums} if fmt in ("naacl", "naacl0") and snums else {}
+        test = read_alignment_file(args.test, fmt=fmt, lenient=args.lenient, **extra, **lengths)
     for w in caught:
         print(f"aligners evaluate: warning: {w.message}", file=sys.stderr)
     if len(gold) != len(test):
