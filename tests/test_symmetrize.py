@@ -1,6 +1,8 @@
 """aligners.symmetrize against fast_align atools' own outputs, plus hand-worked cases."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aligners.symmetrize import HEURISTICS, symmetrize, symmetrize_corpus
 from tests.conftest import shared_path
@@ -89,3 +91,19 @@ def test_empty_lines_and_errors():
         symmetrize(F, R, "grow")
     with pytest.raises(ValueError, match="different numbers of lines"):
         symmetrize_corpus([F], [R, R], "union")
+
+
+small_links = st.sets(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=14)
+
+
+@settings(max_examples=200, deadline=None)
+@given(small_links, small_links)
+def test_heuristics_nest(fwd, rev):
+    out = {h: symmetrize(fwd, rev, h) for h in HEURISTICS}
+    assert out["intersect"] == fwd & rev and out["union"] == fwd | rev
+    assert out["intersect"] <= out["grow-diag"]
+    for final in ("grow-diag-final", "grow-diag-final-and"):
+        assert out["grow-diag"] <= out[final] <= out["union"]
+    # every word aligned in F or R stays aligned after grow-diag-final
+    aligned_src = {i for i, _ in fwd | rev}
+    assert {i for i, _ in out["grow-diag-final"]} == aligned_src
