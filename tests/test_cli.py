@@ -102,3 +102,13 @@ def test_symmetrize_cli_errors(tmp_path, capsys):
     assert rc == 2 and f"{rev}:2" in err
     with pytest.raises(SystemExit):
         main(["symmetrize", "-c", "grow", "-i", str(fwd), "-j", str(rev)])
+
+
+def test_symmetrize_cli_reads_posteriors_and_crlf(tmp_path, capsys):
+    fwd = tmp_path / "f"
+    rev = tmp_path / "r"
+    fwd.write_bytes(b"0-0:0.9 1-1:0.8\r\n\r\n2-2 0-0\n")
+    rev.write_bytes(b"0-0 1-2\r\n0-0\n0-0  2-2\n")
+    rc, out, _ = _run(capsys, "symmetrize", "-c", "union", "-i", str(fwd), "-j", str(rev))
+    assert rc == 0
+    assert out.splitlines() == ["0-0 1-1 1-2", "0-0", "0-0 2-2"]
