@@ -50,6 +50,11 @@ class ChainStruct:
         raise NotImplementedError
 
     # -- helpers -----------------------------------------------------------------------
+    def _spans(self, log_potentials):
+        """Start-indexed spans, clamped at the semiring zero so that ``-inf`` (forbidden)
+        scores never turn into NaN (e.g. a label unreachable from every predecessor)."""
+        return self._to_spans(log_potentials).clamp(min=semiring_zero(log_potentials.dtype))
+
     def _prepare(self, log_potentials, lengths):
         if not isinstance(log_potentials, torch.Tensor):
             raise TypeError("log_potentials must be a torch.Tensor")
@@ -65,9 +70,9 @@ class ChainStruct:
         Log: O(B·N·S·C²) time, O(B·N·C) stored for backward (gradient = marginals)."""
         lengths = self._prepare(log_potentials, lengths)
         if _is(self.semiring, LogSemiring, _ts.LogSemiring):
-            v = core.log_partition(self._to_spans(log_potentials), lengths)
+            v = core.log_partition(self._spans(log_potentials), lengths)
             return v.unsqueeze(0) if _raw else v
-        v = core.generic_sum(self.semiring, self._to_spans(log_potentials), lengths)
+        v = core.generic_sum(self.semiring, self._spans(log_potentials), lengths)
         return v if _raw else self.semiring.unconvert(v)
 
     def marginals(self, log_potentials, lengths=None, _raw=False):
@@ -76,13 +81,13 @@ class ChainStruct:
         Max: indicators of the Viterbi structure (backpointers); others: autograd."""
         lengths = self._prepare(log_potentials, lengths)
         if _is(self.semiring, LogSemiring, _ts.LogSemiring) and not _raw:
-            spans = self._to_spans(log_potentials)
+            spans = self._spans(log_potentials)
             return self._from_spans(core.log_marginals_explicit(spans, lengths), log_potentials)
         if _is(self.semiring, MaxSemiring, _ts.MaxSemiring) and not _raw:
-            _, parts = core.viterbi(self._to_spans(log_potentials.detach()), lengths)
+            _, parts = core.viterbi(self._spans(log_potentials.detach()), lengths)
             return self._from_spans(parts, log_potentials)
         with core.autograd_ready(log_potentials) as leaf:
-            v = core.generic_sum(self.semiring, self._to_spans(leaf), lengths)
+            v = core.generic_sum(self.semiring, self._spans(leaf), lengths)
             if not _raw:
                 (g,) = torch.autograd.grad(self.semiring.unconvert(v).sum(), leaf)
                 return g
@@ -105,7 +110,7 @@ class ChainStruct:
         by backpointers: O(B·N·S·C²) time, O(B·N·C) stored. No autograd."""
         lengths = self._prepare(log_potentials, lengths)
         with torch.no_grad():
-            score, parts = core.viterbi(self._to_spans(log_potentials), lengths)
+            score, parts = core.viterbi(self._spans(log_potentials), lengths)
         return score, self._from_spans(parts, log_potentials)
 
     def kmax(self, log_potentials, k, lengths=None):
@@ -128,7 +133,7 @@ class ChainStruct:
         rep = log_potentials.detach().repeat((n,) + (1,) * (log_potentials.dim() - 1))
         semiring = SampledSemiring.with_generator(generator)
         with core.autograd_ready(rep) as leaf:
-            v = core.generic_sum(semiring, self._to_spans(leaf), lengths.repeat(n))
+            v = core.generic_sum(semiring, self._spans(leaf), lengths.repeat(n))
             (g,) = torch.autograd.grad(v.sum(), leaf)
         return g.view((n, batch) + log_potentials.shape[1:])
 
