@@ -28,11 +28,36 @@ _EOL, _SEP = "\x00", "\x01"
 _ASCII_WS = re.compile(r"[ \t]+")
 
 
-def _scan(path, first, *, lowercase: bool, ascii_split: bool, one_file: bool) -> np.ndarray:
-    """Provisional ids of every token of `path`, with 0 = end of line, 1 = `|||`."""
+class _Side:
+    """Accumulates one side: provisional token ids (int32) and tokens per line (int64)."""
+
+    def __init__(self) -> None:
+        self.ids = array("i")
+        self.counts = array("q")
+
+    def add(self, ids: np.ndarray, line_idx: np.ndarray, n_lines: int) -> None:
+        self.ids.frombytes(ids.astype(np.int32, copy=False).tobytes())
+        per_line = np.bincount(line_idx, minlength=n_lines).astype(np.int64)
+        self.counts.frombytes(per_line.tobytes())
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        ids = np.frombuffer(self.ids, np.int32) if len(self.ids) else np.zeros(0, np.int32)
+        counts = np.frombuffer(self.counts, np.int64) if len(self.counts) else np.zeros(0)
+        offsets = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        return ids, offsets
+
+
+def _scan(path, first, *, lowercase: bool, ascii_split: bool, one_file: bool
+          ) -> tuple[_Side, _Side | None]:
+    """Encode `path` block by block into provisional ids (source side, target side or None).
+
+    Within a block, ids 0 (end of line) and 1 (`|||`) mark structure; numpy turns them
+    into per-line token counts, so memory stays O(tokens) int32 + O(block).
+    """
     name = "<stdin>" if str(path) == "-" else str(path)
     get = first.__getitem__
-    ids = array("i")
+    src, tgt = _Side(), (_Side() if one_file else None)
     lines_before = 0
     for lines in read_line_blocks(path):
         text = "\n".join(lines)
@@ -43,20 +68,36 @@ def _scan(path, first, *, lowercase: bool, ascii_split: bool, one_file: bool) ->
                 "(read_parallel accepts it, the fast corpus encoder does not)",
                 path=name, line=lines_before + bad + 1,
             )
-        lines_before += len(lines)
         text = (text + "\n").replace("\n", f" {_EOL} ")
         if one_file:
             text = text.replace("|||", f" {_SEP} ")
         if lowercase:
             text = text.lower()
         tokens = [t for t in _ASCII_WS.split(text) if t] if ascii_split else text.split()
-        ids.extend(map(get, tokens))
-    return np.frombuffer(ids, dtype=np.int32) if len(ids) else np.zeros(0, np.int32)
-
-
-def _offsets(line_idx: np.ndarray, n_lines: int) -> np.ndarray:
-    counts = np.bincount(line_idx, minlength=n_lines) if n_lines else np.zeros(0, np.int64)
-    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        raw = np.fromiter(map(get, tokens), np.int32, len(tokens))
+        eol = raw == 0
+        line_idx = np.cumsum(eol) - eol  # 0-based line of each token within the block
+        n_lines = len(lines)
+        word = raw > 1
+        if not one_file:
+            src.add(raw[word], line_idx[word], n_lines)
+        else:
+            sep = raw == 1
+            per_line = np.bincount(line_idx[sep], minlength=n_lines)
+            bad = np.flatnonzero(per_line != 1)
+            if len(bad):
+                n = int(bad[0])
+                what = "no '|||' separator" if per_line[n] == 0 else "several '|||' separators"
+                raise AlignersInputError(
+                    f"expected 'source ||| target' ({what})", path=name,
+                    line=lines_before + n + 1,
+                )
+            side = np.cumsum(sep) - sep - line_idx  # 0 before the line's separator, 1 after
+            s_mask, t_mask = word & (side == 0), word & (side == 1)
+            src.add(raw[s_mask], line_idx[s_mask], n_lines)
+            tgt.add(raw[t_mask], line_idx[t_mask], n_lines)
+        lines_before += n_lines
+    return src, tgt
 
 
 def _side(prov, tokens, vocab, *, min_count, max_size):
@@ -93,42 +134,19 @@ def encode_parallel_files(
     first[_EOL], first[_SEP] = 0, 1
     opts = {"lowercase": lowercase, "ascii_split": ascii_split}
     if tgt is None:
-        raw = _scan(src, first, one_file=True, **opts)
-        eol = raw == 0
-        sep = raw == 1
-        line_idx = np.cumsum(eol) - eol
-        n_lines = int(eol.sum())
-        per_line = np.bincount(line_idx[sep], minlength=n_lines) if n_lines else np.zeros(0)
-        bad = np.flatnonzero(per_line != 1)
-        if len(bad):
-            n = int(bad[0])
-            what = "no '|||' separator" if per_line[n] == 0 else "several '|||' separators"
-            raise AlignersInputError(
-                f"expected 'source ||| target' ({what})", path=str(src), line=n + 1
-            )
-        side = np.cumsum(sep) - sep - line_idx  # 0 before this line's separator, 1 after
-        word = raw > 1
-        s_mask, t_mask = word & (side == 0), word & (side == 1)
-        s_prov, t_prov = raw[s_mask], raw[t_mask]
-        s_off, t_off = _offsets(line_idx[s_mask], n_lines), _offsets(line_idx[t_mask], n_lines)
+        src_side, tgt_side = _scan(src, first, one_file=True, **opts)
     else:
-        raw_s = _scan(src, first, one_file=False, **opts)
-        raw_t = _scan(tgt, first, one_file=False, **opts)
-        sides = []
-        for raw in (raw_s, raw_t):
-            eol = raw == 0
-            line_idx = np.cumsum(eol) - eol
-            word = raw > 1
-            sides.append((raw[word], _offsets(line_idx[word], int(eol.sum()))))
-        (s_prov, s_off), (t_prov, t_off) = sides
-        if len(s_off) != len(t_off):
-            ns, nt = len(s_off) - 1, len(t_off) - 1
-            short, long_, n = (src, tgt, ns) if ns < nt else (tgt, src, nt)
-            raise AlignersInputError(
-                f"different line counts: {short} has {n} lines but {long_} continues at line "
-                f"{n + 1}; expected one sentence per line in both",
-                path=str(long_), line=n + 1,
-            )
+        src_side, _ = _scan(src, first, one_file=False, **opts)
+        tgt_side, _ = _scan(tgt, first, one_file=False, **opts)
+    (s_prov, s_off), (t_prov, t_off) = src_side.arrays(), tgt_side.arrays()
+    if len(s_off) != len(t_off):
+        ns, nt = len(s_off) - 1, len(t_off) - 1
+        short, long_, n = (src, tgt, ns) if ns < nt else (tgt, src, nt)
+        raise AlignersInputError(
+            f"different line counts: {short} has {n} lines but {long_} continues at line "
+            f"{n + 1}; expected one sentence per line in both",
+            path=str(long_), line=n + 1,
+        )
     tokens = list(first)
     s_ids, s_voc = _side(s_prov, tokens, src_vocab, min_count=min_count, max_size=max_size)
     t_ids, t_voc = _side(t_prov, tokens, tgt_vocab, min_count=min_count, max_size=max_size)
