@@ -152,3 +152,16 @@ def test_batches_through_dataloader():
     seen = torch.cat([b.index for b in loader])
     assert sorted(seen.tolist()) == list(range(40))
     assert sum(int(b.src_mask.sum()) for b in c.batches(max_tokens=20)) == len(c.src_ids)
+
+
+def test_build_with_extra_pairs_shares_vocab(tmp_path):
+    s, t = tmp_path / "s", tmp_path / "t"
+    s.write_text("A b\nc\n")
+    t.write_text("x\n\n")
+    extra = [(["B", "new"], ["x", "y"]), ([], [])]
+    c = ParallelCorpus.build(s, t, lowercase=True, extra_pairs=iter(extra))
+    assert len(c) == 4
+    assert [c.pair_tokens(n) for n in range(4)] == [
+        (["a", "b"], ["x"]), (["c"], []), (["b", "new"], ["x", "y"]), ([], [])
+    ]
+    assert c.src_vocab.counts[c.src_vocab.id("b")] == 2

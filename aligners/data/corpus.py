@@ -163,8 +163,12 @@ class ParallelCorpus:
         max_size: int | None = None,
         src_vocab: Vocab | None = None,
         tgt_vocab: Vocab | None = None,
+        extra_pairs: Iterable[tuple[list[str], list[str]]] | None = None,
     ) -> ParallelCorpus:
         """Encode two files, or one `src ||| tgt` file, streamed block by block.
+
+        `extra_pairs` (tokenised pairs, e.g. `load("hansards-enfr", "test")` as
+        `(p.src, p.tgt)`) are appended after the file's pairs, sharing the vocabularies.
 
         Same tokens as `read_parallel(src, tgt, lowercase=..., ascii_split=...)`, encoded by
         `encode_parallel_files` (one C-level split per block; text with U+0000/U+0001 is
@@ -173,6 +177,7 @@ class ParallelCorpus:
         arrays = encode_parallel_files(
             src, tgt, lowercase=lowercase, ascii_split=ascii_split, min_count=min_count,
             max_size=max_size, src_vocab=src_vocab, tgt_vocab=tgt_vocab,
+            extra_pairs=extra_pairs,
         )
         meta = {"lowercase": lowercase, "ascii_split": ascii_split, "min_count": min_count,
                 "max_size": max_size, "src": str(src), "tgt": None if tgt is None else str(tgt)}

@@ -11,9 +11,11 @@ text containing NUL or U+0001 characters is rejected (`AlignersInputError`).
 
 from __future__ import annotations
 
+import itertools
 import re
 from array import array
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +122,7 @@ def encode_parallel_files(
     max_size: int | None = None,
     src_vocab: Vocab | None = None,
     tgt_vocab: Vocab | None = None,
+    extra_pairs: Iterable[tuple[Sequence[str], Sequence[str]]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Vocab, Vocab]:
     """Encode two files (or one `src ||| tgt` file) -> `(src_ids, src_offsets, tgt_ids,
     tgt_offsets, src_vocab, tgt_vocab)`; ids int32, offsets int64 (N + 1,).
@@ -127,7 +130,9 @@ def encode_parallel_files(
     Vocabularies are built with `min_count`/`max_size` unless given (then unknown -> UNK).
     Raises `AlignersInputError` as `read_parallel` does (non-UTF-8 with byte offset,
     different line counts naming both files, a line without exactly one `|||`).
-    Cost: O(total size) time; memory O(tokens) int32 + O(V) strings.
+    `extra_pairs` (already tokenised, e.g. a gold test set to align along with the training
+    text) are appended after the file's pairs and share the vocabularies; `lowercase`
+    applies to them too. Cost: O(total size) time; memory O(tokens) int32 + O(V) strings.
     """
     first: defaultdict[str, int] = defaultdict()
     first.default_factory = first.__len__
@@ -138,15 +143,26 @@ def encode_parallel_files(
     else:
         src_side, _ = _scan(src, first, one_file=False, **opts)
         tgt_side, _ = _scan(tgt, first, one_file=False, **opts)
-    (s_prov, s_off), (t_prov, t_off) = src_side.arrays(), tgt_side.arrays()
-    if len(s_off) != len(t_off):
-        ns, nt = len(s_off) - 1, len(t_off) - 1
+    ns, nt = len(src_side.counts), len(tgt_side.counts)
+    if ns != nt:
         short, long_, n = (src, tgt, ns) if ns < nt else (tgt, src, nt)
         raise AlignersInputError(
             f"different line counts: {short} has {n} lines but {long_} continues at line "
             f"{n + 1}; expected one sentence per line in both",
             path=str(long_), line=n + 1,
         )
+    if extra_pairs is not None:
+        get = first.__getitem__
+        it = iter(extra_pairs)
+        while chunk := list(itertools.islice(it, 8192)):
+            for side, sents in ((src_side, [p[0] for p in chunk]),
+                                (tgt_side, [p[1] for p in chunk])):
+                if lowercase:
+                    sents = [[w.lower() for w in x] for x in sents]
+                flat = itertools.chain.from_iterable(sents)
+                side.ids.extend(map(get, flat))
+                side.counts.extend(map(len, sents))
+    (s_prov, s_off), (t_prov, t_off) = src_side.arrays(), tgt_side.arrays()
     tokens = list(first)
     s_ids, s_voc = _side(s_prov, tokens, src_vocab, min_count=min_count, max_size=max_size)
     t_ids, t_voc = _side(t_prov, tokens, tgt_vocab, min_count=min_count, max_size=max_size)
