@@ -128,3 +128,16 @@ def test_evaluate_out_of_range_links_error_or_lenient(tmp_path, capsys):
     r = json.loads(out)
     assert r["micro"]["aer"] == 0.0 and r["counts"]["predicted"] == 3
     assert r["breakdown"]["identical"]["counts"]["sure"] == 3
+
+
+def test_evaluate_registry_dataset(capsys):
+    shared_path(*HANSARDS)
+    test = shared_path(*SYM, "eflomal.enfr.grow-diag-final-and")
+    rc, out, _ = _run(capsys, "evaluate", "--dataset", "hansards-enfr", "--test", str(test),
+                      "--json")
+    assert rc == 0
+    r = json.loads(out)
+    assert r["micro"]["aer"] == pytest.approx(0.0805, abs=0.0005)
+    assert "identical" in r["breakdown"]
+    rc, _, err = _run(capsys, "evaluate", "--dataset", "no-such-set", "--test", str(test))
+    assert rc == 2 and "unknown dataset" in err
