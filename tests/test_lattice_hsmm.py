@@ -250,3 +250,14 @@ def test_inference_mode_and_bad_input():
         hsmm_posteriors(init, trans, seg[..., 0])
     with pytest.raises(AlignersInputError):
         hsmm_posteriors(init, trans, seg, lengths=torch.tensor([5, 1]))
+
+
+def test_single_position_and_k_beyond_n():
+    init, trans, seg, _, mask = rand_inputs(3, 1, 4, 3, seed=18)
+    post = hsmm_posteriors(init, trans, seg, state_mask=mask)
+    logits = (init + seg[:, 0, 0]).masked_fill(~mask, float("-inf"))
+    torch.testing.assert_close(post.log_likelihood, torch.logsumexp(logits, -1))
+    torch.testing.assert_close(post.segment_posteriors[:, 0, 0], torch.softmax(logits, -1))
+    assert post.segment_posteriors[:, :, 1:].abs().sum() == 0
+    vit = hsmm_viterbi(init, trans, seg, state_mask=mask)
+    assert [s[0][2] for s in vit.segments] == logits.argmax(-1).tolist()

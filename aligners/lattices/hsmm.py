@@ -150,7 +150,11 @@ def _grads(cl, rows=None):
         fwd = _logspace_forward if rows is not None else _scaled_forward
         logz, c, _ = fwd(li, lt, le, lengths)
         ok = torch.isfinite(logz)
-        gi, gt, ge = torch.autograd.grad(torch.where(ok, logz, 0.0).sum(), (li, lt, le))
+        leaves = (li, lt, le)
+        grads = torch.autograd.grad(
+            torch.where(ok, logz, 0.0).sum(), leaves, allow_unused=True
+        )  # trans is unused when N == 1
+        gi, gt, ge = (torch.zeros_like(x) if g is None else g for g, x in zip(grads, leaves))
     logz = logz.detach()
     if rows is not None:
         ok = logz > semiring_zero(seg.dtype) / 2
