@@ -297,3 +297,22 @@ def test_single_position(time_varying):
     assert torch.equal(path[:, 0], logits.argmax(-1))
     s = hmm_sample(init, trans, emit, state_mask=mask, generator=torch.Generator().manual_seed(1))
     assert s.shape == (1, 3, 1) and mask.gather(1, s[0]).all()
+
+
+def test_equals_linear_chain_from_same_factors():
+    from aligners.lattices import linear_chain
+
+    B, N, C = 4, 7, 5
+    init, trans, emit, lengths, _ = rand_inputs(B, N, C, seed=13)
+    edge = (trans[:, None] + emit[:, 1:, None, :]).transpose(-1, -2).clone()
+    edge[:, 0] += (init + emit[:, 0])[:, None, :]
+    post = hmm_posteriors(init, trans, emit, lengths=lengths)
+    logz = linear_chain.log_partition(edge, lengths=lengths)
+    torch.testing.assert_close(post.log_likelihood, logz)
+    marg = linear_chain.marginals(edge, lengths=lengths)
+    torch.testing.assert_close(post.transition_counts, marg.sum(1).transpose(-1, -2))
+    score, labels = linear_chain.viterbi(edge, lengths=lengths)
+    path, vscore = hmm_viterbi(init, trans, emit, lengths=lengths)
+    torch.testing.assert_close(vscore, score)
+    live = path >= 0
+    assert torch.equal(path[live], labels[live])
