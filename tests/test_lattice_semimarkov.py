@@ -2,8 +2,6 @@
 (including torch-struct 0.5's variable-length K>=3 failure as a regression test),
 torch-struct agreement on single sequences, sampler frequencies, float32 stability."""
 
-import warnings
-
 import pytest
 import torch
 import torch_struct
@@ -15,7 +13,7 @@ from aligners.lattices.linear_chain import LinearChain
 from aligners.lattices.semimarkov import SemiMarkov
 from aligners.semirings import MaxSemiring, semiring_zero
 
-warnings.filterwarnings("ignore", message=".*arg_constraints.*")
+pytestmark = pytest.mark.filterwarnings("ignore:.*arg_constraints")
 
 CASES = [(2, 2, 2), (3, 3, 2), (4, 2, 3), (5, 3, 2), (5, 3, 3), (5, 4, 2)]  # (N, K, C)
 
