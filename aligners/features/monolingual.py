@@ -78,19 +78,33 @@ def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
     return torch.cat(cols, dim=-1)
 
 
-def _phrase_columns(src, tgt, ls, lt) -> torch.Tensor:
-    """(I-ls+1, J-lt+1, 2): joined-phrase lower-case identity and WordNet multi-word synonymy."""
+def _phrase_columns(src, tgt, ls, lt, X) -> torch.Tensor:
+    """(I-ls+1, J-lt+1, 2): joined-phrase lower-case identity and WordNet (multi-word) synonymy."""
     wn = get_wordnet()
-    out = torch.zeros(len(src) - ls + 1, len(tgt) - lt + 1, 2)
     sp = ["_".join(w.lower() for w in src[s: s + ls]) for s in range(len(src) - ls + 1)]
     tp = ["_".join(w.lower() for w in tgt[t: t + lt]) for t in range(len(tgt) - lt + 1)]
-    for s, a in enumerate(sp):
-        for t, b in enumerate(tp):
-            out[s, t, 0] = float(a == b)
-            if (ls > 1 or lt > 1) and a != b and wn.available:
-                out[s, t, 1] = float(wn.relations(a, b)[0])
-            elif ls == 1 and lt == 1:
-                out[s, t, 1] = float(a not in STOPWORDS and wn.relations(a, b)[0])
+    ids: dict[str, int] = {}
+    si = torch.tensor([ids.setdefault(x, len(ids)) for x in sp])
+    ti = torch.tensor([ids.setdefault(x, len(ids)) for x in tp])
+    out = torch.zeros(len(sp), len(tp), 2)
+    out[..., 0] = (si[:, None] == ti[None, :]).float()
+    if ls == 1 and lt == 1:
+        out[..., 1] = X[..., TOKEN_PAIR_FEATURES.index("wn_synonym")]
+    elif wn.available:
+        s_in = [s for s, x in enumerate(sp) if wn.synsets(x)]
+        t_in = [t for t, x in enumerate(tp) if wn.synsets(x)]
+        for s in s_in:
+            for t in t_in:
+                out[s, t, 1] = float(sp[s] != tp[t] and wn.relations(sp[s], tp[t])[0])
+    return out
+
+
+def _window(x: torch.Tensor, dim: int, size: int, op) -> torch.Tensor:
+    """Reduce `op` over sliding windows of `size` along `dim` (output shorter by size-1)."""
+    n = x.shape[dim] - size + 1
+    out = x.narrow(dim, 0, n)
+    for d in range(1, size):
+        out = op(out, x.narrow(dim, d, n))
     return out
 
 
@@ -108,16 +122,17 @@ def featurize(
     span = torch.zeros(I, Ls, J, Lt, F)
     for ls in range(1, min(Ls, I) + 1):
         for lt in range(1, min(Lt, J) + 1):
-            W = X.unfold(0, ls, 1).unfold(1, lt, 1)  # (I-ls+1, J-lt+1, Ft, ls, lt)
-            src_best, tgt_best = W.amax(-1), W.amax(-2)
-            A = (src_best.sum(-1) + tgt_best.sum(-1)) / 2
-            Bm = torch.minimum(src_best.amin(-1), tgt_best.amin(-1)) * max(ls, lt)
+            tmax = _window(X, 1, lt, torch.maximum)  # best target match per source token
+            smax = _window(X, 0, ls, torch.maximum)  # best source match per target token
+            A = (_window(tmax, 0, ls, torch.add) + _window(smax, 1, lt, torch.add)) / 2
+            Bm = torch.minimum(_window(tmax, 0, ls, torch.minimum),
+                               _window(smax, 1, lt, torch.minimum)) * max(ls, lt)
             blk = span[: I - ls + 1, ls - 1, lt - 1:, lt - 1]
             blk[..., :Ft] = A
             blk[..., Ft: 2 * Ft] = Bm
             if (ls, lt) != (1, 1):
                 blk[..., 2 * Ft + (ls - 1) * Lt + lt - 2] = 1.0
-            blk[..., F - 2:] = _phrase_columns(src, tgt, ls, lt) * max(ls, lt)
+            blk[..., F - 2:] = _phrase_columns(src, tgt, ls, lt, X) * max(ls, lt)
     low = X[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
     dice = X[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
     wn = X[..., [TOKEN_PAIR_FEATURES.index(f"wn_{r}") for r in ("synonym", "hypernym",

@@ -169,9 +169,9 @@ class MonoAlignerBase(nn.Module):
         self.w_null = nn.Parameter(torch.zeros(len(NULL_FEATURES)))
         self.w_trans = nn.Parameter(torch.zeros(N_TRANS))
 
-    def log_potentials(self, batch: MonoBatch, *, cost_weight: float = 0.0,
-                       gold_only: bool = False) -> torch.Tensor:
-        """(B, I, Ls+1, C, C) torch-struct semi-Markov log-potentials. O(B*I*Ls*C*(C+F))."""
+    def factors(self, batch: MonoBatch, *, cost_weight: float = 0.0, gold_only: bool = False):
+        """Factored potentials: emit (B, I, Ls+1, C) (k = 0 slot is the semiring zero),
+        trans (B, C, C) [c_next, c_prev], start (B, C). O(B*I*Ls*C*F)."""
         emit = batch.emit @ self.w_emit  # (B, I, Ls, C); NULL column features are zero
         null_col = torch.zeros_like(emit[..., 0])
         null_col[:, :, 0] = batch.null @ self.w_null
@@ -181,14 +181,17 @@ class MonoAlignerBase(nn.Module):
         neg = neg_inf(emit.dtype)
         keep = batch.valid & batch.gold_ok if gold_only else batch.valid
         emit = emit.masked_fill(~keep, neg)
-        trans = self.w_trans[batch.trans_idx]  # (B, C, C) [c_next, c_prev]
+        emit = torch.cat([torch.full_like(emit[:, :, :1], neg), emit], dim=2)
+        return emit, self.w_trans[batch.trans_idx], self.w_trans[batch.start_idx]
+
+    def log_potentials(self, batch: MonoBatch, *, cost_weight: float = 0.0,
+                       gold_only: bool = False) -> torch.Tensor:
+        """(B, I, Ls+1, C, C) torch-struct semi-Markov log-potentials. O(B*I*Ls*C^2)."""
+        emit, trans, start = self.factors(batch, cost_weight=cost_weight, gold_only=gold_only)
         lp = emit.unsqueeze(-1) + trans[:, None, None]
-        start = self.w_trans[batch.start_idx]  # (B, C)
-        lp0 = torch.full_like(lp[:, 0], neg)
+        lp0 = torch.full_like(lp[:, 0], neg_inf(lp.dtype))
         lp0[..., 0] = emit[:, 0] + start[:, None, :]
-        lp = torch.cat([lp0.unsqueeze(1), lp[:, 1:]], dim=1)
-        pad = torch.full_like(lp[:, :, :1], neg)
-        return torch.cat([pad, lp], dim=2)
+        return torch.cat([lp0.unsqueeze(1), lp[:, 1:]], dim=1)
 
     def l2(self) -> torch.Tensor:
         return sum((p ** 2).sum() for p in self.parameters())

@@ -9,7 +9,7 @@ side a sum over every path consistent with the gold links.
 
 import torch
 
-from aligners.models._mono_lattice import semimarkov_log_partition, semimarkov_viterbi
+from aligners.models._mono_lattice import factored_log_partition, factored_viterbi
 from aligners.models._mono_potentials import MonoAlignerBase, MonoBatch
 from aligners.models._mono_states import state_phrase
 
@@ -30,28 +30,30 @@ def segments_to_output(segments, *, tgt_len: int, max_tgt_len: int):
 
 
 class PhraseCRFAligner(MonoAlignerBase):
-    """ls:lt phrasal aligner; `PhraseCRFAligner(max_src_len=1, max_tgt_len=1)` is the token
-    model's state space but the token aligner (`aligners.models.crf`) uses the linear chain."""
+    """ls:lt phrasal aligner over the factored potentials of `MonoAlignerBase`."""
 
     def __init__(self, *, max_src_len: int = 3, max_tgt_len: int = 3, embedding: bool = False):
         super().__init__(max_src_len=max_src_len, max_tgt_len=max_tgt_len, embedding=embedding)
 
-    def log_partition(self, lp: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        return semimarkov_log_partition(lp, lengths=lengths)
+    def log_partition(self, factors, lengths: torch.Tensor) -> torch.Tensor:
+        """(emit, trans, start) -> log Z (B,)."""
+        return factored_log_partition(*factors, lengths=lengths)
+
+    def viterbi(self, factors, lengths: torch.Tensor):
+        """(emit, trans, start) -> (scores (B,), segment lists)."""
+        return factored_viterbi(*factors, lengths=lengths)
 
     def loss(self, batch: MonoBatch, *, cost_weight: float = 1.0) -> torch.Tensor:
-        """Summed softmax-margin loss (B,) -> scalar: log Z_cost - log Z_gold.
-        With cost_weight = 0 this is the conditional log-loss."""
-        lp = self.log_potentials(batch, cost_weight=cost_weight)
-        lp_gold = self.log_potentials(batch, gold_only=True)
-        return (self.log_partition(lp, batch.lengths)
-                - self.log_partition(lp_gold, batch.lengths)).sum()
+        """Summed softmax-margin loss: sum_b log Z_cost - log Z_gold (scalar).
+        With cost_weight = 0 this is the conditional log-loss of the gold link set."""
+        z_cost = self.log_partition(self.factors(batch, cost_weight=cost_weight), batch.lengths)
+        z_gold = self.log_partition(self.factors(batch, gold_only=True), batch.lengths)
+        return (z_cost - z_gold).sum()
 
     @torch.no_grad()
     def decode(self, batch: MonoBatch):
         """Viterbi: per pair (blocks, token links, normalised score = score / I)."""
-        lp = self.log_potentials(batch)
-        scores, paths = semimarkov_viterbi(lp, lengths=batch.lengths)
+        scores, paths = self.viterbi(self.factors(batch), batch.lengths)
         out = []
         for ex, segs, sc in zip(batch.examples, paths, scores.tolist()):
             blocks, links = segments_to_output(segs, tgt_len=len(ex.tgt),
