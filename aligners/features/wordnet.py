@@ -97,7 +97,8 @@ class WordNet:
         out = []
         for pos in _POS:
             cands = [w, *self._exc.get((w, pos), ())]
-            cands += [w[: -len(s)] + r for s, r in _SUFFIXES[pos] if w.endswith(s) and len(w) > len(s)]
+            cands += [w[: -len(s)] + r for s, r in _SUFFIXES[pos]
+                      if w.endswith(s) and len(w) > len(s)]
             out += [(c, pos) for c in dict.fromkeys(cands) if (c, pos) in self._index]
         return tuple(out)
 

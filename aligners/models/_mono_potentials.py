@@ -130,7 +130,7 @@ def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1
     Ls, F = examples[0].emit.shape[1], examples[0].emit.shape[-1]
     I = max(len(e.src) for e in examples)
     C = max(e.emit.shape[2] for e in examples)
-    emit = torch.zeros(B, I, Ls, C, F)
+    emit = torch.zeros(B, I, Ls, C, F, dtype=torch.float16)
     null = torch.zeros(B, I, examples[0].null.shape[-1])
     valid = torch.zeros(B, I, Ls, C, dtype=torch.bool)
     trans = torch.zeros(B, C, C, dtype=torch.long)
@@ -140,7 +140,7 @@ def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1
     ok = torch.zeros(B, I, Ls, C, dtype=torch.bool) if with_gold else None
     for b, e in enumerate(examples):
         Ib, Cb, J = len(e.src), e.emit.shape[2], len(e.tgt)
-        emit[b, :Ib, :, :Cb] = e.emit.float()
+        emit[b, :Ib, :, :Cb] = e.emit
         null[b, :Ib] = e.null
         st = state_table(tgt_len=J, max_tgt_len=max_tgt_len)
         ends = torch.arange(Ib)[:, None] + torch.arange(1, Ls + 1)[None, :] <= Ib  # (Ib, Ls)
@@ -172,7 +172,7 @@ class MonoAlignerBase(nn.Module):
     def factors(self, batch: MonoBatch, *, cost_weight: float = 0.0, gold_only: bool = False):
         """Factored potentials: emit (B, I, Ls+1, C) (k = 0 slot is the semiring zero),
         trans (B, C, C) [c_next, c_prev], start (B, C). O(B*I*Ls*C*F)."""
-        emit = batch.emit @ self.w_emit  # (B, I, Ls, C); NULL column features are zero
+        emit = batch.emit.float() @ self.w_emit  # (B, I, Ls, C); NULL column features are 0
         null_col = torch.zeros_like(emit[..., 0])
         null_col[:, :, 0] = batch.null @ self.w_null
         emit = torch.cat([null_col.unsqueeze(-1), emit[..., 1:]], dim=-1)
