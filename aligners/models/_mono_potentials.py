@@ -169,13 +169,18 @@ class MonoAlignerBase(nn.Module):
         self.w_null = nn.Parameter(torch.zeros(len(NULL_FEATURES)))
         self.w_trans = nn.Parameter(torch.zeros(N_TRANS))
 
-    def factors(self, batch: MonoBatch, *, cost_weight: float = 0.0, gold_only: bool = False):
-        """Factored potentials: emit (B, I, Ls+1, C) (k = 0 slot is the semiring zero),
-        trans (B, C, C) [c_next, c_prev], start (B, C). O(B*I*Ls*C*F)."""
-        emit = batch.emit.float() @ self.w_emit  # (B, I, Ls, C); NULL column features are 0
+    def emission(self, batch: MonoBatch) -> torch.Tensor:
+        """(B, I, Ls, C) linear emission scores (NULL features in column 0). O(B*I*Ls*C*F)."""
+        emit = batch.emit.float() @ self.w_emit  # NULL column features are 0
         null_col = torch.zeros_like(emit[..., 0])
         null_col[:, :, 0] = batch.null @ self.w_null
-        emit = torch.cat([null_col.unsqueeze(-1), emit[..., 1:]], dim=-1)
+        return torch.cat([null_col.unsqueeze(-1), emit[..., 1:]], dim=-1)
+
+    def factors(self, batch: MonoBatch, *, cost_weight: float = 0.0, gold_only: bool = False,
+                emission: torch.Tensor | None = None):
+        """Factored potentials: emit (B, I, Ls+1, C) (k = 0 slot is the semiring zero),
+        trans (B, C, C) [c_next, c_prev], start (B, C). O(B*I*Ls*C*F)."""
+        emit = self.emission(batch) if emission is None else emission
         if cost_weight:
             emit = emit + cost_weight * batch.cost
         neg = neg_inf(emit.dtype)

@@ -46,8 +46,11 @@ class PhraseCRFAligner(MonoAlignerBase):
     def loss(self, batch: MonoBatch, *, cost_weight: float = 1.0) -> torch.Tensor:
         """Summed softmax-margin loss: sum_b log Z_cost - log Z_gold (scalar).
         With cost_weight = 0 this is the conditional log-loss of the gold link set."""
-        z_cost = self.log_partition(self.factors(batch, cost_weight=cost_weight), batch.lengths)
-        z_gold = self.log_partition(self.factors(batch, gold_only=True), batch.lengths)
+        emission = self.emission(batch)
+        z_cost = self.log_partition(
+            self.factors(batch, cost_weight=cost_weight, emission=emission), batch.lengths)
+        z_gold = self.log_partition(
+            self.factors(batch, gold_only=True, emission=emission), batch.lengths)
         return (z_cost - z_gold).sum()
 
     @torch.no_grad()

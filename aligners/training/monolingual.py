@@ -68,7 +68,7 @@ def featurise(pairs: list[AlignedPair], model: PhraseCRFAligner, *, direction: s
 def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
            with_gold: bool = True, cost: tuple[float, float] = (1.0, 1.0)):
     """Length-bucketed MonoBatches (sorted by target then source length); also the order."""
-    order = sorted(range(len(examples)), key=lambda n: (len(examples[n].tgt),
+    order = sorted(range(len(examples)), key=lambda n: (examples[n].emit.shape[2] // 8,
                                                          len(examples[n].src)))
     batches = [collate([examples[n] for n in order[s: s + batch_size]], max_tgt_len=max_tgt_len,
                        fp_cost=cost[0], fn_cost=cost[1], with_gold=with_gold)
@@ -98,6 +98,7 @@ class LitMonoAligner(pl.LightningModule):
         super().__init__()
         self.save_hyperparameters()
         self.automatic_optimization = False
+        self.evaluations = 0
         self.model = build_model(kind=kind, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
                                  embedding=embedding)
 
@@ -110,10 +111,14 @@ class LitMonoAligner(pl.LightningModule):
         for b in batches:
             loss = self.model.loss(b, cost_weight=hp.cost_weight) / hp.n_pairs
             self.manual_backward(loss)
-            total += float(loss)
+            total += loss.item()
         share = sum(len(b.examples) for b in batches) / hp.n_pairs
         reg = 0.5 * hp.l2 * share * self.model.l2() / hp.n_pairs
         self.manual_backward(reg)
+        self.evaluations += 1
+        if self.evaluations % 10 == 0:
+            print(f"  objective evaluation {self.evaluations}: {total + float(reg):.5f}",
+                  flush=True)
         return total + float(reg)
 
     def training_step(self, batches, batch_idx):
