@@ -15,6 +15,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 
 # name -> (module under aligners.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "reorder": ("reorder", "phrase extraction with orientations; reordering models (train/predict)"),
 }
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "phrase_alignment",
     "format_extract_line",
     "iter_extract",
+    "load_corpus",
 ]
 
 ORIENTATIONS: tuple[str, ...] = ("mono", "swap", "other")
@@ -237,3 +238,26 @@ def iter_extract(
         except AlignersInputError as err:
             raise AlignersInputError(f"sentence pair {n + 1}: {err.reason}") from None
         yield n, src, tgt, links, pairs
+
+
+def load_corpus(src: str, tgt: str, align: str, *, limit: int | None = None,
+                lowercase: bool = False):
+    """Stream `(src tokens, tgt tokens, [(i, j), ...])` from a bitext + Pharaoh `i-j` file.
+
+    Uses the project readers (`aligners.data.parallel`, `aligners.data.pharaoh`); gzip ok.
+    Every link (sure or possible) counts. `limit` keeps the first N pairs.
+    """
+    from itertools import islice
+
+    from aligners.data.parallel import read_parallel
+    from aligners.data.pharaoh import read_pharaoh
+
+    pairs = read_parallel(src, tgt, lowercase=lowercase)
+    aligns = read_pharaoh(align)
+    for pair, links in islice(zip(pairs, aligns, strict=True), limit):
+        s, t = (pair.src, pair.tgt) if hasattr(pair, "src") else pair
+        if hasattr(links, "alignment"):
+            links = links.alignment
+        if hasattr(links, "possible"):
+            links = links.possible
+        yield list(s), list(t), sorted((int(ln[0]), int(ln[1])) for ln in links)

@@ -12,6 +12,7 @@ __all__ = ["TASKS", "train", "evaluate"]
 
 # task name -> module under aligners.training
 TASKS: dict[str, str] = {
+    "reorder": "reorder",
 }
 
 

@@ -27,26 +27,9 @@ from aligners.features.reorder import (
 from aligners.models.reorder import DualMLR, LexicalReordering, NaiveBayes, PrimalMLR
 from aligners.models.reorder import mutual_information as mi_scores
 from aligners.models.reorder._io import error_rate
-from aligners.phrases import iter_extract
+from aligners.phrases import iter_extract, load_corpus
 
-__all__ = ["train", "evaluate", "load_corpus", "dir_size"]
-
-
-def load_corpus(src: str, tgt: str, align: str, *, limit: int | None = None,
-                lowercase: bool = False):
-    """Stream `(src tokens, tgt tokens, [(i, j), ...])` triples from a bitext + Pharaoh file."""
-    from itertools import islice
-
-    from aligners.data.parallel import read_parallel
-    from aligners.data.pharaoh import read_pharaoh
-
-    pairs = read_parallel(src, tgt, lowercase=lowercase)
-    aligns = read_pharaoh(align)
-    for n, (pair, links) in enumerate(islice(zip(pairs, aligns, strict=True), limit)):
-        s, t = (pair.src, pair.tgt) if hasattr(pair, "src") else pair
-        if hasattr(links, "possible"):
-            links = links.possible
-        yield list(s), list(t), [(int(ln[0]), int(ln[1])) for ln in links]
+__all__ = ["train", "evaluate", "dir_size"]
 
 
 def dir_size(path) -> int:
@@ -80,7 +63,8 @@ def train(cfg: DictConfig) -> dict:
     torch.set_num_threads(int(cfg.get("threads", 2)))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    d, x, feat_cfg = cfg.data, cfg.extract, cfg.features
+    rc = cfg.reorder  # configs/model/reorder.yaml
+    d, x, feat_cfg = cfg.data, rc.extract, rc.features
     gen = torch.Generator().manual_seed(int(cfg.seed))
     results: dict = {"config": OmegaConf.to_container(cfg, resolve=False)}
 
@@ -124,7 +108,7 @@ def train(cfg: DictConfig) -> dict:
     print(json.dumps(results["data"]), flush=True)
     feature_list = featurizer.describe(vocab)
     models_dir = out_dir / "models"
-    m = cfg.models
+    m = rc.models
     rep = int(cfg.get("speed_repeats", 3))
 
     def record(name, model, seconds, log_proba_fn, save_dir, extra=None):
@@ -144,11 +128,11 @@ def train(cfg: DictConfig) -> dict:
 
     if m.get("lexical", True):
         start = time.perf_counter()
-        lex = LexicalReordering(smoothing=float(cfg.lexical.smoothing)).fit(raw.keys[train_rows], y_train)
+        lex = LexicalReordering(smoothing=float(rc.lexical.smoothing)).fit(raw.keys[train_rows], y_train)
         secs = time.perf_counter() - start
         lex.save(models_dir / "lexical")
         extra = {}
-        if cfg.lexical.get("write_table", True):
+        if rc.lexical.get("write_table", True):
             table = out_dir / "reordering-table.wbe-msd-backward-fe"
             corpus = load_corpus(_resolve(d.src, cfg), _resolve(d.tgt, cfg),
                                  _resolve(d.align, cfg), limit=dev_cut,
@@ -156,14 +140,14 @@ def train(cfg: DictConfig) -> dict:
             extra["moses_table_lines"] = lex.write_moses_table(table, _phrase_stream(
                 corpus, max_length=int(x.max_length), mode=x.mode))
             extra["moses_table_bytes"] = dir_size(table)
-            if not cfg.lexical.get("keep_table", False):
+            if not rc.lexical.get("keep_table", False):
                 os.remove(table)
         test_keys = raw.keys[test_rows]
         record("lexical", lex, secs, lambda: lex.predict_log_proba(test_keys),
                models_dir / "lexical", extra)
 
     if m.get("naive_bayes", False):
-        nbc = cfg.naive_bayes
+        nbc = rc.naive_bayes
         for inference in nbc.inference:
             start = time.perf_counter()
             nb = NaiveBayes(num_features=F, alpha=float(nbc.alpha), inference=inference).fit(X_train, y_train)
@@ -176,7 +160,7 @@ def train(cfg: DictConfig) -> dict:
                                             feature_list, models_dir)
 
     if m.get("primal", False):
-        pc = cfg.primal
+        pc = rc.primal
         start = time.perf_counter()
         primal = PrimalMLR(num_features=F, sigma2=float(pc.sigma2)).fit(
             X_train, y_train, epochs=int(pc.epochs), lr=float(pc.lr), generator=gen)
@@ -186,7 +170,7 @@ def train(cfg: DictConfig) -> dict:
                models_dir / "primal", {"epochs": int(pc.epochs)})
 
     if m.get("dual", False):
-        dc = cfg.dual
+        dc = rc.dual
         for eps in dc.eps:
             start = time.perf_counter()
             dual = DualMLR(num_features=F, sigma2=float(dc.sigma2)).fit(
