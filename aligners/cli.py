@@ -15,6 +15,8 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 
 # name -> (module under aligners.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "evaluate": ("evaluate", "score predicted alignments against gold: P/R/AER/F1 (+ breakdowns)"),
+    "symmetrize": ("symmetrize", "combine forward and reverse alignments (atools heuristics)"),
     "reorder": ("reorder", "phrase extraction with orientations; reordering models (train/predict)"),
 }
 

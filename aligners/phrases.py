@@ -247,17 +247,21 @@ def load_corpus(src: str, tgt: str, align: str, *, limit: int | None = None,
     Uses the project readers (`aligners.data.parallel`, `aligners.data.pharaoh`); gzip ok.
     Every link (sure or possible) counts. `limit` keeps the first N pairs.
     """
-    from itertools import islice
-
-    from aligners.data.parallel import read_parallel
-    from aligners.data.pharaoh import read_pharaoh
+    from aligners.data.parallel import read_lines, read_parallel
+    from aligners.data.pharaoh import parse_pharaoh_line
 
     pairs = read_parallel(src, tgt, lowercase=lowercase)
-    aligns = read_pharaoh(align)
-    for pair, links in islice(zip(pairs, aligns, strict=True), limit):
-        s, t = (pair.src, pair.tgt) if hasattr(pair, "src") else pair
-        if hasattr(links, "alignment"):
-            links = links.alignment
-        if hasattr(links, "possible"):
-            links = links.possible
-        yield list(s), list(t), sorted((int(ln[0]), int(ln[1])) for ln in links)
+    aligns = read_lines(align)
+    for n, pair in enumerate(pairs, start=1):
+        if limit is not None and n > limit:
+            return
+        text = next(aligns, None)
+        if text is None:
+            raise AlignersInputError(
+                f"alignment file ends before the bitext (expected a line for pair {n})",
+                path=str(align), line=n)
+        links = parse_pharaoh_line(text, path=str(align), line=n).possible
+        yield pair[0], pair[1], sorted(links)
+    if limit is None and next(aligns, None) is not None:
+        raise AlignersInputError("alignment file has more lines than the bitext",
+                                 path=str(align), line=n + 1)
