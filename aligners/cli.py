@@ -17,7 +17,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("evaluate", "score predicted alignments against gold: P/R/AER/F1 (+ breakdowns)"),
     "symmetrize": ("symmetrize", "combine forward and reverse alignments (atools heuristics)"),
-    "reorder": ("reorder", "phrase extraction with orientations; reordering models (train/predict)"),
+    "reorder": ("reorder", "phrase pairs with orientations; reordering models (train/predict)"),
 }
 
 

@@ -120,7 +120,8 @@ def extract_phrase_pairs(
             if any(used[f] > 0 for f in range(min_f, max_f + 1)):
                 continue  # a source word inside links outside the target span
             s_f = min_f
-            while s_f >= 0 and (relax or s_f > max_f - lim) and (s_f == min_f or src_count[s_f] == 0):
+            while (s_f >= 0 and (relax or s_f > max_f - lim)
+                   and (s_f == min_f or src_count[s_f] == 0)):
                 e_f = max_f
                 while e_f < n_src and (relax or e_f < s_f + lim) and (
                     e_f == max_f or src_count[e_f] == 0
@@ -252,6 +253,7 @@ def load_corpus(src: str, tgt: str, align: str, *, limit: int | None = None,
 
     pairs = read_parallel(src, tgt, lowercase=lowercase)
     aligns = read_lines(align)
+    n = 0
     for n, pair in enumerate(pairs, start=1):
         if limit is not None and n > limit:
             return

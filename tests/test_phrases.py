@@ -80,7 +80,6 @@ def test_hierarchical_uses_blocks_longer_than_the_limit():
 
 
 def test_max_length_limits_both_sides():
-    src, tgt = list("abcdefgh"), list("stuvwxyz")
     links = [(i, i) for i in range(8)]
     for lim in (1, 3, 7):
         pairs = extract_phrase_pairs(links, src_len=8, tgt_len=8, max_length=lim)

@@ -73,7 +73,8 @@ def _primal_optimum(X, y, sigma2):
 
     def closure():
         opt.zero_grad()
-        loss = 0.5 / sigma2 * (W * W).sum() - (Xd @ W).log_softmax(1)[torch.arange(len(y)), yt].sum()
+        nll = -(Xd @ W).log_softmax(1)[torch.arange(len(y)), yt].sum()
+        loss = 0.5 / sigma2 * (W * W).sum() + nll
         loss.backward()
         return loss
 

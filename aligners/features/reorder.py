@@ -179,7 +179,8 @@ def collect_examples(
             labels.append(p.forward if fwd else p.backward)
             sentence.append(n)
             keys.append(
-                phrase_key(" ".join(src[p.src_start:p.src_end]), " ".join(tgt[p.tgt_start:p.tgt_end]))
+                phrase_key(" ".join(src[p.src_start:p.src_end]),
+                           " ".join(tgt[p.tgt_start:p.tgt_end]))
             )
     return RawExamples(
         codes=np.frombuffer(codes, dtype=np.int64).copy(),

@@ -63,7 +63,7 @@ def train(cfg: DictConfig) -> dict:
     torch.set_num_threads(int(cfg.get("threads", 2)))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rc = cfg.reorder  # configs/model/reorder.yaml
+    rc = cfg.model  # configs/model/reorder.yaml
     d, x, feat_cfg = cfg.data, rc.extract, rc.features
     gen = torch.Generator().manual_seed(int(cfg.seed))
     results: dict = {"config": OmegaConf.to_container(cfg, resolve=False)}
@@ -101,7 +101,8 @@ def train(cfg: DictConfig) -> dict:
         "evaluated_on": cfg.get("evaluate_on", "heldout"),
         "train_examples": int(len(train_rows)), "test_examples": int(len(test_rows)),
         "features": F, "train_nnz": int(X_train._nnz()),
-        "train_class_fractions": (np.bincount(y_train, minlength=3) / max(len(y_train), 1)).tolist(),
+        "train_class_fractions":
+            (np.bincount(y_train, minlength=3) / max(len(y_train), 1)).tolist(),
         "majority_error": float(1 - np.bincount(y_test, minlength=3)[
             np.bincount(y_train, minlength=3).argmax()] / max(len(y_test), 1)),
     }
@@ -128,7 +129,8 @@ def train(cfg: DictConfig) -> dict:
 
     if m.get("lexical", True):
         start = time.perf_counter()
-        lex = LexicalReordering(smoothing=float(rc.lexical.smoothing)).fit(raw.keys[train_rows], y_train)
+        lex = LexicalReordering(smoothing=float(rc.lexical.smoothing))
+        lex.fit(raw.keys[train_rows], y_train)
         secs = time.perf_counter() - start
         lex.save(models_dir / "lexical")
         extra = {}
@@ -150,7 +152,8 @@ def train(cfg: DictConfig) -> dict:
         nbc = rc.naive_bayes
         for inference in nbc.inference:
             start = time.perf_counter()
-            nb = NaiveBayes(num_features=F, alpha=float(nbc.alpha), inference=inference).fit(X_train, y_train)
+            nb = NaiveBayes(num_features=F, alpha=float(nbc.alpha), inference=inference)
+            nb.fit(X_train, y_train)
             secs = time.perf_counter() - start
             path = models_dir / f"nb_{inference}"
             save_with_features(nb, path)
@@ -248,7 +251,7 @@ def _plots(results: dict, out_dir: Path) -> None:
     duals = {k: v for k, v in results.get("models", {}).items() if k.startswith("dual_eps")}
     if duals:
         fig, ax = plt.subplots(figsize=(5, 3.5))
-        for name, rec in duals.items():
+        for rec in duals.values():
             fr = [100 * h["active_fraction"] for h in rec["history"]]
             ax.plot(range(1, len(fr) + 1), fr, marker="o", ms=3, label=f"eps = {rec['eps']}")
         ax.set_xlabel("training iteration")

@@ -61,7 +61,8 @@ def load_model(directory, expected_kind: str) -> tuple[dict[str, torch.Tensor], 
         raise AlignersInputError(f"{d}: no config.json (not an exported reordering model)")
     config = json.loads((d / "config.json").read_text())
     if config.get("kind") != expected_kind:
-        raise AlignersInputError(f"{d}: model kind {config.get('kind')!r}, expected {expected_kind!r}")
+        raise AlignersInputError(
+            f"{d}: model kind {config.get('kind')!r}, expected {expected_kind!r}")
     return load_file(str(d / "model.safetensors")), config
 
 
