@@ -164,13 +164,20 @@ def train(cfg: DictConfig) -> dict:
 
     if m.get("primal", False):
         pc = rc.primal
-        start = time.perf_counter()
-        primal = PrimalMLR(num_features=F, sigma2=float(pc.sigma2)).fit(
-            X_train, y_train, epochs=int(pc.epochs), lr=float(pc.lr), generator=gen)
-        secs = time.perf_counter() - start
+        per_epoch = []
+
+        def track(epoch, model):  # held-out error after each epoch (time not counted)
+            per_epoch.append(error_rate(model.predict_log_proba(X_test), y_test))
+
+        primal = PrimalMLR(num_features=F, sigma2=float(pc.sigma2))
+        primal.fit(X_train, y_train, epochs=int(pc.epochs), lr=float(pc.lr), generator=gen,
+                   callback=track if pc.get("track_heldout", True) else None)
+        secs = sum(h["seconds"] for h in primal.history) + primal.setup_seconds
         save_with_features(primal, models_dir / "primal")
         record("primal", primal, secs, lambda: primal.predict_log_proba(X_test),
-               models_dir / "primal", {"epochs": int(pc.epochs)})
+               models_dir / "primal", {"epochs": int(pc.epochs),
+                                       "heldout_error_per_epoch": per_epoch,
+                                       "history": primal.history})
 
     if m.get("dual", False):
         dc = rc.dual
