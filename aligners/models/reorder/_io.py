@@ -36,6 +36,7 @@ def sparse_matmul(X, W: torch.Tensor) -> torch.Tensor:
             torch.from_numpy(X.indices.astype(np.int64)),
             torch.from_numpy(X.data),
             size=X.shape,
+            check_invariants=False,
         )
     if X.shape[1] != W.shape[0]:
         raise AlignersInputError(f"features have {X.shape[1]} columns, model has {W.shape[0]}")
