@@ -29,6 +29,8 @@ from aligners.features.reorder import (  # noqa: E402
 )
 from aligners.models.reorder import DualMLR, LexicalReordering, NaiveBayes, PrimalMLR  # noqa: E402
 from aligners.models.reorder._io import error_rate  # noqa: E402
+from aligners.models.reorder.dual_mlr import warmup as dual_warmup  # noqa: E402
+from aligners.models.reorder.mlr import warmup as mlr_warmup  # noqa: E402
 from aligners.phrases import load_corpus  # noqa: E402
 from aligners.training.reorder import dir_size  # noqa: E402
 
@@ -57,6 +59,8 @@ def main() -> None:
     Xtr, Xte = csr_to_torch(to_csr(raw, tr, vocab)), csr_to_torch(to_csr(raw, te, vocab))
     ytr, yte = raw.labels[tr], raw.labels[te]
     F = len(vocab)
+    mlr_warmup()
+    dual_warmup()
     times = {"primal": [], "dual": []}
     errors = {}
     for r in range(args.repeats):
