@@ -72,7 +72,7 @@ def main() -> None:
                     Xtr, ytr, epochs=args.epochs, lr=0.05, generator=gen)
             else:
                 m = DualMLR(num_features=F, sigma2=args.sigma2).fit(
-                    Xtr, ytr, eps=args.eps, max_iter=30, generator=gen)
+                    Xtr, ytr, eps=args.eps, max_iter=30, step=1.0, generator=gen)
             times[name].append(time.perf_counter() - t0)
             errors.setdefault(name, []).append(error_rate(m.predict_log_proba(Xte), yte))
     lex = LexicalReordering().fit(raw.keys[tr], ytr)

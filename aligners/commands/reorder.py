@@ -173,7 +173,7 @@ def _train(args) -> int:
             X, y, epochs=args.epochs, lr=args.lr, generator=gen)
     else:
         model = DualMLR(num_features=F, sigma2=args.sigma2).fit(
-            X, y, eps=args.eps, max_iter=args.max_iter, generator=gen)
+            X, y, eps=args.eps, max_iter=args.max_iter, step=1.0, generator=gen)
     model.save(out)
     (out / "features.json").write_text(json.dumps(feat.describe(vocab)))
     _add_config(out, {"extract": extract, "features": {"min_count": args.min_count}})

@@ -190,7 +190,8 @@ def train(cfg: DictConfig) -> dict:
             dual = DualMLR(num_features=F, sigma2=float(dc.sigma2)).fit(
                 X_train, y_train, eps=float(eps), max_iter=int(dc.max_iter),
                 init_eps=float(dc.init_eps), max_trial=int(dc.max_trial),
-                reset_step=bool(dc.reset_step), generator=gen)
+                reset_step=bool(dc.reset_step), step=float(dc.get("step", 1.0)),
+                step_growth=float(dc.get("step_growth", 1.0)), generator=gen)
             secs = time.perf_counter() - start
             path = models_dir / f"dual_eps{eps}"
             save_with_features(dual, path)

@@ -22,12 +22,13 @@ _TINY = 1e-300
 
 
 @njit(cache=True)
-def _eg_pass(indptr, indices, data, labels, sqnorm, order, alpha, W, eta, active,
-             sigma2, eps, max_trial, reset_step):  # pragma: no cover
+def _eg_pass(indptr, indices, data, labels, sqnorm, order, alpha, log_alpha, W, eta, active,
+             sigma2, eps, max_trial, reset_step, eta0, growth):  # pragma: no cover
     K = W.shape[1]
     s = np.empty(K)
     g = np.empty(K)
     new = np.empty(K)
+    log_new = np.empty(K)
     removed = 0
     failed = 0
     for ii in range(order.shape[0]):
@@ -43,31 +44,33 @@ def _eg_pass(indptr, indices, data, labels, sqnorm, order, alpha, W, eta, active
         gmax = -np.inf
         gmin = np.inf
         for k in range(K):
-            g[k] = 1.0 + np.log(alpha[i, k]) + s[y] - s[k]  # Eq. 12
+            g[k] = 1.0 + log_alpha[i, k] + s[y] - s[k]  # Eq. 12
             gmax = max(gmax, g[k])
             gmin = min(gmin, g[k])
         if gmax - gmin <= eps:  # Eq. 16 within eps: shrink
             active[i] = False
             removed += 1
             continue
-        step = 0.5 if reset_step else eta[i]
+        step = eta0 if reset_step else eta[i]
         ok = False
         for _ in range(max_trial):
             m = -np.inf
             for k in range(K):
-                new[k] = np.log(alpha[i, k]) - step * g[k]  # Eq. 11 in log space
-                m = max(m, new[k])
+                log_new[k] = log_alpha[i, k] - step * g[k]  # Eq. 11 in log space
+                m = max(m, log_new[k])
             z = 0.0
             for k in range(K):
-                new[k] = np.exp(new[k] - m)
+                new[k] = np.exp(log_new[k] - m)
                 z += new[k]
+            log_z = m + np.log(z)
             delta = 0.0  # Eq. 13
             quad = 0.0
             for k in range(K):
-                new[k] = max(new[k] / z, 1e-300)
+                log_new[k] = max(log_new[k] - log_z, -690.0)
+                new[k] = new[k] / z
                 a = alpha[i, k]
                 d = new[k] - a
-                delta += new[k] * np.log(new[k]) - a * np.log(a) - d * s[k]
+                delta += new[k] * log_new[k] - a * log_alpha[i, k] - d * s[k]
                 quad += d * d
             delta += 0.5 * sigma2 * sqnorm[i] * quad
             if delta <= 0.0:
@@ -78,10 +81,11 @@ def _eg_pass(indptr, indices, data, labels, sqnorm, order, alpha, W, eta, active
                         for p in range(indptr[i], indptr[i + 1]):
                             W[indices[p], k] -= c * data[p]  # Eq. 14
                     alpha[i, k] = new[k]
+                    log_alpha[i, k] = log_new[k]
                 ok = True
                 break
             step *= 0.5
-        eta[i] = step
+        eta[i] = step * growth if ok else step
         if not ok:
             failed += 1
     return removed, failed
@@ -92,7 +96,8 @@ def warmup() -> None:
     ptr, idx, val = np.array([0, 1]), np.array([0]), np.array([1.0])
     alpha = np.full((1, 3), 1.0 / 3)
     _eg_pass(ptr, idx, val, np.array([0]), np.array([1.0]), np.array([0]), alpha,
-             np.zeros((1, 3)), np.array([0.5]), np.ones(1, dtype=np.bool_), 1.0, 0.1, 2, False)
+             np.log(alpha), np.zeros((1, 3)), np.array([0.5]), np.ones(1, dtype=np.bool_), 1.0, 0.1, 2, False,
+             0.5, 1.0)
 
 
 def dual_weights(X, labels, alpha: torch.Tensor, *, sigma2: float) -> torch.Tensor:
@@ -142,6 +147,8 @@ class DualMLR:
         init_eps: float = 1e-3,
         max_trial: int = 10,
         reset_step: bool = False,
+        step: float = 1.0,
+        step_growth: float = 1.0,
         generator: torch.Generator | None = None,
         track_objective: bool = False,
         callback=None,
@@ -158,15 +165,18 @@ class DualMLR:
         n, K = len(y), self.num_classes
         alpha = np.full((n, K), init_eps / (K - 1))  # Eq. 15
         alpha[np.arange(n), y] = 1.0 - init_eps
-        sqnorm = np.zeros(n)
-        np.add.at(sqnorm, np.repeat(np.arange(n), np.diff(indptr)), data * data)
+        log_alpha = np.log(alpha)
+        rows = np.repeat(np.arange(n), np.diff(indptr))
+        sqnorm = np.bincount(rows, weights=data * data, minlength=n).astype(np.float64)
         # w(alpha) of Eq. 10 at the initial alpha
         resid = -alpha.copy()
         resid[np.arange(n), y] += 1.0
-        W = np.zeros((self.num_features, K))
-        rows = np.repeat(np.arange(n), np.diff(indptr))
-        np.add.at(W, indices, self.sigma2 * data[:, None] * resid[rows])
-        eta = np.full(n, 0.5)
+        W = np.empty((self.num_features, K))
+        for k in range(K):
+            W[:, k] = np.bincount(indices, weights=self.sigma2 * data * resid[rows, k],
+                                  minlength=self.num_features)
+        del rows, resid
+        eta = np.full(n, float(step))
         active = np.ones(n, dtype=bool)
         gen = generator if generator is not None else torch.Generator().manual_seed(0)
         order = np.arange(n, dtype=np.int64)
@@ -176,8 +186,10 @@ class DualMLR:
                 break
             start = time.perf_counter()
             order = order[torch.randperm(n_active, generator=gen).numpy()]
-            removed, failed = _eg_pass(indptr, indices, data, y, sqnorm, order, alpha, W,
-                                       eta, active, self.sigma2, eps, max_trial, reset_step)
+            removed, failed = _eg_pass(indptr, indices, data, y, sqnorm, order, alpha,
+                                       log_alpha, W,
+                                       eta, active, self.sigma2, eps, max_trial, reset_step,
+                                       float(step), float(step_growth))
             order = order[active[order]]
             rec = {"iteration": it + 1, "active_fraction": n_active / max(n, 1),
                    "removed": int(removed), "failed": int(failed),
@@ -185,7 +197,7 @@ class DualMLR:
             self.weight = torch.from_numpy(W.copy())
             if track_objective:
                 rec["dual_objective"] = float(
-                    0.5 / self.sigma2 * (W * W).sum() + (alpha * np.log(alpha)).sum())
+                    0.5 / self.sigma2 * (W * W).sum() + (alpha * log_alpha).sum())
             self.history.append(rec)
             if callback is not None:
                 callback(it + 1, self)
