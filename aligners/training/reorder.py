@@ -250,7 +250,7 @@ def _select_columns(X_coo: torch.Tensor, keep: np.ndarray, F: int) -> torch.Tens
     new_col = remap[idx[1]]
     ok = new_col >= 0
     out = torch.sparse_coo_tensor(torch.stack([idx[0][ok], new_col[ok]]), val[ok],
-                                  size=(X_coo.shape[0], len(keep)))
+                                  size=(X_coo.shape[0], len(keep)), check_invariants=False)
     return out.coalesce().to_sparse_csr()
 
 

@@ -96,8 +96,8 @@ def warmup() -> None:
     ptr, idx, val = np.array([0, 1]), np.array([0]), np.array([1.0])
     alpha = np.full((1, 3), 1.0 / 3)
     _eg_pass(ptr, idx, val, np.array([0]), np.array([1.0]), np.array([0]), alpha,
-             np.log(alpha), np.zeros((1, 3)), np.array([0.5]), np.ones(1, dtype=np.bool_), 1.0, 0.1, 2, False,
-             0.5, 1.0)
+             np.log(alpha), np.zeros((1, 3)), np.array([0.5]), np.ones(1, dtype=np.bool_),
+             1.0, 0.1, 2, False, 0.5, 1.0)
 
 
 def dual_weights(X, labels, alpha: torch.Tensor, *, sigma2: float) -> torch.Tensor:
