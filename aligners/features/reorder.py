@@ -214,16 +214,22 @@ def fit_feature_vocab(raw: RawExamples, rows: np.ndarray, *, min_count: int = 10
 def to_csr(raw: RawExamples, rows: np.ndarray, vocab: np.ndarray) -> sp.csr_matrix:
     """(len(rows), F) float32 count matrix over the kept codes `vocab` (sorted)."""
     codes, ptr = _rows_codes(raw, rows)
-    row_id = np.repeat(np.arange(len(rows)), np.diff(ptr))
     if len(vocab) == 0:
         return sp.csr_matrix((len(rows), 0), dtype=np.float32)
     col = np.searchsorted(vocab, codes).clip(max=len(vocab) - 1)
     keep = vocab[col] == codes
+    indices = col[keep].astype(np.int32)
+    del col
+    # rows stay in order: the new indptr counts the kept codes before each row start
+    kept_before = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(keep, out=kept_before[1:])
+    indptr = kept_before[ptr]
+    del keep, kept_before
     mat = sp.csr_matrix(
-        (np.ones(int(keep.sum()), dtype=np.float32), (row_id[keep], col[keep])),
+        (np.ones(len(indices), dtype=np.float32), indices, indptr),
         shape=(len(rows), len(vocab)),
     )
-    mat.sum_duplicates()
+    mat.sum_duplicates()  # repeated features become counts
     mat.sort_indices()
     return mat
 

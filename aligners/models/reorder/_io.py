@@ -19,12 +19,13 @@ def csr_arrays(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if X.layout != torch.sparse_csr:
             raise AlignersInputError("expected a torch.sparse_csr_tensor of features")
         return (
-            X.crow_indices().numpy().astype(np.int64),
-            X.col_indices().numpy().astype(np.int64),
-            X.values().numpy().astype(np.float64),
+            np.asarray(X.crow_indices().numpy(), dtype=np.int64),
+            np.asarray(X.col_indices().numpy(), dtype=np.int64),
+            np.asarray(X.values().numpy(), dtype=np.float64),
         )
     X = sp.csr_matrix(X)
-    return X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data.astype(np.float64)
+    return (np.asarray(X.indptr, dtype=np.int64), np.asarray(X.indices, dtype=np.int64),
+            np.asarray(X.data, dtype=np.float64))
 
 
 def sparse_matmul(X, W: torch.Tensor) -> torch.Tensor:
