@@ -1,0 +1,240 @@
+"""Shared recursions of the linear-chain and semi-Markov lattices (private).
+
+Both lattices are the same dynamic program over *points* 0..N-1 carrying a label in 0..C-1:
+a structure is a label at point 0 followed by segments; a segment of length k (1 <= k <= S)
+goes from point n (label c') to point n+k (label c) and scores ``spans[b, n, k-1, c, c']``.
+The structure of example b ends exactly at point ``lengths[b] - 1``; spans that start at or
+reach beyond it are unused (zero marginal). The linear chain is the case S = 1.
+
+``spans`` is start-indexed: ``(B, N-1, S, C, C)``, ``[b, n, k-1, c_next, c_prev]``.
+
+Costs (T = N-1 steps): forward O(B·N·S·C²) time; the Log fast path stores only the forward
+chart ``(B, N, C)`` for backward, the explicit backward (outside pass) is O(B·N·S·C²) time;
+the generic semiring path stores its intermediate ``(B, S, C, C)`` products per step, as
+autograd needs them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from aligners.errors import AlignersInputError
+from aligners.semirings import semiring_zero
+
+__all__ = [
+    "check_lengths",
+    "end_indexed",
+    "generic_sum",
+    "log_partition",
+    "log_marginals_explicit",
+    "viterbi",
+    "autograd_ready",
+]
+
+
+def check_lengths(lengths, *, batch: int, n: int, device) -> torch.Tensor:
+    """Validate ``lengths (B,)`` (1 <= L <= N); ``None`` means all N. Returns int64 on device."""
+    if lengths is None:
+        return torch.full((batch,), n, dtype=torch.long, device=device)
+    lengths = torch.as_tensor(lengths, device=device)
+    if lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
+        raise AlignersInputError(f"lengths must be integers, got {lengths.dtype}")
+    if lengths.shape != (batch,):
+        raise AlignersInputError(f"lengths must have shape ({batch},), got {tuple(lengths.shape)}")
+    lengths = lengths.long()
+    if batch and (int(lengths.min()) < 1 or int(lengths.max()) > n):
+        raise AlignersInputError(f"lengths must lie in [1, N={n}], got {lengths.tolist()}")
+    return lengths
+
+
+def end_indexed(spans: torch.Tensor) -> list[torch.Tensor]:
+    """spans (..., N-1, S, C, C) start-indexed -> per end point m = 1..N-1 the scores
+    ``(..., min(S, m), C, C)`` of the spans ending at m (index k-1: start m-k).
+    Differentiable; ``unbind`` plus one ``stack`` per step keeps backward linear in N."""
+    steps = spans.unbind(-4)
+    size = spans.shape[-3]
+    if size == 1:
+        return list(steps)
+    out = []
+    for m in range(1, len(steps) + 1):
+        kmax = min(size, m)
+        out.append(torch.stack([steps[m - k][..., k - 1, :, :] for k in range(1, kmax + 1)], -3))
+    return out
+
+
+def _gather_last(chart: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """chart (..., B, N, C) -> (..., B, C) at point lengths-1."""
+    idx = (lengths - 1).view(-1, 1, 1).expand(-1, 1, chart.shape[-1])
+    idx = idx.expand(chart.shape[:-3] + idx.shape)
+    return chart.gather(-2, idx).squeeze(-2)
+
+
+def generic_sum(semiring, spans: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Semiring sum over all structures. spans (B, N-1, S, C, C) -> raw (ssize, B).
+
+    Differentiable through autograd (marginals, argmax, samples, k-best as gradients)."""
+    batch, _, _, c, _ = spans.shape
+    pot = semiring.convert(spans)  # (s, B, N-1, S, C, C)
+    ssize = pot.shape[0]
+    one = semiring.one_(spans.new_empty((ssize, batch, c)))
+    chart = [one]
+    for m, pm in enumerate(end_indexed(pot), start=1):  # pm (s, B, k, C, C')
+        kmax = pm.shape[-3]
+        prev = torch.stack([chart[m - k] for k in range(1, kmax + 1)], -2)  # (s, B, k, C')
+        x = semiring.times(prev.unsqueeze(-2), pm)  # (s, B, k, C, C')
+        x = x.permute(0, 1, 3, 2, 4).reshape(ssize, batch, c, kmax * c)
+        chart.append(semiring.sum(x, -1))
+    last = _gather_last(torch.stack(chart, -2), lengths)  # (s, B, C)
+    return semiring.sum(last, -1)
+
+
+def _forward_chart(spans: torch.Tensor, fn) -> tuple[torch.Tensor, list]:
+    """Forward chart (B, N, C) without autograd; ``fn`` reduces (B, C, k*C') scores
+    (logsumexp, or max returning (values, flat argmax (k-1)*C + c'))."""
+    batch, _, _, c, _ = spans.shape
+    chart = [spans.new_zeros((batch, c))]
+    extras = []
+    for m, pm in enumerate(end_indexed(spans), start=1):  # pm (B, k, C, C')
+        kmax = pm.shape[1]
+        prev = torch.stack([chart[m - k] for k in range(1, kmax + 1)], 1)  # (B, k, C')
+        x = (pm + prev.unsqueeze(-2)).permute(0, 2, 1, 3).flatten(2)  # (B, C, k*C')
+        val = fn(x)
+        if isinstance(val, tuple):
+            val, arg = val
+            extras.append(arg)
+        chart.append(val)
+    return torch.stack(chart, 1), extras
+
+
+def _outside(spans: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Outside log-scores o (B, N, C): log-sum over completions from point n with label c to
+    the end point lengths-1 (0 there, zero beyond)."""
+    batch, n_1, size, c, _ = spans.shape
+    n = n_1 + 1
+    zero = semiring_zero(spans.dtype)
+    starts = spans.unbind(1)
+    out = [None] * n
+    for p in range(n - 1, -1, -1):
+        kmax = min(size, n - 1 - p)
+        if kmax == 0:
+            val = spans.new_full((batch, c), zero)
+        else:
+            nxt = torch.stack([out[p + k] for k in range(1, kmax + 1)], 1)  # (B, k, C)
+            x = starts[p][:, :kmax] + nxt.unsqueeze(-1)  # (B, k, C, C')
+            val = x.flatten(1, 2).logsumexp(1)  # (B, C')
+        here = (lengths - 1 == p).view(-1, 1)
+        past = (lengths - 1 < p).view(-1, 1)
+        val = torch.where(here, torch.zeros_like(val), val)
+        out[p] = torch.where(past, torch.full_like(val, zero), val)
+    return torch.stack(out, 1)
+
+
+def finite(spans: torch.Tensor) -> torch.Tensor:
+    """Clamp -inf (forbidden) scores at the semiring zero, only when there are any."""
+    if torch.isneginf(spans).any():
+        return spans.clamp(min=semiring_zero(spans.dtype))
+    return spans
+
+
+def log_marginals_explicit(spans, lengths, chart=None, log_z=None, into=None) -> torch.Tensor:
+    """Span marginals ``(B, N-1, S, C, C)`` by an explicit forward-backward (no autograd
+    needed; differentiable if the inputs are). ``into``: a zero-filled tensor shaped like
+    ``spans`` (possibly a view) that receives them."""
+    batch, n_1, size, c, _ = spans.shape
+    if chart is None:
+        spans = finite(spans)
+        chart, _ = _forward_chart(spans, lambda x: x.logsumexp(-1))
+        log_z = _gather_last(chart, lengths).logsumexp(-1)
+    out = _outside(spans, lengths)
+    shift = log_z.view(-1, 1, 1, 1)
+    if size == 1 and into is None:  # linear chain: one pass, no zero fill
+        marg = spans.squeeze(2) + chart[:, :-1].unsqueeze(-2)
+        return marg.add_(out[:, 1:].unsqueeze(-1)).sub_(shift).exp_().unsqueeze(2)
+    marg = torch.zeros_like(spans) if into is None else into
+    for k in range(1, min(size, n_1) + 1):
+        t = n_1 + 1 - k  # spans of length k start at 0..N-1-k
+        part = spans[:, :t, k - 1] + chart[:, :t].unsqueeze(-2)
+        part.add_(out[:, k:].unsqueeze(-1)).sub_(shift).exp_()
+        marg[:, :t, k - 1] = part
+    return marg
+
+
+class _LogPartition(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, potentials, lengths, offset):
+        spans = finite(potentials[:, :, offset:])
+        chart, _ = _forward_chart(spans, lambda x: x.logsumexp(-1))
+        log_z = _gather_last(chart, lengths).logsumexp(-1)
+        ctx.offset = offset
+        ctx.save_for_backward(spans, lengths, chart, log_z)
+        return log_z
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        spans, lengths, chart, log_z = ctx.saved_tensors
+        if ctx.offset == 0:
+            marg = log_marginals_explicit(spans, lengths, chart, log_z)
+        else:
+            shape = spans.shape[:2] + (spans.shape[2] + ctx.offset,) + spans.shape[3:]
+            marg = spans.new_zeros(shape)
+            log_marginals_explicit(spans, lengths, chart, log_z, into=marg[:, :, ctx.offset:])
+        return marg.mul_(grad.view(-1, 1, 1, 1, 1)), None, None
+
+
+def log_partition(potentials: torch.Tensor, lengths: torch.Tensor, offset: int = 0):
+    """log Z ``(B,)`` of ``potentials (B, N-1, offset+S, C, C)`` whose spans are
+    ``potentials[:, :, offset:]``; its gradient (explicit outside pass) is the marginals
+    (zero on the first ``offset`` span slots)."""
+    return _LogPartition.apply(potentials, lengths, offset)
+
+
+def viterbi(spans: torch.Tensor, lengths: torch.Tensor):
+    """Max score ``(B,)`` and the argmax structure's indicators ``(B, N-1, S, C, C)`` by
+    backpointers (no autograd): O(B·N·C) integers stored."""
+    batch, n_1, size, c, _ = spans.shape
+    chart, back = _forward_chart(spans, lambda x: x.max(-1))
+    last = _gather_last(chart, lengths)
+    score, label = last.max(-1)
+    parts = torch.zeros_like(spans)
+    if n_1 == 0:
+        return score, parts
+    back = torch.stack(back, 1)  # (B, N-1, C): flat (k-1)*C + c' for end point m = index+1
+    pos = lengths - 1
+    rows = torch.arange(batch, device=spans.device)
+    for _ in range(n_1):
+        active = pos > 0
+        idx = back[rows, (pos - 1).clamp(min=0), label]
+        k = idx // c + 1
+        prev = idx % c
+        start = (pos - k).clamp(min=0)
+        ones = active.to(spans.dtype)
+        parts.index_put_((rows, start, (k - 1).clamp(max=size - 1), label, prev), ones,
+                         accumulate=True)
+        pos = torch.where(active, pos - k, pos)
+        label = torch.where(active, prev, label)
+    return score, parts
+
+
+@contextlib.contextmanager
+def _grad_mode():
+    with torch.inference_mode(False), torch.enable_grad():
+        yield
+
+
+def autograd_ready(log_potentials: torch.Tensor):
+    """Context + a leaf copy usable by autograd even under ``torch.inference_mode`` and
+    without touching the caller's tensor (no ``requires_grad_`` on it)."""
+
+    @contextlib.contextmanager
+    def ctx():
+        with _grad_mode():
+            if torch.is_inference(log_potentials):
+                leaf = log_potentials.clone()
+            else:
+                leaf = log_potentials.detach()
+            yield leaf.requires_grad_(True)
+
+    return ctx()

@@ -1,0 +1,150 @@
+"""torch-struct-style ``_Struct`` base shared by LinearChain and SemiMarkov (private).
+
+Subclasses say how their log-potentials map to start-indexed spans ``(B, N-1, S, C, C)``
+(see ``_chain_core``) and back; everything else (semiring sums, marginals, Viterbi, k-best,
+entropy, samples, scores) is here, once.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch_struct import semirings as _ts
+
+from aligners.lattices import _chain_core as core
+from aligners.semirings import (
+    EntropySemiring,
+    KMaxSemiring,
+    LogSemiring,
+    MaxSemiring,
+    SampledSemiring,
+    semiring_zero,
+)
+
+__all__ = ["ChainStruct"]
+
+
+def _is(semiring, ours, theirs) -> bool:
+    return semiring is ours or semiring is theirs
+
+
+class ChainStruct:
+    """Base of the chain lattices; ``semiring`` as in ``torch_struct.LinearChain(semiring)``."""
+
+    #: number of trailing event dimensions of the log-potentials (after B)
+    event_dims = 3
+    #: spans = ``_raw_spans(log_potentials)[:, :, offset:]``
+    offset = 0
+
+    def __init__(self, semiring=LogSemiring):
+        self.semiring = semiring
+
+    # -- to be provided by subclasses -------------------------------------------------
+    @classmethod
+    def _check(cls, log_potentials: torch.Tensor) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def _to_spans(log_potentials: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    @staticmethod
+    def _raw_spans(log_potentials: torch.Tensor) -> torch.Tensor:
+        """(B, N-1, offset+S, C, C) view of the log-potentials."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _from_spans(spans: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    # -- helpers -----------------------------------------------------------------------
+    def _spans(self, log_potentials):
+        """Start-indexed spans, clamped at the semiring zero so that ``-inf`` (forbidden)
+        scores never turn into NaN (e.g. a label unreachable from every predecessor)."""
+        return self._to_spans(log_potentials).clamp(min=semiring_zero(log_potentials.dtype))
+
+    def _prepare(self, log_potentials, lengths):
+        if not isinstance(log_potentials, torch.Tensor):
+            raise TypeError("log_potentials must be a torch.Tensor")
+        semiring_zero(log_potentials.dtype)  # refuses ints / float16
+        self._check(log_potentials)
+        batch, n = log_potentials.shape[0], log_potentials.shape[1] + 1
+        lengths = core.check_lengths(lengths, batch=batch, n=n, device=log_potentials.device)
+        return lengths
+
+    # -- torch-struct interface --------------------------------------------------------
+    def sum(self, log_potentials, lengths=None, _raw=False):
+        """Semiring sum over structures: ``(B,)`` (``_raw``: ``(ssize, B)``).
+        Log: O(B·N·S·C²) time, O(B·N·C) stored for backward (gradient = marginals)."""
+        lengths = self._prepare(log_potentials, lengths)
+        if _is(self.semiring, LogSemiring, _ts.LogSemiring):
+            v = core.log_partition(self._raw_spans(log_potentials), lengths, self.offset)
+            return v.unsqueeze(0) if _raw else v
+        v = core.generic_sum(self.semiring, self._spans(log_potentials), lengths)
+        return v if _raw else self.semiring.unconvert(v)
+
+    def marginals(self, log_potentials, lengths=None, _raw=False):
+        """Gradient of the semiring sum w.r.t. the log-potentials, shaped like them.
+        Log: edge marginals by explicit forward-backward (works under inference_mode);
+        Max: indicators of the Viterbi structure (backpointers); others: autograd."""
+        lengths = self._prepare(log_potentials, lengths)
+        if _is(self.semiring, LogSemiring, _ts.LogSemiring) and not _raw:
+            spans = core.finite(self._to_spans(log_potentials))
+            return self._from_spans(core.log_marginals_explicit(spans, lengths), log_potentials)
+        if _is(self.semiring, MaxSemiring, _ts.MaxSemiring) and not _raw:
+            _, parts = core.viterbi(core.finite(self._to_spans(log_potentials.detach())), lengths)
+            return self._from_spans(parts, log_potentials)
+        with core.autograd_ready(log_potentials) as leaf:
+            v = core.generic_sum(self.semiring, self._spans(leaf), lengths)
+            if not _raw:
+                (g,) = torch.autograd.grad(self.semiring.unconvert(v).sum(), leaf)
+                return g
+            out = []
+            for j in range(v.shape[0]):
+                (g,) = torch.autograd.grad(v[j].sum(), leaf, retain_graph=j + 1 < v.shape[0])
+                out.append(g)
+        return torch.stack(out, 0)
+
+    def score(self, potentials, parts, batch_dims=(0,)):
+        """Total log-potential of structures ``parts`` (``(*sample, B, event)`` indicators):
+        ``(*sample, B)``. Entries with a zero indicator never contribute (even if -inf)."""
+        parts = parts.to(potentials.dtype)
+        prod = torch.where(parts != 0, potentials * parts, torch.zeros_like(parts))
+        return prod.flatten(-self.event_dims).sum(-1)
+
+    # -- extras (ours) ------------------------------------------------------------------
+    def viterbi(self, log_potentials, lengths=None):
+        """Best score ``(B,)`` and its structure's indicators (shape of the log-potentials),
+        by backpointers: O(B·N·S·C²) time, O(B·N·C) stored. No autograd."""
+        lengths = self._prepare(log_potentials, lengths)
+        with torch.no_grad():
+            score, parts = core.viterbi(core.finite(self._to_spans(log_potentials)), lengths)
+        return score, self._from_spans(parts, log_potentials)
+
+    def kmax(self, log_potentials, k, lengths=None):
+        """The k best scores ``(k, B)`` (fewer structures: padded with the semiring zero)."""
+        return KMaxStruct(self, k).sum(log_potentials, lengths, _raw=True)
+
+    def topk(self, log_potentials, k, lengths=None):
+        """Indicators of the k best structures ``(k, B, event)``."""
+        return KMaxStruct(self, k).marginals(log_potentials, lengths, _raw=True)
+
+    def entropy(self, log_potentials, lengths=None):
+        """Entropy (nats) of the Gibbs distribution ``(B,)``: one forward pass."""
+        return type(self)(EntropySemiring).sum(log_potentials, lengths)
+
+    def sample(self, log_potentials, n, lengths=None, generator=None):
+        """``n`` exact samples (forward filtering, backward sampling), ``(n, B, event)``
+        indicators; reproducible from ``generator``. Memory O(n) times one example's."""
+        lengths = self._prepare(log_potentials, lengths)
+        batch = log_potentials.shape[0]
+        rep = log_potentials.detach().repeat((n,) + (1,) * (log_potentials.dim() - 1))
+        semiring = SampledSemiring.with_generator(generator)
+        with core.autograd_ready(rep) as leaf:
+            v = core.generic_sum(semiring, self._spans(leaf), lengths.repeat(n))
+            (g,) = torch.autograd.grad(v.sum(), leaf)
+        return g.view((n, batch) + log_potentials.shape[1:])
+
+
+def KMaxStruct(struct: ChainStruct, k: int) -> ChainStruct:  # noqa: N802
+    """The same lattice under the k-max semiring."""
+    return type(struct)(KMaxSemiring(k))

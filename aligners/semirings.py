@@ -1,0 +1,148 @@
+"""Semirings for the lattice dynamic programs, with torch-struct 0.5's interface.
+
+Every semiring works on tensors with an extra leading *semiring dimension* of size
+``S.size()`` (1 for Log/Max/Sampled, k for KMax, 2 for Entropy), exactly as in
+``torch_struct.semirings``: ``convert`` adds it, ``unconvert`` removes it, ``sum(xs, dim=-1)``
+is the semiring addition over a tensor dimension, ``mul``/``times`` the multiplication,
+``zero_``/``one_``/``zero_mask_`` fill identities in place.
+
+The algebra is torch-struct's (it is correct); what differs is the additive identity: torch-struct
+fills ``-1e5``, which is larger than legitimate log-potentials of long sequences and silently
+wrong for float64 scores below -1e5. Here the zero is dtype-aware: ``semiring_zero(dtype)`` =
+``torch.finfo(dtype).min / 2**16``, so up to 65536 zeros can be added along a path without
+overflowing to ``-inf`` (which would make ``logsumexp`` gradients NaN). float16 is refused
+(its range is too small for a safe zero); compute in float32 instead.
+
+The sampling semiring takes a ``torch.Generator`` (house rule 8): the "gradient" of its
+log-partition is one exact sample (forward filtering, backward sampling).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch_struct import semirings as _ts
+
+from aligners.errors import AlignersInputError
+
+__all__ = [
+    "semiring_zero",
+    "LogSemiring",
+    "MaxSemiring",
+    "KMaxSemiring",
+    "EntropySemiring",
+    "SampledSemiring",
+]
+
+
+def semiring_zero(dtype: torch.dtype) -> float:
+    """Additive identity of the log-space semirings for ``dtype``: ``finfo.min / 2**16``.
+
+    >>> semiring_zero(torch.float32) < -1e30
+    True
+    """
+    if not dtype.is_floating_point:
+        raise AlignersInputError(f"log-potentials must be floating point, got {dtype}")
+    if dtype == torch.float16:
+        raise AlignersInputError("float16 log-potentials are not supported: use float32")
+    return torch.finfo(dtype).min / 2**16
+
+
+class _DtypeZero:
+    """Mixin: dtype-aware additive identity for a log-space semiring."""
+
+    @classmethod
+    def zero_(cls, xs: torch.Tensor) -> torch.Tensor:
+        return xs.fill_(semiring_zero(xs.dtype))
+
+    @classmethod
+    def zero_mask_(cls, xs: torch.Tensor, mask: torch.Tensor) -> None:
+        xs.masked_fill_(mask.unsqueeze(0), semiring_zero(xs.dtype))
+
+    @staticmethod
+    def one_(xs: torch.Tensor) -> torch.Tensor:
+        return xs.fill_(0.0)
+
+
+class LogSemiring(_DtypeZero, _ts.LogSemiring):
+    """(logsumexp, +, zero, 0). Gradients of the log-partition are marginals."""
+
+
+class MaxSemiring(_DtypeZero, _ts.MaxSemiring):
+    """(max, +, zero, 0). Gradients of the max score are the argmax structure's indicators."""
+
+
+def KMaxSemiring(k: int) -> type:  # noqa: N802 (torch-struct's name)
+    """(k-max, +, [zero]*k, [0, zero, ...]): the k best scores; gradient of the j-th is the
+    j-th best structure's indicators. Semiring dimension has size ``k``."""
+    if int(k) < 1:
+        raise AlignersInputError(f"k must be >= 1, got {k}")
+    base = _ts.KMaxSemiring(int(k))
+
+    class _KMax(_DtypeZero, base):
+        @classmethod
+        def one_(cls, xs: torch.Tensor) -> torch.Tensor:
+            cls.zero_(xs)
+            xs[0].fill_(0.0)
+            return xs
+
+    _KMax.__name__ = _KMax.__qualname__ = f"KMaxSemiring({int(k)})"
+    return _KMax
+
+
+class EntropySemiring(_ts.EntropySemiring):
+    """Entropy expectation semiring: slot 0 holds log-sums, slot 1 the running entropy.
+    ``unconvert`` of the total is the entropy (nats) of the Gibbs distribution."""
+
+    @classmethod
+    def zero_(cls, xs: torch.Tensor) -> torch.Tensor:
+        xs[0].fill_(semiring_zero(xs.dtype))
+        xs[1].fill_(0.0)
+        return xs
+
+    @classmethod
+    def zero_mask_(cls, xs: torch.Tensor, mask: torch.Tensor) -> None:
+        xs[0].masked_fill_(mask, semiring_zero(xs.dtype))
+        xs[1].masked_fill_(mask, 0.0)
+
+
+class _SampledLogSumExp(torch.autograd.Function):
+    """logsumexp forward; backward routes the incoming gradient to one index drawn from the
+    softmax along ``dim`` (one draw per output cell)."""
+
+    @staticmethod
+    def forward(ctx, xs, dim, generator):
+        ctx.dim = dim
+        ctx.generator = generator
+        out = torch.logsumexp(xs, dim=dim)
+        ctx.save_for_backward(xs, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        xs, out = ctx.saved_tensors
+        dim = ctx.dim % xs.dim()
+        probs = (xs - out.unsqueeze(dim)).exp().movedim(dim, -1)
+        flat = probs.reshape(-1, probs.shape[-1])
+        draws = torch.multinomial(flat, 1, replacement=True, generator=ctx.generator)
+        onehot = torch.zeros_like(flat).scatter_(1, draws, 1.0)
+        onehot = onehot.view(probs.shape).movedim(-1, dim)
+        return grad_output.unsqueeze(dim) * onehot, None, None
+
+
+class SampledSemiring(_DtypeZero, _ts._BaseLog):
+    """Sampling semiring: (logsumexp, +) forward; the gradient of the log-partition is one
+    exact sample's indicator tensor (forward filtering, backward sampling).
+
+    ``SampledSemiring`` draws from torch's default generator;
+    ``SampledSemiring.with_generator(g)`` returns a semiring drawing from ``g``.
+    """
+
+    generator: torch.Generator | None = None
+
+    @classmethod
+    def sum(cls, xs: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return _SampledLogSumExp.apply(xs, dim, cls.generator)
+
+    @classmethod
+    def with_generator(cls, generator: torch.Generator | None) -> type:
+        return type("SampledSemiring", (cls,), {"generator": generator})
