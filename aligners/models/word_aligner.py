@@ -32,7 +32,7 @@ class WordAlignConfig:
     ibm1_iterations: int = 5
     hmm_iterations: int = 5
     agreement: bool = True
-    p0: float = 0.2  # NULL probability of the HMM (efmaral's p_null)
+    p0: float = 0.1  # HMM NULL probability (chosen on the Hansards trial set)
     max_jump: int = 10  # jump widths beyond +-max_jump share a bucket
     alpha: float = 0.0  # symmetric Dirichlet prior of the lexical tables (0 = plain EM)
     null_alpha: float = 0.0
