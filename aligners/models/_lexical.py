@@ -83,7 +83,7 @@ class Batch:
     tgt_lengths: torch.Tensor
     pair_ids: torch.Tensor
 
-    def to(self, device) -> "Batch":
+    def to(self, device) -> Batch:
         """The batch on `device` (a no-op when it is there already)."""
         if self.src.device == torch.device(device):
             return self
