@@ -2,11 +2,46 @@
 
 Chain lattices with torch-struct 0.5 conventions (see each module's docstring):
 ``linear_chain`` (``(B, N-1, C, C)``), ``semimarkov`` (``(B, N-1, K, C, C)``) and their
-drop-in distribution classes in ``distributions``.
+drop-in distribution classes in ``distributions``. Factored alignment lattices:
+``hmm`` (``init (B,C)``, ``trans (B,C,C)``, ``emit (B,N,C)``) and ``hsmm`` (segments).
 """
 
 from aligners.lattices.distributions import LinearChainCRF, SemiMarkovCRF, StructDistribution
+from aligners.lattices.hmm import (
+    HMMPosteriors,
+    hmm_log_likelihood,
+    hmm_posteriors,
+    hmm_sample,
+    hmm_viterbi,
+)
+from aligners.lattices.hsmm import (
+    HSMMPosteriors,
+    HSMMSamples,
+    HSMMViterbi,
+    hsmm_log_likelihood,
+    hsmm_posteriors,
+    hsmm_sample,
+    hsmm_viterbi,
+)
 from aligners.lattices.linear_chain import LinearChain
 from aligners.lattices.semimarkov import SemiMarkov
 
-__all__ = ["LinearChain", "SemiMarkov", "LinearChainCRF", "SemiMarkovCRF", "StructDistribution"]
+__all__ = [
+    "HMMPosteriors",
+    "HSMMPosteriors",
+    "HSMMSamples",
+    "HSMMViterbi",
+    "LinearChain",
+    "LinearChainCRF",
+    "SemiMarkov",
+    "SemiMarkovCRF",
+    "StructDistribution",
+    "hmm_log_likelihood",
+    "hmm_posteriors",
+    "hmm_sample",
+    "hmm_viterbi",
+    "hsmm_log_likelihood",
+    "hsmm_posteriors",
+    "hsmm_sample",
+    "hsmm_viterbi",
+]

@@ -1,0 +1,322 @@
+"""The dataset registry: every corpus under `../shared/data`, with its orientation and counts.
+
+`DATASETS[name]` is a `DatasetSpec` (languages, which side is source, folder, splits and the
+counts stated in that folder's SOURCE.md); `load(name, split)` returns `AlignedPair`s with
+0-based links in the stated orientation (or `LabeledPair`/`QAQuestion` for msrp, rte*,
+trecqa, which carry no alignment). Gold sets known to contain links outside their
+sentence (En-Hi, De-En) are always read leniently; `last_dropped(name, split)` reports how
+many links were dropped. Large training text is streamed by `iter_parallel`, never loaded.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aligners.data import gold, jacana, labeled
+from aligners.data.parallel import read_parallel
+from aligners.data.paths import dataset_dir
+from aligners.data.pharaoh import OutOfRangeLinksWarning, read_pharaoh
+from aligners.data.types import AlignedPair, Alignment
+from aligners.errors import AlignersInputError
+
+__all__ = ["DATASETS", "DatasetSpec", "SplitCounts", "iter_parallel", "last_dropped", "load"]
+
+
+@dataclass(frozen=True)
+class SplitCounts:
+    """Expected counts of one split (from SOURCE.md), after lenient dropping.
+
+    `sure` = sure links, `possible` = possible-only links (P \\ S), `dropped` = links outside
+    their sentence removed by the lenient reader; `positives` for labelled sets.
+    """
+
+    pairs: int
+    sure: int | None = None
+    possible: int | None = None
+    dropped: int = 0
+    src_tokens: int | None = None
+    tgt_tokens: int | None = None
+    positives: int | None = None
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One registry entry. `languages` = (source, target); `kind` = alignment|labeled|qa|text."""
+
+    name: str
+    folder: str
+    languages: tuple[str, str]
+    source: str
+    splits: dict[str, SplitCounts]
+    loader: Callable[[Path, str, bool], list] = field(repr=False, compare=False)
+    kind: str = "alignment"
+    lenient: bool = False
+    notes: str = ""
+
+
+_DROPPED: dict[tuple[str, str], int] = {}
+
+
+def _pairs(texts, alignments) -> list[AlignedPair]:
+    return [
+        AlignedPair(tuple(s), tuple(t), al, None)
+        for (s, t), al in zip(texts, alignments, strict=True)
+    ]
+
+
+def _snum_pairs(d: Path, src: str, tgt: str) -> tuple[list[int], list]:
+    a, b = gold.read_snum_text(d / src), gold.read_snum_text(d / tgt)
+    if [s for s, _ in a] != [s for s, _ in b]:
+        raise AlignersInputError(f"sentence numbers of {d / src} and {d / tgt} differ")
+    return [s for s, _ in a], [(x, y) for (_, x), (_, y) in zip(a, b, strict=True)]
+
+
+def _naacl(src, tgt, wa):
+    """WPT snum-wrapped text + NAACL links; file names are functions of the split."""
+
+    def load_split(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
+        snums, texts = _snum_pairs(d, src(split), tgt(split))
+        wa_file = wa(split)
+        if wa_file is None:
+            return [
+                AlignedPair(tuple(s), tuple(t), None, str(n))
+                for n, (s, t) in zip(snums, texts, strict=True)
+            ]
+        als = gold.read_naacl(
+            d / wa_file, snums=snums, lenient=lenient,
+            src_lengths=[len(s) for s, _ in texts], tgt_lengths=[len(t) for _, t in texts],
+        )
+        return [
+            AlignedPair(tuple(s), tuple(t), al, str(n))
+            for n, (s, t), al in zip(snums, texts, als, strict=True)
+        ]
+    return load_split
+
+
+def _onebased(text, gold_file, *, ascii_split=False):
+    def load_split(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
+        texts = list(read_parallel(d / text, ascii_split=ascii_split))
+        lengths = {"src_lengths": [len(s) for s, _ in texts],
+                   "tgt_lengths": [len(t) for _, t in texts]}
+        return _pairs(texts, gold.read_onebased(d / gold_file, lenient=lenient, **lengths))
+    return load_split
+
+
+def _csen(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
+    texts = list(read_parallel(d / "corpus.cz-en"))
+    als = gold.read_naacl(
+        d / "czen.wal", snums=list(range(1, len(texts) + 1)), swap=True, lenient=lenient,
+        src_lengths=[len(s) for s, _ in texts], tgt_lengths=[len(t) for _, t in texts],
+    )
+    return _pairs(texts, als)
+
+
+def _deen(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
+    texts = list(read_parallel(d / "test.de", d / "test.en"))
+    als = read_pharaoh(
+        d / "de-en.wa", lenient=lenient,
+        src_lengths=[len(s) for s, _ in texts], tgt_lengths=[len(t) for _, t in texts],
+    )
+    return _pairs(texts, als)
+
+
+def _json(path_fn, *, sure_plus_poss=False):
+    def load_split(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
+        return jacana.read_jacana_json(d / path_fn(split), sure_plus_poss=sure_plus_poss,
+                                       lenient=lenient)
+    return load_split
+
+
+def _edbpp(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
+    """Sure links from `gold.SPLIT.sure.json`, S∪P from `gold.SPLIT.sure+poss.json`."""
+    sure = jacana.read_jacana_json(d / f"gold.{split}.sure.json", lenient=lenient)
+    union = jacana.read_jacana_json(d / f"gold.{split}.sure+poss.json", lenient=lenient)
+    out = []
+    for a, b in zip(sure, union, strict=True):
+        if (a.id, a.src, a.tgt) != (b.id, b.src, b.tgt):
+            raise AlignersInputError(f"pair {a.id} differs between the sure and sure+poss files",
+                                     path=str(d))
+        al = Alignment(a.alignment.sure, b.alignment.possible)
+        out.append(AlignedPair(a.src, a.tgt, al, a.id))
+    return out
+
+
+def _mwa(prefix):
+    def load_split(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
+        return jacana.read_multimwa(d / f"{prefix}-{split}.tsv", lenient=lenient)
+    return load_split
+
+
+def _msrp(d: Path, split: str, lenient: bool) -> list[labeled.LabeledPair]:
+    return labeled.read_msrp(d / f"msr_paraphrase_{split}.txt")
+
+
+def _rte(name):
+    def load_split(d: Path, split: str, lenient: bool) -> list[labeled.LabeledPair]:
+        return labeled.read_rte(d / f"{name}_{split}.xml")
+    return load_split
+
+
+def _trecqa(d: Path, split: str, lenient: bool) -> list[labeled.QAQuestion]:
+    return labeled.read_trecqa(d / "data" / f"{split}.xml.gz")
+
+
+def _hansards_wa(split: str) -> str:
+    return "test/test.wa.nonullalign" if split == "test" else f"{split}/{split}.wa"
+
+
+def _specs() -> dict[str, DatasetSpec]:
+    S = SplitCounts
+    msr = "msr-rte2006-aligned"
+    edb = "edinburghpp-paraphrase-alignment"
+    syn = "synthetic-phrases/gold.synthetic-phrases"
+    mer = "jacana-msr-edinburgh-merged"
+    dev_test = {"train": "dev", "test": "test"}
+    specs = [
+        DatasetSpec("hansards-enfr", "hansards-enfr-naacl2003", ("en", "fr"), "en",
+                    {"test": S(447, 4038, 13400), "trial": S(37, 338, 1446),
+                     "train": S(200_000)},
+                    notes="NAACL 1-based, English first; test.wa.nonullalign; train via "
+                    "iter_parallel",
+                    loader=_naacl(lambda s: f"{s}/{s}.e", lambda s: f"{s}/{s}.f", _hansards_wa)),
+        DatasetSpec("wpt-roen", "wpt-roen-awesomealign", ("ro", "en"), "ro",
+                    {"test": S(248, 6198, 0, 0, 5495, 5639)},
+                    loader=_onebased("roen.src-tgt", "roen.gold")),
+        DatasetSpec("wpt-enhi", "wpt05-enhi", ("en", "hi"), "en",
+                    {"test": S(90, 1408, 0, 1), "trial": S(25)}, lenient=True,
+                    notes="1 gold link of snum 68 lies past the Hindi sentence (dropped); every "
+                    "Hindi position of snum 68 is one too high in the distributed gold (kept)",
+                    loader=_naacl(lambda s: f"{s}.eng", lambda s: f"{s}.hin",
+                                  lambda s: "test.eng.hin.wa" if s == "test" else None)),
+        DatasetSpec("pcedt-csen", "pcedt-csen-manual-align", ("cs", "en"), "cs",
+                    {"test": S(515, 10934, 4510, 0, 12201, 12697)},
+                    notes="link file lists English first; swapped to Czech source",
+                    loader=_csen),
+        DatasetSpec("kftt-jaen", "kftt-jaen-awesomealign", ("ja", "en"), "ja",
+                    {"test": S(582, 13562, 0, 0, 14447, 12608)}, lenient=True,
+                    notes="split on ASCII spaces: U+3000 is a token (5 of them), so no link is "
+                    "out of range; str.split would leave 6 out of range",
+                    loader=_onebased("jaen.src-tgt", "jaen.gold", ascii_split=True)),
+        DatasetSpec("tsinghua-zhen", "tsinghua-zhen-awesomealign", ("zh", "en"), "zh",
+                    {"test": S(450, 11238, 178, 0, 11712, 14850)},
+                    loader=_onebased("zhen.src-tgt", "zhen.gold")),
+        DatasetSpec("europarl-deen", "europarl-deen-bicici", ("de", "en"), "de",
+                    {"test": S(100, 1232, 0, 1, 1445, 1478)}, lenient=True,
+                    notes="de-en.wa (0-based Pharaoh); 1 link of sentence 63 out of range",
+                    loader=_deen),
+        DatasetSpec("msr06", msr, ("en", "en"), "T (text)",
+                    {"train": S(800, 5791, 0), "test": S(800, 5697, 0)},
+                    notes="train = RTE2 dev, test = RTE2 test; jacana's annotator majority M, "
+                    "S and P collapsed (RTE2_*_M.align.json)",
+                    loader=_json(lambda s: f"converted/RTE2_{dev_test[s]}_M.align.json")),
+        DatasetSpec("msr06-sp", msr, ("en", "en"), "T (text)",
+                    {"train": S(800, 5321, 879), "test": S(800, 5273, 688)},
+                    notes="RTE2_*_M.align.sure+poss.json with S and P kept apart",
+                    loader=_json(lambda s: f"converted/RTE2_{dev_test[s]}_M.align.sure+poss.json",
+                                 sure_plus_poss=True)),
+        DatasetSpec("msr06-phrasal", msr, ("en", "en"), "T (text)",
+                    {"train": S(800, 7547, 0), "test": S(800, 7583, 0)},
+                    loader=_json(lambda s: "converted/synthetic-phrases/"
+                                 f"RTE2_{dev_test[s]}_M.synthetic-phrases.json")),
+        DatasetSpec("edbpp", edb, ("en", "en"), "jacana 'source'",
+                    {"train": S(714, 13314, 2532), "test": S(306, 5766, 871)},
+                    notes="sure from *.sure.json, possible = *.sure+poss.json minus sure",
+                    loader=_edbpp),
+        DatasetSpec("edbpp-phrasal", edb, ("en", "en"), "jacana 'source'",
+                    {"train": S(714, 18770, 0), "test": S(306, 8440, 0)},
+                    loader=_json(lambda s: f"{syn}.{s}.sure.json")),
+        DatasetSpec("msr-edb-merged", mer, ("en", "en"), "jacana 'source'",
+                    {"train": S(2096, 24375, 0), "test": S(524, 6193, 0)},
+                    notes="overlaps msr06/edbpp test sets: never mix with them",
+                    loader=_json(lambda s: f"msr.edinburgh.{s}.json")),
+        DatasetSpec("msr-edb-merged-phrasal", mer, ("en", "en"), "jacana 'source'",
+                    {"train": S(2096, 34083, 0), "test": S(524, 8221, 0)},
+                    loader=_json(lambda s: f"msr.edinburgh.synthetic-phrases.{s}.json")),
+        DatasetSpec("multimwa-wiki", "multimwa-lan2021", ("en", "en"), "sentence 1",
+                    {"train": S(2514, 70072, 0), "dev": S(533, 15082, 0),
+                     "test": S(1052, 29768, 0)}, loader=_mwa("wiki")),
+        DatasetSpec("multimwa-newsela", "multimwa-lan2021", ("en", "en"), "sentence 1",
+                    {"test": S(500, 9268, 2045)}, loader=_mwa("newsela")),
+        DatasetSpec("multimwa-arxiv", "multimwa-lan2021", ("en", "en"), "sentence 1",
+                    {"test": S(200, 5143, 43)}, loader=_mwa("arxiv")),
+        DatasetSpec("msrp", "msrp-paraphrase", ("en", "en"), "string 1",
+                    {"train": S(4076, positives=2753), "test": S(1725, positives=1147)},
+                    kind="labeled", loader=_msrp),
+        DatasetSpec("trecqa", "trecqa-wang2007", ("en", "en"), "question",
+                    {"train": S(94, positives=475), "train-less-than-40": S(94, positives=348),
+                     "dev": S(82, positives=264), "dev-less-than-40": S(82, positives=222),
+                     "test-less-than-40": S(100, positives=284)},
+                    kind="qa", notes="pairs = questions", loader=_trecqa),
+    ]
+    rte = {"rte1": {"dev": S(567, positives=283), "test": S(800, positives=400)},
+           "rte2": {"dev": S(400, positives=210), "test": S(800, positives=400)},
+           "rte3": {"dev": S(800, positives=412), "test": S(800, positives=410)}}
+    for name, splits in rte.items():
+        specs.append(DatasetSpec(name, "rte1-3-nltk", ("en", "en"), "t (text)", splits,
+                                 kind="labeled", loader=_rte(name)))
+    return {s.name: s for s in specs}
+
+
+DATASETS: dict[str, DatasetSpec] = _specs()
+
+
+def load(name: str, split: str | None = None, *, lenient: bool = False) -> list:
+    """Load `split` of dataset `name` (default: its only split, or `test`).
+
+    Returns `AlignedPair`s (0-based links, source = `DATASETS[name].source`), or
+    `LabeledPair`s / `QAQuestion`s for kind labeled / qa. Sets marked `lenient` in the
+    registry always drop out-of-range links; the count is `last_dropped(name, split)`.
+    Cost: O(size of the split); the Hansards training text is refused (use `iter_parallel`).
+    """
+    if name not in DATASETS:
+        raise AlignersInputError(f"unknown dataset {name!r}; expected one of {sorted(DATASETS)}")
+    spec = DATASETS[name]
+    if split is None:
+        split = next(iter(spec.splits)) if len(spec.splits) == 1 else "test"
+    if split not in spec.splits:
+        raise AlignersInputError(
+            f"dataset {name!r} has no split {split!r}; expected one of {list(spec.splits)}"
+        )
+    if name == "hansards-enfr" and split == "train":
+        raise AlignersInputError(
+            "the 200k-pair Hansards training text is streamed, not loaded: use "
+            "aligners.data.datasets.iter_parallel('hansards-enfr', 'train') or a Corpus"
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = spec.loader(dataset_dir(spec.folder), split, lenient or spec.lenient)
+    dropped = 0
+    for w in caught:
+        if isinstance(w.message, OutOfRangeLinksWarning):
+            dropped += w.message.dropped
+        if not isinstance(w.message, OutOfRangeLinksWarning) or not spec.lenient:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    _DROPPED[(name, split)] = dropped
+    return out
+
+
+def last_dropped(name: str, split: str) -> int:
+    """Links dropped as out of range by the last `load(name, split)` (0 before any load)."""
+    return _DROPPED.get((name, split), 0)
+
+
+def iter_parallel(
+    name: str, split: str = "train", *, lowercase: bool = False
+) -> Iterator[tuple[list[str], list[str]]]:
+    """Stream `(source_tokens, target_tokens)` of a split without holding it in memory."""
+    if name == "hansards-enfr" and split == "train":
+        d = dataset_dir(DATASETS[name].folder) / "train"
+        return read_parallel(d / "hansards.train200k.e.gz", d / "hansards.train200k.f.gz",
+                             lowercase=lowercase)
+    return ((list(p.src), list(p.tgt)) for p in load(name, split))
+
+
+def parallel_files(name: str, split: str = "train") -> tuple[Path, Path]:
+    """The (source, target) plain-text files of a split that ships as two files."""
+    if name == "hansards-enfr" and split == "train":
+        d = dataset_dir(DATASETS[name].folder) / "train"
+        return d / "hansards.train200k.e.gz", d / "hansards.train200k.f.gz"
+    raise AlignersInputError(f"{name}/{split} does not ship as two plain-text files")

@@ -1,0 +1,323 @@
+"""Gold-alignment readers for every shipped notation, normalised to 0-based (source, target).
+
+Each reader says which column is the source; the dataset registry (`datasets.py`) fixes the
+orientation per corpus. Notations:
+
+* NAACL/WPT: one link per line `snum i j [S|P] [confidence]`, sentence numbers as in the
+  `<s snum=N>` text files, positions 1-based with 0 = NULL (Biçici De-En: 0-based positions,
+  `token_base=0`). Column 2 is the source unless `swap=True` (Cs-En lists English first).
+  A missing label means sure (WPT05 En-Hi). NULL links are dropped and counted.
+* 1-based Pharaoh-like `i-j` (sure) / `ipj` (possible), one line per pair (Ro-En, Ja-En,
+  Zh-En): `read_onebased`.
+* jacana JSON and MultiMWA TSV carry their own text: see `jacana.py`.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import IO
+
+from aligners.data.parallel import open_output, read_lines, split_tokens
+from aligners.data.pharaoh import check_ranges, parse_pharaoh_line, read_pharaoh, warn_dropped
+from aligners.data.types import Alignment
+from aligners.errors import AlignersInputError
+
+__all__ = [
+    "FORMATS",
+    "NullLinksWarning",
+    "read_alignment_file",
+    "read_naacl",
+    "read_onebased",
+    "read_snum_text",
+    "sniff_format",
+    "write_naacl",
+    "write_onebased",
+]
+
+_SNUM = re.compile(r"\s*<s\s+snum\s*=\s*[\"']?(\d+)[\"']?\s*>(.*?)</s>\s*\Z")
+_INT = re.compile(r"\d+\Z")
+
+
+class NullLinksWarning(UserWarning):
+    """NAACL links to position 0 (NULL) were dropped (`.dropped` = count)."""
+
+    def __init__(self, message: str, dropped: int):
+        super().__init__(message)
+        self.dropped = dropped
+
+
+def read_snum_text(
+    path: str | Path, *, lowercase: bool = False
+) -> list[tuple[int, list[str]]]:
+    """Read a WPT text file of `<s snum=N> tokens </s>` lines -> `[(snum, tokens)]`.
+
+    Cost: O(file size). A line without the wrapper, or a repeated snum, raises
+    `AlignersInputError` naming file and line. Empty lines are an error too (every WPT
+    line carries a wrapper, so an empty one means a broken file).
+    """
+    out: list[tuple[int, list[str]]] = []
+    seen: set[int] = set()
+    for lineno, text in enumerate(read_lines(path), start=1):
+        m = _SNUM.match(text)
+        if m is None:
+            raise AlignersInputError(
+                "expected '<s snum=N> tokens </s>'", path=str(path), line=lineno
+            )
+        snum = int(m.group(1))
+        if snum in seen:
+            raise AlignersInputError(
+                f"sentence number {snum} repeated", path=str(path), line=lineno
+            )
+        seen.add(snum)
+        out.append((snum, split_tokens(m.group(2), lowercase=lowercase)))
+    return out
+
+
+def read_naacl(
+    path: str | Path,
+    *,
+    snums: Sequence[int] | None = None,
+    token_base: int = 1,
+    swap: bool = False,
+    lenient: bool = False,
+    src_lengths: Sequence[int] | None = None,
+    tgt_lengths: Sequence[int] | None = None,
+) -> list[Alignment]:
+    """Read NAACL/WPT links `snum i j [S|P] [confidence]` -> one `Alignment` per sentence.
+
+    `snums` lists the sentence numbers in file order of the text (from `read_snum_text`);
+    without it the sentences are `min(snum) .. max(snum)` of the file (sentences after the
+    last link cannot be known). Source = column 2 (`swap=True`: column 3). With
+    `token_base=1`, position 0 is NULL: such links are dropped with a `NullLinksWarning`.
+    A confidence (5th field, or 4th when it is a number) in [0, 1] becomes the posterior.
+    Links outside `src_lengths`/`tgt_lengths` raise, or are dropped with `lenient=True`.
+    Cost: O(file size).
+    """
+    if token_base not in (0, 1):
+        raise AlignersInputError(f"token_base must be 0 or 1, got {token_base}")
+    name = "<stdin>" if str(path) == "-" else str(path)
+    links: dict[int, list[tuple[int, int, bool, float | None]]] = {}
+    first_line: dict[int, int] = {}
+    nulls = 0
+    for lineno, text in enumerate(read_lines(path), start=1):
+        fields = text.split()
+        if not fields:
+            continue
+        ok = 3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3])
+        label, conf = "S", None
+        rest = fields[3:] if ok else []
+        if rest and rest[0] in ("S", "P"):
+            label = rest.pop(0)
+        if ok and rest:
+            try:
+                conf = float(rest.pop(0))
+            except ValueError:
+                ok = False
+            if conf is not None and not (0.0 <= conf <= 1.0):
+                ok = False
+        if not ok or rest:
+            raise AlignersInputError(
+                f"malformed NAACL link {text.strip()!r}; expected 'snum i j [S|P] [confidence]' "
+                "with non-negative integers and a confidence in [0, 1]",
+                path=name,
+                line=lineno,
+            )
+        snum, a, b = (int(f) for f in fields[:3])
+        if swap:
+            a, b = b, a
+        if token_base == 1 and (a == 0 or b == 0):
+            nulls += 1
+            links.setdefault(snum, [])
+            first_line.setdefault(snum, lineno)
+            continue
+        links.setdefault(snum, []).append(
+            (a - token_base, b - token_base, label == "S", conf, lineno)
+        )
+        first_line.setdefault(snum, lineno)
+    if snums is None:
+        snums = list(range(min(links), max(links) + 1)) if links else []
+    index = {s: n for n, s in enumerate(snums)}
+    if len(index) != len(snums):
+        raise AlignersInputError("repeated sentence numbers in snums", path=name)
+    unknown = sorted(set(links) - set(index))
+    if unknown:
+        raise AlignersInputError(
+            f"sentence number {unknown[0]} has links but is not among the {len(snums)} "
+            "sentences of the text; expected links only for sentences of the text",
+            path=name,
+            line=first_line[unknown[0]],
+        )
+    for what, lengths in (("source", src_lengths), ("target", tgt_lengths)):
+        if lengths is not None and len(lengths) != len(snums):
+            raise AlignersInputError(
+                f"{len(snums)} sentences but {len(lengths)} {what} lengths; expected one per "
+                "sentence", path=name,
+            )
+    alignments = []
+    dropped = 0
+    for n, snum in enumerate(snums):
+        sure, possible, posts = set(), set(), {}
+        src_n = None if src_lengths is None else src_lengths[n]
+        tgt_n = None if tgt_lengths is None else tgt_lengths[n]
+        for i, j, is_sure, conf, lineno in links.get(snum, ()):
+            if (src_n is not None and i >= src_n) or (tgt_n is not None and j >= tgt_n):
+                if lenient:
+                    dropped += 1
+                    continue
+                raise AlignersInputError(
+                    f"link ({i}, {j}) (0-based source-target) of sentence {snum} lies outside "
+                    f"its {src_n} source and {tgt_n} target words; expected 0 <= i < {src_n} "
+                    f"and 0 <= j < {tgt_n} (use lenient/--lenient to drop such links)",
+                    path=name, line=lineno,
+                )
+            (sure if is_sure else possible).add((i, j))
+            if conf is not None:
+                posts[(i, j)] = conf
+        alignments.append(Alignment(frozenset(sure), frozenset(possible), posts or None))
+    warn_dropped(dropped, name)
+    if nulls:
+        warnings.warn(
+            NullLinksWarning(f"{name}: dropped {nulls} NULL link(s) (position 0)", nulls),
+            stacklevel=2,
+        )
+    return alignments
+
+
+def read_onebased(
+    path: str | Path,
+    *,
+    lenient: bool = False,
+    src_lengths: Sequence[int] | None = None,
+    tgt_lengths: Sequence[int] | None = None,
+) -> list[Alignment]:
+    """Read 1-based `i-j` (sure) / `ipj` or `i?j` (possible) lines -> 0-based `Alignment`s.
+
+    Source = the first index. Index 0 is malformed (these files have no NULL links).
+    Range checks as `read_pharaoh`. Cost: O(file size).
+    """
+    name = "<stdin>" if str(path) == "-" else str(path)
+    alignments = []
+    for lineno, text in enumerate(read_lines(path), start=1):
+        al = parse_pharaoh_line(text, path=name, line=lineno)
+        if any(i == 0 or j == 0 for i, j in al.possible):
+            raise AlignersInputError(
+                "index 0 in a 1-based alignment file; expected positions >= 1",
+                path=name,
+                line=lineno,
+            )
+
+        def dec(links: Iterable[tuple[int, int]]) -> frozenset[tuple[int, int]]:
+            return frozenset((i - 1, j - 1) for i, j in links)
+
+        posts = None
+        if al.posteriors:
+            posts = {(i - 1, j - 1): p for (i, j), p in al.posteriors.items()}
+        alignments.append(Alignment(dec(al.sure), dec(al.possible), posts))
+    alignments, dropped = check_ranges(
+        alignments, src_lengths, tgt_lengths, lenient=lenient, path=name
+    )
+    warn_dropped(dropped, name)
+    return alignments
+
+
+def write_naacl(
+    alignments: Iterable[Alignment],
+    out: str | Path | IO[str],
+    *,
+    snums: Sequence[int] | None = None,
+    token_base: int = 1,
+    width: int = 4,
+) -> int:
+    """Write NAACL `snum i j S|P` lines (source first); return the number of links written.
+
+    Sentence numbers are `snums` (default 1, 2, ...), zero-padded to `width`. Read back
+    with `read_naacl(..., snums=...)` to keep trailing link-less sentences. Cost: O(links).
+    """
+    count = 0
+    with open_output(out) as handle:
+        for n, al in enumerate(alignments):
+            snum = (n + 1) if snums is None else snums[n]
+            for i, j, is_sure in al.links():
+                label = "S" if is_sure else "P"
+                handle.write(f"{snum:0{width}d} {i + token_base} {j + token_base} {label}\n")
+                count += 1
+    return count
+
+
+def write_onebased(alignments: Iterable[Alignment], out: str | Path | IO[str]) -> int:
+    """Write 1-based `i-j` / `ipj` lines (the Ro-En/Ja-En/Zh-En notation); return line count."""
+    count = 0
+    with open_output(out) as handle:
+        for al in alignments:
+            handle.write(
+                " ".join(f"{i + 1}{'-' if s else 'p'}{j + 1}" for i, j, s in al.links()) + "\n"
+            )
+            count += 1
+    return count
+
+
+FORMATS = ("auto", "pharaoh", "onebased", "naacl", "naacl0", "jacana", "jacana-sp", "multimwa")
+
+
+def sniff_format(path: str | Path) -> str:
+    """Guess a notation: `.json` -> jacana (`jacana-sp` if the name has `sure+poss`),
+    `.tsv` -> multimwa, NAACL-shaped first line (`snum i j [S|P]`) -> naacl, else pharaoh.
+
+    1-based `i-j` files and 0-based NAACL (Biçici) cannot be told apart from their
+    0-based/1-based twins: name `onebased` / `naacl0` explicitly.
+    """
+    name = Path(str(path)).name
+    if name.endswith(".json") or name.endswith(".json.gz"):
+        return "jacana-sp" if "sure+poss" in name else "jacana"
+    if name.endswith(".tsv") or name.endswith(".tsv.gz"):
+        return "multimwa"
+    if str(path) == "-":
+        return "pharaoh"
+    for text in read_lines(path):
+        fields = text.split()
+        if not fields:
+            continue
+        if 3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3]):
+            return "naacl"
+        return "pharaoh"
+    return "pharaoh"
+
+
+def read_alignment_file(
+    path: str | Path,
+    *,
+    fmt: str = "auto",
+    lenient: bool = False,
+    snums: Sequence[int] | None = None,
+    src_lengths: Sequence[int] | None = None,
+    tgt_lengths: Sequence[int] | None = None,
+) -> list[Alignment]:
+    """Read any supported notation into 0-based `Alignment`s, one per sentence pair.
+
+    `fmt` is one of `FORMATS` (`auto` = `sniff_format`). NAACL files use `snums` (else
+    min..max of the file). Files that carry their text (jacana, MultiMWA) are range-checked
+    against it; the others when `src_lengths`/`tgt_lengths` are given. Out-of-range links
+    raise `AlignersInputError`, or with `lenient=True` are dropped, counted and warned about.
+    Cost: O(file size).
+    """
+    if fmt not in FORMATS:
+        raise AlignersInputError(f"unknown alignment format {fmt!r}; expected one of {FORMATS}")
+    if fmt == "auto":
+        fmt = sniff_format(path)
+    lengths = {"lenient": lenient, "src_lengths": src_lengths, "tgt_lengths": tgt_lengths}
+    if fmt == "pharaoh":
+        return read_pharaoh(path, **lengths)
+    if fmt == "onebased":
+        return read_onebased(path, **lengths)
+    if fmt in ("naacl", "naacl0"):
+        return read_naacl(path, snums=snums, token_base=1 if fmt == "naacl" else 0, **lengths)
+    from aligners.data.jacana import read_jacana_json, read_multimwa
+
+    if fmt == "multimwa":
+        pairs = read_multimwa(path, lenient=lenient)
+    else:
+        pairs = read_jacana_json(path, sure_plus_poss=fmt == "jacana-sp", lenient=lenient)
+    return [p.alignment for p in pairs]

@@ -1,0 +1,157 @@
+"""Monolingual gold alignments that carry their own text: jacana JSON and MultiMWA TSV.
+
+jacana JSON (MSR06, Edinburgh++, synthetic-phrase and pooled files): a JSON array of
+`{id, name, source, target, sureAlign, possibleAlign}`; links `i-j`, 0-based, i indexes
+`source` (source = `source`). In `*.sure+poss.json` files `sureAlign` already holds S∪P and
+`possibleAlign` the P subset: read them with `sure_plus_poss=True` (sure = sureAlign minus
+possibleAlign, possible = sureAlign ∪ possibleAlign).
+
+MultiMWA TSV (Lan et al. 2021): 10 tab-separated columns `id, sent1, N/A, sent2, N/A, 1, 1,
+sure, possible, ''`; links `i-j` 0-based, source = sentence 1.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO
+
+from aligners.data.parallel import open_output, read_lines
+from aligners.data.pharaoh import check_ranges, format_pharaoh, parse_pharaoh_line, warn_dropped
+from aligners.data.types import AlignedPair, Alignment
+from aligners.errors import AlignersInputError
+
+__all__ = ["read_jacana_json", "read_multimwa", "write_jacana_json"]
+
+_KEYS = ("source", "target", "sureAlign")
+
+
+def _load_json(path: str | Path) -> list:
+    name = str(path)
+    raw = "\n".join(read_lines(path))  # UTF-8 check with byte offsets, BOM stripped
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise AlignersInputError(
+            f"invalid JSON ({err.msg}, column {err.colno}); expected a jacana JSON array",
+            path=name,
+            line=err.lineno,
+        ) from None
+    if not isinstance(data, list):
+        raise AlignersInputError("expected a JSON array of alignment objects", path=name)
+    return data
+
+
+def _finish(
+    pairs: list[AlignedPair], *, lenient: bool, path: str, line_numbers: list[int] | None
+) -> list[AlignedPair]:
+    als, dropped = check_ranges(
+        [p.alignment for p in pairs],
+        [len(p.src) for p in pairs],
+        [len(p.tgt) for p in pairs],
+        lenient=lenient,
+        path=path,
+        line_numbers=line_numbers,
+    )
+    warn_dropped(dropped, path)
+    if not dropped:
+        return pairs
+    return [AlignedPair(p.src, p.tgt, al, p.id) for p, al in zip(pairs, als, strict=True)]
+
+
+def read_jacana_json(
+    path: str | Path, *, sure_plus_poss: bool = False, lenient: bool = False
+) -> list[AlignedPair]:
+    """Read a jacana JSON file -> `AlignedPair`s (src = `source`, tgt = `target`, 0-based).
+
+    Links outside the whitespace-tokenised sentences raise (the "line" in the message is
+    the 1-based item number), or are dropped with `lenient=True`. Cost: O(file size).
+    """
+    name = str(path)
+    pairs = []
+    for n, item in enumerate(_load_json(path), start=1):
+        if not isinstance(item, dict) or any(k not in item for k in _KEYS):
+            raise AlignersInputError(
+                f"item {n}: expected an object with keys {list(_KEYS)}", path=name, line=n
+            )
+        sure = parse_pharaoh_line(str(item["sureAlign"]), path=name, line=n)
+        poss = parse_pharaoh_line(str(item.get("possibleAlign") or ""), path=name, line=n)
+        if sure_plus_poss:
+            union = sure.possible | poss.possible
+            al = Alignment(sure.possible - poss.possible, union)
+        else:
+            al = Alignment(sure.possible, poss.possible)
+        ident = item.get("id", item.get("name"))
+        pairs.append(
+            AlignedPair(
+                tuple(str(item["source"]).split()),
+                tuple(str(item["target"]).split()),
+                al,
+                None if ident is None else str(ident),
+            )
+        )
+    return _finish(pairs, lenient=lenient, path=name, line_numbers=None)
+
+
+def write_jacana_json(
+    pairs: Iterable[AlignedPair], out: str | Path | IO[str], *, sure_plus_poss: bool = False
+) -> int:
+    """Write `AlignedPair`s as a jacana JSON array; return the count.
+
+    Default: `sureAlign` = sure links, `possibleAlign` = possible-only links. With
+    `sure_plus_poss=True`, `sureAlign` = S∪P and `possibleAlign` = P-only (the
+    `*.sure+poss.json` convention). Cost: O(total size).
+    """
+    items = []
+    for n, p in enumerate(pairs):
+        al = p.alignment or Alignment()
+        only_p = al.possible - al.sure
+        sure_links = al.possible if sure_plus_poss else al.sure
+        items.append(
+            {
+                "id": p.id if p.id is not None else str(n + 1),
+                "name": p.id if p.id is not None else str(n + 1),
+                "source": " ".join(p.src),
+                "target": " ".join(p.tgt),
+                "sureAlign": format_pharaoh(Alignment(frozenset(sure_links))),
+                "possibleAlign": format_pharaoh(Alignment(frozenset(only_p))),
+            }
+        )
+    text = json.dumps(items, ensure_ascii=False, indent=1) + "\n"
+    if isinstance(out, str | Path) and str(out).endswith(".gz"):
+        with gzip.open(out, "wt", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        with open_output(out) as handle:
+            handle.write(text)
+    return len(items)
+
+
+def read_multimwa(path: str | Path, *, lenient: bool = False) -> list[AlignedPair]:
+    """Read a MultiMWA TSV file -> `AlignedPair`s (src = sentence 1, tgt = sentence 2).
+
+    Each line must have 10 tab-separated fields (8 are accepted: trailing empty columns
+    may be cut); column 8 = sure, column 9 = possible links, 0-based. Cost: O(file size).
+    """
+    name = str(path)
+    pairs = []
+    lines = []
+    for lineno, text in enumerate(read_lines(path), start=1):
+        if not text.strip():
+            continue
+        cols = text.split("\t")
+        if not 8 <= len(cols) <= 10:
+            raise AlignersInputError(
+                f"{len(cols)} tab-separated fields; expected 10 (id, sentence 1, N/A, "
+                "sentence 2, N/A, 1, 1, sure links, possible links, empty)",
+                path=name,
+                line=lineno,
+            )
+        sure = parse_pharaoh_line(cols[7], path=name, line=lineno)
+        poss = parse_pharaoh_line(cols[8] if len(cols) > 8 else "", path=name, line=lineno)
+        al = Alignment(sure.possible, poss.possible)
+        pairs.append(AlignedPair(tuple(cols[1].split()), tuple(cols[3].split()), al, cols[0]))
+        lines.append(lineno)
+    return _finish(pairs, lenient=lenient, path=name, line_numbers=lines)

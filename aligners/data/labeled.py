@@ -1,0 +1,161 @@
+"""Readers for the sentence-pair classification and QA sets (no alignments):
+MSRP TSV, RTE-1..3 XML (NLTK copy) and the TREC QA pseudo-XML of Wang et al. (2007).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aligners.data.parallel import read_lines
+from aligners.errors import AlignersInputError
+
+__all__ = ["LabeledPair", "QAQuestion", "TaggedSentence", "read_msrp", "read_rte", "read_trecqa"]
+
+
+@dataclass(frozen=True)
+class LabeledPair:
+    """Two raw (untokenised) texts and a 0/1 label (paraphrase / entailment)."""
+
+    id: str
+    text1: str
+    text2: str
+    label: int
+    meta: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class TaggedSentence:
+    """A TREC QA sentence: tokens with POS, dependency label, 1-based head (0 = root), NER."""
+
+    tokens: tuple[str, ...]
+    pos: tuple[str, ...]
+    deprel: tuple[str, ...]
+    heads: tuple[int, ...]
+    ner: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class QAQuestion:
+    """One question with its answer-bearing (`positives`) and other (`negatives`) sentences."""
+
+    qid: str
+    question: TaggedSentence
+    positives: tuple[TaggedSentence, ...]
+    negatives: tuple[TaggedSentence, ...]
+
+    @property
+    def usable(self) -> bool:
+        """True when the question has both a positive and a negative (MAP/MRR protocol)."""
+        return bool(self.positives) and bool(self.negatives)
+
+
+def read_msrp(path: str | Path) -> list[LabeledPair]:
+    """Read an MSRP file: `Quality \\t id1 \\t id2 \\t string1 \\t string2` (no header; quotes
+    are literal). Label 1 = paraphrase. Cost: O(file size)."""
+    out = []
+    for lineno, text in enumerate(read_lines(path), start=1):
+        if not text.strip():
+            continue
+        cols = text.split("\t")
+        if len(cols) != 5 or cols[0] not in ("0", "1"):
+            if lineno == 1 and cols[0].startswith("Quality"):
+                continue  # the original header line
+            raise AlignersInputError(
+                "expected 'label(0|1) \\t id1 \\t id2 \\t sentence1 \\t sentence2'",
+                path=str(path),
+                line=lineno,
+            )
+        out.append(LabeledPair(f"{cols[1]}-{cols[2]}", cols[3], cols[4], int(cols[0])))
+    return out
+
+
+_YES = {"TRUE": 1, "YES": 1, "FALSE": 0, "NO": 0}
+
+
+def read_rte(path: str | Path) -> list[LabeledPair]:
+    """Read an RTE XML file (`<pair id value|entailment task> <t/> <h/>`); label 1 = entails.
+
+    Cost: O(file size). Malformed XML or a pair without t/h/label raises `AlignersInputError`.
+    """
+    text = "\n".join(read_lines(path))
+    try:
+        root = ET.fromstring(text.encode("utf-8"))
+    except ET.ParseError as err:
+        raise AlignersInputError(
+            f"invalid XML ({err}); expected an RTE entailment-corpus", path=str(path),
+            line=err.position[0],
+        ) from None
+    out = []
+    for n, pair in enumerate(root.iter("pair"), start=1):
+        label = pair.get("entailment", pair.get("value", "")).upper()
+        t, h = pair.find("t"), pair.find("h")
+        if label not in _YES or t is None or h is None:
+            raise AlignersInputError(
+                f"pair {n} (id={pair.get('id')}): expected <t>, <h> and a YES/NO or TRUE/FALSE "
+                "label", path=str(path),
+            )
+        meta = {k: v for k, v in pair.attrib.items() if k not in ("id", "entailment", "value")}
+        out.append(
+            LabeledPair(str(pair.get("id")), (t.text or "").strip(), (h.text or "").strip(),
+                        _YES[label], meta)
+        )
+    return out
+
+
+def _sentence(lines: list[str], path: str, line: int) -> TaggedSentence:
+    rows = [tuple(x.split("\t")) for x in lines]
+    if len(rows) != 5 or len({len(r) for r in rows}) != 1:
+        raise AlignersInputError(
+            "expected 5 tab-separated rows of equal length (tokens, POS, deprel, heads, NER)",
+            path=path, line=line,
+        )
+    try:
+        heads = tuple(int(h) for h in rows[3])
+    except ValueError:
+        raise AlignersInputError("expected integer heads", path=path, line=line + 3) from None
+    return TaggedSentence(rows[0], rows[1], rows[2], heads, rows[4])
+
+
+def read_trecqa(path: str | Path) -> list[QAQuestion]:
+    """Read a TREC QA `*.xml(.gz)` file (line-based pseudo-XML) -> one `QAQuestion` each.
+
+    Cost: O(file size). An unexpected tag or a block of the wrong shape raises
+    `AlignersInputError` naming the line.
+    """
+    name = str(path)
+    out: list[QAQuestion] = []
+    qid = None
+    question = None
+    pos: list[TaggedSentence] = []
+    neg: list[TaggedSentence] = []
+    block: list[str] | None = None
+    tag = start = None
+    for lineno, text in enumerate(read_lines(path), start=1):
+        if block is not None:
+            if text == f"</{tag}>":
+                sent = _sentence(block, name, start)
+                if tag == "question":
+                    question = sent
+                else:
+                    (pos if tag == "positive" else neg).append(sent)
+                block = None
+            else:
+                block.append(text)
+            continue
+        if text.startswith("<QApairs id="):
+            qid, question, pos, neg = text.split("=", 1)[1].strip("'\">"), None, [], []
+        elif text in ("<question>", "<positive>", "<negative>") and qid is not None:
+            tag, block, start = text[1:-1], [], lineno + 1
+        elif text == "</QApairs>" and question is not None:
+            out.append(QAQuestion(qid, question, tuple(pos), tuple(neg)))
+            qid = None
+        elif text.strip():
+            raise AlignersInputError(
+                f"unexpected line {text[:40]!r}; expected <QApairs>, <question>, <positive>, "
+                "<negative> or their closing tags", path=name, line=lineno,
+            )
+    if qid is not None or block is not None:
+        raise AlignersInputError("file ends inside a <QApairs> block", path=name)
+    return out

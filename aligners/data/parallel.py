@@ -1,0 +1,217 @@
+"""Parallel text: two aligned files, or one `src ||| tgt` file (fast_align / eflomal input).
+
+Files are UTF-8 (a leading BOM is stripped; CRLF line ends are accepted); `.gz` files are
+read and written transparently; `-` means stdin/stdout. Tokens are whitespace-separated.
+Empty sentences are kept as empty lists and stay in place.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import itertools
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from aligners.errors import AlignersInputError
+
+__all__ = [
+    "open_output",
+    "open_text",
+    "read_line_blocks",
+    "read_lines",
+    "read_parallel",
+    "split_tokens",
+    "write_parallel",
+]
+
+_BOM = b"\xef\xbb\xbf"
+_ASCII_WS = re.compile(r"[ \t]+")
+
+
+@contextmanager
+def _open_binary(path: str | Path) -> Iterator[IO[bytes]]:
+    if str(path) == "-":
+        yield sys.stdin.buffer
+        return
+    p = Path(path)
+    if not p.exists():
+        raise AlignersInputError("file not found", path=str(p))
+    opener = gzip.open if p.suffix == ".gz" else open
+    with opener(p, "rb") as handle:
+        yield handle
+
+
+def read_line_blocks(path: str | Path, *, block_bytes: int = 1 << 20) -> Iterator[list[str]]:
+    """Yield the decoded lines of `path` in blocks of about `block_bytes` bytes.
+
+    Lines come without line ends (LF or CRLF; a lone CR inside a line is kept); a leading
+    UTF-8 BOM is stripped. Non-UTF-8 bytes raise `AlignersInputError` naming the file, the
+    1-based line, the byte offset in the (decompressed) file and the byte column.
+    Cost: O(file size) time, O(block_bytes + longest line) memory.
+    """
+    name = "<stdin>" if str(path) == "-" else str(path)
+    offset = 0
+    lines_before = 0
+    bom = 0
+    with _open_binary(path) as handle:
+        rest = b""
+        while True:
+            chunk = handle.read(block_bytes)
+            if not chunk:
+                if not rest:
+                    return
+                block, rest = rest, b""
+            else:
+                cut = chunk.rfind(b"\n") + 1
+                if cut == 0:  # no line end in this chunk: keep reading
+                    rest += chunk
+                    continue
+                block, rest = rest + chunk[:cut], chunk[cut:]
+            start = offset
+            offset += len(block)
+            if start == 0 and block.startswith(_BOM):
+                block = block[len(_BOM):]
+                start = bom = len(_BOM)
+            try:
+                text = block.decode("utf-8")
+            except UnicodeDecodeError as err:
+                line_start = block.rfind(b"\n", 0, err.start) + 1
+                if lines_before == 0 and line_start == 0:
+                    line_start = -bom  # a stripped BOM counts in the byte column of line 1
+                raise AlignersInputError(
+                    f"invalid UTF-8 byte 0x{block[err.start]:02x} at byte offset "
+                    f"{start + err.start} (byte column {err.start - line_start + 1}); "
+                    "expected UTF-8 text",
+                    path=name,
+                    line=lines_before + block.count(b"\n", 0, err.start) + 1,
+                ) from None
+            lines = text.split("\n")
+            if text.endswith("\n"):
+                lines.pop()
+            if "\r" in text:
+                lines = [x[:-1] if x.endswith("\r") else x for x in lines]
+            lines_before += len(lines)
+            yield lines
+
+
+def read_lines(path: str | Path) -> Iterator[str]:
+    """Yield the decoded lines of `path` one by one (see `read_line_blocks`)."""
+    return itertools.chain.from_iterable(read_line_blocks(path))
+
+
+def open_text(path: str | Path) -> Iterator[str]:
+    """Alias of `read_lines` (decoded lines, BOM stripped, CRLF accepted)."""
+    return read_lines(path)
+
+
+def split_tokens(text: str, *, lowercase: bool = False, ascii_split: bool = False) -> list[str]:
+    """Whitespace tokens of `text`; `ascii_split` splits on ASCII space/tab only.
+
+    `ascii_split=True` keeps e.g. U+3000 (ideographic space) as a token, as the KFTT
+    Ja-En gold counts it.
+    """
+    if lowercase:
+        text = text.lower()
+    if ascii_split:
+        return [tok for tok in _ASCII_WS.split(text) if tok]
+    return text.split()
+
+
+def read_parallel(
+    src: str | Path,
+    tgt: str | Path | None = None,
+    *,
+    lowercase: bool = False,
+    ascii_split: bool = False,
+) -> Iterator[tuple[list[str], list[str]]]:
+    """Stream `(source_tokens, target_tokens)` pairs.
+
+    With `tgt=None`, `src` is one file of `source ||| target` lines; otherwise two files
+    with one sentence per line. Cost: O(total size) time, O(one line) memory.
+
+    Raises `AlignersInputError` for non-UTF-8 bytes (file, line, byte offset), a line
+    without ` ||| ` in the one-file form, or files of different line counts (naming both
+    files and the first line present in one but not the other).
+    `lowercase` and `ascii_split` are passed to `split_tokens`.
+    """
+
+    def _tokens(text: str, lowercase: bool) -> list[str]:
+        return split_tokens(text, lowercase=lowercase, ascii_split=ascii_split)
+
+    if tgt is None:
+        name = "<stdin>" if str(src) == "-" else str(src)
+        for lineno, text in enumerate(read_lines(src), start=1):
+            if "|||" not in text:
+                raise AlignersInputError(
+                    "expected 'source ||| target' (no '|||' separator)", path=name, line=lineno
+                )
+            left, _, right = text.partition("|||")
+            if "|||" in right:
+                raise AlignersInputError(
+                    "expected one '|||' separator, found several", path=name, line=lineno
+                )
+            yield _tokens(left, lowercase), _tokens(right, lowercase)
+        return
+    if str(src) == "-" and str(tgt) == "-":
+        raise AlignersInputError("source and target cannot both be stdin ('-')")
+    missing = object()
+    lineno = 0
+    for lineno, (s, t) in enumerate(
+        itertools.zip_longest(read_lines(src), read_lines(tgt), fillvalue=missing), start=1
+    ):
+        if s is missing or t is missing:
+            short, long_ = (src, tgt) if s is missing else (tgt, src)
+            raise AlignersInputError(
+                f"different line counts: {short} has {lineno - 1} lines but {long_} "
+                f"continues at line {lineno}; expected one sentence per line in both",
+                path=str(long_),
+                line=lineno,
+            )
+        yield _tokens(s, lowercase), _tokens(t, lowercase)
+
+
+@contextmanager
+def open_output(path: str | Path | IO[str]) -> Iterator[IO[str]]:
+    """A text handle for writing: an open handle as is, `-` = stdout, `.gz` gzipped."""
+    if not isinstance(path, str | Path):
+        yield path
+        return
+    if str(path) == "-":
+        yield sys.stdout
+        return
+    p = Path(path)
+    if p.suffix == ".gz":
+        with gzip.open(p, "wb") as raw, io.TextIOWrapper(raw, encoding="utf-8") as handle:
+            yield handle
+    else:
+        with open(p, "w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+
+
+def write_parallel(
+    pairs: Iterable[tuple[Iterable[str], Iterable[str]]],
+    src: str | Path | IO[str],
+    tgt: str | Path | IO[str] | None = None,
+) -> int:
+    """Write pairs as one `src ||| tgt` file (`tgt=None`) or as two files; return the count.
+
+    Cost: O(total size) time, O(one line) memory. Tokens must not contain whitespace.
+    """
+    count = 0
+    if tgt is None:
+        with open_output(src) as out:
+            for s, t in pairs:
+                out.write(f"{' '.join(s)} ||| {' '.join(t)}\n")
+                count += 1
+        return count
+    with open_output(src) as out_s, open_output(tgt) as out_t:
+        for s, t in pairs:
+            out_s.write(" ".join(s) + "\n")
+            out_t.write(" ".join(t) + "\n")
+            count += 1
+    return count

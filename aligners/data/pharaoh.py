@@ -1,0 +1,223 @@
+"""Pharaoh alignments: one line per sentence pair, links `i-j` (0-based source-target).
+
+Notation read and written here:
+  `i-j`    a sure link from source word i to target word j (0-based);
+  `i?j`    a possible (non-sure) link; `ipj` is accepted as a synonym on input;
+  `i-j:p`  a link with posterior probability p in [0, 1] (also `i?j:p`).
+The source side is the first index, as Moses/atools expect for both directions.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import IO
+
+from aligners.data.parallel import open_output, read_lines
+from aligners.data.types import Alignment
+from aligners.errors import AlignersInputError
+
+__all__ = [
+    "OutOfRangeLinksWarning",
+    "check_ranges",
+    "format_pharaoh",
+    "parse_pharaoh_line",
+    "read_pharaoh",
+    "warn_dropped",
+    "write_pharaoh",
+]
+
+_LINK = re.compile(r"(\d+)([-?p])(\d+)(?::(\S+))?\Z")
+
+
+class OutOfRangeLinksWarning(UserWarning):
+    """Emitted when a lenient reader drops links outside their sentence (`.dropped` = count)."""
+
+    def __init__(self, message: str, dropped: int):
+        super().__init__(message)
+        self.dropped = dropped
+
+
+def parse_pharaoh_line(
+    text: str, *, path: str | Path | None = None, line: int | None = None
+) -> Alignment:
+    """Parse one Pharaoh line into an `Alignment`. Cost: O(len(text)).
+
+    Sure wins when a link appears both sure and possible. Malformed tokens (not
+    `i-j`, `i?j`, `ipj`, optionally with `:p`, p a probability) raise `AlignersInputError`
+    naming `path`, `line`, the token and its 1-based position on the line.
+    """
+    sure: set[tuple[int, int]] = set()
+    possible: set[tuple[int, int]] = set()
+    posts: dict[tuple[int, int], float] = {}
+    where = None if path is None else str(path)
+    for k, tok in enumerate(text.split(), start=1):
+        m = _LINK.match(tok)
+        if m is None:
+            raise AlignersInputError(
+                f"malformed link {tok!r} (token {k}); expected 'i-j', 'i?j', 'ipj' or 'i-j:p' "
+                "with non-negative integers i, j",
+                path=where,
+                line=line,
+            )
+        link = (int(m.group(1)), int(m.group(3)))
+        (sure if m.group(2) == "-" else possible).add(link)
+        if m.group(4) is not None:
+            try:
+                p = float(m.group(4))
+            except ValueError:
+                p = math.nan
+            if not (0.0 <= p <= 1.0):  # also rejects NaN
+                raise AlignersInputError(
+                    f"malformed posterior in {tok!r} (token {k}); expected a probability in [0, 1]",
+                    path=where,
+                    line=line,
+                )
+            posts[link] = p
+    return Alignment(frozenset(sure), frozenset(possible), posts or None)
+
+
+def check_ranges(
+    alignments: list[Alignment],
+    src_lengths: Sequence[int] | None,
+    tgt_lengths: Sequence[int] | None,
+    *,
+    lenient: bool = False,
+    path: str | Path | None = None,
+    line_numbers: Sequence[int] | None = None,
+) -> tuple[list[Alignment], int]:
+    """Check every link lies inside its sentence; return `(alignments, dropped)`.
+
+    `src_lengths[n]`/`tgt_lengths[n]` bound pair n (either may be None = unchecked).
+    A link with source index >= I or target index >= J is an error naming the file and
+    line (`line_numbers[n]`, default n + 1), or with `lenient=True` it is dropped and counted
+    (the caller warns). Cost: O(number of links).
+    """
+    where = None if path is None else str(path)
+    for name, lengths in (("source", src_lengths), ("target", tgt_lengths)):
+        if lengths is not None and len(lengths) != len(alignments):
+            raise AlignersInputError(
+                f"{len(alignments)} alignments but {len(lengths)} {name} sentences; "
+                "expected one alignment per sentence pair",
+                path=where,
+            )
+    if src_lengths is None and tgt_lengths is None:
+        return alignments, 0
+    out: list[Alignment] = []
+    dropped = 0
+    for n, al in enumerate(alignments):
+        src_n = None if src_lengths is None else src_lengths[n]
+        tgt_n = None if tgt_lengths is None else tgt_lengths[n]
+
+        def inside(link: tuple[int, int], src_n=src_n, tgt_n=tgt_n) -> bool:
+            return (src_n is None or link[0] < src_n) and (tgt_n is None or link[1] < tgt_n)
+
+        bad = sorted(link for link in al.possible if not inside(link))
+        if not bad:
+            out.append(al)
+            continue
+        if not lenient:
+            i, j = bad[0]
+            raise AlignersInputError(
+                f"link ({i}, {j}) (0-based source-target) lies outside the sentence pair of "
+                f"{src_n} source and {tgt_n} target words; expected 0 <= i < {src_n} and "
+                f"0 <= j < {tgt_n} (use lenient/--lenient to drop such links)",
+                path=where,
+                line=line_numbers[n] if line_numbers is not None else n + 1,
+            )
+        dropped += len(bad)
+        posts = al.posteriors
+        if posts is not None:
+            posts = {k: v for k, v in posts.items() if inside(k)} or None
+        out.append(
+            Alignment(
+                frozenset(x for x in al.sure if inside(x)),
+                frozenset(x for x in al.possible if inside(x)),
+                posts,
+            )
+        )
+    return out, dropped
+
+
+def warn_dropped(dropped: int, path: str | Path | None) -> None:
+    """Warn (once per file) that `dropped` out-of-range links were removed."""
+    if dropped:
+        warnings.warn(
+            OutOfRangeLinksWarning(
+                f"{path}: dropped {dropped} link(s) outside their sentence (lenient)", dropped
+            ),
+            stacklevel=3,
+        )
+
+
+def read_pharaoh(
+    path: str | Path,
+    *,
+    lenient: bool = False,
+    src_lengths: Sequence[int] | None = None,
+    tgt_lengths: Sequence[int] | None = None,
+) -> list[Alignment]:
+    """Read a Pharaoh file, one `Alignment` per line (empty line = no links).
+
+    With `src_lengths`/`tgt_lengths` (one per line) links outside the sentence raise
+    `AlignersInputError`, or with `lenient=True` are dropped, counted and warned about
+    (`OutOfRangeLinksWarning`). Cost: O(file size).
+    """
+    name = "<stdin>" if str(path) == "-" else str(path)
+    alignments = [
+        parse_pharaoh_line(text, path=name, line=n)
+        for n, text in enumerate(read_lines(path), start=1)
+    ]
+    alignments, dropped = check_ranges(
+        alignments, src_lengths, tgt_lengths, lenient=lenient, path=name
+    )
+    warn_dropped(dropped, name)
+    return alignments
+
+
+def _fmt_p(p: float, digits: int) -> str:
+    return f"{p:.{digits}g}"
+
+
+def format_pharaoh(
+    alignment: Alignment, *, posteriors: bool = False, possible_marker: str = "?", digits: int = 6
+) -> str:
+    """One Pharaoh line: sorted links, sure as `i-j`, possible-only as `i?j`.
+
+    With `posteriors=True`, links carrying a posterior get `:p` (`digits` significant digits).
+    Cost: O(L log L) for L links.
+    """
+    if possible_marker not in ("?", "p"):
+        raise AlignersInputError(f"possible_marker must be '?' or 'p', got {possible_marker!r}")
+    posts = alignment.posteriors or {}
+    parts = []
+    for i, j, is_sure in alignment.links():
+        tok = f"{i}-{j}" if is_sure else f"{i}{possible_marker}{j}"
+        if posteriors and (i, j) in posts:
+            tok += ":" + _fmt_p(posts[(i, j)], digits)
+        parts.append(tok)
+    return " ".join(parts)
+
+
+def write_pharaoh(
+    alignments: Iterable[Alignment],
+    out: str | Path | IO[str],
+    *,
+    posteriors: bool = False,
+    possible_marker: str = "?",
+) -> int:
+    """Write one Pharaoh line per alignment to a path (`.gz`, `-` = stdout) or handle.
+
+    Returns the number of lines written. Cost: O(total links).
+    """
+    count = 0
+    with open_output(out) as handle:
+        for al in alignments:
+            handle.write(
+                format_pharaoh(al, posteriors=posteriors, possible_marker=possible_marker) + "\n"
+            )
+            count += 1
+    return count

@@ -1,0 +1,145 @@
+"""Private helpers shared by the factored HMM and HSMM lattices: input checks and cleaning.
+
+Cleaning makes every value the recursions read finite or -inf: masked states get -inf
+potentials, padded positions get emission 0 (never read into a real result), and NaN / +inf
+in a real entry raise `AlignersInputError`.
+"""
+
+from typing import NamedTuple
+
+import torch
+
+from aligners.errors import AlignersInputError
+
+__all__ = [
+    "Cleaned",
+    "clean_factored",
+    "col_shift",
+    "detached_leaf",
+    "finite_shift",
+    "semiring_zero",
+    "underflow_floor",
+]
+
+
+class Cleaned(NamedTuple):
+    """Cleaned potentials; `pos_mask` (B,N) bool marks real positions."""
+
+    init: torch.Tensor
+    trans: torch.Tensor
+    emit: torch.Tensor
+    lengths: torch.Tensor
+    pos_mask: torch.Tensor
+    state_mask: torch.Tensor | None
+    time_varying: bool
+
+
+def _shape_error(name: str, expected: str, got: torch.Tensor) -> AlignersInputError:
+    return AlignersInputError(f"{name}: expected shape {expected}, got {tuple(got.shape)}")
+
+
+def _check_finite_or_neg_inf(name: str, x: torch.Tensor) -> None:
+    if bool((torch.isnan(x) | torch.isposinf(x)).any()):
+        raise AlignersInputError(f"{name}: contains NaN or +inf at a real position/state")
+
+
+def clean_factored(
+    log_init: torch.Tensor,
+    log_trans: torch.Tensor,
+    log_emit: torch.Tensor,
+    lengths: torch.Tensor | None,
+    state_mask: torch.Tensor | None,
+    *,
+    emit_name: str = "log_emit",
+    emit_extra_dims: int = 0,
+) -> Cleaned:
+    """Validate shapes/dtypes and return cleaned copies (see module docstring).
+
+    `log_emit` is (B,N,C) for the HMM, or (B,N,K,C) for the HSMM (`emit_extra_dims=1`).
+    """
+    for name, x in (("log_init", log_init), ("log_trans", log_trans), (emit_name, log_emit)):
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            raise AlignersInputError(f"{name}: expected a floating-point tensor")
+    if log_init.dim() != 2:
+        raise _shape_error("log_init", "(B,C)", log_init)
+    B, C = log_init.shape
+    if log_emit.dim() != 3 + emit_extra_dims or log_emit.shape[0] != B or log_emit.shape[-1] != C:
+        raise _shape_error(emit_name, "(B,N,C)" if not emit_extra_dims else "(B,N,K,C)", log_emit)
+    N = log_emit.shape[1]
+    if N < 1 or C < 1:
+        raise AlignersInputError(f"{emit_name}: need N >= 1 and C >= 1, got N={N}, C={C}")
+    if log_init.dtype != log_emit.dtype or log_trans.dtype != log_emit.dtype:
+        raise AlignersInputError("log_init, log_trans and emissions must share one dtype")
+    if log_trans.shape == (B, C, C):
+        time_varying = False
+    elif log_trans.shape == (B, N - 1, C, C):
+        time_varying = True
+    else:
+        raise _shape_error("log_trans", f"(B,C,C)=({B},{C},{C}) or (B,N-1,C,C)", log_trans)
+    device = log_emit.device
+    if lengths is None:
+        lengths = torch.full((B,), N, dtype=torch.long, device=device)
+    else:
+        if not isinstance(lengths, torch.Tensor) or lengths.shape != (B,):
+            raise AlignersInputError(f"lengths: expected a (B,)=({B},) integer tensor")
+        if lengths.is_floating_point() or lengths.dtype == torch.bool:
+            raise AlignersInputError("lengths: expected an integer tensor")
+        lengths = lengths.to(device=device, dtype=torch.long)
+        if bool(((lengths < 1) | (lengths > N)).any()):
+            raise AlignersInputError(f"lengths: every length must be in [1, N={N}]")
+    pos_mask = torch.arange(N, device=device) < lengths[:, None]
+    neg_inf = float("-inf")
+    init, trans, emit = log_init.detach(), log_trans.detach(), log_emit.detach()
+    if state_mask is not None:
+        if not isinstance(state_mask, torch.Tensor) or state_mask.shape != (B, C):
+            raise AlignersInputError(f"state_mask: expected a (B,C)=({B},{C}) bool tensor")
+        state_mask = state_mask.to(device=device, dtype=torch.bool)
+        if not bool(state_mask.any(-1).all()):
+            raise AlignersInputError("state_mask: every batch item needs at least one real state")
+        init = init.masked_fill(~state_mask, neg_inf)
+        pair = state_mask[:, :, None] & state_mask[:, None, :]
+        trans = trans.masked_fill(~(pair[:, None] if time_varying else pair), neg_inf)
+    pm = pos_mask[:, :, None, None] if emit_extra_dims else pos_mask[:, :, None]
+    emit = torch.where(pm, emit, torch.zeros((), dtype=emit.dtype, device=device))
+    if time_varying:
+        trans = trans.masked_fill(~(pos_mask[:, 1:, None, None]), 0.0)
+    if state_mask is not None:
+        sm = state_mask[:, None, None, :] if emit_extra_dims else state_mask[:, None, :]
+        emit = emit.masked_fill(~sm, neg_inf)
+    _check_finite_or_neg_inf("log_init", init)
+    _check_finite_or_neg_inf("log_trans", trans)
+    _check_finite_or_neg_inf(emit_name, emit)
+    return Cleaned(init, trans, emit, lengths, pos_mask, state_mask, time_varying)
+
+
+def col_shift(log_trans: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`(exp(log_trans - colmax), colmax)`: column maxima over c_prev (dim -2), -inf -> 0.
+
+    Every non-empty column of the scaled matrix has a 1, so `alpha @ T` keeps full precision.
+    """
+    cmax = log_trans.amax(dim=-2)
+    cmax = torch.where(torch.isfinite(cmax), cmax, torch.zeros_like(cmax))
+    return torch.exp(log_trans - cmax.unsqueeze(-2)), cmax
+
+
+def finite_shift(x: torch.Tensor, dim) -> torch.Tensor:
+    """max over `dim` (keepdim), with -inf replaced by 0 so `x - shift` never gives NaN."""
+    m = x.amax(dim=dim, keepdim=True)
+    return torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+
+
+def underflow_floor(dtype: torch.dtype, num_states: int) -> float:
+    """Smallest per-step scale the probability-space recursions trust (else: log-space)."""
+    fi = torch.finfo(dtype)
+    return fi.tiny / fi.eps * num_states
+
+
+def detached_leaf(x: torch.Tensor) -> torch.Tensor:
+    """A fresh autograd leaf with x's values: never touches the caller's tensor, and works
+    for inference tensors (call it under `torch.inference_mode(False)`)."""
+    return x.detach().clone().requires_grad_(True)
+
+
+def semiring_zero(dtype: torch.dtype) -> float:
+    """A dtype-aware finite stand-in for log 0: sums of a few of them stay finite."""
+    return torch.finfo(dtype).min / 16

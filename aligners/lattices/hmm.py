@@ -1,0 +1,323 @@
+"""Factored HMM lattice: `init (B,C)`, `trans (B,C,C)` or `(B,N-1,C,C)`, `emit (B,N,C)`.
+
+Conventions (all functions):
+- `log_init[b, c]`: log-score of state c at position 0.
+- `log_trans[b, c_prev, c_next]`: log-score of moving from c_prev at n to c_next at n+1
+  (rows = previous state). Time-varying: `log_trans[b, n, c_prev, c_next]` for n -> n+1.
+- `log_emit[b, n, c]`: log-score of position n in state c.
+- `lengths (B,)` keyword-only, each in [1, N]; positions >= length are padding and contribute
+  exactly 0 (any value there, even NaN, is ignored). `state_mask (B,C)` bool marks real states
+  (the rest get probability 0; any value there is ignored).
+
+The posteriors use a scaled forward-backward in probability space with batched matmuls
+(per-step normalisation; emissions and transition columns shifted by their maxima before
+`exp`). When a per-step scale underflows (dynamic range beyond the dtype), the affected batch
+items are recomputed exactly in log space, so results are exact for any finite input.
+"""
+
+from typing import NamedTuple
+
+import torch
+
+from aligners.lattices._factored import (
+    clean_factored,
+    col_shift,
+    detached_leaf,
+    finite_shift,
+    semiring_zero,
+    underflow_floor,
+)
+
+__all__ = [
+    "HMMPosteriors",
+    "hmm_log_likelihood",
+    "hmm_posteriors",
+    "hmm_sample",
+    "hmm_viterbi",
+]
+
+
+class HMMPosteriors(NamedTuple):
+    """log_likelihood (B,); state_posteriors (B,N,C); transition_counts (B,C,C) summed over
+    positions (entry [b, c_prev, c_next])."""
+
+    log_likelihood: torch.Tensor
+    state_posteriors: torch.Tensor
+    transition_counts: torch.Tensor
+
+
+def _emission_factors(cl):
+    """Shifted emission probabilities E (B,N,C), log shifts (B,N), scaled transitions Tc.
+
+    Column maxima of the transitions are folded into E so that the forward step is
+    `u_n = (alpha_{n-1} @ Tc) * E_n` exactly.
+    """
+    tc, cmax = col_shift(cl.trans)
+    le = cl.emit.clone()
+    le[:, 0] += cl.init
+    if cl.time_varying:
+        le[:, 1:] += cmax
+    else:
+        le[:, 1:] += cmax[:, None, :]
+    shift = finite_shift(le, -1)
+    return torch.exp(le - shift), shift.squeeze(-1), tc
+
+
+def _scaled_forward(E, tc, time_varying):
+    """Normalised forward variables A (B,N,C) and per-step scales c (B,N)."""
+    alpha = E[:, 0]
+    c = alpha.sum(-1, keepdim=True)
+    alpha = alpha / c
+    alphas, scales = [alpha], [c]
+    steps = tc.unbind(1) if time_varying else None
+    for n, e in enumerate(E.unbind(1)[1:]):
+        t = steps[n] if time_varying else tc
+        u = torch.bmm(alpha.unsqueeze(1), t).squeeze(1).mul_(e)
+        c = u.sum(-1, keepdim=True)
+        alpha = u.div_(c)
+        alphas.append(alpha)
+        scales.append(c)
+    return torch.stack(alphas, 1), torch.cat(scales, 1)
+
+
+def _fast_fb(cl, *, per_step_trans: bool):
+    """Scaled forward-backward. Returns (logZ, gamma, counts or per-step xi, bad (B,) bool)."""
+    B, N, C = cl.emit.shape
+    E, shift, tc = _emission_factors(cl)
+    A, c = _scaled_forward(E, tc, cl.time_varying)
+    pm = cl.pos_mask
+    floor = underflow_floor(E.dtype, C)
+    bad = (((c < floor) | ~torch.isfinite(c)) & pm).any(1)
+    logz = torch.where(pm, torch.log(c) + shift, torch.zeros_like(c)).sum(1)
+    G = E / c.unsqueeze(-1)
+    last = (torch.arange(N, device=pm.device) >= (cl.lengths - 1)[:, None]).unsqueeze(-1)
+    ones = torch.ones(B, C, dtype=E.dtype, device=E.device)
+    beta = ones
+    betas, gs = [beta], []
+    # beta_n = Tc @ g_{n+1}, computed as g^T Tc^T: a (B,1,C)x(B,C,C) bmm is the fast layout
+    tct = tc.transpose(-1, -2).contiguous()
+    steps = tct.unbind(1) if cl.time_varying else None
+    g_all, last_all = G.unbind(1), last.unbind(1)
+    for n in range(N - 2, -1, -1):
+        g = g_all[n + 1] * beta
+        t = steps[n] if cl.time_varying else tct
+        beta = torch.where(last_all[n], ones, torch.bmm(g.unsqueeze(1), t).squeeze(1))
+        betas.append(beta)
+        gs.append(g)
+    betas.reverse()
+    gs.reverse()
+    Bt = torch.stack(betas, 1)
+    pmf = pm.unsqueeze(-1).to(E.dtype)
+    gamma = A * Bt * pmf
+    bad = bad | ~torch.isfinite(Bt.sum((1, 2)))  # a sum is non-finite iff an entry is (or huge)
+    if N == 1:
+        shape = (B, 0, C, C) if per_step_trans and cl.time_varying else (B, C, C)
+        return logz, gamma, torch.zeros(shape, dtype=E.dtype, device=E.device), bad
+    Gs = torch.stack(gs, 1) * pmf[:, 1:]
+    if cl.time_varying:
+        xi = tc * (A[:, :-1, :, None] * Gs[:, :, None, :])
+        xi = xi if per_step_trans else xi.sum(1)
+    else:
+        xi = torch.bmm(A[:, :-1].transpose(1, 2), Gs).mul_(tc)
+    return logz, gamma, xi, bad
+
+
+def _logspace_log_likelihood(log_init, log_trans, log_emit, lengths=None):
+    """Plain log-space forward (differentiable by autograd; O(B·N·C²) autograd memory).
+
+    Reference implementation and exact fallback: (B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> (B,).
+    """
+    B, N, C = log_emit.shape
+    time_varying = log_trans.dim() == 4
+    steps = log_trans.unbind(1) if time_varying else None
+    alpha = log_init + log_emit[:, 0]
+    alphas = [alpha]
+    for n, e in enumerate(log_emit.unbind(1)[1:]):
+        t = steps[n] if time_varying else log_trans
+        alpha = torch.logsumexp(alpha.unsqueeze(2) + t, dim=1) + e
+        alphas.append(alpha)
+    if lengths is None:
+        return torch.logsumexp(alpha, -1)
+    A = torch.stack(alphas, 1)
+    idx = (lengths - 1).view(B, 1, 1).expand(B, 1, C)
+    return torch.logsumexp(A.gather(1, idx).squeeze(1), -1)
+
+
+def _exact_fallback(cl, rows, logz, gamma, xi, per_step_trans):
+    """Recompute batch items `rows` in log space by autograd (rare: underflow only)."""
+    idx = rows.nonzero().squeeze(1)
+    neg = semiring_zero(cl.emit.dtype)
+    with torch.inference_mode(False), torch.enable_grad():
+        li, lt, le = (detached_leaf(x[idx].clamp(min=neg)) for x in (cl.init, cl.trans, cl.emit))
+        z = _logspace_log_likelihood(li, lt, le, cl.lengths[idx])
+        gi, gt, ge = torch.autograd.grad(z.sum(), (li, lt, le))
+    z = z.detach()
+    ok = z > neg / 2
+    z = torch.where(ok, z, torch.full_like(z, float("-inf")))
+    ge = torch.where(ok[:, None, None], ge, torch.zeros_like(ge))
+    gt = torch.where(ok.view(-1, *([1] * (gt.dim() - 1))), gt, torch.zeros_like(gt))
+    ge = ge * cl.pos_mask[idx].unsqueeze(-1)
+    if cl.time_varying and not per_step_trans:
+        gt = gt.sum(1)
+    logz, gamma, xi = logz.clone(), gamma.clone(), xi.clone()
+    logz[idx], gamma[idx], xi[idx] = z, ge.nan_to_num(0.0), gt.nan_to_num(0.0)
+    return logz, gamma, xi
+
+
+def _posteriors(cl, per_step_trans=False):
+    logz, gamma, xi, bad = _fast_fb(cl, per_step_trans=per_step_trans)
+    if bool(bad.any()):
+        logz, gamma, xi = _exact_fallback(cl, bad, logz, gamma, xi, per_step_trans)
+    return logz, gamma, xi
+
+
+def hmm_posteriors(log_init, log_trans, log_emit, *, lengths=None, state_mask=None):
+    """(B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> HMMPosteriors((B,), (B,N,C), (B,C,C)).
+
+    Cost: O(B·N·C²) time (batched matmuls), O(B·N·C + B·C²) memory; (B,N,C,C) is never
+    materialised for shared transitions. Expected transition counts are summed over
+    positions (also for time-varying transitions). Equal to the gradients of the
+    log-likelihood w.r.t. `log_emit` and `log_trans`. No autograd graph is built.
+    """
+    cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
+    logz, gamma, xi = _posteriors(cl)
+    return HMMPosteriors(logz, gamma, xi)
+
+
+class _HMMLogLikelihood(torch.autograd.Function):
+    """log Z with the scaled forward-backward as its backward (first order only)."""
+
+    @staticmethod
+    def forward(ctx, log_init, log_trans, log_emit, lengths, state_mask):
+        cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
+        logz, gamma, xi = _posteriors(cl, per_step_trans=cl.time_varying)
+        ctx.save_for_backward(gamma, xi)
+        return logz
+
+    @staticmethod
+    def backward(ctx, grad):
+        gamma, xi = ctx.saved_tensors
+        g_init = grad[:, None] * gamma[:, 0]
+        g_trans = grad.view(-1, *([1] * (xi.dim() - 1))) * xi
+        return g_init, g_trans, grad[:, None, None] * gamma, None, None
+
+
+def hmm_log_likelihood(log_init, log_trans, log_emit, *, lengths=None, state_mask=None):
+    """(B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> log-likelihood (B,).
+
+    Cost: forward only, O(B·N·C²) time, O(B·N·C) memory. Differentiable: when an input
+    requires grad, the backward is the scaled forward-backward (gradient = posteriors).
+    """
+    if torch.is_grad_enabled() and any(
+        x.requires_grad for x in (log_init, log_trans, log_emit)
+    ):
+        return _HMMLogLikelihood.apply(log_init, log_trans, log_emit, lengths, state_mask)
+    cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
+    E, shift, tc = _emission_factors(cl)
+    _, c = _scaled_forward(E, tc, cl.time_varying)
+    bad = (((c < underflow_floor(E.dtype, E.shape[-1])) | ~torch.isfinite(c)) & cl.pos_mask)
+    logz = torch.where(cl.pos_mask, torch.log(c) + shift, torch.zeros_like(c)).sum(1)
+    rows = bad.any(1)
+    if bool(rows.any()):
+        idx = rows.nonzero().squeeze(1)
+        logz = logz.clone()
+        logz[idx] = _logspace_log_likelihood(
+            cl.init[idx], cl.trans[idx], cl.emit[idx], cl.lengths[idx]
+        ).nan_to_num(float("-inf"))
+    return logz
+
+
+def hmm_viterbi(log_init, log_trans, log_emit, *, lengths=None, state_mask=None):
+    """(B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> (path (B,N) long, -1 past length; score (B,)).
+
+    Cost: O(B·N·C²) time with a (B,C,C) temporary per step, O(B·N·C) memory (backpointers).
+    Exact max-product in log space.
+    """
+    cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
+    B, N, C = cl.emit.shape
+    delta = cl.init + cl.emit[:, 0]
+    bps = []
+    steps = cl.trans.unbind(1) if cl.time_varying else None
+    live = cl.pos_mask.unbind(1)
+    for n, e in enumerate(cl.emit.unbind(1)[1:]):
+        t = steps[n] if cl.time_varying else cl.trans
+        best, arg = (delta.unsqueeze(2) + t).max(dim=1)
+        delta = torch.where(live[n + 1][:, None], best + e, delta)
+        bps.append(arg)
+    score, z = delta.max(-1)
+    path = torch.full((B, N), -1, dtype=torch.long, device=cl.emit.device)
+    for n in range(N - 1, -1, -1):
+        path[:, n] = torch.where(live[n], z, path[:, n])
+        if n > 0:
+            prev = bps[n - 1].gather(1, z[:, None]).squeeze(1)
+            z = torch.where(live[n], prev, z)
+    return path, score
+
+
+def _categorical(weights, u):
+    """Inverse-CDF draw from unnormalised non-negative `weights (...,C)`; u in (0,1]."""
+    cdf = weights.cumsum(-1)
+    target = u * cdf[..., -1:]
+    return (cdf < target).sum(-1).clamp_(max=weights.shape[-1] - 1)
+
+
+def hmm_sample(
+    log_init,
+    log_trans,
+    log_emit,
+    *,
+    generator: torch.Generator,
+    num_samples: int = 1,
+    lengths=None,
+    state_mask=None,
+):
+    """(B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> exact posterior samples (S,B,N) long, -1 past
+    length. Forward filter (scaled, as in `hmm_posteriors`), backward sample.
+
+    Cost: O(B·N·C²) forward + O(S·B·N·C) sampling time; O(B·N·C + S·B·C) memory.
+    Reproducible from `generator` (on the tensors' device).
+    """
+    if num_samples < 1:
+        raise ValueError("num_samples must be >= 1")
+    cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
+    B, N, C = cl.emit.shape
+    E, shift, tc = _emission_factors(cl)
+    A, c = _scaled_forward(E, tc, cl.time_varying)
+    bad = (((c < underflow_floor(E.dtype, C)) | ~torch.isfinite(c)) & cl.pos_mask).any(1)
+    logA = torch.log(A)
+    if bool(bad.any()):
+        # Exact log-space filter for the few items whose scales underflowed.
+        idx = bad.nonzero().squeeze(1)
+        logA[idx] = _logspace_filter(cl, idx)
+    S = num_samples
+    dev = cl.emit.device
+    ltt = cl.trans.transpose(-1, -2)  # [b, (n,) c_next, c_prev]
+    bidx = torch.arange(B, device=dev).expand(S, B)
+    out = torch.full((S, B, N), -1, dtype=torch.long, device=dev)
+    z = torch.zeros(S, B, dtype=torch.long, device=dev)
+    L = cl.lengths
+    for n in range(N - 1, -1, -1):
+        w = logA[:, n].expand(S, B, C)
+        if n < N - 1:
+            col = ltt[bidx, n, z] if cl.time_varying else ltt[bidx, z]
+            w = torch.where((n < L - 1)[None, :, None], w + col, w)
+        w = torch.exp(w - finite_shift(w, -1))
+        u = 1.0 - torch.rand(S, B, 1, generator=generator, device=dev, dtype=E.dtype)
+        draw = _categorical(w, u)
+        live = (n < L)[None, :]
+        z = torch.where(live, draw, z)
+        out[:, :, n] = torch.where(live, z, out[:, :, n])
+    return out
+
+
+def _logspace_filter(cl, idx):
+    """Filtered log-probabilities log p(z_n | x_<=n) (b,N,C) in log space for items idx."""
+    init, trans, emit = cl.init[idx], cl.trans[idx], cl.emit[idx]
+    a = init + emit[:, 0]
+    outs = [torch.log_softmax(a, -1)]
+    for n in range(1, emit.shape[1]):
+        t = trans[:, n - 1] if cl.time_varying else trans
+        a = torch.logsumexp(a.unsqueeze(2) + t, 1) + emit[:, n]
+        a = a - torch.logsumexp(a, -1, keepdim=True)
+        outs.append(a)
+    return torch.stack(outs, 1).nan_to_num(float("-inf"))

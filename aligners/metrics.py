@@ -1,0 +1,337 @@
+"""Alignment quality: precision, recall, AER, F1, F_alpha, exact match; micro and macro.
+
+Notation (Och & Ney 2003): A = predicted links, S = sure gold links, P = possible gold links
+with S ⊆ P (an `Alignment`'s `possible` already contains its `sure`).
+
+- precision  = |A ∩ P| / |A|
+- recall     = |A ∩ S| / |S|
+- AER        = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|)
+- F1         = 2 precision recall / (precision + recall)
+- F_alpha    = 1 / (alpha / precision + (1 - alpha) / recall)   (Fraser & Marcu 2007;
+               alpha = 0.5 gives F1)
+- exact match: the fraction of pairs with S ⊆ A ⊆ P (A = S when there are no P-only links).
+
+Micro scores pool the link counts of the whole corpus. Macro scores follow jacana
+(Yao et al. 2013): per-pair precision and recall are averaged over pairs and F1/F_alpha are
+then computed from those two averages; AER is the mean per-pair AER. Unlike jacana, which
+counts a ratio with an empty denominator as 0, each average runs over the pairs where the
+ratio is defined (precision: |A| > 0; recall: |S| > 0; AER: |A| + |S| > 0), so that a pair
+with no gold and no predicted links does not count as wrong. The two agree whenever every
+pair has predicted and sure links.
+
+Breakdowns for monolingual alignment (Yao et al. 2013, Tables 3 and 4), each a class of
+links scored with the same formulas restricted to the class (predicted links of the class
+for precision, sure gold links of the class for recall):
+- ``identical`` / ``non-identical``: the two linked tokens are / are not the same string
+  (needs the tokens);
+- ``token`` / ``phrase``: a link is phrasal when either side of its aligned block (the
+  connected component of the link graph it belongs to) spans more than one token, i.e. when
+  its source or its target word has more than one link. A predicted link's block is taken in
+  the prediction, a gold link's block in the gold alignment (S ∪ P).
+When a denominator is 0 the ratio is 0 (never NaN).
+
+Cost: O(total links) time and O(max links per pair) memory.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from aligners.data.types import Alignment
+
+__all__ = [
+    "BREAKDOWNS",
+    "LinkCounts",
+    "Scores",
+    "EvaluationReport",
+    "evaluate_alignments",
+    "format_report",
+]
+
+Link = tuple[int, int]
+
+# breakdown name -> its two classes
+BREAKDOWNS: dict[str, tuple[str, str]] = {
+    "identity": ("identical", "non-identical"),
+    "phrasality": ("token", "phrase"),
+}
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den else 0.0
+
+
+def _harmonic(precision: float, recall: float, alpha: float) -> float:
+    """F_alpha from precision and recall; 0 when either is 0."""
+    if precision <= 0.0 or recall <= 0.0:
+        return 0.0
+    return 1.0 / (alpha / precision + (1.0 - alpha) / recall)
+
+
+@dataclass
+class LinkCounts:
+    """Link counts of one pair or a corpus: |A|, |S|, |A ∩ S|, |A ∩ P|."""
+
+    predicted: int = 0
+    sure: int = 0
+    hit_sure: int = 0
+    hit_possible: int = 0
+
+    def __iadd__(self, other: LinkCounts) -> LinkCounts:
+        self.predicted += other.predicted
+        self.sure += other.sure
+        self.hit_sure += other.hit_sure
+        self.hit_possible += other.hit_possible
+        return self
+
+    @property
+    def precision(self) -> float:
+        return _ratio(self.hit_possible, self.predicted)
+
+    @property
+    def recall(self) -> float:
+        return _ratio(self.hit_sure, self.sure)
+
+    @property
+    def aer(self) -> float:
+        den = self.predicted + self.sure
+        return 1.0 - (self.hit_sure + self.hit_possible) / den if den else 0.0
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Precision, recall, F1, F_alpha and AER, all in [0, 1]."""
+
+    precision: float
+    recall: float
+    f1: float
+    f_alpha: float
+    aer: float
+
+    @classmethod
+    def from_parts(cls, precision: float, recall: float, aer: float, *, alpha: float) -> Scores:
+        return cls(
+            precision=precision,
+            recall=recall,
+            f1=_harmonic(precision, recall, 0.5),
+            f_alpha=_harmonic(precision, recall, alpha),
+            aer=aer,
+        )
+
+    @classmethod
+    def micro(cls, counts: LinkCounts, *, alpha: float) -> Scores:
+        return cls.from_parts(counts.precision, counts.recall, counts.aer, alpha=alpha)
+
+    @classmethod
+    def macro(cls, per_pair: Sequence[LinkCounts], *, alpha: float) -> Scores:
+        def mean(values: list[float]) -> float:
+            return sum(values) / len(values) if values else 0.0
+
+        return cls.from_parts(
+            mean([c.precision for c in per_pair if c.predicted]),
+            mean([c.recall for c in per_pair if c.sure]),
+            mean([c.aer for c in per_pair if c.predicted or c.sure]),
+            alpha=alpha,
+        )
+
+
+@dataclass
+class EvaluationReport:
+    """What `evaluate_alignments` returns; `to_dict()` is the `--json` output."""
+
+    pairs: int
+    alpha: float
+    counts: LinkCounts
+    micro: Scores
+    macro: Scores
+    exact_match: float
+    exact_matches: int
+    # class name -> micro / macro scores of that class (only when computable)
+    breakdown_micro: dict[str, Scores] = field(default_factory=dict)
+    breakdown_macro: dict[str, Scores] = field(default_factory=dict)
+    breakdown_counts: dict[str, LinkCounts] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        out = {
+            "pairs": self.pairs,
+            "alpha": self.alpha,
+            "counts": asdict(self.counts),
+            "micro": asdict(self.micro),
+            "macro": asdict(self.macro),
+            "exact_match": self.exact_match,
+            "exact_matches": self.exact_matches,
+        }
+        if self.breakdown_micro:
+            out["breakdown"] = {
+                name: {
+                    "counts": asdict(self.breakdown_counts[name]),
+                    "micro": asdict(self.breakdown_micro[name]),
+                    "macro": asdict(self.breakdown_macro[name]),
+                }
+                for name in self.breakdown_micro
+            }
+        return out
+
+
+def _as_alignment(x: Alignment | Iterable[Link]) -> Alignment:
+    if isinstance(x, Alignment):
+        return x
+    return Alignment(frozenset(), frozenset((int(i), int(j)) for i, j in x))
+
+
+def _count(pred: Iterable[Link], gold: Alignment) -> LinkCounts:
+    pred = set(pred)
+    return LinkCounts(
+        predicted=len(pred),
+        sure=len(gold.sure),
+        hit_sure=len(pred & gold.sure),
+        hit_possible=len(pred & gold.possible),
+    )
+
+
+def _phrasal(links: Iterable[Link]) -> set[Link]:
+    """The links whose source or target word has more than one link (block wider than 1)."""
+    links = list(links)
+    src_degree = Counter(i for i, _ in links)
+    tgt_degree = Counter(j for _, j in links)
+    return {(i, j) for i, j in links if src_degree[i] > 1 or tgt_degree[j] > 1}
+
+
+def _class_counts(
+    pred: frozenset[Link], gold: Alignment, pred_in: set[Link], gold_in: set[Link]
+) -> LinkCounts:
+    """Counts restricted to a class: predicted links in `pred_in`, gold links in `gold_in`."""
+    pred_c = pred & pred_in
+    sure_c = gold.sure & gold_in
+    return LinkCounts(
+        predicted=len(pred_c),
+        sure=len(sure_c),
+        hit_sure=len(sure_c & pred),
+        hit_possible=len(pred_c & gold.possible),
+    )
+
+
+def evaluate_alignments(
+    gold: Sequence[Alignment],
+    test: Sequence[Alignment | Iterable[Link]],
+    *,
+    src_tokens: Sequence[Sequence[str]] | None = None,
+    tgt_tokens: Sequence[Sequence[str]] | None = None,
+    alpha: float = 0.5,
+    breakdowns: bool = True,
+) -> EvaluationReport:
+    """Score predicted alignments `test` against `gold`, pair by pair (N pairs each).
+
+    `test[n]` is an `Alignment` (all its links count as predicted) or an iterable of
+    `(i, j)` links. `src_tokens`/`tgt_tokens` (N token lists each) enable the
+    identical / non-identical breakdown; the token / phrase breakdown needs no tokens.
+    Cost: O(total links). Raises `ValueError` when the sequences differ in length.
+    """
+    if len(gold) != len(test):
+        raise ValueError(f"gold has {len(gold)} pairs but test has {len(test)}")
+    has_tokens = src_tokens is not None and tgt_tokens is not None
+    if has_tokens and not (len(src_tokens) == len(tgt_tokens) == len(gold)):
+        raise ValueError(
+            f"tokens given for {len(src_tokens)}/{len(tgt_tokens)} pairs, "
+            f"alignments for {len(gold)}"
+        )
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    classes: list[str] = []
+    if breakdowns:
+        if has_tokens:
+            classes += BREAKDOWNS["identity"]
+        classes += BREAKDOWNS["phrasality"]
+
+    total = LinkCounts()
+    per_pair: list[LinkCounts] = []
+    exact = 0
+    class_total = {c: LinkCounts() for c in classes}
+    class_pairs: dict[str, list[LinkCounts]] = {c: [] for c in classes}
+    for n, (g, t) in enumerate(zip(gold, test)):
+        pred = _as_alignment(t).possible
+        counts = _count(pred, g)
+        total += counts
+        per_pair.append(counts)
+        exact += g.sure <= pred <= g.possible
+        if not classes:
+            continue
+        split: dict[str, tuple[set[Link], set[Link]]] = {}
+        if has_tokens:
+            src, tgt = src_tokens[n], tgt_tokens[n]
+
+            def same(link: Link, src=src, tgt=tgt) -> bool:
+                i, j = link
+                return i < len(src) and j < len(tgt) and src[i] == tgt[j]
+
+            pred_same = {x for x in pred if same(x)}
+            gold_same = {x for x in g.possible if same(x)}
+            split["identical"] = (pred_same, gold_same)
+            split["non-identical"] = (set(pred) - pred_same, set(g.possible) - gold_same)
+        pred_phr = _phrasal(pred)
+        gold_phr = _phrasal(g.possible)
+        split["phrase"] = (pred_phr, gold_phr)
+        split["token"] = (set(pred) - pred_phr, set(g.possible) - gold_phr)
+        for c in classes:
+            cc = _class_counts(pred, g, *split[c])
+            class_total[c] += cc
+            class_pairs[c].append(cc)
+
+    return EvaluationReport(
+        pairs=len(gold),
+        alpha=alpha,
+        counts=total,
+        micro=Scores.micro(total, alpha=alpha),
+        macro=Scores.macro(per_pair, alpha=alpha),
+        exact_match=_ratio(exact, len(gold)),
+        exact_matches=exact,
+        breakdown_micro={c: Scores.micro(class_total[c], alpha=alpha) for c in classes},
+        breakdown_macro={c: Scores.macro(class_pairs[c], alpha=alpha) for c in classes},
+        breakdown_counts=class_total,
+    )
+
+
+def _pct(x: float) -> str:
+    return f"{100.0 * x:.1f}"
+
+
+def format_report(report: EvaluationReport) -> str:
+    """The papers' table layout (percentages, one decimal; AER to four decimals too)."""
+    a = report.alpha
+    c = report.counts
+    show_fa = a != 0.5  # F_0.5 is F1
+    fa_head = f"{f'F{a:g}%':>7}" if show_fa else ""
+    lines = [
+        f"pairs {report.pairs}   links: predicted {c.predicted}, sure {c.sure}, "
+        f"hit sure {c.hit_sure}, hit possible {c.hit_possible}",
+        f"{'':8}{'P%':>7}{'R%':>7}{'F1%':>7}{fa_head}{'AER%':>7}{'E%':>7}",
+    ]
+    for name, s in (("micro", report.micro), ("macro", report.macro)):
+        fa = f"{_pct(s.f_alpha):>7}" if show_fa else ""
+        lines.append(
+            f"{name:8}{_pct(s.precision):>7}{_pct(s.recall):>7}{_pct(s.f1):>7}{fa}"
+            f"{_pct(s.aer):>7}{_pct(report.exact_match):>7}"
+        )
+    lines.append(
+        f"AER {report.micro.aer:.4f} (micro)   exact match {report.exact_matches}/{report.pairs}"
+    )
+    for breakdown, (x, y) in BREAKDOWNS.items():
+        if x not in report.breakdown_micro:
+            continue
+        sx, sy = x[0], y[0]
+        lines.append(
+            f"{breakdown:8}{f'P{sx}/P{sy}':>13}{f'R{sx}/R{sy}':>13}{f'F1{sx}/F1{sy}':>13}"
+            f"   ({x}/{y}; {report.breakdown_counts[x].sure}/{report.breakdown_counts[y].sure}"
+            " sure gold links)"
+        )
+        for avg in ("micro", "macro"):
+            table = report.breakdown_micro if avg == "micro" else report.breakdown_macro
+            a_, b_ = table[x], table[y]
+            lines.append(
+                f"{avg:8}{_pct(a_.precision) + '/' + _pct(b_.precision):>13}"
+                f"{_pct(a_.recall) + '/' + _pct(b_.recall):>13}"
+                f"{_pct(a_.f1) + '/' + _pct(b_.f1):>13}"
+            )
+    return "\n".join(lines)
