@@ -158,7 +158,17 @@ def test_sampler_frequencies_match_marginals():
     assert torch.equal(again, again2)
 
 
-def test_float32_n_c_250_finite():
+@pytest.fixture
+def one_thread():
+    """Large single-example DPs are many small kernels: on the shared 2-core CI machine,
+    OpenMP contention makes them several times slower with 2 threads."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_float32_n_c_250_finite(one_thread):
     g = torch.Generator().manual_seed(0)
     n = c = 250
     lp = torch.randn(1, n - 1, c, c, generator=g) * 5
@@ -255,3 +265,28 @@ def test_no_length_needs_to_equal_n_and_very_negative_scores():
     assert torch.isfinite(g).all()
     smp = LinearChain().sample(lp3, 50, lengths, generator=torch.Generator().manual_seed(0))
     assert smp[:, :, 1, 2, :].sum() == 0
+
+
+@pytest.mark.parametrize("kind", ["linear", "semi"])
+def test_log_partition_stores_only_the_forward_chart_for_backward(kind):
+    """Besides the caller's potentials, backward keeps O(B·N·C): the (B, N, C) chart."""
+    from aligners.lattices import semimarkov as sm
+
+    batch, n, c = 4, 12, 6
+    shape = (batch, n - 1, c, c) if kind == "linear" else (batch, n - 1, 3, c, c)
+    fn = lc.log_partition if kind == "linear" else sm.log_partition
+    leaf = torch.randn(*shape, dtype=torch.float64).requires_grad_()
+    extra = []
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() != leaf.untyped_storage().data_ptr():
+            extra.append(t.numel())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        z = fn(leaf, lengths=torch.tensor([12, 5, 1, 9]))
+    assert sum(extra) <= batch * n * c + 2 * batch
+    (g,) = torch.autograd.grad(z.sum(), leaf)
+    if kind == "linear":  # every position before L-1 carries exactly one edge
+        expect = (torch.arange(n - 1) < torch.tensor([11, 4, 0, 8]).view(-1, 1)).double()
+        torch.testing.assert_close(g.sum((-1, -2)), expect)
