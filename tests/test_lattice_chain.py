@@ -290,3 +290,21 @@ def test_log_partition_stores_only_the_forward_chart_for_backward(kind):
     if kind == "linear":  # every position before L-1 carries exactly one edge
         expect = (torch.arange(n - 1) < torch.tensor([11, 4, 0, 8]).view(-1, 1)).double()
         torch.testing.assert_close(g.sum((-1, -2)), expect)
+
+
+def test_compact_samples_and_semiring_sampler_agree_with_dense_sampler():
+    lp, lengths = _inputs(4, 3, batch=2, seed=12)
+    s = LinearChain()
+    dense = s.sample(lp, 300, lengths, generator=torch.Generator().manual_seed(3))
+    labels = s.sample_labels(lp, 300, lengths, generator=torch.Generator().manual_seed(3))
+    valid = torch.arange(4) < lengths.view(-1, 1)
+    assert ((labels >= 0) == valid).all()
+    seq, _ = LinearChain.from_parts(dense.flatten(0, 1))
+    assert torch.equal(seq.view(300, 2, 4)[:, valid], labels[:, valid])
+    # the sampling semiring (gradient of log Z) draws from the same distribution
+    n_samples = 3000
+    semi = s.sample_semiring(lp / 2, n_samples, lengths,
+                             generator=torch.Generator().manual_seed(1))
+    m = s.marginals(lp / 2, lengths)
+    sd = (m * (1 - m) / n_samples).sqrt()
+    assert ((semi.mean(0) - m).abs() <= 5 * sd + 1e-9).all()
