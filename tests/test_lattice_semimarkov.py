@@ -5,7 +5,12 @@ torch-struct agreement on single sequences, sampler frequencies, float32 stabili
 import pytest
 import torch
 import torch_struct
-from test_lattice_chain_oracle import oracle, semimarkov_structures
+from test_lattice_chain_oracle import (
+    marginal_frequencies_ok,
+    one_thread,  # noqa: F401 (fixture)
+    oracle,
+    semimarkov_structures,
+)
 
 from aligners.errors import AlignersInputError
 from aligners.lattices import semimarkov as sm
@@ -161,21 +166,11 @@ def test_sampler_frequencies_match_marginals():
     again = SemiMarkov.to_parts(seq, (2, 3), lengths.repeat(n_samples)).view_as(samples)
     assert torch.equal(again.to(samples.dtype), samples)  # every sample a valid segmentation
     m = SemiMarkov().marginals(lp, lengths)
-    sd = (m * (1 - m) / n_samples).sqrt()
-    assert ((samples.mean(0) - m).abs() <= 5 * sd + 1e-9).all()
+    assert marginal_frequencies_ok(samples, m)
 
 
-@pytest.fixture
-def one_thread():
-    """Large single-example DPs are many small kernels: on the shared 2-core CI machine,
-    OpenMP contention makes them several times slower with 2 threads."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def test_float32_n_c_250_finite(one_thread):
+@pytest.mark.usefixtures("one_thread")
+def test_float32_n_c_250_finite():
     g = torch.Generator().manual_seed(0)
     n = c = 250
     lp = torch.randn(1, n - 1, 3, c, c, generator=g) * 5
