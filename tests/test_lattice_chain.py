@@ -302,3 +302,15 @@ def test_compact_samples_and_semiring_sampler_agree_with_dense_sampler():
                              generator=torch.Generator().manual_seed(1))
     m = s.marginals(lp / 2, lengths)
     assert marginal_frequencies_ok(semi, m)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_nan_or_positive_infinite_potentials_are_refused(bad):
+    lp, lengths = _inputs(4, 2, seed=2)
+    lp[0, 1, 0, 1] = bad
+    s = LinearChain()
+    for call in [lambda: s.sum(lp, lengths), lambda: s.marginals(lp, lengths),
+                 lambda: s.entropy(lp, lengths), lambda: lc.viterbi(lp, lengths=lengths),
+                 lambda: s.sample(lp, 2, lengths)]:
+        with pytest.raises(AlignersInputError):
+            call()

@@ -133,10 +133,13 @@ def _outside(spans: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
 
 
 def finite(spans: torch.Tensor) -> torch.Tensor:
-    """Clamp -inf (forbidden) scores at the semiring zero, only when there are any."""
-    if torch.isneginf(spans).any():
-        return spans.clamp(min=semiring_zero(spans.dtype))
-    return spans
+    """Clamp -inf (forbidden) scores at the semiring zero, only when there are any; NaN or
+    +inf scores are refused (they have no meaning as log-potentials)."""
+    if bool(torch.isfinite(spans).all()):
+        return spans
+    if bool((torch.isnan(spans) | torch.isposinf(spans)).any()):
+        raise AlignersInputError("log-potentials contain NaN or +inf")
+    return spans.clamp(min=semiring_zero(spans.dtype))
 
 
 def log_marginals_explicit(spans, lengths, chart=None, log_z=None, into=None) -> torch.Tensor:

@@ -60,6 +60,7 @@ class ChainStruct:
     def _spans(self, log_potentials):
         """Start-indexed spans, clamped at the semiring zero so that ``-inf`` (forbidden)
         scores never turn into NaN (e.g. a label unreachable from every predecessor)."""
+        core.finite(self._to_spans(log_potentials).detach())  # refuses NaN / +inf
         return self._to_spans(log_potentials).clamp(min=semiring_zero(log_potentials.dtype))
 
     def _prepare(self, log_potentials, lengths):
