@@ -314,3 +314,21 @@ def test_nan_or_positive_infinite_potentials_are_refused(bad):
                  lambda: s.sample(lp, 2, lengths)]:
         with pytest.raises(AlignersInputError):
             call()
+
+
+@pytest.mark.parametrize("shape", [(2, 0, 3, 3), (0, 4, 3, 3), (2, 0, 3, 3, 3), (0, 4, 3, 3, 3)])
+def test_single_point_and_empty_batch(shape):
+    from aligners.lattices.semimarkov import SemiMarkov
+
+    s = (LinearChain if len(shape) == 4 else SemiMarkov)()
+    lp = torch.randn(*shape, dtype=torch.float64)
+    c = torch.tensor(float(shape[-1]), dtype=lp.dtype)
+    expect = c.log().expand(shape[0])  # N = 1: C one-label structures, each scoring 0
+    torch.testing.assert_close(s.sum(lp), expect)
+    torch.testing.assert_close(s.entropy(lp), expect)
+    assert s.marginals(lp).shape == lp.shape and s.marginals(lp).abs().sum() == 0
+    assert s.topk(lp, 2).shape == (2, *shape) and s.sample(lp, 3).shape == (3, *shape)
+    if shape[0]:
+        torch.testing.assert_close(s.kmax(lp, 2), torch.zeros(2, shape[0], dtype=lp.dtype))
+    score, parts = s.viterbi(lp)
+    assert score.shape == (shape[0],) and parts.shape == lp.shape

@@ -79,6 +79,8 @@ def generic_sum(semiring, spans: torch.Tensor, lengths: torch.Tensor) -> torch.T
     batch, _, _, c, _ = spans.shape
     pot = semiring.convert(spans)  # (s, B, N-1, S, C, C)
     ssize = pot.shape[0]
+    if batch == 0:  # empty batch: (ssize, 0), still attached to the graph
+        return pot.reshape(ssize, -1)[:, :0]
     one = semiring.one_(spans.new_empty((ssize, batch, c)))
     chart = [one]
     for m, pm in enumerate(end_indexed(pot), start=1):  # pm (s, B, k, C, C')

@@ -23,6 +23,14 @@ from aligners.semirings import (
 __all__ = ["ChainStruct"]
 
 
+def _grad(out: torch.Tensor, leaf: torch.Tensor, retain: bool = False) -> torch.Tensor:
+    """d out / d leaf; zeros when out does not depend on leaf (e.g. N = 1: no parts)."""
+    if not out.requires_grad:
+        return torch.zeros_like(leaf)
+    (g,) = torch.autograd.grad(out, leaf, retain_graph=retain, allow_unused=True)
+    return torch.zeros_like(leaf) if g is None else g
+
+
 def _is(semiring, ours, theirs) -> bool:
     return semiring is ours or semiring is theirs
 
@@ -97,12 +105,10 @@ class ChainStruct:
         with core.autograd_ready(log_potentials) as leaf:
             v = core.generic_sum(self.semiring, self._spans(leaf), lengths)
             if not _raw:
-                (g,) = torch.autograd.grad(self.semiring.unconvert(v).sum(), leaf)
-                return g
+                return _grad(self.semiring.unconvert(v).sum(), leaf)
             out = []
             for j in range(v.shape[0]):
-                (g,) = torch.autograd.grad(v[j].sum(), leaf, retain_graph=j + 1 < v.shape[0])
-                out.append(g)
+                out.append(_grad(v[j].sum(), leaf, retain=j + 1 < v.shape[0]))
         return torch.stack(out, 0)
 
     def score(self, potentials, parts, batch_dims=(0,)):
@@ -162,7 +168,7 @@ class ChainStruct:
         semiring = SampledSemiring.with_generator(generator)
         with core.autograd_ready(rep) as leaf:
             v = core.generic_sum(semiring, self._spans(leaf), lengths.repeat(n))
-            (g,) = torch.autograd.grad(v.sum(), leaf)
+            g = _grad(v.sum(), leaf)
         return g.view((n, batch) + log_potentials.shape[1:])
 
 
