@@ -93,6 +93,13 @@ def generic_sum(semiring, spans: torch.Tensor, lengths: torch.Tensor) -> torch.T
     return semiring.sum(last, -1)
 
 
+def _lse(x: torch.Tensor) -> torch.Tensor:
+    """logsumexp over the last dim for *finite* x (``finite`` guarantees it): skips
+    torch.logsumexp's infinity masking, 5 kernels instead of 9 (no autograd use)."""
+    m = x.amax(-1, keepdim=True)
+    return (x - m).exp_().sum(-1).log_().add_(m.squeeze(-1))
+
+
 def _forward_chart(spans: torch.Tensor, fn) -> tuple[torch.Tensor, list]:
     """Forward chart (B, N, C) without autograd; ``fn`` reduces (B, C, k*C') scores
     (logsumexp, or max returning (values, flat argmax (k-1)*C + c'))."""
@@ -119,6 +126,9 @@ def _outside(spans: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     zero = semiring_zero(spans.dtype)
     starts = spans.unbind(1)
     out = [None] * n
+    points = torch.arange(n, device=spans.device).view(-1, 1, 1)
+    here = (lengths - 1).view(1, -1, 1) == points  # (N, B, 1): the end point
+    past = (lengths - 1).view(1, -1, 1) < points  # beyond it
     for p in range(n - 1, -1, -1):
         kmax = min(size, n - 1 - p)
         if kmax == 0:
@@ -126,11 +136,8 @@ def _outside(spans: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         else:
             nxt = torch.stack([out[p + k] for k in range(1, kmax + 1)], 1)  # (B, k, C)
             x = starts[p][:, :kmax] + nxt.unsqueeze(-1)  # (B, k, C, C')
-            val = x.flatten(1, 2).logsumexp(1)  # (B, C')
-        here = (lengths - 1 == p).view(-1, 1)
-        past = (lengths - 1 < p).view(-1, 1)
-        val = torch.where(here, torch.zeros_like(val), val)
-        out[p] = torch.where(past, torch.full_like(val, zero), val)
+            val = _lse(x.flatten(1, 2).transpose(1, 2))  # (B, C')
+        out[p] = val.masked_fill_(here[p], 0.0).masked_fill_(past[p], zero)
     return torch.stack(out, 1)
 
 
@@ -171,8 +178,8 @@ class _LogPartition(torch.autograd.Function):
     @staticmethod
     def forward(ctx, potentials, lengths, offset):
         spans = finite(potentials[:, :, offset:])
-        chart, _ = _forward_chart(spans, lambda x: x.logsumexp(-1))
-        log_z = _gather_last(chart, lengths).logsumexp(-1)
+        chart, _ = _forward_chart(spans, _lse)
+        log_z = _lse(_gather_last(chart, lengths))
         ctx.offset = offset
         ctx.save_for_backward(spans, lengths, chart, log_z)
         return log_z
@@ -234,7 +241,7 @@ def sample_ffbs(spans: torch.Tensor, lengths: torch.Tensor, n: int, generator=No
     potentials per sample."""
     batch, n_1, size, c, _ = spans.shape
     spans = finite(spans)
-    chart, _ = _forward_chart(spans, lambda x: x.logsumexp(-1))  # (B, N, C)
+    chart, _ = _forward_chart(spans, _lse)  # (B, N, C)
     rows = n * batch
     b = torch.arange(batch, device=spans.device).repeat(n)  # row r = i*B + b
     pos = (lengths - 1).repeat(n)
