@@ -4,8 +4,9 @@
 counts stated in that folder's SOURCE.md); `load(name, split)` returns `AlignedPair`s with
 0-based links in the stated orientation (or `LabeledPair`/`QAQuestion` for msrp, rte*,
 trecqa, which carry no alignment). Gold sets known to contain links outside their
-sentence (En-Hi, De-En) are always read leniently; `last_dropped(name, split)` reports how
-many links were dropped. Large training text is streamed by `iter_parallel`, never loaded.
+sentence (En-Hi, De-En; Ja-En is split on ASCII spaces as its SOURCE.md explains, which
+leaves none out of range) are always read leniently; `last_dropped(name, split)` reports
+how many links were dropped. Large training text is streamed by `iter_parallel`, never loaded.
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from aligners.data.pharaoh import OutOfRangeLinksWarning, read_pharaoh
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
-__all__ = ["DATASETS", "DatasetSpec", "SplitCounts", "iter_parallel", "last_dropped", "load"]
+__all__ = [
+    "DATASETS",
+    "DatasetSpec",
+    "SplitCounts",
+    "iter_parallel",
+    "last_dropped",
+    "load",
+    "parallel_files",
+]
 
 
 @dataclass(frozen=True)
@@ -61,9 +70,10 @@ _DROPPED: dict[tuple[str, str], int] = {}
 
 
 def _pairs(texts, alignments) -> list[AlignedPair]:
+    """Pairs with their 1-based line number as id."""
     return [
-        AlignedPair(tuple(s), tuple(t), al, None)
-        for (s, t), al in zip(texts, alignments, strict=True)
+        AlignedPair(tuple(s), tuple(t), al, str(n))
+        for n, ((s, t), al) in enumerate(zip(texts, alignments, strict=True), start=1)
     ]
 
 
