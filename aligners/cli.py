@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("evaluate", "score predicted alignments against gold: P/R/AER/F1 (+ breakdowns)"),
     "symmetrize": ("symmetrize", "combine forward and reverse alignments (atools heuristics)"),
     "convert": ("convert", "convert alignment notations to Pharaoh (0-based), NAACL, 1-based"),
+    "align": ("align", "word-align a bitext (IBM1 -> HMM by agreement), Pharaoh output"),
+    "reorder": ("reorder", "phrase pairs with orientations; reordering models (train/predict)"),
 }
 
 

@@ -1,8 +1,6 @@
 """Linear-chain lattice: brute-force oracle under every semiring, gradcheck, batching,
 torch-struct agreement, sampler frequencies, float32 stability, inference_mode."""
 
-import warnings
-
 import pytest
 import torch
 import torch_struct
@@ -13,7 +11,7 @@ from aligners.lattices import linear_chain as lc
 from aligners.lattices.linear_chain import LinearChain
 from aligners.semirings import KMaxSemiring, LogSemiring, MaxSemiring, semiring_zero
 
-warnings.filterwarnings("ignore", message=".*arg_constraints.*")
+pytestmark = pytest.mark.filterwarnings("ignore:.*arg_constraints")
 
 CASES = [(2, 1), (2, 3), (3, 2), (4, 3), (5, 2), (5, 3)]  # (N, C)
 

@@ -283,3 +283,36 @@ def test_bad_input_raises():
         hmm_posteriors(init, trans, bad)
     with pytest.raises(AlignersInputError):
         hmm_viterbi(init.float(), trans, emit)
+
+
+@pytest.mark.parametrize("time_varying", [False, True])
+def test_single_position(time_varying):
+    init, trans, emit, _, mask = rand_inputs(3, 1, 4, time_varying=time_varying, seed=12)
+    post = hmm_posteriors(init, trans, emit, state_mask=mask)
+    logits = (init + emit[:, 0]).masked_fill(~mask, float("-inf"))
+    torch.testing.assert_close(post.log_likelihood, torch.logsumexp(logits, -1))
+    torch.testing.assert_close(post.state_posteriors[:, 0], torch.softmax(logits, -1))
+    assert post.transition_counts.shape == (3, 4, 4) and post.transition_counts.abs().sum() == 0
+    path, score = hmm_viterbi(init, trans, emit, state_mask=mask)
+    assert torch.equal(path[:, 0], logits.argmax(-1))
+    s = hmm_sample(init, trans, emit, state_mask=mask, generator=torch.Generator().manual_seed(1))
+    assert s.shape == (1, 3, 1) and mask.gather(1, s[0]).all()
+
+
+def test_equals_linear_chain_from_same_factors():
+    from aligners.lattices import linear_chain
+
+    B, N, C = 4, 7, 5
+    init, trans, emit, lengths, _ = rand_inputs(B, N, C, seed=13)
+    edge = (trans[:, None] + emit[:, 1:, None, :]).transpose(-1, -2).clone()
+    edge[:, 0] += (init + emit[:, 0])[:, None, :]
+    post = hmm_posteriors(init, trans, emit, lengths=lengths)
+    logz = linear_chain.log_partition(edge, lengths=lengths)
+    torch.testing.assert_close(post.log_likelihood, logz)
+    marg = linear_chain.marginals(edge, lengths=lengths)
+    torch.testing.assert_close(post.transition_counts, marg.sum(1).transpose(-1, -2))
+    score, labels = linear_chain.viterbi(edge, lengths=lengths)
+    path, vscore = hmm_viterbi(init, trans, emit, lengths=lengths)
+    torch.testing.assert_close(vscore, score)
+    live = path >= 0
+    assert torch.equal(path[live], labels[live])

@@ -49,6 +49,8 @@ class LinearChain(ChainStruct):
     def _to_spans(log_potentials):
         return log_potentials.unsqueeze(2)
 
+    _raw_spans = _to_spans
+
     @staticmethod
     def _from_spans(spans, like):
         return spans.squeeze(2)

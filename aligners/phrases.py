@@ -1,0 +1,269 @@
+"""Phrase-pair extraction with orientation classes, following Moses' `extract` conventions.
+
+A phrase pair is a source span and a target span that are *consistent* with the word
+alignment: no word inside either span is linked to a word outside the other span, and at
+least one link lies inside. Spans are at most `max_length` words on each side (7, as Moses).
+A consistent pair is extended over unaligned source words at its boundaries (Moses
+enumerates every target span, so unaligned target boundary words are covered by the
+enumeration itself; source spans grow over unaligned words on both sides).
+
+Orientation of a phrase pair with respect to the *previous* target phrase (backward) or the
+*next* one (forward), in the three `msd` classes `mono`, `swap`, `other`:
+
+- `wbe` (word-based, Moses `wbe-msd`): backward `mono` when the target word just before the
+  phrase is aligned to the source word just before it (and not to the one just after),
+  `swap` in the mirrored case, `other` otherwise. The sentence start counts as aligned to
+  the sentence start (and the end to the end).
+- `phrase` (Moses `phrase-msd`): as `wbe`, and also `mono`/`swap` when some extracted
+  (length-limited) phrase pair ends at the previous target word and at the source word just
+  before / just after the current source span.
+- `hier` (Moses `hier-msd`, Galley & Manning 2008): as `phrase`, but any consistent block of
+  any length counts as the previous phrase.
+
+The forward classes mirror Moses exactly, including its choice of corner sets (the next
+phrase is looked up among blocks that *end* at target position `tgt_end`, see Moses
+`extract-main.cpp`), so that our output is line-for-line the same as Moses' `.o` file.
+
+All positions are 0-based; spans are half-open `[start, end)` in the returned tuples.
+"""
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
+
+from aligners.errors import AlignersInputError
+
+__all__ = [
+    "ORIENTATIONS",
+    "MODES",
+    "PhrasePair",
+    "extract_phrase_pairs",
+    "phrase_alignment",
+    "format_extract_line",
+    "iter_extract",
+    "load_corpus",
+]
+
+ORIENTATIONS: tuple[str, ...] = ("mono", "swap", "other")
+MONO, SWAP, OTHER = 0, 1, 2
+MODES: tuple[str, ...] = ("wbe", "phrase", "hier")
+
+
+class PhrasePair(NamedTuple):
+    """One extracted phrase pair: half-open spans and the class ids (index into ORIENTATIONS)."""
+
+    src_start: int
+    src_end: int
+    tgt_start: int
+    tgt_end: int
+    backward: int
+    forward: int
+
+
+def _check_links(links: Iterable[tuple[int, int]], *, src_len: int, tgt_len: int):
+    out = set()
+    for link in links:
+        i, j = int(link[0]), int(link[1])
+        if not (0 <= i < src_len and 0 <= j < tgt_len):
+            raise AlignersInputError(
+                f"link {i}-{j} outside a {src_len}x{tgt_len} sentence pair"
+            )
+        out.add((i, j))
+    return out
+
+
+def extract_phrase_pairs(
+    links: Iterable[tuple[int, int]],
+    *,
+    src_len: int,
+    tgt_len: int,
+    max_length: int = 7,
+    mode: str = "wbe",
+) -> list[PhrasePair]:
+    """All consistent phrase pairs of one sentence pair, in Moses' output order.
+
+    Shapes: `links` are `(source_index, target_index)` pairs, 0-based, I = src_len,
+    J = tgt_len. Cost: O(J * L * I) for `wbe`/`phrase` (L = max_length), O(J^2 * I) for
+    `hier` (blocks of any length are needed); memory O(number of pairs).
+    """
+    if mode not in MODES:
+        raise AlignersInputError(f"orientation mode {mode!r}; expected one of {MODES}")
+    if max_length < 1:
+        raise AlignersInputError(f"max_length must be >= 1, got {max_length}")
+    link_set = _check_links(links, src_len=src_len, tgt_len=tgt_len)
+    n_src, n_tgt, lim = src_len, tgt_len, max_length
+    to_src: list[list[int]] = [[] for _ in range(n_tgt)]
+    src_count = [0] * n_src
+    for i, j in sorted(link_set):
+        to_src[j].append(i)
+        src_count[i] += 1
+
+    relax = mode == "hier"
+    corners = mode != "wbe"
+    inbound: list[tuple[int, int, int, int]] = []  # inclusive (sF, eF, sE, eE)
+    # corner sets keyed by target position: bottom = tgt end, top = tgt start
+    in_br: dict[int, set[int]] = {}
+    in_bl: dict[int, set[int]] = {}
+    out_br: dict[int, set[int]] = {}
+    out_bl: dict[int, set[int]] = {}
+
+    for s_e in range(n_tgt):
+        min_f, max_f = n_src, -1
+        used = list(src_count)
+        e_stop = n_tgt if relax else min(n_tgt, s_e + lim)
+        for e_e in range(s_e, e_stop):
+            for f in to_src[e_e]:
+                min_f = min(min_f, f)
+                max_f = max(max_f, f)
+                used[f] -= 1
+            if max_f < 0 or (not relax and max_f - min_f >= lim):
+                continue
+            if any(used[f] > 0 for f in range(min_f, max_f + 1)):
+                continue  # a source word inside links outside the target span
+            s_f = min_f
+            while (s_f >= 0 and (relax or s_f > max_f - lim)
+                   and (s_f == min_f or src_count[s_f] == 0)):
+                e_f = max_f
+                while e_f < n_src and (relax or e_f < s_f + lim) and (
+                    e_f == max_f or src_count[e_f] == 0
+                ):
+                    inside = e_e - s_e < lim and e_f - s_f < lim
+                    if inside:
+                        inbound.append((s_f, e_f, s_e, e_e))
+                    if corners:
+                        br, bl = (in_br, in_bl) if inside else (out_br, out_bl)
+                        br.setdefault(e_e, set()).add(e_f)
+                        bl.setdefault(e_e, set()).add(s_f)
+                    e_f += 1
+                s_f -= 1
+
+    def aligned(f: int, e: int) -> bool:
+        if f == -1 and e == -1:
+            return True
+        if f < 0 or e < 0:
+            return False
+        if f == n_src and e == n_tgt:
+            return True
+        return (f, e) in link_set
+
+    def corner(table: dict[int, set[int]], e: int, f: int) -> bool:
+        row = table.get(e)
+        return row is not None and f in row
+
+    out = []
+    for s_f, e_f, s_e, e_e in inbound:
+        # backward: previous target word s_e - 1
+        left, right = aligned(s_f - 1, s_e - 1), aligned(e_f + 1, s_e - 1)
+        back = _orient(
+            mode, left, right,
+            corner(in_br, s_e - 1, s_f - 1), corner(in_bl, s_e - 1, e_f + 1),
+            corner(out_br, s_e - 1, s_f - 1), corner(out_bl, s_e - 1, e_f + 1),
+        )
+        # forward: next target word e_e + 1 (Moses swaps the corner tables, see docstring)
+        left, right = aligned(e_f + 1, e_e + 1), aligned(s_f - 1, e_e + 1)
+        fwd = _orient(
+            mode, left, right,
+            corner(in_bl, e_e + 1, e_f + 1), corner(in_br, e_e + 1, s_f - 1),
+            corner(out_bl, e_e + 1, e_f + 1), corner(out_br, e_e + 1, s_f - 1),
+        )
+        out.append(PhrasePair(s_f, e_f + 1, s_e, e_e + 1, back, fwd))
+    return out
+
+
+def _orient(mode, left, right, in_mono, in_swap, out_mono, out_swap) -> int:
+    word_mono = left and not right
+    word_swap = right and not left
+    if mode == "wbe":
+        return MONO if word_mono else SWAP if word_swap else OTHER
+    phrase = MONO if (word_mono or in_mono) else SWAP if (word_swap or in_swap) else OTHER
+    if mode == "phrase" or phrase != OTHER:
+        return phrase
+    return MONO if out_mono else SWAP if out_swap else OTHER
+
+
+def phrase_alignment(pair: PhrasePair, links: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Links inside `pair`, relative to its spans, ordered by target then source (as Moses)."""
+    inside = [
+        (i - pair.src_start, j - pair.tgt_start)
+        for i, j in links
+        if pair.src_start <= i < pair.src_end and pair.tgt_start <= j < pair.tgt_end
+    ]
+    return sorted(set(inside), key=lambda ij: (ij[1], ij[0]))
+
+
+def format_extract_line(
+    src: Sequence[str],
+    tgt: Sequence[str],
+    pair: PhrasePair,
+    links: Iterable[tuple[int, int]],
+    *,
+    direction: str = "backward",
+) -> str:
+    """`src phrase ||| tgt phrase ||| i-j ... ||| orientation` (no trailing newline).
+
+    `direction` is `backward`, `forward` or `both` (`both` writes "prev next", as Moses).
+    """
+    names = {
+        "backward": ORIENTATIONS[pair.backward],
+        "forward": ORIENTATIONS[pair.forward],
+        "both": f"{ORIENTATIONS[pair.backward]} {ORIENTATIONS[pair.forward]}",
+    }
+    if direction not in names:
+        raise AlignersInputError(f"direction {direction!r}; expected backward, forward or both")
+    align = " ".join(f"{i}-{j}" for i, j in phrase_alignment(pair, links))
+    return (
+        f"{' '.join(src[pair.src_start:pair.src_end])} ||| "
+        f"{' '.join(tgt[pair.tgt_start:pair.tgt_end])} ||| {align} ||| {names[direction]}"
+    )
+
+
+def iter_extract(
+    corpus: Iterable[tuple[Sequence[str], Sequence[str], Iterable[tuple[int, int]]]],
+    *,
+    max_length: int = 7,
+    mode: str = "wbe",
+) -> Iterator[tuple[int, Sequence[str], Sequence[str], list[tuple[int, int]], list[PhrasePair]]]:
+    """Stream `(sentence_index, src, tgt, links, pairs)` over `(src, tgt, links)` triples.
+
+    Constant memory in the corpus size: one sentence pair's phrase pairs at a time.
+    Empty sentence pairs yield no phrase pairs (as Moses skips them).
+    """
+    for n, (src, tgt, links) in enumerate(corpus):
+        links = list(links)
+        if not src or not tgt:
+            yield n, src, tgt, links, []
+            continue
+        try:
+            pairs = extract_phrase_pairs(
+                links, src_len=len(src), tgt_len=len(tgt), max_length=max_length, mode=mode
+            )
+        except AlignersInputError as err:
+            raise AlignersInputError(f"sentence pair {n + 1}: {err.reason}") from None
+        yield n, src, tgt, links, pairs
+
+
+def load_corpus(src: str, tgt: str, align: str, *, limit: int | None = None,
+                lowercase: bool = False):
+    """Stream `(src tokens, tgt tokens, [(i, j), ...])` from a bitext + Pharaoh `i-j` file.
+
+    Uses the project readers (`aligners.data.parallel`, `aligners.data.pharaoh`); gzip ok.
+    Every link (sure or possible) counts. `limit` keeps the first N pairs.
+    """
+    from aligners.data.parallel import read_lines, read_parallel
+    from aligners.data.pharaoh import parse_pharaoh_line
+
+    pairs = read_parallel(src, tgt, lowercase=lowercase)
+    aligns = read_lines(align)
+    n = 0
+    for n, pair in enumerate(pairs, start=1):
+        if limit is not None and n > limit:
+            return
+        text = next(aligns, None)
+        if text is None:
+            raise AlignersInputError(
+                f"alignment file ends before the bitext (expected a line for pair {n})",
+                path=str(align), line=n)
+        links = parse_pharaoh_line(text, path=str(align), line=n).possible
+        yield pair[0], pair[1], sorted(links)
+    if limit is None and next(aligns, None) is not None:
+        raise AlignersInputError("alignment file has more lines than the bitext",
+                                 path=str(align), line=n + 1)
