@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aligners.data import gold, jacana, labeled
+from aligners.data import a3, gold, jacana, labeled
 from aligners.data.parallel import read_parallel
 from aligners.data.paths import dataset_dir
 from aligners.data.pharaoh import OutOfRangeLinksWarning, read_pharaoh
@@ -140,6 +140,11 @@ def _json(path_fn, *, sure_plus_poss=False):
     return load_split
 
 
+def _a3(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
+    part, annotator = split.split("-")
+    return a3.read_a3(d / "orig" / f"RTE2_{part}_{annotator}.align.txt", lenient=lenient)
+
+
 def _edbpp(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
     """Sure links from `gold.SPLIT.sure.json`, S∪P from `gold.SPLIT.sure+poss.json`."""
     sure = jacana.read_jacana_json(d / f"gold.{split}.sure.json", lenient=lenient)
@@ -231,6 +236,13 @@ def _specs() -> dict[str, DatasetSpec]:
                     {"train": S(800, 7547, 0), "test": S(800, 7583, 0)},
                     loader=_json(lambda s: "converted/synthetic-phrases/"
                                  f"RTE2_{dev_test[s]}_M.synthetic-phrases.json")),
+        DatasetSpec("msr06-orig", msr, ("en", "en"), "T (text)",
+                    {"dev-A": S(800, 5983, 2154), "dev-B": S(800, 6022, 2015),
+                     "dev-C": S(800, 5888, 2733), "test-A": S(800, 5690, 1564),
+                     "test-B": S(800, 5719, 2257), "test-C": S(800, 5728, 2197)},
+                    notes="Microsoft's A3 files, one per annotator, original tokenisation; "
+                    "dev-C has 5,888 S (SOURCE.md says 5,887: its last entry lacks ')')",
+                    loader=_a3),
         DatasetSpec("edbpp", edb, ("en", "en"), "jacana 'source'",
                     {"train": S(714, 13314, 2532), "test": S(306, 5766, 871)},
                     notes="sure from *.sure.json, possible = *.sure+poss.json minus sure",
