@@ -10,9 +10,10 @@ Conventions (all functions):
   (the rest get probability 0; any value there is ignored).
 
 The posteriors use a scaled forward-backward in probability space with batched matmuls
-(per-step normalisation; emissions and transition columns shifted by their maxima before
-`exp`). When a per-step scale underflows (dynamic range beyond the dtype), the affected batch
-items are recomputed exactly in log space, so results are exact for any finite input.
+(per-step normalisation; emissions shifted by their per-position maximum and transitions by
+their per-item maximum before `exp`). When a per-step scale underflows (dynamic range beyond
+the dtype), the affected batch items are recomputed exactly in log space, so results are
+exact for any finite input.
 """
 
 from typing import NamedTuple
@@ -21,7 +22,6 @@ import torch
 
 from aligners.lattices._factored import (
     clean_factored,
-    col_shift,
     detached_leaf,
     finite_shift,
     semiring_zero,
@@ -49,16 +49,18 @@ class HMMPosteriors(NamedTuple):
 def _emission_factors(cl):
     """Shifted emission probabilities E (B,N,C), log shifts (B,N), scaled transitions Tc.
 
-    Column maxima of the transitions are folded into E so that the forward step is
-    `u_n = (alpha_{n-1} @ Tc) * E_n` exactly.
+    Transitions are shifted by their per-item (per-step if time-varying) maximum, which is
+    folded into the shifts, so the forward step is `u_n = (alpha_{n-1} @ Tc) * E_n` exactly.
+    (A whole-matrix max is a cheap contiguous reduction; terms it underflows are below
+    `underflow_floor` relative to the step's total, else the item goes to the fallback.)
     """
-    tc, cmax = col_shift(cl.trans)
+    trans = cl.trans
+    flat = trans.flatten(-2)
+    tmax = finite_shift(flat, -1)  # (B,1) or (B,N-1,1)
+    tc = torch.exp(flat - tmax).view_as(trans)
     le = cl.emit.clone()
     le[:, 0] += cl.init
-    if cl.time_varying:
-        le[:, 1:] += cmax
-    else:
-        le[:, 1:] += cmax[:, None, :]
+    le[:, 1:] += tmax if cl.time_varying else tmax.unsqueeze(1)
     shift = finite_shift(le, -1)
     return torch.exp(le - shift), shift.squeeze(-1), tc
 
