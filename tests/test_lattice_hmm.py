@@ -265,6 +265,14 @@ def test_inference_mode_and_caller_tensors_untouched():
         ll = hmm_log_likelihood(i2, t2, e2, lengths=lengths)
     assert torch.isfinite(post.log_likelihood).all() and torch.isfinite(ll).all()
     assert not init.requires_grad and not emit.requires_grad
+    # no function writes into the caller's tensors
+    saved = [x.clone() for x in (init, trans, emit)]
+    hmm_posteriors(init, trans, emit, lengths=lengths, state_mask=mask)
+    hmm_viterbi(init, trans, emit, lengths=lengths, state_mask=mask)
+    hmm_sample(init, trans, emit, lengths=lengths, generator=torch.Generator().manual_seed(0))
+    leaves = [x.clone().requires_grad_() for x in (init, trans, emit)]
+    hmm_log_likelihood(*leaves, lengths=lengths).sum().backward()
+    assert all(torch.equal(a, b) for a, b in zip(saved, (init, trans, emit)))
 
 
 def test_bad_input_raises():
