@@ -30,6 +30,7 @@ __all__ = [
     "log_partition",
     "log_marginals_explicit",
     "viterbi",
+    "sample_ffbs",
     "autograd_ready",
 ]
 
@@ -216,6 +217,52 @@ def viterbi(spans: torch.Tensor, lengths: torch.Tensor):
         pos = torch.where(active, pos - k, pos)
         label = torch.where(active, prev, label)
     return score, parts
+
+
+def sample_ffbs(spans: torch.Tensor, lengths: torch.Tensor, n: int, generator=None,
+                *, dense: bool = True):
+    """``n`` exact samples per example by forward filtering, backward sampling.
+
+    spans (B, N-1, S, C, C) -> labels ``(n, B, N)`` (label at each segment end point and at
+    point 0, ``-1`` elsewhere) and, if ``dense``, indicators ``(n, B, N-1, S, C, C)``.
+    O(B·N·S·C²) forward (once) + O(n·B·N·S·C) sampling; no autograd, no copy of the
+    potentials per sample."""
+    batch, n_1, size, c, _ = spans.shape
+    spans = finite(spans)
+    chart, _ = _forward_chart(spans, lambda x: x.logsumexp(-1))  # (B, N, C)
+    rows = n * batch
+    b = torch.arange(batch, device=spans.device).repeat(n)  # row r = i*B + b
+    pos = (lengths - 1).repeat(n)
+    label = torch.multinomial(_gather_last(chart, lengths).softmax(-1).repeat(n, 1), 1,
+                              replacement=True, generator=generator).squeeze(1)
+    labels = torch.full((rows, n_1 + 1), -1, dtype=torch.long, device=spans.device)
+    r_idx = torch.arange(rows, device=spans.device)
+    labels[r_idx, pos] = label
+    parts = spans.new_zeros((rows, n_1, size, c, c)) if dense else None
+    neg = torch.tensor(float("-inf"), dtype=spans.dtype, device=spans.device)
+    for _ in range(n_1):
+        active = pos > 0
+        if not bool(active.any()):
+            break
+        scores = []
+        for k in range(1, size + 1):
+            start = (pos - k).clamp(min=0)
+            sc = chart[b, start] + spans[b, start, k - 1, label]  # (R, C')
+            scores.append(torch.where((pos - k >= 0).view(-1, 1), sc, neg))
+        flat = torch.stack(scores, 1).flatten(1)  # (R, S*C')
+        flat = torch.where(active.view(-1, 1), flat, torch.zeros_like(flat))
+        idx = torch.multinomial(flat.softmax(-1), 1, replacement=True,
+                                generator=generator).squeeze(1)
+        k = idx // c + 1
+        prev = idx % c
+        start = torch.where(active, pos - k, pos)
+        if dense:
+            parts[r_idx, start.clamp(min=0), k - 1, label, prev] += active.to(spans.dtype)
+        labels[r_idx, start] = torch.where(active, prev, labels[r_idx, start])
+        label = torch.where(active, prev, label)
+        pos = start
+    labels = labels.view(n, batch, n_1 + 1)
+    return labels, (parts.view(n, batch, n_1, size, c, c) if dense else None)
 
 
 @contextlib.contextmanager
