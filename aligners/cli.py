@@ -17,6 +17,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("evaluate", "score predicted alignments against gold: P/R/AER/F1 (+ breakdowns)"),
     "symmetrize": ("symmetrize", "combine forward and reverse alignments (atools heuristics)"),
+    "monoalign": ("monoalign", "align monolingual sentence pairs with a trained token/phrase CRF"),
 }
 
 

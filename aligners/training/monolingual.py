@@ -119,9 +119,9 @@ class LitMonoAligner(pl.LightningModule):
         self.manual_backward(reg)
         self.evaluations += 1
         if self.evaluations % 10 == 0:
-            print(f"  objective evaluation {self.evaluations}: {total + float(reg):.5f}",
+            print(f"  objective evaluation {self.evaluations}: {total + reg.item():.5f}",
                   flush=True)
-        return total + float(reg)
+        return total + reg.item()
 
     def training_step(self, batches, batch_idx):
         opt = self.optimizers()
@@ -223,12 +223,13 @@ def _train_pairs(cfg: DictConfig) -> list[AlignedPair]:
 
 def _test_pairs(cfg: DictConfig) -> list[AlignedPair]:
     if cfg.data.get("dev_holdout"):
-        return load(cfg.data.name, cfg.data.get("train_split", "train"))[
+        pairs = load(cfg.data.name, cfg.data.get("train_split", "train"))[
             -int(cfg.data.dev_holdout):]
-    path = cfg.data.get("test_path")
-    if path:
-        return read_jacana_json(path)
-    return load(cfg.data.name, cfg.data.get("test_split", "test"))
+    elif cfg.data.get("test_path"):
+        pairs = read_jacana_json(cfg.data.test_path)
+    else:
+        pairs = load(cfg.data.name, cfg.data.get("test_split", "test"))
+    return pairs[: int(cfg.data.test_limit)] if cfg.data.get("test_limit") else pairs
 
 
 def train(cfg: DictConfig) -> dict:
