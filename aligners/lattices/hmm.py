@@ -230,7 +230,7 @@ def hmm_log_likelihood(log_init, log_trans, log_emit, *, lengths=None, state_mas
         logz = logz.clone()
         logz[idx] = _logspace_log_likelihood(
             cl.init[idx], cl.trans[idx], cl.emit[idx], cl.lengths[idx]
-        ).nan_to_num(float("-inf"))
+        ).nan_to_num(nan=float("-inf"), neginf=float("-inf"))
     return logz
 
 
@@ -238,7 +238,7 @@ def hmm_viterbi(log_init, log_trans, log_emit, *, lengths=None, state_mask=None)
     """(B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> (path (B,N) long, -1 past length; score (B,)).
 
     Cost: O(B·N·C²) time with a (B,C,C) temporary per step, O(B·N·C) memory (backpointers).
-    Exact max-product in log space.
+    Exact max-product in log space. An impossible item (score -inf) gets an arbitrary path.
     """
     cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
     B, N, C = cl.emit.shape
@@ -282,7 +282,8 @@ def hmm_sample(
     length. Forward filter (scaled, as in `hmm_posteriors`), backward sample.
 
     Cost: O(B·N·C²) forward + O(S·B·N·C) sampling time; O(B·N·C + S·B·C) memory.
-    Reproducible from `generator` (on the tensors' device).
+    Reproducible from `generator` (on the tensors' device). Impossible items (log-likelihood
+    -inf) get arbitrary states.
     """
     if num_samples < 1:
         raise ValueError("num_samples must be >= 1")
@@ -327,4 +328,4 @@ def _logspace_filter(cl, idx):
         a = torch.logsumexp(a.unsqueeze(2) + t, 1) + emit[:, n]
         a = a - torch.logsumexp(a, -1, keepdim=True)
         outs.append(a)
-    return torch.stack(outs, 1).nan_to_num(float("-inf"))
+    return torch.stack(outs, 1).nan_to_num(nan=float("-inf"), neginf=float("-inf"))
