@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--ibm1-iterations", type=int, default=5)
     m.add_argument("--hmm-iterations", type=int, default=5)
     m.add_argument("--no-agreement", action="store_true", help="train the directions apart")
-    m.add_argument("--p0", type=float, default=0.2, help="HMM NULL probability")
+    m.add_argument("--p0", type=float, default=0.1, help="HMM NULL probability")
     m.add_argument("--max-jump", type=int, default=10)
     m.add_argument("--alpha", type=float, default=0.0, help="Dirichlet prior (VB), 0 = EM")
     d = p.add_argument_group("decoding")

@@ -83,11 +83,18 @@ class Batch:
     tgt_lengths: torch.Tensor
     pair_ids: torch.Tensor
 
+    def to(self, device) -> Batch:
+        """The batch on `device` (a no-op when it is there already)."""
+        if self.src.device == torch.device(device):
+            return self
+        return Batch(*(x.to(device) for x in (self.rows, self.src, self.tgt, self.src_lengths,
+                                              self.tgt_lengths, self.pair_ids)))
+
     @property
     def mask(self) -> torch.Tensor:
         """(B, I, J) bool: real cells."""
-        i = torch.arange(self.src.shape[1])
-        j = torch.arange(self.tgt.shape[1])
+        i = torch.arange(self.src.shape[1], device=self.src.device)
+        j = torch.arange(self.tgt.shape[1], device=self.src.device)
         return (i[None, :, None] < self.src_lengths[:, None, None]) & (
             j[None, None, :] < self.tgt_lengths[:, None, None]
         )
@@ -244,7 +251,7 @@ def normalise_counts(
     Cost O(P).
     """
     c = counts[:-1]
-    tot = torch.zeros(n_given, dtype=c.dtype).index_add_(0, given, c)
+    tot = torch.zeros(n_given, dtype=c.dtype, device=c.device).index_add_(0, given, c)
     if alpha > 0:
         num = torch.exp(torch.digamma(c + alpha))
         den = torch.exp(torch.digamma(tot + alpha * n_outcomes))
