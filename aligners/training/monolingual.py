@@ -11,6 +11,7 @@ scores any jacana JSON file with a trained model.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
@@ -54,6 +55,8 @@ def _flip(pair: AlignedPair) -> AlignedPair:
 def featurise(pairs: list[AlignedPair], model: PhraseCRFAligner, *, direction: str = "s2t",
               gold_links: str = "possible", embedder=None) -> list[MonoExample]:
     """Pairs -> cached MonoExamples for `model` (t2s swaps the sentences)."""
+    if model.embedding and embedder is None:
+        embedder = _shared_embedder()
     if embedder is not None and hasattr(embedder, "encode"):
         embedder.encode([p.src for p in pairs] + [p.tgt for p in pairs])  # batched, memoised
     out = []
@@ -164,11 +167,14 @@ def load_model(path: str | Path) -> tuple[PhraseCRFAligner, dict]:
     return model, cfg
 
 
-def _embedder(cfg: DictConfig):
-    if not cfg.model.get("embedding", False):
-        return None
+@functools.lru_cache(maxsize=1)
+def _shared_embedder():
     from aligners.features.embedding import MiniLMEmbedder
     return MiniLMEmbedder()
+
+
+def _embedder(cfg: DictConfig):
+    return _shared_embedder() if cfg.model.get("embedding", False) else None
 
 
 def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder):
