@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--ibm1-iterations", type=int, default=5)
     m.add_argument("--hmm-iterations", type=int, default=5)
     m.add_argument("--no-agreement", action="store_true", help="train the directions apart")
-    m.add_argument("--p0", type=float, default=0.2, help="HMM NULL probability")
+    m.add_argument("--p0", type=float, default=0.1, help="HMM NULL probability")
     m.add_argument("--max-jump", type=int, default=10)
     m.add_argument("--alpha", type=float, default=0.0, help="Dirichlet prior (VB), 0 = EM")
     d = p.add_argument_group("decoding")
@@ -61,10 +61,10 @@ def _read(args):
     if args.input is not None:
         if args.source or args.target:
             raise AlignersInputError("give either -i or -s/-t, not both")
-        return list(read_parallel(args.input, lowercase=args.lowercase))
+        return read_parallel(args.input, lowercase=args.lowercase)
     if not (args.source and args.target):
         raise AlignersInputError("give -i FILE ('src ||| tgt') or both -s SRC and -t TGT")
-    return list(read_parallel(args.source, args.target, lowercase=args.lowercase))
+    return read_parallel(args.source, args.target, lowercase=args.lowercase)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from aligners.data.pharaoh import format_pharaoh
     from aligners.data.types import Alignment
     from aligners.inference.decode import combine, decode_corpus
+    from aligners.models._lexical import build_index
     from aligners.training.export import load_word_aligner, save_word_aligner
-    from aligners.training.word_align import build_index, train_em
 
     if args.device != "cpu":
         if args.device.startswith("cuda") and not torch.cuda.is_available():
@@ -102,14 +102,14 @@ def run(args: argparse.Namespace) -> int:
         model = WordAligner.from_index(index, config)
         bar = tqdm(total=model.n_iterations * len(index), desc="EM", disable=not show,
                    file=sys.stderr)
-        train_em(model, index, progress=lambda it, k: bar.update(1))
+        model.fit(index, progress=lambda it, k: bar.update(1))
         bar.close()
     method = args.decoding or decoding.get("method", "agreement")
     threshold = args.threshold if args.threshold is not None else decoding.get("threshold", 0.3)
     if args.save_model:
         save_word_aligner(args.save_model, model, src_ids, tgt_ids,
                           decoding={"method": method, "threshold": threshold})
-    bar = tqdm(total=len(pairs), desc="align", disable=not show, file=sys.stderr)
+    bar = tqdm(total=index.n_sentences, desc="align", disable=not show, file=sys.stderr)
     out = decode_corpus(model, index, method=method, threshold=threshold,
                         with_posteriors=args.posteriors, progress=bar.update)
     bar.close()

@@ -74,7 +74,7 @@ def decode_corpus(
         out.posteriors_fwd = [{} for _ in range(N)]
         out.posteriors_rev = [{} for _ in range(N)]
     for k in range(len(index)):
-        batch = index.batch(k)
+        batch = index.batch(k).to(model.keys.device)
         rows = batch.rows.tolist()
         mask = batch.mask
         with torch.no_grad():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +27,7 @@ __all__ = [
     "WordIds",
     "Batch",
     "PairIndex",
+    "build_index",
     "normalise_counts",
     "normalise_dense",
 ]
@@ -62,7 +63,7 @@ class WordIds:
             ids = [d.get(t, UNK) for t in tokens]
         else:
             ids = [d.setdefault(t, len(d)) for t in tokens]
-        return np.array(ids, dtype=np.int64)
+        return np.array(ids, dtype=np.int32)
 
     def __len__(self) -> int:
         return len(self.index)
@@ -82,11 +83,18 @@ class Batch:
     tgt_lengths: torch.Tensor
     pair_ids: torch.Tensor
 
+    def to(self, device) -> Batch:
+        """The batch on `device` (a no-op when it is there already)."""
+        if self.src.device == torch.device(device):
+            return self
+        return Batch(*(x.to(device) for x in (self.rows, self.src, self.tgt, self.src_lengths,
+                                              self.tgt_lengths, self.pair_ids)))
+
     @property
     def mask(self) -> torch.Tensor:
         """(B, I, J) bool: real cells."""
-        i = torch.arange(self.src.shape[1])
-        j = torch.arange(self.tgt.shape[1])
+        i = torch.arange(self.src.shape[1], device=self.src.device)
+        j = torch.arange(self.tgt.shape[1], device=self.src.device)
         return (i[None, :, None] < self.src_lengths[:, None, None]) & (
             j[None, None, :] < self.tgt_lengths[:, None, None]
         )
@@ -163,16 +171,13 @@ class PairIndex:
                 path = os.path.join(self._dir, f"{k}.npy")
                 np.save(path, ids.numpy())
                 self._ids.append(path)
-        src_of = torch.div(keys, n_tgt_words, rounding_mode="floor")
-        self.pair_src = src_of
-        self.pair_tgt = keys - src_of * n_tgt_words
 
     @staticmethod
     def _pad(rows, src, tgt):
         sl = np.fromiter((len(src[r]) for r in rows), dtype=np.int64, count=len(rows))
         tl = np.fromiter((len(tgt[r]) for r in rows), dtype=np.int64, count=len(rows))
         s = np.zeros((len(rows), sl.max()), dtype=np.int64)
-        t = np.zeros((len(rows), tl.max()), dtype=np.int64)
+        t = np.zeros((len(rows), tl.max()), dtype=np.int64)  # padded batches: small
         for b, r in enumerate(rows):
             s[b, : sl[b]] = src[r]
             t[b, : tl[b]] = tgt[r]
@@ -246,7 +251,7 @@ def normalise_counts(
     Cost O(P).
     """
     c = counts[:-1]
-    tot = torch.zeros(n_given, dtype=c.dtype).index_add_(0, given, c)
+    tot = torch.zeros(n_given, dtype=c.dtype, device=c.device).index_add_(0, given, c)
     if alpha > 0:
         num = torch.exp(torch.digamma(c + alpha))
         den = torch.exp(torch.digamma(tot + alpha * n_outcomes))
@@ -266,3 +271,22 @@ def normalise_dense(counts: torch.Tensor, *, alpha: float) -> torch.Tensor:
     else:
         p = counts / counts.sum().clamp_min(_TINY)
     return p.clamp_min(_TINY)
+
+
+def build_index(
+    pairs: Iterable[tuple[Sequence[str], Sequence[str]]],
+    src_ids: WordIds,
+    tgt_ids: WordIds,
+    *,
+    cells: int = 1_000_000,
+    keys: torch.Tensor | None = None,
+    cache_dir: str | None = None,
+) -> PairIndex:
+    """Encode token pairs as they stream in (frozen ids: unseen words -> unknown) and batch
+    them. Memory: 4 bytes per token plus the index; the token strings are not kept."""
+    src, tgt = [], []
+    for s, t in pairs:
+        src.append(src_ids.encode(s))
+        tgt.append(tgt_ids.encode(t))
+    return PairIndex(src, tgt, n_src_words=len(src_ids), n_tgt_words=len(tgt_ids),
+                     keys=keys, cells=cells, cache_dir=cache_dir)

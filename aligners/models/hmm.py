@@ -29,10 +29,10 @@ __all__ = [
 ]
 
 
-def jump_buckets(*, n_src: int, max_jump: int) -> torch.Tensor:
+def jump_buckets(*, n_src: int, max_jump: int, device=None) -> torch.Tensor:
     """(I+1, I) long: bucket of the jump from context k (0 = start, k = position k-1) to i."""
-    prev = torch.arange(-1, n_src)[:, None]
-    nxt = torch.arange(n_src)[None, :]
+    prev = torch.arange(-1, n_src, device=device)[:, None]
+    nxt = torch.arange(n_src, device=device)[None, :]
     return (nxt - prev).clamp(-max_jump, max_jump) + max_jump
 
 
@@ -59,13 +59,14 @@ def hmm_potentials(
     B, I, J = link_probs.shape
     K = (jump_weights.numel() - 1) // 2
     dtype = link_probs.dtype
-    bk = jump_buckets(n_src=I, max_jump=K)
-    valid = torch.arange(I)[None, :] < src_lengths[:, None]  # (B, I)
+    dev = link_probs.device
+    bk = jump_buckets(n_src=I, max_jump=K, device=dev)
+    valid = torch.arange(I, device=dev)[None, :] < src_lengths[:, None]  # (B, I)
     weights = jump_weights.to(dtype)[bk][None] * valid[:, None, :]  # (B, I+1, I)
     norm = weights.sum(-1).clamp_min(torch.finfo(dtype).tiny)
     ctx = weights / norm[..., None]
     words = (1 - p0) * ctx[:, 1:, :]
-    nulls = p0 * torch.eye(I, dtype=dtype).expand(B, I, I)
+    nulls = p0 * torch.eye(I, dtype=dtype, device=dev).expand(B, I, I)
     top = torch.cat([words, nulls], dim=2)
     log_trans = _log(torch.cat([top, top], dim=1))
     init_null = (p0 / src_lengths.clamp_min(1).to(dtype))[:, None] * valid
@@ -118,12 +119,13 @@ def hmm_direction_posteriors(
         )
     else:
         raise ValueError(f"lattice must be 'och_ney' or 'generic', got {lattice!r}")
-    bk = jump_buckets(n_src=I, max_jump=K).reshape(-1)
-    valid = (torch.arange(I)[None, :] < src_lengths[:, None]).to(counts.dtype)
+    dev = link_probs.device
+    bk = jump_buckets(n_src=I, max_jump=K, device=dev).reshape(-1)
+    valid = (torch.arange(I, device=dev)[None, :] < src_lengths[:, None]).to(counts.dtype)
     out = counts.sum(-1) / norm  # m_k / Z_k (B, I+1)
     den = (out[:, :, None] * valid[:, None, :]).sum(0).reshape(-1)
     n = counts.sum(0).reshape(-1)
-    stats = torch.zeros(2, 2 * K + 1, dtype=torch.float64)
+    stats = torch.zeros(2, 2 * K + 1, dtype=torch.float64, device=dev)
     stats[0].index_add_(0, bk, n.double())
     stats[1].index_add_(0, bk, den.double())
     return loglik, link_post, null_post, stats
@@ -141,13 +143,14 @@ def _och_ney_forward_backward(link_probs, null_probs, *, src_lengths, tgt_length
     K = (jump_weights.numel() - 1) // 2
     dtype = link_probs.dtype
     tiny = torch.finfo(dtype).tiny
-    S = jump_weights.to(dtype)[jump_buckets(n_src=I, max_jump=K)]  # (I+1, I)
-    valid = torch.arange(I)[None, :] < src_lengths[:, None]
+    dev = link_probs.device
+    S = jump_weights.to(dtype)[jump_buckets(n_src=I, max_jump=K, device=dev)]  # (I+1, I)
+    valid = torch.arange(I, device=dev)[None, :] < src_lengths[:, None]
     vf = valid.to(dtype)
     norm = (vf @ S.T).clamp_min(tiny)  # (B, I+1)
     inv = vf / norm[:, 1:]  # 1/Z per previous position, 0 at pads
     St = S[1:]
-    jvalid = torch.arange(J)[None, :] < tgt_lengths[:, None]
+    jvalid = torch.arange(J, device=dev)[None, :] < tgt_lengths[:, None]
     ew = link_probs.transpose(1, 2) * vf[:, None, :]  # (B, J, I)
     en = null_probs * jvalid
     shift = torch.maximum(ew.amax(-1), en).clamp_min(tiny)  # (B, J)
@@ -168,10 +171,10 @@ def _och_ney_forward_backward(link_probs, null_probs, *, src_lengths, tgt_length
         ans.append(torch.where(live, v / c[:, None], ans[-1]))
         cs.append(torch.where(jvalid[:, j], c, torch.ones_like(c)))
     cs = torch.stack(cs, 1)  # (B, J)
-    ones = torch.ones(B, I, dtype=dtype)
+    ones = torch.ones(B, I, dtype=dtype, device=dev)
     beta = ones
     betas, gws = [beta], []
-    last = torch.arange(J)[None, :] >= (tgt_lengths - 1)[:, None]
+    last = torch.arange(J, device=dev)[None, :] >= (tgt_lengths - 1)[:, None]
     for j in range(J - 2, -1, -1):
         gw = ew[:, j + 1] * beta / cs[:, j + 1, None]
         gn = en[:, j + 1, None] * beta / cs[:, j + 1, None]
@@ -187,7 +190,7 @@ def _och_ney_forward_backward(link_probs, null_probs, *, src_lengths, tgt_length
     link_post = (Aw * Bt * jm).transpose(1, 2)
     null_post = (An * Bt * jm).sum(-1)
     loglik = torch.where(jvalid, torch.log(cs) + torch.log(shift), torch.zeros_like(cs)).sum(1)
-    counts = torch.zeros(B, I + 1, I, dtype=dtype)
+    counts = torch.zeros(B, I + 1, I, dtype=dtype, device=dev)
     counts[:, 0] = Aw[:, 0] * Bt[:, 0]
     if J > 1:
         SV = (Aw[:, :-1] + An[:, :-1]) * inv[:, None, :]  # (B, J-1, I)
@@ -214,7 +217,7 @@ def hmm_direction_viterbi(
     )
     path, _ = hmm_viterbi(log_init, log_trans, log_emit, lengths=tgt_lengths, state_mask=mask)
     J = link_probs.shape[2]
-    jvalid = torch.arange(J)[None, :] < tgt_lengths[:, None]
+    jvalid = torch.arange(J, device=path.device)[None, :] < tgt_lengths[:, None]
     return torch.where((path < I) & jvalid & (path >= 0), path, torch.full_like(path, -1))
 
 

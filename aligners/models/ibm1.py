@@ -30,8 +30,8 @@ def ibm1_posteriors(
     Cost O(B I J) time and memory. For the other direction pass the transposes.
     """
     B, I, J = link_probs.shape
-    ivalid = torch.arange(I)[None, :] < src_lengths[:, None]
-    jvalid = torch.arange(J)[None, :] < tgt_lengths[:, None]
+    ivalid = torch.arange(I, device=link_probs.device)[None, :] < src_lengths[:, None]
+    jvalid = torch.arange(J, device=link_probs.device)[None, :] < tgt_lengths[:, None]
     links = link_probs * ivalid[:, :, None]
     null = null_probs * jvalid
     total = links.sum(1) + null  # (B, J)

@@ -32,7 +32,7 @@ class WordAlignConfig:
     ibm1_iterations: int = 5
     hmm_iterations: int = 5
     agreement: bool = True
-    p0: float = 0.2  # NULL probability of the HMM (efmaral's p_null)
+    p0: float = 0.1  # HMM NULL probability (chosen on the Hansards trial set)
     max_jump: int = 10  # jump widths beyond +-max_jump share a bucket
     alpha: float = 0.0  # symmetric Dirichlet prior of the lexical tables (0 = plain EM)
     null_alpha: float = 0.0
@@ -100,6 +100,7 @@ class WordAligner(nn.Module):
         """Both directions' posteriors for one batch. Cost O(B I J) (Model 1) or the HMM
         lattice's O(B J I^2 + B I J^2)."""
         stage = stage or self.stage
+        batch = batch.to(self.keys.device)
         ids = batch.pair_ids
         pf, pb = self.t_fwd[ids], self.t_bwd[ids]  # (B, I, J)
         nf, nb = self.null_tgt[batch.tgt], self.null_src[batch.src]  # (B, J), (B, I)
@@ -124,6 +125,7 @@ class WordAligner(nn.Module):
     def viterbi(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Best alignments: forward (B, J) source position per target word, backward (B, I)
         target position per source word; -1 = NULL or padding."""
+        batch = batch.to(self.keys.device)
         ids = batch.pair_ids
         pf, pb = self.t_fwd[ids], self.t_bwd[ids]
         nf, nb = self.null_tgt[batch.tgt], self.null_src[batch.src]
@@ -141,16 +143,17 @@ class WordAligner(nn.Module):
 
     # ----------------------------------------------------------------- EM
     def reset_counts(self) -> None:
-        P, K = self.keys.numel(), self.config.max_jump
-        self.c_fwd = torch.zeros(P + 1)
-        self.c_bwd = torch.zeros(P + 1)
-        self.c_null_tgt = torch.zeros(self.n_tgt_words)
-        self.c_null_src = torch.zeros(self.n_src_words)
-        self.c_jump = torch.zeros(2, 2, 2 * K + 1, dtype=torch.float64)
-        self.c_loglik = torch.zeros(2, dtype=torch.float64)
+        P, K, dev = self.keys.numel(), self.config.max_jump, self.keys.device
+        self.c_fwd = torch.zeros(P + 1, device=dev)
+        self.c_bwd = torch.zeros(P + 1, device=dev)
+        self.c_null_tgt = torch.zeros(self.n_tgt_words, device=dev)
+        self.c_null_src = torch.zeros(self.n_src_words, device=dev)
+        self.c_jump = torch.zeros(2, 2, 2 * K + 1, dtype=torch.float64, device=dev)
+        self.c_loglik = torch.zeros(2, dtype=torch.float64, device=dev)
 
     def accumulate(self, batch: Batch, *, stage: str) -> DirectionPosteriors:
         """E-step of one batch: add its expected counts to the count buffers."""
+        batch = batch.to(self.keys.device)
         post = self.posteriors(batch, stage=stage)
         ids = batch.pair_ids.reshape(-1)
         if self.config.agreement:
@@ -158,8 +161,8 @@ class WordAligner(nn.Module):
             flat = q.reshape(-1)
             self.c_fwd.index_add_(0, ids, flat)
             self.c_bwd.index_add_(0, ids, flat)
-            jv = torch.arange(q.shape[2])[None, :] < batch.tgt_lengths[:, None]
-            iv = torch.arange(q.shape[1])[None, :] < batch.src_lengths[:, None]
+            jv = torch.arange(q.shape[2], device=q.device)[None, :] < batch.tgt_lengths[:, None]
+            iv = torch.arange(q.shape[1], device=q.device)[None, :] < batch.src_lengths[:, None]
             null_f = (1 - q.sum(1)).clamp_min(0) * jv
             null_b = (1 - q.sum(2)).clamp_min(0) * iv
         else:
@@ -229,5 +232,5 @@ def _argmax_or_null(links, null, dim, lengths):
     """Model 1 Viterbi: best source per target word (dim=1) or target per source (dim=2)."""
     best, arg = links.max(dim)
     out = torch.where(best > null, arg, torch.full_like(arg, -1))
-    valid = torch.arange(out.shape[1])[None, :] < lengths[:, None]
+    valid = torch.arange(out.shape[1], device=out.device)[None, :] < lengths[:, None]
     return torch.where(valid, out, torch.full_like(out, -1))

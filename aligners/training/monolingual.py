@@ -11,6 +11,7 @@ scores any jacana JSON file with a trained model.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
@@ -54,6 +55,10 @@ def _flip(pair: AlignedPair) -> AlignedPair:
 def featurise(pairs: list[AlignedPair], model: PhraseCRFAligner, *, direction: str = "s2t",
               gold_links: str = "possible", embedder=None) -> list[MonoExample]:
     """Pairs -> cached MonoExamples for `model` (t2s swaps the sentences)."""
+    if model.embedding and embedder is None:
+        embedder = _shared_embedder()
+    if embedder is not None and hasattr(embedder, "encode"):
+        embedder.encode([p.src for p in pairs] + [p.tgt for p in pairs])  # batched, memoised
     out = []
     for p in pairs:
         p = _flip(p) if direction == "t2s" else p
@@ -117,9 +122,9 @@ class LitMonoAligner(pl.LightningModule):
         self.manual_backward(reg)
         self.evaluations += 1
         if self.evaluations % 10 == 0:
-            print(f"  objective evaluation {self.evaluations}: {total + float(reg):.5f}",
+            print(f"  objective evaluation {self.evaluations}: {total + reg.item():.5f}",
                   flush=True)
-        return total + float(reg)
+        return total + reg.item()
 
     def training_step(self, batches, batch_idx):
         opt = self.optimizers()
@@ -162,11 +167,14 @@ def load_model(path: str | Path) -> tuple[PhraseCRFAligner, dict]:
     return model, cfg
 
 
-def _embedder(cfg: DictConfig):
-    if not cfg.model.get("embedding", False):
-        return None
+@functools.lru_cache(maxsize=1)
+def _shared_embedder():
     from aligners.features.embedding import MiniLMEmbedder
     return MiniLMEmbedder()
+
+
+def _embedder(cfg: DictConfig):
+    return _shared_embedder() if cfg.model.get("embedding", False) else None
 
 
 def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder):
@@ -210,11 +218,24 @@ def _report(pairs, preds) -> dict:
     return rep.to_dict()
 
 
+def _train_pairs(cfg: DictConfig) -> list[AlignedPair]:
+    pairs = load(cfg.data.name, cfg.data.get("train_split", "train"))
+    if cfg.data.get("dev_holdout"):  # tuning runs: hold out the last N training pairs
+        pairs = pairs[: -int(cfg.data.dev_holdout)]
+    if cfg.data.get("train_limit"):
+        pairs = pairs[: int(cfg.data.train_limit)]
+    return pairs
+
+
 def _test_pairs(cfg: DictConfig) -> list[AlignedPair]:
-    path = cfg.data.get("test_path")
-    if path:
-        return read_jacana_json(path)
-    return load(cfg.data.name, cfg.data.get("test_split", "test"))
+    if cfg.data.get("dev_holdout"):
+        pairs = load(cfg.data.name, cfg.data.get("train_split", "train"))[
+            -int(cfg.data.dev_holdout):]
+    elif cfg.data.get("test_path"):
+        pairs = read_jacana_json(cfg.data.test_path)
+    else:
+        pairs = load(cfg.data.name, cfg.data.get("test_split", "test"))
+    return pairs[: int(cfg.data.test_limit)] if cfg.data.get("test_limit") else pairs
 
 
 def train(cfg: DictConfig) -> dict:
@@ -223,9 +244,7 @@ def train(cfg: DictConfig) -> dict:
     torch.set_num_threads(int(cfg.training.get("threads", 1)))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    pairs = load(cfg.data.name, cfg.data.get("train_split", "train"))
-    if cfg.data.get("train_limit"):
-        pairs = pairs[: int(cfg.data.train_limit)]
+    pairs = _train_pairs(cfg)
     embedder = _embedder(cfg)
     models, timing = {}, {}
     for d in cfg.training.directions:

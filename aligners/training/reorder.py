@@ -284,6 +284,9 @@ def _plots(results: dict, out_dir: Path) -> None:
         if "lexical" in results.get("models", {}):
             ax.axhline(100 * results["models"]["lexical"]["heldout_error"], ls="--", c="gray",
                        label="lexicalized")
+        if "data" in results:
+            ax.axhline(100 * results["data"]["majority_error"], ls=":", c="k",
+                       label="majority class")
         ax.set_xlabel("% of features removed (lowest MI first)")
         ax.set_ylabel("held-out error (%)")
         ax.set_title("Naive Bayes vs MI feature reduction (WMT Fig. 2)")

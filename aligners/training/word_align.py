@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytorch_lightning as pl
@@ -21,28 +20,19 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 from torch.utils.data import DataLoader, Sampler
 
-from aligners.models._lexical import PairIndex, WordIds
+from aligners.models._lexical import PairIndex, WordIds, build_index
 from aligners.models.word_aligner import WordAlignConfig, WordAligner
 
 __all__ = [
     "build_index",
     "train_em",
     "ShardSampler",
+    "ddp_strategy",
     "LitWordAligner",
     "choose_decoding",
     "train",
     "evaluate",
 ]
-
-
-def build_index(pairs: Sequence[tuple[Sequence[str], Sequence[str]]], src_ids: WordIds,
-                tgt_ids: WordIds, *, cells: int = 1_000_000, keys: torch.Tensor | None = None,
-                cache_dir: str | None = None) -> PairIndex:
-    """Encode token pairs (frozen ids: unseen words -> unknown) and batch them."""
-    src = [src_ids.encode(s) for s, _ in pairs]
-    tgt = [tgt_ids.encode(t) for _, t in pairs]
-    return PairIndex(src, tgt, n_src_words=len(src_ids), n_tgt_words=len(tgt_ids),
-                     keys=keys, cells=cells, cache_dir=cache_dir)
 
 
 def train_em(model: WordAligner, index: PairIndex, *, progress=None) -> list[list[float]]:
@@ -51,16 +41,40 @@ def train_em(model: WordAligner, index: PairIndex, *, progress=None) -> list[lis
 
 
 class ShardSampler(Sampler[int]):
-    """Batch numbers rank, rank + world, ... (no padding, no repeats: counts stay exact)."""
+    """Batch numbers rank, rank + world, ..., then -1 (a no-op step) so that every rank runs
+    the same number of steps; no batch is repeated, so the counts stay exact."""
 
     def __init__(self, n_batches: int, *, rank: int = 0, world_size: int = 1):
         self.n, self.rank, self.world = n_batches, rank, world_size
 
     def __iter__(self):
-        return iter(range(self.rank, self.n, self.world))
+        mine = list(range(self.rank, self.n, self.world))
+        return iter(mine + [-1] * (len(self) - len(mine)))
 
     def __len__(self) -> int:
-        return len(range(self.rank, self.n, self.world))
+        return -(-self.n // self.world)
+
+
+class _BatchNumbers(torch.utils.data.Dataset):
+    """Item k is the batch number k itself (-1 = padding step, never wrapped around)."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k: int) -> int:
+        return k
+
+
+def ddp_strategy(name):
+    """`"ddp"` -> a DDPStrategy that does not broadcast the (large) tables every step."""
+    if name == "ddp":
+        from pytorch_lightning.strategies import DDPStrategy
+
+        return DDPStrategy(broadcast_buffers=False)
+    return name
 
 
 class LitWordAligner(pl.LightningModule):
@@ -80,7 +94,7 @@ class LitWordAligner(pl.LightningModule):
         rank = self.global_rank if self.trainer is not None else 0
         world = self.trainer.world_size if self.trainer is not None else 1
         sampler = ShardSampler(len(self.index), rank=rank, world_size=world)
-        return DataLoader(list(range(len(self.index))), batch_size=None, sampler=sampler)
+        return DataLoader(_BatchNumbers(len(self.index)), batch_size=None, sampler=sampler)
 
     def configure_optimizers(self):
         return None
@@ -89,6 +103,8 @@ class LitWordAligner(pl.LightningModule):
         self.model.reset_counts()
 
     def training_step(self, k, batch_idx):
+        if int(k) < 0:  # padding step of a rank with fewer batches
+            return
         stage = self.model.stage_of(int(self.model.iteration))
         self.model.accumulate(self.index.batch(int(k)), stage=stage)
 
@@ -174,7 +190,9 @@ def train(cfg: DictConfig) -> dict:
     lit = LitWordAligner(model, index)
     callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values()]
     logger = instantiate(cfg.logger) if cfg.get("logger") else False
+    strategy = ddp_strategy(cfg.trainer.get("strategy", "auto"))
     trainer = instantiate(cfg.trainer, max_epochs=model.n_iterations, callbacks=callbacks,
+                          strategy=strategy,
                           logger=logger, use_distributed_sampler=False,
                           num_sanity_val_steps=0, limit_val_batches=0)
     trainer.fit(lit, ckpt_path=cfg.get("ckpt_path"))
