@@ -17,7 +17,10 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("evaluate", "score predicted alignments against gold: P/R/AER/F1 (+ breakdowns)"),
     "symmetrize": ("symmetrize", "combine forward and reverse alignments (atools heuristics)"),
+    "convert": ("convert", "convert alignment notations to Pharaoh (0-based), NAACL, 1-based"),
+    "align": ("align", "word-align a bitext (IBM1 -> HMM by agreement), Pharaoh output"),
     "reorder": ("reorder", "phrase pairs with orientations; reordering models (train/predict)"),
+    "monoalign": ("monoalign", "align monolingual sentence pairs with a trained token/phrase CRF"),
 }
 
 

@@ -13,6 +13,8 @@ __all__ = ["TASKS", "train", "evaluate"]
 # task name -> module under aligners.training
 TASKS: dict[str, str] = {
     "baseline": "baseline",  # diagonal aligner scored on a gold test set (the default job)
+    "word_align": "word_align",
+    "monolingual": "monolingual",  # token / semi-Markov phrasal CRF aligners (Yao et al. 2013)
     "reorder": "reorder",
 }
 

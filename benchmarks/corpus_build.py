@@ -6,6 +6,8 @@ Each method runs in a fresh subprocess (so peak RSS is its own), alternating, `-
 times; medians and the ratio are printed. `ours` = `ParallelCorpus.build` (one streaming
 pass, flat int32 arrays). `naive` = read every pair into Python lists of strings, count with
 `Vocab.build`, then encode sentence by sentence into lists of ints and concatenate.
+`pairs` = `ParallelCorpus.from_pairs(read_parallel(...))` (the streaming generic path).
+All three must give the same token count and id checksum.
 """
 
 import argparse
@@ -32,9 +34,11 @@ def run_one(method: str, limit: int | None, out: str | None) -> dict:
 
     src, tgt = parallel_files("hansards-enfr", "train")
     t0 = time.perf_counter()
-    if method == "ours":
-        pairs = itertools.islice(read_parallel(src, tgt), limit)
-        corpus = ParallelCorpus.from_pairs(pairs)
+    if method in ("ours", "pairs"):
+        if method == "ours" and limit is None:
+            corpus = ParallelCorpus.build(src, tgt)
+        else:
+            corpus = ParallelCorpus.from_pairs(itertools.islice(read_parallel(src, tgt), limit))
         n, tokens = len(corpus), len(corpus.src_ids) + len(corpus.tgt_ids)
         check = int(corpus.src_ids.sum()) + int(corpus.tgt_ids.sum())
     else:
@@ -67,14 +71,15 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--limit", type=int, default=None, help="first N pairs only")
     ap.add_argument("--out", default=None, help="also save/load/batch the corpus here")
-    ap.add_argument("--one", choices=["ours", "naive"], help=argparse.SUPPRESS)
+    ap.add_argument("--one", choices=["ours", "pairs", "naive"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         print(json.dumps(run_one(args.one, args.limit, args.out)))
         return
-    results: dict[str, list[dict]] = {"ours": [], "naive": []}
+    methods = ("ours", "pairs", "naive")
+    results: dict[str, list[dict]] = {m: [] for m in methods}
     for _ in range(args.repeats):
-        for method in ("ours", "naive"):
+        for method in methods:
             cmd = [sys.executable, __file__, "--one", method]
             if args.limit:
                 cmd += ["--limit", str(args.limit)]
@@ -84,14 +89,12 @@ def main() -> None:
                                             text=True).stdout)
             results[method].append(res)
             print(json.dumps(res))
-    ours = statistics.median(r["seconds"] for r in results["ours"])
-    naive = statistics.median(r["seconds"] for r in results["naive"])
-    assert results["ours"][0]["tokens"] == results["naive"][0]["tokens"]
-    print(f"median seconds: ours {ours:.2f}  naive {naive:.2f}  "
-          f"ratio naive/ours {naive / ours:.2f}")
-    print("median peak RSS MB: ours {:.0f}  naive {:.0f}".format(
-        statistics.median(r["maxrss_mb"] for r in results["ours"]),
-        statistics.median(r["maxrss_mb"] for r in results["naive"])))
+    med = {m: statistics.median(r["seconds"] for r in results[m]) for m in methods}
+    rss = {m: statistics.median(r["maxrss_mb"] for r in results[m]) for m in methods}
+    assert len({(r["tokens"], r["check"]) for m in methods for r in results[m]}) == 1
+    for m in methods:
+        print(f"{m:6s} median {med[m]:6.2f} s  peak RSS {rss[m]:5.0f} MB  "
+              f"naive/{m} = {med['naive'] / med[m]:.2f}")
 
 
 if __name__ == "__main__":

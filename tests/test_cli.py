@@ -112,3 +112,32 @@ def test_symmetrize_cli_reads_posteriors_and_crlf(tmp_path, capsys):
     rc, out, _ = _run(capsys, "symmetrize", "-c", "union", "-i", str(fwd), "-j", str(rev))
     assert rc == 0
     assert out.splitlines() == ["0-0 1-1 1-2", "0-0", "0-0 2-2"]
+
+
+def test_evaluate_out_of_range_links_error_or_lenient(tmp_path, capsys):
+    (tmp_path / "s").write_text("a b\nc\n")
+    (tmp_path / "t").write_text("a b\nc\n")
+    (tmp_path / "gold").write_text("0-0 1-1\n0-0\n")
+    (tmp_path / "test").write_text("0-0 1-1 1-2\n0-0\n")  # 1-2: target has 2 words
+    argv = ["evaluate", "--gold", str(tmp_path / "gold"), "--test", str(tmp_path / "test"),
+            "--src-text", str(tmp_path / "s"), "--tgt-text", str(tmp_path / "t"), "--json"]
+    rc, _, err = _run(capsys, *argv)
+    assert rc == 2 and f"{tmp_path / 'test'}:1" in err
+    rc, out, err = _run(capsys, *argv, "--lenient")
+    assert rc == 0 and "warning" in err
+    r = json.loads(out)
+    assert r["micro"]["aer"] == 0.0 and r["counts"]["predicted"] == 3
+    assert r["breakdown"]["identical"]["counts"]["sure"] == 3
+
+
+def test_evaluate_registry_dataset(capsys):
+    shared_path(*HANSARDS)
+    test = shared_path(*SYM, "eflomal.enfr.grow-diag-final-and")
+    rc, out, _ = _run(capsys, "evaluate", "--dataset", "hansards-enfr", "--test", str(test),
+                      "--json")
+    assert rc == 0
+    r = json.loads(out)
+    assert r["micro"]["aer"] == pytest.approx(0.0805, abs=0.0005)
+    assert "identical" in r["breakdown"]
+    rc, _, err = _run(capsys, "evaluate", "--dataset", "no-such-set", "--test", str(test))
+    assert rc == 2 and "unknown dataset" in err

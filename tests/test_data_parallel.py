@@ -137,3 +137,17 @@ def test_out_of_range_error_and_lenient(tmp_path):
     assert als[1] == Alignment(frozenset({(0, 0)}))
     with pytest.raises(AlignersInputError, match="2 alignments but 3 source"):
         read_pharaoh(p, src_lengths=[2, 2, 2])
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 64])
+def test_line_blocks_any_block_size(tmp_path, block):
+    from aligners.data.parallel import read_line_blocks
+
+    data = b"\xef\xbb\xbfa b\r\n\r\nc\rd\n\xc3\xa9\nlast"
+    p = tmp_path / "x.txt"
+    p.write_bytes(data)
+    lines = [x for blk in read_line_blocks(p, block_bytes=block) for x in blk]
+    assert lines == ["a b", "", "c\rd", "é", "last"]
+    p.write_bytes(b"ok\nfine\nab\x80\n")
+    with pytest.raises(AlignersInputError, match=r"x.txt:3: .*byte offset 10 \(byte column 3\)"):
+        list(read_line_blocks(p, block_bytes=block))

@@ -265,6 +265,14 @@ def test_inference_mode_and_caller_tensors_untouched():
         ll = hmm_log_likelihood(i2, t2, e2, lengths=lengths)
     assert torch.isfinite(post.log_likelihood).all() and torch.isfinite(ll).all()
     assert not init.requires_grad and not emit.requires_grad
+    # no function writes into the caller's tensors
+    saved = [x.clone() for x in (init, trans, emit)]
+    hmm_posteriors(init, trans, emit, lengths=lengths, state_mask=mask)
+    hmm_viterbi(init, trans, emit, lengths=lengths, state_mask=mask)
+    hmm_sample(init, trans, emit, lengths=lengths, generator=torch.Generator().manual_seed(0))
+    leaves = [x.clone().requires_grad_() for x in (init, trans, emit)]
+    hmm_log_likelihood(*leaves, lengths=lengths).sum().backward()
+    assert all(torch.equal(a, b) for a, b in zip(saved, (init, trans, emit)))
 
 
 def test_bad_input_raises():
@@ -283,3 +291,49 @@ def test_bad_input_raises():
         hmm_posteriors(init, trans, bad)
     with pytest.raises(AlignersInputError):
         hmm_viterbi(init.float(), trans, emit)
+
+
+@pytest.mark.parametrize("time_varying", [False, True])
+def test_single_position(time_varying):
+    init, trans, emit, _, mask = rand_inputs(3, 1, 4, time_varying=time_varying, seed=12)
+    post = hmm_posteriors(init, trans, emit, state_mask=mask)
+    logits = (init + emit[:, 0]).masked_fill(~mask, float("-inf"))
+    torch.testing.assert_close(post.log_likelihood, torch.logsumexp(logits, -1))
+    torch.testing.assert_close(post.state_posteriors[:, 0], torch.softmax(logits, -1))
+    assert post.transition_counts.shape == (3, 4, 4) and post.transition_counts.abs().sum() == 0
+    path, score = hmm_viterbi(init, trans, emit, state_mask=mask)
+    assert torch.equal(path[:, 0], logits.argmax(-1))
+    s = hmm_sample(init, trans, emit, state_mask=mask, generator=torch.Generator().manual_seed(1))
+    assert s.shape == (1, 3, 1) and mask.gather(1, s[0]).all()
+
+
+def test_equals_linear_chain_from_same_factors():
+    from aligners.lattices import linear_chain
+
+    B, N, C = 4, 7, 5
+    init, trans, emit, lengths, _ = rand_inputs(B, N, C, seed=13)
+    edge = (trans[:, None] + emit[:, 1:, None, :]).transpose(-1, -2).clone()
+    edge[:, 0] += (init + emit[:, 0])[:, None, :]
+    post = hmm_posteriors(init, trans, emit, lengths=lengths)
+    logz = linear_chain.log_partition(edge, lengths=lengths)
+    torch.testing.assert_close(post.log_likelihood, logz)
+    marg = linear_chain.marginals(edge, lengths=lengths)
+    torch.testing.assert_close(post.transition_counts, marg.sum(1).transpose(-1, -2))
+    score, labels = linear_chain.viterbi(edge, lengths=lengths)
+    path, vscore = hmm_viterbi(init, trans, emit, lengths=lengths)
+    torch.testing.assert_close(vscore, score)
+    live = path >= 0
+    assert torch.equal(path[live], labels[live])
+
+
+def test_impossible_item_gives_minus_inf_and_zero_posteriors():
+    init, trans, emit, _, _ = rand_inputs(2, 4, 3, seed=14)
+    emit = emit.clone()
+    emit[1, 2, :] = float("-inf")  # no state can emit position 2 of item 1
+    post = hmm_posteriors(init, trans, emit)
+    assert post.log_likelihood[1] == float("-inf") and torch.isfinite(post.log_likelihood[0])
+    assert post.state_posteriors[1].abs().sum() == 0 and post.transition_counts[1].abs().sum() == 0
+    ll = hmm_log_likelihood(init, trans, emit)
+    assert ll[1] == float("-inf")
+    torch.testing.assert_close(ll[0], post.log_likelihood[0])
+    assert hmm_viterbi(init, trans, emit)[1][1] == float("-inf")

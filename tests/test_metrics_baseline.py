@@ -30,7 +30,7 @@ def test_default_job_scores_the_hansards_test_set(tmp_path, capsys):
     cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
     metrics = train(cfg)
     out = capsys.readouterr().out
-    assert "diagonal baseline on hansards-enfr (447 pairs)" in out and "AER" in out
+    assert "diagonal baseline on hansards-enfr test (447 pairs)" in out and "AER" in out
     assert metrics["pairs"] == 447 and metrics["counts"]["sure"] == 4038
     assert json.loads((tmp_path / "metrics.json").read_text())["micro"] == metrics["micro"]
     lines = (tmp_path / "alignments.txt").read_text().splitlines()

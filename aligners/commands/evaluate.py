@@ -3,11 +3,12 @@
 Examples (shipped data):
     aligners evaluate --gold ../shared/data/hansards-enfr-naacl2003/test/test.wa.nonullalign \\
         --test ../shared/oracles/symmetrize/eflomal.enfr.grow-diag-final-and
-    aligners evaluate --gold GOLD.json --test PRED.pharaoh --json
+    aligners evaluate --dataset edbpp --split test --test PRED.pharaoh --json
 The gold file's notation is sniffed (`--format` overrides); the test file is read as
 `--test-format` (default: sniffed, usually Pharaoh `i-j`). Tokens for the identical /
-non-identical breakdown come from jacana JSON / MultiMWA gold files, or from
-`--src-text`/`--tgt-text` (plain one-sentence-per-line or WPT `<s snum=N>` files).
+non-identical breakdown come from jacana JSON / MultiMWA gold files, from a registry
+dataset (`--dataset NAME [--split S]`, `aligners.data.datasets`, instead of `--gold`), or
+from `--src-text`/`--tgt-text` (plain one-sentence-per-line or WPT `<s snum=N>` files).
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ _TEXT_FORMATS = ("jacana", "jacana-sp", "multimwa")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from aligners.data.gold import FORMATS
 
-    parser.add_argument("--gold", required=True, help="gold alignment file")
+    gold = parser.add_mutually_exclusive_group(required=True)
+    gold.add_argument("--gold", help="gold alignment file")
+    gold.add_argument("--dataset", help="gold from the dataset registry (e.g. hansards-enfr)")
+    parser.add_argument("--split", help="split of --dataset (default: test or its only split)")
     parser.add_argument("--test", required=True, help="predicted alignment file")
     parser.add_argument(
         "--format", default="auto", choices=FORMATS, help="notation of --gold (default: sniffed)"
@@ -72,8 +76,9 @@ def _gold_tokens(path: str, fmt: str, lenient: bool):
 
 def run(args: argparse.Namespace) -> int:
     from aligners.data.gold import read_alignment_file, sniff_format
-    from aligners.metrics import evaluate_alignments, format_report
 
+    if args.dataset is not None:
+        return _run_dataset(args)
     if (args.src_text is None) != (args.tgt_text is None):
         raise AlignersInputError("--src-text and --tgt-text go together; give both or neither")
     gold_fmt = sniff_format(args.gold) if args.format == "auto" else args.format
@@ -105,10 +110,16 @@ def run(args: argparse.Namespace) -> int:
         test = read_alignment_file(args.test, fmt=fmt, lenient=args.lenient, **extra, **lengths)
     for w in caught:
         print(f"aligners evaluate: warning: {w.message}", file=sys.stderr)
+    return _report(args, gold, test, src, tgt)
+
+
+def _report(args, gold, test, src, tgt) -> int:
+    from aligners.metrics import evaluate_alignments, format_report
+
     if len(gold) != len(test):
         raise AlignersInputError(
-            f"{args.gold} has {len(gold)} sentence pairs but {args.test} has {len(test)}; "
-            "expected the same pairs in the same order"
+            f"{args.gold or args.dataset} has {len(gold)} sentence pairs but {args.test} has "
+            f"{len(test)}; expected the same pairs in the same order"
         )
     if not 0.0 <= args.alpha <= 1.0:
         raise AlignersInputError(f"--alpha must be in [0, 1], got {args.alpha}")
@@ -118,3 +129,28 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_report(report))
     return 0
+
+
+def _run_dataset(args: argparse.Namespace) -> int:
+    from aligners.data.datasets import load
+    from aligners.data.gold import read_alignment_file
+
+    if args.src_text is not None or args.tgt_text is not None:
+        raise AlignersInputError("--dataset brings its own sentences; drop --src-text/--tgt-text")
+    pairs = load(args.dataset, args.split, lenient=args.lenient)
+    if not pairs or getattr(pairs[0], "alignment", None) is None:
+        raise AlignersInputError(f"dataset {args.dataset!r} has no gold alignments")
+    src = [p.src for p in pairs]
+    tgt = [p.tgt for p in pairs]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        test = read_alignment_file(
+            args.test,
+            fmt=args.test_format,
+            lenient=args.lenient,
+            src_lengths=[len(s) for s in src],
+            tgt_lengths=[len(t) for t in tgt],
+        )
+    for w in caught:
+        print(f"aligners evaluate: warning: {w.message}", file=sys.stderr)
+    return _report(args, [p.alignment for p in pairs], test, src, tgt)

@@ -1,6 +1,29 @@
-"""Readers, writers, vocabularies, batching and the dataset registry."""
+"""Readers, writers, vocabularies, batching and the dataset registry.
 
+Light entry points are re-exported here (no torch import); the corpus / batching layer
+(`aligners.data.corpus`, which needs torch) and the registry (`aligners.data.datasets`)
+are imported from their modules.
+"""
+
+from aligners.data.gold import read_alignment_file, read_naacl, write_naacl
+from aligners.data.parallel import read_parallel, write_parallel
 from aligners.data.paths import data_root, dataset_dir
+from aligners.data.pharaoh import format_pharaoh, parse_pharaoh_line, read_pharaoh, write_pharaoh
 from aligners.data.types import AlignedPair, Alignment, Link
 
-__all__ = ["AlignedPair", "Alignment", "Link", "data_root", "dataset_dir"]
+__all__ = [
+    "AlignedPair",
+    "Alignment",
+    "Link",
+    "data_root",
+    "dataset_dir",
+    "format_pharaoh",
+    "parse_pharaoh_line",
+    "read_alignment_file",
+    "read_naacl",
+    "read_parallel",
+    "read_pharaoh",
+    "write_naacl",
+    "write_parallel",
+    "write_pharaoh",
+]

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from aligners.data.parallel import read_parallel
+from aligners.data.encode import encode_parallel_files
 from aligners.data.vocab import PAD_ID, Vocab
 from aligners.errors import AlignersInputError
 
@@ -163,13 +163,25 @@ class ParallelCorpus:
         max_size: int | None = None,
         src_vocab: Vocab | None = None,
         tgt_vocab: Vocab | None = None,
+        extra_pairs: Iterable[tuple[list[str], list[str]]] | None = None,
     ) -> ParallelCorpus:
-        """Stream `read_parallel(src, tgt)` into a corpus. Cost: O(tokens), one pass."""
-        pairs = read_parallel(src, tgt, lowercase=lowercase, ascii_split=ascii_split)
-        meta = {"lowercase": lowercase, "ascii_split": ascii_split,
-                "src": str(src), "tgt": None if tgt is None else str(tgt)}
-        return cls.from_pairs(pairs, min_count=min_count, max_size=max_size,
-                              src_vocab=src_vocab, tgt_vocab=tgt_vocab, meta=meta)
+        """Encode two files, or one `src ||| tgt` file, streamed block by block.
+
+        `extra_pairs` (tokenised pairs, e.g. `load("hansards-enfr", "test")` as
+        `(p.src, p.tgt)`) are appended after the file's pairs, sharing the vocabularies.
+
+        Same tokens as `read_parallel(src, tgt, lowercase=..., ascii_split=...)`, encoded by
+        `encode_parallel_files` (one C-level split per block; text with U+0000/U+0001 is
+        rejected). Cost: O(total size), one pass per file.
+        """
+        arrays = encode_parallel_files(
+            src, tgt, lowercase=lowercase, ascii_split=ascii_split, min_count=min_count,
+            max_size=max_size, src_vocab=src_vocab, tgt_vocab=tgt_vocab,
+            extra_pairs=extra_pairs,
+        )
+        meta = {"lowercase": lowercase, "ascii_split": ascii_split, "min_count": min_count,
+                "max_size": max_size, "src": str(src), "tgt": None if tgt is None else str(tgt)}
+        return cls(*arrays, meta)
 
     # --- persistence --------------------------------------------------------------------
     def save(self, folder: str | Path) -> None:

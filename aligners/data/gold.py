@@ -133,7 +133,9 @@ def read_naacl(
             links.setdefault(snum, [])
             first_line.setdefault(snum, lineno)
             continue
-        links.setdefault(snum, []).append((a - token_base, b - token_base, label == "S", conf))
+        links.setdefault(snum, []).append(
+            (a - token_base, b - token_base, label == "S", conf, lineno)
+        )
         first_line.setdefault(snum, lineno)
     if snums is None:
         snums = list(range(min(links), max(links) + 1)) if links else []
@@ -148,18 +150,33 @@ def read_naacl(
             path=name,
             line=first_line[unknown[0]],
         )
+    for what, lengths in (("source", src_lengths), ("target", tgt_lengths)):
+        if lengths is not None and len(lengths) != len(snums):
+            raise AlignersInputError(
+                f"{len(snums)} sentences but {len(lengths)} {what} lengths; expected one per "
+                "sentence", path=name,
+            )
     alignments = []
-    for snum in snums:
+    dropped = 0
+    for n, snum in enumerate(snums):
         sure, possible, posts = set(), set(), {}
-        for i, j, is_sure, conf in links.get(snum, ()):
+        src_n = None if src_lengths is None else src_lengths[n]
+        tgt_n = None if tgt_lengths is None else tgt_lengths[n]
+        for i, j, is_sure, conf, lineno in links.get(snum, ()):
+            if (src_n is not None and i >= src_n) or (tgt_n is not None and j >= tgt_n):
+                if lenient:
+                    dropped += 1
+                    continue
+                raise AlignersInputError(
+                    f"link ({i}, {j}) (0-based source-target) of sentence {snum} lies outside "
+                    f"its {src_n} source and {tgt_n} target words; expected 0 <= i < {src_n} "
+                    f"and 0 <= j < {tgt_n} (use lenient/--lenient to drop such links)",
+                    path=name, line=lineno,
+                )
             (sure if is_sure else possible).add((i, j))
             if conf is not None:
                 posts[(i, j)] = conf
         alignments.append(Alignment(frozenset(sure), frozenset(possible), posts or None))
-    line_numbers = [first_line.get(s, 0) for s in snums]
-    alignments, dropped = check_ranges(
-        alignments, src_lengths, tgt_lengths, lenient=lenient, path=name, line_numbers=line_numbers
-    )
     warn_dropped(dropped, name)
     if nulls:
         warnings.warn(
@@ -242,12 +259,15 @@ def write_onebased(alignments: Iterable[Alignment], out: str | Path | IO[str]) -
     return count
 
 
-FORMATS = ("auto", "pharaoh", "onebased", "naacl", "naacl0", "jacana", "jacana-sp", "multimwa")
+FORMATS = (
+    "auto", "pharaoh", "onebased", "naacl", "naacl0", "jacana", "jacana-sp", "multimwa", "a3",
+)
 
 
 def sniff_format(path: str | Path) -> str:
     """Guess a notation: `.json` -> jacana (`jacana-sp` if the name has `sure+poss`),
-    `.tsv` -> multimwa, NAACL-shaped first line (`snum i j [S|P]`) -> naacl, else pharaoh.
+    `.tsv` -> multimwa, a first line starting with `#` -> a3 (GIZA A3 / MSR06 orig),
+    NAACL-shaped first line (`snum i j [S|P]`) -> naacl, else pharaoh.
 
     1-based `i-j` files and 0-based NAACL (Biçici) cannot be told apart from their
     0-based/1-based twins: name `onebased` / `naacl0` explicitly.
@@ -260,9 +280,11 @@ def sniff_format(path: str | Path) -> str:
     if str(path) == "-":
         return "pharaoh"
     for text in read_lines(path):
-        fields = text.split()
+        fields = text.replace("\ufeff", "").split()
         if not fields:
             continue
+        if fields[0].startswith("#"):
+            return "a3"
         if 3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3]):
             return "naacl"
         return "pharaoh"
@@ -281,7 +303,7 @@ def read_alignment_file(
     """Read any supported notation into 0-based `Alignment`s, one per sentence pair.
 
     `fmt` is one of `FORMATS` (`auto` = `sniff_format`). NAACL files use `snums` (else
-    min..max of the file). Files that carry their text (jacana, MultiMWA) are range-checked
+    min..max of the file). Files that carry their text (jacana, MultiMWA, A3) are checked
     against it; the others when `src_lengths`/`tgt_lengths` are given. Out-of-range links
     raise `AlignersInputError`, or with `lenient=True` are dropped, counted and warned about.
     Cost: O(file size).
@@ -299,6 +321,10 @@ def read_alignment_file(
         return read_naacl(path, snums=snums, token_base=1 if fmt == "naacl" else 0, **lengths)
     from aligners.data.jacana import read_jacana_json, read_multimwa
 
+    if fmt == "a3":
+        from aligners.data.a3 import read_a3
+
+        return [p.alignment for p in read_a3(path, lenient=lenient)]
     if fmt == "multimwa":
         pairs = read_multimwa(path, lenient=lenient)
     else:

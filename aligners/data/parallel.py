@@ -57,23 +57,32 @@ def read_line_blocks(path: str | Path, *, block_bytes: int = 1 << 20) -> Iterato
     name = "<stdin>" if str(path) == "-" else str(path)
     offset = 0
     lines_before = 0
+    bom = 0
     with _open_binary(path) as handle:
+        rest = b""
         while True:
-            raw_lines = handle.readlines(block_bytes)
-            if not raw_lines:
-                return
-            block = b"".join(raw_lines)
+            chunk = handle.read(block_bytes)
+            if not chunk:
+                if not rest:
+                    return
+                block, rest = rest, b""
+            else:
+                cut = chunk.rfind(b"\n") + 1
+                if cut == 0:  # no line end in this chunk: keep reading
+                    rest += chunk
+                    continue
+                block, rest = rest + chunk[:cut], chunk[cut:]
             start = offset
             offset += len(block)
             if start == 0 and block.startswith(_BOM):
                 block = block[len(_BOM):]
-                start = len(_BOM)
+                start = bom = len(_BOM)
             try:
                 text = block.decode("utf-8")
             except UnicodeDecodeError as err:
                 line_start = block.rfind(b"\n", 0, err.start) + 1
-                if start == len(_BOM) and lines_before == 0 and line_start == 0:
-                    line_start = -len(_BOM)  # the BOM counts in the column of line 1
+                if lines_before == 0 and line_start == 0:
+                    line_start = -bom  # a stripped BOM counts in the byte column of line 1
                 raise AlignersInputError(
                     f"invalid UTF-8 byte 0x{block[err.start]:02x} at byte offset "
                     f"{start + err.start} (byte column {err.start - line_start + 1}); "

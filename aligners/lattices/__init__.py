@@ -1,5 +1,12 @@
-"""See DESIGN.md for what lives here."""
+"""Lattices: potentials -> log_partition / marginals / argmax / sample; no parameters.
 
+Chain lattices with torch-struct 0.5 conventions (see each module's docstring):
+``linear_chain`` (``(B, N-1, C, C)``), ``semimarkov`` (``(B, N-1, K, C, C)``) and their
+drop-in distribution classes in ``distributions``. Factored alignment lattices:
+``hmm`` (``init (B,C)``, ``trans (B,C,C)``, ``emit (B,N,C)``) and ``hsmm`` (segments).
+"""
+
+from aligners.lattices.distributions import LinearChainCRF, SemiMarkovCRF, StructDistribution
 from aligners.lattices.hmm import (
     HMMPosteriors,
     hmm_log_likelihood,
@@ -7,11 +14,34 @@ from aligners.lattices.hmm import (
     hmm_sample,
     hmm_viterbi,
 )
+from aligners.lattices.hsmm import (
+    HSMMPosteriors,
+    HSMMSamples,
+    HSMMViterbi,
+    hsmm_log_likelihood,
+    hsmm_posteriors,
+    hsmm_sample,
+    hsmm_viterbi,
+)
+from aligners.lattices.linear_chain import LinearChain
+from aligners.lattices.semimarkov import SemiMarkov
 
 __all__ = [
     "HMMPosteriors",
+    "HSMMPosteriors",
+    "HSMMSamples",
+    "HSMMViterbi",
+    "LinearChain",
+    "LinearChainCRF",
+    "SemiMarkov",
+    "SemiMarkovCRF",
+    "StructDistribution",
     "hmm_log_likelihood",
     "hmm_posteriors",
     "hmm_sample",
     "hmm_viterbi",
+    "hsmm_log_likelihood",
+    "hsmm_posteriors",
+    "hsmm_sample",
+    "hsmm_viterbi",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "log_partition",
     "log_marginals_explicit",
     "viterbi",
+    "sample_ffbs",
     "autograd_ready",
 ]
 
@@ -131,29 +132,43 @@ def _outside(spans: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     return torch.stack(out, 1)
 
 
-def log_marginals_explicit(spans, lengths, chart=None, log_z=None) -> torch.Tensor:
-    """Edge marginals ``(B, N-1, S, C, C)`` by an explicit forward-backward (no autograd)."""
+def finite(spans: torch.Tensor) -> torch.Tensor:
+    """Clamp -inf (forbidden) scores at the semiring zero, only when there are any."""
+    if torch.isneginf(spans).any():
+        return spans.clamp(min=semiring_zero(spans.dtype))
+    return spans
+
+
+def log_marginals_explicit(spans, lengths, chart=None, log_z=None, into=None) -> torch.Tensor:
+    """Span marginals ``(B, N-1, S, C, C)`` by an explicit forward-backward (no autograd
+    needed; differentiable if the inputs are). ``into``: a zero-filled tensor shaped like
+    ``spans`` (possibly a view) that receives them."""
     batch, n_1, size, c, _ = spans.shape
     if chart is None:
+        spans = finite(spans)
         chart, _ = _forward_chart(spans, lambda x: x.logsumexp(-1))
         log_z = _gather_last(chart, lengths).logsumexp(-1)
     out = _outside(spans, lengths)
-    marg = torch.zeros_like(spans)
-    for k in range(1, size + 1):
-        if k > n_1:
-            break
-        a = chart[:, : n_1 + 1 - k].unsqueeze(-2)  # (B, T, 1, C') starts 0..N-1-k
-        o = out[:, k:].unsqueeze(-1)  # (B, T, C, 1) ends k..N-1
-        s = spans[:, : n_1 + 1 - k, k - 1]
-        marg[:, : n_1 + 1 - k, k - 1] = (a + s + o - log_z.view(-1, 1, 1, 1)).exp()
+    shift = log_z.view(-1, 1, 1, 1)
+    if size == 1 and into is None:  # linear chain: one pass, no zero fill
+        marg = spans.squeeze(2) + chart[:, :-1].unsqueeze(-2)
+        return marg.add_(out[:, 1:].unsqueeze(-1)).sub_(shift).exp_().unsqueeze(2)
+    marg = torch.zeros_like(spans) if into is None else into
+    for k in range(1, min(size, n_1) + 1):
+        t = n_1 + 1 - k  # spans of length k start at 0..N-1-k
+        part = spans[:, :t, k - 1] + chart[:, :t].unsqueeze(-2)
+        part.add_(out[:, k:].unsqueeze(-1)).sub_(shift).exp_()
+        marg[:, :t, k - 1] = part
     return marg
 
 
 class _LogPartition(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, spans, lengths):
+    def forward(ctx, potentials, lengths, offset):
+        spans = finite(potentials[:, :, offset:])
         chart, _ = _forward_chart(spans, lambda x: x.logsumexp(-1))
         log_z = _gather_last(chart, lengths).logsumexp(-1)
+        ctx.offset = offset
         ctx.save_for_backward(spans, lengths, chart, log_z)
         return log_z
 
@@ -161,13 +176,20 @@ class _LogPartition(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         spans, lengths, chart, log_z = ctx.saved_tensors
-        marg = log_marginals_explicit(spans, lengths, chart, log_z)
-        return marg * grad.view(-1, 1, 1, 1, 1), None
+        if ctx.offset == 0:
+            marg = log_marginals_explicit(spans, lengths, chart, log_z)
+        else:
+            shape = spans.shape[:2] + (spans.shape[2] + ctx.offset,) + spans.shape[3:]
+            marg = spans.new_zeros(shape)
+            log_marginals_explicit(spans, lengths, chart, log_z, into=marg[:, :, ctx.offset:])
+        return marg.mul_(grad.view(-1, 1, 1, 1, 1)), None, None
 
 
-def log_partition(spans: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """log Z ``(B,)``; its gradient (explicit outside pass) is the edge marginals."""
-    return _LogPartition.apply(spans, lengths)
+def log_partition(potentials: torch.Tensor, lengths: torch.Tensor, offset: int = 0):
+    """log Z ``(B,)`` of ``potentials (B, N-1, offset+S, C, C)`` whose spans are
+    ``potentials[:, :, offset:]``; its gradient (explicit outside pass) is the marginals
+    (zero on the first ``offset`` span slots)."""
+    return _LogPartition.apply(potentials, lengths, offset)
 
 
 def viterbi(spans: torch.Tensor, lengths: torch.Tensor):
@@ -195,6 +217,52 @@ def viterbi(spans: torch.Tensor, lengths: torch.Tensor):
         pos = torch.where(active, pos - k, pos)
         label = torch.where(active, prev, label)
     return score, parts
+
+
+def sample_ffbs(spans: torch.Tensor, lengths: torch.Tensor, n: int, generator=None,
+                *, dense: bool = True):
+    """``n`` exact samples per example by forward filtering, backward sampling.
+
+    spans (B, N-1, S, C, C) -> labels ``(n, B, N)`` (label at each segment end point and at
+    point 0, ``-1`` elsewhere) and, if ``dense``, indicators ``(n, B, N-1, S, C, C)``.
+    O(B·N·S·C²) forward (once) + O(n·B·N·S·C) sampling; no autograd, no copy of the
+    potentials per sample."""
+    batch, n_1, size, c, _ = spans.shape
+    spans = finite(spans)
+    chart, _ = _forward_chart(spans, lambda x: x.logsumexp(-1))  # (B, N, C)
+    rows = n * batch
+    b = torch.arange(batch, device=spans.device).repeat(n)  # row r = i*B + b
+    pos = (lengths - 1).repeat(n)
+    label = torch.multinomial(_gather_last(chart, lengths).softmax(-1).repeat(n, 1), 1,
+                              replacement=True, generator=generator).squeeze(1)
+    labels = torch.full((rows, n_1 + 1), -1, dtype=torch.long, device=spans.device)
+    r_idx = torch.arange(rows, device=spans.device)
+    labels[r_idx, pos] = label
+    parts = spans.new_zeros((rows, n_1, size, c, c)) if dense else None
+    neg = torch.tensor(float("-inf"), dtype=spans.dtype, device=spans.device)
+    for _ in range(n_1):
+        active = pos > 0
+        if not bool(active.any()):
+            break
+        scores = []
+        for k in range(1, size + 1):
+            start = (pos - k).clamp(min=0)
+            sc = chart[b, start] + spans[b, start, k - 1, label]  # (R, C')
+            scores.append(torch.where((pos - k >= 0).view(-1, 1), sc, neg))
+        flat = torch.stack(scores, 1).flatten(1)  # (R, S*C')
+        flat = torch.where(active.view(-1, 1), flat, torch.zeros_like(flat))
+        idx = torch.multinomial(flat.softmax(-1), 1, replacement=True,
+                                generator=generator).squeeze(1)
+        k = idx // c + 1
+        prev = idx % c
+        start = torch.where(active, pos - k, pos)
+        if dense:
+            parts[r_idx, start.clamp(min=0), k - 1, label, prev] += active.to(spans.dtype)
+        labels[r_idx, start] = torch.where(active, prev, labels[r_idx, start])
+        label = torch.where(active, prev, label)
+        pos = start
+    labels = labels.view(n, batch, n_1 + 1)
+    return labels, (parts.view(n, batch, n_1, size, c, c) if dense else None)
 
 
 @contextlib.contextmanager

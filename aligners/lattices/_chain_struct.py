@@ -32,6 +32,8 @@ class ChainStruct:
 
     #: number of trailing event dimensions of the log-potentials (after B)
     event_dims = 3
+    #: spans = ``_raw_spans(log_potentials)[:, :, offset:]``
+    offset = 0
 
     def __init__(self, semiring=LogSemiring):
         self.semiring = semiring
@@ -43,6 +45,11 @@ class ChainStruct:
 
     @staticmethod
     def _to_spans(log_potentials: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    @staticmethod
+    def _raw_spans(log_potentials: torch.Tensor) -> torch.Tensor:
+        """(B, N-1, offset+S, C, C) view of the log-potentials."""
         raise NotImplementedError
 
     @staticmethod
@@ -70,7 +77,7 @@ class ChainStruct:
         Log: O(B·N·S·C²) time, O(B·N·C) stored for backward (gradient = marginals)."""
         lengths = self._prepare(log_potentials, lengths)
         if _is(self.semiring, LogSemiring, _ts.LogSemiring):
-            v = core.log_partition(self._spans(log_potentials), lengths)
+            v = core.log_partition(self._raw_spans(log_potentials), lengths, self.offset)
             return v.unsqueeze(0) if _raw else v
         v = core.generic_sum(self.semiring, self._spans(log_potentials), lengths)
         return v if _raw else self.semiring.unconvert(v)
@@ -81,10 +88,10 @@ class ChainStruct:
         Max: indicators of the Viterbi structure (backpointers); others: autograd."""
         lengths = self._prepare(log_potentials, lengths)
         if _is(self.semiring, LogSemiring, _ts.LogSemiring) and not _raw:
-            spans = self._spans(log_potentials)
+            spans = core.finite(self._to_spans(log_potentials))
             return self._from_spans(core.log_marginals_explicit(spans, lengths), log_potentials)
         if _is(self.semiring, MaxSemiring, _ts.MaxSemiring) and not _raw:
-            _, parts = core.viterbi(self._spans(log_potentials.detach()), lengths)
+            _, parts = core.viterbi(core.finite(self._to_spans(log_potentials.detach())), lengths)
             return self._from_spans(parts, log_potentials)
         with core.autograd_ready(log_potentials) as leaf:
             v = core.generic_sum(self.semiring, self._spans(leaf), lengths)
@@ -110,7 +117,7 @@ class ChainStruct:
         by backpointers: O(B·N·S·C²) time, O(B·N·C) stored. No autograd."""
         lengths = self._prepare(log_potentials, lengths)
         with torch.no_grad():
-            score, parts = core.viterbi(self._spans(log_potentials), lengths)
+            score, parts = core.viterbi(core.finite(self._to_spans(log_potentials)), lengths)
         return score, self._from_spans(parts, log_potentials)
 
     def kmax(self, log_potentials, k, lengths=None):
@@ -127,7 +134,27 @@ class ChainStruct:
 
     def sample(self, log_potentials, n, lengths=None, generator=None):
         """``n`` exact samples (forward filtering, backward sampling), ``(n, B, event)``
-        indicators; reproducible from ``generator``. Memory O(n) times one example's."""
+        indicators; reproducible from ``generator``. O(B·N·S·C²) + O(n·B·N·S·C) time;
+        the dense output itself is n times the potentials' size (see ``sample_labels``)."""
+        lengths = self._prepare(log_potentials, lengths)
+        with torch.no_grad():
+            _, parts = core.sample_ffbs(self._to_spans(log_potentials), lengths, n, generator)
+        return self._from_spans(parts.flatten(0, 1), log_potentials).view(
+            (n,) + tuple(log_potentials.shape))
+
+    def sample_labels(self, log_potentials, n, lengths=None, generator=None):
+        """``n`` exact samples in compact form ``(n, B, N)`` long: the label of every point
+        (linear chain) or of point 0 and each segment end (semi-Markov), ``-1`` elsewhere
+        and past each length. Same draws as ``sample`` with an equally seeded generator."""
+        lengths = self._prepare(log_potentials, lengths)
+        with torch.no_grad():
+            labels, _ = core.sample_ffbs(self._to_spans(log_potentials), lengths, n, generator,
+                                         dense=False)
+        return labels
+
+    def sample_semiring(self, log_potentials, n, lengths=None, generator=None):
+        """The same samples drawn through the sampling semiring (autograd "gradient" of
+        log Z): a cross-check of ``sample``; memory n times the potentials' autograd graph."""
         lengths = self._prepare(log_potentials, lengths)
         batch = log_potentials.shape[0]
         rep = log_potentials.detach().repeat((n,) + (1,) * (log_potentials.dim() - 1))

@@ -49,6 +49,8 @@ class LinearChain(ChainStruct):
     def _to_spans(log_potentials):
         return log_potentials.unsqueeze(2)
 
+    _raw_spans = _to_spans
+
     @staticmethod
     def _from_spans(spans, like):
         return spans.squeeze(2)
@@ -67,8 +69,10 @@ class LinearChain(ChainStruct):
         parts = torch.zeros(batch, max(n - 1, 0), c, c, dtype=torch.long, device=sequence.device)
         if n < 2:
             return parts
-        b, pos = torch.meshgrid(torch.arange(batch), torch.arange(n - 1), indexing="ij")
-        keep = (pos.to(sequence.device) < (lengths - 1).view(-1, 1)).long()
+        dev = sequence.device
+        b, pos = torch.meshgrid(torch.arange(batch, device=dev), torch.arange(n - 1, device=dev),
+                                indexing="ij")
+        keep = (pos < (lengths - 1).view(-1, 1)).long()
         parts[b, pos, sequence[:, 1:], sequence[:, :-1]] = keep
         return parts
 

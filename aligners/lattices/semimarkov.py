@@ -37,6 +37,7 @@ class SemiMarkov(ChainStruct):
     log_potentials ``(B, N-1, K, C, C)``, lengths ``(B,)``."""
 
     event_dims = 4
+    offset = 1  # span slot k = 0 is unused (segments have length 1..K-1)
 
     @classmethod
     def _check(cls, log_potentials):
@@ -49,6 +50,10 @@ class SemiMarkov(ChainStruct):
     @staticmethod
     def _to_spans(log_potentials):
         return log_potentials[:, :, 1:]
+
+    @staticmethod
+    def _raw_spans(log_potentials):
+        return log_potentials
 
     @staticmethod
     def _from_spans(spans, like):

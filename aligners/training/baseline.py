@@ -1,19 +1,19 @@
 """`task: baseline`: the diagonal aligner scored on a gold test set (no training, no Lightning).
 
-The default `python train.py` job until a trained aligner replaces it. It reads the data
-config (`data.src_text`, `data.tgt_text`, `data.gold`, relative to the data root), aligns
-every pair on the diagonal, writes `alignments.txt` (Pharaoh, 0-based) and `metrics.json`
-into Hydra's output dir, and prints the AER table.
+The default `python train.py` job until a trained aligner replaces it. It loads split
+`data.split` of registry dataset `data.name` (`aligners.data.datasets`, in the registry's
+source-target orientation), aligns every pair on the diagonal, writes `alignments.txt`
+(Pharaoh, 0-based) and `metrics.json` into Hydra's output dir, and prints the AER table.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from omegaconf import DictConfig
 
-from aligners.data.paths import data_root
 from aligners.metrics import evaluate_alignments, format_report
 
 __all__ = ["diagonal_alignment", "train", "evaluate"]
@@ -30,28 +30,32 @@ def diagonal_alignment(*, src_len: int, tgt_len: int) -> set[tuple[int, int]]:
     return {(min(src_len - 1, (2 * j + 1) * src_len // (2 * tgt_len)), j) for j in range(tgt_len)}
 
 
-def _root(cfg: DictConfig) -> Path:
-    configured = cfg.get("paths", {}).get("data_root")
-    return Path(configured) if configured else data_root()
+def _load(cfg: DictConfig) -> list:
+    """The registry pairs of `cfg.data`; `cfg.paths.data_root`, when set, is the data root."""
+    from aligners.data.datasets import load
+
+    root = cfg.get("paths", {}).get("data_root")
+    old = os.environ.get("ALIGNERS_DATA")
+    if root:
+        os.environ["ALIGNERS_DATA"] = str(root)
+    try:
+        return load(cfg.data.name, cfg.data.get("split"), lenient=cfg.data.get("lenient", False))
+    finally:
+        if root:
+            if old is None:
+                os.environ.pop("ALIGNERS_DATA", None)
+            else:
+                os.environ["ALIGNERS_DATA"] = old
 
 
 def evaluate(cfg: DictConfig) -> dict:
     """Align `cfg.data`'s pairs on the diagonal and score them; returns `metrics.json`'s dict."""
-    from aligners.data.gold import read_alignment_file, read_snum_text
-
-    folder = _root(cfg) / cfg.data.folder
-    src = read_snum_text(folder / cfg.data.src_text)
-    tgt = read_snum_text(folder / cfg.data.tgt_text)
-    snums = [s for s, _ in src]
-    src_tokens = [t for _, t in src]
-    tgt_tokens = [t for _, t in tgt]
-    gold = read_alignment_file(
-        folder / cfg.data.gold,
-        fmt=cfg.data.get("gold_format", "auto"),
-        snums=snums,
-        src_lengths=[len(s) for s in src_tokens],
-        tgt_lengths=[len(t) for t in tgt_tokens],
-    )
+    pairs = _load(cfg)
+    if not pairs or pairs[0].alignment is None:
+        raise ValueError(f"dataset {cfg.data.name!r} has no gold alignments to score against")
+    src_tokens = [p.src for p in pairs]
+    tgt_tokens = [p.tgt for p in pairs]
+    gold = [p.alignment for p in pairs]
     pred = [
         diagonal_alignment(src_len=len(s), tgt_len=len(t))
         for s, t in zip(src_tokens, tgt_tokens, strict=True)
@@ -62,10 +66,16 @@ def evaluate(cfg: DictConfig) -> dict:
     with open(out_dir / "alignments.txt", "w", encoding="utf-8") as f:
         for links in pred:
             f.write(" ".join(f"{i}-{j}" for i, j in sorted(links)) + "\n")
-    metrics = {"task": "baseline", "model": "diagonal", "data": cfg.data.name, **report.to_dict()}
+    metrics = {
+        "task": "baseline",
+        "model": "diagonal",
+        "data": cfg.data.name,
+        "split": cfg.data.get("split"),
+        **report.to_dict(),
+    }
     with open(out_dir / "metrics.json", "w", encoding="utf-8") as f:
         json.dump(metrics, f, indent=2)
-    print(f"diagonal baseline on {cfg.data.name} ({report.pairs} pairs)")
+    print(f"diagonal baseline on {cfg.data.name} {cfg.data.get('split')} ({report.pairs} pairs)")
     print(format_report(report))
     print(f"wrote {out_dir / 'alignments.txt'} and {out_dir / 'metrics.json'}")
     return metrics

@@ -1,0 +1,148 @@
+"""Token-pair and phrase-pair feature tensors for monolingual alignment (Yao et al. 2013, 3.3-3.4).
+
+`featurize(src, tgt, max_src_len=Ls, max_tgt_len=Lt)` returns a `PairFeatures` with
+- `span (I, Ls, J, Lt, F)`: features of source segment [s, s+ls) aligned to the target phrase
+  that ENDS at position e and has length lt (tokens e-lt+1..e); slots that fall outside the
+  sentences are zero (the model masks them);
+- `null (I, F0)`: features of source token i aligned to NULL.
+The token model uses the slice Ls = Lt = 1 of the very same columns, so both aligners share one
+feature set. Phrase values follow the paper's 3.4 rule: a block's value is (sum over source
+tokens of their best match + sum over target tokens of their best match) / 2, i.e. the mean
+match upweighted by the phrase length ("closed up / closed down" scores 1.0 for identity, like
+"closed / closed"); a weakest-link column (min of the best matches times max(ls, lt)) and
+block-shape indicators let the model penalise junk absorbed into a phrase.
+Cost: I*J memoised word-pair look-ups + O(Ls*Lt*I*J*F) tensor work.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from aligners.features.string_sim import (
+    STOPWORDS,
+    TOKEN_PAIR_FEATURES,
+    is_punct,
+    word_pair_features,
+)
+from aligners.features.wordnet import get_wordnet
+
+__all__ = ["PairFeatures", "featurize", "feature_names", "NULL_FEATURES", "TOKEN_FEATURES"]
+
+TOKEN_FEATURES = (
+    *TOKEN_PAIR_FEATURES, "ctx_left_identical", "ctx_right_identical", "ctx_left_dice",
+    "ctx_right_dice", "rel_position",
+)
+NULL_FEATURES = ("null_bias", "null_stopword", "null_punct", "null_has_identical",
+                 "null_best_dice", "null_best_wordnet")
+EMBED = "embedding_cosine"
+
+Embedder = Callable[[Sequence[str], Sequence[str]], torch.Tensor]  # -> (I, J) cosine
+
+
+@dataclass
+class PairFeatures:
+    """Feature tensors of one sentence pair (float32; see module docstring for shapes)."""
+
+    span: torch.Tensor  # (I, Ls, J, Lt, F)
+    null: torch.Tensor  # (I, F0)
+
+
+def feature_names(*, max_src_len: int, max_tgt_len: int, embedding: bool = False) -> list[str]:
+    """Names of the F columns of `PairFeatures.span`."""
+    tok = list(TOKEN_FEATURES) + ([EMBED] if embedding else [])
+    shapes = [f"shape_{a}x{b}" for a in range(1, max_src_len + 1)
+              for b in range(1, max_tgt_len + 1) if (a, b) != (1, 1)]
+    return ([f"sum_{n}" for n in tok] + [f"min_{n}" for n in tok] + shapes
+            + ["phrase_lower_identical", "phrase_wn_synonym"])
+
+
+def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
+    """(I, J, Ft) token-pair features incl. context and relative position."""
+    I, J = len(src), len(tgt)
+    base = torch.tensor([[word_pair_features(a, b) for b in tgt] for a in src],
+                        dtype=torch.float32).view(I, J, len(TOKEN_PAIR_FEATURES))
+    low = base[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
+    dice = base[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
+    ctx = torch.zeros(I, J, 4)
+    ctx[1:, 1:, 0] = low[:-1, :-1]
+    ctx[:-1, :-1, 1] = low[1:, 1:]
+    ctx[1:, 1:, 2] = dice[:-1, :-1]
+    ctx[:-1, :-1, 3] = dice[1:, 1:]
+    ri = (torch.arange(I, dtype=torch.float32) + 0.5) / I
+    rj = (torch.arange(J, dtype=torch.float32) + 0.5) / J
+    pos = (1 - (ri[:, None] - rj[None, :]).abs()).unsqueeze(-1)
+    cols = [base, ctx, pos]
+    if embedder is not None:
+        cols.append(embedder(src, tgt).clamp(min=0).unsqueeze(-1).float())
+    return torch.cat(cols, dim=-1)
+
+
+def _phrase_columns(src, tgt, ls, lt, X) -> torch.Tensor:
+    """(I-ls+1, J-lt+1, 2): joined-phrase lower-case identity and WordNet (multi-word) synonymy."""
+    wn = get_wordnet()
+    sp = ["_".join(w.lower() for w in src[s: s + ls]) for s in range(len(src) - ls + 1)]
+    tp = ["_".join(w.lower() for w in tgt[t: t + lt]) for t in range(len(tgt) - lt + 1)]
+    ids: dict[str, int] = {}
+    si = torch.tensor([ids.setdefault(x, len(ids)) for x in sp])
+    ti = torch.tensor([ids.setdefault(x, len(ids)) for x in tp])
+    out = torch.zeros(len(sp), len(tp), 2)
+    out[..., 0] = (si[:, None] == ti[None, :]).float()
+    if ls == 1 and lt == 1:
+        out[..., 1] = X[..., TOKEN_PAIR_FEATURES.index("wn_synonym")]
+    elif wn.available:
+        s_in = [s for s, x in enumerate(sp) if wn.synsets(x)]
+        t_in = [t for t, x in enumerate(tp) if wn.synsets(x)]
+        for s in s_in:
+            for t in t_in:
+                out[s, t, 1] = float(sp[s] != tp[t] and wn.relations(sp[s], tp[t])[0])
+    return out
+
+
+def _window(x: torch.Tensor, dim: int, size: int, op) -> torch.Tensor:
+    """Reduce `op` over sliding windows of `size` along `dim` (output shorter by size-1)."""
+    n = x.shape[dim] - size + 1
+    out = x.narrow(dim, 0, n)
+    for d in range(1, size):
+        out = op(out, x.narrow(dim, d, n))
+    return out
+
+
+def featurize(
+    src: Sequence[str], tgt: Sequence[str], *, max_src_len: int = 3, max_tgt_len: int = 3,
+    embedder: Embedder | None = None,
+) -> PairFeatures:
+    """Features of one pair. Shapes: span (I, Ls, J, Lt, F), null (I, F0); F from
+    `feature_names`. Cost O(I*J) look-ups + O(Ls*Lt*I*J*F)."""
+    I, J, Ls, Lt = len(src), len(tgt), max_src_len, max_tgt_len
+    X = _token_matrix(src, tgt, embedder)
+    Ft = X.shape[-1]
+    names = feature_names(max_src_len=Ls, max_tgt_len=Lt, embedding=embedder is not None)
+    F = len(names)
+    span = torch.zeros(I, Ls, J, Lt, F)
+    for ls in range(1, min(Ls, I) + 1):
+        for lt in range(1, min(Lt, J) + 1):
+            tmax = _window(X, 1, lt, torch.maximum)  # best target match per source token
+            smax = _window(X, 0, ls, torch.maximum)  # best source match per target token
+            A = (_window(tmax, 0, ls, torch.add) + _window(smax, 1, lt, torch.add)) / 2
+            Bm = torch.minimum(_window(tmax, 0, ls, torch.minimum),
+                               _window(smax, 1, lt, torch.minimum)) * max(ls, lt)
+            blk = span[: I - ls + 1, ls - 1, lt - 1:, lt - 1]
+            blk[..., :Ft] = A
+            blk[..., Ft: 2 * Ft] = Bm
+            if (ls, lt) != (1, 1):
+                blk[..., 2 * Ft + (ls - 1) * Lt + lt - 2] = 1.0
+            blk[..., F - 2:] = _phrase_columns(src, tgt, ls, lt, X) * max(ls, lt)
+    low = X[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
+    dice = X[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
+    wn = X[..., [TOKEN_PAIR_FEATURES.index(f"wn_{r}") for r in ("synonym", "hypernym",
+                                                                  "hyponym", "derivation")]]
+    null = torch.stack([
+        torch.ones(I),
+        torch.tensor([float(w.lower() in STOPWORDS) for w in src]),
+        torch.tensor([float(is_punct(w)) for w in src]),
+        low.amax(1) if J else torch.zeros(I),
+        dice.amax(1) if J else torch.zeros(I),
+        wn.amax(-1).amax(1) if J else torch.zeros(I),
+    ], dim=-1)
+    return PairFeatures(span=span, null=null)

@@ -1,0 +1,117 @@
+"""String-similarity features of one (source word, target word) pair, all in [0, 1].
+
+Pure functions of the two strings (memoised), so a sentence pair costs I*J dict lookups once
+the vocabulary has been seen. `TOKEN_PAIR_FEATURES` names the columns of `word_pair_features`.
+"""
+
+import re
+from functools import lru_cache
+
+from aligners.features.wordnet import RELATIONS, get_wordnet
+
+__all__ = [
+    "TOKEN_PAIR_FEATURES",
+    "STOPWORDS",
+    "word_pair_features",
+    "edit_similarity",
+    "ngram_dice",
+    "normalise_number",
+    "is_punct",
+    "crude_stem",
+]
+
+STOPWORDS = frozenset(
+    """a an the of to in on at by for with from and or but nor as is are was were be been being
+    am do does did have has had will would shall should can could may might must that this these
+    those it its he she they them his her their we us our you your i me my not no so than then
+    there here which who whom whose what when where why how if 's ' `` '' -lrb- -rrb- """.split()
+)
+_NUM = re.compile(r"^[+-]?[\d.,/:]*\d[\d.,/:]*(st|nd|rd|th|s)?$")
+_WORDNUM = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_PUNCT = re.compile(r"^[^\w]+$")
+
+TOKEN_PAIR_FEATURES = (
+    "identical", "lower_identical", "stem_identical", "edit_sim", "trigram_dice", "prefix4",
+    "substring", "number_match", "punct_identical", "stopword_identical", "content_identical",
+    *(f"wn_{r}" for r in RELATIONS),
+)
+
+
+def is_punct(word: str) -> bool:
+    return bool(_PUNCT.match(word))
+
+
+def normalise_number(word: str) -> str | None:
+    """'1,200' -> '1200', 'three' -> '3', '15th' -> '15'; None if not a number."""
+    w = word.lower()
+    if w in _WORDNUM:
+        return _WORDNUM[w]
+    if not _NUM.match(w):
+        return None
+    w = re.sub(r"(st|nd|rd|th|s)$", "", w).replace(",", "")
+    return w.rstrip(".") or None
+
+
+def crude_stem(word: str) -> str:
+    """Lower-cased word with one common English suffix stripped (stem-identity feature)."""
+    w = word.lower()
+    for suf in ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "ly",
+                "s"):
+        if w.endswith(suf) and len(w) - len(suf) >= 3:
+            return w[: -len(suf)]
+    return w
+
+
+def edit_similarity(a: str, b: str) -> float:
+    """1 - Levenshtein(a, b) / max(len): 1.0 for equal strings. O(len(a) * len(b))."""
+    if a == b:
+        return 1.0
+    if not a or not b:
+        return 0.0
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return 1.0 - prev[-1] / max(len(a), len(b))
+
+
+def ngram_dice(a: str, b: str, *, n: int = 3) -> float:
+    """Dice coefficient of padded character n-gram sets."""
+    ga = {f"#{a}#"[i: i + n] for i in range(len(a) + 3 - n)}
+    gb = {f"#{b}#"[i: i + n] for i in range(len(b) + 3 - n)}
+    if not ga or not gb:
+        return 0.0
+    return 2 * len(ga & gb) / (len(ga) + len(gb))
+
+
+def _lemmas(word: str) -> frozenset[str]:
+    wn = get_wordnet()
+    return frozenset({b for b, _ in wn.base_forms(word)} | {crude_stem(word)})
+
+
+@lru_cache(maxsize=1_000_000)
+def word_pair_features(a: str, b: str) -> tuple[float, ...]:
+    """Column values of TOKEN_PAIR_FEATURES for source word `a`, target word `b`."""
+    la, lb = a.lower(), b.lower()
+    low = la == lb
+    pa, pb = is_punct(a), is_punct(b)
+    na, nb = normalise_number(a), normalise_number(b)
+    stem = low or bool(_lemmas(a) & _lemmas(b))
+    edit = edit_similarity(la, lb) if not (pa or pb) else float(low)
+    dice = ngram_dice(la, lb) if not (pa or pb) else float(low)
+    prefix = float(len(la) >= 4 and len(lb) >= 4 and la[:4] == lb[:4])
+    substring = float(min(len(la), len(lb)) >= 4 and (la in lb or lb in la))
+    stop_a, stop_b = la in STOPWORDS, lb in STOPWORDS
+    content = low and not (pa or stop_a)
+    if pa or pb or stop_a or stop_b or na or nb:
+        rels = (0.0,) * len(RELATIONS)
+    else:
+        rels = tuple(float(r) for r in get_wordnet().relations(la, lb))
+    return (
+        float(a == b), float(low), float(stem), edit, dice, prefix, substring,
+        float(na is not None and na == nb), float(low and pa), float(low and stop_a),
+        float(content), *rels,
+    )

@@ -1,0 +1,158 @@
+"""WordNet 3.0 relations read straight from the Princeton database files (no NLTK).
+
+Debian's `wordnet-base` package installs `index.*`, `data.*` and `*.exc` under
+`/usr/share/wordnet`; `$WNSEARCHDIR` overrides. When the files are absent every relation is
+False and `WordNet.available` is False (a warning is issued once), so the aligner still runs.
+
+Relations between two words (any part of speech, after morphological base-form lookup):
+synonym (share a synset), hypernym / hyponym (up to `depth` steps), antonym, derivation
+(`+` pointers), entailment (`*`), similar-to (`&`, adjectives). Multi-word lemmas use `_`.
+Cost: loading reads ~30 MB once per process (a few seconds); each query is a few dict lookups,
+memoised.
+"""
+
+import os
+import warnings
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["WordNet", "RELATIONS", "get_wordnet", "wordnet_dir"]
+
+RELATIONS = ("synonym", "hypernym", "hyponym", "antonym", "derivation", "entailment", "similar")
+_POS = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
+# Morphy detachment rules of the WordNet library (morph.c), per part of speech.
+_SUFFIXES = {
+    "n": [("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
+          ("men", "man"), ("ies", "y")],
+    "v": [("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""),
+          ("ing", "e"), ("ing", "")],
+    "a": [("er", ""), ("est", ""), ("er", "e"), ("est", "e")],
+    "r": [],
+}
+_PTR = {"@": "hypernym", "@i": "hypernym", "~": "hyponym", "~i": "hyponym", "!": "antonym",
+        "+": "derivation", "*": "entailment", "&": "similar"}
+
+
+def wordnet_dir() -> Path | None:
+    """The database folder ($WNSEARCHDIR, else /usr/share/wordnet), or None if absent."""
+    for cand in (os.environ.get("WNSEARCHDIR"), "/usr/share/wordnet", "/usr/share/wordnet/dict"):
+        if cand and (Path(cand) / "data.noun").is_file() and (Path(cand) / "index.noun").is_file():
+            return Path(cand)
+    return None
+
+
+class WordNet:
+    """Offline WordNet relation oracle. `WordNet(None)` is the empty fallback."""
+
+    def __init__(self, root: Path | None):
+        self.available = root is not None
+        self._index: dict[tuple[str, str], tuple[str, ...]] = {}  # (lemma, pos) -> synset keys
+        self._exc: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._lemmas: dict[str, tuple[str, ...]] = {}  # synset key "n1234" -> lemmas
+        self._ptrs: dict[str, list[tuple[str, str, int, int]]] = {}  # key -> (rel, key, src, tgt)
+        if root is None:
+            return
+        for pos, name in _POS.items():
+            self._read_index(root / f"index.{name}", pos)
+            self._read_data(root / f"data.{name}", pos)
+            exc = root / f"{name}.exc"
+            if exc.is_file():
+                for line in exc.read_text(encoding="latin-1").splitlines():
+                    parts = line.split()
+                    if len(parts) >= 2:
+                        self._exc[(parts[0], pos)] = tuple(parts[1:])
+
+    def _read_index(self, path: Path, pos: str) -> None:
+        for line in path.read_text(encoding="latin-1").splitlines():
+            if line.startswith(" "):
+                continue
+            f = line.split()
+            n_syn, n_ptr = int(f[2]), int(f[3])
+            offsets = f[6 + n_ptr: 6 + n_ptr + n_syn]
+            self._index[(f[0], pos)] = tuple(pos + o for o in offsets)
+
+    def _read_data(self, path: Path, pos: str) -> None:
+        for line in path.read_text(encoding="latin-1").splitlines():
+            if line.startswith(" "):
+                continue
+            f = line.split(" | ")[0].split()
+            key = pos + f[0]
+            n_words = int(f[3], 16)
+            self._lemmas[key] = tuple(f[4 + 2 * i].lower() for i in range(n_words))
+            at = 4 + 2 * n_words
+            n_ptr = int(f[at])
+            ptrs = []
+            for p in range(n_ptr):
+                sym, off, ppos, st = f[at + 1 + 4 * p: at + 5 + 4 * p]
+                rel = _PTR.get(sym)
+                if rel is not None:
+                    ppos = "a" if ppos == "s" else ppos
+                    ptrs.append((rel, ppos + off, int(st[:2], 16), int(st[2:], 16)))
+            self._ptrs[key] = ptrs
+
+    @lru_cache(maxsize=200_000)  # noqa: B019 - one instance per process
+    def base_forms(self, word: str) -> tuple[tuple[str, str], ...]:
+        """(lemma, pos) pairs of `word` found in the index (morphy: exceptions, then suffixes)."""
+        w = word.lower()
+        out = []
+        for pos in _POS:
+            cands = [w, *self._exc.get((w, pos), ())]
+            cands += [w[: -len(s)] + r for s, r in _SUFFIXES[pos]
+                      if w.endswith(s) and len(w) > len(s)]
+            out += [(c, pos) for c in dict.fromkeys(cands) if (c, pos) in self._index]
+        return tuple(out)
+
+    @lru_cache(maxsize=200_000)  # noqa: B019
+    def synsets(self, word: str) -> frozenset[str]:
+        """All synset keys of `word` in any part of speech."""
+        return frozenset(k for lp in self.base_forms(word) for k in self._index[lp])
+
+    def _closure(self, keys: frozenset[str], rel: str, depth: int) -> set[str]:
+        seen, frontier = set(), set(keys)
+        for _ in range(depth):
+            frontier = {t for k in frontier for r, t, _, _ in self._ptrs.get(k, ()) if r == rel}
+            frontier -= seen
+            seen |= frontier
+        return seen
+
+    def _related_lemmas(self, word: str, rel: str) -> set[str]:
+        """Lemmas reached by lexical or semantic pointers of type `rel` (one step)."""
+        out = set()
+        bases = {b for b, _ in self.base_forms(word)}
+        for k in self.synsets(word):
+            lemmas = self._lemmas.get(k, ())
+            for r, t, s, _ in self._ptrs.get(k, ()):
+                if r != rel:
+                    continue
+                if s == 0 or (s <= len(lemmas) and lemmas[s - 1] in bases):
+                    out.update(self._lemmas.get(t, ()))
+        return out
+
+    @lru_cache(maxsize=500_000)  # noqa: B019
+    def relations(self, a: str, b: str, depth: int = 2) -> tuple[bool, ...]:
+        """One bool per name in RELATIONS for the (directed) word pair `a -> b`."""
+        if not self.available:
+            return (False,) * len(RELATIONS)
+        sa, sb = self.synsets(a), self.synsets(b)
+        if not sa or not sb:
+            return (False,) * len(RELATIONS)
+        bases_b = {x for x, _ in self.base_forms(b)}
+        return (
+            bool(sa & sb),
+            bool(self._closure(sa, "hypernym", depth) & sb),
+            bool(self._closure(sa, "hyponym", depth) & sb),
+            bool(self._related_lemmas(a, "antonym") & bases_b),
+            bool(self._related_lemmas(a, "derivation") & bases_b),
+            bool(self._closure(sa, "entailment", 1) & sb),
+            bool(self._closure(sa, "similar", 1) & sb),
+        )
+
+
+@lru_cache(maxsize=1)
+def get_wordnet() -> WordNet:
+    """The process-wide WordNet (empty fallback with a warning when the files are absent)."""
+    root = wordnet_dir()
+    if root is None:
+        warnings.warn("WordNet database not found (apt-get install wordnet-base); "
+                      "WordNet features are off", stacklevel=2)
+    return WordNet(root)

@@ -1,0 +1,121 @@
+"""Decoding word alignments of both directions: Viterbi, posterior thresholding, agreement.
+
+Methods (every result is in source-target order, 0-based):
+- "viterbi": each direction's best alignment (NULL links dropped);
+- "posterior": each direction's links whose posterior exceeds `threshold`;
+- "agreement": links whose product of the two directions' posteriors exceeds `threshold`
+  (Liang et al. 2006); both directions get the same links.
+Then `aligners.symmetrize` combines the two directions with any atools heuristic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from aligners.errors import AlignersInputError
+from aligners.models._lexical import PairIndex
+from aligners.models.word_aligner import WordAligner
+
+__all__ = ["DECODINGS", "Decoded", "decode_corpus", "combine"]
+
+DECODINGS = ("viterbi", "posterior", "agreement")
+
+Link = tuple[int, int]
+
+
+@dataclass
+class Decoded:
+    """Per sentence (input order): forward / reverse links and their posteriors.
+
+    posteriors_fwd[n][(i, j)]: the forward model's p(a_j = i) (agreement: the product).
+    """
+
+    fwd: list[list[Link]]
+    rev: list[list[Link]]
+    posteriors_fwd: list[dict[Link, float]] = field(default_factory=list)
+    posteriors_rev: list[dict[Link, float]] = field(default_factory=list)
+
+
+def _group(n_rows: int, hits: torch.Tensor, values: torch.Tensor | None):
+    """hits (K, 3) [b, i, j] -> links per batch row; values (K,) posteriors or None."""
+    links: list[list[Link]] = [[] for _ in range(n_rows)]
+    posts: list[dict[Link, float]] = [{} for _ in range(n_rows)]
+    hl = hits.tolist()
+    vl = values.tolist() if values is not None else None
+    for k, (b, i, j) in enumerate(hl):
+        links[b].append((i, j))
+        if vl is not None:
+            posts[b][(i, j)] = vl[k]
+    return links, posts
+
+
+def decode_corpus(
+    model: WordAligner,
+    index: PairIndex,
+    *,
+    method: str = "agreement",
+    threshold: float = 0.3,
+    with_posteriors: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Decoded:
+    """Align every sentence pair of `index` with `model`'s current parameters.
+
+    Sentences with an empty side get no links. Cost: one E-step (posterior methods) or
+    one Viterbi pass over the corpus, plus O(links) Python work.
+    """
+    if method not in DECODINGS:
+        raise AlignersInputError(f"unknown decoding {method!r}; expected one of {DECODINGS}")
+    N = index.n_sentences
+    out = Decoded([[] for _ in range(N)], [[] for _ in range(N)])
+    if with_posteriors:
+        out.posteriors_fwd = [{} for _ in range(N)]
+        out.posteriors_rev = [{} for _ in range(N)]
+    for k in range(len(index)):
+        batch = index.batch(k).to(model.keys.device)
+        rows = batch.rows.tolist()
+        mask = batch.mask
+        with torch.no_grad():
+            if method == "viterbi":
+                fwd, rev = model.viterbi(batch)
+                hf = (fwd >= 0).nonzero()
+                f_links = torch.stack([hf[:, 0], fwd[hf[:, 0], hf[:, 1]], hf[:, 1]], 1)
+                hr = (rev >= 0).nonzero()
+                r_links = torch.stack([hr[:, 0], hr[:, 1], rev[hr[:, 0], hr[:, 1]]], 1)
+                vf = vr = None
+                if with_posteriors:
+                    post = model.posteriors(batch)
+                    vf = post.links_fwd[f_links[:, 0], f_links[:, 1], f_links[:, 2]]
+                    vr = post.links_bwd[r_links[:, 0], r_links[:, 1], r_links[:, 2]]
+            else:
+                post = model.posteriors(batch)
+                if method == "agreement":
+                    score_f = score_r = post.links_fwd * post.links_bwd
+                else:
+                    score_f, score_r = post.links_fwd, post.links_bwd
+                f_links = ((score_f > threshold) & mask).nonzero()
+                r_links = ((score_r > threshold) & mask).nonzero()
+                vf = score_f[f_links[:, 0], f_links[:, 1], f_links[:, 2]]
+                vr = score_r[r_links[:, 0], r_links[:, 1], r_links[:, 2]]
+        lf, pf = _group(len(rows), f_links, vf if with_posteriors else None)
+        lr, pr = _group(len(rows), r_links, vr if with_posteriors else None)
+        for b, r in enumerate(rows):
+            out.fwd[r], out.rev[r] = sorted(lf[b]), sorted(lr[b])
+            if with_posteriors:
+                out.posteriors_fwd[r], out.posteriors_rev[r] = pf[b], pr[b]
+        if progress is not None:
+            progress(len(rows))
+    return out
+
+
+def combine(decoded: Decoded, heuristic: str | None) -> list[list[Link]]:
+    """Symmetrize forward and reverse links with an atools heuristic (None: forward only)."""
+    if heuristic is None or heuristic == "none":
+        return decoded.fwd
+    from aligners.symmetrize import HEURISTICS, symmetrize_corpus
+
+    if heuristic not in HEURISTICS:
+        raise AlignersInputError(f"unknown heuristic {heuristic!r}; expected one of {HEURISTICS}")
+    return [sorted(x) for x in symmetrize_corpus(decoded.fwd, decoded.rev, heuristic)]

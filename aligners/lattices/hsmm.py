@@ -1,0 +1,322 @@
+"""Factored hidden semi-Markov lattice: `init (B,C)`, `trans (B,C,C)`, `seg_emit (B,N,K,C)`.
+
+A structure is a segmentation of positions 0..L-1 into segments of length 1..K, each labelled
+with a state. Its log-score is
+    init[c_1] + sum_t trans[c_{t-1}, c_t] + sum_t seg_emit[end_t, len_t - 1, c_t]
+where `end_t` is the segment's last position (inclusive) and `len_t` its length. So
+`log_seg_emit[b, n, k, c]` scores the segment ending at n with length k+1 in state c (any
+duration model is folded into it by the caller). Entries with k > n (a segment starting
+before 0) are never read. `log_trans[b, c_prev, c_next]`: rows are the previous segment's
+state; self-transitions are allowed (use -inf to forbid them). `lengths (B,)` and
+`state_mask (B,C)` are keyword-only, as in `aligners.lattices.hmm`; padded positions and
+masked states contribute exactly 0.
+
+The forward recursion is scaled in probability space (per-step normalisation, batched
+matmuls for the transitions); posteriors are its exact gradient (autograd, O(B·N·K·C)
+memory, never (B,N,C,C)). Items whose scales underflow are recomputed in log space.
+"""
+
+from typing import NamedTuple
+
+import torch
+
+from aligners.errors import AlignersInputError
+from aligners.lattices._factored import (
+    clean_factored,
+    col_shift,
+    detached_leaf,
+    finite_shift,
+    semiring_zero,
+    underflow_floor,
+)
+
+__all__ = [
+    "HSMMPosteriors",
+    "HSMMSamples",
+    "HSMMViterbi",
+    "hsmm_log_likelihood",
+    "hsmm_posteriors",
+    "hsmm_sample",
+    "hsmm_viterbi",
+]
+
+
+class HSMMPosteriors(NamedTuple):
+    """log_likelihood (B,); segment_posteriors (B,N,K,C) ([b,n,k,c]: segment ending at n,
+    length k+1, state c); transition_counts (B,C,C) between consecutive segments."""
+
+    log_likelihood: torch.Tensor
+    segment_posteriors: torch.Tensor
+    transition_counts: torch.Tensor
+
+
+class HSMMViterbi(NamedTuple):
+    """segments: per item a list of (start, end, state) with `end` exclusive;
+    states (B,N) long, -1 past length; score (B,)."""
+
+    segments: list
+    states: torch.Tensor
+    score: torch.Tensor
+
+
+class HSMMSamples(NamedTuple):
+    """states (S,B,N) long, -1 past length; ends (S,B,N) bool, True at each segment's last
+    position (so adjacent segments in one state stay distinguishable)."""
+
+    states: torch.Tensor
+    ends: torch.Tensor
+
+
+def _clean(log_init, log_trans, log_seg_emit, lengths, state_mask):
+    if not isinstance(log_seg_emit, torch.Tensor) or log_seg_emit.dim() != 4:
+        raise AlignersInputError("log_seg_emit: expected a (B,N,K,C) tensor")
+    if not isinstance(log_trans, torch.Tensor) or log_trans.dim() != 3:
+        raise AlignersInputError("log_trans: expected a (B,C,C) tensor")
+    N, K = log_seg_emit.shape[1:3]
+    dev = log_seg_emit.device
+    before_start = torch.arange(K, device=dev)[None, :] > torch.arange(N, device=dev)[:, None]
+    seg = log_seg_emit.detach().masked_fill(before_start[None, :, :, None], float("-inf"))
+    return clean_factored(
+        log_init, log_trans, seg, lengths, state_mask, emit_name="log_seg_emit",
+        emit_extra_dims=1,
+    )
+
+
+def _scaled_forward(init, trans, seg, lengths):
+    """Differentiable scaled forward. Returns (logZ (B,), per-step scales c (B,N),
+    log-pred (B,N+1,C): log of sum_i alpha[m,i] trans[i,c] for m = -1..N-1 (m=-1: init))."""
+    B, N, K, C = seg.shape
+    tc, cmax = col_shift(trans.detach())
+    tc = torch.exp(trans - cmax.unsqueeze(-2))  # differentiable, shift held constant
+    imax = finite_shift(init.detach(), -1)
+    preds = [torch.exp(init - imax)]
+    offs = [imax.squeeze(-1)]
+    cms = [torch.zeros_like(cmax)]
+    scales, logs = [], []
+    for n, e in enumerate(seg.unbind(1)):
+        kk = min(K, n + 1)
+        P = torch.stack([preds[n - k] for k in range(kk)], 1)
+        W = e[:, :kk] + torch.stack([cms[n - k] for k in range(kk)], 1)
+        W = W + torch.stack([offs[n - k] for k in range(kk)], 1).unsqueeze(-1)
+        sh = finite_shift(W.detach(), (1, 2)).view(B)
+        u = (torch.exp(W - sh.view(B, 1, 1)) * P).sum(1)
+        c = u.sum(-1, keepdim=True)
+        alpha = u / c
+        ls = sh + torch.log(c.squeeze(-1))
+        preds.append(torch.bmm(alpha.unsqueeze(1), tc).squeeze(1))
+        offs.append(ls)
+        cms.append(cmax)
+        scales.append(c)
+        logs.append(ls)
+    L = torch.stack(logs, 1)
+    logz = L.gather(1, (lengths - 1)[:, None]).squeeze(1)
+    with torch.no_grad():
+        logpred = torch.log(torch.stack(preds, 1)) + torch.stack(cms, 1)
+        logpred = logpred + torch.stack(offs, 1).unsqueeze(-1)
+    return logz, torch.cat(scales, 1), logpred
+
+
+def _logspace_forward(init, trans, seg, lengths):
+    """Plain log-space forward (reference and exact fallback); same returns as
+    `_scaled_forward` except that the scales are None."""
+    B, N, K, C = seg.shape
+    lpred = [init]
+    las = []
+    for n, e in enumerate(seg.unbind(1)):
+        kk = min(K, n + 1)
+        P = torch.stack([lpred[n - k] for k in range(kk)], 1)
+        la = torch.logsumexp(e[:, :kk] + P, 1)
+        las.append(la)
+        lpred.append(torch.logsumexp(la.unsqueeze(2) + trans, 1))
+    A = torch.stack(las, 1)
+    last = A.gather(1, (lengths - 1).view(B, 1, 1).expand(B, 1, C)).squeeze(1)
+    return torch.logsumexp(last, -1), None, torch.stack(lpred, 1).detach()
+
+
+def _bad_rows(c, pos_mask, dtype, C):
+    floor = underflow_floor(dtype, C)
+    return (((c < floor) | ~torch.isfinite(c)) & pos_mask).any(1)
+
+
+def _grads(cl, rows=None):
+    """(logZ, d/d init, d/d trans, d/d seg) by autograd; log space for `rows`, else scaled."""
+    init, trans, seg, lengths = cl.init, cl.trans, cl.emit, cl.lengths
+    if rows is not None:
+        neg = semiring_zero(seg.dtype)
+        init, trans, seg = (x[rows].clamp(min=neg) for x in (init, trans, seg))
+        lengths = lengths[rows]
+    with torch.inference_mode(False), torch.enable_grad():
+        li, lt, le = (detached_leaf(x) for x in (init, trans, seg))
+        fwd = _logspace_forward if rows is not None else _scaled_forward
+        logz, c, _ = fwd(li, lt, le, lengths)
+        ok = torch.isfinite(logz)
+        leaves = (li, lt, le)
+        grads = torch.autograd.grad(
+            torch.where(ok, logz, 0.0).sum(), leaves, allow_unused=True
+        )  # trans is unused when N == 1
+        gi, gt, ge = (torch.zeros_like(x) if g is None else g for g, x in zip(grads, leaves))
+    logz = logz.detach()
+    if rows is not None:
+        ok = logz > semiring_zero(seg.dtype) / 2
+        logz = torch.where(ok, logz, float("-inf"))
+        gi, gt, ge = (g.nan_to_num(0.0) * ok.view(-1, *[1] * (g.dim() - 1)) for g in (gi, gt, ge))
+    return logz, c, gi, gt, ge
+
+
+def _posteriors(cl):
+    logz, c, gi, gt, ge = _grads(cl)
+    bad = _bad_rows(c.detach(), cl.pos_mask, cl.emit.dtype, cl.emit.shape[-1])
+    bad = bad | ~torch.isfinite(ge.sum((1, 2, 3))) | ~torch.isfinite(gt.sum((1, 2)))
+    if bool(bad.any()):
+        idx = bad.nonzero().squeeze(1)
+        z2, _, gi2, gt2, ge2 = _grads(cl, idx)
+        logz, gi, gt, ge = logz.clone(), gi.clone(), gt.clone(), ge.clone()
+        logz[idx], gi[idx], gt[idx], ge[idx] = z2, gi2, gt2, ge2
+    return logz, gi, gt, ge
+
+
+def hsmm_posteriors(log_init, log_trans, log_seg_emit, *, lengths=None, state_mask=None):
+    """(B,C), (B,C,C), (B,N,K,C) -> HSMMPosteriors((B,), (B,N,K,C), (B,C,C)).
+
+    Cost: O(B·N·(C² + K·C)) time, O(B·N·K·C + B·C²) memory. No graph is returned.
+    """
+    cl = _clean(log_init, log_trans, log_seg_emit, lengths, state_mask)
+    logz, _, gt, ge = _posteriors(cl)
+    return HSMMPosteriors(logz, ge, gt)
+
+
+class _HSMMLogLikelihood(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, log_init, log_trans, log_seg_emit, lengths, state_mask):
+        cl = _clean(log_init, log_trans, log_seg_emit, lengths, state_mask)
+        logz, gi, gt, ge = _posteriors(cl)
+        ctx.save_for_backward(gi, gt, ge)
+        return logz
+
+    @staticmethod
+    def backward(ctx, grad):
+        gi, gt, ge = ctx.saved_tensors
+        return grad[:, None] * gi, grad[:, None, None] * gt, grad.view(-1, 1, 1, 1) * ge, None, None
+
+
+def hsmm_log_likelihood(log_init, log_trans, log_seg_emit, *, lengths=None, state_mask=None):
+    """(B,C), (B,C,C), (B,N,K,C) -> log-likelihood (B,).
+
+    Cost: forward only, O(B·N·(C² + K·C)) time. Differentiable (backward = posteriors).
+    """
+    if torch.is_grad_enabled() and any(
+        x.requires_grad for x in (log_init, log_trans, log_seg_emit)
+    ):
+        return _HSMMLogLikelihood.apply(log_init, log_trans, log_seg_emit, lengths, state_mask)
+    cl = _clean(log_init, log_trans, log_seg_emit, lengths, state_mask)
+    with torch.no_grad():
+        logz, c, _ = _scaled_forward(cl.init, cl.trans, cl.emit, cl.lengths)
+        bad = _bad_rows(c, cl.pos_mask, cl.emit.dtype, cl.emit.shape[-1])
+        if bool(bad.any()):
+            idx = bad.nonzero().squeeze(1)
+            logz = logz.clone()
+            logz[idx] = _grads(cl, idx)[0]
+    return logz
+
+
+def hsmm_viterbi(log_init, log_trans, log_seg_emit, *, lengths=None, state_mask=None):
+    """(B,C), (B,C,C), (B,N,K,C) -> HSMMViterbi(segments, states (B,N), score (B,)).
+
+    Cost: O(B·N·(C² + K·C)) time with a (B,C,C) temporary per step, O(B·N·C) backpointers;
+    the backtrack runs per item on the CPU (O(N) each). Exact max-product in log space.
+    """
+    cl = _clean(log_init, log_trans, log_seg_emit, lengths, state_mask)
+    B, N, K, C = cl.emit.shape
+    lp, bk, bs, deltas = [cl.init], [], [], []
+    for n, e in enumerate(cl.emit.unbind(1)):
+        kk = min(K, n + 1)
+        cand = e[:, :kk] + torch.stack([lp[n - k] for k in range(kk)], 1)
+        best, kbest = cand.max(1)
+        deltas.append(best)
+        bk.append(kbest)
+        m, arg = (best.unsqueeze(2) + cl.trans).max(1)
+        lp.append(m)
+        bs.append(arg)
+    D = torch.stack(deltas, 1)
+    last = D.gather(1, (cl.lengths - 1).view(B, 1, 1).expand(B, 1, C)).squeeze(1)
+    score, c_last = last.max(-1)
+    bk_cpu = torch.stack(bk, 1).cpu()
+    bs_cpu = torch.stack(bs, 1).cpu()
+    states = torch.full((B, N), -1, dtype=torch.long)
+    segments = []
+    for b, (n, c) in enumerate(zip(cl.lengths.tolist(), c_last.tolist())):
+        n -= 1
+        segs = []
+        while n >= 0:
+            k = int(bk_cpu[b, n, c])
+            segs.append((n - k, n + 1, c))
+            states[b, n - k : n + 1] = c
+            if n - k > 0:
+                c = int(bs_cpu[b, n - k - 1, c])
+            n -= k + 1
+        segments.append(segs[::-1])
+    return HSMMViterbi(segments, states.to(cl.emit.device), score)
+
+
+def hsmm_sample(
+    log_init,
+    log_trans,
+    log_seg_emit,
+    *,
+    generator: torch.Generator,
+    num_samples: int = 1,
+    lengths=None,
+    state_mask=None,
+):
+    """(B,C), (B,C,C), (B,N,K,C) -> HSMMSamples(states (S,B,N), ends (S,B,N)): exact
+    posterior samples by forward filtering and backward sampling of whole segments.
+
+    Cost: forward O(B·N·(C² + K·C)); sampling O(S·B·N·K·C) time, O(S·B·(N + K·C)) memory.
+    """
+    if num_samples < 1:
+        raise ValueError("num_samples must be >= 1")
+    cl = _clean(log_init, log_trans, log_seg_emit, lengths, state_mask)
+    B, N, K, C = cl.emit.shape
+    S, dev = num_samples, cl.emit.device
+    with torch.no_grad():
+        _, c, logpred = _scaled_forward(cl.init, cl.trans, cl.emit, cl.lengths)
+        bad = _bad_rows(c, cl.pos_mask, cl.emit.dtype, C)
+        if bool(bad.any()):
+            idx = bad.nonzero().squeeze(1)
+            logpred = logpred.clone()
+            logpred[idx] = _logspace_forward(
+                cl.init[idx], cl.trans[idx], cl.emit[idx], cl.lengths[idx]
+            )[2]
+    bidx = torch.arange(B, device=dev).expand(S, B)
+    sidx = torch.arange(S, device=dev)[:, None].expand(S, B)
+    karange = torch.arange(K, device=dev)
+    n = (cl.lengths - 1).expand(S, B).clone()
+    cnext = torch.zeros(S, B, dtype=torch.long, device=dev)
+    first = True
+    ends = torch.zeros(S, B, N, dtype=torch.bool, device=dev)
+    at_end = torch.zeros(S, B, N, dtype=torch.long, device=dev)
+    trans_t = cl.trans.transpose(1, 2)  # [b, c_next, c_prev]
+    while bool((n >= 0).any()):
+        active = n >= 0
+        nn = n.clamp(min=0)
+        m = (nn.unsqueeze(-1) - karange).clamp(min=0)  # index of pred[end - k - 1] + 1
+        W = cl.emit[bidx, nn] + logpred[bidx.unsqueeze(-1), m]  # (S,B,K,C)
+        if not first:
+            W = W + trans_t[bidx, cnext].unsqueeze(2)
+        W = W.masked_fill((karange > nn.unsqueeze(-1)).unsqueeze(-1), float("-inf"))
+        W = W.reshape(S, B, K * C)
+        w = torch.exp(W - finite_shift(W, -1))
+        u = 1.0 - torch.rand(S, B, 1, generator=generator, device=dev, dtype=w.dtype)
+        cdf = w.cumsum(-1)
+        flat = (cdf < u * cdf[..., -1:]).sum(-1).clamp_(max=K * C - 1)
+        k, cc = flat // C, flat % C
+        ends[sidx, bidx, nn] |= active
+        at_end[sidx, bidx, nn] = torch.where(active, cc, at_end[sidx, bidx, nn])
+        cnext = torch.where(active, cc, cnext)
+        n = torch.where(active, n - k - 1, n)
+        first = False
+    pos_idx = torch.arange(N, device=dev)
+    nearest = torch.where(ends, pos_idx, N).flip(-1).cummin(-1).values.flip(-1)
+    states = at_end.gather(-1, nearest.clamp(max=N - 1))
+    states = torch.where(cl.pos_mask.unsqueeze(0), states, -1)
+    return HSMMSamples(states, ends)

@@ -1,0 +1,292 @@
+"""Sparse lexical tables over co-occurring word pairs, and the length-bucketed pair index.
+
+A bitext of N sentence pairs is encoded once into integer ids (0 = NULL, 1 = unknown word),
+sorted by length and cut into batches whose padded cells `B * I * J` stay under a budget.
+Every batch carries `pair_ids (B, I, J)`: the id of the (source word, target word) pair of
+each cell in one sorted table of co-occurring pairs (keys `src_id * Vt + tgt_id`), so that a
+lexical table is a flat vector of P + 1 floats (slot P: pairs never seen in training / pads).
+Both directions share one index: p(t|s) and p(s|t) are the same vector of expected counts
+normalised by source word or by target word. Expected counts are a scatter-add into P + 1.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from aligners.errors import AlignersInputError
+
+__all__ = [
+    "NULL",
+    "UNK",
+    "WordIds",
+    "Batch",
+    "PairIndex",
+    "build_index",
+    "normalise_counts",
+    "normalise_dense",
+]
+
+NULL = 0
+UNK = 1
+_TINY = 1e-20  # floor of every probability so that log() stays finite
+
+
+class WordIds:
+    """Word <-> id map with 0 = NULL and 1 = unknown; frozen maps send new words to UNK."""
+
+    _RESERVED = (" <null>", " <unk>")  # contain a space: never a token
+
+    def __init__(self, words: Sequence[str] = ()):
+        self.index: dict[str, int] = {w: i for i, w in enumerate(self._RESERVED)}
+        for w in words:
+            self.add(w)
+        self.frozen = False
+
+    @property
+    def words(self) -> list[str]:
+        """All words by id (ids 0 and 1 are the reserved NULL and unknown entries)."""
+        return list(self.index)
+
+    def add(self, word: str) -> int:
+        return self.index.setdefault(word, len(self.index))
+
+    def encode(self, tokens: Sequence[str]) -> np.ndarray:
+        """Token ids (B,) int64; new words are added unless frozen (then -> UNK)."""
+        d = self.index
+        if self.frozen:
+            ids = [d.get(t, UNK) for t in tokens]
+        else:
+            ids = [d.setdefault(t, len(d)) for t in tokens]
+        return np.array(ids, dtype=np.int32)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+@dataclass
+class Batch:
+    """One padded batch. Shapes: src (B, I), tgt (B, J), pair_ids (B, I, J), lengths (B,).
+
+    Padding: word id NULL and pair id P. `rows` are the sentence numbers in the input order.
+    """
+
+    rows: torch.Tensor
+    src: torch.Tensor
+    tgt: torch.Tensor
+    src_lengths: torch.Tensor
+    tgt_lengths: torch.Tensor
+    pair_ids: torch.Tensor
+
+    def to(self, device) -> Batch:
+        """The batch on `device` (a no-op when it is there already)."""
+        if self.src.device == torch.device(device):
+            return self
+        return Batch(*(x.to(device) for x in (self.rows, self.src, self.tgt, self.src_lengths,
+                                              self.tgt_lengths, self.pair_ids)))
+
+    @property
+    def mask(self) -> torch.Tensor:
+        """(B, I, J) bool: real cells."""
+        i = torch.arange(self.src.shape[1], device=self.src.device)
+        j = torch.arange(self.tgt.shape[1], device=self.src.device)
+        return (i[None, :, None] < self.src_lengths[:, None, None]) & (
+            j[None, None, :] < self.tgt_lengths[:, None, None]
+        )
+
+
+def _plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_batch: int):
+    """Sentence numbers sorted by (max length, I, J), cut into chunks of <= `cells` cells."""
+    keep = np.flatnonzero((src_len > 0) & (tgt_len > 0))
+    longest = np.maximum(src_len[keep], tgt_len[keep])
+    order = keep[np.lexsort((tgt_len[keep], src_len[keep], longest))]
+    plans, start = [], 0
+    n = len(order)
+    while start < n:
+        end = start + 1
+        mi, mj = src_len[order[start]], tgt_len[order[start]]
+        while end < n and end - start < max_batch:
+            ni = max(mi, src_len[order[end]])
+            nj = max(mj, tgt_len[order[end]])
+            if (end - start + 1) * int(ni) * int(nj) > cells:
+                break
+            mi, mj, end = ni, nj, end + 1
+        plans.append(order[start:end])
+        start = end
+    return plans
+
+
+class PairIndex:
+    """The encoded, batched bitext and its table of co-occurring pairs.
+
+    Build cost: O(total cells) time; memory 4 bytes per cell (int32 ids), kept in RAM or,
+    with `cache_dir`, in memory-mapped .npy files streamed from disk batch by batch.
+    `keys` (sorted int64 `src*Vt+tgt`) fixes the pair table (e.g. a loaded model's): pairs
+    outside it get id P.
+    """
+
+    def __init__(
+        self,
+        src: Sequence[np.ndarray],
+        tgt: Sequence[np.ndarray],
+        *,
+        n_src_words: int,
+        n_tgt_words: int,
+        keys: torch.Tensor | None = None,
+        cells: int = 1_000_000,
+        max_batch: int = 4096,
+        cache_dir: str | None = None,
+    ):
+        if len(src) != len(tgt):
+            raise AlignersInputError(
+                f"source has {len(src)} sentences but target has {len(tgt)}"
+            )
+        self.n_sentences = len(src)
+        self.n_src_words = n_src_words
+        self.n_tgt_words = n_tgt_words
+        src_len = np.fromiter((len(s) for s in src), dtype=np.int64, count=len(src))
+        tgt_len = np.fromiter((len(t) for t in tgt), dtype=np.int64, count=len(tgt))
+        self.src_lengths, self.tgt_lengths = src_len, tgt_len
+        plans = _plan_batches(src_len, tgt_len, cells=cells, max_batch=max_batch)
+        self._words = [self._pad(rows, src, tgt) for rows in plans]
+        if keys is None:
+            keys = self._unique_keys()
+        self.keys = keys
+        self.n_pairs = int(keys.numel())
+        self._dir = None
+        if cache_dir is not None:
+            os.makedirs(cache_dir, exist_ok=True)
+            self._dir = tempfile.mkdtemp(prefix="pairs-", dir=cache_dir)
+        self._ids: list = []
+        for k, (_, s, t, sl, tl) in enumerate(self._words):
+            ids = self._lookup(s, t, sl, tl)
+            if self._dir is None:
+                self._ids.append(ids)
+            else:
+                path = os.path.join(self._dir, f"{k}.npy")
+                np.save(path, ids.numpy())
+                self._ids.append(path)
+
+    @staticmethod
+    def _pad(rows, src, tgt):
+        sl = np.fromiter((len(src[r]) for r in rows), dtype=np.int64, count=len(rows))
+        tl = np.fromiter((len(tgt[r]) for r in rows), dtype=np.int64, count=len(rows))
+        s = np.zeros((len(rows), sl.max()), dtype=np.int64)
+        t = np.zeros((len(rows), tl.max()), dtype=np.int64)  # padded batches: small
+        for b, r in enumerate(rows):
+            s[b, : sl[b]] = src[r]
+            t[b, : tl[b]] = tgt[r]
+        return (
+            torch.from_numpy(np.asarray(rows, dtype=np.int64)),
+            torch.from_numpy(s),
+            torch.from_numpy(t),
+            torch.from_numpy(sl),
+            torch.from_numpy(tl),
+        )
+
+    def _cell_keys(self, s, t, sl, tl):
+        keys = s[:, :, None] * self.n_tgt_words + t[:, None, :]
+        mask = (torch.arange(s.shape[1])[None, :, None] < sl[:, None, None]) & (
+            torch.arange(t.shape[1])[None, None, :] < tl[:, None, None]
+        )
+        return keys, mask
+
+    def _unique_keys(self) -> torch.Tensor:
+        parts, size, merged = [], 0, torch.empty(0, dtype=torch.int64)
+        for _, s, t, sl, tl in self._words:
+            keys, mask = self._cell_keys(s, t, sl, tl)
+            u = torch.unique(keys[mask])
+            parts.append(u)
+            size += u.numel()
+            if size > 8_000_000:
+                merged = torch.unique(torch.cat([merged, *parts]))
+                parts, size = [], 0
+        return torch.unique(torch.cat([merged, *parts]))
+
+    def _lookup(self, s, t, sl, tl) -> torch.Tensor:
+        keys, mask = self._cell_keys(s, t, sl, tl)
+        P = self.keys.numel()
+        ids = torch.full(keys.shape, P, dtype=torch.int32)
+        if P == 0:
+            return ids
+        # sorted, de-duplicated queries make the binary searches cache-friendly
+        uniq, inverse = torch.unique(keys[mask], return_inverse=True)
+        pos = torch.searchsorted(self.keys, uniq).clamp_(max=P - 1)
+        pos = torch.where(self.keys[pos] == uniq, pos, torch.full_like(pos, P))
+        ids[mask] = pos.to(torch.int32)[inverse]
+        return ids
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+    def batch(self, k: int) -> Batch:
+        rows, s, t, sl, tl = self._words[k]
+        ids = self._ids[k]
+        if isinstance(ids, str):
+            ids = torch.from_numpy(np.load(ids))
+        return Batch(rows, s, t, sl, tl, ids.long())
+
+    def __iter__(self) -> Iterator[Batch]:
+        for k in range(len(self)):
+            yield self.batch(k)
+
+    def cells(self, k: int) -> int:
+        _, s, t, _, _ = self._words[k]
+        return s.numel() * t.shape[1]
+
+
+def normalise_counts(
+    counts: torch.Tensor, given: torch.Tensor, *, n_given: int, n_outcomes: int, alpha: float
+) -> torch.Tensor:
+    """Sparse conditional table from expected counts: (P+1,) -> (P+1,) probabilities.
+
+    `given (P,)` is the conditioning word of each pair. alpha = 0: maximum likelihood
+    c / sum_given c; alpha > 0: variational Bayes with a symmetric Dirichlet(alpha) prior over
+    `n_outcomes` words, exp(digamma(c + a) - digamma(sum c + n a)). Slot P gets the floor.
+    Cost O(P).
+    """
+    c = counts[:-1]
+    tot = torch.zeros(n_given, dtype=c.dtype, device=c.device).index_add_(0, given, c)
+    if alpha > 0:
+        num = torch.exp(torch.digamma(c + alpha))
+        den = torch.exp(torch.digamma(tot + alpha * n_outcomes))
+    else:
+        num, den = c, tot
+    out = torch.empty_like(counts)
+    out[:-1] = num / den[given].clamp_min(_TINY)
+    out[-1] = _TINY
+    return out.clamp_min_(_TINY)
+
+
+def normalise_dense(counts: torch.Tensor, *, alpha: float) -> torch.Tensor:
+    """A dense distribution (V,) from expected counts (the NULL word's table). Cost O(V)."""
+    if alpha > 0:
+        total = counts.sum() + alpha * len(counts)
+        p = torch.exp(torch.digamma(counts + alpha) - torch.digamma(total))
+    else:
+        p = counts / counts.sum().clamp_min(_TINY)
+    return p.clamp_min(_TINY)
+
+
+def build_index(
+    pairs: Iterable[tuple[Sequence[str], Sequence[str]]],
+    src_ids: WordIds,
+    tgt_ids: WordIds,
+    *,
+    cells: int = 1_000_000,
+    keys: torch.Tensor | None = None,
+    cache_dir: str | None = None,
+) -> PairIndex:
+    """Encode token pairs as they stream in (frozen ids: unseen words -> unknown) and batch
+    them. Memory: 4 bytes per token plus the index; the token strings are not kept."""
+    src, tgt = [], []
+    for s, t in pairs:
+        src.append(src_ids.encode(s))
+        tgt.append(tgt_ids.encode(t))
+    return PairIndex(src, tgt, n_src_words=len(src_ids), n_tgt_words=len(tgt_ids),
+                     keys=keys, cells=cells, cache_dir=cache_dir)

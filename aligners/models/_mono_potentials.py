@@ -1,0 +1,202 @@
+"""Shared pieces of the token and phrasal CRF aligners: per-pair feature caching, batching,
+gold-path constraints, Hamming cost and the log-potential builder (Yao et al. 2013, 3.1-3.2).
+
+Log-potentials follow torch-struct's semi-Markov layout (B, I, K, C, C) = [b, n, k, c, c']:
+source segment [n, n+k) labelled with target state c after state c' (k = 0 unused, K = Ls+1);
+position 0 is a START label that must be NULL (id 0), so a batch row has I_b + 1 positions.
+Score = w_emit . f(segment, c) + w_trans[bucket(c', c)] (first-order distortion).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from aligners.features.monolingual import (
+    NULL_FEATURES,
+    Embedder,
+    feature_names,
+    featurize,
+)
+from aligners.models._mono_states import num_states, state_table
+
+__all__ = ["MonoExample", "MonoBatch", "prepare", "collate", "MonoAlignerBase",
+           "N_TRANS", "neg_inf"]
+
+# transition buckets: to NULL, from NULL, jumps -4..4, same state, start at 0..4, start NULL
+N_TRANS = 18
+
+
+def neg_inf(dtype: torch.dtype) -> float:
+    """Dtype-aware semiring zero that survives additions of a few thousand terms."""
+    return -(torch.finfo(dtype).max ** 0.5)
+
+
+@dataclass
+class MonoExample:
+    """One featurised pair. emit (I, Ls, C, F) float16 state-indexed span features;
+    null (I, F0); gold (I, J) bool link matrix or None."""
+
+    src: tuple[str, ...]
+    tgt: tuple[str, ...]
+    emit: torch.Tensor
+    null: torch.Tensor
+    gold: torch.Tensor | None
+
+
+def prepare(src: Sequence[str], tgt: Sequence[str], links=None, *, max_src_len: int,
+            max_tgt_len: int, embedder: Embedder | None = None) -> MonoExample:
+    """Featurise one pair; `links` are 0-based (i, j) source-target pairs (or None).
+    Cost: see `featurize`; memory I*Ls*C*F halves."""
+    feats = featurize(src, tgt, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
+                      embedder=embedder)
+    I, J = len(src), len(tgt)
+    st = state_table(tgt_len=J, max_tgt_len=max_tgt_len)
+    F = feats.span.shape[-1]
+    emit = torch.zeros(I, max_src_len, num_states(tgt_len=J, max_tgt_len=max_tgt_len), F)
+    emit[:, :, 1:] = feats.span[:, :, st["end0"][1:], (st["length"][1:] - 1).clamp(min=0)]
+    gold = None
+    if links is not None:
+        gold = torch.zeros(I, J, dtype=torch.bool)
+        for i, j in links:
+            gold[i, j] = True
+    return MonoExample(tuple(src), tuple(tgt), emit.half(), feats.null, gold)
+
+
+@dataclass
+class MonoBatch:
+    """Padded batch. emit (B,I,Ls,C,F), null (B,I,F0), valid/gold_ok (B,I,Ls,C) bool,
+    cost (B,I,Ls,C), trans_idx (B,C,C) [c_next, c_prev], start_idx (B,C), lengths (B,) = I_b+1."""
+
+    emit: torch.Tensor
+    null: torch.Tensor
+    valid: torch.Tensor
+    trans_idx: torch.Tensor
+    start_idx: torch.Tensor
+    lengths: torch.Tensor
+    cost: torch.Tensor | None
+    gold_ok: torch.Tensor | None
+    examples: list[MonoExample]
+    max_tgt_len: int
+
+
+def _transition_buckets(J: int, Lt: int) -> tuple[torch.Tensor, torch.Tensor]:
+    st = state_table(tgt_len=J, max_tgt_len=Lt)
+    start, end0, is_null = st["start"], st["end0"], st["length"] == 0
+    jump = (start[:, None] - end0[None, :] - 1).clamp(-4, 4) + 6
+    trans = torch.where(is_null[:, None], 0, torch.where(is_null[None, :], 1, jump))
+    same = torch.eye(len(start), dtype=torch.bool) & ~is_null[:, None]
+    trans = torch.where(same, 11, trans)
+    first = torch.where(is_null, 17, 12 + start.clamp(0, 4))
+    return trans, first
+
+
+def _gold_tables(ex: MonoExample, Lt: int, fp_cost: float, fn_cost: float):
+    """Per-token (I, C) Hamming cost (0 on the cheapest state) and gold-consistency mask."""
+    J = len(ex.tgt)
+    st = state_table(tgt_len=J, max_tgt_len=Lt)
+    g = ex.gold.float()
+    cs = torch.cat([torch.zeros(len(ex.src), 1), g.cumsum(1)], 1)
+    s0 = st["start"].clamp(min=0)
+    inter = cs[:, (s0 + st["length"]).clamp(max=J)] - cs[:, s0]
+    inter = torch.where(st["valid"], inter, torch.zeros_like(inter))
+    span, ng = st["length"].float()[None, :], g.sum(1, keepdim=True)
+    cost = fp_cost * (span - inter) + fn_cost * (ng - inter)
+    cost = torch.where(st["valid"][None, :], cost, torch.full_like(cost, 1e4))
+    cost = cost - cost.amin(1, keepdim=True)
+    exact = (inter == span) & (span == ng) & st["valid"][None, :]
+    subset = (inter == span) & (span > 0) & st["valid"][None, :]
+    representable = exact.any(1, keepdim=True)
+    ok = torch.where(representable, exact, subset)
+    return cost, ok
+
+
+def _segment_sum(x: torch.Tensor, Ls: int) -> torch.Tensor:
+    """(I, C) per-token values -> (I, Ls, C) sums over [n, n+k) (0 past the end)."""
+    I = x.shape[0]
+    cs = torch.cat([torch.zeros_like(x[:1]), x.cumsum(0)], 0)
+    out = torch.zeros(I, Ls, x.shape[1], dtype=x.dtype)
+    for k in range(1, Ls + 1):
+        if I - k + 1 > 0:
+            out[: I - k + 1, k - 1] = cs[k:] - cs[: I - k + 1]
+    return out
+
+
+def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1.0,
+            fn_cost: float = 1.0, with_gold: bool = True) -> MonoBatch:
+    """Pad a list of examples into a MonoBatch (cost/gold_ok only when all have gold)."""
+    B = len(examples)
+    Ls, F = examples[0].emit.shape[1], examples[0].emit.shape[-1]
+    I = max(len(e.src) for e in examples)
+    C = max(e.emit.shape[2] for e in examples)
+    emit = torch.zeros(B, I, Ls, C, F, dtype=torch.float16)
+    null = torch.zeros(B, I, examples[0].null.shape[-1])
+    valid = torch.zeros(B, I, Ls, C, dtype=torch.bool)
+    trans = torch.zeros(B, C, C, dtype=torch.long)
+    first = torch.zeros(B, C, dtype=torch.long)
+    with_gold = with_gold and all(e.gold is not None for e in examples)
+    cost = torch.zeros(B, I, Ls, C) if with_gold else None
+    ok = torch.zeros(B, I, Ls, C, dtype=torch.bool) if with_gold else None
+    for b, e in enumerate(examples):
+        Ib, Cb, J = len(e.src), e.emit.shape[2], len(e.tgt)
+        emit[b, :Ib, :, :Cb] = e.emit
+        null[b, :Ib] = e.null
+        st = state_table(tgt_len=J, max_tgt_len=max_tgt_len)
+        ends = torch.arange(Ib)[:, None] + torch.arange(1, Ls + 1)[None, :] <= Ib  # (Ib, Ls)
+        v = ends[:, :, None] & st["valid"][None, None, :]
+        v[:, 1:, 0] = False  # NULL segments have length 1
+        valid[b, :Ib, :, :Cb] = v
+        trans[b, :Cb, :Cb], first[b, :Cb] = _transition_buckets(J, max_tgt_len)
+        if with_gold:
+            c_tok, ok_tok = _gold_tables(e, max_tgt_len, fp_cost, fn_cost)
+            cost[b, :Ib, :, :Cb] = _segment_sum(c_tok, Ls)
+            bad = _segment_sum((~ok_tok).float(), Ls)
+            ok[b, :Ib, :, :Cb] = (bad == 0) & v
+    lengths = torch.tensor([len(e.src) + 1 for e in examples])
+    return MonoBatch(emit, null, valid, trans, first, lengths, cost, ok, examples, max_tgt_len)
+
+
+class MonoAlignerBase(nn.Module):
+    """Parameters and potential builder shared by the token and the phrasal CRF aligner."""
+
+    def __init__(self, *, max_src_len: int, max_tgt_len: int, embedding: bool = False):
+        super().__init__()
+        self.max_src_len, self.max_tgt_len, self.embedding = max_src_len, max_tgt_len, embedding
+        self.feature_names = feature_names(max_src_len=max_src_len, max_tgt_len=max_tgt_len,
+                                           embedding=embedding)
+        self.w_emit = nn.Parameter(torch.zeros(len(self.feature_names)))
+        self.w_null = nn.Parameter(torch.zeros(len(NULL_FEATURES)))
+        self.w_trans = nn.Parameter(torch.zeros(N_TRANS))
+
+    def emission(self, batch: MonoBatch) -> torch.Tensor:
+        """(B, I, Ls, C) linear emission scores (NULL features in column 0). O(B*I*Ls*C*F)."""
+        emit = batch.emit.float() @ self.w_emit  # NULL column features are 0
+        null_col = torch.zeros_like(emit[..., 0])
+        null_col[:, :, 0] = batch.null @ self.w_null
+        return torch.cat([null_col.unsqueeze(-1), emit[..., 1:]], dim=-1)
+
+    def factors(self, batch: MonoBatch, *, cost_weight: float = 0.0, gold_only: bool = False,
+                emission: torch.Tensor | None = None):
+        """Factored potentials: emit (B, I, Ls+1, C) (k = 0 slot is the semiring zero),
+        trans (B, C, C) [c_next, c_prev], start (B, C). O(B*I*Ls*C*F)."""
+        emit = self.emission(batch) if emission is None else emission
+        if cost_weight:
+            emit = emit + cost_weight * batch.cost
+        neg = neg_inf(emit.dtype)
+        keep = batch.valid & batch.gold_ok if gold_only else batch.valid
+        emit = emit.masked_fill(~keep, neg)
+        emit = torch.cat([torch.full_like(emit[:, :, :1], neg), emit], dim=2)
+        return emit, self.w_trans[batch.trans_idx], self.w_trans[batch.start_idx]
+
+    def log_potentials(self, batch: MonoBatch, *, cost_weight: float = 0.0,
+                       gold_only: bool = False) -> torch.Tensor:
+        """(B, I, Ls+1, C, C) torch-struct semi-Markov log-potentials. O(B*I*Ls*C^2)."""
+        emit, trans, start = self.factors(batch, cost_weight=cost_weight, gold_only=gold_only)
+        lp = emit.unsqueeze(-1) + trans[:, None, None]
+        lp0 = torch.full_like(lp[:, 0], neg_inf(lp.dtype))
+        lp0[..., 0] = emit[:, 0] + start[:, None, :]
+        return torch.cat([lp0.unsqueeze(1), lp[:, 1:]], dim=1)
+
+    def l2(self) -> torch.Tensor:
+        return sum((p ** 2).sum() for p in self.parameters())

@@ -1,0 +1,151 @@
+"""Word alignment vs eflomal on identical data, side by side, on Hansards En-Fr (or a gold set).
+
+    python benchmarks/align_vs_eflomal.py --pairs 200000 --repeats 1
+    python benchmarks/align_vs_eflomal.py --dataset wpt-roen        # a gold set, own text
+
+The corpus is N training pairs + the test pairs + the trial pairs (unsupervised aligners
+train on the text they align). Each repeat runs `eflomal-align` (defaults, both directions)
+and `aligners align` (both directions, our default decoding) as subprocesses under
+/usr/bin/time, alternating. Both outputs are symmetrized by `aligners.symmetrize` and scored
+on the test pairs with `aligners.metrics`. Our decoding is then chosen on the trial pairs
+(never the test pairs) from the saved model, without retraining. eflomal (GPL-3.0) must be
+installed in the benchmark environment only (`pip install eflomal`); it is never imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def timed(cmd: list[str], *, threads: int) -> dict:
+    """Run cmd under GNU time -v; wall s, CPU s, peak RSS MB."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True,
+                          env=env, cwd=REPO)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-2000:] + proc.stderr[-4000:])
+        raise SystemExit(f"failed: {' '.join(cmd)}")
+    err = proc.stderr
+
+    def grab(key):
+        return re.search(re.escape(key) + r"\s*(.+)", err).group(1).strip()
+
+    wall = grab("Elapsed (wall clock) time (h:mm:ss or m:ss):")
+    parts = [float(x) for x in wall.split(":")]
+    wall_s = sum(p * 60 ** k for k, p in enumerate(reversed(parts)))
+    cpu = float(grab("User time (seconds):")) + float(grab("System time (seconds):"))
+    rss = int(grab("Maximum resident set size (kbytes):")) / 1024
+    return {"wall": wall_s, "cpu": cpu, "rss_mb": rss}
+
+
+def read_links(path: Path) -> list[set[tuple[int, int]]]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        links = set()
+        for tok in line.split():
+            i, j = tok.split(":")[0].split("-")
+            links.add((int(i), int(j)))
+        out.append(links)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", default="hansards-enfr")
+    ap.add_argument("--pairs", type=int, default=200_000, help="Hansards training pairs")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1, help="our torch threads")
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--json", default=None, help="also write the results here")
+    args = ap.parse_args()
+
+    from aligners.data.datasets import iter_parallel, load
+    from aligners.inference.decode import combine, decode_corpus
+    from aligners.metrics import evaluate_alignments
+    from aligners.training.export import load_word_aligner
+    from aligners.training.word_align import build_index, choose_decoding
+
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="align-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    test = load(args.dataset, "test")
+    trial = load(args.dataset, "trial") if args.dataset == "hansards-enfr" else []
+    train = []
+    if args.dataset == "hansards-enfr" and args.pairs:
+        train = list(itertools.islice(iter_parallel(args.dataset, "train"), args.pairs))
+    src_f, tgt_f = work / "corpus.src", work / "corpus.tgt"
+    with open(src_f, "w", encoding="utf-8") as fs, open(tgt_f, "w", encoding="utf-8") as ft:
+        for s, t in train + [(p.src, p.tgt) for p in test + trial]:
+            fs.write(" ".join(s) + "\n")
+            ft.write(" ".join(t) + "\n")
+    first_test, n_test = len(train), len(test)
+    gold = [p.alignment for p in test]
+
+    def test_aer(links):
+        return evaluate_alignments(gold, links[first_test:first_test + n_test],
+                                   breakdowns=False).micro
+
+    runs = {"eflomal": [], "aligners": []}
+    for _ in range(args.repeats):
+        runs["eflomal"].append(timed(
+            ["eflomal-align", "--overwrite", "-s", str(src_f), "-t", str(tgt_f),
+             "-f", str(work / "ef.fwd"), "-r", str(work / "ef.rev")], threads=1))
+        runs["aligners"].append(timed(
+            [sys.executable, "-m", "aligners", "align", "--quiet", "-s", str(src_f),
+             "-t", str(tgt_f), "-f", str(work / "al.fwd"), "-r", str(work / "al.rev"),
+             "-o", str(work / "al.sym"), "--symmetrize", "none",
+             "--threads", str(args.threads), "--save-model", str(work / "model")], threads=1))
+    from aligners.symmetrize import symmetrize_corpus
+
+    rows = []
+    ef_f, ef_r = read_links(work / "ef.fwd"), read_links(work / "ef.rev")
+    for h in ("intersect", "grow-diag-final-and"):
+        rows.append(("eflomal", h, test_aer(symmetrize_corpus(ef_f, ef_r, h))))
+    rows.append(("aligners", "agreement (default)", test_aer(read_links(work / "al.sym"))))
+    chosen = None
+    if trial:
+        model, sids, tids, _ = load_word_aligner(work / "model")
+        grid = {"methods": ["agreement", "posterior", "viterbi"],
+                "thresholds": [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5],
+                "heuristics": ["intersect", "grow-diag", "grow-diag-final-and"]}
+        chosen, trial_aer = choose_decoding(model, sids, tids, trial, grid)
+        index = build_index([(p.src, p.tgt) for p in test], sids, tids, keys=model.keys)
+        dec = decode_corpus(model, index, method=chosen["method"],
+                            threshold=chosen["threshold"])
+        links = combine(dec, chosen["symmetrize"])
+        s = evaluate_alignments(gold, links, breakdowns=False).micro
+        rows.append(("aligners", f"trial-chosen {chosen} (trial AER {trial_aer:.4f})", s))
+    med = {k: {m: statistics.median(r[m] for r in v) for m in ("wall", "cpu", "rss_mb")}
+           for k, v in runs.items()}
+    print(f"data: {args.dataset}, {len(train)} training + {n_test} test + {len(trial)} trial "
+          f"pairs; {args.repeats} repeat(s), medians; {os.cpu_count()} CPU cores, no GPU")
+    print(f"{'system':<10} {'decoding':<40} {'prec':>6} {'rec':>6} {'AER':>7}")
+    for name, dec, s in rows:
+        print(f"{name:<10} {dec[:40]:<40} {s.precision:6.4f} {s.recall:6.4f} {s.aer:7.4f}")
+    print(f"{'system':<10} {'wall s':>8} {'CPU s':>8} {'RSS MB':>8}")
+    for k, v in med.items():
+        print(f"{k:<10} {v['wall']:8.1f} {v['cpu']:8.1f} {v['rss_mb']:8.0f}")
+    a, e = med["aligners"], med["eflomal"]
+    print(f"ratio aligners/eflomal: wall {a['wall'] / e['wall']:.2f}x, "
+          f"CPU {a['cpu'] / e['cpu']:.2f}x, RSS {a['rss_mb'] / e['rss_mb']:.2f}x")
+    if chosen is not None:
+        print(f"full chosen decoding: {chosen}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"runs": runs, "medians": med, "chosen": chosen,
+             "aer": {f"{n} {d}": s.aer for n, d, s in rows}}, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""String-similarity features vs hand-worked values; span features vs brute force."""
+
+import itertools
+
+import pytest
+import torch
+
+from aligners.features.monolingual import (
+    NULL_FEATURES,
+    TOKEN_FEATURES,
+    _token_matrix,
+    feature_names,
+    featurize,
+)
+from aligners.features.string_sim import (
+    TOKEN_PAIR_FEATURES,
+    crude_stem,
+    edit_similarity,
+    ngram_dice,
+    normalise_number,
+    word_pair_features,
+)
+
+
+def test_edit_similarity_hand_values():
+    assert edit_similarity("kitten", "sitting") == pytest.approx(1 - 3 / 7)
+    assert edit_similarity("abc", "abc") == 1.0
+    assert edit_similarity("", "ab") == 0.0
+    assert edit_similarity("ab", "ba") == 0.0  # two substitutions / 2
+
+
+def test_ngram_dice_hand_values():
+    # "#ab#" -> {#ab, ab#}; "#ac#" -> {#ac, ac#}: no overlap
+    assert ngram_dice("ab", "ac") == 0.0
+    # "#abc#": {#ab, abc, bc#}; "#abd#": {#ab, abd, bd#} -> 2*1/6
+    assert ngram_dice("abc", "abd") == pytest.approx(1 / 3)
+    assert ngram_dice("same", "same") == 1.0
+
+
+def test_number_and_stem_normalisation():
+    assert normalise_number("1,200") == "1200"
+    assert normalise_number("three") == "3"
+    assert normalise_number("15th") == "15"
+    assert normalise_number("house") is None
+    assert crude_stem("Walking") == crude_stem("walked") == "walk"
+
+
+def test_word_pair_features_columns():
+    f = dict(zip(TOKEN_PAIR_FEATURES, word_pair_features("The", "the")))
+    assert f["identical"] == 0 and f["lower_identical"] == 1 and f["stopword_identical"] == 1
+    assert f["content_identical"] == 0
+    f = dict(zip(TOKEN_PAIR_FEATURES, word_pair_features("1,200", "1200")))
+    assert f["number_match"] == 1 and f["lower_identical"] == 0
+    f = dict(zip(TOKEN_PAIR_FEATURES, word_pair_features("Paris", "Paris")))
+    assert f["content_identical"] == 1 and f["identical"] == 1
+
+
+def _brute_span(X, s, ls, e, lt, f):
+    """Sum-of-best-matches / 2 and weakest link * max len for one block, by loops."""
+    rows = range(s, s + ls)
+    cols = range(e - lt + 1, e + 1)
+    src_best = [max(float(X[i, j, f]) for j in cols) for i in rows]
+    tgt_best = [max(float(X[i, j, f]) for i in rows) for j in cols]
+    return (sum(src_best) + sum(tgt_best)) / 2, min(src_best + tgt_best) * max(ls, lt)
+
+
+def test_span_features_match_brute_force_and_token_slice():
+    src = "Shops are closed up for now until March".split()
+    tgt = "Shops are temporarily closed down".split()
+    feats = featurize(src, tgt, max_src_len=3, max_tgt_len=2)
+    X = _token_matrix(src, tgt, None)
+    Ft = len(TOKEN_FEATURES)
+    names = feature_names(max_src_len=3, max_tgt_len=2)
+    assert feats.span.shape == (8, 3, 5, 2, len(names))
+    assert feats.null.shape == (8, len(NULL_FEATURES))
+    # the 1x1 slice is the token matrix (same features for the token model)
+    assert torch.allclose(feats.span[:, 0, :, 0, :Ft], X)
+    assert torch.allclose(feats.span[:, 0, :, 0, Ft: 2 * Ft], X)
+    for s, ls, e, lt in itertools.product(range(8), (1, 2, 3), range(5), (1, 2)):
+        if s + ls > 8 or e - lt + 1 < 0:
+            assert feats.span[s, ls - 1, e, lt - 1].abs().sum() == 0
+            continue
+        for f in (1, 3, 4):
+            a, b = _brute_span(X, s, ls, e, lt, f)
+            assert float(feats.span[s, ls - 1, e, lt - 1, f]) == pytest.approx(a, abs=1e-5)
+            assert float(feats.span[s, ls - 1, e, lt - 1, Ft + f]) == pytest.approx(b, abs=1e-5)
+    # paper 3.4: "closed up" / "closed down" identity is upweighted to 1.0
+    lower = TOKEN_FEATURES.index("lower_identical")
+    assert float(feats.span[2, 1, 4, 1, lower]) == pytest.approx(1.0)
+    shape = names.index("shape_2x2")
+    assert float(feats.span[2, 1, 4, 1, shape]) == 1.0
+    assert float(feats.span[2, 0, 3, 0, shape]) == 0.0

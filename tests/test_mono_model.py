@@ -1,0 +1,164 @@
+"""Token and phrasal CRF aligners: factored DP vs the generic lattices, softmax-margin vs
+brute-force enumeration, decoding on fixtures, safetensors round trip."""
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from aligners.lattices import semimarkov
+from aligners.models._mono_potentials import collate, prepare
+from aligners.models._mono_states import state_phrase
+from aligners.models.crf import TokenCRFAligner
+from aligners.models.semicrf import PhraseCRFAligner, segments_to_output
+
+PAIRS = [
+    ("the cat sat on the mat".split(), "a cat is sitting on a mat".split(),
+     [(1, 1), (2, 3), (3, 4), (5, 6)]),
+    ("he passed away".split(), "he died".split(), [(0, 0), (1, 1), (2, 1)]),
+    ("New York is big".split(), "New York City is large".split(),
+     [(0, 0), (1, 1), (0, 1), (1, 0), (2, 3), (3, 4)]),
+]
+
+
+def _model(cls, Ls, Lt, seed=0):
+    torch.manual_seed(seed)
+    m = cls() if cls is TokenCRFAligner else cls(max_src_len=Ls, max_tgt_len=Lt)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.normal_(0, 0.5)
+    return m
+
+
+def _batch(Ls, Lt, pairs=PAIRS):
+    exs = [prepare(s, t, g, max_src_len=Ls, max_tgt_len=Lt) for s, t, g in pairs]
+    return collate(exs, max_tgt_len=Lt)
+
+
+@pytest.mark.parametrize("Ls,Lt", [(1, 1), (2, 2), (3, 3), (3, 1)])
+def test_factored_dp_equals_generic_semimarkov_lattice(Ls, Lt):
+    m, b = _model(PhraseCRFAligner, Ls, Lt), _batch(Ls, Lt)
+    for kw in ({}, {"cost_weight": 1.0}, {"gold_only": True}):
+        f = m.factors(b, **kw)
+        lp = m.log_potentials(b, **kw)
+        ours = m.log_partition(f, b.lengths)
+        ref = semimarkov.log_partition(lp, lengths=b.lengths)
+        assert torch.allclose(ours, ref, atol=1e-3), (kw, ours, ref)
+    score, paths = m.viterbi(m.factors(b), b.lengths)
+    ref_score, _ = semimarkov.viterbi(m.log_potentials(b), lengths=b.lengths)
+    assert torch.allclose(score, ref_score, atol=1e-3)
+    lp = m.log_potentials(b)
+    for n, segs in enumerate(paths):  # the path's own score is the Viterbi score
+        total = sum(float(lp[n, s, k, c, prev]) for (s, k, c), prev in
+                    zip(segs, [0] + [c for _, _, c in segs[:-1]]))
+        assert total == pytest.approx(float(score[n]), abs=1e-3)
+        assert sum(k for _, k, _ in segs) == len(b.examples[n].src)
+
+
+def test_token_crf_on_linear_chain_equals_phrase_model_with_unit_lengths():
+    tok, b = _model(TokenCRFAligner, 1, 1), _batch(1, 1)
+    ph = PhraseCRFAligner(max_src_len=1, max_tgt_len=1)
+    ph.load_state_dict(tok.state_dict())
+    for w in (0.0, 1.0):
+        assert torch.allclose(tok.loss(b, cost_weight=w), ph.loss(b, cost_weight=w), atol=1e-3)
+    assert [o[1] for o in tok.decode(b)] == [o[1] for o in ph.decode(b)]
+
+
+def _enumerate(I, C, Ls):
+    """All (segments) paths: lists of (start, length, state) tiling 0..I-1."""
+    def rec(t):
+        if t == I:
+            yield []
+            return
+        for k in range(1, min(Ls, I - t) + 1):
+            for c in range(C):
+                for rest in rec(t + k):
+                    yield [(t, k, c), *rest]
+    yield from rec(0)
+
+
+@pytest.mark.parametrize("cls,Ls,Lt", [(PhraseCRFAligner, 2, 2), (TokenCRFAligner, 1, 1)])
+def test_softmax_margin_vs_brute_force(cls, Ls, Lt):
+    """loss(cost 0) = -log p(gold set) (log-loss); loss(cost w) = log sum exp(score + w*Hamming)
+    - log sum_gold exp(score), the Hamming cost counting wrong links per source token."""
+    src, tgt, gold = "he passed away today".split(), "he died today".split(), \
+        [(0, 0), (1, 1), (2, 1), (3, 2)]
+    m = _model(cls, Ls, Lt, seed=3)
+    b = _batch(Ls, Lt, [(src, tgt, gold)])
+    lp = m.log_potentials(b)[0]
+    valid = b.valid[0]
+    J, C = len(tgt), lp.shape[-1]
+    G = [{j for i2, j in gold if i2 == i} for i in range(len(src))]
+    scores, costs, ok = [], [], []
+    for segs in _enumerate(len(src), C, Ls):
+        if not all(valid[s, k - 1, c] for s, k, c in segs):
+            continue
+        prev = [0] + [c for _, _, c in segs[:-1]]
+        scores.append(sum(float(lp[s, k, c, p]) for (s, k, c), p in zip(segs, prev)))
+        cost, good = 0, True
+        for s, k, c in segs:
+            end, lt = state_phrase(c, tgt_len=J, max_tgt_len=Lt)
+            span = set(range(end - lt, end))
+            for i in range(s, s + k):
+                cost += len(span ^ G[i])
+                good &= span == G[i] if len(G[i]) <= Lt else span <= G[i] and bool(span)
+        costs.append(cost)
+        ok.append(good)
+    # subtract each token's cheapest cost so that gold paths cost 0
+    best = [min(len(set(range(e - lt, e)) ^ G[i]) for c in range(C)
+                for e, lt in [state_phrase(c, tgt_len=J, max_tgt_len=Lt)]
+                if lt == 0 or e - lt >= 0) for i in range(len(src))]
+    costs = [c - sum(best) for c in costs]
+
+    def lse(xs):
+        top = max(xs)
+        return top + math.log(sum(math.exp(x - top) for x in xs))
+    gold_z = lse([s for s, g in zip(scores, ok) if g])
+    assert float(m.loss(b, cost_weight=0.0)) == pytest.approx(lse(scores) - gold_z, abs=1e-3)
+    aug = lse([s + 0.7 * c for s, c in zip(scores, costs)])
+    assert float(m.loss(b, cost_weight=0.7)) == pytest.approx(aug - gold_z, abs=1e-3)
+    assert min(c for c, g in zip(costs, ok) if g) == 0
+
+
+def test_training_recovers_fixture_alignments():
+    """A few L-BFGS steps on identical/paraphrase fixtures; decoding recovers the gold."""
+    train = [(s, t, g) for s, t, g in PAIRS] + [
+        ("the dog ran home".split(), "the dog ran home".split(), [(i, i) for i in range(4)]),
+        ("John bought a car".split(), "John purchased an automobile".split(),
+         [(0, 0), (1, 1), (2, 2), (3, 3)]),
+    ]
+    for cls, Ls, Lt in [(TokenCRFAligner, 1, 1), (PhraseCRFAligner, 2, 2)]:
+        m = cls() if cls is TokenCRFAligner else cls(max_src_len=Ls, max_tgt_len=Lt)
+        b = _batch(Ls, Lt, train)
+        opt = torch.optim.LBFGS(m.parameters(), max_iter=40, line_search_fn="strong_wolfe")
+
+        def closure(m=m, b=b, opt=opt):
+            opt.zero_grad()
+            loss = m.loss(b) + 0.05 * m.l2()
+            loss.backward()
+            return loss
+        opt.step(closure)
+        test = _batch(Ls, Lt, [("the cat ran home".split(), "the cat ran home".split(),
+                                [(i, i) for i in range(4)])])
+        blocks, links, _ = m.decode(test)[0]
+        assert links == [(i, i) for i in range(4)], (cls, links)
+
+
+def test_segments_to_output_blocks_and_links():
+    # J = 5, Lt = 2: state 10 = phrase ending at 5 of length 2 (tokens 3, 4)
+    segs = [(0, 1, 0), (1, 2, 10), (3, 1, 1)]
+    blocks, links = segments_to_output(segs, tgt_len=5, max_tgt_len=2)
+    assert blocks == [(1, 2, 3, 2), (3, 1, 0, 1)]
+    assert links == [(1, 3), (1, 4), (2, 3), (2, 4), (3, 0)]
+
+
+def test_safetensors_round_trip(tmp_path):
+    from aligners.training.monolingual import load_model, save_model
+    m = _model(PhraseCRFAligner, 2, 3)
+    save_model(m, tmp_path / "m.safetensors", kind="phrase", extra={"direction": "s2t"})
+    m2, cfg = load_model(tmp_path / "m.safetensors")
+    assert cfg["direction"] == "s2t" and (m2.max_src_len, m2.max_tgt_len) == (2, 3)
+    for a, c in zip(m.parameters(), m2.parameters()):
+        assert torch.equal(a, c)
+    assert not list(itertools.chain(tmp_path.glob("*.pt"), tmp_path.glob("*.ckpt")))

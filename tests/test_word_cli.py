@@ -1,0 +1,105 @@
+"""`aligners align`: output order, save/load round trip, unseen words, bad input."""
+
+import json
+
+import pytest
+from word_toy import toy_corpus
+
+from aligners.cli import main
+from aligners.errors import AlignersInputError
+from aligners.training.export import load_word_aligner
+
+FAST = ["--ibm1-iterations", "2", "--hmm-iterations", "2", "--quiet", "--max-jump", "3"]
+
+
+def write_corpus(tmp_path, n=60, seed=0):
+    src, tgt = toy_corpus(n, seed)
+    s, t = tmp_path / "c.src", tmp_path / "c.tgt"
+    s.write_text("".join(" ".join(x) + "\n" for x in src), encoding="utf-8")
+    t.write_text("".join(" ".join(x) + "\n" for x in tgt), encoding="utf-8")
+    return s, t, src, tgt
+
+
+def links(path):
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        out.append({tuple(int(x) for x in tok.split(":")[0].split("-")) for tok in line.split()})
+    return out
+
+
+@pytest.mark.parametrize("decoding", ["viterbi", "posterior", "agreement"])
+def test_both_directions_are_written_in_source_target_order(tmp_path, decoding):
+    s, t, src, tgt = write_corpus(tmp_path)
+    f, r = tmp_path / "f", tmp_path / "r"
+    assert main(["align", "-s", str(s), "-t", str(t), "-f", str(f), "-r", str(r),
+                 "--decoding", decoding, *FAST]) == 0
+    fwd, rev = links(f), links(r)
+    assert len(fwd) == len(rev) == len(src)
+    for n, (a, b) in enumerate(zip(fwd, rev)):
+        for i, j in a | b:
+            assert 0 <= i < len(src[n]) and 0 <= j < len(tgt[n])
+    if decoding == "viterbi":  # forward: one source word per target word at most
+        for a in fwd:
+            js = [j for _, j in a]
+            assert len(js) == len(set(js))
+        for b in rev:
+            is_ = [i for i, _ in b]
+            assert len(is_) == len(set(is_))
+    # the synthetic lexicon s_k -> t_k is found in both directions
+    hits = sum(src[n][i][1:] == tgt[n][j][1:] for n, a in enumerate(fwd) for i, j in a)
+    assert hits >= 0.8 * sum(len(a) for a in fwd)
+
+
+def test_save_load_round_trip_aligns_identically_and_handles_unseen_words(tmp_path, capsys):
+    s, t, src, tgt = write_corpus(tmp_path)
+    model_dir = tmp_path / "model"
+    out1 = tmp_path / "a1"
+    assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out1), "--posteriors",
+                 "--save-model", str(model_dir), *FAST]) == 0
+    cfg = json.loads((model_dir / "config.json").read_text())
+    assert cfg["format"] == "aligners-word-aligner/1"
+    assert not list(model_dir.glob("*.pt")) and not list(model_dir.glob("*.pkl"))
+    out2 = tmp_path / "a2"
+    assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out2), "--posteriors",
+                 "--load-model", str(model_dir), "--quiet"]) == 0
+    assert out1.read_text() == out2.read_text()
+    # new sentences with unseen words on both sides, via one `src ||| tgt` file
+    new = tmp_path / "new.txt"
+    new.write_text("s1 zzz s2 ||| t1 t2 qqq\nunseen ||| words\ns3 ||| t3\n", encoding="utf-8")
+    out3 = tmp_path / "a3"
+    assert main(["align", "-i", str(new), "-o", str(out3), "--load-model", str(model_dir),
+                 "--quiet"]) == 0
+    got = links(out3)
+    assert len(got) == 3
+    assert (2, 1) in got[0] and (0, 0) in got[0]
+    assert (0, 0) in got[2]
+    model, sids, tids, dec = load_word_aligner(model_dir)
+    assert sids.frozen and tids.frozen and dec["method"] == "agreement"
+
+
+def test_bad_input_errors(tmp_path, capsys):
+    s, t, _, _ = write_corpus(tmp_path, n=5)
+    short = tmp_path / "short.tgt"
+    short.write_text("t1\n", encoding="utf-8")
+    assert main(["align", "-s", str(s), "-t", str(short), *FAST]) == 2
+    assert "line" in capsys.readouterr().err
+    assert main(["align", "-s", str(s), *FAST]) == 2
+    bad = tmp_path / "bad.txt"
+    bad.write_text("no separator here\n", encoding="utf-8")
+    assert main(["align", "-i", str(bad), *FAST]) == 2
+    assert main(["align", "-s", str(s), "-t", str(t), "--load-model",
+                 str(tmp_path / "nope"), "--quiet"]) == 2
+    assert main(["align", "-s", str(s), "-t", str(t), "--symmetrize", "bogus", *FAST]) == 2
+    with pytest.raises(AlignersInputError):
+        load_word_aligner(tmp_path)
+
+
+def test_empty_lines_get_empty_alignments(tmp_path):
+    src = tmp_path / "s"
+    tgt = tmp_path / "t"
+    src.write_text("s1 s2\n\ns3\n", encoding="utf-8")
+    tgt.write_text("t1 t2\nt9\n\n", encoding="utf-8")
+    out = tmp_path / "o"
+    assert main(["align", "-s", str(src), "-t", str(tgt), "-o", str(out), *FAST]) == 0
+    lines = out.read_text().split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[2] == ""
