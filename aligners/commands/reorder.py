@@ -146,9 +146,9 @@ def _train(args) -> int:
         lex = LexicalReordering().fit(raw.keys, raw.labels)
         lex.save(out)
         if args.moses_table:
-            from aligners.training.reorder import _phrase_stream
+            from aligners.features.reorder import iter_phrase_strings
 
-            lex.write_moses_table(args.moses_table, _phrase_stream(
+            lex.write_moses_table(args.moses_table, iter_phrase_strings(
                 _corpus(args), max_length=args.max_length, mode=args.orientation))
         _add_config(out, {"extract": extract})
         print(f"aligners reorder train: lexical table of {len(lex.keys)} pairs -> {out}",
