@@ -71,9 +71,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from tqdm import tqdm
 
-    from aligners.data.pharaoh import format_pharaoh
-    from aligners.data.types import Alignment
-    from aligners.inference.decode import combine, decode_corpus
+    from aligners.inference.decode import decode_lines
     from aligners.models._lexical import build_index
     from aligners.training.export import load_word_aligner, save_word_aligner
 
@@ -106,42 +104,36 @@ def run(args: argparse.Namespace) -> int:
         bar.close()
     method = args.decoding or decoding.get("method", "agreement")
     threshold = args.threshold if args.threshold is not None else decoding.get("threshold", 0.3)
+    saved_sym = decoding.get("symmetrize") if args.decoding is None else None
     if args.save_model:
         save_word_aligner(args.save_model, model, src_ids, tgt_ids,
-                          decoding={"method": method, "threshold": threshold})
-    bar = tqdm(total=index.n_sentences, desc="align", disable=not show, file=sys.stderr)
-    out = decode_corpus(model, index, method=method, threshold=threshold,
-                        with_posteriors=args.posteriors, progress=bar.update)
-    bar.close()
-
-    def lines(links, posts):
-        for n, ls in enumerate(links):
-            al = Alignment(sure=frozenset(ls),
-                           posteriors=posts[n] if args.posteriors else None)
-            yield format_pharaoh(al, posteriors=args.posteriors)
-
-    def write(dest, links, posts):
-        if dest == "-":
-            for line in lines(links, posts):
-                sys.stdout.write(line + "\n")
-            sys.stdout.flush()
-            return
-        with open(dest, "w", encoding="utf-8") as fh:
-            for line in lines(links, posts):
-                fh.write(line + "\n")
-
+                          decoding={"method": method, "threshold": threshold,
+                                    **({"symmetrize": args.symmetrize} if args.symmetrize else {})})
+    want = []
     if args.forward_links:
-        write(args.forward_links, out.fwd, out.posteriors_fwd)
+        want.append("fwd")
     if args.reverse_links:
-        write(args.reverse_links, out.rev, out.posteriors_rev)
-    want_sym = args.symmetrize is not None or not (args.forward_links or args.reverse_links)
-    if want_sym:
-        heuristic = args.symmetrize
-        if heuristic is None:
-            heuristic = "none" if method == "agreement" else "grow-diag-final-and"
-        links = combine(out, heuristic)
-        posts = out.posteriors_fwd
-        if args.posteriors and heuristic != "none":
-            posts = [{**r, **f} for f, r in zip(out.posteriors_fwd, out.posteriors_rev)]
-        write(args.output, links, posts)
+        want.append("rev")
+    heuristic = args.symmetrize
+    if heuristic is None:
+        heuristic = saved_sym or ("none" if method == "agreement" else "grow-diag-final-and")
+    if args.symmetrize is not None or not want:
+        want.append("sym")
+    bar = tqdm(total=index.n_sentences, desc="align", disable=not show, file=sys.stderr)
+    lines = decode_lines(model, index, method=method, threshold=threshold, heuristic=heuristic,
+                         posteriors=args.posteriors, outputs=tuple(want), progress=bar.update)
+    bar.close()
+    for name, dest in (("fwd", args.forward_links), ("rev", args.reverse_links),
+                       ("sym", args.output)):
+        if name in lines:
+            _write(dest, lines[name])
     return 0
+
+
+def _write(dest: str, lines: list[str]) -> None:
+    if dest == "-":
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        sys.stdout.flush()
+        return
+    with open(dest, "w", encoding="utf-8") as fh:
+        fh.write("".join(line + "\n" for line in lines))

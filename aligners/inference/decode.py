@@ -10,7 +10,7 @@ Then `aligners.symmetrize` combines the two directions with any atools heuristic
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -19,7 +19,7 @@ from aligners.errors import AlignersInputError
 from aligners.models._lexical import PairIndex
 from aligners.models.word_aligner import WordAligner
 
-__all__ = ["DECODINGS", "Decoded", "decode_corpus", "combine"]
+__all__ = ["DECODINGS", "Decoded", "iter_decoded", "decode_corpus", "decode_lines", "combine"]
 
 DECODINGS = ("viterbi", "posterior", "agreement")
 
@@ -52,27 +52,18 @@ def _group(n_rows: int, hits: torch.Tensor, values: torch.Tensor | None):
     return links, posts
 
 
-def decode_corpus(
+def iter_decoded(
     model: WordAligner,
     index: PairIndex,
     *,
     method: str = "agreement",
     threshold: float = 0.3,
     with_posteriors: bool = False,
-    progress: Callable[[int], None] | None = None,
-) -> Decoded:
-    """Align every sentence pair of `index` with `model`'s current parameters.
-
-    Sentences with an empty side get no links. Cost: one E-step (posterior methods) or
-    one Viterbi pass over the corpus, plus O(links) Python work.
-    """
+) -> Iterator[tuple[list[int], list, list, list, list]]:
+    """Per batch: (rows, forward links, forward posteriors, reverse links, reverse
+    posteriors), each list aligned with `rows`; links sorted (i, j), posteriors dicts."""
     if method not in DECODINGS:
         raise AlignersInputError(f"unknown decoding {method!r}; expected one of {DECODINGS}")
-    N = index.n_sentences
-    out = Decoded([[] for _ in range(N)], [[] for _ in range(N)])
-    if with_posteriors:
-        out.posteriors_fwd = [{} for _ in range(N)]
-        out.posteriors_rev = [{} for _ in range(N)]
     for k in range(len(index)):
         batch = index.batch(k).to(model.keys.device)
         rows = batch.rows.tolist()
@@ -101,10 +92,83 @@ def decode_corpus(
                 vr = score_r[r_links[:, 0], r_links[:, 1], r_links[:, 2]]
         lf, pf = _group(len(rows), f_links, vf if with_posteriors else None)
         lr, pr = _group(len(rows), r_links, vr if with_posteriors else None)
+        yield rows, [sorted(x) for x in lf], pf, [sorted(x) for x in lr], pr
+
+
+def decode_corpus(
+    model: WordAligner,
+    index: PairIndex,
+    *,
+    method: str = "agreement",
+    threshold: float = 0.3,
+    with_posteriors: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Decoded:
+    """Align every sentence pair of `index` with `model`'s current parameters.
+
+    Sentences with an empty side get no links. Cost: one E-step (posterior methods) or
+    one Viterbi pass over the corpus, plus O(links) Python objects (for large corpora
+    `decode_lines` keeps only the formatted lines).
+    """
+    N = index.n_sentences
+    out = Decoded([[] for _ in range(N)], [[] for _ in range(N)])
+    if with_posteriors:
+        out.posteriors_fwd = [{} for _ in range(N)]
+        out.posteriors_rev = [{} for _ in range(N)]
+    for rows, lf, pf, lr, pr in iter_decoded(model, index, method=method, threshold=threshold,
+                                            with_posteriors=with_posteriors):
         for b, r in enumerate(rows):
-            out.fwd[r], out.rev[r] = sorted(lf[b]), sorted(lr[b])
+            out.fwd[r], out.rev[r] = lf[b], lr[b]
             if with_posteriors:
                 out.posteriors_fwd[r], out.posteriors_rev[r] = pf[b], pr[b]
+        if progress is not None:
+            progress(len(rows))
+    return out
+
+
+def _line(links, posts) -> str:
+    if posts is None:
+        return " ".join(f"{i}-{j}" for i, j in links)
+    return " ".join(f"{i}-{j}:{posts[(i, j)]:.6g}" if (i, j) in posts else f"{i}-{j}"
+                    for i, j in links)
+
+
+def decode_lines(
+    model: WordAligner,
+    index: PairIndex,
+    *,
+    method: str = "agreement",
+    threshold: float = 0.3,
+    heuristic: str | None = None,
+    posteriors: bool = False,
+    outputs: tuple[str, ...] = ("fwd", "rev", "sym"),
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, list[str]]:
+    """Pharaoh lines (`i-j`, or `i-j:p` with `posteriors`) per output in `outputs`:
+    "fwd", "rev" and "sym" (symmetrized with `heuristic`; None/"none" = forward links).
+
+    Memory: the formatted lines only (links are formatted batch by batch).
+    """
+    from aligners.symmetrize import HEURISTICS, symmetrize
+
+    if heuristic not in (None, "none") and heuristic not in HEURISTICS:
+        raise AlignersInputError(f"unknown heuristic {heuristic!r}; expected one of {HEURISTICS}")
+    N = index.n_sentences
+    out = {name: [""] * N for name in outputs}
+    for rows, lf, pf, lr, pr in iter_decoded(model, index, method=method, threshold=threshold,
+                                            with_posteriors=posteriors):
+        for b, r in enumerate(rows):
+            if "fwd" in out:
+                out["fwd"][r] = _line(lf[b], pf[b] if posteriors else None)
+            if "rev" in out:
+                out["rev"][r] = _line(lr[b], pr[b] if posteriors else None)
+            if "sym" in out:
+                if heuristic in (None, "none"):
+                    links, posts = lf[b], pf[b] if posteriors else None
+                else:
+                    links = sorted(symmetrize(lf[b], lr[b], heuristic))
+                    posts = {**pr[b], **pf[b]} if posteriors else None
+                out["sym"][r] = _line(links, posts)
         if progress is not None:
             progress(len(rows))
     return out

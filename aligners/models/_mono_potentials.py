@@ -46,11 +46,12 @@ class MonoExample:
 
 
 def prepare(src: Sequence[str], tgt: Sequence[str], links=None, *, max_src_len: int,
-            max_tgt_len: int, embedder: Embedder | None = None) -> MonoExample:
+            max_tgt_len: int, embedder: Embedder | None = None,
+            phrase_cues: bool = False) -> MonoExample:
     """Featurise one pair; `links` are 0-based (i, j) source-target pairs (or None).
     Cost: see `featurize`; memory I*Ls*C*F halves."""
     feats = featurize(src, tgt, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                      embedder=embedder)
+                      embedder=embedder, phrase_cues=phrase_cues)
     I, J = len(src), len(tgt)
     st = state_table(tgt_len=J, max_tgt_len=max_tgt_len)
     F = feats.span.shape[-1]
@@ -160,11 +161,13 @@ def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1
 class MonoAlignerBase(nn.Module):
     """Parameters and potential builder shared by the token and the phrasal CRF aligner."""
 
-    def __init__(self, *, max_src_len: int, max_tgt_len: int, embedding: bool = False):
+    def __init__(self, *, max_src_len: int, max_tgt_len: int, embedding: bool = False,
+                 phrase_cues: bool = False):
         super().__init__()
         self.max_src_len, self.max_tgt_len, self.embedding = max_src_len, max_tgt_len, embedding
+        self.phrase_cues = phrase_cues
         self.feature_names = feature_names(max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                                           embedding=embedding)
+                                           embedding=embedding, phrase_cues=phrase_cues)
         self.w_emit = nn.Parameter(torch.zeros(len(self.feature_names)))
         self.w_null = nn.Parameter(torch.zeros(len(NULL_FEATURES)))
         self.w_trans = nn.Parameter(torch.zeros(N_TRANS))

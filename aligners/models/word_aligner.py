@@ -145,7 +145,8 @@ class WordAligner(nn.Module):
     def reset_counts(self) -> None:
         P, K, dev = self.keys.numel(), self.config.max_jump, self.keys.device
         self.c_fwd = torch.zeros(P + 1, device=dev)
-        self.c_bwd = torch.zeros(P + 1, device=dev)
+        # with agreement both directions share one count vector (same link counts)
+        self.c_bwd = self.c_fwd if self.config.agreement else torch.zeros(P + 1, device=dev)
         self.c_null_tgt = torch.zeros(self.n_tgt_words, device=dev)
         self.c_null_src = torch.zeros(self.n_src_words, device=dev)
         self.c_jump = torch.zeros(2, 2, 2 * K + 1, dtype=torch.float64, device=dev)
@@ -159,8 +160,7 @@ class WordAligner(nn.Module):
         if self.config.agreement:
             q = post.links_fwd * post.links_bwd
             flat = q.reshape(-1)
-            self.c_fwd.index_add_(0, ids, flat)
-            self.c_bwd.index_add_(0, ids, flat)
+            self.c_fwd.index_add_(0, ids, flat)  # c_bwd is the same tensor
             jv = torch.arange(q.shape[2], device=q.device)[None, :] < batch.tgt_lengths[:, None]
             iv = torch.arange(q.shape[1], device=q.device)[None, :] < batch.src_lengths[:, None]
             null_f = (1 - q.sum(1)).clamp_min(0) * jv
@@ -179,8 +179,8 @@ class WordAligner(nn.Module):
 
     def count_tensors(self) -> list[torch.Tensor]:
         """The count buffers, in a fixed order (what DDP all-reduces)."""
-        return [self.c_fwd, self.c_bwd, self.c_null_tgt, self.c_null_src, self.c_jump,
-                self.c_loglik]
+        lex = [self.c_fwd] if self.c_bwd is self.c_fwd else [self.c_fwd, self.c_bwd]
+        return [*lex, self.c_null_tgt, self.c_null_src, self.c_jump, self.c_loglik]
 
     def all_reduce_counts(self) -> None:
         """Sum the counts over all processes (no-op without torch.distributed)."""

@@ -34,13 +34,13 @@ __all__ = ["LitMonoAligner", "build_model", "featurise", "chunks", "predict", "t
 
 
 def build_model(*, kind: str, max_src_len: int = 3, max_tgt_len: int = 3,
-                embedding: bool = False) -> PhraseCRFAligner:
+                embedding: bool = False, phrase_cues: bool = False) -> PhraseCRFAligner:
     """`kind` = "token" (linear-chain CRF) or "phrase" (semi-Markov, Ls x Lt)."""
     if kind == "token":
         return TokenCRFAligner(embedding=embedding)
     if kind == "phrase":
         return PhraseCRFAligner(max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                                embedding=embedding)
+                                embedding=embedding, phrase_cues=phrase_cues)
     raise ValueError(f"model.kind must be 'token' or 'phrase', got {kind!r}")
 
 
@@ -66,7 +66,8 @@ def featurise(pairs: list[AlignedPair], model: PhraseCRFAligner, *, direction: s
         if p.alignment is not None:
             links = p.alignment.possible if gold_links == "possible" else p.alignment.sure
         out.append(prepare(p.src, p.tgt, links, max_src_len=model.max_src_len,
-                           max_tgt_len=model.max_tgt_len, embedder=embedder))
+                           max_tgt_len=model.max_tgt_len, embedder=embedder,
+                           phrase_cues=getattr(model, "phrase_cues", False)))
     return out
 
 
@@ -99,13 +100,13 @@ class LitMonoAligner(pl.LightningModule):
 
     def __init__(self, *, kind: str, max_src_len: int, max_tgt_len: int, embedding: bool,
                  optimizer: str, lr: float, l2: float, cost_weight: float, max_iter: int,
-                 n_pairs: int):
+                 n_pairs: int, phrase_cues: bool = False):
         super().__init__()
         self.save_hyperparameters()
         self.automatic_optimization = False
         self.evaluations = 0
         self.model = build_model(kind=kind, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                                 embedding=embedding)
+                                 embedding=embedding, phrase_cues=phrase_cues)
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx):
         return batch  # MonoBatch lists stay on the CPU (the model is tiny)
@@ -154,7 +155,8 @@ def save_model(model: PhraseCRFAligner, path: Path, *, kind: str, extra: dict) -
     """`path` (.safetensors) + `path.with_suffix('.json')` config; loading never unpickles."""
     save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(path))
     cfg = {"kind": kind, "max_src_len": model.max_src_len, "max_tgt_len": model.max_tgt_len,
-           "embedding": model.embedding, "feature_names": model.feature_names, **extra}
+           "embedding": model.embedding, "phrase_cues": getattr(model, "phrase_cues", False),
+           "feature_names": model.feature_names, **extra}
     path.with_suffix(".json").write_text(json.dumps(cfg, indent=2), encoding="utf-8")
 
 
@@ -162,7 +164,8 @@ def load_model(path: str | Path) -> tuple[PhraseCRFAligner, dict]:
     path = Path(path)
     cfg = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
     model = build_model(kind=cfg["kind"], max_src_len=cfg["max_src_len"],
-                        max_tgt_len=cfg["max_tgt_len"], embedding=cfg["embedding"])
+                        max_tgt_len=cfg["max_tgt_len"], embedding=cfg["embedding"],
+                        phrase_cues=cfg.get("phrase_cues", False))
     model.load_state_dict(load_file(str(path)))
     return model, cfg
 
@@ -182,7 +185,8 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder):
     lit = LitMonoAligner(kind=m.kind, max_src_len=m.get("max_src_len", 1),
                          max_tgt_len=m.get("max_tgt_len", 1), embedding=m.get("embedding", False),
                          optimizer=t.optimizer, lr=t.lr, l2=t.l2, cost_weight=t.cost_weight,
-                         max_iter=t.max_iter, n_pairs=len(pairs))
+                         max_iter=t.max_iter, n_pairs=len(pairs),
+                         phrase_cues=m.get("phrase_cues", False))
     t0 = time.time()
     examples = featurise(pairs, lit.model, direction=direction, gold_links=t.gold_links,
                          embedder=embedder)
