@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "convert": ("convert", "convert alignment notations to Pharaoh (0-based), NAACL, 1-based"),
     "align": ("align", "word-align a bitext (IBM1 -> HMM by agreement), Pharaoh output"),
     "reorder": ("reorder", "phrase pairs with orientations; reordering models (train/predict)"),
+    "monoalign": ("monoalign", "align monolingual sentence pairs with a trained token/phrase CRF"),
 }
 
 

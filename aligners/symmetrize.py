@@ -100,14 +100,20 @@ def _final(
             tgt_aligned.add(j)
 
 
+def _links(x) -> set[Link]:
+    """An `Alignment` (all its links) or an iterable of `(i, j)` -> a set of links."""
+    return set(x.possible) if hasattr(x, "possible") else set(x)
+
+
 def symmetrize(fwd: Iterable[Link], rev: Iterable[Link], heuristic: str) -> set[Link]:
     """Symmetrize one sentence pair's forward and reverse links (both source-target).
 
-    `fwd`, `rev`: iterables of `(i, j)` 0-based links. Returns the set of links.
-    Cost: see the module docstring. Raises `ValueError` for an unknown heuristic.
+    `fwd`, `rev`: iterables of `(i, j)` 0-based links (or `Alignment`s: all their links).
+    Returns the set of links. Cost: see the module docstring. Raises `ValueError` for an
+    unknown heuristic.
     """
-    f = set(fwd)
-    r = set(rev)
+    f = _links(fwd)
+    r = _links(rev)
     if heuristic == "intersect":
         return f & r
     if heuristic == "union":

@@ -186,7 +186,8 @@ def main():
     hmm = Path(__file__).with_name("lattices_hmm.py")
     if hmm.exists():
         print()
-        subprocess.run([sys.executable, str(hmm)], cwd=ROOT, check=False)
+        subprocess.run([sys.executable, str(hmm), "--threads", str(args.threads)], cwd=ROOT,
+                       check=False)
 
 
 if __name__ == "__main__":

@@ -12,13 +12,22 @@ Weights are random unless --model is given (decoding cost does not depend on the
 import argparse
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 
-from aligners.data.datasets import load
-from aligners.features.string_sim import word_pair_features
-from aligners.training.monolingual import build_model, featurise, load_model, predict
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from aligners.data.datasets import load  # noqa: E402
+from aligners.features.string_sim import word_pair_features  # noqa: E402
+from aligners.training.monolingual import (  # noqa: E402
+    build_model,
+    featurise,
+    load_model,
+    predict,
+)
 
 
 def _time(fn, repeats):

@@ -22,6 +22,9 @@ def test_vocab_frequency_cut_and_json(tmp_path):
     assert v.itos == ["<pad>", "<unk>", "b", "a"] and v.counts == [0, 0, 3, 2]
     assert v.encode(["a", "c", "zz"]) == [3, UNK_ID, UNK_ID] and v.decode([2, 3]) == ["b", "a"]
     assert Vocab.build([["x", "y", "y"]], max_size=1).itos[2:] == ["y"]
+    assert v.encode(["<pad>", "<unk>"]) == [UNK_ID, UNK_ID]  # text never encodes as PAD
+    with pytest.raises(AlignersInputError, match="appears twice"):
+        Vocab(["a", "b", "a"])
     p = tmp_path / "v.json"
     v.save(p)
     assert Vocab.load(p) == v

@@ -90,3 +90,21 @@ def test_span_features_match_brute_force_and_token_slice():
     shape = names.index("shape_2x2")
     assert float(feats.span[2, 1, 4, 1, shape]) == 1.0
     assert float(feats.span[2, 0, 3, 0, shape]) == 0.0
+
+
+def test_phrase_cues_only_on_multi_token_blocks():
+    src = "the UK , said".split()
+    tgt = "the UK said".split()
+    base = featurize(src, tgt, max_src_len=2, max_tgt_len=2)
+    cues = featurize(src, tgt, max_src_len=2, max_tgt_len=2, phrase_cues=True)
+    names = feature_names(max_src_len=2, max_tgt_len=2, phrase_cues=True)
+    n0 = base.span.shape[-1]
+    assert torch.equal(cues.span[..., :n0], base.span)  # the default columns are unchanged
+    col = {n: names.index(n) for n in ("cue_punct", "cue_stop_start", "cue_same_order",
+                                       "cue_capitalised", "cue_stop_end")}
+    assert cues.span[:, 0, :, 0, n0:].abs().sum() == 0  # nothing on 1x1 blocks
+    blk = cues.span[0, 1, 1, 1]  # "the UK" / "the UK" (target phrase ending at 1)
+    assert blk[col["cue_same_order"]] == 1 and blk[col["cue_stop_start"]] == 1
+    assert blk[col["cue_punct"]] == 0 and blk[col["cue_capitalised"]] == 0
+    assert cues.span[1, 1, 1, 1, col["cue_punct"]] == 1  # "UK ," contains punctuation
+    assert cues.span[2, 1, 2, 1, col["cue_stop_end"]] == 0  # ", said" / "UK said"

@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 import torch
 
-__all__ = ["chain_structures", "semimarkov_structures", "oracle"]
+__all__ = [
+    "chain_structures",
+    "semimarkov_structures",
+    "oracle",
+    "one_thread",
+    "marginal_frequencies_ok",
+]
 
 
 def chain_structures(n: int, c: int, length: int) -> list[torch.Tensor]:
@@ -65,3 +72,21 @@ def oracle(log_potentials: torch.Tensor, structures: list[torch.Tensor]) -> dict
         "entropy": -torch.special.xlogy(probs, probs).sum(),
         "count": len(structures),
     }
+
+
+@pytest.fixture
+def one_thread():
+    """Large single-example DPs are many small kernels: on the shared 2-core CI machine,
+    OpenMP contention makes them several times slower with 2 threads."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def marginal_frequencies_ok(samples: torch.Tensor, marginals: torch.Tensor) -> bool:
+    """Sample means of indicator tensors ``(n, *shape)`` within 5 standard errors of the
+    exact marginals, entry by entry."""
+    n = samples.shape[0]
+    sd = (marginals * (1 - marginals) / n).sqrt()
+    return bool(((samples.mean(0) - marginals).abs() <= 5 * sd + 1e-9).all())

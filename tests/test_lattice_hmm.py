@@ -265,6 +265,14 @@ def test_inference_mode_and_caller_tensors_untouched():
         ll = hmm_log_likelihood(i2, t2, e2, lengths=lengths)
     assert torch.isfinite(post.log_likelihood).all() and torch.isfinite(ll).all()
     assert not init.requires_grad and not emit.requires_grad
+    # no function writes into the caller's tensors
+    saved = [x.clone() for x in (init, trans, emit)]
+    hmm_posteriors(init, trans, emit, lengths=lengths, state_mask=mask)
+    hmm_viterbi(init, trans, emit, lengths=lengths, state_mask=mask)
+    hmm_sample(init, trans, emit, lengths=lengths, generator=torch.Generator().manual_seed(0))
+    leaves = [x.clone().requires_grad_() for x in (init, trans, emit)]
+    hmm_log_likelihood(*leaves, lengths=lengths).sum().backward()
+    assert all(torch.equal(a, b) for a, b in zip(saved, (init, trans, emit)))
 
 
 def test_bad_input_raises():
@@ -316,3 +324,16 @@ def test_equals_linear_chain_from_same_factors():
     torch.testing.assert_close(vscore, score)
     live = path >= 0
     assert torch.equal(path[live], labels[live])
+
+
+def test_impossible_item_gives_minus_inf_and_zero_posteriors():
+    init, trans, emit, _, _ = rand_inputs(2, 4, 3, seed=14)
+    emit = emit.clone()
+    emit[1, 2, :] = float("-inf")  # no state can emit position 2 of item 1
+    post = hmm_posteriors(init, trans, emit)
+    assert post.log_likelihood[1] == float("-inf") and torch.isfinite(post.log_likelihood[0])
+    assert post.state_posteriors[1].abs().sum() == 0 and post.transition_counts[1].abs().sum() == 0
+    ll = hmm_log_likelihood(init, trans, emit)
+    assert ll[1] == float("-inf")
+    torch.testing.assert_close(ll[0], post.log_likelihood[0])
+    assert hmm_viterbi(init, trans, emit)[1][1] == float("-inf")

@@ -261,3 +261,17 @@ def test_single_position_and_k_beyond_n():
     assert post.segment_posteriors[:, :, 1:].abs().sum() == 0
     vit = hsmm_viterbi(init, trans, seg, state_mask=mask)
     assert [s[0][2] for s in vit.segments] == logits.argmax(-1).tolist()
+
+
+def test_impossible_item_gives_minus_inf_and_zero_posteriors():
+    init, trans, seg, _, _ = rand_inputs(2, 4, 2, 3, seed=19)
+    seg = seg.clone()
+    seg[1, 2] = float("-inf")  # every segment covering position 2 of item 1 is impossible
+    seg[1, 3, 1] = float("-inf")
+    post = hsmm_posteriors(init, trans, seg)
+    assert post.log_likelihood[1] == float("-inf") and torch.isfinite(post.log_likelihood[0])
+    assert post.segment_posteriors[1].abs().sum() == 0
+    assert post.transition_counts[1].abs().sum() == 0
+    assert hsmm_log_likelihood(init, trans, seg)[1] == float("-inf")
+    z, sp, *_ = hsmm_brute(init[0], trans[0], seg[0], 4)
+    torch.testing.assert_close(post.segment_posteriors[0], sp)

@@ -107,3 +107,10 @@ def test_heuristics_nest(fwd, rev):
     # every word aligned in F or R stays aligned after grow-diag-final
     aligned_src = {i for i, _ in fwd | rev}
     assert {i for i, _ in out["grow-diag-final"]} == aligned_src
+
+
+def test_accepts_alignments():
+    from aligners.data.types import Alignment
+
+    got = symmetrize_corpus([Alignment(frozenset(F))], [Alignment(frozenset(R))], "grow-diag")
+    assert got == [symmetrize(F, R, "grow-diag")]

@@ -146,9 +146,9 @@ def _train(args) -> int:
         lex = LexicalReordering().fit(raw.keys, raw.labels)
         lex.save(out)
         if args.moses_table:
-            from aligners.training.reorder import _phrase_stream
+            from aligners.features.reorder import iter_phrase_strings
 
-            lex.write_moses_table(args.moses_table, _phrase_stream(
+            lex.write_moses_table(args.moses_table, iter_phrase_strings(
                 _corpus(args), max_length=args.max_length, mode=args.orientation))
         _add_config(out, {"extract": extract})
         print(f"aligners reorder train: lexical table of {len(lex.keys)} pairs -> {out}",
@@ -202,12 +202,27 @@ def _load(model_dir: Path):
     return classes[cfg["kind"]].load(model_dir), cfg
 
 
+def _chunks(it, size: int):
+    chunk = []
+    for item in it:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def _predict(args) -> int:
     import numpy as np
     import torch
 
-    from aligners.features.reorder import ReorderFeaturizer, collect_examples, to_csr
-    from aligners.models.reorder._io import error_rate
+    from aligners.features.reorder import (
+        ReorderFeaturizer,
+        collect_examples,
+        csr_to_torch,
+        to_csr,
+    )
     from aligners.phrases import ORIENTATIONS, iter_extract
 
     model_dir = Path(args.model)
@@ -215,37 +230,41 @@ def _predict(args) -> int:
     ex = cfg.get("extract", {})
     max_length, mode = ex.get("max_length", 7), ex.get("orientation", "wbe")
     direction = ex.get("direction", "backward")
-    triples = list(_corpus(args))
-    if cfg["kind"] == "lexical":
-        raw = collect_examples(triples, ReorderFeaturizer(), max_length=max_length, mode=mode,
-                               direction=direction)
-        log_p = model.predict_log_proba(raw.keys)
-    else:
+    if cfg["kind"] != "lexical":
         described = json.loads((model_dir / "features.json").read_text())
         feat, codes = ReorderFeaturizer.from_described(described)
         order = np.argsort(codes, kind="stable")
-        raw = collect_examples(triples, feat, max_length=max_length, mode=mode,
-                               direction=direction, grow=False)
-        X = to_csr(raw, np.arange(len(raw)), codes[order])
-        X = X[:, np.argsort(order)]  # back to the model's column order
-        from aligners.features.reorder import csr_to_torch
-
-        log_p = model.predict_log_proba(csr_to_torch(X.tocsr()))
-    probs = torch.exp(log_p).numpy()
+        back = np.argsort(order)  # sorted-code column -> the model's column
     out = _open_out(args.output)
-    e = 0
-    try:
-        for _, src, tgt, _, pairs in iter_extract(triples, max_length=max_length, mode=mode):
-            for p in pairs:
-                k = int(np.argmax(probs[e]))
-                out.write(f"{' '.join(src[p.src_start:p.src_end])} ||| "
-                          f"{' '.join(tgt[p.tgt_start:p.tgt_end])} ||| {ORIENTATIONS[k]} ||| "
-                          + " ".join(f"{v:.4f}" for v in probs[e]) + "\n")
-                e += 1
+    n = wrong = 0
+    try:  # streams the corpus in chunks of sentence pairs: memory O(chunk)
+        for triples in _chunks(_corpus(args), 5000):
+            if cfg["kind"] == "lexical":
+                raw = collect_examples(triples, ReorderFeaturizer(), max_length=max_length,
+                                       mode=mode, direction=direction)
+                log_p = model.predict_log_proba(raw.keys)
+            else:
+                raw = collect_examples(triples, feat, max_length=max_length, mode=mode,
+                                       direction=direction, grow=False)
+                X = to_csr(raw, np.arange(len(raw)), codes[order])[:, back].tocsr()
+                log_p = model.predict_log_proba(csr_to_torch(X))
+            probs = torch.exp(log_p).numpy()
+            pred = probs.argmax(axis=1)
+            wrong += int((pred != raw.labels).sum())
+            e = 0
+            for _, src, tgt, _, pairs in iter_extract(triples, max_length=max_length,
+                                                      mode=mode):
+                for p in pairs:
+                    out.write(f"{' '.join(src[p.src_start:p.src_end])} ||| "
+                              f"{' '.join(tgt[p.tgt_start:p.tgt_end])} ||| "
+                              f"{ORIENTATIONS[pred[e]]} ||| "
+                              + " ".join(f"{v:.4f}" for v in probs[e]) + "\n")
+                    e += 1
+            n += e
     finally:
         if out is not sys.stdout:
             out.close()
-    err = error_rate(log_p, raw.labels)
-    print(f"aligners reorder predict: {e} phrase pairs, error vs extracted {direction} "
-          f"orientation {100 * err:.2f}%", file=sys.stderr)
+    err = 100.0 * wrong / n if n else float("nan")
+    print(f"aligners reorder predict: {n} phrase pairs, error vs extracted {direction} "
+          f"orientation {err:.2f}%", file=sys.stderr)
     return 0

@@ -4,8 +4,9 @@
 counts stated in that folder's SOURCE.md); `load(name, split)` returns `AlignedPair`s with
 0-based links in the stated orientation (or `LabeledPair`/`QAQuestion` for msrp, rte*,
 trecqa, which carry no alignment). Gold sets known to contain links outside their
-sentence (En-Hi, De-En) are always read leniently; `last_dropped(name, split)` reports how
-many links were dropped. Large training text is streamed by `iter_parallel`, never loaded.
+sentence (En-Hi, De-En; Ja-En is split on ASCII spaces as its SOURCE.md explains, which
+leaves none out of range) are always read leniently; `last_dropped(name, split)` reports
+how many links were dropped. Large training text is streamed by `iter_parallel`, never loaded.
 """
 
 from __future__ import annotations
@@ -15,14 +16,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aligners.data import gold, jacana, labeled
+from aligners.data import a3, gold, jacana, labeled
 from aligners.data.parallel import read_parallel
 from aligners.data.paths import dataset_dir
 from aligners.data.pharaoh import OutOfRangeLinksWarning, read_pharaoh
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
-__all__ = ["DATASETS", "DatasetSpec", "SplitCounts", "iter_parallel", "last_dropped", "load"]
+__all__ = [
+    "DATASETS",
+    "DatasetSpec",
+    "SplitCounts",
+    "iter_parallel",
+    "last_dropped",
+    "load",
+    "parallel_files",
+]
 
 
 @dataclass(frozen=True)
@@ -61,9 +70,10 @@ _DROPPED: dict[tuple[str, str], int] = {}
 
 
 def _pairs(texts, alignments) -> list[AlignedPair]:
+    """Pairs with their 1-based line number as id."""
     return [
-        AlignedPair(tuple(s), tuple(t), al, None)
-        for (s, t), al in zip(texts, alignments, strict=True)
+        AlignedPair(tuple(s), tuple(t), al, str(n))
+        for n, ((s, t), al) in enumerate(zip(texts, alignments, strict=True), start=1)
     ]
 
 
@@ -128,6 +138,11 @@ def _json(path_fn, *, sure_plus_poss=False):
         return jacana.read_jacana_json(d / path_fn(split), sure_plus_poss=sure_plus_poss,
                                        lenient=lenient)
     return load_split
+
+
+def _a3(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
+    part, annotator = split.split("-")
+    return a3.read_a3(d / "orig" / f"RTE2_{part}_{annotator}.align.txt", lenient=lenient)
 
 
 def _edbpp(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
@@ -221,6 +236,13 @@ def _specs() -> dict[str, DatasetSpec]:
                     {"train": S(800, 7547, 0), "test": S(800, 7583, 0)},
                     loader=_json(lambda s: "converted/synthetic-phrases/"
                                  f"RTE2_{dev_test[s]}_M.synthetic-phrases.json")),
+        DatasetSpec("msr06-orig", msr, ("en", "en"), "T (text)",
+                    {"dev-A": S(800, 5983, 2154), "dev-B": S(800, 6022, 2015),
+                     "dev-C": S(800, 5888, 2733), "test-A": S(800, 5690, 1564),
+                     "test-B": S(800, 5719, 2257), "test-C": S(800, 5728, 2197)},
+                    notes="Microsoft's A3 files, one per annotator, original tokenisation; "
+                    "dev-C has 5,888 S (SOURCE.md says 5,887: its last entry lacks ')')",
+                    loader=_a3),
         DatasetSpec("edbpp", edb, ("en", "en"), "jacana 'source'",
                     {"train": S(714, 13314, 2532), "test": S(306, 5766, 871)},
                     notes="sure from *.sure.json, possible = *.sure+poss.json minus sure",

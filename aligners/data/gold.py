@@ -259,12 +259,15 @@ def write_onebased(alignments: Iterable[Alignment], out: str | Path | IO[str]) -
     return count
 
 
-FORMATS = ("auto", "pharaoh", "onebased", "naacl", "naacl0", "jacana", "jacana-sp", "multimwa")
+FORMATS = (
+    "auto", "pharaoh", "onebased", "naacl", "naacl0", "jacana", "jacana-sp", "multimwa", "a3",
+)
 
 
 def sniff_format(path: str | Path) -> str:
     """Guess a notation: `.json` -> jacana (`jacana-sp` if the name has `sure+poss`),
-    `.tsv` -> multimwa, NAACL-shaped first line (`snum i j [S|P]`) -> naacl, else pharaoh.
+    `.tsv` -> multimwa, a first line starting with `#` -> a3 (GIZA A3 / MSR06 orig),
+    NAACL-shaped first line (`snum i j [S|P]`) -> naacl, else pharaoh.
 
     1-based `i-j` files and 0-based NAACL (Biçici) cannot be told apart from their
     0-based/1-based twins: name `onebased` / `naacl0` explicitly.
@@ -277,9 +280,11 @@ def sniff_format(path: str | Path) -> str:
     if str(path) == "-":
         return "pharaoh"
     for text in read_lines(path):
-        fields = text.split()
+        fields = text.replace("\ufeff", "").split()
         if not fields:
             continue
+        if fields[0].startswith("#"):
+            return "a3"
         if 3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3]):
             return "naacl"
         return "pharaoh"
@@ -298,7 +303,7 @@ def read_alignment_file(
     """Read any supported notation into 0-based `Alignment`s, one per sentence pair.
 
     `fmt` is one of `FORMATS` (`auto` = `sniff_format`). NAACL files use `snums` (else
-    min..max of the file). Files that carry their text (jacana, MultiMWA) are range-checked
+    min..max of the file). Files that carry their text (jacana, MultiMWA, A3) are checked
     against it; the others when `src_lengths`/`tgt_lengths` are given. Out-of-range links
     raise `AlignersInputError`, or with `lenient=True` are dropped, counted and warned about.
     Cost: O(file size).
@@ -316,6 +321,10 @@ def read_alignment_file(
         return read_naacl(path, snums=snums, token_base=1 if fmt == "naacl" else 0, **lengths)
     from aligners.data.jacana import read_jacana_json, read_multimwa
 
+    if fmt == "a3":
+        from aligners.data.a3 import read_a3
+
+        return [p.alignment for p in read_a3(path, lenient=lenient)]
     if fmt == "multimwa":
         pairs = read_multimwa(path, lenient=lenient)
     else:

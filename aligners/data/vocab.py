@@ -33,9 +33,10 @@ class Vocab:
     def __init__(self, tokens: Sequence[str], counts: Sequence[int] | None = None):
         """`tokens` are the real tokens in id order (ids 2..); `counts` their frequencies."""
         self.itos: list[str] = [PAD, UNK, *tokens]
-        self.stoi: dict[str, int] = {t: i for i, t in enumerate(self.itos)}
-        if len(self.stoi) != len(self.itos):
-            dup = next(t for i, t in enumerate(self.itos) if self.stoi[t] != i)
+        # PAD is never the id of a text token: a literal "<pad>" in the text encodes as UNK
+        self.stoi: dict[str, int] = {t: i for i, t in enumerate(self.itos) if i != PAD_ID}
+        if len(self.stoi) != len(self.itos) - 1:
+            dup = next(t for i, t in enumerate(self.itos) if i and self.stoi[t] != i)
             raise AlignersInputError(f"token {dup!r} appears twice in the vocabulary")
         self.counts: list[int] = [0, 0, *(counts if counts is not None else [0] * len(tokens))]
         if len(self.counts) != len(self.itos):

@@ -48,13 +48,17 @@ class PairFeatures:
     null: torch.Tensor  # (I, F0)
 
 
-def feature_names(*, max_src_len: int, max_tgt_len: int, embedding: bool = False) -> list[str]:
-    """Names of the F columns of `PairFeatures.span`."""
+CUES = ("cue_punct", "cue_stop_end", "cue_stop_start", "cue_capitalised", "cue_same_order")
+
+
+def feature_names(*, max_src_len: int, max_tgt_len: int, embedding: bool = False,
+                  phrase_cues: bool = False) -> list[str]:
+    """Names of the F columns of `PairFeatures.span` (`phrase_cues` appends CUES)."""
     tok = list(TOKEN_FEATURES) + ([EMBED] if embedding else [])
     shapes = [f"shape_{a}x{b}" for a in range(1, max_src_len + 1)
               for b in range(1, max_tgt_len + 1) if (a, b) != (1, 1)]
     return ([f"sum_{n}" for n in tok] + [f"min_{n}" for n in tok] + shapes
-            + ["phrase_lower_identical", "phrase_wn_synonym"])
+            + ["phrase_lower_identical", "phrase_wn_synonym"] + (list(CUES) if phrase_cues else []))
 
 
 def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
@@ -108,17 +112,46 @@ def _window(x: torch.Tensor, dim: int, size: int, op) -> torch.Tensor:
     return out
 
 
+def _cue_columns(src, tgt, ls, lt) -> torch.Tensor:
+    """(I-ls+1, J-lt+1, 5) chunk-boundary proxies of a multi-token block (no chunker offline):
+    contains punctuation, ends / starts with a function word on both sides, all capitalised,
+    same words in the same order."""
+    def flags(words):
+        return (torch.tensor([float(is_punct(w)) for w in words]),
+                torch.tensor([float(w.lower() in STOPWORDS) for w in words]),
+                torch.tensor([float(w[:1].isupper()) for w in words]))
+    (ps, ss, cs), (pt, st, ct) = flags(src), flags(tgt)
+    I, J = len(src), len(tgt)
+    n_s, n_t = I - ls + 1, J - lt + 1
+    out = torch.zeros(n_s, n_t, 5)
+    out[..., 0] = torch.maximum(_window(ps, 0, ls, torch.maximum)[:, None],
+                                _window(pt, 0, lt, torch.maximum)[None, :])
+    out[..., 1] = torch.maximum(ss[ls - 1:][:, None], st[lt - 1:][None, :])
+    out[..., 2] = ss[:n_s][:, None] * st[:n_t][None, :]
+    out[..., 3] = _window(cs, 0, ls, torch.minimum)[:, None] * \
+        _window(ct, 0, lt, torch.minimum)[None, :]
+    if ls == lt:
+        low = torch.tensor([[float(a.lower() == b.lower()) for b in tgt] for a in src])
+        same = torch.ones(n_s, n_t)
+        for d in range(ls):
+            same = same * low[d: d + n_s, d: d + n_t]
+        out[..., 4] = same
+    return out
+
+
 def featurize(
     src: Sequence[str], tgt: Sequence[str], *, max_src_len: int = 3, max_tgt_len: int = 3,
-    embedder: Embedder | None = None,
+    embedder: Embedder | None = None, phrase_cues: bool = False,
 ) -> PairFeatures:
     """Features of one pair. Shapes: span (I, Ls, J, Lt, F), null (I, F0); F from
     `feature_names`. Cost O(I*J) look-ups + O(Ls*Lt*I*J*F)."""
     I, J, Ls, Lt = len(src), len(tgt), max_src_len, max_tgt_len
     X = _token_matrix(src, tgt, embedder)
     Ft = X.shape[-1]
-    names = feature_names(max_src_len=Ls, max_tgt_len=Lt, embedding=embedder is not None)
+    names = feature_names(max_src_len=Ls, max_tgt_len=Lt, embedding=embedder is not None,
+                          phrase_cues=phrase_cues)
     F = len(names)
+    P = F - len(CUES) if phrase_cues else F  # end of the phrase-string columns
     span = torch.zeros(I, Ls, J, Lt, F)
     for ls in range(1, min(Ls, I) + 1):
         for lt in range(1, min(Lt, J) + 1):
@@ -132,7 +165,9 @@ def featurize(
             blk[..., Ft: 2 * Ft] = Bm
             if (ls, lt) != (1, 1):
                 blk[..., 2 * Ft + (ls - 1) * Lt + lt - 2] = 1.0
-            blk[..., F - 2:] = _phrase_columns(src, tgt, ls, lt, X) * max(ls, lt)
+            blk[..., P - 2: P] = _phrase_columns(src, tgt, ls, lt, X) * max(ls, lt)
+            if phrase_cues and (ls, lt) != (1, 1):
+                blk[..., P:] = _cue_columns(src, tgt, ls, lt)
     low = X[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
     dice = X[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
     wn = X[..., [TOKEN_PAIR_FEATURES.index(f"wn_{r}") for r in ("synonym", "hypernym",

@@ -29,6 +29,7 @@ __all__ = [
     "ReorderFeaturizer",
     "phrase_key",
     "collect_examples",
+    "iter_phrase_strings",
     "fit_feature_vocab",
     "to_csr",
     "csr_to_torch",
@@ -191,6 +192,15 @@ def collect_examples(
         keys=np.frombuffer(keys, dtype=np.int64).copy(),
         n_sentences=n_sent,
     )
+
+
+def iter_phrase_strings(corpus, *, max_length: int = 7, mode: str = "wbe"):
+    """Stream `(src phrase, tgt phrase, phrase_key)` for every extracted phrase pair."""
+    for _, src, tgt, _, pairs in iter_extract(corpus, max_length=max_length, mode=mode):
+        for p in pairs:
+            s = " ".join(src[p.src_start:p.src_end])
+            t = " ".join(tgt[p.tgt_start:p.tgt_end])
+            yield s, t, phrase_key(s, t)
 
 
 def _rows_codes(raw: RawExamples, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

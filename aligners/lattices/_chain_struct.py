@@ -23,6 +23,14 @@ from aligners.semirings import (
 __all__ = ["ChainStruct"]
 
 
+def _grad(out: torch.Tensor, leaf: torch.Tensor, retain: bool = False) -> torch.Tensor:
+    """d out / d leaf; zeros when out does not depend on leaf (e.g. N = 1: no parts)."""
+    if not out.requires_grad:
+        return torch.zeros_like(leaf)
+    (g,) = torch.autograd.grad(out, leaf, retain_graph=retain, allow_unused=True)
+    return torch.zeros_like(leaf) if g is None else g
+
+
 def _is(semiring, ours, theirs) -> bool:
     return semiring is ours or semiring is theirs
 
@@ -60,6 +68,7 @@ class ChainStruct:
     def _spans(self, log_potentials):
         """Start-indexed spans, clamped at the semiring zero so that ``-inf`` (forbidden)
         scores never turn into NaN (e.g. a label unreachable from every predecessor)."""
+        core.finite(self._to_spans(log_potentials).detach())  # refuses NaN / +inf
         return self._to_spans(log_potentials).clamp(min=semiring_zero(log_potentials.dtype))
 
     def _prepare(self, log_potentials, lengths):
@@ -96,12 +105,10 @@ class ChainStruct:
         with core.autograd_ready(log_potentials) as leaf:
             v = core.generic_sum(self.semiring, self._spans(leaf), lengths)
             if not _raw:
-                (g,) = torch.autograd.grad(self.semiring.unconvert(v).sum(), leaf)
-                return g
+                return _grad(self.semiring.unconvert(v).sum(), leaf)
             out = []
             for j in range(v.shape[0]):
-                (g,) = torch.autograd.grad(v[j].sum(), leaf, retain_graph=j + 1 < v.shape[0])
-                out.append(g)
+                out.append(_grad(v[j].sum(), leaf, retain=j + 1 < v.shape[0]))
         return torch.stack(out, 0)
 
     def score(self, potentials, parts, batch_dims=(0,)):
@@ -134,14 +141,34 @@ class ChainStruct:
 
     def sample(self, log_potentials, n, lengths=None, generator=None):
         """``n`` exact samples (forward filtering, backward sampling), ``(n, B, event)``
-        indicators; reproducible from ``generator``. Memory O(n) times one example's."""
+        indicators; reproducible from ``generator``. O(B·N·S·C²) + O(n·B·N·S·C) time;
+        the dense output itself is n times the potentials' size (see ``sample_labels``)."""
+        lengths = self._prepare(log_potentials, lengths)
+        with torch.no_grad():
+            _, parts = core.sample_ffbs(self._to_spans(log_potentials), lengths, n, generator)
+        return self._from_spans(parts.flatten(0, 1), log_potentials).view(
+            (n,) + tuple(log_potentials.shape))
+
+    def sample_labels(self, log_potentials, n, lengths=None, generator=None):
+        """``n`` exact samples in compact form ``(n, B, N)`` long: the label of every point
+        (linear chain) or of point 0 and each segment end (semi-Markov), ``-1`` elsewhere
+        and past each length. Same draws as ``sample`` with an equally seeded generator."""
+        lengths = self._prepare(log_potentials, lengths)
+        with torch.no_grad():
+            labels, _ = core.sample_ffbs(self._to_spans(log_potentials), lengths, n, generator,
+                                         dense=False)
+        return labels
+
+    def sample_semiring(self, log_potentials, n, lengths=None, generator=None):
+        """The same samples drawn through the sampling semiring (autograd "gradient" of
+        log Z): a cross-check of ``sample``; memory n times the potentials' autograd graph."""
         lengths = self._prepare(log_potentials, lengths)
         batch = log_potentials.shape[0]
         rep = log_potentials.detach().repeat((n,) + (1,) * (log_potentials.dim() - 1))
         semiring = SampledSemiring.with_generator(generator)
         with core.autograd_ready(rep) as leaf:
             v = core.generic_sum(semiring, self._spans(leaf), lengths.repeat(n))
-            (g,) = torch.autograd.grad(v.sum(), leaf)
+            g = _grad(v.sum(), leaf)
         return g.view((n, batch) + log_potentials.shape[1:])
 
 

@@ -39,6 +39,11 @@ def _shape_error(name: str, expected: str, got: torch.Tensor) -> AlignersInputEr
 
 
 def _check_finite_or_neg_inf(name: str, x: torch.Tensor) -> None:
+    # One float64 reduction screens the tensor: the sum is NaN or +inf iff some entry is NaN
+    # or +inf (finite float32 values cannot overflow it); only then look element-wise.
+    total = x.sum(dtype=torch.float64)
+    if not (torch.isnan(total) or total == float("inf")):
+        return
     if bool((torch.isnan(x) | torch.isposinf(x)).any()):
         raise AlignersInputError(f"{name}: contains NaN or +inf at a real position/state")
 
@@ -96,13 +101,17 @@ def clean_factored(
         state_mask = state_mask.to(device=device, dtype=torch.bool)
         if not bool(state_mask.any(-1).all()):
             raise AlignersInputError("state_mask: every batch item needs at least one real state")
+        if bool(state_mask.all()):
+            state_mask = None  # nothing to mask: skip the (costly) masked copies
+    if state_mask is not None:
         init = init.masked_fill(~state_mask, neg_inf)
         pair = state_mask[:, :, None] & state_mask[:, None, :]
         trans = trans.masked_fill(~(pair[:, None] if time_varying else pair), neg_inf)
-    pm = pos_mask[:, :, None, None] if emit_extra_dims else pos_mask[:, :, None]
-    emit = torch.where(pm, emit, torch.zeros((), dtype=emit.dtype, device=device))
-    if time_varying:
-        trans = trans.masked_fill(~(pos_mask[:, 1:, None, None]), 0.0)
+    if bool((lengths < N).any()):
+        pm = pos_mask[:, :, None, None] if emit_extra_dims else pos_mask[:, :, None]
+        emit = torch.where(pm, emit, torch.zeros((), dtype=emit.dtype, device=device))
+        if time_varying:
+            trans = trans.masked_fill(~(pos_mask[:, 1:, None, None]), 0.0)
     if state_mask is not None:
         sm = state_mask[:, None, None, :] if emit_extra_dims else state_mask[:, None, :]
         emit = emit.masked_fill(~sm, neg_inf)

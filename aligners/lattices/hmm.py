@@ -10,9 +10,10 @@ Conventions (all functions):
   (the rest get probability 0; any value there is ignored).
 
 The posteriors use a scaled forward-backward in probability space with batched matmuls
-(per-step normalisation; emissions and transition columns shifted by their maxima before
-`exp`). When a per-step scale underflows (dynamic range beyond the dtype), the affected batch
-items are recomputed exactly in log space, so results are exact for any finite input.
+(per-step normalisation; emissions shifted by their per-position maximum and transitions by
+their per-item maximum before `exp`). When a per-step scale underflows (dynamic range beyond
+the dtype), the affected batch items are recomputed exactly in log space, so results are
+exact for any finite input.
 """
 
 from typing import NamedTuple
@@ -21,7 +22,6 @@ import torch
 
 from aligners.lattices._factored import (
     clean_factored,
-    col_shift,
     detached_leaf,
     finite_shift,
     semiring_zero,
@@ -49,16 +49,18 @@ class HMMPosteriors(NamedTuple):
 def _emission_factors(cl):
     """Shifted emission probabilities E (B,N,C), log shifts (B,N), scaled transitions Tc.
 
-    Column maxima of the transitions are folded into E so that the forward step is
-    `u_n = (alpha_{n-1} @ Tc) * E_n` exactly.
+    Transitions are shifted by their per-item (per-step if time-varying) maximum, which is
+    folded into the shifts, so the forward step is `u_n = (alpha_{n-1} @ Tc) * E_n` exactly.
+    (A whole-matrix max is a cheap contiguous reduction; terms it underflows are below
+    `underflow_floor` relative to the step's total, else the item goes to the fallback.)
     """
-    tc, cmax = col_shift(cl.trans)
+    trans = cl.trans
+    flat = trans.flatten(-2)
+    tmax = finite_shift(flat, -1)  # (B,1) or (B,N-1,1)
+    tc = torch.exp(flat - tmax).view_as(trans)
     le = cl.emit.clone()
     le[:, 0] += cl.init
-    if cl.time_varying:
-        le[:, 1:] += cmax
-    else:
-        le[:, 1:] += cmax[:, None, :]
+    le[:, 1:] += tmax if cl.time_varying else tmax.unsqueeze(1)
     shift = finite_shift(le, -1)
     return torch.exp(le - shift), shift.squeeze(-1), tc
 
@@ -90,30 +92,35 @@ def _fast_fb(cl, *, per_step_trans: bool):
     bad = (((c < floor) | ~torch.isfinite(c)) & pm).any(1)
     logz = torch.where(pm, torch.log(c) + shift, torch.zeros_like(c)).sum(1)
     G = E / c.unsqueeze(-1)
-    last = (torch.arange(N, device=pm.device) >= (cl.lengths - 1)[:, None]).unsqueeze(-1)
-    ones = torch.ones(B, C, dtype=E.dtype, device=E.device)
-    beta = ones
-    betas, gs = [beta], []
+    # beta_{L-1} = 1 for each item; betas past an item's end are a well-scaled by-product
+    # (never read: gamma and the counts mask them), so only items ending at n are reset.
+    ends: dict[int, list[int]] = {}
+    for b, last in enumerate((cl.lengths - 1).tolist()):
+        if last < N - 1:
+            ends.setdefault(last, []).append(b)
+    ends_t = {n: torch.tensor(v, device=E.device) for n, v in ends.items()}
+    beta = torch.ones(B, C, dtype=E.dtype, device=E.device)
+    betas = [beta]
     # beta_n = Tc @ g_{n+1}, computed as g^T Tc^T: a (B,1,C)x(B,C,C) bmm is the fast layout
     tct = tc.transpose(-1, -2).contiguous()
     steps = tct.unbind(1) if cl.time_varying else None
-    g_all, last_all = G.unbind(1), last.unbind(1)
+    g_all = G.unbind(1)
     for n in range(N - 2, -1, -1):
         g = g_all[n + 1] * beta
         t = steps[n] if cl.time_varying else tct
-        beta = torch.where(last_all[n], ones, torch.bmm(g.unsqueeze(1), t).squeeze(1))
+        beta = torch.bmm(g.unsqueeze(1), t).squeeze(1)
+        if n in ends_t:
+            beta.index_fill_(0, ends_t[n], 1.0)
         betas.append(beta)
-        gs.append(g)
     betas.reverse()
-    gs.reverse()
     Bt = torch.stack(betas, 1)
     pmf = pm.unsqueeze(-1).to(E.dtype)
     gamma = A * Bt * pmf
-    bad = bad | ~torch.isfinite(Bt.sum((1, 2)))  # a sum is non-finite iff an entry is (or huge)
+    bad = bad | ~torch.isfinite(gamma.sum((1, 2)))  # non-finite iff an entry is (or huge)
     if N == 1:
         shape = (B, 0, C, C) if per_step_trans and cl.time_varying else (B, C, C)
         return logz, gamma, torch.zeros(shape, dtype=E.dtype, device=E.device), bad
-    Gs = torch.stack(gs, 1) * pmf[:, 1:]
+    Gs = G[:, 1:] * Bt[:, 1:] * pmf[:, 1:]
     if cl.time_varying:
         xi = tc * (A[:, :-1, :, None] * Gs[:, :, None, :])
         xi = xi if per_step_trans else xi.sum(1)
@@ -223,7 +230,7 @@ def hmm_log_likelihood(log_init, log_trans, log_emit, *, lengths=None, state_mas
         logz = logz.clone()
         logz[idx] = _logspace_log_likelihood(
             cl.init[idx], cl.trans[idx], cl.emit[idx], cl.lengths[idx]
-        ).nan_to_num(float("-inf"))
+        ).nan_to_num(nan=float("-inf"), neginf=float("-inf"))
     return logz
 
 
@@ -231,7 +238,7 @@ def hmm_viterbi(log_init, log_trans, log_emit, *, lengths=None, state_mask=None)
     """(B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> (path (B,N) long, -1 past length; score (B,)).
 
     Cost: O(B·N·C²) time with a (B,C,C) temporary per step, O(B·N·C) memory (backpointers).
-    Exact max-product in log space.
+    Exact max-product in log space. An impossible item (score -inf) gets an arbitrary path.
     """
     cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
     B, N, C = cl.emit.shape
@@ -275,7 +282,8 @@ def hmm_sample(
     length. Forward filter (scaled, as in `hmm_posteriors`), backward sample.
 
     Cost: O(B·N·C²) forward + O(S·B·N·C) sampling time; O(B·N·C + S·B·C) memory.
-    Reproducible from `generator` (on the tensors' device).
+    Reproducible from `generator` (on the tensors' device). Impossible items (log-likelihood
+    -inf) get arbitrary states.
     """
     if num_samples < 1:
         raise ValueError("num_samples must be >= 1")
@@ -320,4 +328,4 @@ def _logspace_filter(cl, idx):
         a = torch.logsumexp(a.unsqueeze(2) + t, 1) + emit[:, n]
         a = a - torch.logsumexp(a, -1, keepdim=True)
         outs.append(a)
-    return torch.stack(outs, 1).nan_to_num(float("-inf"))
+    return torch.stack(outs, 1).nan_to_num(nan=float("-inf"), neginf=float("-inf"))

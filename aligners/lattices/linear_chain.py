@@ -13,8 +13,11 @@ indicators ``(B, N-1, C, C)`` with ``[b, n, y[n+1], y[n]] = 1`` for ``n < L-1``,
 
 Costs: forward O(B·N·C²) time as a sequential recursion over positions; the Log semiring
 stores only the ``(B, N, C)`` forward chart for backward, and the backward (marginals) is
-an explicit outside pass, O(B·N·C²) time. Max: Viterbi with backpointers.
-KMax/Entropy/Sampled: the same recursion under the semiring with autograd.
+an explicit outside pass, O(B·N·C²) time. Max: Viterbi with backpointers. Samples:
+explicit forward filtering, backward sampling (``sample``, ``sample_labels``; the sampling
+semiring is the cross-check ``sample_semiring``). KMax/Entropy (and any torch-struct
+semiring): the same recursion under the semiring, with autograd for k-best structures.
+-inf scores (forbidden) are allowed; NaN or +inf raise ``AlignersInputError``.
 The caller's tensors are never modified (no ``requires_grad_``) and everything works under
 ``torch.inference_mode``.
 """
@@ -69,8 +72,10 @@ class LinearChain(ChainStruct):
         parts = torch.zeros(batch, max(n - 1, 0), c, c, dtype=torch.long, device=sequence.device)
         if n < 2:
             return parts
-        b, pos = torch.meshgrid(torch.arange(batch), torch.arange(n - 1), indexing="ij")
-        keep = (pos.to(sequence.device) < (lengths - 1).view(-1, 1)).long()
+        dev = sequence.device
+        b, pos = torch.meshgrid(torch.arange(batch, device=dev), torch.arange(n - 1, device=dev),
+                                indexing="ij")
+        keep = (pos < (lengths - 1).view(-1, 1)).long()
         parts[b, pos, sequence[:, 1:], sequence[:, :-1]] = keep
         return parts
 

@@ -16,8 +16,10 @@ end point and ``-1`` inside segments (point 0 always labelled) is encoded as ind
 
 Costs: O(B·N·K·C²) time, sequential over end points; Log stores only the ``(B, N, C)``
 forward chart for backward and computes marginals by an explicit outside pass; Max uses
-backpointers (O(B·N·C) integers); KMax/Entropy/Sampled run the recursion under the semiring
-with autograd. Caller tensors are never modified; works under ``torch.inference_mode``.
+backpointers (O(B·N·C) integers); samples by explicit forward filtering, backward sampling;
+KMax/Entropy run the recursion under the semiring (autograd for k-best structures). -inf
+scores are allowed, NaN/+inf raise ``AlignersInputError``. Caller tensors are never
+modified; works under ``torch.inference_mode``.
 """
 
 from __future__ import annotations

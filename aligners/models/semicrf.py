@@ -32,8 +32,10 @@ def segments_to_output(segments, *, tgt_len: int, max_tgt_len: int):
 class PhraseCRFAligner(MonoAlignerBase):
     """ls:lt phrasal aligner over the factored potentials of `MonoAlignerBase`."""
 
-    def __init__(self, *, max_src_len: int = 3, max_tgt_len: int = 3, embedding: bool = False):
-        super().__init__(max_src_len=max_src_len, max_tgt_len=max_tgt_len, embedding=embedding)
+    def __init__(self, *, max_src_len: int = 3, max_tgt_len: int = 3, embedding: bool = False,
+                 phrase_cues: bool = False):
+        super().__init__(max_src_len=max_src_len, max_tgt_len=max_tgt_len, embedding=embedding,
+                         phrase_cues=phrase_cues)
 
     def log_partition(self, factors, lengths: torch.Tensor) -> torch.Tensor:
         """(emit, trans, start) -> log Z (B,)."""

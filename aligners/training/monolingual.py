@@ -11,6 +11,7 @@ scores any jacana JSON file with a trained model.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
@@ -33,13 +34,13 @@ __all__ = ["LitMonoAligner", "build_model", "featurise", "chunks", "predict", "t
 
 
 def build_model(*, kind: str, max_src_len: int = 3, max_tgt_len: int = 3,
-                embedding: bool = False) -> PhraseCRFAligner:
+                embedding: bool = False, phrase_cues: bool = False) -> PhraseCRFAligner:
     """`kind` = "token" (linear-chain CRF) or "phrase" (semi-Markov, Ls x Lt)."""
     if kind == "token":
         return TokenCRFAligner(embedding=embedding)
     if kind == "phrase":
         return PhraseCRFAligner(max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                                embedding=embedding)
+                                embedding=embedding, phrase_cues=phrase_cues)
     raise ValueError(f"model.kind must be 'token' or 'phrase', got {kind!r}")
 
 
@@ -54,6 +55,10 @@ def _flip(pair: AlignedPair) -> AlignedPair:
 def featurise(pairs: list[AlignedPair], model: PhraseCRFAligner, *, direction: str = "s2t",
               gold_links: str = "possible", embedder=None) -> list[MonoExample]:
     """Pairs -> cached MonoExamples for `model` (t2s swaps the sentences)."""
+    if model.embedding and embedder is None:
+        embedder = _shared_embedder()
+    if embedder is not None and hasattr(embedder, "encode"):
+        embedder.encode([p.src for p in pairs] + [p.tgt for p in pairs])  # batched, memoised
     out = []
     for p in pairs:
         p = _flip(p) if direction == "t2s" else p
@@ -61,17 +66,20 @@ def featurise(pairs: list[AlignedPair], model: PhraseCRFAligner, *, direction: s
         if p.alignment is not None:
             links = p.alignment.possible if gold_links == "possible" else p.alignment.sure
         out.append(prepare(p.src, p.tgt, links, max_src_len=model.max_src_len,
-                           max_tgt_len=model.max_tgt_len, embedder=embedder))
+                           max_tgt_len=model.max_tgt_len, embedder=embedder,
+                           phrase_cues=getattr(model, "phrase_cues", False)))
     return out
 
 
 def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
-           with_gold: bool = True, cost: tuple[float, float] = (1.0, 1.0)):
+           with_gold: bool = True, cost: tuple[float, float] = (1.0, 1.0),
+           pad_features: bool = False):
     """Length-bucketed MonoBatches (sorted by target then source length); also the order."""
     order = sorted(range(len(examples)), key=lambda n: (examples[n].emit.shape[2] // 8,
                                                          len(examples[n].src)))
     batches = [collate([examples[n] for n in order[s: s + batch_size]], max_tgt_len=max_tgt_len,
-                       fp_cost=cost[0], fn_cost=cost[1], with_gold=with_gold)
+                       fp_cost=cost[0], fn_cost=cost[1], with_gold=with_gold,
+                       pad_features=pad_features)
                for s in range(0, len(order), batch_size)]
     return batches, order
 
@@ -81,7 +89,7 @@ def predict(model: PhraseCRFAligner, examples: list[MonoExample], *, batch_size:
     """Decode in length buckets; returns per example (blocks, links, normalised score)."""
     model.eval()
     batches, order = chunks(examples, max_tgt_len=model.max_tgt_len, batch_size=batch_size,
-                            with_gold=False)
+                            with_gold=False, pad_features=False)
     out = [None] * len(examples)
     flat = [r for b in batches for r in model.decode(b)]
     for n, r in zip(order, flat):
@@ -94,13 +102,13 @@ class LitMonoAligner(pl.LightningModule):
 
     def __init__(self, *, kind: str, max_src_len: int, max_tgt_len: int, embedding: bool,
                  optimizer: str, lr: float, l2: float, cost_weight: float, max_iter: int,
-                 n_pairs: int):
+                 n_pairs: int, phrase_cues: bool = False):
         super().__init__()
         self.save_hyperparameters()
         self.automatic_optimization = False
         self.evaluations = 0
         self.model = build_model(kind=kind, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                                 embedding=embedding)
+                                 embedding=embedding, phrase_cues=phrase_cues)
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx):
         return batch  # MonoBatch lists stay on the CPU (the model is tiny)
@@ -117,9 +125,9 @@ class LitMonoAligner(pl.LightningModule):
         self.manual_backward(reg)
         self.evaluations += 1
         if self.evaluations % 10 == 0:
-            print(f"  objective evaluation {self.evaluations}: {total + float(reg):.5f}",
+            print(f"  objective evaluation {self.evaluations}: {total + reg.item():.5f}",
                   flush=True)
-        return total + float(reg)
+        return total + reg.item()
 
     def training_step(self, batches, batch_idx):
         opt = self.optimizers()
@@ -149,7 +157,8 @@ def save_model(model: PhraseCRFAligner, path: Path, *, kind: str, extra: dict) -
     """`path` (.safetensors) + `path.with_suffix('.json')` config; loading never unpickles."""
     save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(path))
     cfg = {"kind": kind, "max_src_len": model.max_src_len, "max_tgt_len": model.max_tgt_len,
-           "embedding": model.embedding, "feature_names": model.feature_names, **extra}
+           "embedding": model.embedding, "phrase_cues": getattr(model, "phrase_cues", False),
+           "feature_names": model.feature_names, **extra}
     path.with_suffix(".json").write_text(json.dumps(cfg, indent=2), encoding="utf-8")
 
 
@@ -157,16 +166,20 @@ def load_model(path: str | Path) -> tuple[PhraseCRFAligner, dict]:
     path = Path(path)
     cfg = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
     model = build_model(kind=cfg["kind"], max_src_len=cfg["max_src_len"],
-                        max_tgt_len=cfg["max_tgt_len"], embedding=cfg["embedding"])
+                        max_tgt_len=cfg["max_tgt_len"], embedding=cfg["embedding"],
+                        phrase_cues=cfg.get("phrase_cues", False))
     model.load_state_dict(load_file(str(path)))
     return model, cfg
 
 
-def _embedder(cfg: DictConfig):
-    if not cfg.model.get("embedding", False):
-        return None
+@functools.lru_cache(maxsize=1)
+def _shared_embedder():
     from aligners.features.embedding import MiniLMEmbedder
     return MiniLMEmbedder()
+
+
+def _embedder(cfg: DictConfig):
+    return _shared_embedder() if cfg.model.get("embedding", False) else None
 
 
 def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder):
@@ -174,7 +187,8 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder):
     lit = LitMonoAligner(kind=m.kind, max_src_len=m.get("max_src_len", 1),
                          max_tgt_len=m.get("max_tgt_len", 1), embedding=m.get("embedding", False),
                          optimizer=t.optimizer, lr=t.lr, l2=t.l2, cost_weight=t.cost_weight,
-                         max_iter=t.max_iter, n_pairs=len(pairs))
+                         max_iter=t.max_iter, n_pairs=len(pairs),
+                         phrase_cues=m.get("phrase_cues", False))
     t0 = time.time()
     examples = featurise(pairs, lit.model, direction=direction, gold_links=t.gold_links,
                          embedder=embedder)
@@ -210,11 +224,24 @@ def _report(pairs, preds) -> dict:
     return rep.to_dict()
 
 
+def _train_pairs(cfg: DictConfig) -> list[AlignedPair]:
+    pairs = load(cfg.data.name, cfg.data.get("train_split", "train"))
+    if cfg.data.get("dev_holdout"):  # tuning runs: hold out the last N training pairs
+        pairs = pairs[: -int(cfg.data.dev_holdout)]
+    if cfg.data.get("train_limit"):
+        pairs = pairs[: int(cfg.data.train_limit)]
+    return pairs
+
+
 def _test_pairs(cfg: DictConfig) -> list[AlignedPair]:
-    path = cfg.data.get("test_path")
-    if path:
-        return read_jacana_json(path)
-    return load(cfg.data.name, cfg.data.get("test_split", "test"))
+    if cfg.data.get("dev_holdout"):
+        pairs = load(cfg.data.name, cfg.data.get("train_split", "train"))[
+            -int(cfg.data.dev_holdout):]
+    elif cfg.data.get("test_path"):
+        pairs = read_jacana_json(cfg.data.test_path)
+    else:
+        pairs = load(cfg.data.name, cfg.data.get("test_split", "test"))
+    return pairs[: int(cfg.data.test_limit)] if cfg.data.get("test_limit") else pairs
 
 
 def train(cfg: DictConfig) -> dict:
@@ -223,9 +250,7 @@ def train(cfg: DictConfig) -> dict:
     torch.set_num_threads(int(cfg.training.get("threads", 1)))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    pairs = load(cfg.data.name, cfg.data.get("train_split", "train"))
-    if cfg.data.get("train_limit"):
-        pairs = pairs[: int(cfg.data.train_limit)]
+    pairs = _train_pairs(cfg)
     embedder = _embedder(cfg)
     models, timing = {}, {}
     for d in cfg.training.directions:

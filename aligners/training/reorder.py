@@ -22,6 +22,7 @@ from aligners.features.reorder import (
     collect_examples,
     csr_to_torch,
     fit_feature_vocab,
+    iter_phrase_strings,
     to_csr,
 )
 from aligners.models.reorder import DualMLR, LexicalReordering, NaiveBayes, PrimalMLR
@@ -29,7 +30,7 @@ from aligners.models.reorder import mutual_information as mi_scores
 from aligners.models.reorder._io import error_rate
 from aligners.models.reorder.dual_mlr import warmup as dual_warmup
 from aligners.models.reorder.mlr import warmup as mlr_warmup
-from aligners.phrases import iter_extract, load_corpus
+from aligners.phrases import load_corpus
 
 __all__ = ["train", "evaluate", "dir_size"]
 
@@ -144,7 +145,7 @@ def train(cfg: DictConfig) -> dict:
             corpus = load_corpus(_resolve(d.src, cfg), _resolve(d.tgt, cfg),
                                  _resolve(d.align, cfg), limit=dev_cut,
                                  lowercase=bool(d.get("lowercase", False)))
-            extra["moses_table_lines"] = lex.write_moses_table(table, _phrase_stream(
+            extra["moses_table_lines"] = lex.write_moses_table(table, iter_phrase_strings(
                 corpus, max_length=int(x.max_length), mode=x.mode))
             extra["moses_table_bytes"] = dir_size(table)
             if not rc.lexical.get("keep_table", False):
@@ -203,16 +204,6 @@ def train(cfg: DictConfig) -> dict:
     (out_dir / "results.json").write_text(json.dumps(results, indent=1, default=float))
     _plots(results, out_dir)
     return results
-
-
-def _phrase_stream(corpus, *, max_length, mode):
-    from aligners.features.reorder import phrase_key
-
-    for _, src, tgt, _, pairs in iter_extract(corpus, max_length=max_length, mode=mode):
-        for p in pairs:
-            s = " ".join(src[p.src_start:p.src_end])
-            t = " ".join(tgt[p.tgt_start:p.tgt_end])
-            yield s, t, phrase_key(s, t)
 
 
 def _mi_curve(nbc, X_train, y_train, X_test, y_test, F, feature_list, models_dir) -> list:
@@ -284,6 +275,9 @@ def _plots(results: dict, out_dir: Path) -> None:
         if "lexical" in results.get("models", {}):
             ax.axhline(100 * results["models"]["lexical"]["heldout_error"], ls="--", c="gray",
                        label="lexicalized")
+        if "data" in results:
+            ax.axhline(100 * results["data"]["majority_error"], ls=":", c="k",
+                       label="majority class")
         ax.set_xlabel("% of features removed (lowest MI first)")
         ax.set_ylabel("held-out error (%)")
         ax.set_title("Naive Bayes vs MI feature reduction (WMT Fig. 2)")

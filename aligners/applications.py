@@ -1,0 +1,154 @@
+"""Alignment score as a one-feature classifier (Yao et al. 2013, section 5, Table 5).
+
+RTE (train RTE-1 dev+test, RTE-2 dev+test, RTE-3 dev; test RTE-3 test), MSRP (train / test)
+and TREC QA answer ranking (test-less-than-40, MAP / MRR over questions with both a positive
+and a negative). The feature is the normalised Viterbi score of a trained monolingual aligner
+(the longer text -- premise, sentence 1, candidate answer -- is the source). For RTE and MSRP
+the normaliser (source, target or both lengths) and the threshold are chosen for the best
+accuracy on the training data; nothing is tuned on test. QA needs no tuning (ranking only).
+
+    python -m aligners.applications --model OUT/model.s2t.safetensors [--tasks rte msrp trecqa]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Sequence
+
+import torch
+
+__all__ = ["tokenize", "alignment_scores", "tune_threshold", "accuracy_prf",
+           "mean_average_precision", "mean_reciprocal_rank", "run_rte", "run_msrp",
+           "run_trecqa", "main"]
+
+_TOKEN = re.compile(r"(?:[A-Za-z]\.){2,}|\w+(?=n't\b)|n't\b|'(?:s|re|ve|ll|d|m)\b"
+                    r"|\w+(?:[-.,/]\w+)*|[^\w\s]")
+NORMALISERS = ("src", "tgt", "both")
+
+
+def tokenize(text: str) -> list[str]:
+    """PTB-like tokens: words (with inner - . , / '), clitics ('s, n't, ...), punctuation."""
+    return _TOKEN.findall(text)
+
+
+def alignment_scores(model, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], *,
+                     batch_size: int = 64) -> dict[str, list[float]]:
+    """Viterbi score of each (source, target) pair divided by I, by J and by I + J."""
+    from aligners.data.types import AlignedPair
+    from aligners.training.monolingual import featurise, predict
+    aligned = [AlignedPair(tuple(s) or ("<empty>",), tuple(t) or ("<empty>",))
+               for s, t in pairs]
+    out = predict(model, featurise(aligned, model), batch_size=batch_size)
+    raw = [o[2] * len(p.src) for o, p in zip(out, aligned)]
+    return {"src": [r / len(p.src) for r, p in zip(raw, aligned)],
+            "tgt": [r / len(p.tgt) for r, p in zip(raw, aligned)],
+            "both": [r / (len(p.src) + len(p.tgt)) for r, p in zip(raw, aligned)]}
+
+
+def accuracy_prf(scores: Sequence[float], labels: Sequence[int], threshold: float):
+    """(accuracy, precision, recall) of predicting 1 when score > threshold."""
+    pred = [int(s > threshold) for s in scores]
+    tp = sum(p and y for p, y in zip(pred, labels))
+    acc = sum(p == y for p, y in zip(pred, labels)) / max(len(labels), 1)
+    prec = tp / max(sum(pred), 1)
+    rec = tp / max(sum(labels), 1)
+    return acc, prec, rec
+
+
+def tune_threshold(scores: Sequence[float], labels: Sequence[int]) -> tuple[float, float]:
+    """Threshold with the best accuracy (midpoint between sorted scores): (threshold, acc)."""
+    order = sorted(set(scores))
+    cands = [order[0] - 1.0] + [(a + b) / 2 for a, b in zip(order, order[1:])] + [order[-1]]
+    best = max(cands, key=lambda t: (accuracy_prf(scores, labels, t)[0], -abs(t)))
+    return best, accuracy_prf(scores, labels, best)[0]
+
+
+def mean_average_precision(rankings: Sequence[Sequence[int]]) -> float:
+    """MAP over questions; each ranking is the 0/1 relevance list in ranked order."""
+    aps = []
+    for rel in rankings:
+        hits, total = 0, 0.0
+        for k, r in enumerate(rel, 1):
+            if r:
+                hits += 1
+                total += hits / k
+        aps.append(total / max(hits, 1))
+    return sum(aps) / max(len(aps), 1)
+
+
+def mean_reciprocal_rank(rankings: Sequence[Sequence[int]]) -> float:
+    """MRR: mean over questions of 1 / rank of the first relevant item (0 if none)."""
+    rr = [next((1 / k for k, r in enumerate(rel, 1) if r), 0.0) for rel in rankings]
+    return sum(rr) / max(len(rr), 1)
+
+
+def _classify(model, train, test, name: str) -> dict:
+    tr = alignment_scores(model, [(tokenize(p.text1), tokenize(p.text2)) for p in train])
+    te = alignment_scores(model, [(tokenize(p.text1), tokenize(p.text2)) for p in test])
+    y_tr, y_te = [p.label for p in train], [p.label for p in test]
+    fits = {n: tune_threshold(tr[n], y_tr) for n in NORMALISERS}
+    norm = max(NORMALISERS, key=lambda n: fits[n][1])
+    thr, train_acc = fits[norm]
+    acc, prec, rec = accuracy_prf(te[norm], y_te, thr)
+    res = {"task": name, "normaliser": norm, "threshold": thr, "train_accuracy": train_acc,
+           "train_pairs": len(train), "test_pairs": len(test), "accuracy": acc,
+           "precision": prec, "recall": rec}
+    print(json.dumps(res))
+    return res
+
+
+def run_rte(model) -> dict:
+    from aligners.data.datasets import load
+    train = [p for name, split in [("rte1", "dev"), ("rte1", "test"), ("rte2", "dev"),
+                                   ("rte2", "test"), ("rte3", "dev")] for p in load(name, split)]
+    return _classify(model, train, load("rte3", "test"), "rte3")
+
+
+def run_msrp(model) -> dict:
+    from aligners.data.datasets import load
+    return _classify(model, load("msrp", "train"), load("msrp", "test"), "msrp")
+
+
+def run_trecqa(model, *, split: str = "test-less-than-40") -> dict:
+    from aligners.data.datasets import load
+    questions = [q for q in load("trecqa", split) if q.usable]
+    pairs, owner, rel = [], [], []
+    for n, q in enumerate(questions):
+        for r, sents in ((1, q.positives), (0, q.negatives)):
+            for s in sents:
+                pairs.append((s.tokens, q.question.tokens))
+                owner.append(n)
+                rel.append(r)
+    scores = alignment_scores(model, pairs)["tgt"]  # question length is fixed per question
+    rankings = []
+    for n in range(len(questions)):
+        items = sorted((-scores[k], k) for k in range(len(pairs)) if owner[k] == n)
+        rankings.append([rel[k] for _, k in items])
+    res = {"task": "trecqa", "split": split, "questions": len(questions), "pairs": len(pairs),
+           "MAP": mean_average_precision(rankings), "MRR": mean_reciprocal_rank(rankings)}
+    print(json.dumps(res))
+    return res
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True, help="a trained model.*.safetensors")
+    ap.add_argument("--tasks", nargs="+", default=["rte", "msrp", "trecqa"])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default=None, help="write the results as JSON here")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    from aligners.training.monolingual import load_model
+    model, _ = load_model(args.model)
+    runners = {"rte": run_rte, "msrp": run_msrp, "trecqa": run_trecqa}
+    results = {t: runners[t](model) for t in args.tasks}
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=2)
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""End to end: `train.py experiment=...` on a few MSR06 pairs, then `evaluate.py` with the
+saved safetensors model and `data.test_path` (a jacana JSON file)."""
+
+import json
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import OmegaConf, open_dict
+
+from aligners.run import evaluate, train
+from tests.conftest import shared_path
+from tests.test_configs import CONFIGS
+
+
+def _cfg(root, overrides, out):
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose(config_name=root, overrides=overrides, return_hydra_config=True)
+    with open_dict(cfg):
+        cfg.hydra.runtime.output_dir = str(out)
+        cfg.hydra.job.num = 0
+    HydraConfig.instance().set_config(cfg)
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain.pop("hydra")
+    return OmegaConf.create(plain)
+
+
+@pytest.mark.parametrize("experiment", ["tokencrf_msr06", "yao2013_msr06_phrase"])
+def test_train_then_evaluate_any_json(experiment, tmp_path):
+    shared_path("data", "msr-rte2006-aligned")
+    small = ["data.train_limit=12", "data.test_limit=10", "training.max_iter=4",
+             "training.directions=[s2t,t2s]"]
+    metrics = train(_cfg("train", [f"experiment={experiment}", *small], tmp_path))
+    assert set(metrics["results"]) == {"s2t", "t2s", "union"}
+    for res in metrics["results"].values():
+        assert res["pairs"] == 10 and 0.0 <= res["micro"]["f1"] <= 1.0
+        assert {"identical", "non-identical", "token", "phrase"} <= set(res["breakdown"])
+    assert (tmp_path / "model.s2t.safetensors").exists()
+    assert json.loads((tmp_path / "metrics.json").read_text())["model"] in ("token", "phrase")
+    gold = shared_path("data", "msr-rte2006-aligned", "converted", "RTE2_test_M.align.json")
+    out = tmp_path / "eval"
+    again = evaluate(_cfg("evaluate", [f"experiment={experiment}", "data.test_limit=10",
+                                       f"ckpt_path={tmp_path / 'model.s2t.safetensors'}",
+                                       f"data.test_path={gold}"], out))
+    assert again["results"]["s2t"] == metrics["results"]["s2t"]  # same model, same pairs
