@@ -71,7 +71,7 @@ class WordIds:
 
 @dataclass
 class Batch:
-    """One padded batch. Shapes: src (B, I), tgt (B, J), pair_ids (B, I, J), lengths (B,).
+    """One padded batch. Shapes: src (B, I), tgt (B, J), pair_ids (B, I, J) int32, lengths (B,).
 
     Padding: word id NULL and pair id P. `rows` are the sentence numbers in the input order.
     """
@@ -229,7 +229,7 @@ class PairIndex:
         ids = self._ids[k]
         if isinstance(ids, str):
             ids = torch.from_numpy(np.load(ids))
-        return Batch(rows, s, t, sl, tl, ids.long())
+        return Batch(rows, s, t, sl, tl, ids)
 
     def __iter__(self) -> Iterator[Batch]:
         for k in range(len(self)):
