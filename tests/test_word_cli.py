@@ -63,6 +63,12 @@ def test_save_load_round_trip_aligns_identically_and_handles_unseen_words(tmp_pa
     assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out2), "--posteriors",
                  "--load-model", str(model_dir), "--quiet"]) == 0
     assert out1.read_text() == out2.read_text()
+    out4 = tmp_path / "a4"  # the pair index memory-mapped from disk: same output
+    assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out4), "--posteriors",
+                 "--load-model", str(model_dir), "--quiet", "--cache-dir",
+                 str(tmp_path / "cache")]) == 0
+    assert out4.read_text() == out1.read_text()
+    assert (tmp_path / "cache").is_dir()
     # new sentences with unseen words on both sides, via one `src ||| tgt` file
     new = tmp_path / "new.txt"
     new.write_text("s1 zzz s2 ||| t1 t2 qqq\nunseen ||| words\ns3 ||| t3\n", encoding="utf-8")

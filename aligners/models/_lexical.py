@@ -12,7 +12,9 @@ normalised by source word or by target word. Expected counts are a scatter-add i
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -162,6 +164,7 @@ class PairIndex:
         if cache_dir is not None:
             os.makedirs(cache_dir, exist_ok=True)
             self._dir = tempfile.mkdtemp(prefix="pairs-", dir=cache_dir)
+            weakref.finalize(self, shutil.rmtree, self._dir, True)  # removed with the index
         self._ids: list = []
         for k, (_, s, t, sl, tl) in enumerate(self._words):
             ids = self._lookup(s, t, sl, tl)
