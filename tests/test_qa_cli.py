@@ -49,3 +49,86 @@ def test_unwritable_output_is_input_error(tmp_path, links, capsys):
         ["symmetrize", "-c", "union", "-i", str(links), "-j", str(links), "-o", str(out)], capsys
     )
     assert "dir.txt" in msg and "cannot write" in msg
+
+
+@pytest.fixture
+def bitext(tmp_path):
+    (tmp_path / "s").write_text("a b c\nd e\n")
+    (tmp_path / "t").write_text("x y z\nu v\n")
+    (tmp_path / "a").write_text("0-0 1-2 2-1\n0-0 1-1\n")
+    return tmp_path
+
+
+def test_reorder_out_of_range_names_file_line_and_lenient_drops(bitext, capsys):
+    bad = bitext / "bad.a"
+    bad.write_text("0-0 1-2 2-1\n0-0 1-5\n")
+    argv = ["reorder", "extract", "-s", str(bitext / "s"), "-t", str(bitext / "t"), "-a", str(bad)]
+    msg = _fail([*argv, "--no-progress"], capsys)
+    assert "bad.a:2: link (1, 5)" in msg
+    assert main([*argv, "--no-progress", "--lenient"]) == 0
+    cap = capsys.readouterr()
+    assert "dropped 1 link(s)" in cap.err
+    good = main(["reorder", "extract", *argv[2:6], "-a", str(bitext / "a"), "--no-progress"])
+    assert good == 0
+    # the dropped link only changes pair 2, so pair 1's phrase pairs are identical
+    lines = capsys.readouterr().out.splitlines()
+    assert [x for x in lines if x.startswith(("a", "b", "c"))] == [
+        x for x in cap.out.splitlines() if x.startswith(("a", "b", "c"))
+    ]
+
+
+def test_reorder_reads_alignment_from_stdin(bitext, capsys, monkeypatch):
+    import io
+    import sys
+
+    argv = ["reorder", "extract", "-s", str(bitext / "s"), "-t", str(bitext / "t")]
+    assert main([*argv, "-a", str(bitext / "a"), "--no-progress"]) == 0
+    want = capsys.readouterr().out
+    data = (bitext / "a").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert main([*argv, "-a", "-", "--no-progress"]) == 0
+    assert capsys.readouterr().out == want and want
+
+
+def test_reorder_predict_bad_model_and_empty_corpus(bitext, capsys):
+    corpus = ["-s", str(bitext / "s"), "-t", str(bitext / "t"), "-a", str(bitext / "a")]
+    model = bitext / "m"
+    assert (
+        main(["reorder", "train", *corpus, "--no-progress", "--model", "nb", "-o", str(model)]) == 0
+    )
+    empty = bitext / "empty"
+    empty.write_text("")
+    capsys.readouterr()
+    assert (
+        main(
+            [
+                "reorder",
+                "predict",
+                *["-s", str(empty), "-t", str(empty), "-a", str(empty)],
+                "--no-progress",
+                "-m",
+                str(model),
+            ]
+        )
+        == 0
+    )
+    assert "nan" not in capsys.readouterr().err.lower()
+    (model / "features.json").unlink()
+    assert "features.json" in _fail(
+        ["reorder", "predict", *corpus, "--no-progress", "-m", str(model)], capsys
+    )
+    (model / "config.json").write_text("{")
+    assert "config.json" in _fail(
+        ["reorder", "predict", *corpus, "--no-progress", "-m", str(model)], capsys
+    )
+
+
+def test_reorder_unwritable_outputs_and_negative_limit(bitext, capsys):
+    corpus = ["-s", str(bitext / "s"), "-t", str(bitext / "t"), "-a", str(bitext / "a")]
+    blocker = bitext / "file"
+    blocker.write_text("")
+    _fail(["reorder", "extract", *corpus, "--no-progress", "-o", str(blocker / "x")], capsys)
+    _fail(["reorder", "train", *corpus, "--no-progress", "-o", str(blocker / "m")], capsys)
+    assert "--limit" in _fail(
+        ["reorder", "extract", *corpus, "--no-progress", "--limit", "-1"], capsys
+    )

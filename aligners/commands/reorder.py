@@ -13,6 +13,7 @@ import argparse
 import gzip
 import json
 import sys
+import warnings
 from pathlib import Path
 
 from aligners.errors import AlignersInputError
@@ -26,6 +27,8 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-a", "--align", required=True, help="Pharaoh i-j alignment (source-target)")
     p.add_argument("--limit", type=int, default=None, help="first N sentence pairs only")
     p.add_argument("--lowercase", action="store_true")
+    p.add_argument("--lenient", action="store_true",
+                   help="drop (count, warn about) links outside their sentence instead of failing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -72,9 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _open_out(path: str):
     if path == "-":
         return sys.stdout
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return gzip.open(path, "wt", encoding="utf-8") if path.endswith(".gz") else open(
-        path, "w", encoding="utf-8")
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return gzip.open(path, "wt", encoding="utf-8") if path.endswith(".gz") else open(
+            path, "w", encoding="utf-8")
+    except OSError as err:
+        raise AlignersInputError(f"cannot write: {err.strerror or err}; expected a writable "
+                                 "output path", path=path) from None
 
 
 def _corpus(args):
@@ -82,16 +89,27 @@ def _corpus(args):
 
     from aligners.phrases import load_corpus
 
-    for name in ("src", "tgt", "align"):
-        if not Path(getattr(args, name)).is_file():
-            raise AlignersInputError(f"{getattr(args, name)}: no such file")
-    it = load_corpus(args.src, args.tgt, args.align, limit=args.limit, lowercase=args.lowercase)
+    paths = [getattr(args, name) for name in ("src", "tgt", "align")]
+    if paths.count("-") > 1:
+        raise AlignersInputError("only one of -s / -t / -a can be '-' (stdin)")
+    if args.limit is not None and args.limit < 0:
+        raise AlignersInputError(f"--limit must be >= 0, got {args.limit}")
+    for path in paths:
+        if path != "-" and not Path(path).is_file():
+            raise AlignersInputError("no such file", path=path)
+    it = load_corpus(args.src, args.tgt, args.align, limit=args.limit, lowercase=args.lowercase,
+                     lenient=args.lenient)
     return tqdm(it, desc=args.action, unit="pair", mininterval=2, disable=args.no_progress,
                 file=sys.stderr)
 
 
 def run(args) -> int:
-    return {"extract": _extract, "train": _train, "predict": _predict}[args.action](args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        status = {"extract": _extract, "train": _train, "predict": _predict}[args.action](args)
+    for w in caught:  # e.g. out-of-range links dropped under --lenient, with their count
+        print(f"aligners reorder {args.action}: warning: {w.message}", file=sys.stderr)
+    return status
 
 
 def _extract(args) -> int:
@@ -133,6 +151,13 @@ def _train(args) -> int:
         mutual_information,
     )
 
+    if args.moses_table and "-" in (args.src, args.tgt, args.align):
+        raise AlignersInputError("--moses-table reads the corpus twice: give files, not '-'")
+    try:
+        Path(args.output).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise AlignersInputError(f"cannot create the model folder: {err.strerror or err}",
+                                 path=args.output) from None
     torch.set_num_threads(2)
     feat = ReorderFeaturizer()
     raw = collect_examples(_corpus(args), feat, max_length=args.max_length,
@@ -194,12 +219,23 @@ def _load(model_dir: Path):
     cfg_path = model_dir / "config.json"
     if not cfg_path.is_file():
         raise AlignersInputError(f"{model_dir}: no config.json (train a model first)")
-    cfg = json.loads(cfg_path.read_text())
+    cfg = _read_json(cfg_path)
     classes = {"lexical": LexicalReordering, "naive_bayes": NaiveBayes,
                "primal_mlr": PrimalMLR, "dual_mlr": DualMLR}
     if cfg.get("kind") not in classes:
         raise AlignersInputError(f"{cfg_path}: unknown model kind {cfg.get('kind')!r}")
     return classes[cfg["kind"]].load(model_dir), cfg
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AlignersInputError("missing; expected the file written by `aligners reorder "
+                                 "train`", path=str(path)) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise AlignersInputError(f"unreadable model file ({err}); expected the JSON written "
+                                 "by `aligners reorder train`", path=str(path)) from None
 
 
 def _chunks(it, size: int):
@@ -231,7 +267,7 @@ def _predict(args) -> int:
     max_length, mode = ex.get("max_length", 7), ex.get("orientation", "wbe")
     direction = ex.get("direction", "backward")
     if cfg["kind"] != "lexical":
-        described = json.loads((model_dir / "features.json").read_text())
+        described = _read_json(model_dir / "features.json")
         feat, codes = ReorderFeaturizer.from_described(described)
         order = np.argsort(codes, kind="stable")
         back = np.argsort(order)  # sorted-code column -> the model's column
@@ -264,7 +300,7 @@ def _predict(args) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
-    err = 100.0 * wrong / n if n else float("nan")
+    err = f"{100.0 * wrong / n:.2f}%" if n else "n/a"
     print(f"aligners reorder predict: {n} phrase pairs, error vs extracted {direction} "
-          f"orientation {err:.2f}%", file=sys.stderr)
+          f"orientation {err}", file=sys.stderr)
     return 0
