@@ -132,3 +132,7 @@ def test_reorder_unwritable_outputs_and_negative_limit(bitext, capsys):
     assert "--limit" in _fail(
         ["reorder", "extract", *corpus, "--no-progress", "--limit", "-1"], capsys
     )
+
+
+def test_evaluate_both_stdin_is_input_error(capsys):
+    assert "stdin" in _fail(["evaluate", "--gold", "-", "--test", "-"], capsys)

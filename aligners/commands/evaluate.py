@@ -77,6 +77,8 @@ def _gold_tokens(path: str, fmt: str, lenient: bool):
 def run(args: argparse.Namespace) -> int:
     from aligners.data.gold import read_alignment_file, sniff_format
 
+    if args.gold == "-" and args.test == "-":
+        raise AlignersInputError("only one of --gold / --test can be '-' (stdin)")
     if args.dataset is not None:
         return _run_dataset(args)
     if (args.src_text is None) != (args.tgt_text is None):
