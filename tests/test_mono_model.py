@@ -162,3 +162,16 @@ def test_safetensors_round_trip(tmp_path):
     for a, c in zip(m.parameters(), m2.parameters()):
         assert torch.equal(a, c)
     assert not list(itertools.chain(tmp_path.glob("*.pt"), tmp_path.glob("*.ckpt")))
+
+
+def test_unpadded_features_give_the_same_loss_and_gradient():
+    m = _model(PhraseCRFAligner, 2, 2, seed=5)
+    exs = [prepare(s, t, g, max_src_len=2, max_tgt_len=2) for s, t, g in PAIRS]
+    grads = []
+    for pad in (True, False):
+        m.zero_grad()
+        loss = m.loss(collate(exs, max_tgt_len=2, pad_features=pad))
+        loss.backward()
+        grads.append((float(loss), m.w_emit.grad.clone()))
+    assert grads[0][0] == pytest.approx(grads[1][0], rel=1e-5)
+    assert torch.allclose(grads[0][1], grads[1][1], atol=1e-4)

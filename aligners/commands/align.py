@@ -75,16 +75,15 @@ def run(args: argparse.Namespace) -> int:
     from aligners.models._lexical import build_index
     from aligners.training.export import load_word_aligner, save_word_aligner
 
-    if args.device != "cpu":
-        if args.device.startswith("cuda") and not torch.cuda.is_available():
-            raise AlignersInputError(f"--device {args.device}: CUDA is not available")
-        torch.set_default_device(args.device)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise AlignersInputError(f"--device {args.device}: CUDA is not available")
     torch.set_num_threads(max(1, args.threads))
     pairs = _read(args)
     show = not args.quiet and sys.stderr.isatty()
     decoding: dict = {}
     if args.load_model:
         model, src_ids, tgt_ids, decoding = load_word_aligner(args.load_model)
+        model.to(args.device)  # the index stays on the CPU; batches follow the model
         index = build_index(pairs, src_ids, tgt_ids, cells=args.batch_cells, keys=model.keys)
     else:
         from aligners.models._lexical import WordIds
@@ -97,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
             agreement=not args.no_agreement, p0=args.p0, max_jump=args.max_jump,
             alpha=args.alpha,
         )
-        model = WordAligner.from_index(index, config)
+        model = WordAligner.from_index(index, config).to(args.device)
+        model.reset_counts()
         bar = tqdm(total=model.n_iterations * len(index), desc="EM", disable=not show,
                    file=sys.stderr)
         model.fit(index, progress=lambda it, k: bar.update(1))

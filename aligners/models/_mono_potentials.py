@@ -9,6 +9,7 @@ Score = w_emit . f(segment, c) + w_trans[bucket(c', c)] (first-order distortion)
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 from torch import nn
@@ -70,7 +71,7 @@ class MonoBatch:
     """Padded batch. emit (B,I,Ls,C,F), null (B,I,F0), valid/gold_ok (B,I,Ls,C) bool,
     cost (B,I,Ls,C), trans_idx (B,C,C) [c_next, c_prev], start_idx (B,C), lengths (B,) = I_b+1."""
 
-    emit: torch.Tensor
+    emit: torch.Tensor | None
     null: torch.Tensor
     valid: torch.Tensor
     trans_idx: torch.Tensor
@@ -82,6 +83,7 @@ class MonoBatch:
     max_tgt_len: int
 
 
+@lru_cache(maxsize=4096)
 def _transition_buckets(J: int, Lt: int) -> tuple[torch.Tensor, torch.Tensor]:
     st = state_table(tgt_len=J, max_tgt_len=Lt)
     start, end0, is_null = st["start"], st["end0"], st["length"] == 0
@@ -125,13 +127,15 @@ def _segment_sum(x: torch.Tensor, Ls: int) -> torch.Tensor:
 
 
 def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1.0,
-            fn_cost: float = 1.0, with_gold: bool = True) -> MonoBatch:
-    """Pad a list of examples into a MonoBatch (cost/gold_ok only when all have gold)."""
+            fn_cost: float = 1.0, with_gold: bool = True, pad_features: bool = True) -> MonoBatch:
+    """Pad a list of examples into a MonoBatch (cost/gold_ok only when all have gold).
+    `pad_features=False` leaves `emit` None: emission scores are then computed per example
+    and padded (less memory and time when decoding)."""
     B = len(examples)
     Ls, F = examples[0].emit.shape[1], examples[0].emit.shape[-1]
     I = max(len(e.src) for e in examples)
     C = max(e.emit.shape[2] for e in examples)
-    emit = torch.zeros(B, I, Ls, C, F, dtype=torch.float16)
+    emit = torch.zeros(B, I, Ls, C, F, dtype=torch.float16) if pad_features else None
     null = torch.zeros(B, I, examples[0].null.shape[-1])
     valid = torch.zeros(B, I, Ls, C, dtype=torch.bool)
     trans = torch.zeros(B, C, C, dtype=torch.long)
@@ -141,7 +145,8 @@ def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1
     ok = torch.zeros(B, I, Ls, C, dtype=torch.bool) if with_gold else None
     for b, e in enumerate(examples):
         Ib, Cb, J = len(e.src), e.emit.shape[2], len(e.tgt)
-        emit[b, :Ib, :, :Cb] = e.emit
+        if pad_features:
+            emit[b, :Ib, :, :Cb] = e.emit
         null[b, :Ib] = e.null
         st = state_table(tgt_len=J, max_tgt_len=max_tgt_len)
         ends = torch.arange(Ib)[:, None] + torch.arange(1, Ls + 1)[None, :] <= Ib  # (Ib, Ls)
@@ -174,7 +179,13 @@ class MonoAlignerBase(nn.Module):
 
     def emission(self, batch: MonoBatch) -> torch.Tensor:
         """(B, I, Ls, C) linear emission scores (NULL features in column 0). O(B*I*Ls*C*F)."""
-        emit = batch.emit.float() @ self.w_emit  # NULL column features are 0
+        if batch.emit is None:
+            B, I, Ls, C = batch.valid.shape
+            emit = torch.zeros(B, I, Ls, C, dtype=self.w_emit.dtype)
+            for b, e in enumerate(batch.examples):
+                emit[b, : e.emit.shape[0], :, : e.emit.shape[2]] = e.emit.float() @ self.w_emit
+        else:
+            emit = batch.emit.float() @ self.w_emit  # NULL column features are 0
         null_col = torch.zeros_like(emit[..., 0])
         null_col[:, :, 0] = batch.null @ self.w_null
         return torch.cat([null_col.unsqueeze(-1), emit[..., 1:]], dim=-1)

@@ -8,6 +8,8 @@ C = 1 + J*Lt states as the paper states ("from 1+N to 1+Lt*N"). Ids whose phrase
 before token 1 exist (to keep the map closed-form) but are invalid.
 """
 
+from functools import lru_cache
+
 import torch
 
 __all__ = ["num_states", "state_id", "state_phrase", "state_table"]
@@ -41,9 +43,11 @@ def state_phrase(state: int, *, tgt_len: int, max_tgt_len: int) -> tuple[int, in
     return (r // (max_tgt_len - 1) + 1, r % (max_tgt_len - 1) + 2)
 
 
+@lru_cache(maxsize=4096)
 def state_table(*, tgt_len: int, max_tgt_len: int) -> dict[str, torch.Tensor]:
     """Per-state tensors, each (C,): `start` (0-based first target token, -1 for NULL),
-    `length` (0 for NULL), `end0` (0-based last token), `valid` (phrase inside the sentence)."""
+    `length` (0 for NULL), `end0` (0-based last token), `valid` (phrase inside the sentence).
+    Memoised: treat the returned tensors as read-only."""
     C = num_states(tgt_len=tgt_len, max_tgt_len=max_tgt_len)
     ends, lens = zip(*(state_phrase(c, tgt_len=tgt_len, max_tgt_len=max_tgt_len)
                        for c in range(C)), strict=True)

@@ -72,12 +72,14 @@ def featurise(pairs: list[AlignedPair], model: PhraseCRFAligner, *, direction: s
 
 
 def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
-           with_gold: bool = True, cost: tuple[float, float] = (1.0, 1.0)):
+           with_gold: bool = True, cost: tuple[float, float] = (1.0, 1.0),
+           pad_features: bool = False):
     """Length-bucketed MonoBatches (sorted by target then source length); also the order."""
     order = sorted(range(len(examples)), key=lambda n: (examples[n].emit.shape[2] // 8,
                                                          len(examples[n].src)))
     batches = [collate([examples[n] for n in order[s: s + batch_size]], max_tgt_len=max_tgt_len,
-                       fp_cost=cost[0], fn_cost=cost[1], with_gold=with_gold)
+                       fp_cost=cost[0], fn_cost=cost[1], with_gold=with_gold,
+                       pad_features=pad_features)
                for s in range(0, len(order), batch_size)]
     return batches, order
 
@@ -87,7 +89,7 @@ def predict(model: PhraseCRFAligner, examples: list[MonoExample], *, batch_size:
     """Decode in length buckets; returns per example (blocks, links, normalised score)."""
     model.eval()
     batches, order = chunks(examples, max_tgt_len=model.max_tgt_len, batch_size=batch_size,
-                            with_gold=False)
+                            with_gold=False, pad_features=False)
     out = [None] * len(examples)
     flat = [r for b in batches for r in model.decode(b)]
     for n, r in zip(order, flat):

@@ -226,7 +226,8 @@ def train(cfg: DictConfig) -> dict:
 
 
 def evaluate(cfg: DictConfig) -> dict:
-    """Score a saved model (cfg.model_dir) on cfg.data's evaluation splits."""
+    """Score a saved model folder on cfg.data's evaluation splits:
+    `python evaluate.py experiment=hmm_agreement_hansards_20k +model_dir=outputs/.../model`."""
     from aligners.data.datasets import load
     from aligners.inference.decode import combine, decode_corpus
     from aligners.training.export import load_word_aligner
