@@ -136,3 +136,35 @@ def test_reorder_unwritable_outputs_and_negative_limit(bitext, capsys):
 
 def test_evaluate_both_stdin_is_input_error(capsys):
     assert "stdin" in _fail(["evaluate", "--gold", "-", "--test", "-"], capsys)
+
+
+def test_sentences_from_stdin_are_read_once(tmp_path, capsys, monkeypatch):
+    import io
+    import sys
+
+    (tmp_path / "a").write_text("0-0 1-1\n0-0\n")
+    (tmp_path / "t").write_text("x y\nz\n")
+    for wrapped in (False, True):
+        src = b"a b\nc\n" if not wrapped else b"<s snum=1> a b </s>\n<s snum=2> c </s>\n"
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(src)))
+        argv = ["convert", "-i", str(tmp_path / "a"), "--src", "-", "--tgt", str(tmp_path / "t")]
+        assert main(argv) == 0
+        assert capsys.readouterr().out == "0-0 1-1\n0-0\n"
+        if wrapped:  # evaluate wants both sides in the same (plain or <s snum>) form
+            continue
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(src)))
+        a = str(tmp_path / "a")
+        argv = [
+            "evaluate",
+            "--gold",
+            a,
+            "--test",
+            a,
+            "--src-text",
+            "-",
+            "--tgt-text",
+            str(tmp_path / "t"),
+            "--json",
+        ]
+        assert main(argv) == 0
+        assert '"pairs": 2' in capsys.readouterr().out
