@@ -168,3 +168,10 @@ def test_sentences_from_stdin_are_read_once(tmp_path, capsys, monkeypatch):
         ]
         assert main(argv) == 0
         assert '"pairs": 2' in capsys.readouterr().out
+
+
+def test_out_of_range_message_has_no_none_bound(tmp_path, capsys):
+    a3 = tmp_path / "x.a3"
+    a3.write_text("# Sentence pair (1)\nx y\nNULL ({ }) a ({ 1 }) b ({ 5 })\n")
+    msg = _fail(["convert", "-i", str(a3)], capsys)
+    assert "None" not in msg and "2 source words; expected 0 <= i < 2" in msg

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import IO
 
 from aligners.data.parallel import open_output, read_lines, split_tokens
-from aligners.data.pharaoh import check_ranges, parse_pharaoh_line, read_pharaoh, warn_dropped
+from aligners.data.pharaoh import (
+    bounds_text,
+    check_ranges,
+    parse_pharaoh_line,
+    read_pharaoh,
+    warn_dropped,
+)
 from aligners.data.types import Alignment
 from aligners.errors import AlignersInputError
 
@@ -170,8 +176,7 @@ def read_naacl(
                     continue
                 raise AlignersInputError(
                     f"link ({i}, {j}) (0-based source-target) of sentence {snum} lies outside "
-                    f"its {src_n} source and {tgt_n} target words; expected 0 <= i < {src_n} "
-                    f"and 0 <= j < {tgt_n} (use lenient/--lenient to drop such links)",
+                    f"its {bounds_text(src_n, tgt_n)} (use lenient/--lenient to drop such links)",
                     path=name, line=lineno,
                 )
             (sure if is_sure else possible).add((i, j))
