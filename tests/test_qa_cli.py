@@ -175,3 +175,20 @@ def test_out_of_range_message_has_no_none_bound(tmp_path, capsys):
     a3.write_text("# Sentence pair (1)\nx y\nNULL ({ }) a ({ 1 }) b ({ 5 })\n")
     msg = _fail(["convert", "-i", str(a3)], capsys)
     assert "None" not in msg and "2 source words; expected 0 <= i < 2" in msg
+
+
+def test_reorder_predict_lowercases_as_the_model_was_trained(bitext, capsys):
+    (bitext / "s").write_text("A b C\nD e\n")
+    corpus = ["-s", str(bitext / "s"), "-t", str(bitext / "t"), "-a", str(bitext / "a")]
+    model = bitext / "lex"
+    argv = ["reorder", "train", *corpus, "--no-progress", "--model", "lexical", "--lowercase"]
+    assert main([*argv, "-o", str(model)]) == 0
+    outs = []
+    for flag in ([], ["--lowercase"]):
+        capsys.readouterr()
+        assert main(["reorder", "predict", *corpus, "--no-progress", "-m", str(model), *flag]) == 0
+        outs.append(capsys.readouterr())
+    assert (
+        outs[0].out == outs[1].out
+        and "error vs extracted backward orientation 0.00%" in outs[0].err
+    )

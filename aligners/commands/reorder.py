@@ -266,6 +266,10 @@ def _predict(args) -> int:
     ex = cfg.get("extract", {})
     max_length, mode = ex.get("max_length", 7), ex.get("orientation", "wbe")
     direction = ex.get("direction", "backward")
+    if "lowercase" in ex:  # featurise as in training (the keys/features are case-exact)
+        if args.lowercase and not ex["lowercase"]:
+            raise AlignersInputError(f"{model_dir} was trained on cased text; drop --lowercase")
+        args.lowercase = bool(ex["lowercase"])
     if cfg["kind"] != "lexical":
         described = _read_json(model_dir / "features.json")
         feat, codes = ReorderFeaturizer.from_described(described)
