@@ -26,7 +26,8 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-t", "--tgt", required=True, help="target side")
     p.add_argument("-a", "--align", required=True, help="Pharaoh i-j alignment (source-target)")
     p.add_argument("--limit", type=int, default=None, help="first N sentence pairs only")
-    p.add_argument("--lowercase", action="store_true")
+    p.add_argument("--lowercase", action="store_true", help="lowercase both sides (predict: "
+                   "always as the model was trained)")
     p.add_argument("--lenient", action="store_true",
                    help="drop (count, warn about) links outside their sentence instead of failing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -43,14 +44,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ex = sub.add_parser("extract", help="phrase pairs with orientations, Moses extract format")
     _corpus_args(ex)
     _extract_args(ex)
-    ex.add_argument("--direction", choices=["backward", "forward", "both"], default="backward")
+    ex.add_argument("--direction", choices=["backward", "forward", "both"], default="backward",
+                    help="orientation w.r.t. the previous (backward) or next (forward) target "
+                    "phrase; both: two columns, as Moses' bidirectional extract.o")
     ex.add_argument("-o", "--output", default="-", help="output file (.gz ok), - for stdout")
 
     tr = sub.add_parser("train", help="train a reordering model on every pair given")
     _corpus_args(tr)
     _extract_args(tr)
-    tr.add_argument("--direction", choices=["backward", "forward"], default="backward")
-    tr.add_argument("--model", choices=["lexical", "nb", "primal", "dual"], default="nb")
+    tr.add_argument("--direction", choices=["backward", "forward"], default="backward",
+                    help="which orientation to model (w.r.t. previous/next target phrase)")
+    tr.add_argument("--model", choices=["lexical", "nb", "primal", "dual"], default="nb",
+                    help="lexical table, naive Bayes, primal or dual MaxEnt (default: nb)")
     tr.add_argument("--min-count", type=int, default=10, help="drop rarer features")
     tr.add_argument("--inference", choices=["map", "bayes"], default="map", help="naive Bayes")
     tr.add_argument("--alpha", type=float, default=2.0, help="naive Bayes Dirichlet parameter")
@@ -61,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tr.add_argument("--lr", type=float, default=0.05, help="primal SGD step")
     tr.add_argument("--eps", type=float, default=0.1, help="dual shrinking tolerance")
     tr.add_argument("--max-iter", type=int, default=30, help="dual EG iterations")
-    tr.add_argument("--seed", type=int, default=1234)
+    tr.add_argument("--seed", type=int, default=1234, help="torch.Generator seed (SGD/EG order)")
     tr.add_argument("--moses-table", default=None,
                     help="lexical: also write the Moses reordering table here")
     tr.add_argument("-o", "--output", required=True, help="model folder")
