@@ -192,3 +192,11 @@ def test_reorder_predict_lowercases_as_the_model_was_trained(bitext, capsys):
         outs[0].out == outs[1].out
         and "error vs extracted backward orientation 0.00%" in outs[0].err
     )
+
+
+def test_evaluate_empty_files_is_input_error(tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    assert "no sentence pairs" in _fail(
+        ["evaluate", "--gold", str(empty), "--test", str(empty)], capsys
+    )

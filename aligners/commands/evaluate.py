@@ -123,6 +123,10 @@ def _report(args, gold, test, src, tgt) -> int:
             f"{args.gold or args.dataset} has {len(gold)} sentence pairs but {args.test} has "
             f"{len(test)}; expected the same pairs in the same order"
         )
+    if not gold:
+        raise AlignersInputError(
+            f"{args.gold or args.dataset}: no sentence pairs; expected at least one to score"
+        )
     if not 0.0 <= args.alpha <= 1.0:
         raise AlignersInputError(f"--alpha must be in [0, 1], got {args.alpha}")
     report = evaluate_alignments(gold, test, src_tokens=src, tgt_tokens=tgt, alpha=args.alpha)
