@@ -189,7 +189,7 @@ def test_pair_index_batches_cover_every_nonempty_pair_once():
     assert rows == [r for r in range(40) if r not in (3, 5)]
     for b in index:
         assert b.src.shape[0] * b.src.shape[1] * b.tgt.shape[1] <= 100 or b.src.shape[0] == 1
-        keys = index.keys[b.pair_ids.clamp(max=index.n_pairs - 1)]
+        keys = index.keys[b.pair_ids.long().clamp(max=index.n_pairs - 1)]
         expect = b.src[:, :, None] * index.n_tgt_words + b.tgt[:, None, :]
         assert bool((keys[b.mask] == expect[b.mask]).all())
         assert bool((b.pair_ids[~b.mask] == index.n_pairs).all())
