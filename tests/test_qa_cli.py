@@ -200,3 +200,11 @@ def test_evaluate_empty_files_is_input_error(tmp_path, capsys):
     assert "no sentence pairs" in _fail(
         ["evaluate", "--gold", str(empty), "--test", str(empty)], capsys
     )
+
+
+def test_reorder_output_over_an_input_is_refused_and_input_kept(bitext, capsys):
+    a = bitext / "a"
+    before = a.read_text()
+    corpus = ["-s", str(bitext / "s"), "-t", str(bitext / "t"), "-a", str(a)]
+    assert "also an input" in _fail(["reorder", "extract", *corpus, "-o", str(a)], capsys)
+    assert a.read_text() == before

@@ -77,9 +77,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pr.add_argument("-o", "--output", default="-", help="output file (.gz ok), - for stdout")
 
 
-def _open_out(path: str):
+def _open_out(path: str, inputs: tuple[str, ...] = ()):
     if path == "-":
         return sys.stdout
+    if any(x != "-" and Path(x).resolve() == Path(path).resolve() for x in inputs):
+        raise AlignersInputError("is also an input file; expected a different output path "
+                                 "(writing would truncate the input)", path=path)
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         return gzip.open(path, "wt", encoding="utf-8") if path.endswith(".gz") else open(
@@ -120,7 +123,7 @@ def run(args) -> int:
 def _extract(args) -> int:
     from aligners.phrases import format_extract_line, iter_extract
 
-    out = _open_out(args.output)
+    out = _open_out(args.output, (args.src, args.tgt, args.align))
     n = 0
     try:
         for _, src, tgt, links, pairs in iter_extract(
@@ -280,7 +283,7 @@ def _predict(args) -> int:
         feat, codes = ReorderFeaturizer.from_described(described)
         order = np.argsort(codes, kind="stable")
         back = np.argsort(order)  # sorted-code column -> the model's column
-    out = _open_out(args.output)
+    out = _open_out(args.output, (args.src, args.tgt, args.align))
     n = wrong = 0
     try:  # streams the corpus in chunks of sentence pairs: memory O(chunk)
         for triples in _chunks(_corpus(args), 5000):
