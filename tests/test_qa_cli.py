@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+from pathlib import Path
 
 import pytest
 
@@ -208,3 +209,22 @@ def test_reorder_output_over_an_input_is_refused_and_input_kept(bitext, capsys):
     corpus = ["-s", str(bitext / "s"), "-t", str(bitext / "t"), "-a", str(a)]
     assert "also an input" in _fail(["reorder", "extract", *corpus, "-o", str(a)], capsys)
     assert a.read_text() == before
+
+
+def test_baseline_on_a_dataset_without_alignments_is_input_error(tmp_path):
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf, open_dict
+
+    from aligners.errors import AlignersInputError
+    from aligners.training.baseline import train
+    from tests.conftest import shared_path
+
+    shared_path("data", "msrp-paraphrase")
+    configs = str(Path(__file__).resolve().parents[1] / "configs")
+    with initialize_config_dir(config_dir=configs, version_base="1.3"):
+        cfg = compose(config_name="train", overrides=["data.name=msrp"])
+    with open_dict(cfg):
+        cfg.paths.output_dir = str(tmp_path)
+    cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    with pytest.raises(AlignersInputError, match="no gold alignments"):
+        train(cfg)
