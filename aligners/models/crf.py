@@ -11,7 +11,6 @@ Cost O(I * J^2) per pair.
 import torch
 
 from aligners.lattices import linear_chain
-from aligners.models._mono_potentials import MonoBatch
 from aligners.models.semicrf import PhraseCRFAligner
 
 __all__ = ["TokenCRFAligner"]
@@ -40,6 +39,3 @@ class TokenCRFAligner(PhraseCRFAligner):
         paths = [[(n, 1, int(c)) for n, c in enumerate(labels[b, 1: int(lengths[b])].tolist())]
                  for b in range(labels.shape[0])]
         return scores, paths
-
-    def loss(self, batch: MonoBatch, *, cost_weight: float = 1.0) -> torch.Tensor:
-        return super().loss(batch, cost_weight=cost_weight)
