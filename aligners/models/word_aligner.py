@@ -135,9 +135,9 @@ class WordAligner(nn.Module):
                 post.links_bwd, post.null_bwd, 2, sl)
         c = self.config
         fwd = hmm_direction_viterbi(pf, nf, src_lengths=sl, tgt_lengths=tl,
-                                    jump_weights=self.jump_fwd, p0=c.p0)
+                                    jump_weights=self.jump_fwd, p0=c.p0, lattice=c.lattice)
         bwd = hmm_direction_viterbi(pb.transpose(1, 2), nb, src_lengths=tl, tgt_lengths=sl,
-                                    jump_weights=self.jump_bwd, p0=c.p0)
+                                    jump_weights=self.jump_bwd, p0=c.p0, lattice=c.lattice)
         return fwd, bwd
 
     # ----------------------------------------------------------------- EM
