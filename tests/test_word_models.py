@@ -207,3 +207,15 @@ def test_em_with_the_generic_lattice_gives_the_same_model():
     a, b = models
     for name in ("t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd"):
         torch.testing.assert_close(getattr(a, name), getattr(b, name), rtol=1e-4, atol=1e-6)
+
+
+def test_merge_sorted_unique_equals_numpy_unique():
+    from aligners.models._lexical import _merge_sorted_unique
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        merged = np.unique(rng.integers(0, 50, rng.integers(0, 20))).astype(np.int64)
+        parts = [rng.integers(0, 60, rng.integers(0, 10)).astype(np.int64)
+                 for _ in range(rng.integers(0, 4))]
+        want = np.unique(np.concatenate([merged, *parts]))
+        assert np.array_equal(_merge_sorted_unique(merged, parts), want)

@@ -149,7 +149,9 @@ def _merge_sorted_unique(merged: np.ndarray, parts: list[np.ndarray]) -> np.ndar
     """Sorted distinct union of `merged` (sorted, distinct) and `parts` (any int64 arrays)."""
     if not parts:
         return merged
-    new = np.unique(np.concatenate(parts))
+    new = np.sort(np.concatenate(parts))  # (np.unique can be much slower than sort here)
+    if new.size:
+        new = new[np.concatenate(([True], new[1:] != new[:-1]))]
     if merged.size:
         pos = np.searchsorted(merged, new)
         seen = merged[np.minimum(pos, merged.size - 1)] == new
