@@ -242,28 +242,37 @@ def iter_extract(
 
 
 def load_corpus(src: str, tgt: str, align: str, *, limit: int | None = None,
-                lowercase: bool = False):
+                lowercase: bool = False, lenient: bool = False):
     """Stream `(src tokens, tgt tokens, [(i, j), ...])` from a bitext + Pharaoh `i-j` file.
 
     Uses the project readers (`aligners.data.parallel`, `aligners.data.pharaoh`); gzip ok.
-    Every link (sure or possible) counts. `limit` keeps the first N pairs.
+    Every link (sure or possible) counts. `limit` keeps the first N pairs. A link outside
+    its sentence pair raises `AlignersInputError` naming the alignment file and line, or
+    with `lenient=True` is dropped; the drops are counted and warned about at the end
+    (`OutOfRangeLinksWarning`).
     """
     from aligners.data.parallel import read_lines, read_parallel
-    from aligners.data.pharaoh import parse_pharaoh_line
+    from aligners.data.pharaoh import check_ranges, parse_pharaoh_line, warn_dropped
 
+    name = "<stdin>" if str(align) == "-" else str(align)
     pairs = read_parallel(src, tgt, lowercase=lowercase)
     aligns = read_lines(align)
-    n = 0
+    n = dropped = 0
     for n, pair in enumerate(pairs, start=1):
         if limit is not None and n > limit:
-            return
+            break
         text = next(aligns, None)
         if text is None:
             raise AlignersInputError(
                 f"alignment file ends before the bitext (expected a line for pair {n})",
-                path=str(align), line=n)
-        links = parse_pharaoh_line(text, path=str(align), line=n).possible
-        yield pair[0], pair[1], sorted(links)
-    if limit is None and next(aligns, None) is not None:
-        raise AlignersInputError("alignment file has more lines than the bitext",
-                                 path=str(align), line=n + 1)
+                path=name, line=n)
+        al = parse_pharaoh_line(text, path=name, line=n)
+        (al,), bad = check_ranges([al], [len(pair[0])], [len(pair[1])], lenient=lenient,
+                                  path=name, line_numbers=[n])
+        dropped += bad
+        yield pair[0], pair[1], sorted(al.possible)
+    else:
+        if next(aligns, None) is not None:
+            raise AlignersInputError("alignment file has more lines than the bitext",
+                                     path=name, line=n + 1)
+    warn_dropped(dropped, name)

@@ -1,4 +1,4 @@
-"""The diagonal baseline (`task: baseline`, what `python train.py` runs by default)."""
+"""The diagonal baseline (`task: baseline`, `python train.py experiment=diagonal_baseline`)."""
 
 import json
 
@@ -21,10 +21,10 @@ def test_diagonal_alignment_hand_worked():
     assert diagonal_alignment(src_len=0, tgt_len=4) == set()
 
 
-def test_default_job_scores_the_hansards_test_set(tmp_path, capsys):
+def test_diagonal_baseline_job_scores_the_hansards_test_set(tmp_path, capsys):
     shared_path("data", "hansards-enfr-naacl2003", "test")
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        cfg = compose(config_name="train")
+        cfg = compose(config_name="train", overrides=["experiment=diagonal_baseline"])
     with open_dict(cfg):
         cfg.paths.output_dir = str(tmp_path)
     cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))

@@ -78,7 +78,7 @@ def test_bad_inputs_exit_2(corpus, tmp_path, capsys):
     code = main(["reorder", "extract", "-s", str(corpus["src"]), "-t", str(corpus["tgt"]),
                  "-a", str(bad), "--limit", "2", "--no-progress"])
     assert code == 2
-    assert "sentence pair 2" in capsys.readouterr().err
+    assert "bad.ali:2: link (0, 9)" in capsys.readouterr().err
     code = main(["reorder", "extract", "-s", str(tmp_path / "nope"), "-t", str(corpus["tgt"]),
                  "-a", str(bad), "--no-progress"])
     assert code == 2

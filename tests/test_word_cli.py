@@ -63,6 +63,12 @@ def test_save_load_round_trip_aligns_identically_and_handles_unseen_words(tmp_pa
     assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out2), "--posteriors",
                  "--load-model", str(model_dir), "--quiet"]) == 0
     assert out1.read_text() == out2.read_text()
+    out4 = tmp_path / "a4"  # the pair index memory-mapped from disk: same output
+    assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out4), "--posteriors",
+                 "--load-model", str(model_dir), "--quiet", "--cache-dir",
+                 str(tmp_path / "cache")]) == 0
+    assert out4.read_text() == out1.read_text()
+    assert (tmp_path / "cache").is_dir()
     # new sentences with unseen words on both sides, via one `src ||| tgt` file
     new = tmp_path / "new.txt"
     new.write_text("s1 zzz s2 ||| t1 t2 qqq\nunseen ||| words\ns3 ||| t3\n", encoding="utf-8")
@@ -103,3 +109,20 @@ def test_empty_lines_get_empty_alignments(tmp_path):
     assert main(["align", "-s", str(src), "-t", str(tgt), "-o", str(out), *FAST]) == 0
     lines = out.read_text().split("\n")
     assert len(lines) == 4 and lines[1] == "" and lines[2] == ""
+
+
+def test_sentences_longer_than_eflomal_limit_are_aligned(tmp_path):
+    n = 1030  # eflomal refuses sentences over 1024 tokens
+    short = [(f"s{k} s{(k * 7 + 3) % n}", f"t{(k * 7 + 3) % n} t{k}") for k in range(n)]
+    src = tmp_path / "s"
+    tgt = tmp_path / "t"
+    src.write_text(" ".join(f"s{k}" for k in range(n)) + "\n"
+                   + "".join(a + "\n" for a, _ in short), encoding="utf-8")
+    tgt.write_text(" ".join(f"t{k}" for k in range(n)) + "\n"
+                   + "".join(b + "\n" for _, b in short), encoding="utf-8")
+    out = tmp_path / "o"
+    assert main(["align", "-s", str(src), "-t", str(tgt), "-o", str(out), "--ibm1-iterations",
+                 "3", "--hmm-iterations", "1", "--quiet"]) == 0
+    first = links(out)[0]
+    assert all(0 <= i < n and 0 <= j < n for i, j in first)
+    assert sum(i == j for i, j in first) > 0.9 * n

@@ -189,7 +189,21 @@ def test_pair_index_batches_cover_every_nonempty_pair_once():
     assert rows == [r for r in range(40) if r not in (3, 5)]
     for b in index:
         assert b.src.shape[0] * b.src.shape[1] * b.tgt.shape[1] <= 100 or b.src.shape[0] == 1
-        keys = index.keys[b.pair_ids.clamp(max=index.n_pairs - 1)]
+        keys = index.keys[b.pair_ids.long().clamp(max=index.n_pairs - 1)]
         expect = b.src[:, :, None] * index.n_tgt_words + b.tgt[:, None, :]
         assert bool((keys[b.mask] == expect[b.mask]).all())
         assert bool((b.pair_ids[~b.mask] == index.n_pairs).all())
+
+
+def test_em_with_the_generic_lattice_gives_the_same_model():
+    src, tgt = toy_corpus(30, seed=5)
+    index, _, _ = encode(src, tgt, cells=200)
+    models = []
+    for lattice in ("och_ney", "generic"):
+        cfg = WordAlignConfig(ibm1_iterations=1, hmm_iterations=2, max_jump=3, lattice=lattice)
+        m = WordAligner.from_index(index, cfg)
+        m.fit(index)
+        models.append(m)
+    a, b = models
+    for name in ("t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd"):
+        torch.testing.assert_close(getattr(a, name), getattr(b, name), rtol=1e-4, atol=1e-6)

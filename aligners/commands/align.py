@@ -52,6 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     r.add_argument("--batch-cells", type=int, default=1_000_000,
                    help="padded source x target cells per batch")
+    r.add_argument("--cache-dir", default=None,
+                   help="keep the pair-id index in memory-mapped files here (large corpora)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -84,13 +86,15 @@ def run(args: argparse.Namespace) -> int:
     if args.load_model:
         model, src_ids, tgt_ids, decoding = load_word_aligner(args.load_model)
         model.to(args.device)  # the index stays on the CPU; batches follow the model
-        index = build_index(pairs, src_ids, tgt_ids, cells=args.batch_cells, keys=model.keys)
+        index = build_index(pairs, src_ids, tgt_ids, cells=args.batch_cells, keys=model.keys,
+                            cache_dir=args.cache_dir)
     else:
         from aligners.models._lexical import WordIds
         from aligners.models.word_aligner import WordAlignConfig, WordAligner
 
         src_ids, tgt_ids = WordIds(), WordIds()
-        index = build_index(pairs, src_ids, tgt_ids, cells=args.batch_cells)
+        index = build_index(pairs, src_ids, tgt_ids, cells=args.batch_cells,
+                            cache_dir=args.cache_dir)
         config = WordAlignConfig(
             ibm1_iterations=args.ibm1_iterations, hmm_iterations=args.hmm_iterations,
             agreement=not args.no_agreement, p0=args.p0, max_jump=args.max_jump,

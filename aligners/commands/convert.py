@@ -51,11 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _side(path: str) -> tuple[list[int] | None, list[int]]:
     """(snums or None, sentence lengths) of a plain or `<s snum=N>` text file."""
-    first = next(iter(read_lines(path)), "")
-    if first.lstrip().startswith("<s snum"):
-        rows = read_snum_text(path)
+    lines = list(read_lines(path))  # read once: `path` may be stdin
+    if lines and lines[0].lstrip().startswith("<s snum"):
+        rows = read_snum_text(path, lines=lines)
         return [s for s, _ in rows], [len(t) for _, t in rows]
-    return None, [len(line.split()) for line in read_lines(path)]
+    return None, [len(line.split()) for line in lines]
 
 
 def run(args: argparse.Namespace) -> int:

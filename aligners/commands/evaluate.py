@@ -57,11 +57,11 @@ def _read_text(path: str) -> tuple[list[int] | None, list[list[str]]]:
     from aligners.data.gold import read_snum_text
     from aligners.data.parallel import read_lines
 
-    first = next(iter(read_lines(path)), "")
-    if first.lstrip().startswith("<s"):
-        rows = read_snum_text(path)
+    lines = list(read_lines(path))  # read once: `path` may be stdin
+    if lines and lines[0].lstrip().startswith("<s"):
+        rows = read_snum_text(path, lines=lines)
         return [s for s, _ in rows], [list(t) for _, t in rows]
-    return None, [line.split() for line in read_lines(path)]
+    return None, [line.split() for line in lines]
 
 
 def _gold_tokens(path: str, fmt: str, lenient: bool):
@@ -77,6 +77,8 @@ def _gold_tokens(path: str, fmt: str, lenient: bool):
 def run(args: argparse.Namespace) -> int:
     from aligners.data.gold import read_alignment_file, sniff_format
 
+    if args.gold == "-" and args.test == "-":
+        raise AlignersInputError("only one of --gold / --test can be '-' (stdin)")
     if args.dataset is not None:
         return _run_dataset(args)
     if (args.src_text is None) != (args.tgt_text is None):
@@ -120,6 +122,10 @@ def _report(args, gold, test, src, tgt) -> int:
         raise AlignersInputError(
             f"{args.gold or args.dataset} has {len(gold)} sentence pairs but {args.test} has "
             f"{len(test)}; expected the same pairs in the same order"
+        )
+    if not gold:
+        raise AlignersInputError(
+            f"{args.gold or args.dataset}: no sentence pairs; expected at least one to score"
         )
     if not 0.0 <= args.alpha <= 1.0:
         raise AlignersInputError(f"--alpha must be in [0, 1], got {args.alpha}")

@@ -13,6 +13,7 @@ import argparse
 import gzip
 import json
 import sys
+import warnings
 from pathlib import Path
 
 from aligners.errors import AlignersInputError
@@ -25,7 +26,10 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-t", "--tgt", required=True, help="target side")
     p.add_argument("-a", "--align", required=True, help="Pharaoh i-j alignment (source-target)")
     p.add_argument("--limit", type=int, default=None, help="first N sentence pairs only")
-    p.add_argument("--lowercase", action="store_true")
+    p.add_argument("--lowercase", action="store_true", help="lowercase both sides (predict: "
+                   "always as the model was trained)")
+    p.add_argument("--lenient", action="store_true",
+                   help="drop (count, warn about) links outside their sentence instead of failing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -40,14 +44,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ex = sub.add_parser("extract", help="phrase pairs with orientations, Moses extract format")
     _corpus_args(ex)
     _extract_args(ex)
-    ex.add_argument("--direction", choices=["backward", "forward", "both"], default="backward")
+    ex.add_argument("--direction", choices=["backward", "forward", "both"], default="backward",
+                    help="orientation w.r.t. the previous (backward) or next (forward) target "
+                    "phrase; both: two columns, as Moses' bidirectional extract.o")
     ex.add_argument("-o", "--output", default="-", help="output file (.gz ok), - for stdout")
 
     tr = sub.add_parser("train", help="train a reordering model on every pair given")
     _corpus_args(tr)
     _extract_args(tr)
-    tr.add_argument("--direction", choices=["backward", "forward"], default="backward")
-    tr.add_argument("--model", choices=["lexical", "nb", "primal", "dual"], default="nb")
+    tr.add_argument("--direction", choices=["backward", "forward"], default="backward",
+                    help="which orientation to model (w.r.t. previous/next target phrase)")
+    tr.add_argument("--model", choices=["lexical", "nb", "primal", "dual"], default="nb",
+                    help="lexical table, naive Bayes, primal or dual MaxEnt (default: nb)")
     tr.add_argument("--min-count", type=int, default=10, help="drop rarer features")
     tr.add_argument("--inference", choices=["map", "bayes"], default="map", help="naive Bayes")
     tr.add_argument("--alpha", type=float, default=2.0, help="naive Bayes Dirichlet parameter")
@@ -58,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tr.add_argument("--lr", type=float, default=0.05, help="primal SGD step")
     tr.add_argument("--eps", type=float, default=0.1, help="dual shrinking tolerance")
     tr.add_argument("--max-iter", type=int, default=30, help="dual EG iterations")
-    tr.add_argument("--seed", type=int, default=1234)
+    tr.add_argument("--seed", type=int, default=1234, help="torch.Generator seed (SGD/EG order)")
     tr.add_argument("--moses-table", default=None,
                     help="lexical: also write the Moses reordering table here")
     tr.add_argument("-o", "--output", required=True, help="model folder")
@@ -69,12 +77,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pr.add_argument("-o", "--output", default="-", help="output file (.gz ok), - for stdout")
 
 
-def _open_out(path: str):
+def _open_out(path: str, inputs: tuple[str, ...] = ()):
     if path == "-":
         return sys.stdout
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return gzip.open(path, "wt", encoding="utf-8") if path.endswith(".gz") else open(
-        path, "w", encoding="utf-8")
+    if any(x != "-" and Path(x).resolve() == Path(path).resolve() for x in inputs):
+        raise AlignersInputError("is also an input file; expected a different output path "
+                                 "(writing would truncate the input)", path=path)
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return gzip.open(path, "wt", encoding="utf-8") if path.endswith(".gz") else open(
+            path, "w", encoding="utf-8")
+    except OSError as err:
+        raise AlignersInputError(f"cannot write: {err.strerror or err}; expected a writable "
+                                 "output path", path=path) from None
 
 
 def _corpus(args):
@@ -82,22 +97,33 @@ def _corpus(args):
 
     from aligners.phrases import load_corpus
 
-    for name in ("src", "tgt", "align"):
-        if not Path(getattr(args, name)).is_file():
-            raise AlignersInputError(f"{getattr(args, name)}: no such file")
-    it = load_corpus(args.src, args.tgt, args.align, limit=args.limit, lowercase=args.lowercase)
+    paths = [getattr(args, name) for name in ("src", "tgt", "align")]
+    if paths.count("-") > 1:
+        raise AlignersInputError("only one of -s / -t / -a can be '-' (stdin)")
+    if args.limit is not None and args.limit < 0:
+        raise AlignersInputError(f"--limit must be >= 0, got {args.limit}")
+    for path in paths:
+        if path != "-" and not Path(path).is_file():
+            raise AlignersInputError("no such file", path=path)
+    it = load_corpus(args.src, args.tgt, args.align, limit=args.limit, lowercase=args.lowercase,
+                     lenient=args.lenient)
     return tqdm(it, desc=args.action, unit="pair", mininterval=2, disable=args.no_progress,
                 file=sys.stderr)
 
 
 def run(args) -> int:
-    return {"extract": _extract, "train": _train, "predict": _predict}[args.action](args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        status = {"extract": _extract, "train": _train, "predict": _predict}[args.action](args)
+    for w in caught:  # e.g. out-of-range links dropped under --lenient, with their count
+        print(f"aligners reorder {args.action}: warning: {w.message}", file=sys.stderr)
+    return status
 
 
 def _extract(args) -> int:
     from aligners.phrases import format_extract_line, iter_extract
 
-    out = _open_out(args.output)
+    out = _open_out(args.output, (args.src, args.tgt, args.align))
     n = 0
     try:
         for _, src, tgt, links, pairs in iter_extract(
@@ -133,6 +159,13 @@ def _train(args) -> int:
         mutual_information,
     )
 
+    if args.moses_table and "-" in (args.src, args.tgt, args.align):
+        raise AlignersInputError("--moses-table reads the corpus twice: give files, not '-'")
+    try:
+        Path(args.output).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise AlignersInputError(f"cannot create the model folder: {err.strerror or err}",
+                                 path=args.output) from None
     torch.set_num_threads(2)
     feat = ReorderFeaturizer()
     raw = collect_examples(_corpus(args), feat, max_length=args.max_length,
@@ -194,12 +227,23 @@ def _load(model_dir: Path):
     cfg_path = model_dir / "config.json"
     if not cfg_path.is_file():
         raise AlignersInputError(f"{model_dir}: no config.json (train a model first)")
-    cfg = json.loads(cfg_path.read_text())
+    cfg = _read_json(cfg_path)
     classes = {"lexical": LexicalReordering, "naive_bayes": NaiveBayes,
                "primal_mlr": PrimalMLR, "dual_mlr": DualMLR}
     if cfg.get("kind") not in classes:
         raise AlignersInputError(f"{cfg_path}: unknown model kind {cfg.get('kind')!r}")
     return classes[cfg["kind"]].load(model_dir), cfg
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AlignersInputError("missing; expected the file written by `aligners reorder "
+                                 "train`", path=str(path)) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise AlignersInputError(f"unreadable model file ({err}); expected the JSON written "
+                                 "by `aligners reorder train`", path=str(path)) from None
 
 
 def _chunks(it, size: int):
@@ -230,12 +274,16 @@ def _predict(args) -> int:
     ex = cfg.get("extract", {})
     max_length, mode = ex.get("max_length", 7), ex.get("orientation", "wbe")
     direction = ex.get("direction", "backward")
+    if "lowercase" in ex:  # featurise as in training (the keys/features are case-exact)
+        if args.lowercase and not ex["lowercase"]:
+            raise AlignersInputError(f"{model_dir} was trained on cased text; drop --lowercase")
+        args.lowercase = bool(ex["lowercase"])
     if cfg["kind"] != "lexical":
-        described = json.loads((model_dir / "features.json").read_text())
+        described = _read_json(model_dir / "features.json")
         feat, codes = ReorderFeaturizer.from_described(described)
         order = np.argsort(codes, kind="stable")
         back = np.argsort(order)  # sorted-code column -> the model's column
-    out = _open_out(args.output)
+    out = _open_out(args.output, (args.src, args.tgt, args.align))
     n = wrong = 0
     try:  # streams the corpus in chunks of sentence pairs: memory O(chunk)
         for triples in _chunks(_corpus(args), 5000):
@@ -264,7 +312,7 @@ def _predict(args) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
-    err = 100.0 * wrong / n if n else float("nan")
+    err = f"{100.0 * wrong / n:.2f}%" if n else "n/a"
     print(f"aligners reorder predict: {n} phrase pairs, error vs extracted {direction} "
-          f"orientation {err:.2f}%", file=sys.stderr)
+          f"orientation {err}", file=sys.stderr)
     return 0

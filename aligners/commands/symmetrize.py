@@ -20,9 +20,12 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-c", "--command", required=True, choices=HEURISTICS, dest="heuristic")
-    parser.add_argument("-i", "--input-1", required=True, dest="fwd", help="forward alignment")
-    parser.add_argument("-j", "--input-2", required=True, dest="rev", help="reverse alignment")
+    parser.add_argument("-c", "--command", required=True, choices=HEURISTICS, dest="heuristic",
+                        metavar="HEURISTIC", help="one of: " + ", ".join(HEURISTICS))
+    parser.add_argument("-i", "--input-1", required=True, dest="fwd",
+                        help="forward alignment, Pharaoh i-j (source-target; '-' = stdin)")
+    parser.add_argument("-j", "--input-2", required=True, dest="rev",
+                        help="reverse alignment, also in source-target order (as fast_align -r)")
     parser.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
 
 

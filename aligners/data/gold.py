@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import IO
 
 from aligners.data.parallel import open_output, read_lines, split_tokens
-from aligners.data.pharaoh import check_ranges, parse_pharaoh_line, read_pharaoh, warn_dropped
+from aligners.data.pharaoh import (
+    bounds_text,
+    check_ranges,
+    parse_pharaoh_line,
+    read_pharaoh,
+    warn_dropped,
+)
 from aligners.data.types import Alignment
 from aligners.errors import AlignersInputError
 
@@ -50,17 +56,18 @@ class NullLinksWarning(UserWarning):
 
 
 def read_snum_text(
-    path: str | Path, *, lowercase: bool = False
+    path: str | Path, *, lowercase: bool = False, lines: Iterable[str] | None = None
 ) -> list[tuple[int, list[str]]]:
     """Read a WPT text file of `<s snum=N> tokens </s>` lines -> `[(snum, tokens)]`.
 
     Cost: O(file size). A line without the wrapper, or a repeated snum, raises
     `AlignersInputError` naming file and line. Empty lines are an error too (every WPT
-    line carries a wrapper, so an empty one means a broken file).
+    line carries a wrapper, so an empty one means a broken file). `lines`, when given, are
+    the already-read lines of `path` (e.g. stdin, which can be read only once).
     """
     out: list[tuple[int, list[str]]] = []
     seen: set[int] = set()
-    for lineno, text in enumerate(read_lines(path), start=1):
+    for lineno, text in enumerate(read_lines(path) if lines is None else lines, start=1):
         m = _SNUM.match(text)
         if m is None:
             raise AlignersInputError(
@@ -169,8 +176,7 @@ def read_naacl(
                     continue
                 raise AlignersInputError(
                     f"link ({i}, {j}) (0-based source-target) of sentence {snum} lies outside "
-                    f"its {src_n} source and {tgt_n} target words; expected 0 <= i < {src_n} "
-                    f"and 0 <= j < {tgt_n} (use lenient/--lenient to drop such links)",
+                    f"its {bounds_text(src_n, tgt_n)} (use lenient/--lenient to drop such links)",
                     path=name, line=lineno,
                 )
             (sure if is_sure else possible).add((i, j))

@@ -12,6 +12,7 @@ import io
 import itertools
 import re
 import sys
+import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,9 +42,28 @@ def _open_binary(path: str | Path) -> Iterator[IO[bytes]]:
     p = Path(path)
     if not p.exists():
         raise AlignersInputError("file not found", path=str(p))
+    if p.is_dir():
+        raise AlignersInputError("is a directory; expected a file", path=str(p))
     opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rb") as handle:
+    try:
+        handle = opener(p, "rb")
+    except OSError as err:
+        raise AlignersInputError(f"cannot open: {err.strerror or err}", path=str(p)) from None
+    with handle:
         yield handle
+
+
+def _read_chunk(handle: IO[bytes], size: int, name: str, line: int) -> bytes:
+    """`handle.read(size)`, with a corrupt/truncated gzip stream or a read error reported
+    as `AlignersInputError` (file and the 1-based line where reading stopped)."""
+    try:
+        return handle.read(size)
+    except (OSError, EOFError, zlib.error) as err:
+        raise AlignersInputError(
+            f"cannot read ({err}); expected a readable (for .gz: complete gzip) file",
+            path=name,
+            line=line,
+        ) from None
 
 
 def read_line_blocks(path: str | Path, *, block_bytes: int = 1 << 20) -> Iterator[list[str]]:
@@ -61,7 +81,7 @@ def read_line_blocks(path: str | Path, *, block_bytes: int = 1 << 20) -> Iterato
     with _open_binary(path) as handle:
         rest = b""
         while True:
-            chunk = handle.read(block_bytes)
+            chunk = _read_chunk(handle, block_bytes, name, lines_before + 1)
             if not chunk:
                 if not rest:
                     return
@@ -185,12 +205,14 @@ def open_output(path: str | Path | IO[str]) -> Iterator[IO[str]]:
         yield sys.stdout
         return
     p = Path(path)
-    if p.suffix == ".gz":
-        with gzip.open(p, "wb") as raw, io.TextIOWrapper(raw, encoding="utf-8") as handle:
-            yield handle
-    else:
-        with open(p, "w", encoding="utf-8", newline="\n") as handle:
-            yield handle
+    try:
+        raw = gzip.open(p, "wb") if p.suffix == ".gz" else open(p, "wb")
+    except OSError as err:
+        raise AlignersInputError(
+            f"cannot write: {err.strerror or err}; expected a writable output path", path=str(p)
+        ) from None
+    with raw, io.TextIOWrapper(raw, encoding="utf-8", newline="\n") as handle:
+        yield handle
 
 
 def write_parallel(

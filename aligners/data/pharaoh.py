@@ -22,6 +22,7 @@ from aligners.errors import AlignersInputError
 
 __all__ = [
     "OutOfRangeLinksWarning",
+    "bounds_text",
     "check_ranges",
     "format_pharaoh",
     "parse_pharaoh_line",
@@ -123,8 +124,7 @@ def check_ranges(
             i, j = bad[0]
             raise AlignersInputError(
                 f"link ({i}, {j}) (0-based source-target) lies outside the sentence pair of "
-                f"{src_n} source and {tgt_n} target words; expected 0 <= i < {src_n} and "
-                f"0 <= j < {tgt_n} (use lenient/--lenient to drop such links)",
+                f"{bounds_text(src_n, tgt_n)} (use lenient/--lenient to drop such links)",
                 path=where,
                 line=line_numbers[n] if line_numbers is not None else n + 1,
             )
@@ -140,6 +140,14 @@ def check_ranges(
             )
         )
     return out, dropped
+
+
+def bounds_text(src_n: int | None, tgt_n: int | None) -> str:
+    """`'I source and J target words; expected 0 <= i < I and 0 <= j < J'`, leaving out a
+    side whose length is unknown (None)."""
+    words = [f"{n} {side}" for n, side in ((src_n, "source"), (tgt_n, "target")) if n is not None]
+    ranges = [f"0 <= {v} < {n}" for n, v in ((src_n, "i"), (tgt_n, "j")) if n is not None]
+    return f"{' and '.join(words)} words; expected {' and '.join(ranges)}"
 
 
 def warn_dropped(dropped: int, path: str | Path | None) -> None:

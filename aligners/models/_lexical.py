@@ -12,7 +12,9 @@ normalised by source word or by target word. Expected counts are a scatter-add i
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -71,7 +73,7 @@ class WordIds:
 
 @dataclass
 class Batch:
-    """One padded batch. Shapes: src (B, I), tgt (B, J), pair_ids (B, I, J), lengths (B,).
+    """One padded batch. Shapes: src (B, I), tgt (B, J), pair_ids (B, I, J) int32, lengths (B,).
 
     Padding: word id NULL and pair id P. `rows` are the sentence numbers in the input order.
     """
@@ -162,6 +164,7 @@ class PairIndex:
         if cache_dir is not None:
             os.makedirs(cache_dir, exist_ok=True)
             self._dir = tempfile.mkdtemp(prefix="pairs-", dir=cache_dir)
+            weakref.finalize(self, shutil.rmtree, self._dir, True)  # removed with the index
         self._ids: list = []
         for k, (_, s, t, sl, tl) in enumerate(self._words):
             ids = self._lookup(s, t, sl, tl)
@@ -229,7 +232,7 @@ class PairIndex:
         ids = self._ids[k]
         if isinstance(ids, str):
             ids = torch.from_numpy(np.load(ids))
-        return Batch(rows, s, t, sl, tl, ids.long())
+        return Batch(rows, s, t, sl, tl, ids)
 
     def __iter__(self) -> Iterator[Batch]:
         for k in range(len(self)):

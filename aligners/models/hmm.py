@@ -161,11 +161,17 @@ def _och_ney_forward_backward(link_probs, null_probs, *, src_lengths, tgt_length
     an = (p0 / src_lengths.clamp_min(1).to(dtype))[:, None] * vf * en[:, :1]
     c = (aw.sum(-1) + an.sum(-1)).clamp_min(tiny)
     aws, ans, cs = [aw / c[:, None]], [an / c[:, None]], [c]
+    all_live = jvalid.all(0).tolist()  # most steps: no row has ended, no masking needed
     for j in range(1, J):
         sv = aws[-1] + ans[-1]
         u = q * ((sv * inv) @ St) * ew[:, j]
         v = p0 * sv * en[:, j, None]
         c = (u.sum(-1) + v.sum(-1)).clamp_min(tiny)
+        if all_live[j]:
+            aws.append(u / c[:, None])
+            ans.append(v / c[:, None])
+            cs.append(c)
+            continue
         live = jvalid[:, j, None]
         aws.append(torch.where(live, u / c[:, None], aws[-1]))
         ans.append(torch.where(live, v / c[:, None], ans[-1]))
@@ -175,13 +181,19 @@ def _och_ney_forward_backward(link_probs, null_probs, *, src_lengths, tgt_length
     beta = ones
     betas, gws = [beta], []
     last = torch.arange(J, device=dev)[None, :] >= (tgt_lengths - 1)[:, None]
+    none_last = (~last.any(0)).tolist()
+    StT = St.T.contiguous()
     for j in range(J - 2, -1, -1):
-        gw = ew[:, j + 1] * beta / cs[:, j + 1, None]
-        gn = en[:, j + 1, None] * beta / cs[:, j + 1, None]
-        new = q * inv * (gw @ St.T) + p0 * gn
-        beta = torch.where(last[:, j, None], ones, new)
+        g = beta / cs[:, j + 1, None]
+        gw = ew[:, j + 1] * g
+        new = q * inv * (gw @ StT) + p0 * en[:, j + 1, None] * g
+        if none_last[j]:
+            beta = new
+        else:
+            beta = torch.where(last[:, j, None], ones, new)
+            gw = torch.where(last[:, j, None], torch.zeros_like(gw), gw)
         betas.append(beta)
-        gws.append(torch.where(last[:, j, None], torch.zeros_like(gw), gw))
+        gws.append(gw)
     betas.reverse()
     gws.reverse()
     Bt = torch.stack(betas, 1)  # (B, J, I)

@@ -102,8 +102,8 @@ class WordAligner(nn.Module):
         stage = stage or self.stage
         batch = batch.to(self.keys.device)
         ids = batch.pair_ids
-        pf, pb = self.t_fwd[ids], self.t_bwd[ids]  # (B, I, J)
-        nf, nb = self.null_tgt[batch.tgt], self.null_src[batch.src]  # (B, J), (B, I)
+        pf, pb = _gather(self.t_fwd, ids), _gather(self.t_bwd, ids)  # (B, I, J)
+        nf, nb = _gather(self.null_tgt, batch.tgt), _gather(self.null_src, batch.src)
         sl, tl = batch.src_lengths, batch.tgt_lengths
         if stage == "ibm1":
             llf, lf, nuf = ibm1_posteriors(pf, nf, src_lengths=sl, tgt_lengths=tl)
@@ -117,8 +117,7 @@ class WordAligner(nn.Module):
         llb, lb, nub, jb = hmm_direction_posteriors(
             pb.transpose(1, 2), nb, src_lengths=tl, tgt_lengths=sl,
             jump_weights=self.jump_bwd, p0=c.p0, lattice=c.lattice)
-        mask = batch.mask
-        lf, lb = lf * mask, lb.transpose(1, 2) * mask
+        lb = lb.transpose(1, 2)  # both are zero in padded cells already
         ll = torch.stack([llf.sum(), llb.sum()]).double()
         return DirectionPosteriors(ll, lf, nuf, lb, nub, jf, jb)
 
@@ -127,8 +126,8 @@ class WordAligner(nn.Module):
         target position per source word; -1 = NULL or padding."""
         batch = batch.to(self.keys.device)
         ids = batch.pair_ids
-        pf, pb = self.t_fwd[ids], self.t_bwd[ids]
-        nf, nb = self.null_tgt[batch.tgt], self.null_src[batch.src]
+        pf, pb = _gather(self.t_fwd, ids), _gather(self.t_bwd, ids)
+        nf, nb = _gather(self.null_tgt, batch.tgt), _gather(self.null_src, batch.src)
         sl, tl = batch.src_lengths, batch.tgt_lengths
         if self.stage == "ibm1":
             post = self.posteriors(batch, stage="ibm1")
@@ -226,6 +225,11 @@ class WordAligner(nn.Module):
 
     def hparams(self) -> dict:
         return asdict(self.config)
+
+
+def _gather(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """table[ids] for int32/int64 ids of any shape (index_select: faster than indexing)."""
+    return table.index_select(0, ids.reshape(-1)).view(ids.shape)
 
 
 def _argmax_or_null(links, null, dim, lengths):

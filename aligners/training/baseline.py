@@ -14,6 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from aligners.errors import AlignersInputError
 from aligners.metrics import evaluate_alignments, format_report
 
 __all__ = ["diagonal_alignment", "train", "evaluate"]
@@ -51,8 +52,10 @@ def _load(cfg: DictConfig) -> list:
 def evaluate(cfg: DictConfig) -> dict:
     """Align `cfg.data`'s pairs on the diagonal and score them; returns `metrics.json`'s dict."""
     pairs = _load(cfg)
-    if not pairs or pairs[0].alignment is None:
-        raise ValueError(f"dataset {cfg.data.name!r} has no gold alignments to score against")
+    if not pairs or getattr(pairs[0], "alignment", None) is None:  # e.g. MSRP: labels only
+        raise AlignersInputError(
+            f"dataset {cfg.data.name!r} has no gold alignments to score against"
+        )
     src_tokens = [p.src for p in pairs]
     tgt_tokens = [p.tgt for p in pairs]
     gold = [p.alignment for p in pairs]

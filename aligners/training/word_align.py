@@ -119,18 +119,24 @@ class LitWordAligner(pl.LightningModule):
 
 # ------------------------------------------------------------------ data + evaluation
 def _load_pairs(cfg: DictConfig):
-    """(train pairs, {split: gold AlignedPairs}) for cfg.data; gold text joins training."""
+    """(stream of training token pairs, {split: gold AlignedPairs}, tuning AlignedPairs or
+    None) for cfg.data; the gold and tuning text joins the training text (streamed, so the
+    token strings of a large training text are never all held in memory)."""
     from aligners.data.datasets import iter_parallel, load
 
     gold = {s: load(cfg.data.name, s) for s in cfg.data.eval_splits}
-    train_pairs = []
-    if cfg.data.get("train_split"):
-        it = iter_parallel(cfg.data.name, cfg.data.train_split)
-        limit = cfg.data.get("train_limit")
-        train_pairs = list(itertools.islice(it, limit) if limit else it)
-    for pairs in gold.values():
-        train_pairs += [(list(p.src), list(p.tgt)) for p in pairs]
-    return train_pairs, gold
+    tune = load(cfg.data.name, cfg.data.tune_split) if cfg.data.get("tune_split") else None
+
+    def stream():
+        if cfg.data.get("train_split"):
+            it = iter_parallel(cfg.data.name, cfg.data.train_split)
+            limit = cfg.data.get("train_limit")
+            yield from (itertools.islice(it, limit) if limit else it)
+        for pairs in [*gold.values(), tune or []]:
+            for p in pairs:
+                yield p.src, p.tgt
+
+    return stream(), gold, tune
 
 
 def _score(gold, links):
@@ -175,14 +181,8 @@ def train(cfg: DictConfig) -> dict:
     torch.set_num_threads(int(cfg.get("threads", 1)))
     pl.seed_everything(int(cfg.seed), verbose=False)
     t0 = time.time()
-    pairs, gold = _load_pairs(cfg)
+    pairs, gold, tune = _load_pairs(cfg)
     src_ids, tgt_ids = WordIds(), WordIds()
-    tune = None
-    if cfg.data.get("tune_split"):
-        from aligners.data.datasets import load
-
-        tune = load(cfg.data.name, cfg.data.tune_split)
-        pairs += [(list(p.src), list(p.tgt)) for p in tune]
     index = build_index(pairs, src_ids, tgt_ids, cells=int(cfg.model.batch_cells))
     mcfg = {k: v for k, v in OmegaConf.to_container(cfg.model).items()
             if k in WordAlignConfig.__dataclass_fields__}
