@@ -4,19 +4,53 @@
     aligners align -s text.en -t text.fr -f fwd.align -r rev.align --save-model model/
     aligners align -i new.src-tgt --load-model model/ --posteriors > new.align
 
-Output: Pharaoh `i-j` (0-based, source-target order for both directions). Without -f/-r/
---symmetrize, stdout gets the symmetrized links of the chosen decoding (agreement decoding
-is symmetric already) — with --symmetrize, that heuristic; -f/-r write each direction.
+Output: Pharaoh `i-j` (0-based, source-target order for both directions). -f/-r write each
+direction; -o (or stdout when neither -f/-r nor -o is given, or when --symmetrize is) gets
+the symmetrized links of the chosen decoding: --symmetrize HEURISTIC, else none for
+agreement decoding (symmetric already), grow-diag-final-and otherwise.
+Input lines wrapped as `<s snum=N> tokens </s>` (the WPT/NAACL test files) are unwrapped;
+both sides must then be wrapped with the same sentence numbers in the same order.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
+import re
 import sys
+from pathlib import Path
 
 from aligners.errors import AlignersInputError
 
 __all__ = ["add_arguments", "run"]
+
+
+def _int_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+    return parse
+
+
+def _float_in(low: float, high: float, *, high_open: bool = False):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        above = value >= high if high_open else value > high
+        if not math.isfinite(value) or value < low or above:
+            bracket = ")" if high_open else "]"
+            raise argparse.ArgumentTypeError(f"must be in [{low}, {high}{bracket}, got {text}")
+        return value
+    return parse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,7 +60,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     io.add_argument("-t", "--target", help="target file, one sentence per line")
     io.add_argument("-f", "--forward-links", help="write forward links (source-target order)")
     io.add_argument("-r", "--reverse-links", help="write reverse links (source-target order)")
-    io.add_argument("-o", "--output", default="-", help="symmetrized links (default stdout)")
+    io.add_argument("-o", "--output", default=None,
+                    help="write the symmetrized links here (default: stdout when no -f/-r)")
     io.add_argument("--symmetrize", default=None, metavar="HEURISTIC",
                     help="atools heuristic for stdout/-o (intersect, union, grow-diag, "
                          "grow-diag-final, grow-diag-final-and); default: none for agreement "
@@ -36,25 +71,67 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m = p.add_argument_group("model")
     m.add_argument("--save-model", metavar="DIR", help="save the trained model (safetensors)")
     m.add_argument("--load-model", metavar="DIR", help="align with a saved model, no training")
-    m.add_argument("--ibm1-iterations", type=int, default=5)
-    m.add_argument("--hmm-iterations", type=int, default=5)
+    m.add_argument("--ibm1-iterations", type=_int_at_least(0), default=5)
+    m.add_argument("--hmm-iterations", type=_int_at_least(0), default=5)
     m.add_argument("--no-agreement", action="store_true", help="train the directions apart")
-    m.add_argument("--p0", type=float, default=0.1, help="HMM NULL probability")
-    m.add_argument("--max-jump", type=int, default=10)
-    m.add_argument("--alpha", type=float, default=0.0, help="Dirichlet prior (VB), 0 = EM")
+    m.add_argument("--p0", type=_float_in(0.0, 1.0, high_open=True), default=0.1,
+                   help="HMM NULL probability, in [0, 1)")
+    m.add_argument("--max-jump", type=_int_at_least(1), default=10)
+    m.add_argument("--alpha", type=_float_in(0.0, math.inf, high_open=True), default=0.0,
+                   help="Dirichlet prior (VB), 0 = EM")
     d = p.add_argument_group("decoding")
     d.add_argument("--decoding", choices=("viterbi", "posterior", "agreement"), default=None,
                    help="default: the saved model's, else agreement")
-    d.add_argument("--threshold", type=float, default=None,
-                   help="posterior threshold (default: the saved model's, else 0.3)")
+    d.add_argument("--threshold", type=_float_in(0.0, 1.0), default=None,
+                   help="posterior threshold in [0, 1] (default: the saved model's, else 0.3)")
     r = p.add_argument_group("running")
     r.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    r.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    r.add_argument("--batch-cells", type=int, default=1_000_000,
+    r.add_argument("--threads", type=_int_at_least(1), default=1, help="torch CPU threads")
+    r.add_argument("--batch-cells", type=_int_at_least(1), default=1_000_000,
                    help="padded source x target cells per batch")
     r.add_argument("--cache-dir", default=None,
                    help="keep the pair-id index in memory-mapped files here (large corpora)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+_SNUM = re.compile(r"<s\s+snum\s*=\s*[\"']?(\d+)[\"']?\s*>(.*?)</s>\Z")
+
+
+def _unwrap(tokens: list[str], wrapped: bool, name: str, line: int):
+    """(snum or None, tokens) of one side; `wrapped` says whether the side's first line was."""
+    m = _SNUM.match(" ".join(tokens)) if tokens and tokens[0].startswith("<s") else None
+    if wrapped and m is None:
+        raise AlignersInputError("expected '<s snum=N> tokens </s>' like the first line",
+                                 path=name, line=line)
+    if m is None:
+        return None, tokens
+    if not wrapped:
+        raise AlignersInputError("'<s snum=N>'-wrapped line in unwrapped text", path=name,
+                                 line=line)
+    return int(m.group(1)), m.group(2).split()
+
+
+def _snum_aware(pairs, src_name: str, tgt_name: str):
+    """Strip `<s snum=N> ... </s>` wrappers (WPT/NAACL text); both sides or neither."""
+    wrapped = None
+    for line, (s, t) in enumerate(pairs, start=1):
+        if wrapped is None:
+            wrapped = tuple(bool(x) and x[0].startswith("<s") and
+                            _SNUM.match(" ".join(x)) is not None for x in (s, t))
+            if wrapped[0] != wrapped[1]:
+                which = src_name if wrapped[0] else tgt_name
+                raise AlignersInputError(
+                    f"{which} is '<s snum=N> ... </s>'-wrapped but the other side is not; "
+                    "give both sides in the same format", line=1)
+        if not wrapped[0]:
+            yield s, t
+            continue
+        ns, s = _unwrap(s, True, src_name, line)
+        nt, t = _unwrap(t, True, tgt_name, line)
+        if ns != nt:
+            raise AlignersInputError(f"sentence numbers differ: source snum={ns}, target "
+                                     f"snum={nt}", path=tgt_name, line=line)
+        yield s, t
 
 
 def _read(args):
@@ -63,10 +140,40 @@ def _read(args):
     if args.input is not None:
         if args.source or args.target:
             raise AlignersInputError("give either -i or -s/-t, not both")
-        return read_parallel(args.input, lowercase=args.lowercase)
+        name = "<stdin>" if args.input == "-" else args.input
+        return _snum_aware(read_parallel(args.input, lowercase=args.lowercase), name, name)
     if not (args.source and args.target):
         raise AlignersInputError("give -i FILE ('src ||| tgt') or both -s SRC and -t TGT")
-    return read_parallel(args.source, args.target, lowercase=args.lowercase)
+    return _snum_aware(read_parallel(args.source, args.target, lowercase=args.lowercase),
+                       args.source, args.target)
+
+
+def _check_writable_file(path: str | None, flag: str) -> None:
+    """Fail before training when an output file cannot be created."""
+    if path is None or path == "-":
+        return
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise AlignersInputError(f"{flag}: is a directory, expected a file path", path=path)
+    if not parent.is_dir():
+        raise AlignersInputError(f"{flag}: directory {parent} does not exist", path=path)
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise AlignersInputError(f"{flag}: not writable", path=path)
+
+
+def _check_writable_dir(path: str | None, flag: str) -> None:
+    if path is None:
+        return
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise AlignersInputError(f"{flag}: exists and is not a directory", path=path)
+    probe = target
+    while not probe.exists():  # the first existing ancestor must be a writable directory
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK):
+        raise AlignersInputError(f"{flag}: cannot create or write {path} ({probe} is not a "
+                                 "writable directory)", path=path)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,11 +187,15 @@ def run(args: argparse.Namespace) -> int:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise AlignersInputError(f"--device {args.device}: CUDA is not available")
     torch.set_num_threads(max(1, args.threads))
+    for dest, flag in ((args.forward_links, "-f"), (args.reverse_links, "-r"),
+                       (args.output, "-o")):
+        _check_writable_file(dest, flag)
+    _check_writable_dir(args.save_model, "--save-model")
     pairs = _read(args)
     show = not args.quiet and sys.stderr.isatty()
     decoding: dict = {}
     if args.load_model:
-        model, src_ids, tgt_ids, decoding = load_word_aligner(args.load_model)
+        model, src_ids, tgt_ids, decoding = _load(load_word_aligner, args.load_model)
         model.to(args.device)  # the index stays on the CPU; batches follow the model
         index = build_index(pairs, src_ids, tgt_ids, cells=args.batch_cells, keys=model.keys,
                             cache_dir=args.cache_dir)
@@ -110,9 +221,14 @@ def run(args: argparse.Namespace) -> int:
     threshold = args.threshold if args.threshold is not None else decoding.get("threshold", 0.3)
     saved_sym = decoding.get("symmetrize") if args.decoding is None else None
     if args.save_model:
-        save_word_aligner(args.save_model, model, src_ids, tgt_ids,
-                          decoding={"method": method, "threshold": threshold,
-                                    **({"symmetrize": args.symmetrize} if args.symmetrize else {})})
+        try:
+            save_word_aligner(args.save_model, model, src_ids, tgt_ids,
+                              decoding={"method": method, "threshold": threshold,
+                                        **({"symmetrize": args.symmetrize}
+                                           if args.symmetrize else {})})
+        except OSError as err:
+            raise AlignersInputError(f"--save-model: cannot write the model: {err.strerror}",
+                                     path=args.save_model) from None
     want = []
     if args.forward_links:
         want.append("fwd")
@@ -121,17 +237,36 @@ def run(args: argparse.Namespace) -> int:
     heuristic = args.symmetrize
     if heuristic is None:
         heuristic = saved_sym or ("none" if method == "agreement" else "grow-diag-final-and")
-    if args.symmetrize is not None or not want:
+    if args.output is not None or args.symmetrize is not None or not want:
         want.append("sym")
     bar = tqdm(total=index.n_sentences, desc="align", disable=not show, file=sys.stderr)
     lines = decode_lines(model, index, method=method, threshold=threshold, heuristic=heuristic,
                          posteriors=args.posteriors, outputs=tuple(want), progress=bar.update)
     bar.close()
     for name, dest in (("fwd", args.forward_links), ("rev", args.reverse_links),
-                       ("sym", args.output)):
+                       ("sym", args.output or "-")):
         if name in lines:
             _write(dest, lines[name])
     return 0
+
+
+def _load(load_word_aligner, folder: str):
+    """`load_word_aligner` with broken files reported as one-line input errors."""
+    from safetensors import SafetensorError
+
+    try:
+        return load_word_aligner(folder)
+    except json.JSONDecodeError as err:
+        raise AlignersInputError(f"--load-model: broken JSON ({err.msg} at line {err.lineno})",
+                                 path=folder) from None
+    except (KeyError, TypeError, ValueError, SafetensorError) as err:
+        if isinstance(err, AlignersInputError):
+            raise
+        raise AlignersInputError(f"--load-model: not a valid saved word aligner ({err!r})",
+                                 path=folder) from None
+    except OSError as err:
+        raise AlignersInputError(f"--load-model: cannot read the model: {err}",
+                                 path=folder) from None
 
 
 def _write(dest: str, lines: list[str]) -> None:
@@ -139,5 +274,8 @@ def _write(dest: str, lines: list[str]) -> None:
         sys.stdout.write("".join(line + "\n" for line in lines))
         sys.stdout.flush()
         return
-    with open(dest, "w", encoding="utf-8") as fh:
-        fh.write("".join(line + "\n" for line in lines))
+    try:
+        with open(dest, "w", encoding="utf-8") as fh:
+            fh.write("".join(line + "\n" for line in lines))
+    except OSError as err:
+        raise AlignersInputError(f"cannot write: {err.strerror}", path=dest) from None

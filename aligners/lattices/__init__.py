@@ -3,9 +3,16 @@
 Chain lattices with torch-struct 0.5 conventions (see each module's docstring):
 ``linear_chain`` (``(B, N-1, C, C)``), ``semimarkov`` (``(B, N-1, K, C, C)``) and their
 drop-in distribution classes in ``distributions``. Factored alignment lattices:
-``hmm`` (``init (B,C)``, ``trans (B,C,C)``, ``emit (B,N,C)``) and ``hsmm`` (segments).
+``hmm`` (``init (B,C)``, ``trans (B,C,C)``, ``emit (B,N,C)``), ``hsmm`` (segments) and
+``alignment_hmm`` (the Och-Ney alignment HMM, I word + I NULL states, jump-score rows).
 """
 
+from aligners.lattices.alignment_hmm import (
+    AlignmentHMMPosteriors,
+    AlignmentHMMViterbi,
+    alignment_hmm_posteriors,
+    alignment_hmm_viterbi,
+)
 from aligners.lattices.distributions import LinearChainCRF, SemiMarkovCRF, StructDistribution
 from aligners.lattices.hmm import (
     HMMPosteriors,
@@ -27,6 +34,8 @@ from aligners.lattices.linear_chain import LinearChain
 from aligners.lattices.semimarkov import SemiMarkov
 
 __all__ = [
+    "AlignmentHMMPosteriors",
+    "AlignmentHMMViterbi",
     "HMMPosteriors",
     "HSMMPosteriors",
     "HSMMSamples",
@@ -36,6 +45,8 @@ __all__ = [
     "SemiMarkov",
     "SemiMarkovCRF",
     "StructDistribution",
+    "alignment_hmm_posteriors",
+    "alignment_hmm_viterbi",
     "hmm_log_likelihood",
     "hmm_posteriors",
     "hmm_sample",

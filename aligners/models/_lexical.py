@@ -244,24 +244,34 @@ class PairIndex:
 
 
 def normalise_counts(
-    counts: torch.Tensor, given: torch.Tensor, *, n_given: int, n_outcomes: int, alpha: float
+    counts: torch.Tensor,
+    given: torch.Tensor,
+    *,
+    n_given: int,
+    n_outcomes: int,
+    alpha: float,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Sparse conditional table from expected counts: (P+1,) -> (P+1,) probabilities.
 
     `given (P,)` is the conditioning word of each pair. alpha = 0: maximum likelihood
     c / sum_given c; alpha > 0: variational Bayes with a symmetric Dirichlet(alpha) prior over
     `n_outcomes` words, exp(digamma(c + a) - digamma(sum c + n a)). Slot P gets the floor.
-    Cost O(P).
+    `out (P+1,)`, when given, receives the result (it may be the old table, not `counts`).
+    Cost O(P) time; maximum likelihood needs no (P,) temporary besides `out`.
     """
     c = counts[:-1]
     tot = torch.zeros(n_given, dtype=c.dtype, device=c.device).index_add_(0, given, c)
+    if out is None:
+        out = torch.empty_like(counts)
+    body = out[:-1]
     if alpha > 0:
         num = torch.exp(torch.digamma(c + alpha))
         den = torch.exp(torch.digamma(tot + alpha * n_outcomes))
-    else:
-        num, den = c, tot
-    out = torch.empty_like(counts)
-    out[:-1] = num / den[given].clamp_min(_TINY)
+        torch.div(num, den[given].clamp_min(_TINY), out=body)
+    else:  # gather the denominators into `out`, then divide in place: no P-sized temporaries
+        torch.index_select(tot.clamp_min_(_TINY), 0, given, out=body)
+        torch.div(c, body, out=body)
     out[-1] = _TINY
     return out.clamp_min_(_TINY)
 

@@ -9,7 +9,9 @@ and the first state: word i with (1 - p0) * s[b(i + 1)] / Z (jump from a virtual
 NULL I+i with p0 / I. b(w) = clamp(w, -K, K) + K buckets jump widths; `s` (2K+1,) are the
 jump weights. Emissions: p(t_j | s_i) for word states, p(t_j | NULL) for NULL states.
 
-The E-step is the factored HMM lattice (`aligners.lattices.hmm.hmm_posteriors`); the jump
+The E-step and Viterbi run in the lattice layer: the specialised alignment HMM lattice
+(`aligners.lattices.alignment_hmm`, I word + I NULL states, default) or the generic factored
+HMM lattice on the explicit 2I states (`aligners.lattices.hmm`, tested equal). The jump
 M-step is one minorise-maximise step of the exact M-step (s_w <- n_w / sum_k m_k a_kw / Z_k),
 so EM never decreases the likelihood even with conditionally normalised jumps.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import torch
 
+from aligners.lattices.alignment_hmm import alignment_hmm_posteriors, alignment_hmm_viterbi
 from aligners.lattices.hmm import hmm_posteriors, hmm_viterbi
 
 __all__ = [
@@ -34,6 +37,13 @@ def jump_buckets(*, n_src: int, max_jump: int, device=None) -> torch.Tensor:
     prev = torch.arange(-1, n_src, device=device)[:, None]
     nxt = torch.arange(n_src, device=device)[None, :]
     return (nxt - prev).clamp(-max_jump, max_jump) + max_jump
+
+
+def _jump_scores(jump_weights: torch.Tensor, *, n_src: int, dtype) -> torch.Tensor:
+    """(I+1, I) jump weight of each (context, next position) pair: the lattice's jump_scores."""
+    K = (jump_weights.numel() - 1) // 2
+    return jump_weights.to(dtype)[jump_buckets(n_src=n_src, max_jump=K,
+                                               device=jump_weights.device)]
 
 
 def _log(x: torch.Tensor) -> torch.Tensor:
@@ -95,9 +105,9 @@ def hmm_direction_posteriors(
     counts n_w, jump_stats[1] the minorise-maximise denominators sum_k m_k a_kw / Z_k.
     `lattice="generic"` runs the factored lattice `aligners.lattices.hmm.hmm_posteriors` on
     C = 2I states: O(B J I^2) batched mat-vecs. `"och_ney"` (default) runs the same scaled
-    forward-backward specialised to this transition structure (tested equal): the word and
-    NULL states remembering i' share their outgoing row and the jump weights are shared by
-    the batch up to a per-row normaliser, so each step is one (B, I) x (I, I) GEMM.
+    forward-backward specialised to this transition structure (tested equal), the lattice
+    `aligners.lattices.alignment_hmm.alignment_hmm_posteriors`: each step is one
+    (B, I) x (I, I) GEMM.
     """
     B, I, J = link_probs.shape
     K = (jump_weights.numel() - 1) // 2
@@ -113,9 +123,9 @@ def hmm_direction_posteriors(
         from_pos = trans_counts[:, :I, :I] + trans_counts[:, I:, :I]
         counts = torch.cat([post[:, :1, :I], from_pos], dim=1)  # (B, I+1, I)
     elif lattice == "och_ney":
-        loglik, link_post, null_post, counts, norm = _och_ney_forward_backward(
-            link_probs, null_probs, src_lengths=src_lengths, tgt_lengths=tgt_lengths,
-            jump_weights=jump_weights, p0=p0,
+        loglik, link_post, null_post, counts, norm = alignment_hmm_posteriors(
+            link_probs, null_probs, _jump_scores(jump_weights, n_src=I, dtype=link_probs.dtype),
+            src_lengths=src_lengths, tgt_lengths=tgt_lengths, p0=p0,
         )
     else:
         raise ValueError(f"lattice must be 'och_ney' or 'generic', got {lattice!r}")
@@ -131,85 +141,6 @@ def hmm_direction_posteriors(
     return loglik, link_post, null_post, stats
 
 
-def _och_ney_forward_backward(link_probs, null_probs, *, src_lengths, tgt_lengths,
-                              jump_weights, p0):
-    """Scaled forward-backward of the Och-Ney HMM on (B, I) vectors.
-
-    Returns (log_likelihood (B,), link_posteriors (B, I, J), null_posteriors (B, J),
-    context_counts (B, I+1, I) expected word transitions out of start / each position,
-    norm (B, I+1)). Cost O(B J I^2) as (B, I) x (I, I) GEMMs, O(B J I) memory.
-    """
-    B, I, J = link_probs.shape
-    K = (jump_weights.numel() - 1) // 2
-    dtype = link_probs.dtype
-    tiny = torch.finfo(dtype).tiny
-    dev = link_probs.device
-    S = jump_weights.to(dtype)[jump_buckets(n_src=I, max_jump=K, device=dev)]  # (I+1, I)
-    valid = torch.arange(I, device=dev)[None, :] < src_lengths[:, None]
-    vf = valid.to(dtype)
-    norm = (vf @ S.T).clamp_min(tiny)  # (B, I+1)
-    inv = vf / norm[:, 1:]  # 1/Z per previous position, 0 at pads
-    St = S[1:]
-    jvalid = torch.arange(J, device=dev)[None, :] < tgt_lengths[:, None]
-    ew = link_probs.transpose(1, 2) * vf[:, None, :]  # (B, J, I)
-    en = null_probs * jvalid
-    shift = torch.maximum(ew.amax(-1), en).clamp_min(tiny)  # (B, J)
-    ew = ew / shift[..., None]
-    en = en / shift
-    q = 1.0 - p0
-    aw = q * S[0][None] / norm[:, :1] * ew[:, 0]
-    an = (p0 / src_lengths.clamp_min(1).to(dtype))[:, None] * vf * en[:, :1]
-    c = (aw.sum(-1) + an.sum(-1)).clamp_min(tiny)
-    aws, ans, cs = [aw / c[:, None]], [an / c[:, None]], [c]
-    all_live = jvalid.all(0).tolist()  # most steps: no row has ended, no masking needed
-    for j in range(1, J):
-        sv = aws[-1] + ans[-1]
-        u = q * ((sv * inv) @ St) * ew[:, j]
-        v = p0 * sv * en[:, j, None]
-        c = (u.sum(-1) + v.sum(-1)).clamp_min(tiny)
-        if all_live[j]:
-            aws.append(u / c[:, None])
-            ans.append(v / c[:, None])
-            cs.append(c)
-            continue
-        live = jvalid[:, j, None]
-        aws.append(torch.where(live, u / c[:, None], aws[-1]))
-        ans.append(torch.where(live, v / c[:, None], ans[-1]))
-        cs.append(torch.where(jvalid[:, j], c, torch.ones_like(c)))
-    cs = torch.stack(cs, 1)  # (B, J)
-    ones = torch.ones(B, I, dtype=dtype, device=dev)
-    beta = ones
-    betas, gws = [beta], []
-    last = torch.arange(J, device=dev)[None, :] >= (tgt_lengths - 1)[:, None]
-    none_last = (~last.any(0)).tolist()
-    StT = St.T.contiguous()
-    for j in range(J - 2, -1, -1):
-        g = beta / cs[:, j + 1, None]
-        gw = ew[:, j + 1] * g
-        new = q * inv * (gw @ StT) + p0 * en[:, j + 1, None] * g
-        if none_last[j]:
-            beta = new
-        else:
-            beta = torch.where(last[:, j, None], ones, new)
-            gw = torch.where(last[:, j, None], torch.zeros_like(gw), gw)
-        betas.append(beta)
-        gws.append(gw)
-    betas.reverse()
-    gws.reverse()
-    Bt = torch.stack(betas, 1)  # (B, J, I)
-    Aw, An = torch.stack(aws, 1), torch.stack(ans, 1)
-    jm = jvalid[..., None].to(dtype)
-    link_post = (Aw * Bt * jm).transpose(1, 2)
-    null_post = (An * Bt * jm).sum(-1)
-    loglik = torch.where(jvalid, torch.log(cs) + torch.log(shift), torch.zeros_like(cs)).sum(1)
-    counts = torch.zeros(B, I + 1, I, dtype=dtype, device=dev)
-    counts[:, 0] = Aw[:, 0] * Bt[:, 0]
-    if J > 1:
-        SV = (Aw[:, :-1] + An[:, :-1]) * inv[:, None, :]  # (B, J-1, I)
-        counts[:, 1:] = q * torch.bmm(SV.transpose(1, 2), torch.stack(gws, 1)) * St
-    return loglik, link_post, null_post, counts, norm
-
-
 def hmm_direction_viterbi(
     link_probs: torch.Tensor,
     null_probs: torch.Tensor,
@@ -218,17 +149,27 @@ def hmm_direction_viterbi(
     tgt_lengths: torch.Tensor,
     jump_weights: torch.Tensor,
     p0: float,
+    lattice: str = "och_ney",
 ) -> torch.Tensor:
     """Best alignment of one direction: (B, J) long, source position or -1 for NULL/pad.
 
-    Shapes as `hmm_potentials`. Cost: the lattice's Viterbi, O(B J C^2).
+    Shapes as `hmm_potentials`. `"och_ney"` (default): the specialised lattice
+    `aligners.lattices.alignment_hmm.alignment_hmm_viterbi`, O(B J I^2); `"generic"`: the
+    factored lattice's Viterbi on C = 2I states, O(B J C^2).
     """
-    I = link_probs.shape[1]
-    log_init, log_trans, log_emit, mask, _, _ = hmm_potentials(
-        link_probs, null_probs, src_lengths=src_lengths, jump_weights=jump_weights, p0=p0
-    )
-    path, _ = hmm_viterbi(log_init, log_trans, log_emit, lengths=tgt_lengths, state_mask=mask)
-    J = link_probs.shape[2]
+    B, I, J = link_probs.shape
+    if lattice == "och_ney":
+        path, _ = alignment_hmm_viterbi(
+            link_probs, null_probs, _jump_scores(jump_weights, n_src=I, dtype=link_probs.dtype),
+            src_lengths=src_lengths, tgt_lengths=tgt_lengths, p0=p0)
+    elif lattice == "generic":
+        log_init, log_trans, log_emit, mask, _, _ = hmm_potentials(
+            link_probs, null_probs, src_lengths=src_lengths, jump_weights=jump_weights, p0=p0
+        )
+        path, _ = hmm_viterbi(log_init, log_trans, log_emit, lengths=tgt_lengths,
+                              state_mask=mask)
+    else:
+        raise ValueError(f"lattice must be 'och_ney' or 'generic', got {lattice!r}")
     jvalid = torch.arange(J, device=path.device)[None, :] < tgt_lengths[:, None]
     return torch.where((path < I) & jvalid & (path >= 0), path, torch.full_like(path, -1))
 

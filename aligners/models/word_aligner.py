@@ -135,9 +135,9 @@ class WordAligner(nn.Module):
                 post.links_bwd, post.null_bwd, 2, sl)
         c = self.config
         fwd = hmm_direction_viterbi(pf, nf, src_lengths=sl, tgt_lengths=tl,
-                                    jump_weights=self.jump_fwd, p0=c.p0)
+                                    jump_weights=self.jump_fwd, p0=c.p0, lattice=c.lattice)
         bwd = hmm_direction_viterbi(pb.transpose(1, 2), nb, src_lengths=tl, tgt_lengths=sl,
-                                    jump_weights=self.jump_bwd, p0=c.p0)
+                                    jump_weights=self.jump_bwd, p0=c.p0, lattice=c.lattice)
         return fwd, bwd
 
     # ----------------------------------------------------------------- EM
@@ -194,12 +194,16 @@ class WordAligner(nn.Module):
         E-step just finished (forward, backward) and clears the counts."""
         c = self.config
         P = self.keys.numel()
-        src_of = torch.div(self.keys, self.n_tgt_words, rounding_mode="floor")
-        tgt_of = self.keys - src_of * self.n_tgt_words
-        self.t_fwd = normalise_counts(self.c_fwd, src_of, n_given=self.n_src_words,
-                                      n_outcomes=self.n_tgt_words, alpha=c.alpha)
-        self.t_bwd = normalise_counts(self.c_bwd, tgt_of, n_given=self.n_tgt_words,
-                                      n_outcomes=self.n_src_words, alpha=c.alpha)
+        # peak memory: one (P,) int64 word-id vector at a time, tables rewritten in place
+        given = torch.div(self.keys, self.n_tgt_words, rounding_mode="floor")
+        self.t_fwd = normalise_counts(self.c_fwd, given, n_given=self.n_src_words,
+                                      n_outcomes=self.n_tgt_words, alpha=c.alpha,
+                                      out=self._table_out("t_fwd"))
+        given = torch.remainder(self.keys, self.n_tgt_words, out=given)
+        self.t_bwd = normalise_counts(self.c_bwd, given, n_given=self.n_tgt_words,
+                                      n_outcomes=self.n_src_words, alpha=c.alpha,
+                                      out=self._table_out("t_bwd"))
+        del given
         self.null_tgt = normalise_dense(self.c_null_tgt, alpha=c.null_alpha)
         self.null_src = normalise_dense(self.c_null_src, alpha=c.null_alpha)
         if stage == "hmm":
@@ -210,6 +214,12 @@ class WordAligner(nn.Module):
         self.iteration += 1
         self.reset_counts()
         return ll
+
+    def _table_out(self, name: str) -> torch.Tensor | None:
+        """The current table `name` to overwrite in the M-step, when it is safe to do so."""
+        t = getattr(self, name)
+        ok = t.dtype == self.c_fwd.dtype and t.is_contiguous() and t._base is None
+        return t if ok and not t.requires_grad else None
 
     def fit(self, index: PairIndex, *, progress=None) -> list[list[float]]:
         """Run the whole schedule on one process; returns per-iteration log-likelihoods."""
