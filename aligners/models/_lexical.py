@@ -36,7 +36,29 @@ __all__ = [
 
 NULL = 0
 UNK = 1
+_TRIM_EVERY = 16  # batches between returns of freed heap memory to the OS while indexing
 _TINY = 1e-20  # floor of every probability so that log() stays finite
+
+
+def _release_free_heap() -> None:
+    """Return freed heap pages to the OS (glibc `malloc_trim`; a no-op elsewhere).
+
+    Building the index interleaves many short-lived arrays with the kept per-batch id
+    tensors; glibc keeps the holes, which are a large share of peak RSS on big corpora.
+    """
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            import ctypes
+
+            _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim = None
 
 
 class WordIds:
@@ -123,6 +145,20 @@ def _plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_b
     return plans
 
 
+def _merge_sorted_unique(merged: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
+    """Sorted distinct union of `merged` (sorted, distinct) and `parts` (any int64 arrays)."""
+    if not parts:
+        return merged
+    new = np.unique(np.concatenate(parts))
+    if merged.size:
+        pos = np.searchsorted(merged, new)
+        seen = merged[np.minimum(pos, merged.size - 1)] == new
+        keep = ~seen
+        new, pos = new[keep], pos[keep]
+        return np.insert(merged, pos, new)
+    return new
+
+
 class PairIndex:
     """The encoded, batched bitext and its table of co-occurring pairs.
 
@@ -166,14 +202,26 @@ class PairIndex:
             self._dir = tempfile.mkdtemp(prefix="pairs-", dir=cache_dir)
             weakref.finalize(self, shutil.rmtree, self._dir, True)  # removed with the index
         self._ids: list = []
+        store = None
+        if self._dir is None:  # one allocation for all batches: no heap holes between them
+            store = torch.empty(sum(s.numel() * t.shape[1] for _, s, t, _, _ in self._words),
+                                dtype=torch.int32)
+        offset = 0
         for k, (_, s, t, sl, tl) in enumerate(self._words):
-            ids = self._lookup(s, t, sl, tl)
+            if k % _TRIM_EVERY == 0:
+                _release_free_heap()
+            n = s.numel() * t.shape[1]
+            out = None if store is None else store[offset:offset + n].view(s.shape[0], -1,
+                                                                            t.shape[1])
+            offset += n
+            ids = self._lookup(s, t, sl, tl, out=out)
             if self._dir is None:
                 self._ids.append(ids)
             else:
                 path = os.path.join(self._dir, f"{k}.npy")
                 np.save(path, ids.numpy())
                 self._ids.append(path)
+        _release_free_heap()
 
     @staticmethod
     def _pad(rows, src, tgt):
@@ -200,21 +248,29 @@ class PairIndex:
         return keys, mask
 
     def _unique_keys(self) -> torch.Tensor:
-        parts, size, merged = [], 0, torch.empty(0, dtype=torch.int64)
-        for _, s, t, sl, tl in self._words:
+        """Sorted distinct pair keys of all real cells. Memory: the result twice plus a few
+        million keys of batch results (a sorted merge, not a `unique` over everything)."""
+        merged = np.empty(0, dtype=np.int64)
+        parts, size = [], 0
+        for k, (_, s, t, sl, tl) in enumerate(self._words):
+            if k % _TRIM_EVERY == 0:
+                _release_free_heap()
             keys, mask = self._cell_keys(s, t, sl, tl)
-            u = torch.unique(keys[mask])
+            u = torch.unique(keys[mask]).numpy()
             parts.append(u)
-            size += u.numel()
-            if size > 8_000_000:
-                merged = torch.unique(torch.cat([merged, *parts]))
+            size += u.size
+            if size > 4_000_000:
+                merged = _merge_sorted_unique(merged, parts)
                 parts, size = [], 0
-        return torch.unique(torch.cat([merged, *parts]))
+        merged = _merge_sorted_unique(merged, parts)
+        del parts
+        _release_free_heap()
+        return torch.from_numpy(merged)
 
-    def _lookup(self, s, t, sl, tl) -> torch.Tensor:
+    def _lookup(self, s, t, sl, tl, *, out: torch.Tensor | None = None) -> torch.Tensor:
         keys, mask = self._cell_keys(s, t, sl, tl)
         P = self.keys.numel()
-        ids = torch.full(keys.shape, P, dtype=torch.int32)
+        ids = torch.full(keys.shape, P, dtype=torch.int32) if out is None else out.fill_(P)
         if P == 0:
             return ids
         # sorted, de-duplicated queries make the binary searches cache-friendly
