@@ -82,24 +82,38 @@ def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
     return torch.cat(cols, dim=-1)
 
 
-def _phrase_columns(src, tgt, ls, lt, X) -> torch.Tensor:
-    """(I-ls+1, J-lt+1, 2): joined-phrase lower-case identity and WordNet (multi-word) synonymy."""
-    wn = get_wordnet()
-    sp = ["_".join(w.lower() for w in src[s: s + ls]) for s in range(len(src) - ls + 1)]
-    tp = ["_".join(w.lower() for w in tgt[t: t + lt]) for t in range(len(tgt) - lt + 1)]
-    ids: dict[str, int] = {}
-    si = torch.tensor([ids.setdefault(x, len(ids)) for x in sp])
-    ti = torch.tensor([ids.setdefault(x, len(ids)) for x in tp])
+def _phrase_strings(words, max_len: int) -> list[list[str]]:
+    """[l-1] -> the lower-cased `_`-joined phrases of length l at each start (l = 1..max_len)."""
+    low = [w.lower() for w in words]
+    return [["_".join(low[s: s + n]) for s in range(len(low) - n + 1)]
+            for n in range(1, max_len + 1)]
+
+
+def _phrase_columns(sp, tp, X) -> torch.Tensor:
+    """(len(sp), len(tp), 2): joined-phrase lower-case identity and WordNet (multi-word)
+    synonymy of the source phrases `sp` x target phrases `tp` (from `_phrase_strings`)."""
     out = torch.zeros(len(sp), len(tp), 2)
-    out[..., 0] = (si[:, None] == ti[None, :]).float()
-    if ls == 1 and lt == 1:
+    where: dict[str, list[int]] = {}
+    for t, x in enumerate(tp):
+        where.setdefault(x, []).append(t)
+    rows, cols = [], []
+    for s, x in enumerate(sp):
+        for t in where.get(x, ()):
+            rows.append(s)
+            cols.append(t)
+    if rows:
+        out[rows, cols, 0] = 1.0
+    if X is not None:  # ls = lt = 1: the token-level WordNet synonym column
         out[..., 1] = X[..., TOKEN_PAIR_FEATURES.index("wn_synonym")]
-    elif wn.available:
+        return out
+    wn = get_wordnet()
+    if wn.available:
         s_in = [s for s, x in enumerate(sp) if wn.synsets(x)]
         t_in = [t for t, x in enumerate(tp) if wn.synsets(x)]
         for s in s_in:
             for t in t_in:
-                out[s, t, 1] = float(sp[s] != tp[t] and wn.relations(sp[s], tp[t])[0])
+                if sp[s] != tp[t] and wn.relations(sp[s], tp[t])[0]:
+                    out[s, t, 1] = 1.0
     return out
 
 
@@ -153,6 +167,7 @@ def featurize(
     F = len(names)
     P = F - len(CUES) if phrase_cues else F  # end of the phrase-string columns
     span = torch.zeros(I, Ls, J, Lt, F)
+    src_phrases, tgt_phrases = _phrase_strings(src, Ls), _phrase_strings(tgt, Lt)
     for ls in range(1, min(Ls, I) + 1):
         for lt in range(1, min(Lt, J) + 1):
             tmax = _window(X, 1, lt, torch.maximum)  # best target match per source token
@@ -165,7 +180,9 @@ def featurize(
             blk[..., Ft: 2 * Ft] = Bm
             if (ls, lt) != (1, 1):
                 blk[..., 2 * Ft + (ls - 1) * Lt + lt - 2] = 1.0
-            blk[..., P - 2: P] = _phrase_columns(src, tgt, ls, lt, X) * max(ls, lt)
+            blk[..., P - 2: P] = _phrase_columns(
+                src_phrases[ls - 1], tgt_phrases[lt - 1], X if (ls, lt) == (1, 1) else None,
+            ) * max(ls, lt)
             if phrase_cues and (ls, lt) != (1, 1):
                 blk[..., P:] = _cue_columns(src, tgt, ls, lt)
     low = X[..., TOKEN_PAIR_FEATURES.index("lower_identical")]

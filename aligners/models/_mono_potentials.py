@@ -54,16 +54,18 @@ def prepare(src: Sequence[str], tgt: Sequence[str], links=None, *, max_src_len: 
     feats = featurize(src, tgt, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
                       embedder=embedder, phrase_cues=phrase_cues)
     I, J = len(src), len(tgt)
-    st = state_table(tgt_len=J, max_tgt_len=max_tgt_len)
-    F = feats.span.shape[-1]
-    emit = torch.zeros(I, max_src_len, num_states(tgt_len=J, max_tgt_len=max_tgt_len), F)
-    emit[:, :, 1:] = feats.span[:, :, st["end0"][1:], (st["length"][1:] - 1).clamp(min=0)]
+    span = feats.span.half()  # (I, Ls, J, Lt, F)
+    Ls, F = max_src_len, span.shape[-1]
+    # state order (`_mono_states`): NULL, the J one-token phrases, then by end, lengths 2..Lt
+    emit = torch.cat([span.new_zeros(I, Ls, 1, F), span[:, :, :, 0],
+                      span[:, :, :, 1:].reshape(I, Ls, J * (max_tgt_len - 1), F)], dim=2)
+    assert emit.shape[2] == num_states(tgt_len=J, max_tgt_len=max_tgt_len)
     gold = None
     if links is not None:
         gold = torch.zeros(I, J, dtype=torch.bool)
         for i, j in links:
             gold[i, j] = True
-    return MonoExample(tuple(src), tuple(tgt), emit.half(), feats.null, gold)
+    return MonoExample(tuple(src), tuple(tgt), emit, feats.null, gold)
 
 
 @dataclass
