@@ -7,7 +7,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from aligners.features.string_sim import word_pair_features
+from aligners.features.string_sim import clear_caches
 from aligners.features.wordnet import wordnet_dir
 
 DATA = Path(__file__).parent / "data"
@@ -22,7 +22,7 @@ def test_features_bit_identical_to_reference(cold):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     if cold:
-        word_pair_features.cache_clear()
+        clear_caches()
     ref = load_file(str(DATA / "mono_features.safetensors"))
     new = mod.compute()
     assert set(new) == set(ref)
