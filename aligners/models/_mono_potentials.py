@@ -18,7 +18,7 @@ from aligners.features.monolingual import (
     NULL_FEATURES,
     Embedder,
     feature_names,
-    featurize,
+    featurize_states,
 )
 from aligners.models._mono_states import num_states, state_table
 
@@ -51,21 +51,16 @@ def prepare(src: Sequence[str], tgt: Sequence[str], links=None, *, max_src_len: 
             phrase_cues: bool = False) -> MonoExample:
     """Featurise one pair; `links` are 0-based (i, j) source-target pairs (or None).
     Cost: see `featurize`; memory I*Ls*C*F halves."""
-    feats = featurize(src, tgt, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                      embedder=embedder, phrase_cues=phrase_cues)
+    emit, null = featurize_states(src, tgt, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
+                                  embedder=embedder, phrase_cues=phrase_cues)
     I, J = len(src), len(tgt)
-    span = feats.span.half()  # (I, Ls, J, Lt, F)
-    Ls, F = max_src_len, span.shape[-1]
-    # state order (`_mono_states`): NULL, the J one-token phrases, then by end, lengths 2..Lt
-    emit = torch.cat([span.new_zeros(I, Ls, 1, F), span[:, :, :, 0],
-                      span[:, :, :, 1:].reshape(I, Ls, J * (max_tgt_len - 1), F)], dim=2)
     assert emit.shape[2] == num_states(tgt_len=J, max_tgt_len=max_tgt_len)
     gold = None
     if links is not None:
         gold = torch.zeros(I, J, dtype=torch.bool)
         for i, j in links:
             gold[i, j] = True
-    return MonoExample(tuple(src), tuple(tgt), emit, feats.null, gold)
+    return MonoExample(tuple(src), tuple(tgt), emit, null, gold)
 
 
 @dataclass
