@@ -115,8 +115,15 @@ class WordNet:
             seen |= frontier
         return seen
 
-    def _related_lemmas(self, word: str, rel: str) -> set[str]:
-        """Lemmas reached by lexical or semantic pointers of type `rel` (one step)."""
+    @lru_cache(maxsize=500_000)  # noqa: B019
+    def _word_closure(self, word: str, rel: str, depth: int) -> frozenset[str]:
+        """`_closure` of the synsets of `word`, memoised per word (a sentence pair asks
+        for the same source word against every target word)."""
+        return frozenset(self._closure(self.synsets(word), rel, depth))
+
+    @lru_cache(maxsize=500_000)  # noqa: B019
+    def _related_lemmas(self, word: str, rel: str) -> frozenset[str]:
+        """Lemmas reached by lexical or semantic pointers of type `rel` (one step); memoised."""
         out = set()
         bases = {b for b, _ in self.base_forms(word)}
         for k in self.synsets(word):
@@ -126,7 +133,7 @@ class WordNet:
                     continue
                 if s == 0 or (s <= len(lemmas) and lemmas[s - 1] in bases):
                     out.update(self._lemmas.get(t, ()))
-        return out
+        return frozenset(out)
 
     @lru_cache(maxsize=500_000)  # noqa: B019
     def relations(self, a: str, b: str, depth: int = 2) -> tuple[bool, ...]:
@@ -139,13 +146,20 @@ class WordNet:
         bases_b = {x for x, _ in self.base_forms(b)}
         return (
             bool(sa & sb),
-            bool(self._closure(sa, "hypernym", depth) & sb),
-            bool(self._closure(sa, "hyponym", depth) & sb),
+            bool(self._word_closure(a, "hypernym", depth) & sb),
+            bool(self._word_closure(a, "hyponym", depth) & sb),
             bool(self._related_lemmas(a, "antonym") & bases_b),
             bool(self._related_lemmas(a, "derivation") & bases_b),
-            bool(self._closure(sa, "entailment", 1) & sb),
-            bool(self._closure(sa, "similar", 1) & sb),
+            bool(self._word_closure(a, "entailment", 1) & sb),
+            bool(self._word_closure(a, "similar", 1) & sb),
         )
+
+    @classmethod
+    def cache_clear(cls) -> None:
+        """Forget every memoised look-up (cold-start timings, tests)."""
+        for fn in (cls.base_forms, cls.synsets, cls.relations, cls._word_closure,
+                   cls._related_lemmas):
+            fn.cache_clear()
 
 
 @lru_cache(maxsize=1)

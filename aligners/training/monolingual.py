@@ -24,6 +24,7 @@ from safetensors.torch import load_file, save_file
 from aligners.data.datasets import load
 from aligners.data.jacana import read_jacana_json
 from aligners.data.types import AlignedPair
+from aligners.errors import AlignersInputError
 from aligners.metrics import evaluate_alignments, format_report
 from aligners.models._mono_potentials import MonoExample, collate, prepare
 from aligners.models.crf import TokenCRFAligner
@@ -163,12 +164,28 @@ def save_model(model: PhraseCRFAligner, path: Path, *, kind: str, extra: dict) -
 
 
 def load_model(path: str | Path) -> tuple[PhraseCRFAligner, dict]:
+    """Model + config saved by `save_model`; a missing/unreadable/inconsistent file raises
+    `AlignersInputError` naming it. Never unpickles."""
     path = Path(path)
-    cfg = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
-    model = build_model(kind=cfg["kind"], max_src_len=cfg["max_src_len"],
-                        max_tgt_len=cfg["max_tgt_len"], embedding=cfg["embedding"],
-                        phrase_cues=cfg.get("phrase_cues", False))
-    model.load_state_dict(load_file(str(path)))
+    cfg_path = path.with_suffix(".json")
+    for p in (path, cfg_path):
+        if not p.is_file():
+            raise AlignersInputError("file not found; expected a model written by "
+                                     "save_model (.safetensors + .json)", path=str(p))
+    try:
+        cfg = json.loads(cfg_path.read_bytes().decode("utf-8-sig"))
+        model = build_model(kind=cfg["kind"], max_src_len=cfg["max_src_len"],
+                            max_tgt_len=cfg["max_tgt_len"], embedding=cfg["embedding"],
+                            phrase_cues=cfg.get("phrase_cues", False))
+    except (ValueError, KeyError, TypeError) as err:
+        raise AlignersInputError(f"bad model config ({type(err).__name__}: {err}); expected "
+                                 "the JSON written by save_model", path=str(cfg_path)) from None
+    try:
+        model.load_state_dict(load_file(str(path)))
+    except Exception as err:  # safetensors raises its own error types
+        raise AlignersInputError(f"cannot load weights ({type(err).__name__}: {err}); expected "
+                                 "the safetensors file written by save_model",
+                                 path=str(path)) from None
     return model, cfg
 
 
