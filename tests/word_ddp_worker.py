@@ -38,6 +38,13 @@ def main(out: str, devices: int) -> None:
         tensors["loglik"] = torch.tensor(lit.history)
         tensors["batches"] = torch.tensor(len(index))
         save_file(tensors, out)
+    # tear the gloo group down on every rank together: leaving it to interpreter exit
+    # aborted a rank now and then ("terminate called without an active exception")
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -56,7 +56,9 @@ def _float_in(low: float, high: float, *, high_open: bool = False):
 def add_arguments(p: argparse.ArgumentParser) -> None:
     io = p.add_argument_group("input / output")
     io.add_argument("-i", "--input", help="'source ||| target' file ('-' = stdin)")
-    io.add_argument("-s", "--source", help="source file, one sentence per line ('-' = stdin)")
+    io.add_argument("-s", "--source",
+                    help="source file, one sentence per line ('-' = stdin); WPT/NAACL "
+                         "'<s snum=N> ... </s>' lines are unwrapped")
     io.add_argument("-t", "--target", help="target file, one sentence per line")
     io.add_argument("-f", "--forward-links", help="write forward links (source-target order)")
     io.add_argument("-r", "--reverse-links", help="write reverse links (source-target order)")
