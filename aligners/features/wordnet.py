@@ -11,6 +11,7 @@ Cost: loading reads ~30 MB once per process (a few seconds); each query is a few
 memoised.
 """
 
+import functools
 import os
 import warnings
 from functools import lru_cache
@@ -99,8 +100,16 @@ class WordNet:
             cands = [w, *self._exc.get((w, pos), ())]
             cands += [w[: -len(s)] + r for s, r in _SUFFIXES[pos]
                       if w.endswith(s) and len(w) > len(s)]
-            out += [(c, pos) for c in dict.fromkeys(cands) if (c, pos) in self._index]
+            names = self._names
+            out += [(c, pos) for c in dict.fromkeys(cands)
+                    if c in names and (c, pos) in self._index]
         return tuple(out)
+
+    @functools.cached_property
+    def _names(self) -> frozenset[str]:
+        """Every lemma of the index, any part of speech (a cheap pre-filter: most candidate
+        strings, e.g. joined multi-word phrases, are not lemmas)."""
+        return frozenset(lemma for lemma, _ in self._index)
 
     @lru_cache(maxsize=200_000)  # noqa: B019
     def synsets(self, word: str) -> frozenset[str]:
