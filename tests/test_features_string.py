@@ -108,3 +108,29 @@ def test_phrase_cues_only_on_multi_token_blocks():
     assert blk[col["cue_punct"]] == 0 and blk[col["cue_capitalised"]] == 0
     assert cues.span[1, 1, 1, 1, col["cue_punct"]] == 1  # "UK ," contains punctuation
     assert cues.span[2, 1, 2, 1, col["cue_stop_end"]] == 0  # ", said" / "UK said"
+
+
+def _levenshtein_dp(a, b):
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def test_bit_parallel_levenshtein_equals_the_dp():
+    import random
+
+    from aligners.features.string_sim import levenshtein
+    rng = random.Random(0)
+    words = ["", "a", "ab", "ba", "kitten", "sitting", "flaw", "lawn", "aaaa", "aaab",
+             "intention", "execution", "ünïcode", "unicode"]
+    pairs = [(a, b) for a in words for b in words]
+    for _ in range(2000):
+        alpha = "abc" if rng.random() < 0.5 else "abcdefghijklmnopqrstuvwxyz"
+        pairs.append(("".join(rng.choice(alpha) for _ in range(rng.randint(0, 12))),
+                      "".join(rng.choice(alpha) for _ in range(rng.randint(0, 70)))))
+    for a, b in pairs:
+        assert levenshtein(a, b) == _levenshtein_dp(a, b) == levenshtein(b, a), (a, b)

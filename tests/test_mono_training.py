@@ -43,3 +43,42 @@ def test_train_then_evaluate_any_json(experiment, tmp_path):
                                        f"ckpt_path={tmp_path / 'model.s2t.safetensors'}",
                                        f"data.test_path={gold}"], out))
     assert again["results"]["s2t"] == metrics["results"]["s2t"]  # same model, same pairs
+
+
+@pytest.mark.parametrize("kind,optimizer", [("phrase", "lbfgs"), ("token", "adam")])
+def test_lightning_checkpoint_round_trip(tmp_path, kind, optimizer):
+    """House rule 9: fit one step, save a Lightning checkpoint, `load_from_checkpoint`
+    restores the hparams and the trained weights exactly (and the same decoding)."""
+    import pytorch_lightning as pl
+    import torch
+
+    from aligners.data.types import AlignedPair, Alignment
+    from aligners.training.monolingual import LitMonoAligner, chunks, featurise
+
+    pairs = [AlignedPair(("he", "passed", "away"), ("he", "died"),
+                         Alignment(frozenset({(0, 0), (1, 1), (2, 1)}),
+                                   frozenset({(0, 0), (1, 1), (2, 1)}))),
+             AlignedPair(("the", "cat", "sat"), ("a", "cat", "sat"),
+                         Alignment(frozenset({(1, 1), (2, 2)}), frozenset({(1, 1), (2, 2)})))]
+    torch.manual_seed(0)
+    lit = LitMonoAligner(kind=kind, max_src_len=2, max_tgt_len=2, embedding=False,
+                         optimizer=optimizer, lr=0.1, l2=0.1, cost_weight=1.0, max_iter=3,
+                         n_pairs=len(pairs))
+    examples = featurise(pairs, lit.model)
+    batches, _ = chunks(examples, max_tgt_len=lit.model.max_tgt_len, batch_size=8)
+    loader = torch.utils.data.DataLoader([batches], batch_size=None, collate_fn=lambda x: x)
+    trainer = pl.Trainer(max_epochs=1, accelerator="cpu", devices=1, logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False)
+    trainer.fit(lit, loader)
+    assert float(lit.model.w_emit.detach().abs().sum()) > 0  # trained, not the zero init
+    ckpt = tmp_path / "mono.ckpt"
+    trainer.save_checkpoint(ckpt)
+    again = LitMonoAligner.load_from_checkpoint(ckpt, weights_only=True)
+    assert dict(again.hparams) == dict(lit.hparams)
+    assert type(again.model) is type(lit.model)
+    for (na, a), (nb, b) in zip(lit.model.state_dict().items(),
+                                 again.model.state_dict().items()):
+        assert na == nb and torch.equal(a, b)
+    from aligners.training.monolingual import predict
+    assert predict(again.model, examples) == predict(lit.model, examples)

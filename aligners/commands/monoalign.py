@@ -9,7 +9,6 @@ Example: `echo "he passed away ||| he died" | aligners monoalign --model OUT/mod
 from __future__ import annotations
 
 import argparse
-import sys
 
 from aligners.errors import AlignersInputError
 
@@ -26,19 +25,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str):
+    """Pairs of `path` (`-` = stdin) via `aligners.data.parallel.read_parallel`: UTF-8 with
+    a leading BOM stripped, LF or CRLF line ends; bad bytes, a missing file, a line without
+    one ` ||| ` or an empty side raise `AlignersInputError` (file, 1-based line)."""
+    from aligners.data.parallel import read_parallel
     from aligners.data.types import AlignedPair
     if path.endswith(".json"):
         from aligners.data.jacana import read_jacana_json
         return [AlignedPair(p.src, p.tgt) for p in read_jacana_json(path)]
-    stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    name = "<stdin>" if path == "-" else path
     pairs = []
-    with stream:
-        for n, line in enumerate(stream, 1):
-            parts = line.rstrip("\n").split(" ||| ")
-            if len(parts) != 2 or not parts[0].split() or not parts[1].split():
-                raise AlignersInputError("expected 'source tokens ||| target tokens'",
-                                         path=path, line=n)
-            pairs.append(AlignedPair(tuple(parts[0].split()), tuple(parts[1].split())))
+    for n, (src, tgt) in enumerate(read_parallel(path), 1):
+        if not src or not tgt:
+            raise AlignersInputError(
+                "expected 'source tokens ||| target tokens' (a side is empty)", path=name, line=n)
+        pairs.append(AlignedPair(tuple(src), tuple(tgt)))
     return pairs
 
 

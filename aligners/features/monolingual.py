@@ -27,7 +27,8 @@ from aligners.features.string_sim import (
 )
 from aligners.features.wordnet import get_wordnet
 
-__all__ = ["PairFeatures", "featurize", "feature_names", "NULL_FEATURES", "TOKEN_FEATURES"]
+__all__ = ["PairFeatures", "featurize", "featurize_states", "feature_names", "NULL_FEATURES",
+           "TOKEN_FEATURES"]
 
 TOKEN_FEATURES = (
     *TOKEN_PAIR_FEATURES, "ctx_left_identical", "ctx_right_identical", "ctx_left_dice",
@@ -64,8 +65,8 @@ def feature_names(*, max_src_len: int, max_tgt_len: int, embedding: bool = False
 def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
     """(I, J, Ft) token-pair features incl. context and relative position."""
     I, J = len(src), len(tgt)
-    base = torch.tensor([[word_pair_features(a, b) for b in tgt] for a in src],
-                        dtype=torch.float32).view(I, J, len(TOKEN_PAIR_FEATURES))
+    rows = [word_pair_features(a, b) for a in src for b in tgt]  # memoised per type pair
+    base = torch.tensor(rows, dtype=torch.float32).view(I, J, len(TOKEN_PAIR_FEATURES))
     low = base[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
     dice = base[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
     ctx = torch.zeros(I, J, 4)
@@ -82,24 +83,38 @@ def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
     return torch.cat(cols, dim=-1)
 
 
-def _phrase_columns(src, tgt, ls, lt, X) -> torch.Tensor:
-    """(I-ls+1, J-lt+1, 2): joined-phrase lower-case identity and WordNet (multi-word) synonymy."""
-    wn = get_wordnet()
-    sp = ["_".join(w.lower() for w in src[s: s + ls]) for s in range(len(src) - ls + 1)]
-    tp = ["_".join(w.lower() for w in tgt[t: t + lt]) for t in range(len(tgt) - lt + 1)]
-    ids: dict[str, int] = {}
-    si = torch.tensor([ids.setdefault(x, len(ids)) for x in sp])
-    ti = torch.tensor([ids.setdefault(x, len(ids)) for x in tp])
+def _phrase_strings(words, max_len: int) -> list[list[str]]:
+    """[l-1] -> the lower-cased `_`-joined phrases of length l at each start (l = 1..max_len)."""
+    low = [w.lower() for w in words]
+    return [["_".join(low[s: s + n]) for s in range(len(low) - n + 1)]
+            for n in range(1, max_len + 1)]
+
+
+def _phrase_columns(sp, tp, X) -> torch.Tensor:
+    """(len(sp), len(tp), 2): joined-phrase lower-case identity and WordNet (multi-word)
+    synonymy of the source phrases `sp` x target phrases `tp` (from `_phrase_strings`)."""
     out = torch.zeros(len(sp), len(tp), 2)
-    out[..., 0] = (si[:, None] == ti[None, :]).float()
-    if ls == 1 and lt == 1:
+    where: dict[str, list[int]] = {}
+    for t, x in enumerate(tp):
+        where.setdefault(x, []).append(t)
+    rows, cols = [], []
+    for s, x in enumerate(sp):
+        for t in where.get(x, ()):
+            rows.append(s)
+            cols.append(t)
+    if rows:
+        out[rows, cols, 0] = 1.0
+    if X is not None:  # ls = lt = 1: the token-level WordNet synonym column
         out[..., 1] = X[..., TOKEN_PAIR_FEATURES.index("wn_synonym")]
-    elif wn.available:
+        return out
+    wn = get_wordnet()
+    if wn.available:
         s_in = [s for s, x in enumerate(sp) if wn.synsets(x)]
         t_in = [t for t, x in enumerate(tp) if wn.synsets(x)]
         for s in s_in:
             for t in t_in:
-                out[s, t, 1] = float(sp[s] != tp[t] and wn.relations(sp[s], tp[t])[0])
+                if sp[s] != tp[t] and wn.relations(sp[s], tp[t])[0]:
+                    out[s, t, 1] = 1.0
     return out
 
 
@@ -112,7 +127,7 @@ def _window(x: torch.Tensor, dim: int, size: int, op) -> torch.Tensor:
     return out
 
 
-def _cue_columns(src, tgt, ls, lt) -> torch.Tensor:
+def _cue_columns(src, tgt, ls, lt, X) -> torch.Tensor:
     """(I-ls+1, J-lt+1, 5) chunk-boundary proxies of a multi-token block (no chunker offline):
     contains punctuation, ends / starts with a function word on both sides, all capitalised,
     same words in the same order."""
@@ -131,7 +146,7 @@ def _cue_columns(src, tgt, ls, lt) -> torch.Tensor:
     out[..., 3] = _window(cs, 0, ls, torch.minimum)[:, None] * \
         _window(ct, 0, lt, torch.minimum)[None, :]
     if ls == lt:
-        low = torch.tensor([[float(a.lower() == b.lower()) for b in tgt] for a in src])
+        low = X[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
         same = torch.ones(n_s, n_t)
         for d in range(ls):
             same = same * low[d: d + n_s, d: d + n_t]
@@ -145,6 +160,45 @@ def featurize(
 ) -> PairFeatures:
     """Features of one pair. Shapes: span (I, Ls, J, Lt, F), null (I, F0); F from
     `feature_names`. Cost O(I*J) look-ups + O(Ls*Lt*I*J*F)."""
+    I, J = len(src), len(tgt)
+    F = len(feature_names(max_src_len=max_src_len, max_tgt_len=max_tgt_len,
+                          embedding=embedder is not None, phrase_cues=phrase_cues))
+    span = torch.zeros(I, max_src_len, J, max_tgt_len, F)
+    null = _fill(src, tgt, lambda ls, lt: span[: I - ls + 1, ls - 1, lt - 1:, lt - 1],
+                 max_src_len=max_src_len, max_tgt_len=max_tgt_len, embedder=embedder,
+                 phrase_cues=phrase_cues)
+    return PairFeatures(span=span, null=null)
+
+
+def featurize_states(
+    src: Sequence[str], tgt: Sequence[str], *, max_src_len: int = 3, max_tgt_len: int = 3,
+    embedder: Embedder | None = None, phrase_cues: bool = False,
+    dtype: torch.dtype = torch.float16,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`featurize` written straight into the phrasal aligner's state order (`_mono_states`:
+    NULL, the J one-token phrases, then by end position lengths 2..Lt) in `dtype`:
+    (emit (I, Ls, C, F) with C = 1 + J*Lt and a zero NULL column, null (I, F0) float32).
+    Values equal `featurize`'s span cast to `dtype` (same rounding), without building it.
+    Cost as `featurize`; memory I*Ls*C*F in `dtype`."""
+    I, J, Ls, Lt = len(src), len(tgt), max_src_len, max_tgt_len
+    F = len(feature_names(max_src_len=Ls, max_tgt_len=Lt, embedding=embedder is not None,
+                          phrase_cues=phrase_cues))
+    emit = torch.zeros(I, Ls, 1 + J * Lt, F, dtype=dtype)
+
+    def block(ls, lt):
+        if lt == 1:
+            return emit[: I - ls + 1, ls - 1, 1: J + 1]
+        tail = emit[: I - ls + 1, ls - 1, J + 1:].unflatten(1, (J, Lt - 1))
+        return tail[:, lt - 1:, lt - 2]
+
+    null = _fill(src, tgt, block, max_src_len=Ls, max_tgt_len=Lt, embedder=embedder,
+                 phrase_cues=phrase_cues)
+    return emit, null
+
+
+def _fill(src, tgt, block, *, max_src_len: int, max_tgt_len: int, embedder, phrase_cues):
+    """Write every (ls, lt) block of span features into `block(ls, lt)` (a (I-ls+1, J-lt+1, F)
+    view: source start x target end) and return the (I, F0) NULL features."""
     I, J, Ls, Lt = len(src), len(tgt), max_src_len, max_tgt_len
     X = _token_matrix(src, tgt, embedder)
     Ft = X.shape[-1]
@@ -152,22 +206,27 @@ def featurize(
                           phrase_cues=phrase_cues)
     F = len(names)
     P = F - len(CUES) if phrase_cues else F  # end of the phrase-string columns
-    span = torch.zeros(I, Ls, J, Lt, F)
+    src_phrases, tgt_phrases = _phrase_strings(src, Ls), _phrase_strings(tgt, Lt)
+    # best target match per source token (per lt) / best source match per target token (per ls)
+    tmaxs = {lt: _window(X, 1, lt, torch.maximum) for lt in range(1, min(Lt, J) + 1)}
+    smaxs = {ls: _window(X, 0, ls, torch.maximum) for ls in range(1, min(Ls, I) + 1)}
     for ls in range(1, min(Ls, I) + 1):
+        smax = smaxs[ls]
         for lt in range(1, min(Lt, J) + 1):
-            tmax = _window(X, 1, lt, torch.maximum)  # best target match per source token
-            smax = _window(X, 0, ls, torch.maximum)  # best source match per target token
+            tmax = tmaxs[lt]
             A = (_window(tmax, 0, ls, torch.add) + _window(smax, 1, lt, torch.add)) / 2
             Bm = torch.minimum(_window(tmax, 0, ls, torch.minimum),
                                _window(smax, 1, lt, torch.minimum)) * max(ls, lt)
-            blk = span[: I - ls + 1, ls - 1, lt - 1:, lt - 1]
+            blk = block(ls, lt)
             blk[..., :Ft] = A
             blk[..., Ft: 2 * Ft] = Bm
             if (ls, lt) != (1, 1):
                 blk[..., 2 * Ft + (ls - 1) * Lt + lt - 2] = 1.0
-            blk[..., P - 2: P] = _phrase_columns(src, tgt, ls, lt, X) * max(ls, lt)
+            blk[..., P - 2: P] = _phrase_columns(
+                src_phrases[ls - 1], tgt_phrases[lt - 1], X if (ls, lt) == (1, 1) else None,
+            ) * max(ls, lt)
             if phrase_cues and (ls, lt) != (1, 1):
-                blk[..., P:] = _cue_columns(src, tgt, ls, lt)
+                blk[..., P:] = _cue_columns(src, tgt, ls, lt, X)
     low = X[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
     dice = X[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
     wn = X[..., [TOKEN_PAIR_FEATURES.index(f"wn_{r}") for r in ("synonym", "hypernym",
@@ -180,4 +239,4 @@ def featurize(
         dice.amax(1) if J else torch.zeros(I),
         wn.amax(-1).amax(1) if J else torch.zeros(I),
     ], dim=-1)
-    return PairFeatures(span=span, null=null)
+    return null

@@ -13,7 +13,9 @@ __all__ = [
     "TOKEN_PAIR_FEATURES",
     "STOPWORDS",
     "word_pair_features",
+    "clear_caches",
     "edit_similarity",
+    "levenshtein",
     "ngram_dice",
     "normalise_number",
     "is_punct",
@@ -63,19 +65,41 @@ def crude_stem(word: str) -> str:
     return w
 
 
+def levenshtein(a: str, b: str) -> int:
+    """Levenshtein distance by Myers' (1999) bit-parallel algorithm (Hyyro's formulation):
+    one bit per character of `b` in Python ints, O(len(a)) big-int steps."""
+    m = len(b)
+    if m == 0:
+        return len(a)
+    peq: dict[str, int] = {}
+    for i, c in enumerate(b):
+        peq[c] = peq.get(c, 0) | (1 << i)
+    full, top = (1 << m) - 1, 1 << (m - 1)
+    pv, mv, score = full, 0, m
+    for c in a:
+        eq = peq.get(c, 0)
+        xv = eq | mv
+        xh = (((eq & pv) + pv) ^ pv) | eq
+        ph = mv | ~(xh | pv)
+        mh = pv & xh
+        if ph & top:
+            score += 1
+        elif mh & top:
+            score -= 1
+        ph = (ph << 1) | 1
+        mh <<= 1
+        pv = (mh | ~(xv | ph)) & full
+        mv = ph & xv & full
+    return score
+
+
 def edit_similarity(a: str, b: str) -> float:
-    """1 - Levenshtein(a, b) / max(len): 1.0 for equal strings. O(len(a) * len(b))."""
+    """1 - Levenshtein(a, b) / max(len): 1.0 for equal strings. O(len(a)) big-int steps."""
     if a == b:
         return 1.0
     if not a or not b:
         return 0.0
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return 1.0 - prev[-1] / max(len(a), len(b))
+    return 1.0 - levenshtein(a, b) / max(len(a), len(b))
 
 
 def ngram_dice(a: str, b: str, *, n: int = 3) -> float:
@@ -87,24 +111,28 @@ def ngram_dice(a: str, b: str, *, n: int = 3) -> float:
     return 2 * len(ga & gb) / (len(ga) + len(gb))
 
 
-def _lemmas(word: str) -> frozenset[str]:
+@lru_cache(maxsize=200_000)
+def _word_info(word: str) -> tuple:
+    """Per-word values of `word_pair_features` (memoised per word type): lower-cased form,
+    punctuation flag, normalised number, lemma set, stopword flag."""
     wn = get_wordnet()
-    return frozenset({b for b, _ in wn.base_forms(word)} | {crude_stem(word)})
+    low = word.lower()
+    lemmas = frozenset({b for b, _ in wn.base_forms(word)} | {crude_stem(word)})
+    return low, is_punct(word), normalise_number(word), lemmas, low in STOPWORDS
 
 
 @lru_cache(maxsize=1_000_000)
 def word_pair_features(a: str, b: str) -> tuple[float, ...]:
-    """Column values of TOKEN_PAIR_FEATURES for source word `a`, target word `b`."""
-    la, lb = a.lower(), b.lower()
+    """Column values of TOKEN_PAIR_FEATURES for source word `a`, target word `b`
+    (memoised per word-type pair; per-word parts memoised per word type)."""
+    la, pa, na, lem_a, stop_a = _word_info(a)
+    lb, pb, nb, lem_b, stop_b = _word_info(b)
     low = la == lb
-    pa, pb = is_punct(a), is_punct(b)
-    na, nb = normalise_number(a), normalise_number(b)
-    stem = low or bool(_lemmas(a) & _lemmas(b))
+    stem = low or bool(lem_a & lem_b)
     edit = edit_similarity(la, lb) if not (pa or pb) else float(low)
     dice = ngram_dice(la, lb) if not (pa or pb) else float(low)
     prefix = float(len(la) >= 4 and len(lb) >= 4 and la[:4] == lb[:4])
     substring = float(min(len(la), len(lb)) >= 4 and (la in lb or lb in la))
-    stop_a, stop_b = la in STOPWORDS, lb in STOPWORDS
     content = low and not (pa or stop_a)
     if pa or pb or stop_a or stop_b or na or nb:
         rels = (0.0,) * len(RELATIONS)
@@ -115,3 +143,10 @@ def word_pair_features(a: str, b: str) -> tuple[float, ...]:
         float(na is not None and na == nb), float(low and pa), float(low and stop_a),
         float(content), *rels,
     )
+
+
+def clear_caches() -> None:
+    """Forget every memoised word / word-pair / WordNet look-up (cold-start timings, tests)."""
+    word_pair_features.cache_clear()
+    _word_info.cache_clear()
+    type(get_wordnet()).cache_clear()

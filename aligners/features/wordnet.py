@@ -11,6 +11,7 @@ Cost: loading reads ~30 MB once per process (a few seconds); each query is a few
 memoised.
 """
 
+import functools
 import os
 import warnings
 from functools import lru_cache
@@ -99,8 +100,16 @@ class WordNet:
             cands = [w, *self._exc.get((w, pos), ())]
             cands += [w[: -len(s)] + r for s, r in _SUFFIXES[pos]
                       if w.endswith(s) and len(w) > len(s)]
-            out += [(c, pos) for c in dict.fromkeys(cands) if (c, pos) in self._index]
+            names = self._names
+            out += [(c, pos) for c in dict.fromkeys(cands)
+                    if c in names and (c, pos) in self._index]
         return tuple(out)
+
+    @functools.cached_property
+    def _names(self) -> frozenset[str]:
+        """Every lemma of the index, any part of speech (a cheap pre-filter: most candidate
+        strings, e.g. joined multi-word phrases, are not lemmas)."""
+        return frozenset(lemma for lemma, _ in self._index)
 
     @lru_cache(maxsize=200_000)  # noqa: B019
     def synsets(self, word: str) -> frozenset[str]:
@@ -115,8 +124,15 @@ class WordNet:
             seen |= frontier
         return seen
 
-    def _related_lemmas(self, word: str, rel: str) -> set[str]:
-        """Lemmas reached by lexical or semantic pointers of type `rel` (one step)."""
+    @lru_cache(maxsize=500_000)  # noqa: B019
+    def _word_closure(self, word: str, rel: str, depth: int) -> frozenset[str]:
+        """`_closure` of the synsets of `word`, memoised per word (a sentence pair asks
+        for the same source word against every target word)."""
+        return frozenset(self._closure(self.synsets(word), rel, depth))
+
+    @lru_cache(maxsize=500_000)  # noqa: B019
+    def _related_lemmas(self, word: str, rel: str) -> frozenset[str]:
+        """Lemmas reached by lexical or semantic pointers of type `rel` (one step); memoised."""
         out = set()
         bases = {b for b, _ in self.base_forms(word)}
         for k in self.synsets(word):
@@ -126,7 +142,7 @@ class WordNet:
                     continue
                 if s == 0 or (s <= len(lemmas) and lemmas[s - 1] in bases):
                     out.update(self._lemmas.get(t, ()))
-        return out
+        return frozenset(out)
 
     @lru_cache(maxsize=500_000)  # noqa: B019
     def relations(self, a: str, b: str, depth: int = 2) -> tuple[bool, ...]:
@@ -139,13 +155,20 @@ class WordNet:
         bases_b = {x for x, _ in self.base_forms(b)}
         return (
             bool(sa & sb),
-            bool(self._closure(sa, "hypernym", depth) & sb),
-            bool(self._closure(sa, "hyponym", depth) & sb),
+            bool(self._word_closure(a, "hypernym", depth) & sb),
+            bool(self._word_closure(a, "hyponym", depth) & sb),
             bool(self._related_lemmas(a, "antonym") & bases_b),
             bool(self._related_lemmas(a, "derivation") & bases_b),
-            bool(self._closure(sa, "entailment", 1) & sb),
-            bool(self._closure(sa, "similar", 1) & sb),
+            bool(self._word_closure(a, "entailment", 1) & sb),
+            bool(self._word_closure(a, "similar", 1) & sb),
         )
+
+    @classmethod
+    def cache_clear(cls) -> None:
+        """Forget every memoised look-up (cold-start timings, tests)."""
+        for fn in (cls.base_forms, cls.synsets, cls.relations, cls._word_closure,
+                   cls._related_lemmas):
+            fn.cache_clear()
 
 
 @lru_cache(maxsize=1)

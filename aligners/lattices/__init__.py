@@ -4,7 +4,8 @@ Chain lattices with torch-struct 0.5 conventions (see each module's docstring):
 ``linear_chain`` (``(B, N-1, C, C)``), ``semimarkov`` (``(B, N-1, K, C, C)``) and their
 drop-in distribution classes in ``distributions``. Factored alignment lattices:
 ``hmm`` (``init (B,C)``, ``trans (B,C,C)``, ``emit (B,N,C)``), ``hsmm`` (segments) and
-``alignment_hmm`` (the Och-Ney alignment HMM, I word + I NULL states, jump-score rows).
+``alignment_hmm`` (the Och-Ney alignment HMM, I word + I NULL states, jump-score rows) and
+``factored_semimarkov`` (segment score + label transition, ``emit (B,N-1,K,C)``).
 """
 
 from aligners.lattices.alignment_hmm import (
@@ -14,6 +15,7 @@ from aligners.lattices.alignment_hmm import (
     alignment_hmm_viterbi,
 )
 from aligners.lattices.distributions import LinearChainCRF, SemiMarkovCRF, StructDistribution
+from aligners.lattices.factored_semimarkov import factored_log_partition, factored_viterbi
 from aligners.lattices.hmm import (
     HMMPosteriors,
     hmm_log_likelihood,
@@ -47,6 +49,8 @@ __all__ = [
     "StructDistribution",
     "alignment_hmm_posteriors",
     "alignment_hmm_viterbi",
+    "factored_log_partition",
+    "factored_viterbi",
     "hmm_log_likelihood",
     "hmm_posteriors",
     "hmm_sample",

@@ -18,7 +18,7 @@ from aligners.features.monolingual import (
     NULL_FEATURES,
     Embedder,
     feature_names,
-    featurize,
+    featurize_states,
 )
 from aligners.models._mono_states import num_states, state_table
 
@@ -51,19 +51,16 @@ def prepare(src: Sequence[str], tgt: Sequence[str], links=None, *, max_src_len: 
             phrase_cues: bool = False) -> MonoExample:
     """Featurise one pair; `links` are 0-based (i, j) source-target pairs (or None).
     Cost: see `featurize`; memory I*Ls*C*F halves."""
-    feats = featurize(src, tgt, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                      embedder=embedder, phrase_cues=phrase_cues)
+    emit, null = featurize_states(src, tgt, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
+                                  embedder=embedder, phrase_cues=phrase_cues)
     I, J = len(src), len(tgt)
-    st = state_table(tgt_len=J, max_tgt_len=max_tgt_len)
-    F = feats.span.shape[-1]
-    emit = torch.zeros(I, max_src_len, num_states(tgt_len=J, max_tgt_len=max_tgt_len), F)
-    emit[:, :, 1:] = feats.span[:, :, st["end0"][1:], (st["length"][1:] - 1).clamp(min=0)]
+    assert emit.shape[2] == num_states(tgt_len=J, max_tgt_len=max_tgt_len)
     gold = None
     if links is not None:
         gold = torch.zeros(I, J, dtype=torch.bool)
         for i, j in links:
             gold[i, j] = True
-    return MonoExample(tuple(src), tuple(tgt), emit.half(), feats.null, gold)
+    return MonoExample(tuple(src), tuple(tgt), emit, null, gold)
 
 
 @dataclass

@@ -9,7 +9,7 @@ side a sum over every path consistent with the gold links.
 
 import torch
 
-from aligners.models._mono_lattice import factored_log_partition, factored_viterbi
+from aligners.lattices.factored_semimarkov import factored_log_partition, factored_viterbi
 from aligners.models._mono_potentials import MonoAlignerBase, MonoBatch
 from aligners.models._mono_states import state_phrase
 

@@ -11,6 +11,7 @@ scores any jacana JSON file with a trained model.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import time
@@ -24,6 +25,7 @@ from safetensors.torch import load_file, save_file
 from aligners.data.datasets import load
 from aligners.data.jacana import read_jacana_json
 from aligners.data.types import AlignedPair
+from aligners.errors import AlignersInputError
 from aligners.metrics import evaluate_alignments, format_report
 from aligners.models._mono_potentials import MonoExample, collate, prepare
 from aligners.models.crf import TokenCRFAligner
@@ -60,15 +62,30 @@ def featurise(pairs: list[AlignedPair], model: PhraseCRFAligner, *, direction: s
     if embedder is not None and hasattr(embedder, "encode"):
         embedder.encode([p.src for p in pairs] + [p.tgt for p in pairs])  # batched, memoised
     out = []
-    for p in pairs:
-        p = _flip(p) if direction == "t2s" else p
-        links = None
-        if p.alignment is not None:
-            links = p.alignment.possible if gold_links == "possible" else p.alignment.sure
-        out.append(prepare(p.src, p.tgt, links, max_src_len=model.max_src_len,
-                           max_tgt_len=model.max_tgt_len, embedder=embedder,
-                           phrase_cues=getattr(model, "phrase_cues", False)))
+    with one_thread():
+        for p in pairs:
+            p = _flip(p) if direction == "t2s" else p
+            links = None
+            if p.alignment is not None:
+                links = p.alignment.possible if gold_links == "possible" else p.alignment.sure
+            out.append(prepare(p.src, p.tgt, links, max_src_len=model.max_src_len,
+                               max_tgt_len=model.max_tgt_len, embedder=embedder,
+                               phrase_cues=getattr(model, "phrase_cues", False)))
     return out
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run the block on one intra-op thread, then restore the caller's setting. Per-pair
+    features and decoding batches are small tensors: intra-op threads only add fork/join
+    waits (benchmarks/mono_side_by_side.py on the loaded 2-core box: phrase decoding 45
+    pairs/s on 2 threads vs 3063 on 1)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
@@ -91,7 +108,8 @@ def predict(model: PhraseCRFAligner, examples: list[MonoExample], *, batch_size:
     batches, order = chunks(examples, max_tgt_len=model.max_tgt_len, batch_size=batch_size,
                             with_gold=False, pad_features=False)
     out = [None] * len(examples)
-    flat = [r for b in batches for r in model.decode(b)]
+    with one_thread():
+        flat = [r for b in batches for r in model.decode(b)]
     for n, r in zip(order, flat):
         out[n] = r
     return out
@@ -163,12 +181,28 @@ def save_model(model: PhraseCRFAligner, path: Path, *, kind: str, extra: dict) -
 
 
 def load_model(path: str | Path) -> tuple[PhraseCRFAligner, dict]:
+    """Model + config saved by `save_model`; a missing/unreadable/inconsistent file raises
+    `AlignersInputError` naming it. Never unpickles."""
     path = Path(path)
-    cfg = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
-    model = build_model(kind=cfg["kind"], max_src_len=cfg["max_src_len"],
-                        max_tgt_len=cfg["max_tgt_len"], embedding=cfg["embedding"],
-                        phrase_cues=cfg.get("phrase_cues", False))
-    model.load_state_dict(load_file(str(path)))
+    cfg_path = path.with_suffix(".json")
+    for p in (path, cfg_path):
+        if not p.is_file():
+            raise AlignersInputError("file not found; expected a model written by "
+                                     "save_model (.safetensors + .json)", path=str(p))
+    try:
+        cfg = json.loads(cfg_path.read_bytes().decode("utf-8-sig"))
+        model = build_model(kind=cfg["kind"], max_src_len=cfg["max_src_len"],
+                            max_tgt_len=cfg["max_tgt_len"], embedding=cfg["embedding"],
+                            phrase_cues=cfg.get("phrase_cues", False))
+    except (ValueError, KeyError, TypeError) as err:
+        raise AlignersInputError(f"bad model config ({type(err).__name__}: {err}); expected "
+                                 "the JSON written by save_model", path=str(cfg_path)) from None
+    try:
+        model.load_state_dict(load_file(str(path)))
+    except Exception as err:  # safetensors raises its own error types
+        raise AlignersInputError(f"cannot load weights ({type(err).__name__}: {err}); expected "
+                                 "the safetensors file written by save_model",
+                                 path=str(path)) from None
     return model, cfg
 
 

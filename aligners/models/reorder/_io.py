@@ -10,7 +10,7 @@ from safetensors.torch import load_file, save_file
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["csr_arrays", "sparse_matmul", "save_model", "load_model", "error_rate"]
+__all__ = ["LinearSoftmax", "csr_arrays", "sparse_matmul", "save_model", "load_model", "error_rate"]
 
 
 def csr_arrays(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -74,3 +74,37 @@ def error_rate(log_proba: torch.Tensor, labels) -> float:
     if len(labels) == 0:
         return float("nan")
     return float((log_proba.argmax(dim=1) != labels).double().mean())
+
+
+class LinearSoftmax:
+    """p(o | phi) = softmax(phi W): the prediction and export shared by the primal and dual
+    MaxEnt models. F features, K classes; `weight` is (F, K) float64. Subclasses set `KIND`
+    (the `kind` written into the exported config) and train `weight`.
+    """
+
+    KIND = ""
+
+    def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float = 1.0):
+        self.num_features, self.num_classes, self.sigma2 = num_features, num_classes, sigma2
+        self.weight = torch.zeros(num_features, num_classes, dtype=torch.float64)
+        self.history: list[dict] = []
+
+    def predict_log_proba(self, X) -> torch.Tensor:
+        """(E, F) CSR -> (E, K) log p(o | phi)."""
+        return sparse_matmul(X, self.weight).log_softmax(dim=1)
+
+    def save(self, directory, extra: dict | None = None) -> None:
+        """safetensors + JSON (no pickle); `extra` goes into the config."""
+        config = {"kind": self.KIND, "num_features": self.num_features,
+                  "num_classes": self.num_classes, "sigma2": self.sigma2, **(extra or {})}
+        save_model(directory, {"weight": self.weight.float()}, config)
+
+    @classmethod
+    def load(cls, directory):
+        tensors, config = load_model(directory, cls.KIND)
+        model = cls(num_features=config["num_features"], num_classes=config["num_classes"],
+                    sigma2=config["sigma2"])
+        model.weight = tensors["weight"].double()
+        if not torch.isfinite(model.weight).all():
+            raise AlignersInputError(f"{directory}: non-finite weights in model.safetensors")
+        return model

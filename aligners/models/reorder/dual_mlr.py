@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from aligners.models.reorder._io import csr_arrays, load_model, save_model, sparse_matmul
+from aligners.models.reorder._io import LinearSoftmax, csr_arrays, sparse_matmul
 
 __all__ = ["DualMLR", "dual_objective", "dual_weights", "eq12_gradient", "warmup"]
 
@@ -128,14 +128,14 @@ def eq12_gradient(X, labels, alpha: torch.Tensor, *, sigma2: float) -> torch.Ten
     return 1.0 + alpha.log() + s.gather(1, y[:, None]) - s
 
 
-class DualMLR:
+class DualMLR(LinearSoftmax):
     """Dual MaxEnt trained by EG with shrinking. `weight` = w(alpha), (F, K) float64."""
 
+    KIND = "dual_mlr"
+
     def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float = 1.0):
-        self.num_features, self.num_classes, self.sigma2 = num_features, num_classes, sigma2
-        self.weight = torch.zeros(num_features, num_classes, dtype=torch.float64)
+        super().__init__(num_features=num_features, num_classes=num_classes, sigma2=sigma2)
         self.alpha: np.ndarray | None = None
-        self.history: list[dict] = []
 
     def fit(
         self,
@@ -204,20 +204,3 @@ class DualMLR:
         self.weight = torch.from_numpy(W)
         self.alpha = alpha
         return self
-
-    def predict_log_proba(self, X) -> torch.Tensor:
-        """(E, F) CSR -> (E, K) log p(o | phi) with w(alpha)."""
-        return sparse_matmul(X, self.weight).log_softmax(dim=1)
-
-    def save(self, directory, extra: dict | None = None) -> None:
-        config = {"kind": "dual_mlr", "num_features": self.num_features,
-                  "num_classes": self.num_classes, "sigma2": self.sigma2, **(extra or {})}
-        save_model(directory, {"weight": self.weight.float()}, config)
-
-    @classmethod
-    def load(cls, directory) -> "DualMLR":
-        tensors, config = load_model(directory, "dual_mlr")
-        model = cls(num_features=config["num_features"], num_classes=config["num_classes"],
-                    sigma2=config["sigma2"])
-        model.weight = tensors["weight"].double()
-        return model

@@ -7,13 +7,12 @@ step eta_t = eta0 / (1 + eta0 lambda t) (Bottou 2010); the L2 shrink is applied 
 through a scalar (W = a V) so that one step costs O(nnz_i K), not O(F K).
 """
 
-import math
 
 import numpy as np
 import torch
 from numba import njit
 
-from aligners.models.reorder._io import csr_arrays, load_model, save_model, sparse_matmul
+from aligners.models.reorder._io import LinearSoftmax, csr_arrays, sparse_matmul
 
 __all__ = ["PrimalMLR", "primal_objective", "warmup"]
 
@@ -71,13 +70,13 @@ def primal_objective(X, labels, W: torch.Tensor, *, sigma2: float) -> float:
     return float(0.5 / sigma2 * (W * W).sum() + nll)
 
 
-class PrimalMLR:
+class PrimalMLR(LinearSoftmax):
     """Primal MaxEnt. F features, K classes; `weight` is (F, K) float64."""
 
+    KIND = "primal_mlr"
+
     def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float = 1.0):
-        self.num_features, self.num_classes, self.sigma2 = num_features, num_classes, sigma2
-        self.weight = torch.zeros(num_features, num_classes, dtype=torch.float64)
-        self.history: list[dict] = []
+        super().__init__(num_features=num_features, num_classes=num_classes, sigma2=sigma2)
         self.setup_seconds = 0.0
 
     def fit(
@@ -117,23 +116,5 @@ class PrimalMLR:
                 callback(epoch + 1, self)
         return self
 
-    def predict_log_proba(self, X) -> torch.Tensor:
-        """(E, F) CSR -> (E, K) log p(o | phi)."""
-        return sparse_matmul(X, self.weight).log_softmax(dim=1)
-
     def objective(self, X, labels) -> float:
         return primal_objective(X, labels, self.weight, sigma2=self.sigma2)
-
-    def save(self, directory, extra: dict | None = None) -> None:
-        config = {"kind": "primal_mlr", "num_features": self.num_features,
-                  "num_classes": self.num_classes, "sigma2": self.sigma2, **(extra or {})}
-        save_model(directory, {"weight": self.weight.float()}, config)
-
-    @classmethod
-    def load(cls, directory) -> "PrimalMLR":
-        tensors, config = load_model(directory, "primal_mlr")
-        model = cls(num_features=config["num_features"], num_classes=config["num_classes"],
-                    sigma2=config["sigma2"])
-        model.weight = tensors["weight"].double()
-        assert math.isfinite(float(model.weight.sum()))
-        return model

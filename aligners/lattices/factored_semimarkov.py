@@ -1,0 +1,122 @@
+"""Factored semi-Markov lattice: potentials that factor into a segment score plus a
+label-transition score, reduced without ever building the (B, N-1, K, C, C) tensor.
+
+Shapes (torch-struct ``SemiMarkov`` conventions, see `aligners.lattices.semimarkov`):
+``emit (B, N-1, K, C)``, ``trans (B, C, C)`` as ``[c_next, c_prev]``, ``start (B, C)`` and
+``lengths (B,)`` (number of points, 2..N). They stand for the materialised log-potentials
+
+    lp[b, n, k, c, c'] = emit[b, n, k, c] + trans[b, c, c']          (n >= 1)
+    lp[b, 0, k, c, 0]  = emit[b, 0, k, c] + start[b, c]              (n = 0, c' = NULL = 0)
+    lp[b, 0, k, c, c'] = semiring zero                               (n = 0, c' != 0)
+
+i.e. point 0 is a START label fixed to 0; index ``k = 0`` is unused (segments have length
+1..K-1; put the semiring zero there). `materialise` builds that tensor (tests, small sizes).
+
+Cost: O(B*N*(C^2 + K*C)) time and O(B*N*K*C) memory (the generic lattice is
+O(B*N*K*C^2)): the (C, C) transition is reduced once per position instead of once per
+(position, length). 10-19x faster than `aligners.lattices.semimarkov` on the materialised
+potentials in one measurement on Edinburgh++ (Ls = Lt = 3, C ~ 90). Sequential over points.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from aligners.errors import AlignersInputError
+
+__all__ = ["factored_log_partition", "factored_viterbi", "materialise"]
+
+
+def _check(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor,
+           lengths: torch.Tensor) -> None:
+    if emit.dim() != 4 or emit.shape[2] < 2:
+        raise AlignersInputError(f"emit must be (B, N-1, K>=2, C), got {tuple(emit.shape)}")
+    B, N1, _, C = emit.shape
+    if tuple(trans.shape) != (B, C, C) or tuple(start.shape) != (B, C):
+        raise AlignersInputError(
+            f"expected trans (B, C, C) = {(B, C, C)} and start (B, C) = {(B, C)}, got "
+            f"{tuple(trans.shape)} and {tuple(start.shape)}")
+    if tuple(lengths.shape) != (B,) or bool((lengths < 2).any()) or bool((lengths > N1 + 1).any()):
+        raise AlignersInputError(f"lengths must be (B,) = ({B},) in 2..{N1 + 1}")
+
+
+def _factored_scan(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor,
+                   lengths: torch.Tensor, reduce_max: bool):
+    """Forward recursion under Log (reduce_max=False) or Max; returns the (B, C) chart at
+    each row's last point and, under Max, backpointers [(k (B, K, C) ... )] per point."""
+    _check(emit, trans, start, lengths)
+    B, N1, K, C = emit.shape
+    rows = emit.unbind(1)
+    outgoing, out_arg, alphas, pointers = [], [], [], []
+    zero_ptr = torch.zeros(B, K, C, dtype=torch.long, device=emit.device)
+    alpha = None
+    for t in range(N1 + 1):
+        if t > 0:
+            ks = range(1, min(K - 1, t) + 1)
+            cand = torch.stack([outgoing[t - k][:, k] for k in ks], dim=1)  # (B, k, C)
+            if reduce_max:
+                alpha, kbest = cand.max(1)
+                prev = torch.stack([out_arg[t - k][:, k] for k in ks], dim=1)
+                pointers.append((kbest + 1, prev.gather(1, kbest.unsqueeze(1)).squeeze(1)))
+            else:
+                alpha = torch.logsumexp(cand, 1)
+            alphas.append(alpha)
+        if t == N1:
+            break
+        if t == 0:
+            outgoing.append(rows[0] + start[:, None, :])
+            out_arg.append(zero_ptr)
+            continue
+        scores = alpha[:, None, :] + trans  # (B, C, C')
+        if reduce_max:
+            best, arg = scores.max(-1)
+            outgoing.append(rows[t] + best[:, None, :])
+            out_arg.append(arg[:, None, :].expand(B, K, C))
+        else:
+            outgoing.append(rows[t] + torch.logsumexp(scores, -1)[:, None, :])
+    stacked = torch.stack(alphas, dim=1)  # (B, N-1, C): alphas[t-1] = chart at point t
+    last = stacked[torch.arange(B), lengths - 2]
+    if reduce_max:
+        return last, pointers
+    return torch.logsumexp(last, -1), None
+
+
+def factored_log_partition(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor, *,
+                           lengths: torch.Tensor) -> torch.Tensor:
+    """emit (B, N-1, K, C), trans (B, C, C), start (B, C), lengths (B,) -> log Z (B,).
+
+    O(B*N*(C^2 + K*C)) time, O(B*N*K*C) memory; differentiable (marginals = gradients)."""
+    return _factored_scan(emit, trans, start, lengths, reduce_max=False)[0]
+
+
+@torch.no_grad()
+def factored_viterbi(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor, *,
+                     lengths: torch.Tensor):
+    """emit (B, N-1, K, C), trans (B, C, C), start (B, C), lengths (B,) ->
+    (best scores (B,), per row the segments [(start point, length k, label), ...]).
+
+    O(B*N*(C^2 + K*C)) time, O(B*N*K*C) integer backpointers."""
+    B, _, _, C = emit.shape
+    last, pointers = _factored_scan(emit, trans, start, lengths, reduce_max=True)
+    score, label = last.max(-1)
+    kb = torch.stack([k for k, _ in pointers], 1).cpu()
+    cb = torch.stack([c for _, c in pointers], 1).cpu()
+    paths = []
+    for b in range(B):
+        t, c, segs = int(lengths[b]) - 1, int(label[b]), []
+        while t > 0:
+            k, c_prev = int(kb[b, t - 1, c]), int(cb[b, t - 1, c])
+            segs.append((t - k, k, c))
+            t, c = t - k, c_prev
+        paths.append(segs[::-1])
+    return score, paths
+
+
+def materialise(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+    """The generic (B, N-1, K, C, C) log-potentials these factors stand for (module
+    docstring); O(B*N*K*C^2) memory, for tests and small sizes."""
+    zero = torch.finfo(emit.dtype).min / 4
+    lp = emit.unsqueeze(-1) + trans[:, None, None]
+    lp0 = torch.full_like(lp[:, 0], zero)
+    lp0[..., 0] = emit[:, 0] + start[:, None, :]
+    return torch.cat([lp0.unsqueeze(1), lp[:, 1:]], dim=1)
