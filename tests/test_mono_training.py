@@ -82,3 +82,18 @@ def test_lightning_checkpoint_round_trip(tmp_path, kind, optimizer):
         assert na == nb and torch.equal(a, b)
     from aligners.training.monolingual import predict
     assert predict(again.model, examples) == predict(lit.model, examples)
+
+
+def test_one_thread_restores_the_callers_setting():
+    import torch
+
+    from aligners.training.monolingual import one_thread
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with pytest.raises(RuntimeError), one_thread():
+            assert torch.get_num_threads() == 1
+            raise RuntimeError
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
