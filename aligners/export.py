@@ -1,0 +1,169 @@
+"""One export format for every model family, and `aligners.load(path)` for inference.
+
+A model folder holds
+- `model.safetensors`: every tensor of the model (no pickle, ever);
+- `config.json`: `{"format": "aligners/1", "kind": KIND, ...}` plus the family's plain-JSON
+  hyper-parameters and metadata;
+- optional further JSON files (`vocab.json`, ...) that the family names in `extras`.
+
+Writing is atomic: the folder is built under a temporary name beside the destination and
+renamed into place, so a failed save never leaves a partial model behind. Files are written
+with mode 0644.
+
+Each family registers `KIND -> "module:function"` in `LOADERS`; the function takes a
+`ModelFolder` and returns a ready model for inference. `load(path)` reads the folder, checks
+the format, and dispatches on `kind` (the loader's module is imported lazily, so loading a
+reorderer never imports the word aligner, and nothing here imports Lightning).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from aligners.errors import AlignersInputError
+
+__all__ = ["FORMAT", "LOADERS", "ModelFolder", "write_model", "read_model", "load"]
+
+FORMAT = "aligners/1"
+
+# kind -> "module:function" taking a ModelFolder and returning a model ready for inference.
+LOADERS: dict[str, str] = {}
+
+
+@dataclass
+class ModelFolder:
+    """What `read_model` returns: the folder, its config, its tensors and its extra JSON."""
+
+    path: Path
+    kind: str
+    config: dict[str, Any]
+    tensors: dict[str, torch.Tensor]
+
+    def tensor(self, name: str) -> torch.Tensor:
+        """The tensor `name`, or AlignersInputError naming the folder when it is missing."""
+        if name not in self.tensors:
+            raise AlignersInputError(f"model.safetensors has no tensor {name!r}",
+                                     path=str(self.path))
+        return self.tensors[name]
+
+    def json(self, stem: str) -> Any:
+        """The extra file `<stem>.json` written by `write_model(..., extras=)`."""
+        f = self.path / f"{stem}.json"
+        if not f.is_file():
+            raise AlignersInputError(f"not a saved model: {f.name} is missing",
+                                     path=str(self.path))
+        return _read_json(f)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes().decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise AlignersInputError(f"{path.name} is not valid JSON ({err})",
+                                 path=str(path)) from None
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.write_text(json.dumps(obj, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    os.chmod(path, 0o644)
+
+
+def write_model(
+    folder: str | Path,
+    *,
+    kind: str,
+    tensors: dict[str, torch.Tensor],
+    config: dict[str, Any],
+    extras: dict[str, Any] | None = None,
+) -> Path:
+    """Write the model folder `folder` atomically and return it.
+
+    `tensors`: name -> tensor (moved to CPU, made contiguous); `config`: plain JSON values
+    (`format` and `kind` are added); `extras`: file stem -> JSON value, each written as
+    `<stem>.json`. An existing folder at `folder` is replaced only once the new one is
+    complete.
+    """
+    from safetensors.torch import save_file
+
+    if "format" in config or "kind" in config:
+        raise ValueError("config may not set 'format' or 'kind'; pass kind=")
+    dest = Path(folder)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        os.chmod(tmp, 0o755)
+        weights = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
+        save_file(weights, str(tmp / "model.safetensors"))
+        os.chmod(tmp / "model.safetensors", 0o644)
+        _write_json(tmp / "config.json", {"format": FORMAT, "kind": kind, **config})
+        for stem, value in (extras or {}).items():
+            _write_json(tmp / f"{stem}.json", value)
+        if dest.exists():
+            old = dest.with_name(f".{dest.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            dest.rename(old)
+            tmp.rename(dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
+
+
+def read_model(folder: str | Path, *, kind: str | None = None) -> ModelFolder:
+    """Read a folder written by `write_model`; check its format and, if given, its kind.
+
+    Raises AlignersInputError (naming the file) when the folder or a file is missing,
+    unreadable, of another format or of another kind.
+    """
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = Path(folder)
+    if not path.is_dir():
+        raise AlignersInputError("no model folder here (expected a folder written by "
+                                 "`--save-model` or a training run)", path=str(path))
+    cfg_path, weights = path / "config.json", path / "model.safetensors"
+    for f in (cfg_path, weights):
+        if not f.is_file():
+            raise AlignersInputError(f"not a saved model: {f.name} is missing", path=str(path))
+    config = _read_json(cfg_path)
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
+        found = config.get("format") if isinstance(config, dict) else None
+        raise AlignersInputError(f"expected format {FORMAT!r}, found {found!r}",
+                                 path=str(cfg_path))
+    if kind is not None and config.get("kind") != kind:
+        raise AlignersInputError(f"model kind {config.get('kind')!r}, expected {kind!r}",
+                                 path=str(cfg_path))
+    try:
+        tensors = load_file(str(weights))
+    except (SafetensorError, OSError, ValueError) as err:
+        raise AlignersInputError(f"unreadable safetensors file ({err})",
+                                 path=str(weights)) from None
+    return ModelFolder(path=path, kind=config["kind"], config=config, tensors=tensors)
+
+
+def load(path: str | Path):
+    """A ready model for inference from a model folder, whatever its family.
+
+    Dispatches on the folder's `kind` through `LOADERS`; raises AlignersInputError for an
+    unknown kind or a bad folder.
+    """
+    folder = read_model(path)
+    target = LOADERS.get(folder.kind)
+    if target is None:
+        raise AlignersInputError(f"unknown model kind {folder.kind!r}; known: "
+                                 f"{sorted(LOADERS)}", path=str(folder.path))
+    module, _, func = target.partition(":")
+    return getattr(importlib.import_module(module), func)(folder)
