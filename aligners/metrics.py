@@ -35,6 +35,9 @@ Cost: O(total links) time and O(max links per pair) memory.
 
 from __future__ import annotations
 
+import json
+import math
+import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -48,6 +51,7 @@ __all__ = [
     "EvaluationReport",
     "evaluate_alignments",
     "format_report",
+    "write_metrics_json",
 ]
 
 Link = tuple[int, int]
@@ -335,3 +339,24 @@ def format_report(report: EvaluationReport) -> str:
                 f"{_pct(a_.f1) + '/' + _pct(b_.f1):>13}"
             )
     return "\n".join(lines)
+
+
+def write_metrics_json(path, metrics: dict[str, dict[str, float]]) -> None:
+    """Write a task's `metrics.json`: the one schema of every task, split -> metric -> value.
+
+    Values must be finite numbers (ints or floats); NaN/inf and nested dicts are refused, so
+    that every run folder can be compared by the same reader. Written atomically.
+    """
+    for split, row in metrics.items():
+        if not isinstance(row, dict):
+            raise TypeError(f"metrics[{split!r}] must be a dict metric -> value")
+        for name, value in row.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"metrics[{split!r}][{name!r}] = {value!r} is not a number")
+            if not math.isfinite(value):
+                raise ValueError(f"metrics[{split!r}][{name!r}] is not finite ({value})")
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(metrics, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)

@@ -137,3 +137,18 @@ def test_report_layout():
     assert "AER 0.2857 (micro)" in text
     assert "Pi/Pn" in text and "Pt/Pp" in text
     assert "F0.4" in format_report(evaluate_alignments(GOLD, TEST, alpha=0.4))
+
+
+def test_write_metrics_json_schema(tmp_path):
+    import json
+
+    from aligners.metrics import write_metrics_json
+
+    out = tmp_path / "metrics.json"
+    write_metrics_json(out, {"test": {"aer": 0.08, "pairs": 447}})
+    assert json.loads(out.read_text()) == {"test": {"aer": 0.08, "pairs": 447}}
+    with pytest.raises(ValueError, match="not finite"):
+        write_metrics_json(out, {"test": {"aer": float("nan")}})
+    with pytest.raises(TypeError, match="not a number"):
+        write_metrics_json(out, {"test": {"aer": {"nested": 1}}})
+    assert json.loads(out.read_text()) == {"test": {"aer": 0.08, "pairs": 447}}
