@@ -36,7 +36,12 @@ __all__ = ["FORMAT", "LOADERS", "ModelFolder", "write_model", "read_model", "loa
 FORMAT = "aligners/1"
 
 # kind -> "module:function" taking a ModelFolder and returning a model ready for inference.
-LOADERS: dict[str, str] = {}
+LOADERS: dict[str, str] = {
+    "reorder_lexical": "aligners.models.reorder.reorderer:load_folder",
+    "reorder_naive_bayes": "aligners.models.reorder.reorderer:load_folder",
+    "reorder_primal_mlr": "aligners.models.reorder.reorderer:load_folder",
+    "reorder_dual_mlr": "aligners.models.reorder.reorderer:load_folder",
+}
 
 
 @dataclass

@@ -28,7 +28,7 @@ from aligners.features.reorder import (  # noqa: E402
     to_csr,
 )
 from aligners.models.reorder import DualMLR, LexicalReordering, NaiveBayes, PrimalMLR  # noqa: E402
-from aligners.models.reorder._io import error_rate  # noqa: E402
+from aligners.models.reorder._common import error_rate  # noqa: E402
 from aligners.models.reorder.dual_mlr import warmup as dual_warmup  # noqa: E402
 from aligners.models.reorder.mlr import warmup as mlr_warmup  # noqa: E402
 from aligners.phrases import load_corpus  # noqa: E402

@@ -56,7 +56,18 @@ def test_reorder_task_runs_all_models(tmp_path):
     assert (out / "models" / "dual_eps0.1" / "features.json").is_file()
     saved = json.loads((out / "results.json").read_text())
     assert saved["models"]["primal"]["heldout_error"] == models["primal"]["heldout_error"]
-    assert evaluate(cfg)["models"].keys() == models.keys()
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["heldout"]["primal_error"] == models["primal"]["heldout_error"]
+    assert set(metrics["heldout"]) == {f"{k}_error" for k in models} | {"majority_error"}
+    # evaluate really re-scores each saved model on the same held-out pairs
+    for name in models:
+        with open_dict(cfg):
+            cfg.ckpt_path = str(out / "models" / name)
+            cfg.paths.output_dir = str(tmp_path / f"eval_{name}")
+        got = evaluate(cfg)["heldout"]
+        assert got["phrase_pairs"] == results["data"]["test_examples"]
+        assert got["error"] == pytest.approx(models[name]["heldout_error"], abs=1e-12), name
+        assert (tmp_path / f"eval_{name}" / "metrics.json").is_file()
 
 
 def test_extraction_on_shipped_hansards_is_consistent():

@@ -11,8 +11,9 @@ ALIGN is Pharaoh `i-j` (0-based, source-target); gzip inputs/outputs are fine (`
 
 import argparse
 import gzip
-import json
+import os
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -77,19 +78,59 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pr.add_argument("-o", "--output", default="-", help="output file (.gz ok), - for stdout")
 
 
-def _open_out(path: str, inputs: tuple[str, ...] = ()):
-    if path == "-":
-        return sys.stdout
-    if any(x != "-" and Path(x).resolve() == Path(path).resolve() for x in inputs):
-        raise AlignersInputError("is also an input file; expected a different output path "
-                                 "(writing would truncate the input)", path=path)
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return gzip.open(path, "wt", encoding="utf-8") if path.endswith(".gz") else open(
-            path, "w", encoding="utf-8")
-    except OSError as err:
-        raise AlignersInputError(f"cannot write: {err.strerror or err}; expected a writable "
-                                 "output path", path=path) from None
+class _AtomicOut:
+    """Write `path` (gzip when it ends in .gz) through a temporary file beside it, renamed
+    into place by `commit()`; `discard()` removes it, so an error never leaves a partial
+    output. `-` is stdout."""
+
+    def __init__(self, path: str, inputs: tuple[str, ...] = ()):
+        self.path, self.tmp = path, None
+        if path == "-":
+            self.f = sys.stdout
+            return
+        if any(x != "-" and Path(x).resolve() == Path(path).resolve() for x in inputs):
+            raise AlignersInputError("is also an input file; expected a different output path "
+                                     "(writing would truncate the input)", path=path)
+        if Path(path).is_dir():
+            raise AlignersInputError("is a directory; expected an output file path", path=path)
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            fd, self.tmp = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=".tmp",
+                                            dir=Path(path).parent)
+            os.close(fd)
+            self.f = gzip.open(self.tmp, "wt", encoding="utf-8") if path.endswith(".gz") \
+                else open(self.tmp, "w", encoding="utf-8")
+        except OSError as err:
+            self.discard()
+            raise AlignersInputError(f"cannot write: {err.strerror or err}; expected a "
+                                     "writable output path", path=path) from None
+
+    def write(self, text: str) -> None:
+        self.f.write(text)
+
+    def commit(self) -> None:
+        if self.tmp is not None:
+            self.f.close()
+            os.chmod(self.tmp, 0o644)
+            os.replace(self.tmp, self.path)
+            self.tmp = None
+
+    def discard(self) -> None:
+        if self.tmp is not None:
+            if getattr(self, "f", None) is not None:
+                self.f.close()
+            Path(self.tmp).unlink(missing_ok=True)
+            self.tmp = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.commit()
+        else:
+            self.discard()
+        return False
 
 
 def _corpus(args):
@@ -111,7 +152,26 @@ def _corpus(args):
                 file=sys.stderr)
 
 
+def _check(args) -> None:
+    """Every numeric option, checked once before any work (one line on error)."""
+    from aligners.config_checks import Rule, check_options
+
+    rules = {"limit": Rule("int", lo=0, nullable=True), "max_length": Rule("int", lo=1)}
+    if args.action == "train":
+        rules.update({
+            "min_count": Rule("int", lo=0), "alpha": Rule("float", lo=0, lo_open=True),
+            "mi_remove": Rule("float", lo=0, hi=1, hi_open=True),
+            "sigma2": Rule("float", lo=0, lo_open=True), "epochs": Rule("int", lo=1),
+            "lr": Rule("float", lo=0, lo_open=True), "eps": Rule("float", lo=0),
+            "max_iter": Rule("int", lo=1)})
+        if args.model == "nb" and args.inference == "map" and args.alpha <= 1:
+            raise AlignersInputError(f"--alpha must be > 1 for --inference map (Eq. 10); "
+                                     f"got {args.alpha}")
+    check_options(args, rules)
+
+
 def run(args) -> int:
+    _check(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         status = {"extract": _extract, "train": _train, "predict": _predict}[args.action](args)
@@ -123,9 +183,8 @@ def run(args) -> int:
 def _extract(args) -> int:
     from aligners.phrases import format_extract_line, iter_extract
 
-    out = _open_out(args.output, (args.src, args.tgt, args.align))
     n = 0
-    try:
+    with _AtomicOut(args.output, (args.src, args.tgt, args.align)) as out:
         for _, src, tgt, links, pairs in iter_extract(
             _corpus(args), max_length=args.max_length, mode=args.orientation
         ):
@@ -133,9 +192,6 @@ def _extract(args) -> int:
                 out.write(format_extract_line(src, tgt, p, links, direction=args.direction))
                 out.write("\n")
                 n += 1
-    finally:
-        if out is not sys.stdout:
-            out.close()
     print(f"aligners reorder extract: {n} phrase pairs", file=sys.stderr)
     return 0
 
@@ -161,29 +217,38 @@ def _train(args) -> int:
 
     if args.moses_table and "-" in (args.src, args.tgt, args.align):
         raise AlignersInputError("--moses-table reads the corpus twice: give files, not '-'")
-    try:
-        Path(args.output).mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise AlignersInputError(f"cannot create the model folder: {err.strerror or err}",
-                                 path=args.output) from None
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise AlignersInputError("exists and is not a folder; expected a model folder path",
+                                 path=args.output)
+    parent = _existing_parent(out)
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise AlignersInputError(f"cannot create the model folder: {parent} is not a "
+                                 "writable folder", path=args.output)
     torch.set_num_threads(2)
     feat = ReorderFeaturizer()
     raw = collect_examples(_corpus(args), feat, max_length=args.max_length,
                            mode=args.orientation, direction=args.direction)
     if len(raw) == 0:
         raise AlignersInputError("no phrase pairs extracted (empty corpus or no links)")
-    out = Path(args.output)
-    extract = {"max_length": args.max_length, "orientation": args.orientation,
-               "direction": args.direction, "lowercase": args.lowercase}
+    meta = {"extract": {"max_length": args.max_length, "orientation": args.orientation,
+                        "direction": args.direction, "lowercase": args.lowercase}}
     if args.model == "lexical":
         lex = LexicalReordering().fit(raw.keys, raw.labels)
-        lex.save(out)
         if args.moses_table:
             from aligners.features.reorder import iter_phrase_strings
 
-            lex.write_moses_table(args.moses_table, iter_phrase_strings(
-                _corpus(args), max_length=args.max_length, mode=args.orientation))
-        _add_config(out, {"extract": extract})
+            tmp = Path(args.moses_table).with_name(f".{Path(args.moses_table).name}.tmp")
+            try:
+                lex.write_moses_table(tmp, iter_phrase_strings(
+                    _corpus(args), max_length=args.max_length, mode=args.orientation))
+                os.replace(tmp, args.moses_table)
+            except OSError as err:
+                raise AlignersInputError(f"cannot write: {err.strerror or err}",
+                                         path=args.moses_table) from None
+            finally:
+                tmp.unlink(missing_ok=True)
+        _save(lex, out, meta=meta)  # atomic: no partial or empty model folder
         print(f"aligners reorder train: lexical table of {len(lex.keys)} pairs -> {out}",
               file=sys.stderr)
         return 0
@@ -207,43 +272,26 @@ def _train(args) -> int:
     else:
         model = DualMLR(num_features=F, sigma2=args.sigma2).fit(
             X, y, eps=args.eps, max_iter=args.max_iter, step=1.0, generator=gen)
-    model.save(out)
-    (out / "features.json").write_text(json.dumps(feat.describe(vocab)))
-    _add_config(out, {"extract": extract, "features": {"min_count": args.min_count}})
+    meta["features"] = {"min_count": args.min_count, "context": True}
+    _save(model, out, meta=meta, features=feat.describe(vocab))
     print(f"aligners reorder train: {args.model} on {len(y)} phrase pairs, {len(vocab)} "
           f"features -> {out}", file=sys.stderr)
     return 0
 
 
-def _add_config(out: Path, extra: dict) -> None:
-    cfg = json.loads((out / "config.json").read_text())
-    cfg.update(extra)
-    (out / "config.json").write_text(json.dumps(cfg, indent=1))
-
-
-def _load(model_dir: Path):
-    from aligners.models.reorder import DualMLR, LexicalReordering, NaiveBayes, PrimalMLR
-
-    cfg_path = model_dir / "config.json"
-    if not cfg_path.is_file():
-        raise AlignersInputError(f"{model_dir}: no config.json (train a model first)")
-    cfg = _read_json(cfg_path)
-    classes = {"lexical": LexicalReordering, "naive_bayes": NaiveBayes,
-               "primal_mlr": PrimalMLR, "dual_mlr": DualMLR}
-    if cfg.get("kind") not in classes:
-        raise AlignersInputError(f"{cfg_path}: unknown model kind {cfg.get('kind')!r}")
-    return classes[cfg["kind"]].load(model_dir), cfg
-
-
-def _read_json(path: Path):
+def _save(model, out: Path, **kw) -> None:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AlignersInputError("missing; expected the file written by `aligners reorder "
-                                 "train`", path=str(path)) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise AlignersInputError(f"unreadable model file ({err}); expected the JSON written "
-                                 "by `aligners reorder train`", path=str(path)) from None
+        model.save(out, **kw)  # aligners/export.py: atomic, never a partial folder
+    except OSError as err:
+        raise AlignersInputError(f"cannot write the model folder: {err.strerror or err}",
+                                 path=str(out)) from None
+
+
+def _existing_parent(path: Path) -> Path:
+    p = path.absolute()
+    while not p.exists():
+        p = p.parent
+    return p
 
 
 def _chunks(it, size: int):
@@ -258,47 +306,27 @@ def _chunks(it, size: int):
 
 
 def _predict(args) -> int:
-    import numpy as np
     import torch
 
-    from aligners.features.reorder import (
-        ReorderFeaturizer,
-        collect_examples,
-        csr_to_torch,
-        to_csr,
-    )
+    from aligners.models.reorder import load_reorderer
     from aligners.phrases import ORIENTATIONS, iter_extract
 
     model_dir = Path(args.model)
-    model, cfg = _load(model_dir)
-    ex = cfg.get("extract", {})
-    max_length, mode = ex.get("max_length", 7), ex.get("orientation", "wbe")
-    direction = ex.get("direction", "backward")
-    if "lowercase" in ex:  # featurise as in training (the keys/features are case-exact)
-        if args.lowercase and not ex["lowercase"]:
-            raise AlignersInputError(f"{model_dir} was trained on cased text; drop --lowercase")
-        args.lowercase = bool(ex["lowercase"])
-    if cfg["kind"] != "lexical":
-        described = _read_json(model_dir / "features.json")
-        feat, codes = ReorderFeaturizer.from_described(described)
-        order = np.argsort(codes, kind="stable")
-        back = np.argsort(order)  # sorted-code column -> the model's column
-    out = _open_out(args.output, (args.src, args.tgt, args.align))
+    reorderer = load_reorderer(model_dir)  # AlignersInputError when missing/corrupt/not ours
+    max_length, mode = reorderer.max_length, reorderer.mode
+    direction = reorderer.direction
+    # featurise as in training (the keys/features are case-exact)
+    if args.lowercase and not reorderer.lowercase:
+        raise AlignersInputError(f"{model_dir} was trained on cased text; drop --lowercase")
+    args.lowercase = reorderer.lowercase
     n = wrong = 0
-    try:  # streams the corpus in chunks of sentence pairs: memory O(chunk)
+    out = _AtomicOut(args.output, (args.src, args.tgt, args.align))
+    with out:  # streams the corpus in chunks of sentence pairs: memory O(chunk)
         for triples in _chunks(_corpus(args), 5000):
-            if cfg["kind"] == "lexical":
-                raw = collect_examples(triples, ReorderFeaturizer(), max_length=max_length,
-                                       mode=mode, direction=direction)
-                log_p = model.predict_log_proba(raw.keys)
-            else:
-                raw = collect_examples(triples, feat, max_length=max_length, mode=mode,
-                                       direction=direction, grow=False)
-                X = to_csr(raw, np.arange(len(raw)), codes[order])[:, back].tocsr()
-                log_p = model.predict_log_proba(csr_to_torch(X))
+            log_p, labels = reorderer.predict_corpus(triples)
             probs = torch.exp(log_p).numpy()
             pred = probs.argmax(axis=1)
-            wrong += int((pred != raw.labels).sum())
+            wrong += int((pred != labels).sum())
             e = 0
             for _, src, tgt, _, pairs in iter_extract(triples, max_length=max_length,
                                                       mode=mode):
@@ -309,9 +337,6 @@ def _predict(args) -> int:
                               + " ".join(f"{v:.4f}" for v in probs[e]) + "\n")
                     e += 1
             n += e
-    finally:
-        if out is not sys.stdout:
-            out.close()
     err = f"{100.0 * wrong / n:.2f}%" if n else "n/a"
     print(f"aligners reorder predict: {n} phrase pairs, error vs extracted {direction} "
           f"orientation {err}", file=sys.stderr)

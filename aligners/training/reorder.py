@@ -5,7 +5,14 @@ Figure 1 of the EMNLP paper) or `experiment=reorder_wmt` (naive Bayes, MI featur
 selection, model size and speed vs the lexicalized table: WMT Figure 2 and Table 5).
 The split is by sentence pair: the last `heldout_fraction` of the pairs is held out, and
 a dev slice just before it (`dev_fraction`) is carved from the training pairs when a
-setting must be chosen. Writes `results.json` and PNG plots in the output folder.
+setting must be chosen. Every model is trained through `LitReorderer` (Lightning, with
+`cfg.trainer` / `cfg.logger` / `cfg.callbacks`), exported through `aligners/export.py` into
+`models/<name>/`, and scored; writes `metrics.json` (split -> `<model>_error`), `results.json`
+(timings, histories) and PNG plots in the output folder.
+
+`evaluate(cfg)` loads `cfg.ckpt_path` (one of those model folders, or a file inside it) with
+`aligners.load` and scores it on the configured test data: `data.test_src/test_tgt/test_align`
+when given, else the same held-out (or dev) slice of `cfg.data` as training.
 """
 
 import json
@@ -17,6 +24,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from aligners.errors import AlignersInputError
 from aligners.features.reorder import (
     ReorderFeaturizer,
     collect_examples,
@@ -25,14 +33,18 @@ from aligners.features.reorder import (
     iter_phrase_strings,
     to_csr,
 )
-from aligners.models.reorder import DualMLR, LexicalReordering, NaiveBayes, PrimalMLR
+from aligners.metrics import write_metrics_json
+from aligners.models.reorder import NaiveBayes
 from aligners.models.reorder import mutual_information as mi_scores
-from aligners.models.reorder._io import error_rate
+from aligners.models.reorder._common import error_rate
 from aligners.models.reorder.dual_mlr import warmup as dual_warmup
 from aligners.models.reorder.mlr import warmup as mlr_warmup
 from aligners.phrases import load_corpus
 
-__all__ = ["train", "evaluate", "dir_size"]
+__all__ = ["KINDS", "train", "evaluate", "dir_size"]
+
+# export kinds this task writes and `evaluate` accepts
+KINDS = ("reorder_lexical", "reorder_naive_bayes", "reorder_primal_mlr", "reorder_dual_mlr")
 
 
 def dir_size(path) -> int:
@@ -117,10 +129,24 @@ def train(cfg: DictConfig) -> dict:
     models_dir = out_dir / "models"
     m = rc.models
     rep = int(cfg.get("speed_repeats", 3))
+    progress = bool(cfg.get("progress", True))
+    meta = {"extract": {"max_length": int(x.max_length), "orientation": str(x.mode),
+                        "direction": str(x.direction),
+                        "lowercase": bool(d.get("lowercase", False))},
+            "features": {"min_count": int(feat_cfg.min_count), "context": bool(feat_cfg.context)}}
 
-    def record(name, model, seconds, log_proba_fn, save_dir, extra=None):
+    def fit(name, max_epochs, train_batch, val_batch=None, **hp):
+        from aligners.training.lit_reorder import LitReorderer, fit_reorderer
+
+        lit = LitReorderer(generator=gen, seed=int(cfg.seed), **hp)
+        fit_reorderer(lit, train_batch, cfg=cfg, name=name, max_epochs=max_epochs,
+                      val_batch=val_batch, progress=progress)
+        return lit
+
+    def record(name, lit, log_proba_fn, save_dir, extra=None):
         log_proba, pred_s = _timed(log_proba_fn, rep)
-        rec = {"train_seconds": seconds, "heldout_error": error_rate(log_proba, y_test),
+        rec = {"train_seconds": lit.train_seconds,
+               "heldout_error": error_rate(log_proba, y_test),
                "predict_seconds": pred_s,
                "predictions_per_second": len(y_test) / pred_s if pred_s > 0 else None,
                "size_bytes": dir_size(save_dir) if save_dir else None, **(extra or {})}
@@ -128,17 +154,11 @@ def train(cfg: DictConfig) -> dict:
         print(name, json.dumps(rec), flush=True)
         return rec
 
-    def save_with_features(model, path):
-        model.save(path, extra={"feature_min_count": int(feat_cfg.min_count),
-                                "context": bool(feat_cfg.context)})
-        (Path(path) / "features.json").write_text(json.dumps(feature_list))
-
     if m.get("lexical", True):
-        start = time.perf_counter()
-        lex = LexicalReordering(smoothing=float(rc.lexical.smoothing))
-        lex.fit(raw.keys[train_rows], y_train)
-        secs = time.perf_counter() - start
-        lex.save(models_dir / "lexical")
+        lit = fit("lexical", 1, (raw.keys[train_rows], y_train), model="lexical",
+                  smoothing=float(rc.lexical.smoothing))
+        lex = lit.model
+        lex.save(models_dir / "lexical", meta=meta)
         extra = {}
         if rc.lexical.get("write_table", True):
             table = out_dir / "reordering-table.wbe-msd-backward-fe"
@@ -151,63 +171,67 @@ def train(cfg: DictConfig) -> dict:
             if not rc.lexical.get("keep_table", False):
                 os.remove(table)
         test_keys = raw.keys[test_rows]
-        record("lexical", lex, secs, lambda: lex.predict_log_proba(test_keys),
-               models_dir / "lexical", extra)
+        record("lexical", lit, lambda: lex.predict_log_proba(test_keys), models_dir / "lexical",
+               extra)
 
     if m.get("naive_bayes", False):
         nbc = rc.naive_bayes
         for inference in nbc.inference:
-            start = time.perf_counter()
-            nb = NaiveBayes(num_features=F, alpha=float(nbc.alpha), inference=inference)
-            nb.fit(X_train, y_train)
-            secs = time.perf_counter() - start
+            lit = fit(f"nb_{inference}", 1, (X_train, y_train), model="naive_bayes",
+                      num_features=F, alpha=float(nbc.alpha), inference=str(inference))
             path = models_dir / f"nb_{inference}"
-            save_with_features(nb, path)
-            record(f"nb_{inference}", nb, secs, lambda nb=nb: nb.predict_log_proba(X_test), path)
+            lit.model.save(path, meta=meta, features=feature_list)
+            record(f"nb_{inference}", lit, lambda nb=lit.model: nb.predict_log_proba(X_test),
+                   path)
         if nbc.get("mi_fractions"):
             results["mi_curve"] = _mi_curve(nbc, X_train, y_train, X_test, y_test, F,
-                                            feature_list, models_dir)
+                                            feature_list, models_dir, meta)
 
     if m.get("primal", False):
         pc = rc.primal
-        per_epoch = []
-
-        def track(epoch, model):  # held-out error after each epoch (time not counted)
-            per_epoch.append(error_rate(model.predict_log_proba(X_test), y_test))
-
-        primal = PrimalMLR(num_features=F, sigma2=float(pc.sigma2))
-        primal.fit(X_train, y_train, epochs=int(pc.epochs), lr=float(pc.lr), generator=gen,
-                   callback=track if pc.get("track_heldout", True) else None)
-        secs = sum(h["seconds"] for h in primal.history) + primal.setup_seconds
-        save_with_features(primal, models_dir / "primal")
-        record("primal", primal, secs, lambda: primal.predict_log_proba(X_test),
-               models_dir / "primal", {"epochs": int(pc.epochs),
-                                       "heldout_error_per_epoch": per_epoch,
-                                       "history": primal.history})
+        track = pc.get("track_heldout", True)  # held-out error per epoch (time not counted)
+        lit = fit("primal", int(pc.epochs), (X_train, y_train),
+                  (X_test, y_test) if track else None, model="primal", num_features=F,
+                  sigma2=float(pc.sigma2), lr=float(pc.lr))
+        primal = lit.model
+        primal.save(models_dir / "primal", meta=meta, features=feature_list)
+        record("primal", lit, lambda: primal.predict_log_proba(X_test), models_dir / "primal",
+               {"epochs": int(pc.epochs), "heldout_error_per_epoch": lit.val_errors,
+                "history": primal.history})
 
     if m.get("dual", False):
         dc = rc.dual
         for eps in dc.eps:
-            start = time.perf_counter()
-            dual = DualMLR(num_features=F, sigma2=float(dc.sigma2)).fit(
-                X_train, y_train, eps=float(eps), max_iter=int(dc.max_iter),
-                init_eps=float(dc.init_eps), max_trial=int(dc.max_trial),
-                reset_step=bool(dc.reset_step), step=float(dc.get("step", 1.0)),
-                step_growth=float(dc.get("step_growth", 1.0)), generator=gen)
-            secs = time.perf_counter() - start
+            lit = fit(f"dual_eps{eps}", int(dc.max_iter), (X_train, y_train), model="dual",
+                      num_features=F, sigma2=float(dc.sigma2), eps=float(eps),
+                      init_eps=float(dc.init_eps), max_trial=int(dc.max_trial),
+                      reset_step=bool(dc.reset_step), step=float(dc.get("step", 1.0)),
+                      step_growth=float(dc.get("step_growth", 1.0)))
+            dual = lit.model
             path = models_dir / f"dual_eps{eps}"
-            save_with_features(dual, path)
-            record(f"dual_eps{eps}", dual, secs, lambda dual=dual: dual.predict_log_proba(X_test),
+            dual.save(path, meta=meta, features=feature_list)
+            record(f"dual_eps{eps}", lit, lambda dual=dual: dual.predict_log_proba(X_test),
                    path, {"eps": float(eps), "history": dual.history,
                           "iterations": len(dual.history)})
 
     (out_dir / "results.json").write_text(json.dumps(results, indent=1, default=float))
+    split = "dev" if cfg.get("evaluate_on", "heldout") == "dev" else "heldout"
+    row = {f"{name}_error": rec["heldout_error"] for name, rec in results.get("models", {}).items()
+           if np.isfinite(rec["heldout_error"])}
+    if np.isfinite(results["data"]["majority_error"]):
+        row["majority_error"] = results["data"]["majority_error"]
+    write_metrics_json(out_dir / "metrics.json", {split: row})
     _plots(results, out_dir)
     return results
 
 
-def _mi_curve(nbc, X_train, y_train, X_test, y_test, F, feature_list, models_dir) -> list:
-    """Error of NB (each inference) after removing the lowest-MI fraction of features."""
+def _mi_curve(nbc, X_train, y_train, X_test, y_test, F, feature_list, models_dir,
+              meta) -> list:
+    """Error of NB (each inference) after removing the lowest-MI fraction of features.
+
+    An analysis sweep: each point is one counting pass (`NaiveBayes.fit`), not a Lightning
+    run; the exported size is measured on a temporary model folder.
+    """
     scores = mi_scores(X_train, y_train, num_classes=3).numpy()
     order = np.argsort(scores, kind="stable")  # lowest MI first
     X_train_d, X_test_d = X_train.to_sparse_coo(), X_test.to_sparse_coo()
@@ -225,8 +249,7 @@ def _mi_curve(nbc, X_train, y_train, X_test, y_test, F, feature_list, models_dir
             row[f"error_{inference}"] = error_rate(nb.predict_log_proba(Xte), y_test)
             if inference == nbc.inference[0]:
                 path = models_dir / "nb_mi_tmp"
-                nb.save(path)
-                (path / "features.json").write_text(json.dumps([feature_list[i] for i in keep]))
+                nb.save(path, meta=meta, features=[feature_list[i] for i in keep])
                 row["size_bytes"] = dir_size(path)
         curve.append(row)
         print("mi", json.dumps(row), flush=True)
@@ -287,7 +310,63 @@ def _plots(results: dict, out_dir: Path) -> None:
         plt.close(fig)
 
 
+def _count_pairs(path: str, limit) -> int:
+    """Lines of the (possibly gzipped) alignment file, at most `limit`."""
+    from aligners.data.parallel import read_line_blocks
+
+    n = 0
+    for block in read_line_blocks(path):
+        n += len(block)
+        if limit is not None and n >= int(limit):
+            return int(limit)
+    return n
+
+
+def _test_triples(cfg: DictConfig, lowercase: bool):
+    """(name of the split, stream of (src, tgt, links)) that `evaluate` scores."""
+    import itertools
+
+    d = cfg.data
+    given = [d.get(k) for k in ("test_src", "test_tgt", "test_align")]
+    if any(given):
+        if not all(given):
+            raise AlignersInputError("give all of data.test_src, data.test_tgt, data.test_align")
+        paths = [_resolve(str(p), cfg) for p in given]
+        for p in paths:
+            if not Path(p).is_file():
+                raise AlignersInputError("no such test file", path=p)
+        return "test", load_corpus(*paths, limit=d.get("test_limit"), lowercase=lowercase)
+    paths = [_resolve(str(d[k]), cfg) for k in ("src", "tgt", "align")]
+    for p in paths:
+        if not Path(p).is_file():
+            raise AlignersInputError("no such data file", path=p)
+    n = _count_pairs(paths[2], d.get("limit"))
+    test_cut = int(round(n * (1 - float(d.heldout_fraction))))
+    dev_cut = int(round(test_cut * (1 - float(d.get("dev_fraction", 0.0)))))
+    corpus = load_corpus(*paths, limit=n, lowercase=lowercase)
+    if cfg.get("evaluate_on", "heldout") == "dev":
+        return "dev", itertools.islice(corpus, dev_cut, test_cut)
+    return "heldout", itertools.islice(corpus, test_cut, None)
+
+
 def evaluate(cfg: DictConfig) -> dict:
-    """Evaluation happens inside `train` (held-out split); re-read its results.json."""
-    path = Path(cfg.get("results", Path(cfg.paths.output_dir) / "results.json"))
-    return json.loads(path.read_text())
+    """Score the saved model `cfg.ckpt_path` on the configured test data; writes and returns
+    `metrics.json` ({split: {"error", "phrase_pairs"}})."""
+    from aligners.models.reorder import load_reorderer
+
+    ckpt = cfg.get("ckpt_path")
+    if not ckpt:
+        raise AlignersInputError("evaluate needs ckpt_path=RUN/models/NAME (a reordering "
+                                 "model folder written by the task or `aligners reorder train`)")
+    reorderer = load_reorderer(ckpt)
+    split, triples = _test_triples(cfg, reorderer.lowercase)
+    log_p, labels = reorderer.predict_corpus(triples)
+    if len(labels) == 0:
+        raise AlignersInputError("the test data has no phrase pairs to score")
+    metrics = {split: {"error": error_rate(log_p, labels), "phrase_pairs": int(len(labels))}}
+    out_dir = Path(cfg.paths.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_metrics_json(out_dir / "metrics.json", metrics)
+    print(f"{reorderer.kind} ({ckpt}) on {split}: error {100 * metrics[split]['error']:.2f}% "
+          f"over {len(labels)} phrase pairs", flush=True)
+    return metrics

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from aligners.models.reorder._io import LinearSoftmax, csr_arrays, sparse_matmul
+from aligners.models.reorder._common import LinearSoftmax, csr_arrays, sparse_matmul
 
 __all__ = ["DualMLR", "dual_objective", "dual_weights", "eq12_gradient", "warmup"]
 
@@ -131,11 +131,78 @@ def eq12_gradient(X, labels, alpha: torch.Tensor, *, sigma2: float) -> torch.Ten
 class DualMLR(LinearSoftmax):
     """Dual MaxEnt trained by EG with shrinking. `weight` = w(alpha), (F, K) float64."""
 
-    KIND = "dual_mlr"
+    KIND = "reorder_dual_mlr"
 
     def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float = 1.0):
         super().__init__(num_features=num_features, num_classes=num_classes, sigma2=sigma2)
         self.alpha: np.ndarray | None = None
+
+    def begin_fit(self, X, labels, *, init_eps: float = 1e-3, step: float = 1.0) -> dict:
+        """State of an EG run over (E, F) CSR X and (E,) labels: alpha at Eq. 15, w(alpha)
+        of Eq. 10, per-example steps, the active set. Sets `setup_seconds`.
+        Memory O(E K + F K)."""
+        start = time.perf_counter()
+        indptr, indices, data = csr_arrays(X)
+        y = np.asarray(labels, dtype=np.int64)
+        n, K = len(y), self.num_classes
+        alpha = np.full((n, K), init_eps / (K - 1))  # Eq. 15
+        alpha[np.arange(n), y] = 1.0 - init_eps
+        log_alpha = np.log(alpha)
+        rows = np.repeat(np.arange(n), np.diff(indptr))
+        sqnorm = np.bincount(rows, weights=data * data, minlength=n).astype(np.float64)
+        resid = -alpha.copy()  # w(alpha) of Eq. 10 at the initial alpha
+        resid[np.arange(n), y] += 1.0
+        W = np.empty((self.num_features, K))
+        for k in range(K):
+            W[:, k] = np.bincount(indices, weights=self.sigma2 * data * resid[rows, k],
+                                  minlength=self.num_features)
+        del rows, resid
+        state = {"indptr": indptr, "indices": indices, "data": data, "y": y, "n": n,
+                 "sqnorm": sqnorm, "alpha": alpha, "log_alpha": log_alpha, "W": W,
+                 "eta": np.full(n, float(step)), "active": np.ones(n, dtype=bool),
+                 "order": np.arange(n, dtype=np.int64), "iteration": 0}
+        self.setup_seconds = time.perf_counter() - start
+        return state
+
+    def fit_iteration(
+        self,
+        state: dict,
+        *,
+        eps: float = 0.1,
+        max_trial: int = 10,
+        reset_step: bool = False,
+        step: float = 1.0,
+        step_growth: float = 1.0,
+        generator: torch.Generator,
+        track_objective: bool = False,
+    ) -> dict | None:
+        """One pass of Algorithm 1 over the active set in random order; None when no
+        example is active (converged). Appends to `history` and returns its record.
+        Cost O(nnz(active rows) K)."""
+        order, n = state["order"], state["n"]
+        n_active = len(order)
+        if n_active == 0:
+            return None
+        start = time.perf_counter()
+        order = order[torch.randperm(n_active, generator=generator).numpy()]
+        W, alpha, log_alpha, active = state["W"], state["alpha"], state["log_alpha"], \
+            state["active"]
+        removed, failed = _eg_pass(state["indptr"], state["indices"], state["data"], state["y"],
+                                   state["sqnorm"], order, alpha, log_alpha, W, state["eta"],
+                                   active, self.sigma2, eps, max_trial, reset_step,
+                                   float(step), float(step_growth))
+        state["order"] = order[active[order]]
+        state["iteration"] += 1
+        rec = {"iteration": state["iteration"], "active_fraction": n_active / max(n, 1),
+               "removed": int(removed), "failed": int(failed),
+               "seconds": time.perf_counter() - start}
+        self.weight = torch.from_numpy(W.copy())
+        self.alpha = alpha
+        if track_objective:
+            rec["dual_objective"] = float(
+                0.5 / self.sigma2 * (W * W).sum() + (alpha * log_alpha).sum())
+        self.history.append(rec)
+        return rec
 
     def fit(
         self,
@@ -160,47 +227,16 @@ class DualMLR(LinearSoftmax):
         removed/failed counts, seconds and (if `track_objective`) D(alpha).
         Cost per iteration O(nnz(active rows) K); memory O(E K + F K).
         """
-        indptr, indices, data = csr_arrays(X)
-        y = np.asarray(labels, dtype=np.int64)
-        n, K = len(y), self.num_classes
-        alpha = np.full((n, K), init_eps / (K - 1))  # Eq. 15
-        alpha[np.arange(n), y] = 1.0 - init_eps
-        log_alpha = np.log(alpha)
-        rows = np.repeat(np.arange(n), np.diff(indptr))
-        sqnorm = np.bincount(rows, weights=data * data, minlength=n).astype(np.float64)
-        # w(alpha) of Eq. 10 at the initial alpha
-        resid = -alpha.copy()
-        resid[np.arange(n), y] += 1.0
-        W = np.empty((self.num_features, K))
-        for k in range(K):
-            W[:, k] = np.bincount(indices, weights=self.sigma2 * data * resid[rows, k],
-                                  minlength=self.num_features)
-        del rows, resid
-        eta = np.full(n, float(step))
-        active = np.ones(n, dtype=bool)
         gen = generator if generator is not None else torch.Generator().manual_seed(0)
-        order = np.arange(n, dtype=np.int64)
+        state = self.begin_fit(X, labels, init_eps=init_eps, step=step)
         for it in range(max_iter):
-            n_active = len(order)
-            if n_active == 0:
+            rec = self.fit_iteration(state, eps=eps, max_trial=max_trial, reset_step=reset_step,
+                                     step=step, step_growth=step_growth, generator=gen,
+                                     track_objective=track_objective)
+            if rec is None:
                 break
-            start = time.perf_counter()
-            order = order[torch.randperm(n_active, generator=gen).numpy()]
-            removed, failed = _eg_pass(indptr, indices, data, y, sqnorm, order, alpha,
-                                       log_alpha, W,
-                                       eta, active, self.sigma2, eps, max_trial, reset_step,
-                                       float(step), float(step_growth))
-            order = order[active[order]]
-            rec = {"iteration": it + 1, "active_fraction": n_active / max(n, 1),
-                   "removed": int(removed), "failed": int(failed),
-                   "seconds": time.perf_counter() - start}
-            self.weight = torch.from_numpy(W.copy())
-            if track_objective:
-                rec["dual_objective"] = float(
-                    0.5 / self.sigma2 * (W * W).sum() + (alpha * log_alpha).sum())
-            self.history.append(rec)
             if callback is not None:
                 callback(it + 1, self)
-        self.weight = torch.from_numpy(W)
-        self.alpha = alpha
+        self.weight = torch.from_numpy(state["W"])
+        self.alpha = state["alpha"]
         return self

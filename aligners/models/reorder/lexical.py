@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.models.reorder._io import load_model, save_model
+from aligners.models.reorder._common import read_reorderer, write_reorderer
 
 __all__ = ["LexicalReordering"]
 
@@ -87,22 +87,34 @@ class LexicalReordering:
                 n += 1
         return n
 
-    def save(self, directory) -> None:
-        save_model(
-            directory,
-            {
-                "keys": torch.from_numpy(self.keys),
-                "counts": torch.from_numpy(self.counts.astype(np.float32)),
-                "class_counts": torch.from_numpy(self.class_counts),
-            },
-            {"kind": "lexical", "num_classes": self.num_classes, "smoothing": self.smoothing},
-        )
+    KIND = "reorder_lexical"
+
+    def hparams(self) -> dict:
+        """The plain-JSON constructor arguments."""
+        return {"num_classes": self.num_classes, "smoothing": self.smoothing}
+
+    def save(self, directory, *, meta: dict | None = None, features: list | None = None):
+        """Export (`aligners/export.py`, kind `reorder_lexical`); `meta` joins the config."""
+        return write_reorderer(
+            directory, kind=self.KIND,
+            tensors={"keys": torch.from_numpy(self.keys),
+                     "counts": torch.from_numpy(self.counts.astype(np.float32)),
+                     "class_counts": torch.from_numpy(self.class_counts)},
+            config=self.hparams(), meta=meta, features=features)
 
     @classmethod
     def load(cls, directory) -> "LexicalReordering":
-        tensors, config = load_model(directory, "lexical")
-        model = cls(num_classes=config["num_classes"], smoothing=config["smoothing"])
-        model.keys = tensors["keys"].numpy()
-        model.counts = tensors["counts"].numpy().astype(np.float64)
-        model.class_counts = tensors["class_counts"].numpy()
+        """The table saved in `directory` (a path or an `export.ModelFolder`)."""
+        folder = read_reorderer(directory, cls.KIND)
+        c = folder.config
+        try:
+            model = cls(num_classes=int(c["num_classes"]), smoothing=float(c["smoothing"]))
+        except (KeyError, TypeError, ValueError) as err:
+            raise AlignersInputError(f"config.json lacks a valid {err}",
+                                     path=str(folder.path)) from None
+        model.keys = folder.tensor("keys").numpy().astype(np.int64)
+        model.counts = folder.tensor("counts").numpy().astype(np.float64)
+        model.class_counts = folder.tensor("class_counts").numpy().astype(np.float64)
+        if model.counts.shape != (len(model.keys), model.num_classes):
+            raise AlignersInputError("counts do not match keys", path=str(folder.path))
         return model

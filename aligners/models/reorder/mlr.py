@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from aligners.models.reorder._io import LinearSoftmax, csr_arrays, sparse_matmul
+from aligners.models.reorder._common import LinearSoftmax, csr_arrays, sparse_matmul
 
 __all__ = ["PrimalMLR", "primal_objective", "warmup"]
 
@@ -73,11 +73,45 @@ def primal_objective(X, labels, W: torch.Tensor, *, sigma2: float) -> float:
 class PrimalMLR(LinearSoftmax):
     """Primal MaxEnt. F features, K classes; `weight` is (F, K) float64."""
 
-    KIND = "primal_mlr"
+    KIND = "reorder_primal_mlr"
 
     def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float = 1.0):
         super().__init__(num_features=num_features, num_classes=num_classes, sigma2=sigma2)
         self.setup_seconds = 0.0
+
+    def begin_fit(self, X, labels) -> dict:
+        """State of an SGD run over (E, F) CSR X and (E,) labels, for `fit_epoch`.
+
+        Sets `setup_seconds`. Memory O(F K) besides X.
+        """
+        import time
+
+        setup = time.perf_counter()
+        indptr, indices, data = csr_arrays(X)
+        y = np.asarray(labels, dtype=np.int64)
+        n = len(y)
+        state = {"indptr": indptr, "indices": indices, "data": data, "y": y, "n": n,
+                 "lam": 1.0 / (self.sigma2 * max(n, 1)), "V": self.weight.numpy().copy(),
+                 "t": 0.0, "epoch": 0}
+        self.setup_seconds = time.perf_counter() - setup
+        return state
+
+    def fit_epoch(self, state: dict, *, lr: float, generator: torch.Generator) -> dict:
+        """One SGD epoch (random order from `generator`); updates `weight`, appends to
+        `history` and returns its record. Cost O(nnz(X) K)."""
+        import time
+
+        start = time.perf_counter()
+        order = torch.randperm(state["n"], generator=generator).numpy().astype(np.int64)
+        V = state["V"]
+        scale, state["t"] = _sgd_epoch(state["indptr"], state["indices"], state["data"],
+                                       state["y"], order, V, 1.0, lr, state["lam"], state["t"])
+        V *= scale
+        self.weight = torch.from_numpy(V.copy())
+        state["epoch"] += 1
+        rec = {"epoch": state["epoch"], "seconds": time.perf_counter() - start}
+        self.history.append(rec)
+        return rec
 
     def fit(
         self,
@@ -93,25 +127,10 @@ class PrimalMLR(LinearSoftmax):
 
         Cost per epoch O(nnz(X) K); memory O(F K) besides X.
         """
-        import time
-
-        setup = time.perf_counter()
-        indptr, indices, data = csr_arrays(X)
-        y = np.asarray(labels, dtype=np.int64)
-        n = len(y)
-        lam = 1.0 / (self.sigma2 * max(n, 1))
-        V = self.weight.numpy().copy()
-        scale, t = 1.0, 0.0
         gen = generator if generator is not None else torch.Generator().manual_seed(0)
-        self.setup_seconds = time.perf_counter() - setup
+        state = self.begin_fit(X, labels)
         for epoch in range(epochs):
-            start = time.perf_counter()
-            order = torch.randperm(n, generator=gen).numpy().astype(np.int64)
-            scale, t = _sgd_epoch(indptr, indices, data, y, order, V, scale, lr, lam, t)
-            V *= scale
-            scale = 1.0
-            self.weight = torch.from_numpy(V.copy())
-            self.history.append({"epoch": epoch + 1, "seconds": time.perf_counter() - start})
+            self.fit_epoch(state, lr=lr, generator=gen)
             if callback is not None:  # not counted in `seconds`
                 callback(epoch + 1, self)
         return self

@@ -15,7 +15,12 @@ import numpy as np
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.models.reorder._io import csr_arrays, load_model, save_model, sparse_matmul
+from aligners.models.reorder._common import (
+    csr_arrays,
+    read_reorderer,
+    sparse_matmul,
+    write_reorderer,
+)
 
 __all__ = ["NaiveBayes", "mutual_information", "class_feature_counts"]
 
@@ -128,18 +133,33 @@ class NaiveBayes:
         out.class_counts = self.class_counts.clone()
         return out
 
-    def save(self, directory, extra: dict | None = None) -> None:
-        config = {"kind": "naive_bayes", "num_features": self.num_features,
-                  "num_classes": self.num_classes, "alpha": self.alpha,
-                  "inference": self.inference, **(extra or {})}
-        save_model(directory, {"counts": self.counts.float(),
-                               "class_counts": self.class_counts}, config)
+    KIND = "reorder_naive_bayes"
+
+    def hparams(self) -> dict:
+        """The plain-JSON constructor arguments."""
+        return {"num_features": self.num_features, "num_classes": self.num_classes,
+                "alpha": self.alpha, "inference": self.inference}
+
+    def save(self, directory, *, meta: dict | None = None, features: list | None = None):
+        """Export (`aligners/export.py`, kind `reorder_naive_bayes`); `meta` joins the config."""
+        return write_reorderer(directory, kind=self.KIND,
+                               tensors={"counts": self.counts.float(),
+                                        "class_counts": self.class_counts},
+                               config=self.hparams(), meta=meta, features=features)
 
     @classmethod
     def load(cls, directory) -> "NaiveBayes":
-        tensors, config = load_model(directory, "naive_bayes")
-        model = cls(num_features=config["num_features"], num_classes=config["num_classes"],
-                    alpha=config["alpha"], inference=config["inference"])
-        model.counts = tensors["counts"].double()
-        model.class_counts = tensors["class_counts"].double()
+        """The model saved in `directory` (a path or an `export.ModelFolder`)."""
+        folder = read_reorderer(directory, cls.KIND)
+        c = folder.config
+        try:
+            model = cls(num_features=int(c["num_features"]), num_classes=int(c["num_classes"]),
+                        alpha=float(c["alpha"]), inference=str(c["inference"]))
+        except (KeyError, TypeError, ValueError) as err:
+            raise AlignersInputError(f"config.json lacks a valid {err}",
+                                     path=str(folder.path)) from None
+        model.counts = folder.tensor("counts").double()
+        model.class_counts = folder.tensor("class_counts").double()
+        if tuple(model.counts.shape) != (model.num_features, model.num_classes):
+            raise AlignersInputError("counts do not match the config", path=str(folder.path))
         return model
