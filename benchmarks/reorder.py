@@ -87,8 +87,7 @@ def main() -> None:
         pred["nb_map"].append(time.perf_counter() - t0)
     with tempfile.TemporaryDirectory() as tmp:
         lex.save(Path(tmp) / "lex")
-        nb.save(Path(tmp) / "nb")
-        (Path(tmp) / "nb" / "features.json").write_text(json.dumps(feat.describe(vocab)))
+        nb.save(Path(tmp) / "nb", features=feat.describe(vocab))
         sizes = {"lexical": dir_size(Path(tmp) / "lex"), "nb_map": dir_size(Path(tmp) / "nb")}
     med = {k: float(np.median(v)) for k, v in times.items()}
     out = {

@@ -99,6 +99,8 @@ class LitReorderer(pl.LightningModule):
             self.model.fit(X, y)
             self._count_seconds = time.perf_counter() - start
             self.trainer.should_stop = True
+            self.log("train_seconds", self._count_seconds, on_epoch=True, on_step=False,
+                     batch_size=1)
             return None
         if self.kind == "primal":
             if self._state is None:
