@@ -1,14 +1,33 @@
 """Plain entry points behind `train.py` / `evaluate.py` (thin @hydra.main wrappers).
 
 `cfg.task` names what to run; each task lives in `aligners.training.<module>` and exposes
-`train(cfg) -> dict` and `evaluate(cfg) -> dict` (the metrics it printed).
+`train(cfg) -> dict` and `evaluate(cfg) -> dict` (the metrics it printed and wrote to
+`metrics.json` in `cfg.paths.output_dir`). A task module may set `KINDS`, the export kinds
+its `evaluate` accepts (`()`: it has no model to load).
+
+The contract of `evaluate(cfg)`, the same for every task: `cfg.ckpt_path` is a model
+folder written by the task (or a file inside it). Before a task runs, `check(cfg)`
+validates the config once (`aligners.config_checks`) and checks that `ckpt_path` and
+`data.test_path` exist and that a model folder's `config.json` is readable and of a kind the
+task accepts; every failure is one `AlignersInputError` line. `main(fn, cfg)` is what the
+Hydra wrappers call: it prints that line and exits with status 2 (no traceback), and
+removes the run's output folder when the run failed on bad input.
 """
 
+from __future__ import annotations
+
 import importlib
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-__all__ = ["TASKS", "train", "evaluate"]
+from aligners.errors import AlignersInputError
+
+__all__ = ["TASKS", "train", "evaluate", "check", "main"]
 
 # task name -> module under aligners.training
 TASKS: dict[str, str] = {
@@ -18,19 +37,118 @@ TASKS: dict[str, str] = {
     "reorder": "reorder",
 }
 
+# `${pid:}` in hydra.run.dir: two runs started in the same microsecond still differ
+if not OmegaConf.has_resolver("pid"):
+    OmegaConf.register_new_resolver("pid", os.getpid)
+
 
 def _task_module(cfg: DictConfig):
     name = cfg.get("task")
     if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; choose one of {sorted(TASKS)}")
+        raise AlignersInputError(f"unknown task {name!r}; choose one of {sorted(TASKS)}")
     return importlib.import_module(f"aligners.training.{TASKS[name]}")
+
+
+def _check_ckpt(cfg: DictConfig, module) -> None:
+    """`ckpt_path` exists; a model folder's config.json is readable and of an accepted kind."""
+    from aligners.export import FORMAT, LOADERS
+
+    ckpt = cfg.get("ckpt_path")
+    kinds = getattr(module, "KINDS", None)
+    if ckpt in (None, ""):
+        return
+    if kinds == ():
+        raise AlignersInputError(f"task {cfg.task!r} has no model to load; drop ckpt_path "
+                                 f"(got {ckpt})")
+    path = Path(str(ckpt)).expanduser()
+    if not path.exists():
+        raise AlignersInputError("no such checkpoint; expected ckpt_path= a model folder "
+                                 "written by the task, or a file inside it", path=str(path))
+    folder = path if path.is_dir() else path.parent
+    cfg_file = folder / "config.json"
+    if not cfg_file.is_file():
+        if not any(folder.glob("*.safetensors")) and not any(folder.glob("*.ckpt")):
+            raise AlignersInputError("not a model folder (no config.json, no .safetensors); "
+                                     "expected a folder written by the task", path=str(folder))
+        return  # a family's own layout: its task checks the rest
+    try:
+        meta = json.loads(cfg_file.read_bytes().decode("utf-8-sig"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise AlignersInputError(f"corrupt model config ({err})", path=str(cfg_file)) from None
+    if not isinstance(meta, dict):
+        raise AlignersInputError("corrupt model config (not a JSON object)", path=str(cfg_file))
+    if "format" not in meta:
+        return  # an older family format: its task checks it
+    if meta["format"] != FORMAT:
+        raise AlignersInputError(f"model format {meta['format']!r}, expected {FORMAT!r}",
+                                 path=str(cfg_file))
+    kind = meta.get("kind")
+    if kind not in LOADERS:
+        raise AlignersInputError(f"unknown model kind {kind!r}", path=str(cfg_file))
+    if kinds is not None and kind not in kinds:
+        raise AlignersInputError(f"model kind {kind!r} cannot be evaluated by task "
+                                 f"{cfg.task!r} (expected one of {list(kinds)})",
+                                 path=str(cfg_file))
+
+
+def _check_test_path(cfg: DictConfig) -> None:
+    data = cfg.get("data") or {}
+    test_path = data.get("test_path") if hasattr(data, "get") else None
+    if test_path in (None, ""):
+        return
+    p = Path(str(test_path)).expanduser()
+    root = (cfg.get("paths") or {}).get("data_root")
+    if p.exists() or (root and (Path(str(root)) / p).exists()):
+        return
+    raise AlignersInputError("no such test file (data.test_path)", path=str(p))
+
+
+def check(cfg: DictConfig, *, evaluating: bool = False):
+    """Validate `cfg` once (rules, ckpt_path, data.test_path); return the task module."""
+    from aligners.config_checks import check_config
+
+    module = _task_module(cfg)
+    check_config(cfg, cfg.task)
+    if evaluating or cfg.get("ckpt_path"):
+        _check_ckpt(cfg, module)
+    _check_test_path(cfg)
+    return module
 
 
 def train(cfg: DictConfig) -> dict:
     """Run `cfg.task`'s training job (Hydra's output dir is `cfg.paths.output_dir`)."""
-    return _task_module(cfg).train(cfg)
+    return check(cfg).train(cfg)
 
 
 def evaluate(cfg: DictConfig) -> dict:
-    """Run `cfg.task`'s evaluation job."""
-    return _task_module(cfg).evaluate(cfg)
+    """Run `cfg.task`'s evaluation job on the model `cfg.ckpt_path`."""
+    return check(cfg, evaluating=True).evaluate(cfg)
+
+
+def _output_dir(cfg: DictConfig) -> Path | None:
+    try:
+        return Path(str(cfg.paths.output_dir))
+    except Exception:  # no Hydra runtime (e.g. called from a test): nothing to clean
+        return None
+
+
+def main(fn, cfg: DictConfig) -> None:
+    """Run `fn(cfg)` for a Hydra entry point: bad input -> one line on stderr, exit 2, and
+    the run's output folder removed; any other failure leaves a `FAILED` marker in it."""
+    out = _output_dir(cfg)
+    try:
+        fn(cfg)
+    except (AlignersInputError, ValueError) as err:
+        name = Path(sys.argv[0]).name or "aligners"
+        print(f"{name}: error: {err}", file=sys.stderr)
+        if out is not None and out.is_dir() and (out / ".hydra").is_dir():
+            shutil.rmtree(out, ignore_errors=True)
+            try:
+                out.parent.rmdir()  # the date folder, when this run was its only one
+            except OSError:
+                pass
+        raise SystemExit(2) from None
+    except BaseException as err:
+        if out is not None and out.is_dir() and not isinstance(err, SystemExit | KeyboardInterrupt):
+            (out / "FAILED").write_text(f"{type(err).__name__}: {err}\n", encoding="utf-8")
+        raise

@@ -32,7 +32,9 @@ def test_diagonal_baseline_job_scores_the_hansards_test_set(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "diagonal baseline on hansards-enfr test (447 pairs)" in out and "AER" in out
     assert metrics["pairs"] == 447 and metrics["counts"]["sure"] == 4038
-    assert json.loads((tmp_path / "metrics.json").read_text())["micro"] == metrics["micro"]
+    saved = json.loads((tmp_path / "metrics.json").read_text())["test"]  # split -> metric
+    assert saved["micro.aer"] == metrics["micro"]["aer"] and saved["pairs"] == 447
+    assert saved["counts.sure"] == 4038
     lines = (tmp_path / "alignments.txt").read_text().splitlines()
     assert len(lines) == 447
     # one link per French (target) word

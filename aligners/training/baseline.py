@@ -3,21 +3,39 @@
 The default `python train.py` job until a trained aligner replaces it. It loads split
 `data.split` of registry dataset `data.name` (`aligners.data.datasets`, in the registry's
 source-target orientation), aligns every pair on the diagonal, writes `alignments.txt`
-(Pharaoh, 0-based) and `metrics.json` into Hydra's output dir, and prints the AER table.
+(Pharaoh, 0-based) and `metrics.json` (`{split: {"micro.aer": ..., "macro.f1": ..., ...}}`,
+through `aligners.metrics.write_metrics_json`) into Hydra's output dir, and prints the AER
+table. `evaluate` is the same job (there is no checkpoint: `ckpt_path` is refused).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from omegaconf import DictConfig
 
 from aligners.errors import AlignersInputError
-from aligners.metrics import evaluate_alignments, format_report
+from aligners.metrics import evaluate_alignments, format_report, write_metrics_json
 
-__all__ = ["diagonal_alignment", "train", "evaluate"]
+__all__ = ["KINDS", "diagonal_alignment", "flatten_numbers", "train", "evaluate"]
+
+KINDS: tuple[str, ...] = ()  # no model to load: `ckpt_path` is refused
+
+
+def flatten_numbers(tree: dict, prefix: str = "") -> dict[str, float]:
+    """`{"micro": {"aer": x}}` -> `{"micro.aer": x}`: the finite numbers of a nested report."""
+    import math
+
+    out: dict[str, float] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten_numbers(value, prefix=f"{name}."))
+        elif isinstance(value, int | float) and not isinstance(value, bool) \
+                and math.isfinite(value):
+            out[name] = value
+    return out
 
 
 def diagonal_alignment(*, src_len: int, tgt_len: int) -> set[tuple[int, int]]:
@@ -76,8 +94,8 @@ def evaluate(cfg: DictConfig) -> dict:
         "split": cfg.data.get("split"),
         **report.to_dict(),
     }
-    with open(out_dir / "metrics.json", "w", encoding="utf-8") as f:
-        json.dump(metrics, f, indent=2)
+    split = str(cfg.data.get("split") or "test")
+    write_metrics_json(out_dir / "metrics.json", {split: flatten_numbers(report.to_dict())})
     print(f"diagonal baseline on {cfg.data.name} {cfg.data.get('split')} ({report.pairs} pairs)")
     print(format_report(report))
     print(f"wrote {out_dir / 'alignments.txt'} and {out_dir / 'metrics.json'}")
