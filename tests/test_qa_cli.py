@@ -228,3 +228,42 @@ def test_baseline_on_a_dataset_without_alignments_is_input_error(tmp_path):
     cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
     with pytest.raises(AlignersInputError, match="no gold alignments"):
         train(cfg)
+
+
+@pytest.mark.parametrize("option", [
+    ["--eps", "-1"], ["--sigma2", "-1"], ["--lr", "-1"], ["--epochs", "0"], ["--max-iter", "-3"],
+    ["--min-count", "-3"], ["--mi-remove", "5"], ["--alpha", "0.5"], ["--max-length", "0"],
+])
+def test_reorder_train_absurd_options_exit_2_with_one_line(bitext, capsys, option):
+    model = bitext / "model"
+    corpus = ["-s", str(bitext / "s"), "-t", str(bitext / "t"), "-a", str(bitext / "a")]
+    model_kind = {"--eps": "dual", "--max-iter": "dual", "--sigma2": "primal", "--lr": "primal",
+                  "--epochs": "primal"}.get(option[0], "nb")
+    msg = _fail(["reorder", "train", *corpus, "--no-progress", "--model", model_kind, *option,
+                 "-o", str(model)], capsys)
+    assert option[0] in msg and "must be" in msg
+    assert not model.exists()  # checked before any work: no model folder at all
+
+
+def test_reorder_extract_error_leaves_no_partial_output(bitext, capsys):
+    bad = bitext / "bad.a"
+    bad.write_text("0-0 1-2 2-1\n0-9\n")  # line 2 is out of range: fails after line 1
+    out = bitext / "out.gz"
+    _fail(["reorder", "extract", "-s", str(bitext / "s"), "-t", str(bitext / "t"), "-a",
+           str(bad), "--no-progress", "-o", str(out)], capsys)
+    assert not out.exists()
+    assert sorted(p.name for p in bitext.iterdir()) == ["a", "bad.a", "s", "t"]  # no temp file
+    out.write_bytes(b"old")  # an existing output is kept intact on error
+    _fail(["reorder", "extract", "-s", str(bitext / "s"), "-t", str(bitext / "t"), "-a",
+           str(bad), "--no-progress", "-o", str(out)], capsys)
+    assert out.read_bytes() == b"old"
+
+
+def test_reorder_train_error_leaves_no_model_folder(bitext, capsys):
+    empty = bitext / "empty.a"
+    empty.write_text("\n\n")  # no links: nothing to train on
+    model = bitext / "m"
+    _fail(["reorder", "train", "-s", str(bitext / "s"), "-t", str(bitext / "t"), "-a",
+           str(empty), "--no-progress", "-o", str(model)], capsys)
+    assert not model.exists()
+    assert not [p for p in bitext.iterdir() if p.name.startswith(".")]
