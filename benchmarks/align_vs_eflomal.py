@@ -19,6 +19,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -70,6 +71,10 @@ def main() -> None:
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args()
+    for tool in ("eflomal-align", "/usr/bin/time"):  # before any temporary folder exists
+        if shutil.which(tool) is None:
+            ap.exit(2, f"{ap.prog}: error: {tool} not found; install eflomal in the benchmark "
+                       "environment (pip install eflomal) and GNU time\n")
 
     from aligners.data.datasets import iter_parallel, load
     from aligners.inference.decode import combine, decode_corpus

@@ -5,6 +5,7 @@ Macro P/R/F1 (jacana's averaging, as Yao et al. 2013 report) and exact match, wi
 identical/non-identical and token/phrase breakdowns (macro), per direction.
 """
 
+import argparse
 import json
 import sys
 
@@ -34,5 +35,19 @@ def main(paths):
                   f"{_pct(r['micro']['f1'])} |")
 
 
+def _cli(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("metrics", nargs="+", help="metrics.json files of finished monolingual runs")
+    args = ap.parse_args(argv)
+    try:
+        main(args.metrics)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        print(f"{ap.prog}: error: cannot read the monolingual metrics ({type(err).__name__}: "
+              f"{err}); expected metrics.json files of `task: monolingual` runs",
+              file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(_cli())
