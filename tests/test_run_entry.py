@@ -141,3 +141,23 @@ def test_two_runs_started_together_get_two_folders(tmp_path):
     assert len(runs) == 2
     assert all((r / "metrics.json").is_file() for r in runs)
     assert str(CONFIGS)  # the configs above are the ones these scripts used
+
+
+def test_benchmark_scripts_help_and_missing_eflomal(tmp_path):
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mono_table.py"), "--help"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "metrics.json" in res.stdout, res.stderr
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mono_table.py"),
+                          str(tmp_path / "none.json")], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    empty_bin = tmp_path / "bin"
+    empty_bin.mkdir()
+    env = {"PATH": str(empty_bin), "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir()
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "align_vs_eflomal.py"),
+                          "--pairs", "10"], capture_output=True, text=True, timeout=120,
+                         env=env)
+    assert res.returncode == 2 and "eflomal-align not found" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr
+    assert not list((tmp_path / "tmp").iterdir())  # no temporary folder left behind
