@@ -117,3 +117,17 @@ def test_every_launcher_composes_and_instantiates(name, tmp_path):
     assert "_target_" in launcher
     obj = instantiate(launcher)  # building the launcher submits nothing
     assert type(obj).__name__.endswith("Launcher")
+
+
+@pytest.mark.parametrize("root", ROOTS)
+def test_run_dir_is_unique_per_run_and_names_the_experiment(root, tmp_path):
+    """Issue 12 item 8: runs started in the same second never share a folder."""
+    import os
+
+    cfg = _compose(root, ["experiment=diagonal_baseline"], tmp_path)
+    run_dir = OmegaConf.to_container(cfg.hydra.run, resolve=True)["dir"]
+    parts = run_dir.split("/")
+    assert parts[:2] == ["outputs", "diagonal_baseline"], run_dir
+    stamp, pid = parts[2].rsplit("-", 1)
+    assert pid == str(os.getpid())
+    assert len(stamp.split("_")[-1].split("-")[-1]) == 6  # microseconds

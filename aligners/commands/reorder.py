@@ -6,7 +6,10 @@
 
 ALIGN is Pharaoh `i-j` (0-based, source-target); gzip inputs/outputs are fine (`.gz`).
 `extract` writes one line per phrase-pair occurrence, `src ||| tgt ||| alignment ||| orient`
-(Moses `extract` order and classes). Models export as safetensors + JSON (no pickle).
+(Moses `extract` order and classes). Models export through `aligners/export.py`
+(safetensors + config.json, no pickle; written atomically, so a failed `train` leaves no
+folder); `extract`/`predict` outputs are written to a temporary file and renamed into place.
+Every numeric option is checked before any work (`aligners.config_checks`).
 """
 
 import argparse
@@ -42,7 +45,9 @@ def _extract_args(p: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    ex = sub.add_parser("extract", help="phrase pairs with orientations, Moses extract format")
+    ex = sub.add_parser("extract", help="phrase pairs with orientations, Moses extract format",
+                        description="Extract every phrase pair consistent with the word "
+                        "alignment, with its orientation, in Moses `extract` format.")
     _corpus_args(ex)
     _extract_args(ex)
     ex.add_argument("--direction", choices=["backward", "forward", "both"], default="backward",
@@ -50,7 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     "phrase; both: two columns, as Moses' bidirectional extract.o")
     ex.add_argument("-o", "--output", default="-", help="output file (.gz ok), - for stdout")
 
-    tr = sub.add_parser("train", help="train a reordering model on every pair given")
+    tr = sub.add_parser("train", help="train a reordering model on every pair given",
+                        description="Train a reordering model (naive Bayes, lexical table, "
+                        "primal or dual MaxEnt) on every phrase pair of the bitext; writes a "
+                        "model folder that `predict` and `aligners.load` read.")
     _corpus_args(tr)
     _extract_args(tr)
     tr.add_argument("--direction", choices=["backward", "forward"], default="backward",
@@ -72,7 +80,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="lexical: also write the Moses reordering table here")
     tr.add_argument("-o", "--output", required=True, help="model folder")
 
-    pr = sub.add_parser("predict", help="orientation probabilities of each phrase pair")
+    pr = sub.add_parser("predict", help="orientation probabilities of each phrase pair",
+                        description="Orientation probabilities of every phrase pair of the "
+                        "bitext under a model folder written by `train` (or the reorder task).")
     _corpus_args(pr)
     pr.add_argument("-m", "--model", required=True, help="folder written by `train`")
     pr.add_argument("-o", "--output", default="-", help="output file (.gz ok), - for stdout")
