@@ -68,6 +68,18 @@ def test_reorder_task_runs_all_models(tmp_path):
         assert got["phrase_pairs"] == results["data"]["test_examples"]
         assert got["error"] == pytest.approx(models[name]["heldout_error"], abs=1e-12), name
         assert (tmp_path / f"eval_{name}" / "metrics.json").is_file()
+    # explicit test files: pairs 18-19 of the toy corpus are the held-out pairs above
+    held = {}
+    for key, name in (("test_src", "src"), ("test_tgt", "tgt"), ("test_align", "ali")):
+        held[key] = tmp_path / f"held.{name}"
+        held[key].write_text("".join(files[name].read_text().splitlines(True)[18:20]))
+    with open_dict(cfg):
+        cfg.ckpt_path = str(out / "models" / "nb_map")
+        for key, path in held.items():
+            cfg.data[key] = str(path)
+    got = evaluate(cfg)["test"]
+    assert got["phrase_pairs"] == results["data"]["test_examples"]
+    assert got["error"] == pytest.approx(models["nb_map"]["heldout_error"], abs=1e-12)
 
 
 def test_extraction_on_shipped_hansards_is_consistent():
