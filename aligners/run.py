@@ -9,7 +9,8 @@ The contract of `evaluate(cfg)`, the same for every task: `cfg.ckpt_path` is a m
 folder written by the task (or a file inside it). Before a task runs, `check(cfg)`
 validates the config once (`aligners.config_checks`) and checks that `ckpt_path` and
 `data.test_path` exist and that a model folder's `config.json` is readable and of a kind the
-task accepts; every failure is one `AlignersInputError` line. `main(fn, cfg)` is what the
+task accepts (its `KINDS`, or, when it lists none, not a kind another task lists); every
+failure is one `AlignersInputError` line. `main(fn, cfg)` is what the
 Hydra wrappers call: it prints that line and exits with status 2 (no traceback), and
 removes the run's output folder when the run failed on bad input.
 """
@@ -89,6 +90,15 @@ def _check_ckpt(cfg: DictConfig, module) -> None:
         raise AlignersInputError(f"model kind {kind!r} cannot be evaluated by task "
                                  f"{cfg.task!r} (expected one of {list(kinds)})",
                                  path=str(cfg_file))
+    if kinds is None:  # the task lists no kinds: refuse those another task claims
+        for other, modname in TASKS.items():
+            if other == cfg.task:
+                continue
+            claimed = getattr(importlib.import_module(f"aligners.training.{modname}"),
+                              "KINDS", None) or ()
+            if kind in claimed:
+                raise AlignersInputError(f"model kind {kind!r} belongs to task {other!r}, "
+                                         f"not {cfg.task!r}", path=str(cfg_file))
 
 
 def _check_test_path(cfg: DictConfig) -> None:

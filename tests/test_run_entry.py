@@ -67,14 +67,19 @@ def test_evaluate_with_a_bad_ckpt_path_fails_cleanly(task, tmp_path):
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))
-def test_wrong_kind_is_refused_by_tasks_that_declare_their_kinds(task, tmp_path, monkeypatch):
-    kinds = getattr(importlib.import_module(f"aligners.training.{TASKS[task]}"), "KINDS", None)
-    if kinds is None:
-        pytest.skip(f"task {task} does not declare KINDS (its evaluate checks the kind)")
-    monkeypatch.setitem(LOADERS, "other_family", "aligners.export:load")
-    other = write_model(tmp_path / "other", kind="other_family", tensors={"w": torch.zeros(1)},
-                        config={})
-    with pytest.raises(AlignersInputError, match="has no model to load|cannot be evaluated"):
+def test_a_model_of_another_task_is_refused(task, tmp_path, monkeypatch):
+    """Wrong kind: the folder is valid, but written for another task (or family)."""
+    module = importlib.import_module(f"aligners.training.{TASKS[task]}")
+    kinds = getattr(module, "KINDS", None)
+    if task == "reorder":
+        monkeypatch.setitem(LOADERS, "other_family", "aligners.export:load")
+        kind = "other_family"
+    else:
+        kind = "reorder_lexical"  # a reordering model, claimed by the reorder task
+    assert kind not in (kinds or ())
+    other = write_model(tmp_path / "other", kind=kind, tensors={"w": torch.zeros(1)}, config={})
+    with pytest.raises(AlignersInputError,
+                       match="has no model to load|cannot be evaluated|belongs to task"):
         evaluate(_cfg(task, tmp_path, ckpt_path=str(other)))
 
 
