@@ -18,6 +18,7 @@ builds the Trainer from `cfg.trainer` / `cfg.logger` / `cfg.callbacks`.
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 
@@ -184,13 +185,19 @@ def fit_reorderer(lit: LitReorderer, train_batch: tuple, *, cfg, name: str, max_
             callbacks.append(cb)
     logger = instantiate(cfg.logger, version=name) if cfg.get("logger") else False
     extra = {"enable_progress_bar": progress} if not progress else {}
-    trainer = instantiate(tcfg, max_epochs=int(max_epochs), callbacks=callbacks, logger=logger,
-                          num_sanity_val_steps=0, log_every_n_steps=1,
-                          enable_model_summary=False,
-                          limit_val_batches=1.0 if val_batch is not None else 0, **extra)
-    val = one_batch(*val_batch) if val_batch is not None else None
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*validation_step.* but have no")
-        warnings.filterwarnings("ignore", message=".*LeafSpec.* is deprecated")
-        trainer.fit(lit, train_dataloaders=one_batch(*train_batch), val_dataloaders=val)
+    chatter = logging.getLogger("pytorch_lightning.utilities.rank_zero")
+    level = chatter.level
+    chatter.setLevel(logging.WARNING)  # no "GPU available" / tips banner for every model
+    try:
+        trainer = instantiate(tcfg, max_epochs=int(max_epochs), callbacks=callbacks,
+                              logger=logger, num_sanity_val_steps=0, log_every_n_steps=1,
+                              enable_model_summary=False,
+                              limit_val_batches=1.0 if val_batch is not None else 0, **extra)
+        val = one_batch(*val_batch) if val_batch is not None else None
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*validation_step.* but have no")
+            warnings.filterwarnings("ignore", message=".*LeafSpec.* is deprecated")
+            trainer.fit(lit, train_dataloaders=one_batch(*train_batch), val_dataloaders=val)
+    finally:
+        chatter.setLevel(level)
     return trainer
