@@ -118,3 +118,17 @@ def test_aligners_load_returns_a_ready_reorderer(tmp_path):
     (tmp_path / "nb" / "model.safetensors").write_bytes(b"garbage")
     with pytest.raises(AlignersInputError, match="safetensors"):
         aligners.load(tmp_path / "nb")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_gpu_trainer_config_runs_the_cpu_kernels(tmp_path):
+    """trainer=gpu applies: the (parameter-free) module sits on the GPU, the batch and the
+    numba kernels stay on the CPU, and the result equals the CPU run."""
+    X, y = _toy(seed=8)
+    cfg = _cfg(tmp_path)
+    cfg.trainer.accelerator = "gpu"
+    lit = LitReorderer(model="primal", num_features=X.shape[1], seed=2)
+    fit_reorderer(lit, (X, y), cfg=cfg, name="gpu", max_epochs=2)
+    ref = PrimalMLR(num_features=X.shape[1]).fit(X, y, epochs=2, lr=0.05,
+                                                 generator=torch.Generator().manual_seed(2))
+    torch.testing.assert_close(lit.model.weight, ref.weight, rtol=0, atol=0)
