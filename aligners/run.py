@@ -10,9 +10,9 @@ folder written by the task (or a file inside it). Before a task runs, `check(cfg
 validates the config once (`aligners.config_checks`) and checks that `ckpt_path` and
 `data.test_path` exist and that a model folder's `config.json` is readable and of a kind the
 task accepts (its `KINDS`, or, when it lists none, not a kind another task lists); every
-failure is one `AlignersInputError` line. `main(fn, cfg)` is what the
-Hydra wrappers call: it prints that line and exits with status 2 (no traceback), and
-removes the run's output folder when the run failed on bad input.
+failure is one `AlignersInputError` line. `main(fn, cfg)` is what the Hydra wrappers call:
+it prints that line and exits with status 2 (no traceback), and removes the run's output
+folder when the run failed on bad input (other failures leave a `FAILED` file there).
 """
 
 from __future__ import annotations
@@ -50,13 +50,17 @@ def _task_module(cfg: DictConfig):
     return importlib.import_module(f"aligners.training.{TASKS[name]}")
 
 
-def _check_ckpt(cfg: DictConfig, module) -> None:
+def _check_ckpt(cfg: DictConfig, module, *, evaluating: bool) -> None:
     """`ckpt_path` exists; a model folder's config.json is readable and of an accepted kind."""
     from aligners.export import FORMAT, LOADERS
 
     ckpt = cfg.get("ckpt_path")
     kinds = getattr(module, "KINDS", None)
     if ckpt in (None, ""):
+        if evaluating and kinds != () and not cfg.get("model_dir"):  # model_dir: older word
+            raise AlignersInputError(
+                f"evaluate needs ckpt_path=MODEL: a model folder written by task {cfg.task!r} "
+                "(python train.py experiment=...), or a file inside it")
         return
     if kinds == ():
         raise AlignersInputError(f"task {cfg.task!r} has no model to load; drop ckpt_path "
@@ -120,7 +124,7 @@ def check(cfg: DictConfig, *, evaluating: bool = False):
     module = _task_module(cfg)
     check_config(cfg, cfg.task)
     if evaluating or cfg.get("ckpt_path"):
-        _check_ckpt(cfg, module)
+        _check_ckpt(cfg, module, evaluating=evaluating)
     _check_test_path(cfg)
     return module
 
@@ -143,22 +147,34 @@ def _output_dir(cfg: DictConfig) -> Path | None:
 
 
 def main(fn, cfg: DictConfig) -> None:
-    """Run `fn(cfg)` for a Hydra entry point: bad input -> one line on stderr, exit 2, and
-    the run's output folder removed; any other failure leaves a `FAILED` marker in it."""
+    """Run `fn(cfg)` for a Hydra entry point. Bad input (`AlignersInputError`): one line on
+    stderr, exit 2, and the run's output folder removed. Another `ValueError`: one line
+    naming the folder's `FAILED` file (which holds the traceback), exit 2. Any other failure
+    leaves a `FAILED` marker in the folder and propagates."""
+    import traceback
+
     out = _output_dir(cfg)
+    name = Path(sys.argv[0]).name or "aligners"
+    ran = out is not None and out.is_dir() and (out / ".hydra").is_dir()
     try:
         fn(cfg)
-    except (AlignersInputError, ValueError) as err:
-        name = Path(sys.argv[0]).name or "aligners"
+    except AlignersInputError as err:
         print(f"{name}: error: {err}", file=sys.stderr)
-        if out is not None and out.is_dir() and (out / ".hydra").is_dir():
+        if ran:
             shutil.rmtree(out, ignore_errors=True)
             try:
-                out.parent.rmdir()  # the date folder, when this run was its only one
+                out.parent.rmdir()  # the experiment's folder, when this run was its only one
             except OSError:
                 pass
         raise SystemExit(2) from None
+    except ValueError as err:
+        where = ""
+        if ran:
+            (out / "FAILED").write_text(traceback.format_exc(), encoding="utf-8")
+            where = f" (traceback in {out / 'FAILED'})"
+        print(f"{name}: error: {err}{where}".replace("\n", " "), file=sys.stderr)
+        raise SystemExit(2) from None
     except BaseException as err:
-        if out is not None and out.is_dir() and not isinstance(err, SystemExit | KeyboardInterrupt):
-            (out / "FAILED").write_text(f"{type(err).__name__}: {err}\n", encoding="utf-8")
+        if ran and not isinstance(err, SystemExit):
+            (out / "FAILED").write_text(traceback.format_exc(), encoding="utf-8")
         raise

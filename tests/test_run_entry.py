@@ -84,6 +84,15 @@ def test_a_model_of_another_task_is_refused(task, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))
+def test_evaluate_without_ckpt_path_says_so(task, tmp_path):
+    kinds = getattr(importlib.import_module(f"aligners.training.{TASKS[task]}"), "KINDS", None)
+    if kinds == ():
+        pytest.skip(f"task {task} has no model: evaluate runs without ckpt_path")
+    with pytest.raises(AlignersInputError, match="evaluate needs ckpt_path="):
+        evaluate(_cfg(task, tmp_path))
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
 def test_missing_test_path_fails_cleanly(task, tmp_path):
     cfg = _cfg(task, tmp_path, **{"data.test_path": str(tmp_path / "no.json")})
     with pytest.raises(AlignersInputError, match="data.test_path"):
