@@ -36,12 +36,7 @@ __all__ = ["FORMAT", "LOADERS", "ModelFolder", "write_model", "read_model", "loa
 FORMAT = "aligners/1"
 
 # kind -> "module:function" taking a ModelFolder and returning a model ready for inference.
-LOADERS: dict[str, str] = {
-    "reorder_lexical": "aligners.models.reorder.reorderer:load_folder",
-    "reorder_naive_bayes": "aligners.models.reorder.reorderer:load_folder",
-    "reorder_primal_mlr": "aligners.models.reorder.reorderer:load_folder",
-    "reorder_dual_mlr": "aligners.models.reorder.reorderer:load_folder",
-}
+LOADERS: dict[str, str] = {}
 
 
 @dataclass
@@ -77,8 +72,8 @@ def _read_json(path: Path) -> Any:
                                  path=str(path)) from None
 
 
-def _write_json(path: Path, obj: Any) -> None:
-    path.write_text(json.dumps(obj, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+def _write_json(path: Path, obj: Any, *, indent: int | None = 1) -> None:
+    path.write_text(json.dumps(obj, ensure_ascii=False, indent=indent) + "\n", encoding="utf-8")
     os.chmod(path, 0o644)
 
 
@@ -111,7 +106,7 @@ def write_model(
         os.chmod(tmp / "model.safetensors", 0o644)
         _write_json(tmp / "config.json", {"format": FORMAT, "kind": kind, **config})
         for stem, value in (extras or {}).items():
-            _write_json(tmp / f"{stem}.json", value)
+            _write_json(tmp / f"{stem}.json", value, indent=None)  # tables: one line, compact
         if dest.exists():
             old = dest.with_name(f".{dest.name}.old")
             shutil.rmtree(old, ignore_errors=True)
@@ -172,3 +167,8 @@ def load(path: str | Path):
                                  f"{sorted(LOADERS)}", path=str(folder.path))
     module, _, func = target.partition(":")
     return getattr(importlib.import_module(module), func)(folder)
+
+
+# reordering models (aligners/models/reorder): every kind loads as a ready `Reorderer`
+LOADERS.update({kind: "aligners.models.reorder.reorderer:load_folder" for kind in (
+    "reorder-lexical", "reorder-naive-bayes", "reorder-primal-mlr", "reorder-dual-mlr")})

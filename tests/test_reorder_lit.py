@@ -104,7 +104,7 @@ def test_aligners_load_returns_a_ready_reorderer(tmp_path):
                         "lowercase": True}, "features": {"min_count": 1, "context": False}}
     model.save(tmp_path / "nb", meta=meta, features=feats)
     cfg = json.loads((tmp_path / "nb" / "config.json").read_text())
-    assert cfg["format"] == "aligners/1" and cfg["kind"] == "reorder_naive_bayes"
+    assert cfg["format"] == "aligners/1" and cfg["kind"] == "reorder-naive-bayes"
     r = aligners.load(tmp_path / "nb")
     assert isinstance(r, Reorderer) and r.max_length == 3 and r.lowercase
     assert r.featurizer is not None and not r.featurizer.context

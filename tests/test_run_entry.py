@@ -75,7 +75,7 @@ def test_a_model_of_another_task_is_refused(task, tmp_path, monkeypatch):
         monkeypatch.setitem(LOADERS, "other_family", "aligners.export:load")
         kind = "other_family"
     else:
-        kind = "reorder_lexical"  # a reordering model, claimed by the reorder task
+        kind = "reorder-lexical"  # a reordering model, claimed by the reorder task
     assert kind not in (kinds or ())
     other = write_model(tmp_path / "other", kind=kind, tensors={"w": torch.zeros(1)}, config={})
     with pytest.raises(AlignersInputError,

@@ -44,7 +44,7 @@ from aligners.phrases import load_corpus
 __all__ = ["KINDS", "train", "evaluate", "dir_size"]
 
 # export kinds this task writes and `evaluate` accepts
-KINDS = ("reorder_lexical", "reorder_naive_bayes", "reorder_primal_mlr", "reorder_dual_mlr")
+KINDS = ("reorder-lexical", "reorder-naive-bayes", "reorder-primal-mlr", "reorder-dual-mlr")
 
 
 def dir_size(path) -> int:

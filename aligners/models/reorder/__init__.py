@@ -3,7 +3,7 @@
 `lexical` (Moses relative frequencies), `mlr` (primal MaxEnt, SGD), `dual_mlr` (dual MaxEnt,
 exponentiated gradient with shrinking), `naive_bayes` (MAP and Bayesian predictive, with
 mutual-information feature selection). All export through `aligners/export.py`
-(kinds `reorder_*`); `aligners.load(folder)` returns a ready `Reorderer`.
+(kinds `reorder-*`); `aligners.load(folder)` returns a ready `Reorderer`.
 """
 
 from aligners.models.reorder.dual_mlr import DualMLR

@@ -131,7 +131,7 @@ def eq12_gradient(X, labels, alpha: torch.Tensor, *, sigma2: float) -> torch.Ten
 class DualMLR(LinearSoftmax):
     """Dual MaxEnt trained by EG with shrinking. `weight` = w(alpha), (F, K) float64."""
 
-    KIND = "reorder_dual_mlr"
+    KIND = "reorder-dual-mlr"
 
     def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float = 1.0):
         super().__init__(num_features=num_features, num_classes=num_classes, sigma2=sigma2)

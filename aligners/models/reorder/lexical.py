@@ -87,14 +87,14 @@ class LexicalReordering:
                 n += 1
         return n
 
-    KIND = "reorder_lexical"
+    KIND = "reorder-lexical"
 
     def hparams(self) -> dict:
         """The plain-JSON constructor arguments."""
         return {"num_classes": self.num_classes, "smoothing": self.smoothing}
 
     def save(self, directory, *, meta: dict | None = None, features: list | None = None):
-        """Export (`aligners/export.py`, kind `reorder_lexical`); `meta` joins the config."""
+        """Export (`aligners/export.py`, kind `reorder-lexical`); `meta` joins the config."""
         return write_reorderer(
             directory, kind=self.KIND,
             tensors={"keys": torch.from_numpy(self.keys),

@@ -73,7 +73,7 @@ def primal_objective(X, labels, W: torch.Tensor, *, sigma2: float) -> float:
 class PrimalMLR(LinearSoftmax):
     """Primal MaxEnt. F features, K classes; `weight` is (F, K) float64."""
 
-    KIND = "reorder_primal_mlr"
+    KIND = "reorder-primal-mlr"
 
     def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float = 1.0):
         super().__init__(num_features=num_features, num_classes=num_classes, sigma2=sigma2)

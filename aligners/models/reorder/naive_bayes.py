@@ -133,7 +133,7 @@ class NaiveBayes:
         out.class_counts = self.class_counts.clone()
         return out
 
-    KIND = "reorder_naive_bayes"
+    KIND = "reorder-naive-bayes"
 
     def hparams(self) -> dict:
         """The plain-JSON constructor arguments."""
@@ -141,7 +141,7 @@ class NaiveBayes:
                 "alpha": self.alpha, "inference": self.inference}
 
     def save(self, directory, *, meta: dict | None = None, features: list | None = None):
-        """Export (`aligners/export.py`, kind `reorder_naive_bayes`); `meta` joins the config."""
+        """Export (`aligners/export.py`, kind `reorder-naive-bayes`); `meta` joins the config."""
         return write_reorderer(directory, kind=self.KIND,
                                tensors={"counts": self.counts.float(),
                                         "class_counts": self.class_counts},
