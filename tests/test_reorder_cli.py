@@ -24,7 +24,7 @@ def corpus(tmp_path):
 
 
 def _args(p, src="src"):
-    return ["-s", str(p[src]), "-t", str(p["tgt"]), "-a", str(p["ali"]), "--no-progress"]
+    return ["-s", str(p[src]), "-t", str(p["tgt"]), "-a", str(p["ali"]), "--quiet"]
 
 
 def test_extract_lines_match_moses_format(corpus, tmp_path):

@@ -34,7 +34,8 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
                    "always as the model was trained)")
     p.add_argument("--lenient", action="store_true",
                    help="drop (count, warn about) links outside their sentence instead of failing")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--quiet", "--no-progress", dest="no_progress", action="store_true",
+                   help="no progress bar on stderr (--quiet, as in `aligners align`)")
 
 
 def _extract_args(p: argparse.ArgumentParser) -> None:
