@@ -13,7 +13,7 @@ from torch-struct's, because ours is right: every item equals its one-by-one res
 torch-struct 0.5 is wrong for all but the shortest sequence of a semi-Markov batch with
 K >= 3 (tested in ``tests/test_lattice_semimarkov.py``). Full-length batches agree with
 torch-struct (``tests/test_lattice_chain_distributions.py``). Used by no model: kept as the
-tested public drop-in. Other differences: exact variable-length results; ``sample`` takes ``generator=`` and any
+tested public drop-in. Other differences: ``sample`` takes ``generator=`` and any
 ``sample_shape``; nothing calls ``requires_grad_`` on the caller's tensor; all of it works
 under ``torch.inference_mode``.
 
