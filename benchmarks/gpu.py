@@ -10,6 +10,8 @@ table rows; the word-aligner and monolingual cases are appended there by their o
 its gradient = marginals), each bracketed by ``torch.cuda.synchronize()`` on CUDA; the
 first run is a warm-up. Peak memory: ``torch.cuda.max_memory_allocated()`` growth over the
 inputs on CUDA; the resident-set high-water growth (``/proc/self/clear_refs``) on CPU.
+Launches: device kernels (and memcpy/memset) of one run under ``torch.profiler`` on CUDA; on
+CPU the number of computing aten ops (a proxy: what would be launched on a GPU).
 torch-struct's out-of-memory is caught and printed as "OOM"; on CPU it is not started when
 its O(B·N·C³) (semi-Markov: O(B·N·(K·C)³)) estimate exceeds ``--cap-gib`` ("OOM (est.)").
 Prints one markdown table and, with ``--json PATH``, writes the rows as JSON. Under 5 minutes
@@ -48,6 +50,7 @@ class Bench:
     repeats: int = 10
     torch_struct: bool = True
     cap_gib: float = 8.0
+    methods: bool = False
     rows: list = field(default_factory=list)
 
     def sync(self) -> None:
@@ -66,7 +69,24 @@ class Bench:
             self.sync()
             times.append(time.perf_counter() - t)
         peak = self.peak_mib(run)
-        return {"ms": statistics.median(times) * 1e3, "peak_mib": peak}
+        return {"ms": statistics.median(times) * 1e3, "peak_mib": peak,
+                "kernels": self.count_kernels(run)}
+
+    def count_kernels(self, run) -> int:
+        """Launches in one run: device kernels + memcpy/memset on CUDA; on CPU (a proxy)
+        the leaf aten ops that compute (views and allocations excluded)."""
+        from torch.profiler import ProfilerActivity, profile
+
+        cuda = self.device.type == "cuda"
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        with profile(activities=acts) as prof:
+            run()
+            self.sync()
+        events = prof.events()
+        if cuda:
+            return sum(1 for e in events if e.device_type == torch.autograd.DeviceType.CUDA)
+        return sum(1 for e in events if e.name.startswith("aten::") and e.name not in _NO_KERNEL
+                   and not any(c.name.startswith("aten::") for c in e.cpu_children))
 
     def peak_mib(self, run) -> float | None:
         gc.collect()
@@ -86,7 +106,8 @@ class Bench:
             return None
 
     def row(self, case: str, impl: str, result: dict | None = None, note: str = "") -> dict:
-        row = {"case": case, "impl": impl, "ms": None, "peak_mib": None, "note": note}
+        row = {"case": case, "impl": impl, "ms": None, "peak_mib": None, "kernels": None,
+               "note": note}
         row.update(result or {})
         self.rows.append(row)
         return row
@@ -96,6 +117,15 @@ class Bench:
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         return "OOM" if err is None else f"OOM ({type(err).__name__})"
+
+
+_NO_KERNEL = frozenset(f"aten::{n}" for n in (
+    "view", "reshape", "_reshape_alias", "as_strided", "unsqueeze", "squeeze", "expand",
+    "expand_as", "transpose", "permute", "t", "slice", "select", "narrow", "unbind", "split",
+    "chunk", "flatten", "diagonal", "detach", "detach_", "alias", "_unsafe_view", "view_as",
+    "movedim", "lift_fresh", "empty", "empty_like", "empty_strided", "resize_",
+    "resolve_conj", "resolve_neg", "result_type", "is_nonzero", "item", "real",
+    "_local_scalar_dense", "scalar_tensor"))
 
 
 def _status(key: str) -> int:
@@ -127,10 +157,11 @@ def _chain_case(bench: Bench, name: str, shape: tuple, ts_bytes: float) -> None:
     auto = "scan" if _chain_scan.use_scan("auto", spans) else "loop"
     ours = bench.measure(_fwd_bwd(mod.log_partition, lp))
     z = mod.log_partition(lp).detach()
-    top = bench.row(name, f"ours ({auto})", ours)
-    if auto == "scan":
-        loop = bench.measure(_fwd_bwd(lambda x: mod.log_partition(x, method="loop"), lp))
-        bench.row(name, "ours (loop)", loop)
+    top = bench.row(name, f"ours (auto: {auto})", ours)
+    if auto == "scan" or bench.methods:  # the other method, for the per-size choice
+        other = "loop" if auto == "scan" else "scan"
+        res = bench.measure(_fwd_bwd(lambda x: mod.log_partition(x, method=other), lp))
+        bench.row(name, f"ours ({other})", res)
     if not bench.torch_struct:
         return
     try:
@@ -203,11 +234,13 @@ CASES = [case_linear_small, case_semi_small, case_linear_large, case_semi_large,
 
 
 def _table(rows: list) -> str:
-    out = ["| case | implementation | ms (median) | peak MiB | note |", "|---|---|---|---|---|"]
+    out = ["| case | implementation | ms (median) | peak MiB | launches | note |",
+           "|---|---|---|---|---|---|"]
     for r in rows:
         ms = "-" if r["ms"] is None else f"{r['ms']:.2f}"
         mib = "-" if r["peak_mib"] is None else f"{r['peak_mib']:.1f}"
-        out.append(f"| {r['case']} | {r['impl']} | {ms} | {mib} | {r['note']} |")
+        kern = "-" if r["kernels"] is None else str(r["kernels"])
+        out.append(f"| {r['case']} | {r['impl']} | {ms} | {mib} | {kern} | {r['note']} |")
     return "\n".join(out)
 
 
@@ -221,6 +254,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--cap-gib", type=float, default=8.0,
                         help="CPU: do not start torch-struct above this memory estimate")
     parser.add_argument("--no-torch-struct", action="store_true")
+    parser.add_argument("--methods", action="store_true",
+                        help="also time the chain lattices with method=loop and method=scan")
     parser.add_argument("--cases", nargs="*", help="names of case functions (default: all)")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -229,7 +264,8 @@ def main(argv=None) -> dict:
         torch.set_num_threads(args.threads)
     bench = Bench(torch.device(args.device), quick=args.quick,
                   repeats=args.repeats or (3 if args.quick else 10),
-                  torch_struct=not args.no_torch_struct, cap_gib=args.cap_gib)
+                  torch_struct=not args.no_torch_struct, cap_gib=args.cap_gib,
+                  methods=args.methods)
     cases = [c for c in CASES if not args.cases or c.__name__ in args.cases]
     machine = (torch.cuda.get_device_name() if args.device == "cuda" else
                f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "

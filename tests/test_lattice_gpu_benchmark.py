@@ -15,6 +15,7 @@ def test_gpu_benchmark_quick_on_cpu(tmp_path, capsys):
     assert len(cases) == len(gpu.CASES) == 5
     ours = [r for r in rows if r["impl"].startswith("ours")]
     assert len({r["case"] for r in ours}) == 5 and all(r["ms"] > 0 for r in ours)
+    assert all(r["kernels"] > 0 for r in ours)  # launches (CPU: computing aten ops)
     diffs = [r["logz_diff"] for r in ours if "logz_diff" in r]
     assert len(diffs) == 4 and max(diffs) < 1e-4  # the four chain cases vs torch-struct
     printed = capsys.readouterr().out
