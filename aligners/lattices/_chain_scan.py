@@ -13,7 +13,8 @@ ceil(log2 T) levels, each ONE batched semiring matrix product.
   level (small sizes; tests and the k-best/Max cross-checks).
 - ``scan_log_partition`` (Log): each level is one batched GEMM in probability space with
   per-row/per-column max shifts (O(B·T·D³) time, O(B·T·D²) memory, the same order as the
-  potentials when S <= 2), differentiable by autograd (gradient = marginals). Exact by
+  potentials when S <= 2), with an explicit backward per level (``_LogMM``: two GEMMs), so
+  autograd gives the marginals in as many levels again. Exact by
   construction: a level whose shifted entries span more than half the dtype's exponent range
   (where a product could underflow) flags the item, and flagged items are recomputed by the
   per-position loop.
