@@ -106,7 +106,9 @@ def scan_sum(semiring, spans: torch.Tensor, lengths: torch.Tensor) -> torch.Tens
 
 
 class _LogMM(torch.autograd.Function):
-    """Log-space product of x (..., n, p) and y (..., p, m) as ONE GEMM in probability space:
+    """One scan level: mats (B, T, D, D), T even -> (B, T/2, D, D) products of the pairs
+    ``x = mats[:, 2i+1]`` (later) and ``y = mats[:, 2i]`` (earlier) in log space, as ONE GEMM
+    in probability space:
     ``out = xm + log(exp(x + ys - xm) @ exp(y - ys))`` with row maxima ``ys`` of y and ``xm``
     of ``x + ys`` (constants: the value does not depend on them). Structural zeros (entries
     <= zero/2, or -inf) give exact 0 probabilities; an all-zero sum gives -inf (a structural
@@ -115,7 +117,8 @@ class _LogMM(torch.autograd.Function):
     ~12 kernels forward (+3 for the flag), ~7 backward (explicit, first order)."""
 
     @staticmethod
-    def forward(ctx, x, y, bounds, zero):
+    def forward(ctx, mats, bounds, zero):
+        x, y = mats[:, 1::2], mats[:, 0::2]  # pairs (later, earlier); T even
         half = zero / 2
         ys = y.amax(-1, keepdim=True).clamp_min_(half)
         xs = x + ys.transpose(-1, -2)
@@ -137,7 +140,7 @@ class _LogMM(torch.autograd.Function):
         gs = torch.where(s > 0, grad / s, torch.zeros_like(s))
         gx = torch.matmul(gs, q.transpose(-1, -2)).mul_(p)
         gy = torch.matmul(p.transpose(-1, -2), gs).mul_(q)
-        return gx, gy, None, None
+        return torch.stack([gy, gx], 2).flatten(1, 2), None, None  # one copy, no scatter
 
 
 def scan_log_partition(spans: torch.Tensor, lengths: torch.Tensor):
@@ -158,10 +161,11 @@ def scan_log_partition(spans: torch.Tensor, lengths: torch.Tensor):
     eye.diagonal().fill_(0.0)
     bounds = torch.full((2,), zero / 4, dtype=dt, device=spans.device)
     bounds[1] = limit  # a fill on the device: no host-to-device copy
+    padded = 1 << (t - 1).bit_length()  # identity steps up to a power of two: no odd levels
+    if padded > t:
+        mats = torch.cat([mats, eye.expand(batch, padded - t, d, d)], 1)
     while mats.shape[1] > 1:
-        if mats.shape[1] % 2:
-            mats = torch.cat([mats, eye.expand(batch, 1, d, d)], 1)
-        mats, f = _LogMM.apply(mats[:, 1::2], mats[:, 0::2], bounds, zero)
+        mats, f = _LogMM.apply(mats, bounds, zero)
         flag = flag | f
     log_z = torch.logsumexp(mats[:, 0, :c, :c].flatten(-2), -1)
     return log_z.clamp_min(zero), flag  # an impossible item: the semiring zero, as the loop
