@@ -27,6 +27,7 @@ from aligners.lattices import (
     hmm_sample,
     hmm_viterbi,
     hsmm_posteriors,
+    hsmm_sample,
     hsmm_viterbi,
     sample_categorical,
 )
@@ -198,6 +199,11 @@ def test_samplers_on_device_are_valid_with_the_right_frequencies():
     assert bool((paths[:, ~live] == -1).all()) and bool((paths[:, live] >= 0).all())
     assert bool(d[4].gather(1, paths.clamp(min=0).flatten(1).t().reshape(
         init.shape[0], -1)).all())  # sampled states are real states
+    init, trans, _, seg, lengths, _ = _factored(dtype=torch.float32)
+    hs = hsmm_sample(*_dev(init, trans, seg), generator=gen, num_samples=3,
+                     lengths=lengths.to(DEVICE))
+    hlive = torch.arange(seg.shape[1], device=DEVICE)[None] < lengths.to(DEVICE)[:, None]
+    assert bool((hs.states[:, ~hlive] == -1).all()) and bool((hs.states[:, hlive] >= 0).all())
     struct, lp, lengths = _chain("semi", torch.float32)
     labels = struct().sample_labels(*_dev(lp), 4, lengths=lengths.to(DEVICE), generator=gen)
     assert labels.device.type == DEVICE.type
