@@ -19,6 +19,10 @@ ceil(log2 T) levels, each ONE batched semiring matrix product.
   (where a product could underflow) flags the item, and flagged items are recomputed by the
   per-position loop.
 
+The GEMMs follow torch's float32 matmul precision: with TF32 enabled by the user
+(``torch.set_float32_matmul_precision("high")``) float32 results lose ~3 digits; the default
+("highest") keeps them (tests/test_cuda.py states the tolerances).
+
 ``use_scan`` is the automatic choice: the loop on CPU (fewer flops, no launch overhead to
 save), the scan on CUDA when S <= 2 and D <= 256 (then its memory stays within a small
 multiple of the potentials'; larger windows keep the loop).
