@@ -26,6 +26,7 @@ from aligners.errors import AlignersInputError
 
 __all__ = [
     "semiring_zero",
+    "sample_categorical",
     "LogSemiring",
     "MaxSemiring",
     "KMaxSemiring",
@@ -45,6 +46,24 @@ def semiring_zero(dtype: torch.dtype) -> float:
     if dtype == torch.float16:
         raise AlignersInputError("float16 log-potentials are not supported: use float32")
     return torch.finfo(dtype).min / 2**16
+
+
+def sample_categorical(logits: torch.Tensor, *, generator: torch.Generator | None = None
+                       ) -> torch.Tensor:
+    """One draw per row from unnormalised log-weights ``logits (..., C)`` -> ``(...)`` long.
+
+    The one categorical sampler of the project (lattices, semirings and models share it):
+    inverse CDF with ``u = 1 - rand`` in (0, 1] drawn from ``generator`` on the logits' device
+    (one ``rand`` of shape ``(..., 1)``: no host sync, reproducible from the seed). O(numel)
+    time and memory. ``-inf`` / semiring-zero entries are never drawn unless the whole row
+    is impossible (then index 0 is returned).
+    """
+    m = logits.amax(-1, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    cdf = (logits - m).exp().cumsum(-1)
+    u = 1.0 - torch.rand(logits.shape[:-1] + (1,), generator=generator, device=logits.device,
+                         dtype=logits.dtype)
+    return (cdf < u * cdf[..., -1:]).sum(-1).clamp_(max=logits.shape[-1] - 1)
 
 
 class _DtypeZero:
@@ -121,11 +140,10 @@ class _SampledLogSumExp(torch.autograd.Function):
     def backward(ctx, grad_output):
         xs, out = ctx.saved_tensors
         dim = ctx.dim % xs.dim()
-        probs = (xs - out.unsqueeze(dim)).exp().movedim(dim, -1)
-        flat = probs.reshape(-1, probs.shape[-1])
-        draws = torch.multinomial(flat, 1, replacement=True, generator=ctx.generator)
-        onehot = torch.zeros_like(flat).scatter_(1, draws, 1.0)
-        onehot = onehot.view(probs.shape).movedim(-1, dim)
+        logp = (xs - out.unsqueeze(dim)).movedim(dim, -1)
+        draws = sample_categorical(logp, generator=ctx.generator)
+        onehot = torch.zeros_like(logp).scatter_(-1, draws.unsqueeze(-1), 1.0)
+        onehot = onehot.movedim(-1, dim)
         return grad_output.unsqueeze(dim) * onehot, None, None
 
 

@@ -6,8 +6,14 @@ drop-in distribution classes in ``distributions``. Factored alignment lattices:
 ``hmm`` (``init (B,C)``, ``trans (B,C,C)``, ``emit (B,N,C)``), ``hsmm`` (segments) and
 ``alignment_hmm`` (the Och-Ney alignment HMM, I word + I NULL states, jump-score rows) and
 ``factored_semimarkov`` (segment score + label transition, ``emit (B,N-1,K,C)``).
+
+One private core (``_core``): the log zero ``aligners.semirings.semiring_zero``, one masking
+rule for variable lengths, one vectorised backtrack, and ``sample_categorical``, the one
+categorical sampler (public: models may use it too).
 """
 
+from aligners.lattices import linear_chain, semimarkov
+from aligners.lattices._core import sample_categorical
 from aligners.lattices.alignment_hmm import (
     AlignmentHMMPosteriors,
     AlignmentHMMViterbi,
@@ -59,4 +65,7 @@ __all__ = [
     "hsmm_posteriors",
     "hsmm_sample",
     "hsmm_viterbi",
+    "linear_chain",
+    "sample_categorical",
+    "semimarkov",
 ]

@@ -21,7 +21,7 @@ import contextlib
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.semirings import semiring_zero
+from aligners.lattices._core import backtrack, length_mask, sample_categorical, semiring_zero
 
 __all__ = [
     "check_lengths",
@@ -126,9 +126,9 @@ def _outside(spans: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     zero = semiring_zero(spans.dtype)
     starts = spans.unbind(1)
     out = [None] * n
-    points = torch.arange(n, device=spans.device).view(-1, 1, 1)
-    here = (lengths - 1).view(1, -1, 1) == points  # (N, B, 1): the end point
-    past = (lengths - 1).view(1, -1, 1) < points  # beyond it
+    real = length_mask(lengths, n).t().unsqueeze(-1)  # (N, B, 1): the one masking rule
+    past = ~real  # beyond the end point
+    here = real & ~torch.cat([real[1:], torch.zeros_like(real[:1])], 0)  # the end point
     for p in range(n - 1, -1, -1):
         kmax = min(size, n - 1 - p)
         if kmax == 0:
@@ -206,28 +206,22 @@ def log_partition(potentials: torch.Tensor, lengths: torch.Tensor, offset: int =
 
 def viterbi(spans: torch.Tensor, lengths: torch.Tensor):
     """Max score ``(B,)`` and the argmax structure's indicators ``(B, N-1, S, C, C)`` by
-    backpointers (no autograd): O(B·N·C) integers stored."""
+    backpointers (no autograd): O(B·N·C) integers stored; `_core.backtrack` (no host sync)."""
     batch, n_1, size, c, _ = spans.shape
     chart, back = _forward_chart(spans, lambda x: x.max(-1))
     last = _gather_last(chart, lengths)
-    score, label = last.max(-1)
+    score, score_label = last.max(-1)
     parts = torch.zeros_like(spans)
     if n_1 == 0:
         return score, parts
     back = torch.stack(back, 1)  # (B, N-1, C): flat (k-1)*C + c' for end point m = index+1
-    pos = lengths - 1
-    rows = torch.arange(batch, device=spans.device)
-    for _ in range(n_1):
-        active = pos > 0
-        idx = back[rows, (pos - 1).clamp(min=0), label]
-        k = idx // c + 1
-        prev = idx % c
-        start = (pos - k).clamp(min=0)
-        ones = active.to(spans.dtype)
-        parts.index_put_((rows, start, (k - 1).clamp(max=size - 1), label, prev), ones,
-                         accumulate=True)
-        pos = torch.where(active, pos - k, pos)
-        label = torch.where(active, prev, label)
+    labels, seg_len = backtrack(back // c + 1, back % c, last=lengths - 1, label=score_label)
+    k = seg_len[:, 1:]  # (B, N-1): length of the segment ending at point m = index + 1
+    start = torch.where(k > 0, torch.arange(1, n_1 + 1, device=spans.device) - k, 0)
+    rows = torch.arange(batch, device=spans.device).unsqueeze(1).expand(-1, n_1)
+    parts.index_put_((rows, start, (k - 1).clamp(min=0), labels[:, 1:].clamp(min=0),
+                      labels.gather(1, start).clamp(min=0)), (k > 0).to(spans.dtype),
+                     accumulate=True)
     return score, parts
 
 
@@ -245,8 +239,7 @@ def sample_ffbs(spans: torch.Tensor, lengths: torch.Tensor, n: int, generator=No
     rows = n * batch
     b = torch.arange(batch, device=spans.device).repeat(n)  # row r = i*B + b
     pos = (lengths - 1).repeat(n)
-    label = torch.multinomial(_gather_last(chart, lengths).softmax(-1).repeat(n, 1), 1,
-                              replacement=True, generator=generator).squeeze(1)
+    label = sample_categorical(_gather_last(chart, lengths).repeat(n, 1), generator=generator)
     labels = torch.full((rows, n_1 + 1), -1, dtype=torch.long, device=spans.device)
     r_idx = torch.arange(rows, device=spans.device)
     labels[r_idx, pos] = label
@@ -263,8 +256,7 @@ def sample_ffbs(spans: torch.Tensor, lengths: torch.Tensor, n: int, generator=No
             scores.append(torch.where((pos - k >= 0).view(-1, 1), sc, neg))
         flat = torch.stack(scores, 1).flatten(1)  # (R, S*C')
         flat = torch.where(active.view(-1, 1), flat, torch.zeros_like(flat))
-        idx = torch.multinomial(flat.softmax(-1), 1, replacement=True,
-                                generator=generator).squeeze(1)
+        idx = sample_categorical(flat, generator=generator)
         k = idx // c + 1
         prev = idx % c
         start = torch.where(active, pos - k, pos)

@@ -1,5 +1,6 @@
 """Private helpers shared by the factored HMM and HSMM lattices: input checks and cleaning.
 
+The log zero is the one of `aligners.semirings` (re-exported here for the HMM/HSMM files).
 Cleaning makes every value the recursions read finite or -inf: masked states get -inf
 potentials, padded positions get emission 0 (never read into a real result), and NaN / +inf
 in a real entry raise `AlignersInputError`.
@@ -10,6 +11,7 @@ from typing import NamedTuple
 import torch
 
 from aligners.errors import AlignersInputError
+from aligners.lattices._core import length_mask, semiring_zero
 
 __all__ = [
     "Cleaned",
@@ -92,7 +94,7 @@ def clean_factored(
         lengths = lengths.to(device=device, dtype=torch.long)
         if bool(((lengths < 1) | (lengths > N)).any()):
             raise AlignersInputError(f"lengths: every length must be in [1, N={N}]")
-    pos_mask = torch.arange(N, device=device) < lengths[:, None]
+    pos_mask = length_mask(lengths, N)
     neg_inf = float("-inf")
     init, trans, emit = log_init.detach(), log_trans.detach(), log_emit.detach()
     if state_mask is not None:
@@ -148,7 +150,3 @@ def detached_leaf(x: torch.Tensor) -> torch.Tensor:
     for inference tensors (call it under `torch.inference_mode(False)`)."""
     return x.detach().clone().requires_grad_(True)
 
-
-def semiring_zero(dtype: torch.dtype) -> float:
-    """A dtype-aware finite stand-in for log 0: sums of a few of them stay finite."""
-    return torch.finfo(dtype).min / 16

@@ -27,6 +27,8 @@ from typing import NamedTuple
 
 import torch
 
+from aligners.lattices._core import backtrack, length_mask, semiring_zero
+
 __all__ = [
     "AlignmentHMMPosteriors",
     "AlignmentHMMViterbi",
@@ -98,10 +100,10 @@ def alignment_hmm_posteriors(
     dtype = link_probs.dtype
     tiny = torch.finfo(dtype).tiny
     dev = link_probs.device
-    valid = torch.arange(I, device=dev)[None, :] < src_lengths[:, None]
+    valid = length_mask(src_lengths, I)
     S, vf, norm, inv = _jump_rows(jump_scores, valid, dtype)
     St = S[1:]
-    jvalid = torch.arange(J, device=dev)[None, :] < tgt_lengths[:, None]
+    jvalid = length_mask(tgt_lengths, J)
     ew = link_probs.transpose(1, 2) * vf[:, None, :]  # (B, J, I)
     en = null_probs * jvalid
     shift = torch.maximum(ew.amax(-1), en).clamp_min(tiny)  # (B, J)
@@ -164,7 +166,7 @@ def alignment_hmm_posteriors(
 
 
 def _log(x: torch.Tensor) -> torch.Tensor:
-    return torch.log(x).clamp_min(torch.finfo(x.dtype).min)
+    return torch.log(x).clamp_min(semiring_zero(x.dtype))
 
 
 def alignment_hmm_viterbi(
@@ -182,15 +184,15 @@ def alignment_hmm_viterbi(
     score (B,))`. Cost O(B J I^2) time with one (B, I, I) temporary per step (the word and NULL
     states remembering i' share their outgoing row, so only I predecessors are maximised
     over, not 2I), O(B J I) memory for backpointers. On exact ties a word predecessor is
-    preferred to the NULL one remembering the same position.
+    preferred to the NULL one remembering the same position. Backtrack: `_core.backtrack`.
     """
     _check(link_probs, null_probs, jump_scores, src_lengths, tgt_lengths)
     B, I, J = link_probs.shape
     dtype = link_probs.dtype
     dev = link_probs.device
-    neg = torch.finfo(dtype).min
-    valid = torch.arange(I, device=dev)[None, :] < src_lengths[:, None]
-    jvalid = torch.arange(J, device=dev)[None, :] < tgt_lengths[:, None]
+    neg = semiring_zero(dtype)
+    valid = length_mask(src_lengths, I)
+    jvalid = length_mask(tgt_lengths, J)
     S, _, norm, _ = _jump_rows(jump_scores, valid, dtype)
     q = 1.0 - p0
     lw = _log(link_probs.transpose(1, 2)).masked_fill(~valid[:, None, :], neg)  # (B, J, I)
@@ -215,12 +217,12 @@ def alignment_hmm_viterbi(
         args.append(arg)
         from_null.append(nul)
     score, z = torch.cat([dw, dn], dim=1).max(dim=1)
-    states = torch.full((B, J), -1, dtype=torch.long, device=dev)
-    for j in range(J - 1, -1, -1):
-        states[:, j] = torch.where(live[j], z, states[:, j])
-        if j > 0:
-            pos = torch.where(z < I, args[j - 1].gather(1, z.clamp(max=I - 1)[:, None])[:, 0],
-                              z - I)
-            prev = pos + I * from_null[j - 1].gather(1, pos[:, None])[:, 0].long()
-            z = torch.where(live[j], prev, z)
+    if J == 1:
+        return AlignmentHMMViterbi(z.unsqueeze(1), score)
+    # predecessor of every state in the 2I-state convention: word state i came from the
+    # remembered position args[i], NULL state I+i from i; that position's best was NULL or not
+    pos = torch.cat([torch.stack(args, 1),
+                     torch.arange(I, device=dev).expand(B, J - 1, I)], -1)  # (B, J-1, 2I)
+    prev = pos + I * torch.stack(from_null, 1).gather(-1, pos).long()
+    states, _ = backtrack(None, prev, last=tgt_lengths - 1, label=z)
     return AlignmentHMMViterbi(states, score)

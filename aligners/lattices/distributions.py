@@ -6,8 +6,14 @@
 ``marginals``, ``argmax``/``mode``, ``max``, ``entropy``, ``kmax(k)``, ``topk(k)``,
 ``sample(sample_shape)``, ``log_prob(value)``, ``cross_entropy(other)``, ``kl(other)``,
 ``count``, ``to_event``/``from_event`` — with the same shapes (event = the log-potentials'
-shape after B; ``sample``/``topk`` put the sample/k dimension first). Differences: exact
-variable-length semi-Markov results; ``sample`` takes ``generator=`` and any
+shape after B; ``sample``/``topk`` put the sample/k dimension first).
+
+With mixed lengths in one batch, ``partition`` (and everything derived from it) differs
+from torch-struct's, because ours is right: every item equals its one-by-one result, while
+torch-struct 0.5 is wrong for all but the shortest sequence of a semi-Markov batch with
+K >= 3 (tested in ``tests/test_lattice_semimarkov.py``). Full-length batches agree with
+torch-struct (``tests/test_lattice_chain_distributions.py``). Used by no model: kept as the
+tested public drop-in. Other differences: ``sample`` takes ``generator=`` and any
 ``sample_shape``; nothing calls ``requires_grad_`` on the caller's tensor; all of it works
 under ``torch.inference_mode``.
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 
 from aligners.errors import AlignersInputError
+from aligners.lattices._core import backtrack, semiring_zero
 
 __all__ = ["factored_log_partition", "factored_viterbi", "materialise"]
 
@@ -95,27 +96,23 @@ def factored_viterbi(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tenso
     """emit (B, N-1, K, C), trans (B, C, C), start (B, C), lengths (B,) ->
     (best scores (B,), per row the segments [(start point, length k, label), ...]).
 
-    O(B*N*(C^2 + K*C)) time, O(B*N*K*C) integer backpointers."""
-    B, _, _, C = emit.shape
+    O(B*N*(C^2 + K*C)) time, O(B*N*K*C) integer backpointers; the backtrack is vectorised
+    over the batch (`_core.backtrack`), then one host transfer builds the lists."""
     last, pointers = _factored_scan(emit, trans, start, lengths, reduce_max=True)
     score, label = last.max(-1)
-    kb = torch.stack([k for k, _ in pointers], 1).cpu()
-    cb = torch.stack([c for _, c in pointers], 1).cpu()
-    paths = []
-    for b in range(B):
-        t, c, segs = int(lengths[b]) - 1, int(label[b]), []
-        while t > 0:
-            k, c_prev = int(kb[b, t - 1, c]), int(cb[b, t - 1, c])
-            segs.append((t - k, k, c))
-            t, c = t - k, c_prev
-        paths.append(segs[::-1])
+    labels, seg_len = backtrack(torch.stack([k for k, _ in pointers], 1),
+                                torch.stack([c for _, c in pointers], 1),
+                                last=lengths - 1, label=label)
+    labels, seg_len = labels.tolist(), seg_len.tolist()  # one transfer for the output lists
+    paths = [[(t - k, k, lab[t]) for t, k in enumerate(row) if k > 0]
+             for lab, row in zip(labels, seg_len)]
     return score, paths
 
 
 def materialise(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
     """The generic (B, N-1, K, C, C) log-potentials these factors stand for (module
     docstring); O(B*N*K*C^2) memory, for tests and small sizes."""
-    zero = torch.finfo(emit.dtype).min / 4
+    zero = semiring_zero(emit.dtype)
     lp = emit.unsqueeze(-1) + trans[:, None, None]
     lp0 = torch.full_like(lp[:, 0], zero)
     lp0[..., 0] = emit[:, 0] + start[:, None, :]

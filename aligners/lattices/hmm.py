@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import torch
 
+from aligners.lattices._core import backtrack, sample_categorical
 from aligners.lattices._factored import (
     clean_factored,
     detached_leaf,
@@ -238,7 +239,8 @@ def hmm_viterbi(log_init, log_trans, log_emit, *, lengths=None, state_mask=None)
     """(B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> (path (B,N) long, -1 past length; score (B,)).
 
     Cost: O(B·N·C²) time with a (B,C,C) temporary per step, O(B·N·C) memory (backpointers).
-    Exact max-product in log space. An impossible item (score -inf) gets an arbitrary path.
+    Exact max-product in log space; the backtrack is `_core.backtrack` (vectorised over the
+    batch, no host sync). An impossible item (score -inf) gets an arbitrary path.
     """
     cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
     B, N, C = cl.emit.shape
@@ -252,20 +254,10 @@ def hmm_viterbi(log_init, log_trans, log_emit, *, lengths=None, state_mask=None)
         delta = torch.where(live[n + 1][:, None], best + e, delta)
         bps.append(arg)
     score, z = delta.max(-1)
-    path = torch.full((B, N), -1, dtype=torch.long, device=cl.emit.device)
-    for n in range(N - 1, -1, -1):
-        path[:, n] = torch.where(live[n], z, path[:, n])
-        if n > 0:
-            prev = bps[n - 1].gather(1, z[:, None]).squeeze(1)
-            z = torch.where(live[n], prev, z)
+    if N == 1:
+        return z.unsqueeze(1), score
+    path, _ = backtrack(None, torch.stack(bps, 1), last=cl.lengths - 1, label=z)
     return path, score
-
-
-def _categorical(weights, u):
-    """Inverse-CDF draw from unnormalised non-negative `weights (...,C)`; u in (0,1]."""
-    cdf = weights.cumsum(-1)
-    target = u * cdf[..., -1:]
-    return (cdf < target).sum(-1).clamp_(max=weights.shape[-1] - 1)
 
 
 def hmm_sample(
@@ -309,9 +301,7 @@ def hmm_sample(
         if n < N - 1:
             col = ltt[bidx, n, z] if cl.time_varying else ltt[bidx, z]
             w = torch.where((n < L - 1)[None, :, None], w + col, w)
-        w = torch.exp(w - finite_shift(w, -1))
-        u = 1.0 - torch.rand(S, B, 1, generator=generator, device=dev, dtype=E.dtype)
-        draw = _categorical(w, u)
+        draw = sample_categorical(w, generator=generator)
         live = (n < L)[None, :]
         z = torch.where(live, draw, z)
         out[:, :, n] = torch.where(live, z, out[:, :, n])

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import torch
 
 from aligners.errors import AlignersInputError
+from aligners.lattices._core import backtrack, fill_segments, sample_categorical
 from aligners.lattices._factored import (
     clean_factored,
     col_shift,
@@ -223,7 +224,8 @@ def hsmm_viterbi(log_init, log_trans, log_seg_emit, *, lengths=None, state_mask=
     """(B,C), (B,C,C), (B,N,K,C) -> HSMMViterbi(segments, states (B,N), score (B,)).
 
     Cost: O(B·N·(C² + K·C)) time with a (B,C,C) temporary per step, O(B·N·C) backpointers;
-    the backtrack runs per item on the CPU (O(N) each). Exact max-product in log space.
+    the backtrack is `_core.backtrack` (vectorised over the batch), then one host transfer
+    builds the segment lists. Exact max-product in log space.
     """
     cl = _clean(log_init, log_trans, log_seg_emit, lengths, state_mask)
     B, N, K, C = cl.emit.shape
@@ -240,22 +242,17 @@ def hsmm_viterbi(log_init, log_trans, log_seg_emit, *, lengths=None, state_mask=
     D = torch.stack(deltas, 1)
     last = D.gather(1, (cl.lengths - 1).view(B, 1, 1).expand(B, 1, C)).squeeze(1)
     score, c_last = last.max(-1)
-    bk_cpu = torch.stack(bk, 1).cpu()
-    bs_cpu = torch.stack(bs, 1).cpu()
-    states = torch.full((B, N), -1, dtype=torch.long)
-    segments = []
-    for b, (n, c) in enumerate(zip(cl.lengths.tolist(), c_last.tolist())):
-        n -= 1
-        segs = []
-        while n >= 0:
-            k = int(bk_cpu[b, n, c])
-            segs.append((n - k, n + 1, c))
-            states[b, n - k : n + 1] = c
-            if n - k > 0:
-                c = int(bs_cpu[b, n - k - 1, c])
-            n -= k + 1
-        segments.append(segs[::-1])
-    return HSMMViterbi(segments, states.to(cl.emit.device), score)
+    # points 0..N: the segment ending at position n ends at point n+1 and starts at point
+    # s = n - kbest; the previous segment's state is bs[s-1] (none when s = 0)
+    k_len = torch.stack(bk, 1) + 1  # (B, N, C)
+    ends = torch.arange(1, N + 1, device=k_len.device).view(1, N, 1)
+    prev = torch.stack(bs, 1).gather(1, (ends - k_len - 1).clamp(min=0))
+    labels, seg_len = backtrack(k_len, prev, last=cl.lengths, label=c_last)
+    states = fill_segments(labels)
+    labels_l, seg_l = labels.tolist(), seg_len.tolist()  # one transfer for the output lists
+    segments = [[(t - k, t, lab[t]) for t, k in enumerate(row) if k > 0]
+                for lab, row in zip(labels_l, seg_l)]
+    return HSMMViterbi(segments, states, score)
 
 
 def hsmm_sample(
@@ -304,11 +301,7 @@ def hsmm_sample(
         if not first:
             W = W + trans_t[bidx, cnext].unsqueeze(2)
         W = W.masked_fill((karange > nn.unsqueeze(-1)).unsqueeze(-1), float("-inf"))
-        W = W.reshape(S, B, K * C)
-        w = torch.exp(W - finite_shift(W, -1))
-        u = 1.0 - torch.rand(S, B, 1, generator=generator, device=dev, dtype=w.dtype)
-        cdf = w.cumsum(-1)
-        flat = (cdf < u * cdf[..., -1:]).sum(-1).clamp_(max=K * C - 1)
+        flat = sample_categorical(W.reshape(S, B, K * C), generator=generator)
         k, cc = flat // C, flat % C
         ends[sidx, bidx, nn] |= active
         at_end[sidx, bidx, nn] = torch.where(active, cc, at_end[sidx, bidx, nn])

@@ -93,15 +93,16 @@ class LinearChain(ChainStruct):
         return labels, c
 
 
-def log_partition(log_potentials, *, lengths=None):
+def log_partition(log_potentials, *, lengths=None, method="auto"):
     """log Z ``(B,)`` of ``(B, N-1, C, C)`` potentials; gradient = marginals.
-    O(B·N·C²) time, O(B·N·C) stored for backward."""
-    return LinearChain(LogSemiring).sum(log_potentials, lengths)
+    O(B·N·C²) time, O(B·N·C) stored for backward (``method``: see ``ChainStruct``; the scan:
+    O(B·N·C³) time in log2 N levels, O(B·N·C²) memory, autograd backward)."""
+    return LinearChain(LogSemiring, method).sum(log_potentials, lengths)
 
 
-def marginals(log_potentials, *, lengths=None):
+def marginals(log_potentials, *, lengths=None, method="auto"):
     """Edge marginals ``(B, N-1, C, C)`` by explicit forward-backward, O(B·N·C²)."""
-    return LinearChain(LogSemiring).marginals(log_potentials, lengths)
+    return LinearChain(LogSemiring, method).marginals(log_potentials, lengths)
 
 
 def viterbi(log_potentials, *, lengths=None):

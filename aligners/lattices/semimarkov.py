@@ -101,15 +101,16 @@ class SemiMarkov(ChainStruct):
         return labels, (c, k_max)
 
 
-def log_partition(log_potentials, *, lengths=None):
+def log_partition(log_potentials, *, lengths=None, method="auto"):
     """log Z ``(B,)`` of ``(B, N-1, K, C, C)`` potentials; gradient = marginals.
-    O(B·N·K·C²) time, O(B·N·C) stored for backward."""
-    return SemiMarkov(LogSemiring).sum(log_potentials, lengths)
+    O(B·N·K·C²) time, O(B·N·C) stored for backward (``method``: see ``ChainStruct``; the scan:
+    O(B·N·C³) time in log2 N levels, O(B·N·C²) memory, autograd backward)."""
+    return SemiMarkov(LogSemiring, method).sum(log_potentials, lengths)
 
 
-def marginals(log_potentials, *, lengths=None):
+def marginals(log_potentials, *, lengths=None, method="auto"):
     """Segment marginals ``(B, N-1, K, C, C)`` by explicit forward-backward."""
-    return SemiMarkov(LogSemiring).marginals(log_potentials, lengths)
+    return SemiMarkov(LogSemiring, method).marginals(log_potentials, lengths)
 
 
 def viterbi(log_potentials, *, lengths=None):

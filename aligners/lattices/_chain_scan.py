@@ -1,0 +1,175 @@
+"""Log-depth parallel scan for the chain lattices (private): few, large kernels for a GPU.
+
+The chain DP of ``_chain_core`` (points 0..N-1, spans ``(B, N-1, S, C, C)`` start-indexed)
+is a product of T = N-1 step matrices over the window state ``W_m = (a_m, a_{m-1}, ...,
+a_{m-S+1})`` of the last S charts (D = S·C states): ``W_{m+1} = A_m ⊗ W_m`` with block row 0
+of ``A_m`` holding the spans that end at point m+1 (block k-1: length k) and identity blocks
+shifting the window. Steps at or past an item's end point are the identity (the one masking
+rule: padding contributes the semiring one), so mixed lengths are exact. log Z = ⊕ of block
+(0, 0) of ``A_{T-1} ⊗ ... ⊗ A_0`` (W_0 = (one, zero, ...)). The product is taken pairwise:
+ceil(log2 T) levels, each ONE batched semiring matrix product.
+
+- ``scan_sum`` (any semiring, e.g. Max): broadcast products, O(B·T·D³) time and memory per
+  level (small sizes; tests and the k-best/Max cross-checks).
+- ``scan_log_partition`` (Log): each level is one batched GEMM in probability space with
+  per-row/per-column max shifts (O(B·T·D³) time, O(B·T·D²) memory, the same order as the
+  potentials when S <= 2), with an explicit backward per level (``_LogMM``: two GEMMs), so
+  autograd gives the marginals in as many levels again. Exact by
+  construction: a level whose shifted entries span more than half the dtype's exponent range
+  (where a product could underflow) flags the item, and flagged items are recomputed by the
+  per-position loop.
+
+The GEMMs follow torch's float32 matmul precision: with TF32 enabled by the user
+(``torch.set_float32_matmul_precision("high")``) float32 results lose ~3 digits; the default
+("highest") keeps them (tests/test_cuda.py states the tolerances).
+
+``use_scan`` is the automatic choice: the loop on CPU (fewer flops, no launch overhead to
+save), the scan on CUDA when S <= 2 and D <= 256 (then its memory stays within a small
+multiple of the potentials'; larger windows keep the loop).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from aligners.errors import AlignersInputError
+from aligners.lattices._core import length_mask, semiring_zero
+
+__all__ = ["METHODS", "scan_log_partition", "scan_sum", "step_matrices", "use_scan"]
+
+METHODS = ("auto", "loop", "scan")
+
+
+def use_scan(method: str, spans: torch.Tensor) -> bool:
+    """``method`` in METHODS; "auto": scan only on CUDA with S <= 2 and S·C <= 256."""
+    if method not in METHODS:
+        raise AlignersInputError(f"method must be one of {METHODS}, got {method!r}")
+    if method != "auto":
+        return method == "scan"
+    _, _, size, c, _ = spans.shape
+    return spans.is_cuda and size <= 2 and size * c <= 256
+
+
+def step_matrices(spans: torch.Tensor, lengths: torch.Tensor, one: float = 0.0,
+                  zero: float | None = None) -> torch.Tensor:
+    """spans (..., B, T, S, C, C) -> step matrices (..., B, T, D, D), D = S·C, ``[next, prev]``
+    window states; identity (``one`` on the diagonal, ``zero`` elsewhere) at steps m >= L-1.
+    Differentiable w.r.t. spans. O(B·T·D²) memory."""
+    *lead, batch, t, size, c, _ = spans.shape
+    zero = semiring_zero(spans.dtype) if zero is None else zero
+    d = size * c
+    dev, dt = spans.device, spans.dtype
+    eye = torch.full((d, d), zero, dtype=dt, device=dev)
+    eye.diagonal().fill_(one)
+    if size == 1:
+        a = spans.squeeze(-3)
+    else:
+        pad = torch.full(tuple(lead) + (batch, size - 1, size, c, c), zero, dtype=dt, device=dev)
+        padded = torch.cat([pad, spans], -4)  # [.., j] = spans[.., j - (S-1)]
+        top = torch.cat([padded[..., size - k: size - k + t, k - 1, :, :]
+                         for k in range(1, size + 1)], -1)  # (.., T, C, D): spans ending m+1
+        shift = torch.full((d - c, d), zero, dtype=dt, device=dev)
+        shift.diagonal().fill_(one)  # block row r takes block r-1: the window moves on
+        shift = shift.expand(tuple(lead) + (batch, t, d - c, d))
+        a = torch.cat([top, shift], -2)
+    live = (length_mask(lengths - 1, t) if t else
+            torch.zeros(batch, 0, dtype=torch.bool, device=dev)).view(batch, t, 1, 1)
+    return torch.where(live, a, eye)
+
+
+def scan_sum(semiring, spans: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Semiring sum over all structures by the parallel scan: spans (B, T, S, C, C) ->
+    raw (ssize, B), equal to ``_chain_core.generic_sum``. O(B·T·D³) time and memory
+    (broadcast products); differentiable by autograd."""
+    batch, t, size, c, _ = spans.shape
+    pot = semiring.convert(spans)  # (s, B, T, S, C, C)
+    ssize, d = pot.shape[0], size * c
+    one = semiring.one_(spans.new_empty((ssize, 1))).squeeze(1).tolist()
+    zero = semiring.zero_(spans.new_empty((ssize, 1))).squeeze(1).tolist()
+    eye = spans.new_empty((ssize, batch, 1, d, d))
+    for j in range(ssize):
+        eye[j].fill_(zero[j]).diagonal(dim1=-2, dim2=-1).fill_(one[j])
+    if t == 0:
+        prod = eye[:, :, 0]
+    else:
+        mats = torch.stack([step_matrices(pot[j], lengths, one[j], zero[j])
+                            for j in range(ssize)], 0)  # (s, B, T, D, D)
+
+        def mm(x, y):
+            prod = semiring.times(x.unsqueeze(-1), y.unsqueeze(-3))  # (.., n, p, m)
+            return semiring.sum(prod.transpose(-1, -2), -1)
+
+        while mats.shape[2] > 1:
+            if mats.shape[2] % 2:
+                mats = torch.cat([mats, eye], 2)
+            mats = mm(mats[:, :, 1::2], mats[:, :, 0::2])
+        prod = mats[:, :, 0]
+    return semiring.sum(semiring.sum(prod[..., :c, :c], -1), -1)
+
+
+class _LogMM(torch.autograd.Function):
+    """One scan level: mats (B, T, D, D), T even -> (B, T/2, D, D) products of the pairs
+    ``x = mats[:, 2i+1]`` (later) and ``y = mats[:, 2i]`` (earlier) in log space, as ONE GEMM
+    in probability space:
+    ``out = xm + log(exp(x + ys - xm) @ exp(y - ys))`` with row maxima ``ys`` of y and ``xm``
+    of ``x + ys`` (constants: the value does not depend on them). Structural zeros (entries
+    <= zero/2, or -inf) give exact 0 probabilities; an all-zero sum gives -inf (a structural
+    zero again). Also returns a flag (B,) for items with a real shifted entry in
+    ``(bounds[0], bounds[1]]`` = (zero/4, limit]: a term there could underflow.
+    ~12 kernels forward (+3 for the flag), ~7 backward (explicit, first order)."""
+
+    @staticmethod
+    def forward(ctx, mats, bounds, zero):
+        x, y = mats[:, 1::2], mats[:, 0::2]  # pairs (later, earlier); T even
+        half = zero / 2
+        ys = y.amax(-1, keepdim=True).clamp_min_(half)
+        xs = x + ys.transpose(-1, -2)
+        xm = xs.amax(-1, keepdim=True).clamp_min_(half)
+        dx, dy = xs.sub_(xm), y - ys
+        flag = ((torch.bucketize(dx, bounds) == 1).flatten(1).any(1)
+                | (torch.bucketize(dy, bounds) == 1).flatten(1).any(1))
+        p, q = dx.exp_(), dy.exp_()
+        s = torch.matmul(p, q)
+        out = s.log().add_(xm)
+        ctx.save_for_backward(p, q, s)
+        ctx.mark_non_differentiable(flag)
+        return out, flag
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad, _flag_grad):
+        p, q, s = ctx.saved_tensors
+        gs = torch.where(s > 0, grad / s, torch.zeros_like(s))
+        gx = torch.matmul(gs, q.transpose(-1, -2)).mul_(p)
+        gy = torch.matmul(p.transpose(-1, -2), gs).mul_(q)
+        return torch.stack([gy, gx], 2).flatten(1, 2), None, None  # one copy, no scatter
+
+
+def scan_log_partition(spans: torch.Tensor, lengths: torch.Tensor):
+    """log Z (B,) of finite spans (B, T, S, C, C) by the GEMM scan, and a flag (B,) bool for
+    items that must be recomputed by the loop (possible underflow). Differentiable by
+    autograd (gradient = marginals). O(B·T·D³) time, O(B·T·D²) memory, ceil(log2 T) levels."""
+    batch, t, size, c, _ = spans.shape
+    dt = spans.dtype
+    zero = semiring_zero(dt)
+    limit = 0.5 * math.log(torch.finfo(dt).tiny) + 1.0
+    flag = torch.zeros(batch, dtype=torch.bool, device=spans.device)
+    d = size * c
+    if t == 0:
+        # one point: log Z = log C (``spans.sum`` is 0 and keeps the autograd graph)
+        return spans.new_full((batch,), math.log(c)) + spans.sum((1, 2, 3, 4)), flag
+    mats = step_matrices(spans, lengths)
+    eye = torch.full((d, d), zero, dtype=dt, device=spans.device)
+    eye.diagonal().fill_(0.0)
+    bounds = torch.full((2,), zero / 4, dtype=dt, device=spans.device)
+    bounds[1] = limit  # a fill on the device: no host-to-device copy
+    padded = 1 << (t - 1).bit_length()  # identity steps up to a power of two: no odd levels
+    if padded > t:
+        mats = torch.cat([mats, eye.expand(batch, padded - t, d, d)], 1)
+    while mats.shape[1] > 1:
+        mats, f = _LogMM.apply(mats, bounds, zero)
+        flag = flag | f
+    log_z = torch.logsumexp(mats[:, 0, :c, :c].flatten(-2), -1)
+    return log_z.clamp_min(zero), flag  # an impossible item: the semiring zero, as the loop

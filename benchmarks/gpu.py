@@ -1,0 +1,293 @@
+"""One-command GPU benchmark: the lattice cases of issue 15 side by side with torch-struct.
+
+    python benchmarks/gpu.py --device cuda [--json gpu.json] [--repeats 10]
+    python benchmarks/gpu.py --device cpu --quick        # smoke test (tiny sizes, seconds)
+
+Runs from a fresh checkout (``pip install -e .`` or just the dependencies; torch with CUDA
+already installed). Every case is a function in ``CASES`` taking a ``Bench`` and returning
+table rows; the word-aligner and monolingual cases are appended there by their owners (see
+"HOOKS" below). Times are medians over ``--repeats`` runs of forward + backward (log Z and
+its gradient = marginals), each bracketed by ``torch.cuda.synchronize()`` on CUDA; the
+first run is a warm-up. Peak memory: ``torch.cuda.max_memory_allocated()`` growth over the
+inputs on CUDA; the resident-set high-water growth (``/proc/self/clear_refs``) on CPU.
+Launches: device kernels (and memcpy/memset) of one run under ``torch.profiler`` on CUDA; on
+CPU the number of computing aten ops (a proxy: what would be launched on a GPU).
+torch-struct's out-of-memory is caught and printed as "OOM"; on CPU it is not started when
+its O(B·N·C³) (semi-Markov: O(B·N·(K·C)³)) estimate exceeds ``--cap-gib`` ("OOM (est.)").
+Prints one markdown table and, with ``--json PATH``, writes the rows as JSON. Under 5 minutes
+on one H100/H200 at the default sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+warnings.filterwarnings("ignore", message=".*arg_constraints.*")
+
+__all__ = ["CASES", "Bench", "main"]
+
+
+@dataclass
+class Bench:
+    """What a case needs: device, sizes switch, repeats, torch-struct switch and memory cap."""
+
+    device: torch.device
+    quick: bool = False
+    repeats: int = 10
+    torch_struct: bool = True
+    cap_gib: float = 8.0
+    methods: bool = False
+    rows: list = field(default_factory=list)
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def measure(self, run) -> dict:
+        """Median ms of ``run()`` over the repeats (after one warm-up) and peak MiB of one run."""
+        run()
+        self.sync()
+        times = []
+        for _ in range(self.repeats):
+            self.sync()
+            t = time.perf_counter()
+            run()
+            self.sync()
+            times.append(time.perf_counter() - t)
+        peak = self.peak_mib(run)
+        return {"ms": statistics.median(times) * 1e3, "peak_mib": peak,
+                "kernels": self.count_kernels(run)}
+
+    def count_kernels(self, run) -> int:
+        """Launches in one run: device kernels + memcpy/memset on CUDA; on CPU (a proxy)
+        the leaf aten ops that compute (views and allocations excluded)."""
+        from torch.profiler import ProfilerActivity, profile
+
+        cuda = self.device.type == "cuda"
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        with profile(activities=acts) as prof:
+            run()
+            self.sync()
+        events = prof.events()
+        if cuda:
+            return sum(1 for e in events if e.device_type == torch.autograd.DeviceType.CUDA)
+        return sum(1 for e in events if e.name.startswith("aten::") and e.name not in _NO_KERNEL
+                   and not any(c.name.startswith("aten::") for c in e.cpu_children))
+
+    def peak_mib(self, run) -> float | None:
+        gc.collect()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(self.device)
+            base = torch.cuda.memory_allocated(self.device)
+            run()
+            self.sync()
+            return (torch.cuda.max_memory_allocated(self.device) - base) / 2**20
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").malloc_trim(0)  # freed pages back to the OS: re-faulted
+            Path("/proc/self/clear_refs").write_text("5")
+            base = _status("VmRSS")
+            run()
+            return (_status("VmHWM") - base) / 2**20
+        except (OSError, KeyError, AttributeError):
+            return None
+
+    def row(self, case: str, impl: str, result: dict | None = None, note: str = "") -> dict:
+        row = {"case": case, "impl": impl, "ms": None, "peak_mib": None, "kernels": None,
+               "note": note}
+        row.update(result or {})
+        self.rows.append(row)
+        return row
+
+    def oom(self, err: BaseException | None = None) -> str:
+        gc.collect()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        return "OOM" if err is None else f"OOM ({type(err).__name__})"
+
+
+_NO_KERNEL = frozenset(f"aten::{n}" for n in (
+    "view", "reshape", "_reshape_alias", "as_strided", "unsqueeze", "squeeze", "expand",
+    "expand_as", "transpose", "permute", "t", "slice", "select", "narrow", "unbind", "split",
+    "chunk", "flatten", "diagonal", "detach", "detach_", "alias", "_unsafe_view", "view_as",
+    "movedim", "lift_fresh", "empty", "empty_like", "empty_strided", "resize_",
+    "resolve_conj", "resolve_neg", "result_type", "is_nonzero", "item", "real",
+    "_local_scalar_dense", "scalar_tensor"))
+
+
+def _status(key: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def _fwd_bwd(fn, lp):
+    def run():
+        x = lp.detach().requires_grad_(True)
+        z = fn(x)
+        z.sum().backward()
+        return z.detach()
+
+    return run
+
+
+def _chain_case(bench: Bench, name: str, shape: tuple, ts_bytes: float) -> None:
+    """Ours (auto method; and the loop when auto picks the scan) vs torch-struct."""
+    from aligners.lattices import _chain_scan, linear_chain, semimarkov
+
+    linear = len(shape) == 4
+    g = torch.Generator().manual_seed(0)
+    lp = torch.randn(*shape, generator=g).to(bench.device)
+    mod = linear_chain if linear else semimarkov
+    spans = lp.unsqueeze(2) if linear else lp[:, :, 1:]
+    auto = "scan" if _chain_scan.use_scan("auto", spans) else "loop"
+    ours = bench.measure(_fwd_bwd(mod.log_partition, lp))
+    z = mod.log_partition(lp).detach()
+    top = bench.row(name, f"ours (auto: {auto})", ours)
+    if auto == "scan" or bench.methods:  # the other method, for the per-size choice
+        other = "loop" if auto == "scan" else "scan"
+        res = bench.measure(_fwd_bwd(lambda x: mod.log_partition(x, method=other), lp))
+        bench.row(name, f"ours ({other})", res)
+    if not bench.torch_struct:
+        return
+    try:
+        import torch_struct
+    except ImportError:
+        bench.row(name, "torch-struct", note="not installed")
+        return
+    cls = torch_struct.LinearChainCRF if linear else torch_struct.SemiMarkovCRF
+    if bench.device.type == "cpu" and ts_bytes > bench.cap_gib * 2**30:
+        bench.row(name, "torch-struct", note=f"OOM (est. {ts_bytes / 2**30:.0f} GiB > cap)")
+        return
+    try:
+        theirs = bench.measure(_fwd_bwd(lambda x: cls(x).partition, lp))
+        zt = cls(lp).partition.detach()
+    except (torch.cuda.OutOfMemoryError, MemoryError, RuntimeError) as err:
+        if "out of memory" not in str(err).lower() and not isinstance(err, MemoryError):
+            raise
+        bench.row(name, "torch-struct", note=bench.oom(err))
+        return
+    top["logz_diff"] = float((z.cpu() - zt.cpu()).abs().max())
+    top["note"] = f"max |log Z diff| {top['logz_diff']:.1e}"
+    speed = theirs["ms"] / ours["ms"]
+    mem = (f"{ours['peak_mib'] / theirs['peak_mib']:.3f}"
+           if ours["peak_mib"] and theirs["peak_mib"] else "-")
+    bench.row(name, "torch-struct", theirs, note=f"ours {speed:.1f}x faster, memory ratio {mem}")
+
+
+def case_linear_small(bench: Bench) -> None:
+    """Linear chain B32 N40 C40, log Z forward + backward."""
+    B, N, C = (2, 5, 3) if bench.quick else (32, 40, 40)
+    _chain_case(bench, f"linear chain B{B} N{N} C{C}", (B, N - 1, C, C), 3 * 4.0 * B * N * C**3)
+
+
+def case_semi_small(bench: Bench) -> None:
+    """Semi-Markov B16 N30 K3 C30."""
+    B, N, K, C = (2, 5, 3, 3) if bench.quick else (16, 30, 3, 30)
+    _chain_case(bench, f"semi-Markov B{B} N{N} K{K} C{C}", (B, N - 1, K, C, C),
+                3 * 4.0 * B * N * (K * C) ** 3)
+
+
+def case_linear_large(bench: Bench) -> None:
+    """Linear chain B256 N100 C64 (torch-struct runs out of memory on an H100)."""
+    B, N, C = (3, 7, 4) if bench.quick else (256, 100, 64)
+    _chain_case(bench, f"linear chain B{B} N{N} C{C}", (B, N - 1, C, C), 3 * 4.0 * B * N * C**3)
+
+
+def case_semi_large(bench: Bench) -> None:
+    """Semi-Markov B64 N60 K8 C30 (torch-struct runs out of memory on an H100)."""
+    B, N, K, C = (3, 7, 4, 3) if bench.quick else (64, 60, 8, 30)
+    _chain_case(bench, f"semi-Markov B{B} N{N} K{K} C{C}", (B, N - 1, K, C, C),
+                3 * 4.0 * B * N * (K * C) ** 3)
+
+
+def case_factored_hmm(bench: Bench) -> None:
+    """Factored alignment-HMM posteriors B512 N40 C80 (hmm_posteriors, no autograd)."""
+    from aligners.lattices.hmm import hmm_posteriors
+    from benchmarks.lattices_hmm import alignment_hmm_inputs
+
+    B, I = (4, 3) if bench.quick else (512, 40)
+    init, trans, emit = (x.to(bench.device) for x in
+                         alignment_hmm_inputs(batch=B, src_len=I, tgt_len=I))
+    res = bench.measure(lambda: hmm_posteriors(init, trans, emit))
+    bench.row(f"factored HMM posteriors B{B} N{I} C{2 * I}", "ours", res)
+
+
+# HOOKS: append a function ``case_x(bench: Bench) -> None`` that calls ``bench.row(...)``
+# (word aligner 200k GPU vs CPU, monolingual training/decoding, ...) to this list.
+CASES = [case_linear_small, case_semi_small, case_linear_large, case_semi_large,
+         case_factored_hmm]
+
+
+def _table(rows: list) -> str:
+    out = ["| case | implementation | ms (median) | peak MiB | launches | note |",
+           "|---|---|---|---|---|---|"]
+    for r in rows:
+        ms = "-" if r["ms"] is None else f"{r['ms']:.2f}"
+        mib = "-" if r["peak_mib"] is None else f"{r['peak_mib']:.1f}"
+        kern = "-" if r["kernels"] is None else str(r["kernels"])
+        out.append(f"| {r['case']} | {r['impl']} | {ms} | {mib} | {kern} | {r['note']} |")
+    return "\n".join(out)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--json", type=Path, help="write the rows as JSON here")
+    parser.add_argument("--repeats", type=int, default=None, help="default: 10 (3 if --quick)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (torch)")
+    parser.add_argument("--cap-gib", type=float, default=8.0,
+                        help="CPU: do not start torch-struct above this memory estimate")
+    parser.add_argument("--no-torch-struct", action="store_true")
+    parser.add_argument("--methods", action="store_true",
+                        help="also time the chain lattices with method=loop and method=scan")
+    parser.add_argument("--cases", nargs="*", help="names of case functions (default: all)")
+    args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA device (use --device cpu)")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    bench = Bench(torch.device(args.device), quick=args.quick,
+                  repeats=args.repeats or (3 if args.quick else 10),
+                  torch_struct=not args.no_torch_struct, cap_gib=args.cap_gib,
+                  methods=args.methods)
+    cases = [c for c in CASES if not args.cases or c.__name__ in args.cases]
+    machine = (torch.cuda.get_device_name() if args.device == "cuda" else
+               f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+               f"{torch.get_num_threads()} threads")
+    start = time.perf_counter()
+    for case in cases:
+        case(bench)
+    header = (f"device: {args.device} ({machine}); torch {torch.__version__}; float32; "
+              f"median of {bench.repeats} forward+backward runs; "
+              f"total {time.perf_counter() - start:.0f} s")
+    print(header)
+    print()
+    print(_table(bench.rows))
+    report = {"device": args.device, "machine": machine, "torch": torch.__version__,
+              "repeats": bench.repeats, "quick": args.quick, "rows": bench.rows}
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+if __name__ == "__main__":
+    main()

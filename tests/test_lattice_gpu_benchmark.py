@@ -1,0 +1,22 @@
+"""`benchmarks/gpu.py --device cpu --quick` runs (smoke test of the one-command GPU benchmark):
+every case gives a row, ours agrees with torch-struct, the JSON holds the printed rows."""
+
+import json
+
+from benchmarks import gpu
+
+
+def test_gpu_benchmark_quick_on_cpu(tmp_path, capsys):
+    out = tmp_path / "gpu.json"
+    report = gpu.main(["--device", "cpu", "--quick", "--repeats", "1", "--json", str(out)])
+    assert json.loads(out.read_text()) == json.loads(json.dumps(report))
+    rows = report["rows"]
+    cases = {r["case"] for r in rows}
+    assert len(cases) == len(gpu.CASES) == 5
+    ours = [r for r in rows if r["impl"].startswith("ours")]
+    assert len({r["case"] for r in ours}) == 5 and all(r["ms"] > 0 for r in ours)
+    assert all(r["kernels"] > 0 for r in ours)  # launches (CPU: computing aten ops)
+    diffs = [r["logz_diff"] for r in ours if "logz_diff" in r]
+    assert len(diffs) == 4 and max(diffs) < 1e-4  # the four chain cases vs torch-struct
+    printed = capsys.readouterr().out
+    assert "| case | implementation |" in printed and all(c in printed for c in cases)
