@@ -12,7 +12,8 @@ import torch
 from safetensors.torch import save_file
 from word_toy import toy_corpus
 
-from aligners.models._lexical import PairIndex, WordIds
+from aligners.data.bitext import PairIndex
+from aligners.data.vocab import WordIds
 from aligners.models.word_aligner import WordAlignConfig, WordAligner
 from aligners.training.word_align import LitWordAligner, ddp_strategy
 

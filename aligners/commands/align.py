@@ -182,8 +182,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from tqdm import tqdm
 
+    from aligners.data.bitext import build_index
     from aligners.inference.decode import decode_lines
-    from aligners.models._lexical import build_index
     from aligners.training.export import load_word_aligner, save_word_aligner
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         index = build_index(pairs, src_ids, tgt_ids, cells=args.batch_cells, keys=model.keys,
                             cache_dir=args.cache_dir)
     else:
-        from aligners.models._lexical import WordIds
+        from aligners.data.vocab import WordIds
         from aligners.models.word_aligner import WordAlignConfig, WordAligner
 
         src_ids, tgt_ids = WordIds(), WordIds()

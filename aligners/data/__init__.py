@@ -1,7 +1,8 @@
-"""Readers, writers, vocabularies, batching and the dataset registry.
+"""Readers, writers, the one bitext path and the dataset registry.
 
-Light entry points are re-exported here (no torch import); the corpus / batching layer
-(`aligners.data.corpus`, which needs torch) and the registry (`aligners.data.datasets`)
+Light entry points are re-exported here (no torch import). The bitext path -- vocabulary
+(`aligners.data.vocab.WordIds`), length bucketing, pair-id index and disk cache
+(`aligners.data.bitext`, which needs torch) -- and the registry (`aligners.data.datasets`)
 are imported from their modules.
 """
 

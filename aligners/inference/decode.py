@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from aligners.data.bitext import PairIndex
 from aligners.errors import AlignersInputError
-from aligners.models._lexical import PairIndex
 from aligners.models.word_aligner import WordAligner
 
 __all__ = ["DECODINGS", "Decoded", "iter_decoded", "decode_corpus", "decode_lines", "combine"]

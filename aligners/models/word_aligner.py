@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from aligners.models._lexical import Batch, PairIndex, normalise_counts, normalise_dense
+from aligners.data.bitext import Batch, PairIndex
+from aligners.models._lexical import normalise_counts, normalise_dense
 from aligners.models.hmm import hmm_direction_posteriors, hmm_direction_viterbi, jump_m_step
 from aligners.models.ibm1 import ibm1_posteriors
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
-from aligners.models._lexical import WordIds
 from aligners.models.word_aligner import WordAlignConfig, WordAligner
 
 __all__ = ["save_word_aligner", "load_word_aligner", "FORMAT"]

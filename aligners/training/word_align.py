@@ -20,7 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 from torch.utils.data import DataLoader, Sampler
 
-from aligners.models._lexical import PairIndex, WordIds, build_index
+from aligners.data.bitext import PairIndex, build_index
+from aligners.data.vocab import WordIds
 from aligners.models.word_aligner import WordAlignConfig, WordAligner
 
 __all__ = [
