@@ -7,7 +7,7 @@ from word_toy import toy_corpus
 
 from aligners.cli import main
 from aligners.errors import AlignersInputError
-from aligners.training.export import load_word_aligner
+from aligners.models.word.saved import load_word_aligner
 
 FAST = ["--ibm1-iterations", "2", "--hmm-iterations", "2", "--quiet", "--max-jump", "3"]
 
@@ -57,7 +57,7 @@ def test_save_load_round_trip_aligns_identically_and_handles_unseen_words(tmp_pa
     assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out1), "--posteriors",
                  "--save-model", str(model_dir), *FAST]) == 0
     cfg = json.loads((model_dir / "config.json").read_text())
-    assert cfg["format"] == "aligners-word-aligner/1"
+    assert cfg["format"] == "aligners/1" and cfg["kind"] == "word-aligner"
     assert not list(model_dir.glob("*.pt")) and not list(model_dir.glob("*.pkl"))
     out2 = tmp_path / "a2"
     assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out2), "--posteriors",
@@ -79,8 +79,9 @@ def test_save_load_round_trip_aligns_identically_and_handles_unseen_words(tmp_pa
     assert len(got) == 3
     assert (2, 1) in got[0] and (0, 0) in got[0]
     assert (0, 0) in got[2]
-    model, sids, tids, dec = load_word_aligner(model_dir)
-    assert sids.frozen and tids.frozen and dec["method"] == "agreement"
+    saved = load_word_aligner(model_dir)
+    assert saved.src_ids.frozen and saved.tgt_ids.frozen
+    assert saved.decoding.method == "agreement" and saved.decoding.symmetrize == "none"
 
 
 def test_bad_input_errors(tmp_path, capsys):

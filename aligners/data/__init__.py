@@ -12,7 +12,12 @@ from aligners.data.paths import data_root, dataset_dir
 from aligners.data.pharaoh import format_pharaoh, parse_pharaoh_line, read_pharaoh, write_pharaoh
 from aligners.data.types import AlignedPair, Alignment, Link
 
+# padded source x target cells per batch of the bitext path (`aligners.data.bitext`); kept
+# here, free of torch, so that the CLI's argument parser can show it
+DEFAULT_CELLS = 1_000_000
+
 __all__ = [
+    "DEFAULT_CELLS",
     "AlignedPair",
     "Alignment",
     "Link",

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from aligners.data import DEFAULT_CELLS
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 
 __all__ = ["DEFAULT_CELLS", "Batch", "PairIndex", "build_index", "plan_batches"]
 
-DEFAULT_CELLS = 1_000_000  # padded source x target cells per batch (CLI and configs default)
 _TRIM_EVERY = 16  # batches between returns of freed heap memory to the OS while indexing
 
 

@@ -1,4 +1,4 @@
-"""M-step of the sparse lexical tables over co-occurring word pairs.
+"""M-step of the word models' sparse lexical tables over co-occurring word pairs.
 
 Both directions share one pair index (`aligners.data.bitext.PairIndex`): p(t|s) and p(s|t)
 are the same vector of expected counts (P + 1,) normalised by source word or by target word.
