@@ -127,3 +127,27 @@ def test_sentences_longer_than_eflomal_limit_are_aligned(tmp_path):
     first = links(out)[0]
     assert all(0 <= i < n and 0 <= j < n for i, j in first)
     assert sum(i == j for i, j in first) > 0.9 * n
+
+
+def test_align_train_save_and_load_import_no_lightning_and_no_training(tmp_path):
+    """House layering: `aligners align` (train + save, then --load-model) never imports
+    Lightning or aligners.training (checked in a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    s, t, _, _ = write_corpus(tmp_path, n=20)
+    m = tmp_path / "m"
+    code = (
+        "import sys\n"
+        "from aligners.cli import main\n"
+        f"assert main(['align', '-s', {str(s)!r}, '-t', {str(t)!r}, '-o', {str(tmp_path / 'a')!r},"
+        f" '--save-model', {str(m)!r}, *{FAST!r}]) == 0\n"
+        f"assert main(['align', '-s', {str(s)!r}, '-t', {str(t)!r}, '-o', {str(tmp_path / 'b')!r},"
+        f" '--load-model', {str(m)!r}, '--quiet']) == 0\n"
+        "bad = [k for k in sys.modules if k.split('.')[0] in ('pytorch_lightning', 'lightning')"
+        " or k.startswith('aligners.training')]\n"
+        "assert not bad, bad\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / "a").read_text() == (tmp_path / "b").read_text() != ""
