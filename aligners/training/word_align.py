@@ -30,8 +30,6 @@ from aligners.errors import AlignersInputError
 from aligners.models.word.agreement import WordAlignConfig, WordAligner, WordDecoding
 
 __all__ = [
-    "build_index",
-    "train_em",
     "ShardSampler",
     "ddp_strategy",
     "LitWordAligner",
@@ -40,11 +38,6 @@ __all__ = [
     "train",
     "evaluate",
 ]
-
-
-def train_em(model: WordAligner, index: PairIndex, *, progress=None) -> list[list[float]]:
-    """Plain single-process EM (the CLI path); the Lightning path gives the same tables."""
-    return model.fit(index, progress=progress)
 
 
 class ShardSampler(Sampler[int]):
