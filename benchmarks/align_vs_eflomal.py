@@ -76,11 +76,12 @@ def main() -> None:
             ap.exit(2, f"{ap.prog}: error: {tool} not found; install eflomal in the benchmark "
                        "environment (pip install eflomal) and GNU time\n")
 
+    from aligners.data.bitext import build_index
     from aligners.data.datasets import iter_parallel, load
+    from aligners.export import load as load_model
     from aligners.inference.decode import combine, decode_corpus
     from aligners.metrics import evaluate_alignments
-    from aligners.training.export import load_word_aligner
-    from aligners.training.word_align import build_index, choose_decoding
+    from aligners.training.word_align import choose_decoding
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="align-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -120,7 +121,8 @@ def main() -> None:
     rows.append(("aligners", "agreement (default)", test_aer(read_links(work / "al.sym"))))
     chosen = None
     if trial:
-        model, sids, tids, _ = load_word_aligner(work / "model")
+        saved = load_model(work / "model")
+        model, sids, tids = saved.model, saved.src_ids, saved.tgt_ids
         grid = {"methods": ["agreement", "posterior", "viterbi"],
                 "thresholds": [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5],
                 "heuristics": ["intersect", "grow-diag", "grow-diag-final-and"]}

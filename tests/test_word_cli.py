@@ -7,7 +7,7 @@ from word_toy import toy_corpus
 
 from aligners.cli import main
 from aligners.errors import AlignersInputError
-from aligners.training.export import load_word_aligner
+from aligners.models.word.saved import load_word_aligner
 
 FAST = ["--ibm1-iterations", "2", "--hmm-iterations", "2", "--quiet", "--max-jump", "3"]
 
@@ -57,7 +57,7 @@ def test_save_load_round_trip_aligns_identically_and_handles_unseen_words(tmp_pa
     assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out1), "--posteriors",
                  "--save-model", str(model_dir), *FAST]) == 0
     cfg = json.loads((model_dir / "config.json").read_text())
-    assert cfg["format"] == "aligners-word-aligner/1"
+    assert cfg["format"] == "aligners/1" and cfg["kind"] == "word-aligner"
     assert not list(model_dir.glob("*.pt")) and not list(model_dir.glob("*.pkl"))
     out2 = tmp_path / "a2"
     assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out2), "--posteriors",
@@ -79,8 +79,9 @@ def test_save_load_round_trip_aligns_identically_and_handles_unseen_words(tmp_pa
     assert len(got) == 3
     assert (2, 1) in got[0] and (0, 0) in got[0]
     assert (0, 0) in got[2]
-    model, sids, tids, dec = load_word_aligner(model_dir)
-    assert sids.frozen and tids.frozen and dec["method"] == "agreement"
+    saved = load_word_aligner(model_dir)
+    assert saved.src_ids.frozen and saved.tgt_ids.frozen
+    assert saved.decoding.method == "agreement" and saved.decoding.symmetrize == "none"
 
 
 def test_bad_input_errors(tmp_path, capsys):
@@ -126,3 +127,27 @@ def test_sentences_longer_than_eflomal_limit_are_aligned(tmp_path):
     first = links(out)[0]
     assert all(0 <= i < n and 0 <= j < n for i, j in first)
     assert sum(i == j for i, j in first) > 0.9 * n
+
+
+def test_align_train_save_and_load_import_no_lightning_and_no_training(tmp_path):
+    """House layering: `aligners align` (train + save, then --load-model) never imports
+    Lightning or aligners.training (checked in a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    s, t, _, _ = write_corpus(tmp_path, n=20)
+    m = tmp_path / "m"
+    code = (
+        "import sys\n"
+        "from aligners.cli import main\n"
+        f"assert main(['align', '-s', {str(s)!r}, '-t', {str(t)!r}, '-o', {str(tmp_path / 'a')!r},"
+        f" '--save-model', {str(m)!r}, *{FAST!r}]) == 0\n"
+        f"assert main(['align', '-s', {str(s)!r}, '-t', {str(t)!r}, '-o', {str(tmp_path / 'b')!r},"
+        f" '--load-model', {str(m)!r}, '--quiet']) == 0\n"
+        "bad = [k for k in sys.modules if k.split('.')[0] in ('pytorch_lightning', 'lightning')"
+        " or k.startswith('aligners.training')]\n"
+        "assert not bad, bad\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / "a").read_text() == (tmp_path / "b").read_text() != ""

@@ -67,10 +67,10 @@ def test_load_model_with_corrupt_files_is_one_line_error(tmp_path, capsys, damag
                  "-o", str(tmp_path / "o"), *FAST]) == 0
     capsys.readouterr()
     if damage == "json":
-        (model / "config.json").write_text('{"format": "aligners-word-aligner/1", ',
+        (model / "config.json").write_text('{"format": "aligners/1", ',
                                            encoding="utf-8")
     elif damage == "fields":
-        (model / "config.json").write_text('{"format": "aligners-word-aligner/1"}',
+        (model / "config.json").write_text('{"format": "aligners/1", "kind": "word-aligner"}',
                                            encoding="utf-8")
     else:
         (model / "model.safetensors").write_bytes(b"\x00garbage")

@@ -9,10 +9,12 @@ import pytest
 import torch
 from word_toy import toy_corpus
 
-from aligners.models._lexical import PairIndex, WordIds, normalise_counts
-from aligners.models.hmm import hmm_direction_posteriors, jump_buckets
-from aligners.models.ibm1 import ibm1_posteriors
-from aligners.models.word_aligner import WordAlignConfig, WordAligner
+from aligners.data.bitext import PairIndex
+from aligners.data.vocab import WordIds
+from aligners.models.word.agreement import WordAlignConfig, WordAligner
+from aligners.models.word.hmm import hmm_direction_posteriors, jump_buckets
+from aligners.models.word.ibm1 import ibm1_posteriors
+from aligners.models.word.lexical import normalise_counts
 
 
 def encode(src, tgt, **kw):
@@ -181,20 +183,6 @@ def test_agreement_is_symmetric_under_swapping_directions():
                                rtol=1e-4, atol=1e-5)
 
 
-def test_pair_index_batches_cover_every_nonempty_pair_once():
-    src, tgt = toy_corpus(40, seed=2)
-    src[3], tgt[5] = [], []
-    index, si, ti = encode(src, tgt, cells=100)
-    rows = sorted(r for b in index for r in b.rows.tolist())
-    assert rows == [r for r in range(40) if r not in (3, 5)]
-    for b in index:
-        assert b.src.shape[0] * b.src.shape[1] * b.tgt.shape[1] <= 100 or b.src.shape[0] == 1
-        keys = index.keys[b.pair_ids.long().clamp(max=index.n_pairs - 1)]
-        expect = b.src[:, :, None] * index.n_tgt_words + b.tgt[:, None, :]
-        assert bool((keys[b.mask] == expect[b.mask]).all())
-        assert bool((b.pair_ids[~b.mask] == index.n_pairs).all())
-
-
 def test_em_with_the_generic_lattice_gives_the_same_model():
     src, tgt = toy_corpus(30, seed=5)
     index, _, _ = encode(src, tgt, cells=200)
@@ -207,15 +195,3 @@ def test_em_with_the_generic_lattice_gives_the_same_model():
     a, b = models
     for name in ("t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd"):
         torch.testing.assert_close(getattr(a, name), getattr(b, name), rtol=1e-4, atol=1e-6)
-
-
-def test_merge_sorted_unique_equals_numpy_unique():
-    from aligners.models._lexical import _merge_sorted_unique
-
-    rng = np.random.default_rng(0)
-    for _ in range(200):
-        merged = np.unique(rng.integers(0, 50, rng.integers(0, 20))).astype(np.int64)
-        parts = [rng.integers(0, 60, rng.integers(0, 10)).astype(np.int64)
-                 for _ in range(rng.integers(0, 4))]
-        want = np.unique(np.concatenate([merged, *parts]))
-        assert np.array_equal(_merge_sorted_unique(merged, parts), want)

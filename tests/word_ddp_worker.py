@@ -12,8 +12,9 @@ import torch
 from safetensors.torch import save_file
 from word_toy import toy_corpus
 
-from aligners.models._lexical import PairIndex, WordIds
-from aligners.models.word_aligner import WordAlignConfig, WordAligner
+from aligners.data.bitext import PairIndex
+from aligners.data.vocab import WordIds
+from aligners.models.word.agreement import WordAlignConfig, WordAligner
 from aligners.training.word_align import LitWordAligner, ddp_strategy
 
 
@@ -26,7 +27,7 @@ def main(out: str, devices: int) -> None:
                       n_src_words=len(si), n_tgt_words=len(ti), cells=150)
     cfg = WordAlignConfig(ibm1_iterations=2, hmm_iterations=2, agreement=True, max_jump=3)
     model = WordAligner.from_index(index, cfg)
-    lit = LitWordAligner(model, index)
+    lit = LitWordAligner.from_model(model, index)
     trainer = pl.Trainer(accelerator="cpu", devices=devices,
                          strategy=ddp_strategy("ddp" if devices > 1 else "auto"), max_epochs=4,
                          logger=False, enable_checkpointing=False, enable_progress_bar=False,

@@ -15,14 +15,15 @@ both sides must then be wrapped with the same sentence numbers in the same order
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import re
 import sys
 from pathlib import Path
 
+from aligners.data import DEFAULT_CELLS
 from aligners.errors import AlignersInputError
+from aligners.models.word.config import WordAlignConfig, WordDecoding
 
 __all__ = ["add_arguments", "run"]
 
@@ -70,27 +71,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          "decoding, grow-diag-final-and otherwise")
     io.add_argument("--posteriors", action="store_true", help="write links as i-j:p")
     io.add_argument("--lowercase", action="store_true", help="lowercase the input")
+    train, dec = WordAlignConfig(), WordDecoding()  # the one place of every default
     m = p.add_argument_group("model")
     m.add_argument("--save-model", metavar="DIR", help="save the trained model (safetensors)")
     m.add_argument("--load-model", metavar="DIR", help="align with a saved model, no training")
-    m.add_argument("--ibm1-iterations", type=_int_at_least(0), default=5)
-    m.add_argument("--hmm-iterations", type=_int_at_least(0), default=5)
+    m.add_argument("--ibm1-iterations", type=_int_at_least(0), default=train.ibm1_iterations,
+                   help="default %(default)s")
+    m.add_argument("--hmm-iterations", type=_int_at_least(0), default=train.hmm_iterations,
+                   help="default %(default)s")
     m.add_argument("--no-agreement", action="store_true", help="train the directions apart")
-    m.add_argument("--p0", type=_float_in(0.0, 1.0, high_open=True), default=0.1,
-                   help="HMM NULL probability, in [0, 1)")
-    m.add_argument("--max-jump", type=_int_at_least(1), default=10)
-    m.add_argument("--alpha", type=_float_in(0.0, math.inf, high_open=True), default=0.0,
-                   help="Dirichlet prior (VB), 0 = EM")
+    m.add_argument("--p0", type=_float_in(0.0, 1.0, high_open=True), default=train.p0,
+                   help="HMM NULL probability, in [0, 1) (default %(default)s)")
+    m.add_argument("--max-jump", type=_int_at_least(1), default=train.max_jump,
+                   help="default %(default)s")
+    m.add_argument("--alpha", type=_float_in(0.0, math.inf, high_open=True),
+                   default=train.alpha, help="Dirichlet prior (VB), 0 = EM (default %(default)s)")
     d = p.add_argument_group("decoding")
     d.add_argument("--decoding", choices=("viterbi", "posterior", "agreement"), default=None,
-                   help="default: the saved model's, else agreement")
+                   help=f"default: the saved model's, else {dec.method}")
     d.add_argument("--threshold", type=_float_in(0.0, 1.0), default=None,
-                   help="posterior threshold in [0, 1] (default: the saved model's, else 0.3)")
+                   help=f"posterior threshold in [0, 1] (default: the saved model's, else "
+                        f"{dec.threshold})")
     r = p.add_argument_group("running")
     r.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     r.add_argument("--threads", type=_int_at_least(1), default=1, help="torch CPU threads")
-    r.add_argument("--batch-cells", type=_int_at_least(1), default=1_000_000,
-                   help="padded source x target cells per batch")
+    r.add_argument("--batch-cells", type=_int_at_least(1), default=DEFAULT_CELLS,
+                   help="padded source x target cells per batch (default %(default)s)")
     r.add_argument("--cache-dir", default=None,
                    help="keep the pair-id index in memory-mapped files here (large corpora)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -183,8 +189,6 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from aligners.inference.decode import decode_lines
-    from aligners.models._lexical import build_index
-    from aligners.training.export import load_word_aligner, save_word_aligner
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise AlignersInputError(f"--device {args.device}: CUDA is not available")
@@ -195,15 +199,16 @@ def run(args: argparse.Namespace) -> int:
     _check_writable_dir(args.save_model, "--save-model")
     pairs = _read(args)
     show = not args.quiet and sys.stderr.isatty()
-    decoding: dict = {}
+    saved = None
     if args.load_model:
-        model, src_ids, tgt_ids, decoding = _load(load_word_aligner, args.load_model)
-        model.to(args.device)  # the index stays on the CPU; batches follow the model
-        index = build_index(pairs, src_ids, tgt_ids, cells=args.batch_cells, keys=model.keys,
-                            cache_dir=args.cache_dir)
+        aligner = _load(args.load_model).to(args.device)  # batches follow the model
+        model, src_ids, tgt_ids, saved = (aligner.model, aligner.src_ids, aligner.tgt_ids,
+                                          aligner.decoding)
+        index = aligner.index(pairs, cells=args.batch_cells, cache_dir=args.cache_dir)
     else:
-        from aligners.models._lexical import WordIds
-        from aligners.models.word_aligner import WordAlignConfig, WordAligner
+        from aligners.data.bitext import build_index
+        from aligners.data.vocab import WordIds
+        from aligners.models.word.agreement import WordAligner
 
         src_ids, tgt_ids = WordIds(), WordIds()
         index = build_index(pairs, src_ids, tgt_ids, cells=args.batch_cells,
@@ -219,15 +224,20 @@ def run(args: argparse.Namespace) -> int:
                    file=sys.stderr)
         model.fit(index, progress=lambda it, k: bar.update(1))
         bar.close()
-    method = args.decoding or decoding.get("method", "agreement")
-    threshold = args.threshold if args.threshold is not None else decoding.get("threshold", 0.3)
-    saved_sym = decoding.get("symmetrize") if args.decoding is None else None
+    default = saved or WordDecoding()
+    method = args.decoding or default.method
+    threshold = args.threshold if args.threshold is not None else default.threshold
+    saved_sym = saved.symmetrize if saved is not None and args.decoding is None else None
+    heuristic = args.symmetrize
+    if heuristic is None:
+        heuristic = saved_sym or ("none" if method == "agreement" else "grow-diag-final-and")
     if args.save_model:
+        from aligners.models.word.saved import save_word_aligner
+
         try:
             save_word_aligner(args.save_model, model, src_ids, tgt_ids,
-                              decoding={"method": method, "threshold": threshold,
-                                        **({"symmetrize": args.symmetrize}
-                                           if args.symmetrize else {})})
+                              decoding=WordDecoding(method=method, threshold=threshold,
+                                                    symmetrize=heuristic))
         except OSError as err:
             raise AlignersInputError(f"--save-model: cannot write the model: {err.strerror}",
                                      path=args.save_model) from None
@@ -236,9 +246,6 @@ def run(args: argparse.Namespace) -> int:
         want.append("fwd")
     if args.reverse_links:
         want.append("rev")
-    heuristic = args.symmetrize
-    if heuristic is None:
-        heuristic = saved_sym or ("none" if method == "agreement" else "grow-diag-final-and")
     if args.output is not None or args.symmetrize is not None or not want:
         want.append("sym")
     bar = tqdm(total=index.n_sentences, desc="align", disable=not show, file=sys.stderr)
@@ -252,23 +259,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load(load_word_aligner, folder: str):
-    """`load_word_aligner` with broken files reported as one-line input errors."""
+def _load(folder: str):
+    """`aligners.load(folder)` as a word aligner, with every problem one input error."""
     from safetensors import SafetensorError
 
+    from aligners.export import load
+    from aligners.models.word.saved import TrainedWordAligner
+
     try:
-        return load_word_aligner(folder)
-    except json.JSONDecodeError as err:
-        raise AlignersInputError(f"--load-model: broken JSON ({err.msg} at line {err.lineno})",
-                                 path=folder) from None
+        aligner = load(folder)
+    except AlignersInputError as err:
+        raise AlignersInputError(f"--load-model: {err}") from None
     except (KeyError, TypeError, ValueError, SafetensorError) as err:
-        if isinstance(err, AlignersInputError):
-            raise
         raise AlignersInputError(f"--load-model: not a valid saved word aligner ({err!r})",
                                  path=folder) from None
     except OSError as err:
         raise AlignersInputError(f"--load-model: cannot read the model: {err}",
                                  path=folder) from None
+    if not isinstance(aligner, TrainedWordAligner):
+        raise AlignersInputError("--load-model: not a word aligner (kind "
+                                 f"{type(aligner).__name__})", path=folder)
+    return aligner
 
 
 def _write(dest: str, lines: list[str]) -> None:

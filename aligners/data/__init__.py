@@ -1,7 +1,8 @@
-"""Readers, writers, vocabularies, batching and the dataset registry.
+"""Readers, writers, the one bitext path and the dataset registry.
 
-Light entry points are re-exported here (no torch import); the corpus / batching layer
-(`aligners.data.corpus`, which needs torch) and the registry (`aligners.data.datasets`)
+Light entry points are re-exported here (no torch import). The bitext path -- vocabulary
+(`aligners.data.vocab.WordIds`), length bucketing, pair-id index and disk cache
+(`aligners.data.bitext`, which needs torch) -- and the registry (`aligners.data.datasets`)
 are imported from their modules.
 """
 
@@ -11,7 +12,12 @@ from aligners.data.paths import data_root, dataset_dir
 from aligners.data.pharaoh import format_pharaoh, parse_pharaoh_line, read_pharaoh, write_pharaoh
 from aligners.data.types import AlignedPair, Alignment, Link
 
+# padded source x target cells per batch of the bitext path (`aligners.data.bitext`); kept
+# here, free of torch, so that the CLI's argument parser can show it
+DEFAULT_CELLS = 1_000_000
+
 __all__ = [
+    "DEFAULT_CELLS",
     "AlignedPair",
     "Alignment",
     "Link",

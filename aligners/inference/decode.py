@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from aligners.data.bitext import PairIndex
 from aligners.errors import AlignersInputError
-from aligners.models._lexical import PairIndex
-from aligners.models.word_aligner import WordAligner
+from aligners.models.word.agreement import WordAligner
 
 __all__ = ["DECODINGS", "Decoded", "iter_decoded", "decode_corpus", "decode_lines", "combine"]
 

@@ -5,13 +5,17 @@ length-bucketed batch into count buffers; `on_train_epoch_end` all-reduces the c
 across processes (DDP) and runs the M-step. Each rank takes every world_size-th batch, so
 2 processes give the same tables as 1. After training, rank 0 picks the decoding
 (method, threshold, symmetrization) on the tuning split (Hansards trial) and prints the
-AER table of every evaluation split. The maths lives in `aligners.models.word_aligner`.
+AER table of every evaluation split; the scores go to `<run>/metrics.json` (split -> metric
+-> value) and the model folder to `<run>/model` (`aligners.load` reads it back;
+`python evaluate.py ... ckpt_path=<run>/model` scores it again). The maths lives in
+`aligners.models.word.agreement`; the data path in `aligners.data.bitext`.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytorch_lightning as pl
@@ -20,24 +24,20 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 from torch.utils.data import DataLoader, Sampler
 
-from aligners.models._lexical import PairIndex, WordIds, build_index
-from aligners.models.word_aligner import WordAlignConfig, WordAligner
+from aligners.data.bitext import PairIndex, build_index
+from aligners.data.vocab import WordIds
+from aligners.errors import AlignersInputError
+from aligners.models.word.agreement import WordAlignConfig, WordAligner, WordDecoding
 
 __all__ = [
-    "build_index",
-    "train_em",
     "ShardSampler",
     "ddp_strategy",
     "LitWordAligner",
     "choose_decoding",
+    "resolve_model_folder",
     "train",
     "evaluate",
 ]
-
-
-def train_em(model: WordAligner, index: PairIndex, *, progress=None) -> list[list[float]]:
-    """Plain single-process EM (the CLI path); the Lightning path gives the same tables."""
-    return model.fit(index, progress=progress)
 
 
 class ShardSampler(Sampler[int]):
@@ -78,19 +78,43 @@ def ddp_strategy(name):
 
 
 class LitWordAligner(pl.LightningModule):
-    """Orchestration only: E-step per batch, all-reduce + M-step per epoch."""
+    """Orchestration only: E-step per batch, all-reduce + M-step per epoch.
 
-    def __init__(self, model: WordAligner, index: PairIndex):
+    Hyper-parameters are plain values (vocabulary sizes, pair-table size, the
+    WordAlignConfig as a dict), so `LitWordAligner.load_from_checkpoint(path)` rebuilds the
+    module and fills its tables from the checkpoint. `model` (an existing WordAligner) and
+    `index` (the training PairIndex, needed only to train) are not hyper-parameters.
+    """
+
+    def __init__(self, n_src_words: int, n_tgt_words: int, n_pairs: int,
+                 config: dict | None = None, *, model: WordAligner | None = None,
+                 index: PairIndex | None = None):
         super().__init__()
         self.automatic_optimization = False
+        if model is None:
+            model = WordAligner(keys=torch.zeros(n_pairs, dtype=torch.long),
+                                n_src_words=n_src_words, n_tgt_words=n_tgt_words,
+                                config=WordAlignConfig(**(config or {})))
+        elif (model.n_src_words, model.n_tgt_words, model.keys.numel()) != (
+                n_src_words, n_tgt_words, n_pairs):
+            raise ValueError("model does not match n_src_words / n_tgt_words / n_pairs")
         self.model = model
         self.index = index
         self.history: list[list[float]] = []
         # DDP refuses modules without trainable parameters; EM never uses gradients.
         self._ddp_anchor = nn.Parameter(torch.zeros(1))
-        self.save_hyperparameters(model.hparams())
+        self.save_hyperparameters({"n_src_words": n_src_words, "n_tgt_words": n_tgt_words,
+                                   "n_pairs": n_pairs, "config": asdict(model.config)})
+
+    @classmethod
+    def from_model(cls, model: WordAligner, index: PairIndex | None = None) -> LitWordAligner:
+        """Wrap an existing model (its tables are used, not copied)."""
+        return cls(model.n_src_words, model.n_tgt_words, model.keys.numel(),
+                   asdict(model.config), model=model, index=index)
 
     def train_dataloader(self) -> DataLoader:
+        if self.index is None:
+            raise ValueError("LitWordAligner needs `index=` (the training PairIndex) to train")
         rank = self.global_rank if self.trainer is not None else 0
         world = self.trainer.world_size if self.trainer is not None else 1
         sampler = ShardSampler(len(self.index), rank=rank, world_size=world)
@@ -171,12 +195,44 @@ def _table(rows) -> str:
     return "\n".join(out)
 
 
+def _score_splits(model: WordAligner, src_ids: WordIds, tgt_ids: WordIds,
+                  splits: dict, dec: WordDecoding) -> tuple[dict, list]:
+    """Decode and score each gold split: ({split: {aer, precision, recall, f1}}, table rows)."""
+    from aligners.inference.decode import combine, decode_corpus
+
+    metrics, rows = {}, []
+    desc = f"{dec.method}>{dec.threshold:g} {dec.symmetrize}"
+    for split, g in splits.items():
+        sub = build_index([(p.src, p.tgt) for p in g], src_ids, tgt_ids, keys=model.keys)
+        out = decode_corpus(model, sub, method=dec.method, threshold=float(dec.threshold))
+        s = _score(g, combine(out, dec.symmetrize)).micro
+        rows.append((split, desc, s, len(g)))
+        metrics[split] = {"aer": s.aer, "precision": s.precision, "recall": s.recall,
+                          "f1": s.f1}
+    return metrics, rows
+
+
+def _decoding(cfg: DictConfig) -> WordDecoding:
+    """cfg.model.decoding over the WordDecoding defaults (unknown keys are an error)."""
+    given = OmegaConf.to_container(cfg.model.get("decoding") or {})
+    unknown = set(given) - set(WordDecoding.__dataclass_fields__)
+    if unknown:
+        raise AlignersInputError(f"model.decoding: unknown keys {sorted(unknown)}")
+    return WordDecoding(**given)
+
+
 def train(cfg: DictConfig) -> dict:
-    """Train on cfg.data, tune decoding on cfg.data.tune_split, print and return AERs."""
+    """Train on cfg.data, tune decoding on cfg.data.tune_split, score cfg.data.eval_splits.
+
+    Writes `<run>/metrics.json` ({split: {aer, precision, recall, f1}}, the tuning split
+    included, and "train": {pairs, iterations, seconds, loglik_fwd, loglik_bwd}) and the model
+    folder `<run>/model`; returns the metrics dict. `cfg.ckpt_path` (a Lightning
+    checkpoint) resumes an interrupted training.
+    """
     from hydra.utils import instantiate
 
-    from aligners.inference.decode import combine, decode_corpus
-    from aligners.training.export import save_word_aligner
+    from aligners.metrics import write_metrics_json
+    from aligners.models.word.saved import save_word_aligner
 
     torch.set_num_threads(int(cfg.get("threads", 1)))
     pl.seed_everything(int(cfg.seed), verbose=False)
@@ -187,7 +243,7 @@ def train(cfg: DictConfig) -> dict:
     mcfg = {k: v for k, v in OmegaConf.to_container(cfg.model).items()
             if k in WordAlignConfig.__dataclass_fields__}
     model = WordAligner.from_index(index, WordAlignConfig(**mcfg))
-    lit = LitWordAligner(model, index)
+    lit = LitWordAligner.from_model(model, index)
     callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values()]
     logger = instantiate(cfg.logger) if cfg.get("logger") else False
     strategy = ddp_strategy(cfg.trainer.get("strategy", "auto"))
@@ -199,49 +255,72 @@ def train(cfg: DictConfig) -> dict:
     train_s = time.time() - t0
     if not trainer.is_global_zero:
         return {}
-    dec_cfg = OmegaConf.to_container(cfg.model.decoding)
+    dec = _decoding(cfg)
+    splits = dict(gold)
     if tune is not None and cfg.model.get("tune_grid"):
         chosen, tune_aer = choose_decoding(model, src_ids, tgt_ids, tune,
                                            OmegaConf.to_container(cfg.model.tune_grid))
-        dec_cfg.update(chosen)
+        dec = WordDecoding(**chosen)
         print(f"decoding chosen on {cfg.data.tune_split} (AER {tune_aer:.4f}): {chosen}")
-    rows, metrics = [], {"train_seconds": train_s, "loglik": lit.history}
-    desc = f"{dec_cfg['method']}>{dec_cfg['threshold']:g} {dec_cfg['symmetrize']}"
-    for split, g in gold.items():
-        sub = build_index([(p.src, p.tgt) for p in g], src_ids, tgt_ids, keys=model.keys)
-        dec = decode_corpus(model, sub, method=dec_cfg["method"],
-                            threshold=float(dec_cfg["threshold"]))
-        s = _score(g, combine(dec, dec_cfg["symmetrize"])).micro
-        rows.append((split, desc, s, len(g)))
-        metrics[f"{split}/aer"] = s.aer
-        metrics[f"{split}/precision"] = s.precision
-        metrics[f"{split}/recall"] = s.recall
+    if tune is not None:
+        splits.setdefault(cfg.data.tune_split, tune)
+    metrics, rows = _score_splits(model, src_ids, tgt_ids, splits, dec)
+    ll = lit.history[-1] if lit.history else [0.0, 0.0]
+    metrics["train"] = {"pairs": index.n_sentences, "iterations": len(lit.history),
+                        "seconds": train_s, "loglik_fwd": ll[0], "loglik_bwd": ll[1]}
     print(f"word alignment: {cfg.data.name}, {index.n_sentences} training pairs, "
           f"{model.n_iterations} EM iterations, {train_s:.1f} s")
-    print(_table(rows))
+    print(_table([r for r in rows if r[0] in gold]))
     out_dir = Path(cfg.paths.output_dir)
-    save_word_aligner(out_dir / "model", model, src_ids, tgt_ids,
-                      decoding={k: dec_cfg[k] for k in ("method", "threshold", "symmetrize")})
+    save_word_aligner(out_dir / "model", model, src_ids, tgt_ids, decoding=dec)
+    write_metrics_json(out_dir / "metrics.json", metrics)
     return metrics
+
+
+def resolve_model_folder(path) -> Path:
+    """The model folder that `path` names: the folder itself (holding config.json), a file
+    inside it, or a run folder holding `model/` (or a file inside the run, e.g.
+    `checkpoints/last.ckpt`). Raises AlignersInputError otherwise."""
+    if path is None or str(path) in ("", "None", "null"):
+        raise AlignersInputError("ckpt_path is required: the model folder of a word_align run "
+                                 "(e.g. ckpt_path=outputs/DATE/TIME/model)")
+    p = Path(str(path))
+    if not p.exists():
+        raise AlignersInputError("ckpt_path does not exist", path=str(p))
+    for folder in [p if p.is_dir() else p.parent, *(p if p.is_dir() else p.parent).parents][:3]:
+        for cand in (folder, folder / "model"):
+            if (cand / "config.json").is_file():
+                return cand
+    raise AlignersInputError("ckpt_path is not a word-aligner model folder (no config.json "
+                             "in it or in <run>/model)", path=str(p))
 
 
 def evaluate(cfg: DictConfig) -> dict:
     """Score a saved model folder on cfg.data's evaluation splits:
-    `python evaluate.py experiment=hmm_agreement_hansards_20k +model_dir=outputs/.../model`."""
-    from aligners.data.datasets import load
-    from aligners.inference.decode import combine, decode_corpus
-    from aligners.training.export import load_word_aligner
+    `python evaluate.py experiment=hmm_agreement_hansards_20k ckpt_path=<run>/model`.
 
-    model, src_ids, tgt_ids, saved = load_word_aligner(cfg.model_dir)
-    dec_cfg = {**OmegaConf.to_container(cfg.model.decoding), **saved}
-    rows, metrics = [], {}
-    for split in cfg.data.eval_splits:
-        g = load(cfg.data.name, split)
-        sub = build_index([(p.src, p.tgt) for p in g], src_ids, tgt_ids, keys=model.keys)
-        dec = decode_corpus(model, sub, method=dec_cfg["method"],
-                            threshold=float(dec_cfg["threshold"]))
-        s = _score(g, combine(dec, dec_cfg.get("symmetrize", "none"))).micro
-        rows.append((split, dec_cfg["method"], s, len(g)))
-        metrics[f"{split}/aer"] = s.aer
+    Decodes with the folder's saved decoding; writes `metrics.json` into the run folder
+    (cfg.paths.output_dir) and returns it. `model_dir=` is refused (use ckpt_path).
+    """
+    from aligners.data.datasets import load
+    from aligners.export import load as load_model
+    from aligners.metrics import write_metrics_json
+    from aligners.models.word.saved import TrainedWordAligner
+
+    if cfg.get("model_dir") is not None:
+        raise AlignersInputError("model_dir= is not read; pass the model folder as ckpt_path=")
+    folder = resolve_model_folder(cfg.get("ckpt_path"))
+    aligner = load_model(folder)
+    if not isinstance(aligner, TrainedWordAligner):
+        raise AlignersInputError("ckpt_path: not a word-aligner model folder",
+                                 path=str(folder))
+    torch.set_num_threads(int(cfg.get("threads", 1)))
+    splits = {split: load(cfg.data.name, split) for split in cfg.data.eval_splits}
+    metrics, rows = _score_splits(aligner.model, aligner.src_ids, aligner.tgt_ids, splits,
+                                  aligner.decoding)
     print(_table(rows))
+    out = cfg.get("paths", {}).get("output_dir")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        write_metrics_json(Path(out) / "metrics.json", metrics)
     return metrics

@@ -1,12 +1,13 @@
-"""Sparse lexical tables over co-occurring word pairs, and the length-bucketed pair index.
+"""The one bitext path: encoded sentence pairs, length bucketing, the pair-id index, disk cache.
 
-A bitext of N sentence pairs is encoded once into integer ids (0 = NULL, 1 = unknown word),
-sorted by length and cut into batches whose padded cells `B * I * J` stay under a budget.
-Every batch carries `pair_ids (B, I, J)`: the id of the (source word, target word) pair of
-each cell in one sorted table of co-occurring pairs (keys `src_id * Vt + tgt_id`), so that a
-lexical table is a flat vector of P + 1 floats (slot P: pairs never seen in training / pads).
-Both directions share one index: p(t|s) and p(s|t) are the same vector of expected counts
-normalised by source word or by target word. Expected counts are a scatter-add into P + 1.
+A bitext of N sentence pairs is encoded once into integer ids (`aligners.data.vocab.WordIds`:
+0 = NULL, 1 = unknown word), sorted by length and cut into batches whose padded cells
+`B * I * J` stay under a budget (`cells`). Every batch carries `pair_ids (B, I, J)`: the id of
+the (source word, target word) pair of each cell in one sorted table of co-occurring pairs
+(keys `src_id * Vt + tgt_id`), so that a lexical table is a flat vector of P + 1 floats
+(slot P: pairs never seen in training / pads). Both directions share one index. With
+`cache_dir` the per-batch pair ids live in memory-mapped `.npy` files (large corpora).
+Used by every word-aligner trainer, `aligners align` and the benchmarks.
 """
 
 from __future__ import annotations
@@ -21,23 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from aligners.data import DEFAULT_CELLS
+from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 
-__all__ = [
-    "NULL",
-    "UNK",
-    "WordIds",
-    "Batch",
-    "PairIndex",
-    "build_index",
-    "normalise_counts",
-    "normalise_dense",
-]
+__all__ = ["DEFAULT_CELLS", "Batch", "PairIndex", "build_index", "plan_batches"]
 
-NULL = 0
-UNK = 1
 _TRIM_EVERY = 16  # batches between returns of freed heap memory to the OS while indexing
-_TINY = 1e-20  # floor of every probability so that log() stays finite
 
 
 def _release_free_heap() -> None:
@@ -59,38 +50,6 @@ def _release_free_heap() -> None:
 
 
 _malloc_trim = None
-
-
-class WordIds:
-    """Word <-> id map with 0 = NULL and 1 = unknown; frozen maps send new words to UNK."""
-
-    _RESERVED = (" <null>", " <unk>")  # contain a space: never a token
-
-    def __init__(self, words: Sequence[str] = ()):
-        self.index: dict[str, int] = {w: i for i, w in enumerate(self._RESERVED)}
-        for w in words:
-            self.add(w)
-        self.frozen = False
-
-    @property
-    def words(self) -> list[str]:
-        """All words by id (ids 0 and 1 are the reserved NULL and unknown entries)."""
-        return list(self.index)
-
-    def add(self, word: str) -> int:
-        return self.index.setdefault(word, len(self.index))
-
-    def encode(self, tokens: Sequence[str]) -> np.ndarray:
-        """Token ids (B,) int64; new words are added unless frozen (then -> UNK)."""
-        d = self.index
-        if self.frozen:
-            ids = [d.get(t, UNK) for t in tokens]
-        else:
-            ids = [d.setdefault(t, len(d)) for t in tokens]
-        return np.array(ids, dtype=np.int32)
-
-    def __len__(self) -> int:
-        return len(self.index)
 
 
 @dataclass
@@ -124,8 +83,13 @@ class Batch:
         )
 
 
-def _plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_batch: int):
-    """Sentence numbers sorted by (max length, I, J), cut into chunks of <= `cells` cells."""
+def plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_batch: int):
+    """Length bucketing: src_len, tgt_len (N,) -> list of sentence-number arrays.
+
+    Non-empty pairs sorted by (max length, I, J), cut into chunks of at most `max_batch`
+    pairs and `cells` padded cells B * I * J (a longer single pair still forms a batch);
+    empty pairs are left out. Cost O(N log N).
+    """
     keep = np.flatnonzero((src_len > 0) & (tgt_len > 0))
     longest = np.maximum(src_len[keep], tgt_len[keep])
     order = keep[np.lexsort((tgt_len[keep], src_len[keep], longest))]
@@ -178,7 +142,7 @@ class PairIndex:
         n_src_words: int,
         n_tgt_words: int,
         keys: torch.Tensor | None = None,
-        cells: int = 1_000_000,
+        cells: int = DEFAULT_CELLS,
         max_batch: int = 4096,
         cache_dir: str | None = None,
     ):
@@ -192,7 +156,7 @@ class PairIndex:
         src_len = np.fromiter((len(s) for s in src), dtype=np.int64, count=len(src))
         tgt_len = np.fromiter((len(t) for t in tgt), dtype=np.int64, count=len(tgt))
         self.src_lengths, self.tgt_lengths = src_len, tgt_len
-        plans = _plan_batches(src_len, tgt_len, cells=cells, max_batch=max_batch)
+        plans = plan_batches(src_len, tgt_len, cells=cells, max_batch=max_batch)
         self._words = [self._pad(rows, src, tgt) for rows in plans]
         if keys is None:
             keys = self._unique_keys()
@@ -286,6 +250,7 @@ class PairIndex:
         return len(self._words)
 
     def batch(self, k: int) -> Batch:
+        """Batch k (pair ids read back from the disk cache when there is one). O(B I J)."""
         rows, s, t, sl, tl = self._words[k]
         ids = self._ids[k]
         if isinstance(ids, str):
@@ -297,51 +262,9 @@ class PairIndex:
             yield self.batch(k)
 
     def cells(self, k: int) -> int:
+        """Padded cells B * I * J of batch k."""
         _, s, t, _, _ = self._words[k]
         return s.numel() * t.shape[1]
-
-
-def normalise_counts(
-    counts: torch.Tensor,
-    given: torch.Tensor,
-    *,
-    n_given: int,
-    n_outcomes: int,
-    alpha: float,
-    out: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Sparse conditional table from expected counts: (P+1,) -> (P+1,) probabilities.
-
-    `given (P,)` is the conditioning word of each pair. alpha = 0: maximum likelihood
-    c / sum_given c; alpha > 0: variational Bayes with a symmetric Dirichlet(alpha) prior over
-    `n_outcomes` words, exp(digamma(c + a) - digamma(sum c + n a)). Slot P gets the floor.
-    `out (P+1,)`, when given, receives the result (it may be the old table, not `counts`).
-    Cost O(P) time; maximum likelihood needs no (P,) temporary besides `out`.
-    """
-    c = counts[:-1]
-    tot = torch.zeros(n_given, dtype=c.dtype, device=c.device).index_add_(0, given, c)
-    if out is None:
-        out = torch.empty_like(counts)
-    body = out[:-1]
-    if alpha > 0:
-        num = torch.exp(torch.digamma(c + alpha))
-        den = torch.exp(torch.digamma(tot + alpha * n_outcomes))
-        torch.div(num, den[given].clamp_min(_TINY), out=body)
-    else:  # gather the denominators into `out`, then divide in place: no P-sized temporaries
-        torch.index_select(tot.clamp_min_(_TINY), 0, given, out=body)
-        torch.div(c, body, out=body)
-    out[-1] = _TINY
-    return out.clamp_min_(_TINY)
-
-
-def normalise_dense(counts: torch.Tensor, *, alpha: float) -> torch.Tensor:
-    """A dense distribution (V,) from expected counts (the NULL word's table). Cost O(V)."""
-    if alpha > 0:
-        total = counts.sum() + alpha * len(counts)
-        p = torch.exp(torch.digamma(counts + alpha) - torch.digamma(total))
-    else:
-        p = counts / counts.sum().clamp_min(_TINY)
-    return p.clamp_min(_TINY)
 
 
 def build_index(
@@ -349,12 +272,16 @@ def build_index(
     src_ids: WordIds,
     tgt_ids: WordIds,
     *,
-    cells: int = 1_000_000,
+    cells: int = DEFAULT_CELLS,
     keys: torch.Tensor | None = None,
     cache_dir: str | None = None,
 ) -> PairIndex:
-    """Encode token pairs as they stream in (frozen ids: unseen words -> unknown) and batch
-    them. Memory: 4 bytes per token plus the index; the token strings are not kept."""
+    """N token pairs -> PairIndex of ceil-ish(N cells / `cells`) batches (see `PairIndex`).
+
+    Encodes the pairs as they stream in (ids added to `src_ids`/`tgt_ids` unless frozen;
+    frozen: unseen words -> unknown). `keys` fixes the pair table (a loaded model's).
+    Memory: 4 bytes per token plus the index; the token strings are not kept.
+    """
     src, tgt = [], []
     for s, t in pairs:
         src.append(src_ids.encode(s))

@@ -18,25 +18,13 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from aligners.models._lexical import Batch, PairIndex, normalise_counts, normalise_dense
-from aligners.models.hmm import hmm_direction_posteriors, hmm_direction_viterbi, jump_m_step
-from aligners.models.ibm1 import ibm1_posteriors
+from aligners.data.bitext import Batch, PairIndex
+from aligners.models.word.config import WordAlignConfig, WordDecoding
+from aligners.models.word.hmm import hmm_direction_posteriors, hmm_direction_viterbi, jump_m_step
+from aligners.models.word.ibm1 import ibm1_posteriors
+from aligners.models.word.lexical import normalise_counts, normalise_dense
 
-__all__ = ["WordAlignConfig", "WordAligner", "DirectionPosteriors"]
-
-
-@dataclass
-class WordAlignConfig:
-    """Training schedule and model defaults (Liang et al. 2006: 5 + 5 joint iterations)."""
-
-    ibm1_iterations: int = 5
-    hmm_iterations: int = 5
-    agreement: bool = True
-    p0: float = 0.1  # HMM NULL probability (chosen on the Hansards trial set)
-    max_jump: int = 10  # jump widths beyond +-max_jump share a bucket
-    alpha: float = 0.0  # symmetric Dirichlet prior of the lexical tables (0 = plain EM)
-    null_alpha: float = 0.0
-    lattice: str = "och_ney"  # or "generic": aligners.lattices.hmm on 2I states (slower)
+__all__ = ["WordAlignConfig", "WordDecoding", "WordAligner", "DirectionPosteriors"]
 
 
 @dataclass

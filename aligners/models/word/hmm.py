@@ -22,6 +22,7 @@ import torch
 
 from aligners.lattices.alignment_hmm import alignment_hmm_posteriors, alignment_hmm_viterbi
 from aligners.lattices.hmm import hmm_posteriors, hmm_viterbi
+from aligners.semirings import semiring_zero
 
 __all__ = [
     "jump_buckets",
@@ -47,7 +48,8 @@ def _jump_scores(jump_weights: torch.Tensor, *, n_src: int, dtype) -> torch.Tens
 
 
 def _log(x: torch.Tensor) -> torch.Tensor:
-    return torch.log(x).clamp_min(torch.finfo(x.dtype).min)
+    """log(x) with log(0) = the semiring zero of x's dtype (never -inf)."""
+    return torch.log(x).clamp_min(semiring_zero(x.dtype))
 
 
 def hmm_potentials(

@@ -4,7 +4,7 @@ The model: each target word t_j picks a source position a_j in {NULL, 1..I} unif
 generated with probability p(t_j | s_{a_j}). Its posteriors need no dynamic program:
 p(a_j = i | s, t) = p(t_j|s_i) / (p(t_j|NULL) + sum_i' p(t_j|s_i')). The sparse tables that
 hold p(t|s), the M-step and the optional variational-Bayes prior live in
-`aligners.models._lexical`; the joint two-direction trainer in `word_aligner`.
+`aligners.models.word.lexical`; the joint two-direction trainer in `agreement`.
 """
 
 from __future__ import annotations

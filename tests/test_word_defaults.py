@@ -1,0 +1,38 @@
+"""Each default of the word aligner lives in one place: the dataclasses of
+`aligners.models.word.config` (and the data path's DEFAULT_CELLS). The CLI reads them; the
+Hydra model config must restate them unchanged."""
+
+import argparse
+from dataclasses import asdict
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from aligners.commands.align import add_arguments
+from aligners.data import DEFAULT_CELLS
+from aligners.models.word.config import WordAlignConfig, WordDecoding
+
+YAML = Path(__file__).resolve().parents[1] / "configs" / "model" / "hmm_agreement.yaml"
+
+
+def test_hydra_model_config_equals_the_dataclasses():
+    y = OmegaConf.to_container(OmegaConf.load(YAML))
+    assert {k: y[k] for k in asdict(WordAlignConfig())} == asdict(WordAlignConfig())
+    assert y["decoding"] == asdict(WordDecoding())
+    assert y["batch_cells"] == DEFAULT_CELLS
+    known = {*asdict(WordAlignConfig()), "name", "batch_cells", "decoding", "tune_grid"}
+    assert set(y) <= known  # nothing the task would silently ignore
+
+
+def test_cli_defaults_are_the_dataclass_defaults():
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    a = p.parse_args([])
+    c = WordAlignConfig()
+    assert (a.ibm1_iterations, a.hmm_iterations, a.p0, a.max_jump, a.alpha) == (
+        c.ibm1_iterations, c.hmm_iterations, c.p0, c.max_jump, c.alpha)
+    assert a.no_agreement is (not c.agreement) and a.batch_cells == DEFAULT_CELLS
+    # decoding defaults come from the saved model or WordDecoding at run time
+    assert a.decoding is None and a.threshold is None
+    text = p.format_help()
+    assert f"else {WordDecoding().method}" in text and f"else {WordDecoding().threshold}" in text
