@@ -34,7 +34,7 @@ def test_features_bit_identical_to_reference(cold):
 def test_featurize_states_equals_featurize_span_in_state_order():
     """`featurize_states` = `featurize`'s span gathered into state order, cast to float16."""
     from aligners.features.monolingual import featurize, featurize_states
-    from aligners.models._mono_states import state_table
+    from aligners.models.mono.states import state_table
     for src, tgt, Ls, Lt in [("a b c d".split(), "b a".split(), 3, 3),
                              ("New York is big".split(), "New York City is big".split(), 2, 3),
                              ("x".split(), "x y z".split(), 1, 1)]:
