@@ -204,6 +204,14 @@ def _check_cfg(cfg: DictConfig) -> None:
             raise AlignersInputError(f"data.{key} must be null or an integer >= 1, got {v!r}")
 
 
+def _data_name(cfg: DictConfig) -> str:
+    """What the model was trained on: the registry name or the user's file(s)."""
+    spec = cfg.data.get("train_path")
+    if not spec:
+        return str(cfg.data.name)
+    return str(spec) if isinstance(spec, str) else ",".join(str(x) for x in spec)
+
+
 def _embedder(cfg: DictConfig):
     return shared_embedder() if cfg.model.get("embedding", False) else None
 
@@ -261,7 +269,7 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner, timing: dict,
     """Decode every evaluation split in each direction (+ union), print the reports, write
     `predictions.<split>.<direction>.pharaoh` and metrics.json; return the metrics."""
     embedder = _embedder(cfg)
-    label = f"{aligner.kind} {cfg.data.get('train_path') or cfg.data.name}"
+    label = f"{aligner.kind} {_data_name(cfg)}"
     metrics: dict[str, dict[str, float]] = {}
     if timing:
         metrics["train"] = {f"{d}/{k}": v for d, row in timing.items() for k, v in row.items()}
@@ -311,7 +319,7 @@ def train(cfg: DictConfig) -> dict:
     aligner = MonoAligner(models, kind=cfg.model.kind)
     aligner.save(out_dir / "model", config={
         "training": OmegaConf.to_container(cfg.training, resolve=True),
-        "data": cfg.data.get("train_path") or cfg.data.name, "train_pairs": len(pairs)})
+        "data": _data_name(cfg), "train_pairs": len(pairs)})
     weights = {d: {n: round(float(w), 6) for n, w in zip(m.feature_names, m.w_emit.tolist())}
                for d, m in models.items()}
     (out_dir / "weights.json").write_text(json.dumps(weights, indent=1) + "\n", encoding="utf-8")
