@@ -133,3 +133,40 @@ def test_one_thread_restores_the_callers_setting():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("trainer", [
+    "cpu", pytest.param("gpu", marks=pytest.mark.skipif(
+        not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU"))])
+def test_trainer_config_decides_the_device(tmp_path, trainer):
+    """`trainer=gpu` puts the module AND every batch tensor on the GPU (device-aware
+    MonoBatch.to); `trainer=cpu` keeps them on the CPU. The batch examples' features follow."""
+    import pytorch_lightning as pl
+    import torch
+
+    from aligners.data.types import AlignedPair, Alignment
+    from aligners.models.mono.aligner import chunks, featurise
+    from aligners.training.monolingual import LitMonoAligner, _trainer
+
+    seen = []
+
+    class Record(pl.Callback):
+        def on_train_batch_start(self, tr, module, batch, batch_idx):
+            b = batch[0]
+            seen.append((module.device.type, b.valid.device.type, b.trans_idx.device.type,
+                         b.examples[0].emit.device.type))
+
+    cfg = _cfg("train", ["experiment=tokencrf_msr06", f"trainer={trainer}",
+                         "training.max_iter=2"], tmp_path)
+    pairs = [AlignedPair(("the", "cat", "sat"), ("a", "cat", "sat"),
+                         Alignment(frozenset({(1, 1), (2, 2)}), frozenset({(1, 1), (2, 2)})))]
+    lit = LitMonoAligner(kind="token", max_src_len=1, max_tgt_len=1, embedding=False,
+                         optimizer="lbfgs", lr=1.0, l2=1.0, cost_weight=1.0, max_iter=2,
+                         n_pairs=1)
+    batches, _ = chunks(featurise(pairs, lit.model), max_tgt_len=1, batch_size=8)
+    loader = torch.utils.data.DataLoader([batches], batch_size=None, collate_fn=lambda x: x)
+    tr = _trainer(cfg, epochs=1, direction="s2t", n_directions=1, steps_per_epoch=1)
+    tr.callbacks.append(Record())
+    tr.fit(lit, loader)
+    want = "cuda" if trainer == "gpu" else "cpu"
+    assert seen == [(want, want, want, want)]

@@ -80,13 +80,15 @@ class MonoBatch:
     max_tgt_len: int
 
     def to(self, device) -> "MonoBatch":
-        """The batch with every tensor on `device` (examples stay where they are: the
-        unpadded emission path moves each example's features when it uses them)."""
+        """The batch with every tensor on `device`, the examples' features included (so
+        the unpadded emission path copies nothing per objective evaluation). O(batch size)."""
         def mv(t):
             return None if t is None else t.to(device, non_blocking=True)
+        examples = [MonoExample(e.src, e.tgt, mv(e.emit), mv(e.null), e.gold)
+                    for e in self.examples]
         return MonoBatch(mv(self.emit), mv(self.null), mv(self.valid), mv(self.trans_idx),
                          mv(self.start_idx), mv(self.lengths), mv(self.cost),
-                         mv(self.gold_ok), self.examples, self.max_tgt_len)
+                         mv(self.gold_ok), examples, self.max_tgt_len)
 
 
 @lru_cache(maxsize=4096)
