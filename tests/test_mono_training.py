@@ -58,6 +58,11 @@ def test_train_then_evaluate_any_json(experiment, tmp_path, capsys):
                                        f"data.test_path={gold}"], tmp_path / "eval"))
     for split in ("test/s2t", "test/t2s", "test/union"):
         assert again[split] == metrics[split]  # same model, same pairs
+    # ckpt_path may also name the run folder or a file of the model folder
+    for ckpt in (tmp_path, tmp_path / "model" / "config.json"):
+        same = evaluate(_cfg("evaluate", [f"experiment={experiment}", "data.test_limit=10",
+                                          f"ckpt_path={ckpt}"], tmp_path / "eval2"))
+        assert same["test/s2t"] == metrics["test/s2t"]
 
 
 def test_evaluate_bad_ckpt_path_is_one_clear_error(tmp_path):

@@ -327,16 +327,26 @@ def train(cfg: DictConfig) -> dict:
     return _evaluate_aligner(cfg, aligner, timing, out_dir)
 
 
+def _model_folder(path: Path) -> Path:
+    """ckpt_path may name the model folder, a file inside it, or the run folder above it."""
+    if path.is_file() and path.name in ("config.json", "model.safetensors"):
+        return path.parent
+    if path.is_dir() and not (path / "config.json").exists() and (path / "model").is_dir():
+        return path / "model"
+    return path
+
+
 def evaluate(cfg: DictConfig) -> dict:
-    """Score the model folder `ckpt_path` (a training run's `<run>/model`; every direction
-    it holds, and their union) on the test split or `data.test_path` (and `data.dev_path`)."""
+    """Score the model folder `ckpt_path` (a training run's `<run>/model`, a file inside it
+    or the run folder; every direction it holds, and their union) on the test split or
+    `data.test_path` (and `data.dev_path`)."""
     from aligners.export import load
 
     if not cfg.get("ckpt_path"):
         raise AlignersInputError("evaluate needs ckpt_path=RUN/model (the model folder a "
                                  "training run saved)")
     _check_cfg(cfg)
-    aligner = load(cfg.ckpt_path)
+    aligner = load(_model_folder(Path(str(cfg.ckpt_path))))
     if not isinstance(aligner, MonoAligner):
         raise AlignersInputError("not a monolingual aligner (expected a model folder of kind "
                                  "mono-token-crf or mono-phrase-crf)", path=str(cfg.ckpt_path))
