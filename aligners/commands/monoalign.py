@@ -60,6 +60,12 @@ def run(args: argparse.Namespace) -> int:
         raise AlignersInputError(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.threads < 1:
         raise AlignersInputError(f"--threads must be >= 1, got {args.threads}")
+    from pathlib import Path
+
+    if not Path(args.model).is_dir():  # before the input is read and torch is imported
+        raise AlignersInputError("no model folder here (expected the `model` folder of a "
+                                 "monolingual training run)", path=args.model)
+    pairs = _read(args.input)  # bad input fails fast, before torch is imported
     import torch
 
     from aligners.export import load
@@ -70,7 +76,6 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(aligner, MonoAligner):
         raise AlignersInputError("not a monolingual aligner (expected a model folder of kind "
                                  "mono-token-crf or mono-phrase-crf)", path=args.model)
-    pairs = _read(args.input)
     out = aligner.align(pairs, direction=args.direction, batch_size=args.batch_size)
     for blocks, links, score in out:
         line = " ".join(f"{i}-{j}" for i, j in links)
