@@ -87,7 +87,7 @@ def test_softmax_margin_vs_brute_force(cls, Ls, Lt):
         [(0, 0), (1, 1), (2, 1), (3, 2)]
     m = _model(cls, Ls, Lt, seed=3)
     b = _batch(Ls, Lt, [(src, tgt, gold)])
-    lp = m.log_potentials(b)[0]
+    lp = m.log_potentials(b)[0].detach()
     valid = b.valid[0]
     J, C = len(tgt), lp.shape[-1]
     G = [{j for i2, j in gold if i2 == i} for i in range(len(src))]
