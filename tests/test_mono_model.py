@@ -116,9 +116,9 @@ def test_softmax_margin_vs_brute_force(cls, Ls, Lt):
         top = max(xs)
         return top + math.log(sum(math.exp(x - top) for x in xs))
     gold_z = lse([s for s, g in zip(scores, ok) if g])
-    assert float(m.loss(b, cost_weight=0.0)) == pytest.approx(lse(scores) - gold_z, abs=1e-3)
+    assert m.loss(b, cost_weight=0.0).item() == pytest.approx(lse(scores) - gold_z, abs=1e-3)
     aug = lse([s + 0.7 * c for s, c in zip(scores, costs)])
-    assert float(m.loss(b, cost_weight=0.7)) == pytest.approx(aug - gold_z, abs=1e-3)
+    assert m.loss(b, cost_weight=0.7).item() == pytest.approx(aug - gold_z, abs=1e-3)
     assert min(c for c, g in zip(costs, ok) if g) == 0
 
 
@@ -197,6 +197,6 @@ def test_unpadded_features_give_the_same_loss_and_gradient():
         m.zero_grad()
         loss = m.loss(collate(exs, max_tgt_len=2, pad_features=pad))
         loss.backward()
-        grads.append((float(loss), m.w_emit.grad.clone()))
+        grads.append((loss.item(), m.w_emit.grad.clone()))
     assert grads[0][0] == pytest.approx(grads[1][0], rel=1e-5)
     assert torch.allclose(grads[0][1], grads[1][1], atol=1e-4)
