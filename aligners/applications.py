@@ -8,7 +8,7 @@ the normaliser (source, target or both lengths) and the threshold are chosen for
 accuracy on the training data; for QA (ranking only) the normaliser is chosen by MAP on
 dev-less-than-40. Nothing is tuned on test.
 
-    python -m aligners.applications --model OUT/model.s2t.safetensors [--tasks rte msrp trecqa]
+    python -m aligners.applications --model RUN/model [--tasks rte msrp trecqa]
 """
 
 from __future__ import annotations
@@ -36,13 +36,14 @@ def tokenize(text: str) -> list[str]:
 
 def alignment_scores(model, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], *,
                      batch_size: int = 64) -> dict[str, list[float]]:
-    """Viterbi score of each (source, target) pair divided by I, by J and by I + J."""
+    """Viterbi score of each (source, target) pair divided by I, by J and by I + J; `model`
+    is a `MonoAligner` (its first direction decodes)."""
     from aligners.data.types import AlignedPair
-    from aligners.training.monolingual import featurise, predict
     aligned = [AlignedPair(tuple(s) or ("<empty>",), tuple(t) or ("<empty>",))
                for s, t in pairs]
-    out = predict(model, featurise(aligned, model), batch_size=batch_size)
-    raw = [o[2] * len(p.src) for o, p in zip(out, aligned)]
+    d = "s2t" if "s2t" in model.models else "t2s"
+    out = model.align(aligned, direction=d, batch_size=batch_size)
+    raw = [o[2] * len(p.src if d == "s2t" else p.tgt) for o, p in zip(out, aligned)]
     return {"src": [r / len(p.src) for r, p in zip(raw, aligned)],
             "tgt": [r / len(p.tgt) for r, p in zip(raw, aligned)],
             "both": [r / (len(p.src) + len(p.tgt)) for r, p in zip(raw, aligned)]}
@@ -149,14 +150,14 @@ def run_trecqa(model, *, split: str = "test-less-than-40",
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True, help="a trained model.*.safetensors")
+    ap.add_argument("--model", required=True, help="a monolingual model folder (RUN/model)")
     ap.add_argument("--tasks", nargs="+", default=["rte", "msrp", "trecqa"])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    from aligners.training.monolingual import load_model
-    model, _ = load_model(args.model)
+    from aligners.export import load
+    model = load(args.model)
     runners = {"rte": run_rte, "msrp": run_msrp, "trecqa": run_trecqa}
     results = {t: runners[t](model) for t in args.tasks}
     if args.out:

@@ -36,8 +36,15 @@ __all__ = ["FORMAT", "LOADERS", "ModelFolder", "write_model", "read_model", "loa
 FORMAT = "aligners/1"
 
 # kind -> "module:function" taking a ModelFolder and returning a model ready for inference.
-LOADERS: dict[str, str] = {}
-LOADERS["word-aligner"] = "aligners.models.word.saved:load_word_aligner"
+LOADERS: dict[str, str] = {
+    "word-aligner": "aligners.models.word.saved:load_word_aligner",
+    "mono-token-crf": "aligners.models.mono.aligner:load_mono",
+    "mono-phrase-crf": "aligners.models.mono.aligner:load_mono",
+    "reorder-lexical": "aligners.models.reorder.reorderer:load_folder",
+    "reorder-naive-bayes": "aligners.models.reorder.reorderer:load_folder",
+    "reorder-primal-mlr": "aligners.models.reorder.reorderer:load_folder",
+    "reorder-dual-mlr": "aligners.models.reorder.reorderer:load_folder",
+}
 
 
 @dataclass
@@ -169,7 +176,3 @@ def load(path: str | Path):
     module, _, func = target.partition(":")
     return getattr(importlib.import_module(module), func)(folder)
 
-
-# reordering models (aligners/models/reorder): every kind loads as a ready `Reorderer`
-LOADERS.update({kind: "aligners.models.reorder.reorderer:load_folder" for kind in (
-    "reorder-lexical", "reorder-naive-bayes", "reorder-primal-mlr", "reorder-dual-mlr")})

@@ -1,6 +1,6 @@
 """Decode throughput of the monolingual aligners (pairs/s, batched, CPU threads as given).
 
-    python benchmarks/mono_decode.py --data msr06 --threads 2 [--model OUT/model.s2t.safetensors]
+    python benchmarks/mono_decode.py --data msr06 --threads 2 [--model RUN/model]
 
 Times, on the test split: featurisation (cold and warm word / word-pair / WordNet caches;
 featurisation always runs on one intra-op thread), lattice decoding
@@ -22,13 +22,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aligners.data.datasets import load  # noqa: E402
+from aligners.export import load as load_model  # noqa: E402
 from aligners.features.string_sim import clear_caches  # noqa: E402
-from aligners.training.monolingual import (  # noqa: E402
-    build_model,
-    featurise,
-    load_model,
-    predict,
-)
+from aligners.models.mono.aligner import build_model, featurise, predict  # noqa: E402
 
 
 def _time(fn, repeats):
@@ -48,7 +44,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--limit", type=int, default=0)
-    ap.add_argument("--model", default=None, help="a trained model.*.safetensors (optional)")
+    ap.add_argument("--model", default=None, help="a trained model folder RUN/model (optional)")
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -60,8 +56,8 @@ def main(argv=None) -> dict:
     kinds = ["token", "phrase"] if args.model is None else [None]
     for kind in kinds:
         if kind is None:
-            model, cfg = load_model(args.model)
-            kind = cfg["kind"]
+            aligner = load_model(args.model)
+            model, kind = aligner.models[aligner.directions[0]], aligner.kind
         else:
             model = build_model(kind=kind)
             torch.manual_seed(0)

@@ -24,7 +24,10 @@ sys.path.insert(0, ".")
 torch.set_num_threads(int(sys.argv[1]))
 from aligners.data.datasets import load
 from aligners.features.wordnet import get_wordnet
-from aligners.training.monolingual import build_model, featurise, predict
+try:  # this tree (models/mono) or an older one (training/monolingual)
+    from aligners.models.mono.aligner import build_model, featurise, predict
+except ImportError:
+    from aligners.training.monolingual import build_model, featurise, predict
 get_wordnet()
 pairs = load(sys.argv[3], sys.argv[4])
 pairs = pairs[: int(sys.argv[5])] if int(sys.argv[5]) else pairs

@@ -1,38 +1,59 @@
 """Print the Table 3/4-style markdown rows of finished monolingual runs.
 
-    python benchmarks/mono_table.py outputs/mono/*/metrics.json
+    python benchmarks/mono_table.py RUN/metrics.json [RUN2/metrics.json ...]
+
 Macro P/R/F1 (jacana's averaging, as Yao et al. 2013 report) and exact match, with the
-identical/non-identical and token/phrase breakdowns (macro), per direction.
+identical/non-identical and token/phrase breakdowns (macro), per split and direction. Reads
+the one metrics.json schema (split/direction -> flat metric names, `aligners.metrics.
+write_metrics_json`).
 """
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def _pct(x):
     return f"{100 * x:.1f}"
 
 
-def main(paths):
-    print("| run | dir | P | R | F1 | E | Pi/Pn | Ri/Rn | F1i/F1n | F1t/F1p | micro F1 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for path in paths:
-        m = json.load(open(path))
-        name = path.split("/")[-2]
-        for d, r in m["results"].items():
-            ma, bd = r["macro"], r.get("breakdown", {})
+def _rows(path: str):
+    """(run name, split/direction, flat metrics) of one metrics.json; a file that is not
+    the one schema is a clear error."""
+    try:
+        m = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise SystemExit(f"mono_table: error: {path}: cannot read metrics.json ({err})") \
+            from None
+    name = Path(path).parent.name
+    rows = [(name, k, v) for k, v in m.items() if isinstance(v, dict) and "macro/f1" in v]
+    if not rows:
+        raise SystemExit(f"mono_table: error: {path}: no monolingual scores (expected rows "
+                         "like 'test/s2t' with 'macro/f1')")
+    return rows
 
-            def two(key, a, b, bd=bd):
-                if a not in bd or b not in bd:
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("metrics", nargs="+", help="metrics.json files of monolingual runs")
+    args = ap.parse_args(argv)
+    print("| run | split/dir | P | R | F1 | E | Pi/Pn | Ri/Rn | F1i/F1n | F1t/F1p | micro F1 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for path in args.metrics:
+        for name, split, r in _rows(path):
+            def two(key, a, b, r=r):
+                ka, kb = f"breakdown/{a}/macro/{key}", f"breakdown/{b}/macro/{key}"
+                if ka not in r or kb not in r:
                     return "-"
-                return f"{_pct(bd[a]['macro'][key])}/{_pct(bd[b]['macro'][key])}"
-            print(f"| {name} | {d} | {_pct(ma['precision'])} | {_pct(ma['recall'])} | "
-                  f"{_pct(ma['f1'])} | {_pct(r['exact_match'])} | "
+                return f"{_pct(r[ka])}/{_pct(r[kb])}"
+            print(f"| {name} | {split} | {_pct(r['macro/precision'])} | "
+                  f"{_pct(r['macro/recall'])} | {_pct(r['macro/f1'])} | "
+                  f"{_pct(r['exact_match'])} | "
                   f"{two('precision', 'identical', 'non-identical')} | "
                   f"{two('recall', 'identical', 'non-identical')} | "
                   f"{two('f1', 'identical', 'non-identical')} | {two('f1', 'token', 'phrase')} | "
-                  f"{_pct(r['micro']['f1'])} |")
+                  f"{_pct(r['micro/f1'])} |")
 
 
 def _cli(argv=None) -> int:

@@ -2,16 +2,17 @@
 brute-force enumeration, decoding on fixtures, safetensors round trip."""
 
 import itertools
+import json
 import math
 
 import pytest
 import torch
 
 from aligners.lattices import semimarkov
-from aligners.models._mono_potentials import collate, prepare
-from aligners.models._mono_states import state_phrase
-from aligners.models.crf import TokenCRFAligner
-from aligners.models.semicrf import PhraseCRFAligner, segments_to_output
+from aligners.models.mono.crf import TokenCRFAligner
+from aligners.models.mono.potentials import collate, prepare
+from aligners.models.mono.semicrf import PhraseCRFAligner, segments_to_output
+from aligners.models.mono.states import state_phrase
 
 PAIRS = [
     ("the cat sat on the mat".split(), "a cat is sitting on a mat".split(),
@@ -48,7 +49,7 @@ def test_factored_dp_equals_generic_semimarkov_lattice(Ls, Lt):
     score, paths = m.viterbi(m.factors(b), b.lengths)
     ref_score, _ = semimarkov.viterbi(m.log_potentials(b), lengths=b.lengths)
     assert torch.allclose(score, ref_score, atol=1e-3)
-    lp = m.log_potentials(b)
+    lp = m.log_potentials(b).detach()
     for n, segs in enumerate(paths):  # the path's own score is the Viterbi score
         total = sum(float(lp[n, s, k, c, prev]) for (s, k, c), prev in
                     zip(segs, [0] + [c for _, _, c in segs[:-1]]))
@@ -86,7 +87,7 @@ def test_softmax_margin_vs_brute_force(cls, Ls, Lt):
         [(0, 0), (1, 1), (2, 1), (3, 2)]
     m = _model(cls, Ls, Lt, seed=3)
     b = _batch(Ls, Lt, [(src, tgt, gold)])
-    lp = m.log_potentials(b)[0]
+    lp = m.log_potentials(b)[0].detach()
     valid = b.valid[0]
     J, C = len(tgt), lp.shape[-1]
     G = [{j for i2, j in gold if i2 == i} for i in range(len(src))]
@@ -115,9 +116,9 @@ def test_softmax_margin_vs_brute_force(cls, Ls, Lt):
         top = max(xs)
         return top + math.log(sum(math.exp(x - top) for x in xs))
     gold_z = lse([s for s, g in zip(scores, ok) if g])
-    assert float(m.loss(b, cost_weight=0.0)) == pytest.approx(lse(scores) - gold_z, abs=1e-3)
+    assert m.loss(b, cost_weight=0.0).item() == pytest.approx(lse(scores) - gold_z, abs=1e-3)
     aug = lse([s + 0.7 * c for s, c in zip(scores, costs)])
-    assert float(m.loss(b, cost_weight=0.7)) == pytest.approx(aug - gold_z, abs=1e-3)
+    assert m.loss(b, cost_weight=0.7).item() == pytest.approx(aug - gold_z, abs=1e-3)
     assert min(c for c, g in zip(costs, ok) if g) == 0
 
 
@@ -153,15 +154,39 @@ def test_segments_to_output_blocks_and_links():
     assert links == [(1, 3), (1, 4), (2, 3), (2, 4), (3, 0)]
 
 
-def test_safetensors_round_trip(tmp_path):
-    from aligners.training.monolingual import load_model, save_model
-    m = _model(PhraseCRFAligner, 2, 3)
-    save_model(m, tmp_path / "m.safetensors", kind="phrase", extra={"direction": "s2t"})
-    m2, cfg = load_model(tmp_path / "m.safetensors")
-    assert cfg["direction"] == "s2t" and (m2.max_src_len, m2.max_tgt_len) == (2, 3)
-    for a, c in zip(m.parameters(), m2.parameters()):
-        assert torch.equal(a, c)
-    assert not list(itertools.chain(tmp_path.glob("*.pt"), tmp_path.glob("*.ckpt")))
+@pytest.mark.parametrize("kind", ["phrase", "token"])
+def test_model_folder_round_trip_both_directions(tmp_path, kind):
+    """One folder holds both directions; `aligners.load` gives the same weights, kind and
+    decoding; a t2s model's links and blocks come back in source-target order."""
+    import aligners
+    from aligners.models.mono.aligner import MonoAligner
+    cls = PhraseCRFAligner if kind == "phrase" else TokenCRFAligner
+    models = {"s2t": _model(cls, 2, 3, seed=1), "t2s": _model(cls, 2, 3, seed=2)}
+    folder = MonoAligner(models, kind=kind).save(tmp_path / "model", config={"note": "x"})
+    cfg = json.loads((folder / "config.json").read_text())
+    assert cfg["kind"] == f"mono-{kind}-crf" and cfg["directions"] == ["s2t", "t2s"]
+    again = aligners.load(folder)
+    assert isinstance(again, MonoAligner) and again.kind == kind and again.meta["note"] == "x"
+    for d in ("s2t", "t2s"):
+        m, m2 = models[d], again.models[d]
+        assert (m2.max_src_len, m2.max_tgt_len) == (m.max_src_len, m.max_tgt_len)
+        for (na, a), (nb, b) in zip(m.state_dict().items(), m2.state_dict().items()):
+            assert na == nb and torch.equal(a, b)
+    pairs = [(s, t) for s, t, _ in PAIRS]
+    s2t, t2s = again.align(pairs, direction="s2t"), again.align(pairs, direction="t2s")
+    assert s2t == MonoAligner(models, kind=kind).align(pairs)
+    # t2s output = the t2s model run on swapped pairs, flipped back by hand
+    swapped = MonoAligner({"s2t": models["t2s"]}, kind=kind).align([(t, s) for s, t in pairs])
+    for (b, links, sc), (b_sw, links_sw, sc_sw) in zip(t2s, swapped):
+        assert links == sorted((j, i) for i, j in links_sw) and sc == sc_sw
+        assert b == sorted((t, lt, s, k) for s, k, t, lt in b_sw)
+    for (b, links, _), (src, tgt) in zip(t2s, pairs):  # blocks now index src first
+        covered = set()
+        for s, k, t, lt in b:
+            assert s + k <= len(src) and t + lt <= len(tgt)
+            covered |= {(i, j) for i in range(s, s + k) for j in range(t, t + lt)}
+        assert covered == set(links)
+    assert not list(itertools.chain(tmp_path.rglob("*.pt"), tmp_path.rglob("*.ckpt")))
 
 
 def test_unpadded_features_give_the_same_loss_and_gradient():
@@ -172,6 +197,6 @@ def test_unpadded_features_give_the_same_loss_and_gradient():
         m.zero_grad()
         loss = m.loss(collate(exs, max_tgt_len=2, pad_features=pad))
         loss.backward()
-        grads.append((float(loss), m.w_emit.grad.clone()))
+        grads.append((loss.item(), m.w_emit.grad.clone()))
     assert grads[0][0] == pytest.approx(grads[1][0], rel=1e-5)
     assert torch.allclose(grads[0][1], grads[1][1], atol=1e-4)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from aligners.models._mono_states import num_states, state_id, state_phrase, state_table
+from aligners.models.mono.states import num_states, state_id, state_phrase, state_table
 
 
 @pytest.mark.parametrize("J,Lt", [(1, 1), (5, 1), (5, 2), (7, 3), (2, 4)])

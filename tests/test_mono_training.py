@@ -1,5 +1,6 @@
 """End to end: `train.py experiment=...` on a few MSR06 pairs, then `evaluate.py` with the
-saved safetensors model and `data.test_path` (a jacana JSON file)."""
+saved model folder and `data.test_path` (a jacana JSON file); the trainer, logger and
+callbacks of the config are used; metrics.json has the one schema."""
 
 import json
 
@@ -26,23 +27,62 @@ def _cfg(root, overrides, out):
 
 
 @pytest.mark.parametrize("experiment", ["tokencrf_msr06", "yao2013_msr06_phrase"])
-def test_train_then_evaluate_any_json(experiment, tmp_path):
+def test_train_then_evaluate_any_json(experiment, tmp_path, capsys):
     shared_path("data", "msr-rte2006-aligned")
     small = ["data.train_limit=12", "data.test_limit=10", "training.max_iter=4",
              "training.directions=[s2t,t2s]"]
     metrics = train(_cfg("train", [f"experiment={experiment}", *small], tmp_path))
-    assert set(metrics["results"]) == {"s2t", "t2s", "union"}
-    for res in metrics["results"].values():
-        assert res["pairs"] == 10 and 0.0 <= res["micro"]["f1"] <= 1.0
-        assert {"identical", "non-identical", "token", "phrase"} <= set(res["breakdown"])
-    assert (tmp_path / "model.s2t.safetensors").exists()
-    assert json.loads((tmp_path / "metrics.json").read_text())["model"] in ("token", "phrase")
+    out = capsys.readouterr()
+    assert set(metrics) == {"train", "test/s2t", "test/t2s", "test/union"}
+    for split in ("test/s2t", "test/t2s", "test/union"):
+        res = metrics[split]
+        assert res["pairs"] == 10 and 0.0 <= res["micro/f1"] <= 1.0
+        for c in ("identical", "non-identical", "token", "phrase"):
+            assert f"breakdown/{c}/macro/f1" in res
+    assert json.loads((tmp_path / "metrics.json").read_text()) == metrics
+    # one model folder holding both directions; no weight dump on stdout, a file instead
+    cfg = json.loads((tmp_path / "model" / "config.json").read_text())
+    assert cfg["kind"].startswith("mono-") and cfg["directions"] == ["s2t", "t2s"]
+    assert set(json.loads((tmp_path / "weights.json").read_text())) == {"s2t", "t2s"}
+    assert "weights:" not in out.out and "'identical':" not in out.out
+    # cfg.logger and cfg.callbacks were used: CSV logs and the last checkpoint per direction
+    assert list((tmp_path / "logs").rglob("metrics.csv"))
+    assert (tmp_path / "checkpoints" / "s2t" / "last.ckpt").exists()
+    assert (tmp_path / "checkpoints" / "t2s" / "last.ckpt").exists()
+    for noise in ("litmodels", "Tip:", "configure_optimizers", "UserWarning",
+                  "does not have many workers"):
+        assert noise not in out.out + out.err, noise
     gold = shared_path("data", "msr-rte2006-aligned", "converted", "RTE2_test_M.align.json")
-    out = tmp_path / "eval"
     again = evaluate(_cfg("evaluate", [f"experiment={experiment}", "data.test_limit=10",
-                                       f"ckpt_path={tmp_path / 'model.s2t.safetensors'}",
-                                       f"data.test_path={gold}"], out))
-    assert again["results"]["s2t"] == metrics["results"]["s2t"]  # same model, same pairs
+                                       f"ckpt_path={tmp_path / 'model'}",
+                                       f"data.test_path={gold}"], tmp_path / "eval"))
+    for split in ("test/s2t", "test/t2s", "test/union"):
+        assert again[split] == metrics[split]  # same model, same pairs
+    # ckpt_path may also name the run folder or a file of the model folder
+    for ckpt in (tmp_path, tmp_path / "model" / "config.json"):
+        same = evaluate(_cfg("evaluate", [f"experiment={experiment}", "data.test_limit=10",
+                                          f"ckpt_path={ckpt}"], tmp_path / "eval2"))
+        assert same["test/s2t"] == metrics["test/s2t"]
+
+
+def test_evaluate_bad_ckpt_path_is_one_clear_error(tmp_path):
+    from aligners.errors import AlignersInputError
+    with pytest.raises(AlignersInputError, match="ckpt_path"):
+        evaluate(_cfg("evaluate", ["experiment=tokencrf_msr06"], tmp_path / "a"))
+    with pytest.raises(AlignersInputError, match="no model folder"):
+        evaluate(_cfg("evaluate", ["experiment=tokencrf_msr06",
+                                   f"ckpt_path={tmp_path / 'nope'}"], tmp_path / "b"))
+
+
+@pytest.mark.parametrize("override,needle", [("training.batch_size=0", "batch_size"),
+                                             ("training.directions=[x2y]", "directions"),
+                                             ("data.train_limit=-3", "train_limit"),
+                                             ("training.l2=-1", "l2")])
+def test_bad_training_settings_rejected_before_training(tmp_path, override, needle):
+    from aligners.errors import AlignersInputError
+    with pytest.raises(AlignersInputError, match=needle):
+        train(_cfg("train", ["experiment=tokencrf_msr06", override], tmp_path))
+    assert not (tmp_path / "model").exists()
 
 
 @pytest.mark.parametrize("kind,optimizer", [("phrase", "lbfgs"), ("token", "adam")])
@@ -53,7 +93,8 @@ def test_lightning_checkpoint_round_trip(tmp_path, kind, optimizer):
     import torch
 
     from aligners.data.types import AlignedPair, Alignment
-    from aligners.training.monolingual import LitMonoAligner, chunks, featurise
+    from aligners.models.mono.aligner import chunks, featurise
+    from aligners.training.monolingual import LitMonoAligner
 
     pairs = [AlignedPair(("he", "passed", "away"), ("he", "died"),
                          Alignment(frozenset({(0, 0), (1, 1), (2, 1)}),
@@ -80,14 +121,14 @@ def test_lightning_checkpoint_round_trip(tmp_path, kind, optimizer):
     for (na, a), (nb, b) in zip(lit.model.state_dict().items(),
                                  again.model.state_dict().items()):
         assert na == nb and torch.equal(a, b)
-    from aligners.training.monolingual import predict
+    from aligners.models.mono.aligner import predict
     assert predict(again.model, examples) == predict(lit.model, examples)
 
 
 def test_one_thread_restores_the_callers_setting():
     import torch
 
-    from aligners.training.monolingual import one_thread
+    from aligners.models.mono.aligner import one_thread
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
@@ -97,3 +138,40 @@ def test_one_thread_restores_the_callers_setting():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("trainer", [
+    "cpu", pytest.param("gpu", marks=pytest.mark.skipif(
+        not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU"))])
+def test_trainer_config_decides_the_device(tmp_path, trainer):
+    """`trainer=gpu` puts the module AND every batch tensor on the GPU (device-aware
+    MonoBatch.to); `trainer=cpu` keeps them on the CPU. The batch examples' features follow."""
+    import pytorch_lightning as pl
+    import torch
+
+    from aligners.data.types import AlignedPair, Alignment
+    from aligners.models.mono.aligner import chunks, featurise
+    from aligners.training.monolingual import LitMonoAligner, _trainer
+
+    seen = []
+
+    class Record(pl.Callback):
+        def on_train_batch_start(self, tr, module, batch, batch_idx):
+            b = batch[0]
+            seen.append((module.device.type, b.valid.device.type, b.trans_idx.device.type,
+                         b.examples[0].emit.device.type))
+
+    cfg = _cfg("train", ["experiment=tokencrf_msr06", f"trainer={trainer}",
+                         "training.max_iter=2"], tmp_path)
+    pairs = [AlignedPair(("the", "cat", "sat"), ("a", "cat", "sat"),
+                         Alignment(frozenset({(1, 1), (2, 2)}), frozenset({(1, 1), (2, 2)})))]
+    lit = LitMonoAligner(kind="token", max_src_len=1, max_tgt_len=1, embedding=False,
+                         optimizer="lbfgs", lr=1.0, l2=1.0, cost_weight=1.0, max_iter=2,
+                         n_pairs=1)
+    batches, _ = chunks(featurise(pairs, lit.model), max_tgt_len=1, batch_size=8)
+    loader = torch.utils.data.DataLoader([batches], batch_size=None, collate_fn=lambda x: x)
+    tr = _trainer(cfg, epochs=1, direction="s2t", n_directions=1, steps_per_epoch=1)
+    tr.callbacks.append(Record())
+    tr.fit(lit, loader)
+    want = "cuda" if trainer == "gpu" else "cpu"
+    assert seen == [(want, want, want, want)]

@@ -1,9 +1,14 @@
-"""`aligners monoalign --model M.safetensors [--input PAIRS]`: align monolingual sentence pairs.
+"""`aligners monoalign --model RUN/model [--input PAIRS]`: align monolingual sentence pairs.
 
 Input: one `source ||| target` pair per line (whitespace-tokenised), or a jacana JSON file
-(`--input X.json`). Output: one line of Pharaoh `i-j` links (0-based, source-target) per pair;
-`--blocks` adds ` ||| s:len-t:len ...` phrase blocks and `--score` the normalised score.
-Example: `echo "he passed away ||| he died" | aligners monoalign --model OUT/model.s2t.safetensors`
+(`--input X.json`). Model: the folder a monolingual training run saved (`RUN/model`, loaded
+with `aligners.load`; no Lightning is imported). Output, one line per pair: Pharaoh `i-j`
+links (0-based, source-target order, also for a t2s model); `--blocks` appends
+` ||| ` and the phrase blocks `s:k-t:l` (source tokens s..s+k-1 aligned as one block to target
+tokens t..t+l-1, 0-based, in source-target order like the links); `--score` appends
+` ||| ` and the Viterbi score divided by the number of tokens on the model's observation side.
+Example: `echo "the cat sat on the mat ||| a cat was sitting on the mat" |
+aligners monoalign --model RUN/model --blocks`
 """
 
 from __future__ import annotations
@@ -16,12 +21,19 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="trained model.*.safetensors (+ .json)")
-    parser.add_argument("--input", default="-", help="`src ||| tgt` lines or a .json file")
-    parser.add_argument("--blocks", action="store_true", help="also print phrase blocks")
+    parser.add_argument("--model", required=True, metavar="DIR",
+                        help="model folder saved by a monolingual training run (RUN/model)")
+    parser.add_argument("--input", default="-",
+                        help="`src ||| tgt` lines or a jacana .json file (default: stdin)")
+    parser.add_argument("--direction", choices=("s2t", "t2s"), default=None,
+                        help="which saved direction decodes (default: the first the model has)")
+    parser.add_argument("--blocks", action="store_true",
+                        help="also print phrase blocks `s:k-t:l` (source-target order)")
     parser.add_argument("--score", action="store_true", help="also print the normalised score")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=64,
+                        help="pairs decoded together (>= 1; default 64)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch intra-op threads (>= 1; default 1)")
 
 
 def _read(path: str):
@@ -44,19 +56,28 @@ def _read(path: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.batch_size < 1:
+        raise AlignersInputError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.threads < 1:
+        raise AlignersInputError(f"--threads must be >= 1, got {args.threads}")
+    from pathlib import Path
+
+    if not Path(args.model).is_dir():  # before the input is read and torch is imported
+        raise AlignersInputError("no model folder here (expected the `model` folder of a "
+                                 "monolingual training run)", path=args.model)
+    pairs = _read(args.input)  # bad input fails fast, before torch is imported
     import torch
 
-    from aligners.training.monolingual import featurise, load_model, predict
+    from aligners.export import load
+    from aligners.models.mono.aligner import MonoAligner
+
     torch.set_num_threads(args.threads)
-    model, cfg = load_model(args.model)
-    pairs = _read(args.input)
-    if cfg.get("direction") == "t2s":
-        from aligners.training.monolingual import _flip
-        pairs = [_flip(p) for p in pairs]
-    out = predict(model, featurise(pairs, model), batch_size=args.batch_size)
-    flip = cfg.get("direction") == "t2s"
+    aligner = load(args.model)
+    if not isinstance(aligner, MonoAligner):
+        raise AlignersInputError("not a monolingual aligner (expected a model folder of kind "
+                                 "mono-token-crf or mono-phrase-crf)", path=args.model)
+    out = aligner.align(pairs, direction=args.direction, batch_size=args.batch_size)
     for blocks, links, score in out:
-        links = sorted((j, i) for i, j in links) if flip else links
         line = " ".join(f"{i}-{j}" for i, j in links)
         if args.blocks:
             line += " ||| " + " ".join(f"{s}:{k}-{t}:{lt}" for s, k, t, lt in blocks)

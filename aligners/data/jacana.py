@@ -8,6 +8,12 @@ possibleAlign, possible = sureAlign ∪ possibleAlign).
 
 MultiMWA TSV (Lan et al. 2021): 10 tab-separated columns `id, sent1, N/A, sent2, N/A, 1, 1,
 sure, possible, ''`; links `i-j` 0-based, source = sentence 1.
+
+`read_annotated(spec)` reads a user's annotated monolingual data in any of these, or as
+Pharaoh + text (three files: source sentences, target sentences, links `i-j` sure / `i?j`
+possible, 0-based, one line per pair): the `data.train_path` / `dev_path` / `test_path` of the
+monolingual task. One rule for `*.sure+poss.json` everywhere (`aligners.data.gold.sniff_format`,
+the same as `aligners evaluate --gold`): such a file holds S∪P in `sureAlign`.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from aligners.data.pharaoh import check_ranges, format_pharaoh, parse_pharaoh_li
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
-__all__ = ["read_jacana_json", "read_multimwa", "write_jacana_json"]
+__all__ = ["read_jacana_json", "read_multimwa", "write_jacana_json", "read_annotated"]
 
 _KEYS = ("source", "target", "sureAlign")
 
@@ -155,3 +161,47 @@ def read_multimwa(path: str | Path, *, lenient: bool = False) -> list[AlignedPai
         pairs.append(AlignedPair(tuple(cols[1].split()), tuple(cols[3].split()), al, cols[0]))
         lines.append(lineno)
     return _finish(pairs, lenient=lenient, path=name, line_numbers=lines)
+
+
+def read_annotated(spec, *, what: str = "annotated data") -> list[AlignedPair]:
+    """Gold-annotated pairs from `spec`: a jacana `.json` (`*.sure+poss.json` read with
+    `sure_plus_poss=True`, as `aligners evaluate --gold` does), a MultiMWA `.tsv`, or a list
+    of three files `[source text, target text, Pharaoh links]` (whitespace tokens, one pair
+    per line). `what` names the option in errors. Cost: O(total size)."""
+    from aligners.data.gold import read_alignment_file, sniff_format
+    from aligners.data.parallel import read_lines
+
+    if isinstance(spec, str | Path):
+        path = str(spec)
+        fmt = sniff_format(path) if path.endswith((".json", ".json.gz", ".tsv", ".tsv.gz")) \
+            else None
+        if fmt in ("jacana", "jacana-sp"):
+            pairs = read_jacana_json(path, sure_plus_poss=fmt == "jacana-sp")
+        elif fmt == "multimwa":
+            pairs = read_multimwa(path)
+        else:
+            raise AlignersInputError(
+                f"{what}: expected a jacana .json, a MultiMWA .tsv, or [SRC, TGT, LINKS] "
+                "(Pharaoh + text: three files)", path=path)
+    else:
+        files = [str(f) for f in spec]
+        if len(files) != 3:
+            raise AlignersInputError(f"{what}: expected one .json/.tsv file or three files "
+                                     f"[SRC, TGT, LINKS], got {len(files)}")
+        src = [tuple(line.split()) for line in read_lines(files[0])]
+        tgt = [tuple(line.split()) for line in read_lines(files[1])]
+        if len(src) != len(tgt):
+            raise AlignersInputError(f"{len(src)} source lines but {files[1]} has {len(tgt)}; "
+                                     "expected one sentence pair per line", path=files[0])
+        for side, sents, f in (("source", src, files[0]), ("target", tgt, files[1])):
+            for n, s in enumerate(sents, start=1):
+                if not s:
+                    raise AlignersInputError(f"empty {side} sentence; expected tokens",
+                                             path=f, line=n)
+        als = read_alignment_file(files[2], fmt="pharaoh", src_lengths=[len(s) for s in src],
+                                  tgt_lengths=[len(t) for t in tgt])
+        pairs = [AlignedPair(s, t, al, str(n)) for n, (s, t, al) in
+                 enumerate(zip(src, tgt, als, strict=True), start=1)]
+    if not pairs:
+        raise AlignersInputError(f"{what}: no sentence pairs", path=str(spec))
+    return pairs

@@ -7,8 +7,9 @@ False and `WordNet.available` is False (a warning is issued once), so the aligne
 Relations between two words (any part of speech, after morphological base-form lookup):
 synonym (share a synset), hypernym / hyponym (up to `depth` steps), antonym, derivation
 (`+` pointers), entailment (`*`), similar-to (`&`, adjectives). Multi-word lemmas use `_`.
-Cost: loading reads ~30 MB once per process (a few seconds); each query is a few dict lookups,
-memoised.
+Cost: loading parses the index files and reads the data files as bytes once per process;
+synset lines are parsed on first use (their key is their byte offset); each query is a few
+dict lookups, memoised.
 """
 
 import functools
@@ -49,13 +50,12 @@ class WordNet:
         self.available = root is not None
         self._index: dict[tuple[str, str], tuple[str, ...]] = {}  # (lemma, pos) -> synset keys
         self._exc: dict[tuple[str, str], tuple[str, ...]] = {}
-        self._lemmas: dict[str, tuple[str, ...]] = {}  # synset key "n1234" -> lemmas
-        self._ptrs: dict[str, list[tuple[str, str, int, int]]] = {}  # key -> (rel, key, src, tgt)
+        self._data: dict[str, bytes] = {}  # pos -> the raw data.<pos> file
         if root is None:
             return
         for pos, name in _POS.items():
             self._read_index(root / f"index.{name}", pos)
-            self._read_data(root / f"data.{name}", pos)
+            self._data[pos] = (root / f"data.{name}").read_bytes()
             exc = root / f"{name}.exc"
             if exc.is_file():
                 for line in exc.read_text(encoding="latin-1").splitlines():
@@ -72,24 +72,31 @@ class WordNet:
             offsets = f[6 + n_ptr: 6 + n_ptr + n_syn]
             self._index[(f[0], pos)] = tuple(pos + o for o in offsets)
 
-    def _read_data(self, path: Path, pos: str) -> None:
-        for line in path.read_text(encoding="latin-1").splitlines():
-            if line.startswith(" "):
-                continue
-            f = line.split(" | ")[0].split()
-            key = pos + f[0]
-            n_words = int(f[3], 16)
-            self._lemmas[key] = tuple(f[4 + 2 * i].lower() for i in range(n_words))
-            at = 4 + 2 * n_words
-            n_ptr = int(f[at])
-            ptrs = []
-            for p in range(n_ptr):
-                sym, off, ppos, st = f[at + 1 + 4 * p: at + 5 + 4 * p]
-                rel = _PTR.get(sym)
-                if rel is not None:
-                    ppos = "a" if ppos == "s" else ppos
-                    ptrs.append((rel, ppos + off, int(st[:2], 16), int(st[2:], 16)))
-            self._ptrs[key] = ptrs
+    @lru_cache(maxsize=200_000)  # noqa: B019
+    def _synset(self, key: str) -> tuple[tuple[str, ...], tuple[tuple[str, str, int, int], ...]]:
+        """(lemmas, pointers (rel, target key, source word, target word)) of synset `key`
+        ("n1234"), parsed on first use: a synset's key is the byte offset of its line in
+        data.<pos> (the database's own random-access layout), so loading only reads the
+        files and a query parses the few lines it needs."""
+        data = self._data.get(key[0])
+        if data is None:
+            return (), ()
+        start = int(key[1:])
+        end = data.find(b"\n", start)
+        f = data[start: end if end >= 0 else None].decode("latin-1").split(" | ")[0].split()
+        if not f or f[0] != key[1:]:
+            return (), ()  # not the start of a synset line
+        n_words = int(f[3], 16)
+        lemmas = tuple(f[4 + 2 * i].lower() for i in range(n_words))
+        at = 4 + 2 * n_words
+        ptrs = []
+        for p in range(int(f[at])):
+            sym, off, ppos, st = f[at + 1 + 4 * p: at + 5 + 4 * p]
+            rel = _PTR.get(sym)
+            if rel is not None:
+                ppos = "a" if ppos == "s" else ppos
+                ptrs.append((rel, ppos + off, int(st[:2], 16), int(st[2:], 16)))
+        return lemmas, tuple(ptrs)
 
     @lru_cache(maxsize=200_000)  # noqa: B019 - one instance per process
     def base_forms(self, word: str) -> tuple[tuple[str, str], ...]:
@@ -119,7 +126,7 @@ class WordNet:
     def _closure(self, keys: frozenset[str], rel: str, depth: int) -> set[str]:
         seen, frontier = set(), set(keys)
         for _ in range(depth):
-            frontier = {t for k in frontier for r, t, _, _ in self._ptrs.get(k, ()) if r == rel}
+            frontier = {t for k in frontier for r, t, _, _ in self._synset(k)[1] if r == rel}
             frontier -= seen
             seen |= frontier
         return seen
@@ -136,12 +143,12 @@ class WordNet:
         out = set()
         bases = {b for b, _ in self.base_forms(word)}
         for k in self.synsets(word):
-            lemmas = self._lemmas.get(k, ())
-            for r, t, s, _ in self._ptrs.get(k, ()):
+            lemmas, ptrs = self._synset(k)
+            for r, t, s, _ in ptrs:
                 if r != rel:
                     continue
                 if s == 0 or (s <= len(lemmas) and lemmas[s - 1] in bases):
-                    out.update(self._lemmas.get(t, ()))
+                    out.update(self._synset(t)[0])
         return frozenset(out)
 
     @lru_cache(maxsize=500_000)  # noqa: B019
@@ -167,7 +174,7 @@ class WordNet:
     def cache_clear(cls) -> None:
         """Forget every memoised look-up (cold-start timings, tests)."""
         for fn in (cls.base_forms, cls.synsets, cls.relations, cls._word_closure,
-                   cls._related_lemmas):
+                   cls._related_lemmas, cls._synset):
             fn.cache_clear()
 
 

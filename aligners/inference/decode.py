@@ -6,20 +6,48 @@ Methods (every result is in source-target order, 0-based):
 - "agreement": links whose product of the two directions' posteriors exceeds `threshold`
   (Liang et al. 2006); both directions get the same links.
 Then `aligners.symmetrize` combines the two directions with any atools heuristic.
+
+Layering: this module imports no model. It works on the tensors a model returns (Viterbi
+links, posterior matrices, masks) and on the model and batch index objects passed in, which
+only need the small interfaces `AlignsBatches` and `BatchIndex` below (the word aligner of
+`aligners.models` and its pair index provide them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import torch
 
-from aligners.data.bitext import PairIndex
 from aligners.errors import AlignersInputError
-from aligners.models.word.agreement import WordAligner
 
-__all__ = ["DECODINGS", "Decoded", "iter_decoded", "decode_corpus", "decode_lines", "combine"]
+__all__ = ["DECODINGS", "Decoded", "AlignsBatches", "BatchIndex", "iter_decoded",
+           "decode_corpus", "decode_lines", "combine"]
+
+
+class AlignsBatches(Protocol):
+    """What decoding needs from a word-alignment model: `keys` (a tensor on the model's
+    device), `viterbi(batch) -> (fwd (B, J) source index or -1, rev (B, I) target index or
+    -1)` and `posteriors(batch)` with `links_fwd`, `links_bwd` (B, I, J) link posteriors."""
+
+    keys: torch.Tensor
+
+    def viterbi(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def posteriors(self, batch: Any) -> Any: ...
+
+
+class BatchIndex(Protocol):
+    """A corpus in batches: `len()`, `n_sentences` and `batch(k)` with `.to(device)`,
+    `rows (B,)` (input row of each batch row) and `mask (B, I, J)` bool."""
+
+    n_sentences: int
+
+    def __len__(self) -> int: ...
+
+    def batch(self, k: int) -> Any: ...
 
 DECODINGS = ("viterbi", "posterior", "agreement")
 
@@ -53,8 +81,8 @@ def _group(n_rows: int, hits: torch.Tensor, values: torch.Tensor | None):
 
 
 def iter_decoded(
-    model: WordAligner,
-    index: PairIndex,
+    model: AlignsBatches,
+    index: BatchIndex,
     *,
     method: str = "agreement",
     threshold: float = 0.3,
@@ -96,8 +124,8 @@ def iter_decoded(
 
 
 def decode_corpus(
-    model: WordAligner,
-    index: PairIndex,
+    model: AlignsBatches,
+    index: BatchIndex,
     *,
     method: str = "agreement",
     threshold: float = 0.3,
@@ -134,8 +162,8 @@ def _line(links, posts) -> str:
 
 
 def decode_lines(
-    model: WordAligner,
-    index: PairIndex,
+    model: AlignsBatches,
+    index: BatchIndex,
     *,
     method: str = "agreement",
     threshold: float = 0.3,

@@ -1,127 +1,58 @@
-"""`task: monolingual`: token CRF / semi-Markov phrasal CRF aligners (Yao et al. 2013).
+"""`task: monolingual`: train the token CRF / semi-Markov phrasal CRF aligners (Yao et al. 2013).
 
-`python train.py experiment=yao2013_msr06_phrase` featurises `cfg.data.name`'s train split,
-fits the model with softmax-margin + L2 (L-BFGS full batch as the paper, or Adam) inside a
-Lightning loop, saves `model.safetensors` + `model.json` (no pickle) in Hydra's output dir,
-decodes the test split in each direction (s2t, t2s) and their union, and writes
-`metrics.json` with P/R/F1/E and the identical/non-identical and token/phrase breakdowns.
-`python evaluate.py experiment=... ckpt_path=OUT/model.safetensors [data.test_path=X.json]`
-scores any jacana JSON file with a trained model.
+`python train.py experiment=yao2013_msr06_phrase` featurises the training pairs (the registry
+dataset `cfg.data.name`'s train split, or the user's own annotated file `data.train_path=`),
+fits one model per direction in `cfg.training.directions` with softmax-margin + L2 (L-BFGS full
+batch as the paper, or Adam) under a Lightning `Trainer` built from `cfg.trainer`, `cfg.logger`
+and `cfg.callbacks`, saves ONE model folder `<run>/model` (`aligners.export`, both directions),
+the learnt weights by name in `<run>/weights.json`, decodes the evaluation splits (test split
+or `data.test_path`; `data.dev_path` / `data.dev_holdout` add a dev split) in each direction
+and their union, writes the predictions as Pharaoh files and `<run>/metrics.json`
+(`aligners.metrics.write_metrics_json`: split -> metric -> value).
+`python evaluate.py experiment=... ckpt_path=<run>/model [data.test_path=X.json]` scores a saved
+model folder the same way. Inference (`aligners monoalign`, `aligners.load`) never imports
+this module.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
+import logging
 import time
+import warnings
 from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
 from omegaconf import DictConfig, OmegaConf
-from safetensors.torch import load_file, save_file
 
-from aligners.data.datasets import load
-from aligners.data.jacana import read_jacana_json
+from aligners.data.jacana import read_annotated
 from aligners.data.types import AlignedPair
 from aligners.errors import AlignersInputError
-from aligners.metrics import evaluate_alignments, format_report
-from aligners.models._mono_potentials import MonoExample, collate, prepare
-from aligners.models.crf import TokenCRFAligner
-from aligners.models.semicrf import PhraseCRFAligner
+from aligners.metrics import evaluate_alignments, format_report, write_metrics_json
+from aligners.models.mono.aligner import (
+    DIRECTIONS,
+    MonoAligner,
+    build_model,
+    chunks,
+    featurise,
+    shared_embedder,
+)
 
-__all__ = ["LitMonoAligner", "build_model", "featurise", "chunks", "predict", "train",
-           "evaluate", "save_model", "load_model"]
-
-
-def build_model(*, kind: str, max_src_len: int = 3, max_tgt_len: int = 3,
-                embedding: bool = False, phrase_cues: bool = False) -> PhraseCRFAligner:
-    """`kind` = "token" (linear-chain CRF) or "phrase" (semi-Markov, Ls x Lt)."""
-    if kind == "token":
-        return TokenCRFAligner(embedding=embedding)
-    if kind == "phrase":
-        return PhraseCRFAligner(max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                                embedding=embedding, phrase_cues=phrase_cues)
-    raise ValueError(f"model.kind must be 'token' or 'phrase', got {kind!r}")
-
-
-def _flip(pair: AlignedPair) -> AlignedPair:
-    from aligners.data.types import Alignment
-    al = pair.alignment
-    flipped = None if al is None else Alignment(frozenset((j, i) for i, j in al.sure),
-                                                frozenset((j, i) for i, j in al.possible))
-    return AlignedPair(pair.tgt, pair.src, flipped, pair.id)
-
-
-def featurise(pairs: list[AlignedPair], model: PhraseCRFAligner, *, direction: str = "s2t",
-              gold_links: str = "possible", embedder=None) -> list[MonoExample]:
-    """Pairs -> cached MonoExamples for `model` (t2s swaps the sentences)."""
-    if model.embedding and embedder is None:
-        embedder = _shared_embedder()
-    if embedder is not None and hasattr(embedder, "encode"):
-        embedder.encode([p.src for p in pairs] + [p.tgt for p in pairs])  # batched, memoised
-    out = []
-    with one_thread():
-        for p in pairs:
-            p = _flip(p) if direction == "t2s" else p
-            links = None
-            if p.alignment is not None:
-                links = p.alignment.possible if gold_links == "possible" else p.alignment.sure
-            out.append(prepare(p.src, p.tgt, links, max_src_len=model.max_src_len,
-                               max_tgt_len=model.max_tgt_len, embedder=embedder,
-                               phrase_cues=getattr(model, "phrase_cues", False)))
-    return out
-
-
-@contextlib.contextmanager
-def one_thread():
-    """Run the block on one intra-op thread, then restore the caller's setting. Per-pair
-    features and decoding batches are small tensors: intra-op threads only add fork/join
-    waits (benchmarks/mono_side_by_side.py on the loaded 2-core box: phrase decoding 45
-    pairs/s on 2 threads vs 3063 on 1)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
-           with_gold: bool = True, cost: tuple[float, float] = (1.0, 1.0),
-           pad_features: bool = False):
-    """Length-bucketed MonoBatches (sorted by target then source length); also the order."""
-    order = sorted(range(len(examples)), key=lambda n: (examples[n].emit.shape[2] // 8,
-                                                         len(examples[n].src)))
-    batches = [collate([examples[n] for n in order[s: s + batch_size]], max_tgt_len=max_tgt_len,
-                       fp_cost=cost[0], fn_cost=cost[1], with_gold=with_gold,
-                       pad_features=pad_features)
-               for s in range(0, len(order), batch_size)]
-    return batches, order
-
-
-@torch.no_grad()
-def predict(model: PhraseCRFAligner, examples: list[MonoExample], *, batch_size: int = 64):
-    """Decode in length buckets; returns per example (blocks, links, normalised score)."""
-    model.eval()
-    batches, order = chunks(examples, max_tgt_len=model.max_tgt_len, batch_size=batch_size,
-                            with_gold=False, pad_features=False)
-    out = [None] * len(examples)
-    with one_thread():
-        flat = [r for b in batches for r in model.decode(b)]
-    for n, r in zip(order, flat):
-        out[n] = r
-    return out
+__all__ = ["LitMonoAligner", "train", "evaluate", "flatten_report"]
 
 
 class LitMonoAligner(pl.LightningModule):
-    """Orchestration only: softmax-margin + L2 with L-BFGS (full batch) or Adam (mini-batch)."""
+    """Orchestration only: softmax-margin + L2 with L-BFGS (full batch) or Adam (mini-batch).
+    A training batch is a list of MonoBatches (all of them for L-BFGS); they are moved to the
+    module's device with `MonoBatch.to`."""
 
     def __init__(self, *, kind: str, max_src_len: int, max_tgt_len: int, embedding: bool,
                  optimizer: str, lr: float, l2: float, cost_weight: float, max_iter: int,
                  n_pairs: int, phrase_cues: bool = False):
         super().__init__()
+        if optimizer not in ("lbfgs", "adam"):
+            raise ValueError(f"training.optimizer must be lbfgs or adam, got {optimizer!r}")
         self.save_hyperparameters()
         self.automatic_optimization = False
         self.evaluations = 0
@@ -129,7 +60,7 @@ class LitMonoAligner(pl.LightningModule):
                                  embedding=embedding, phrase_cues=phrase_cues)
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx):
-        return batch  # MonoBatch lists stay on the CPU (the model is tiny)
+        return [b.to(device) for b in batch]
 
     def _objective(self, batches) -> float:
         hp = self.hparams
@@ -158,7 +89,8 @@ class LitMonoAligner(pl.LightningModule):
             opt.zero_grad()
             value = torch.tensor(self._objective(batches))
             opt.step()
-        self.log("train_loss", float(value), prog_bar=True, batch_size=1)
+        self.log("train_loss", float(value), prog_bar=True, batch_size=1, on_step=False,
+                 on_epoch=True)
 
     def configure_optimizers(self):
         hp = self.hparams
@@ -166,57 +98,46 @@ class LitMonoAligner(pl.LightningModule):
             return torch.optim.LBFGS(self.model.parameters(), lr=hp.lr, max_iter=hp.max_iter,
                                      history_size=20, line_search_fn="strong_wolfe",
                                      tolerance_grad=1e-6, tolerance_change=1e-8)
-        if hp.optimizer == "adam":
-            return torch.optim.Adam(self.model.parameters(), lr=hp.lr)
-        raise ValueError(f"optimizer must be lbfgs or adam, got {hp.optimizer!r}")
+        return torch.optim.Adam(self.model.parameters(), lr=hp.lr)
 
 
-def save_model(model: PhraseCRFAligner, path: Path, *, kind: str, extra: dict) -> None:
-    """`path` (.safetensors) + `path.with_suffix('.json')` config; loading never unpickles."""
-    save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(path))
-    cfg = {"kind": kind, "max_src_len": model.max_src_len, "max_tgt_len": model.max_tgt_len,
-           "embedding": model.embedding, "phrase_cues": getattr(model, "phrase_cues", False),
-           "feature_names": model.feature_names, **extra}
-    path.with_suffix(".json").write_text(json.dumps(cfg, indent=2), encoding="utf-8")
+def _quiet_lightning() -> None:
+    """Silence precisely what Lightning says on every run and that does not apply here: the
+    single-worker DataLoader hint (batches are pre-built tensors, nothing to load), the
+    litmodels upload tip, the GPU/TPU availability banner (the trainer config says where
+    the run goes) and a deprecation inside Lightning itself. Everything else (real
+    warnings, errors) still shows."""
+    warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
+    warnings.filterwarnings("ignore", message=r".*litmodels.*")
+    # Lightning's own pytree helper calls an API this torch deprecates (not our code)
+    warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
+    for name in ("pytorch_lightning.utilities.rank_zero", "lightning.pytorch.utilities.rank_zero",
+                 "lightning_fabric.utilities.rank_zero"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def load_model(path: str | Path) -> tuple[PhraseCRFAligner, dict]:
-    """Model + config saved by `save_model`; a missing/unreadable/inconsistent file raises
-    `AlignersInputError` naming it. Never unpickles."""
-    path = Path(path)
-    cfg_path = path.with_suffix(".json")
-    for p in (path, cfg_path):
-        if not p.is_file():
-            raise AlignersInputError("file not found; expected a model written by "
-                                     "save_model (.safetensors + .json)", path=str(p))
-    try:
-        cfg = json.loads(cfg_path.read_bytes().decode("utf-8-sig"))
-        model = build_model(kind=cfg["kind"], max_src_len=cfg["max_src_len"],
-                            max_tgt_len=cfg["max_tgt_len"], embedding=cfg["embedding"],
-                            phrase_cues=cfg.get("phrase_cues", False))
-    except (ValueError, KeyError, TypeError) as err:
-        raise AlignersInputError(f"bad model config ({type(err).__name__}: {err}); expected "
-                                 "the JSON written by save_model", path=str(cfg_path)) from None
-    try:
-        model.load_state_dict(load_file(str(path)))
-    except Exception as err:  # safetensors raises its own error types
-        raise AlignersInputError(f"cannot load weights ({type(err).__name__}: {err}); expected "
-                                 "the safetensors file written by save_model",
-                                 path=str(path)) from None
-    return model, cfg
+def _trainer(cfg: DictConfig, *, epochs: int, direction: str, n_directions: int,
+             steps_per_epoch: int) -> pl.Trainer:
+    """`cfg.trainer` with `cfg.logger` and `cfg.callbacks` (as the word task), max_epochs =
+    training.epochs; with two directions each checkpoint callback writes to a subfolder."""
+    from hydra.utils import instantiate
+
+    callbacks = []
+    for c in (cfg.get("callbacks") or {}).values():
+        extra = {}
+        if n_directions > 1 and c.get("dirpath"):
+            extra["dirpath"] = str(Path(c.dirpath) / direction)
+        callbacks.append(instantiate(c, **extra))
+    logger = instantiate(cfg.logger) if cfg.get("logger") else False
+    # L-BFGS takes one (full-batch) step per epoch: a logging interval longer than an epoch
+    # would log nothing (and Lightning warns about it), so cap it at the epoch length
+    every = max(1, min(int(cfg.trainer.get("log_every_n_steps", 50)), steps_per_epoch))
+    return instantiate(cfg.trainer, max_epochs=int(epochs), callbacks=callbacks, logger=logger,
+                       num_sanity_val_steps=0, limit_val_batches=0, log_every_n_steps=every,
+                       enable_model_summary=False)
 
 
-@functools.lru_cache(maxsize=1)
-def _shared_embedder():
-    from aligners.features.embedding import MiniLMEmbedder
-    return MiniLMEmbedder()
-
-
-def _embedder(cfg: DictConfig):
-    return _shared_embedder() if cfg.model.get("embedding", False) else None
-
-
-def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder):
+def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_directions=1):
     m, t = cfg.model, cfg.training
     lit = LitMonoAligner(kind=m.kind, max_src_len=m.get("max_src_len", 1),
                          max_tgt_len=m.get("max_tgt_len", 1), embedding=m.get("embedding", False),
@@ -230,107 +151,206 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder):
     batches, _ = chunks(examples, max_tgt_len=lit.model.max_tgt_len, batch_size=t.batch_size,
                         cost=(t.fp_cost, t.fn_cost))
     data = [batches] if t.optimizer == "lbfgs" else [[b] for b in batches]
-    loader = torch.utils.data.DataLoader(data, batch_size=None, collate_fn=lambda x: x,
+    loader = torch.utils.data.DataLoader(data, batch_size=None, collate_fn=_identity,
                                          shuffle=t.optimizer != "lbfgs")
-    trainer = pl.Trainer(max_epochs=t.epochs, accelerator="cpu", devices=1,
-                         enable_checkpointing=False, logger=False, enable_progress_bar=False,
-                         enable_model_summary=False)
+    trainer = _trainer(cfg, epochs=t.epochs, direction=direction, n_directions=n_directions,
+                       steps_per_epoch=len(data))
     t0 = time.time()
     trainer.fit(lit, loader)
-    timing = {"featurise_s": round(t_feat, 1), "fit_s": round(time.time() - t0, 1),
-              "epoch_s": round((time.time() - t0) / max(t.epochs, 1), 1)}
-    return lit.model, timing
+    fit_s = time.time() - t0
+    timing = {"featurise_s": round(t_feat, 1), "fit_s": round(fit_s, 1),
+              "epoch_s": round(fit_s / max(t.epochs, 1), 1)}
+    return lit.model.cpu().eval(), timing
 
 
-def _score(model, pairs, direction: str, embedder, batch_size: int):
-    examples = featurise(pairs, model, direction=direction, embedder=embedder)
-    t0 = time.time()
-    out = predict(model, examples, batch_size=batch_size)
-    dt = time.time() - t0
-    links = [{(j, i) for i, j in o[1]} if direction == "t2s" else set(o[1]) for o in out]
-    return links, [o[2] for o in out], dt
+def _identity(x):
+    return x
 
 
-def _report(pairs, preds) -> dict:
-    rep = evaluate_alignments([p.alignment for p in pairs], preds,
-                              src_tokens=[p.src for p in pairs], tgt_tokens=[p.tgt for p in pairs])
-    print(format_report(rep))
-    return rep.to_dict()
+def flatten_report(report: dict, prefix: str = "") -> dict[str, float]:
+    """`EvaluationReport.to_dict()` -> flat `{"micro/f1": ..., "breakdown/token/macro/f1":
+    ...}` (numbers only), one row of metrics.json."""
+    out = {}
+    for k, v in report.items():
+        if isinstance(v, dict):
+            out.update(flatten_report(v, f"{prefix}{k}/"))
+        elif isinstance(v, int | float) and not isinstance(v, bool):
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _check_cfg(cfg: DictConfig) -> None:
+    t = cfg.training
+    for key in ("batch_size", "decode_batch", "threads", "epochs", "max_iter"):
+        if key in t and (not isinstance(t[key], int) or isinstance(t[key], bool)
+                         or t[key] < 1):
+            raise AlignersInputError(f"training.{key} must be an integer >= 1, got {t[key]!r}")
+    for key in ("lr",):
+        if not float(t[key]) > 0:
+            raise AlignersInputError(f"training.{key} must be > 0, got {t[key]!r}")
+    for key in ("l2", "cost_weight", "fp_cost", "fn_cost"):
+        if not float(t[key]) >= 0:
+            raise AlignersInputError(f"training.{key} must be >= 0, got {t[key]!r}")
+    if t.gold_links not in ("possible", "sure"):
+        raise AlignersInputError(f"training.gold_links must be possible or sure, "
+                                 f"got {t.gold_links!r}")
+    dirs = list(t.directions)
+    if not dirs or any(d not in DIRECTIONS for d in dirs) or len(set(dirs)) != len(dirs):
+        raise AlignersInputError(f"training.directions must be a non-empty list of distinct "
+                                 f"{list(DIRECTIONS)}, got {dirs}")
+    for key in ("train_limit", "test_limit", "dev_holdout"):
+        v = cfg.data.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+            raise AlignersInputError(f"data.{key} must be null or an integer >= 1, got {v!r}")
+
+
+def _data_name(cfg: DictConfig) -> str:
+    """What the model was trained on: the registry name or the user's file(s)."""
+    spec = cfg.data.get("train_path")
+    if not spec:
+        return str(cfg.data.name)
+    return str(spec) if isinstance(spec, str) else ",".join(str(x) for x in spec)
+
+
+def _embedder(cfg: DictConfig):
+    return shared_embedder() if cfg.model.get("embedding", False) else None
 
 
 def _train_pairs(cfg: DictConfig) -> list[AlignedPair]:
-    pairs = load(cfg.data.name, cfg.data.get("train_split", "train"))
-    if cfg.data.get("dev_holdout"):  # tuning runs: hold out the last N training pairs
-        pairs = pairs[: -int(cfg.data.dev_holdout)]
-    if cfg.data.get("train_limit"):
-        pairs = pairs[: int(cfg.data.train_limit)]
+    from aligners.data.datasets import load
+
+    d = cfg.data
+    if d.get("train_path"):
+        pairs = read_annotated(d.train_path, what="data.train_path")
+    else:
+        pairs = load(d.name, d.get("train_split", "train"))
+    if d.get("dev_holdout"):  # tuning runs: hold out the last N training pairs
+        if d.dev_holdout >= len(pairs):
+            raise AlignersInputError(f"data.dev_holdout={d.dev_holdout} leaves no training "
+                                     f"pairs (there are {len(pairs)})")
+        pairs = pairs[: -int(d.dev_holdout)]
+    if d.get("train_limit"):
+        pairs = pairs[: int(d.train_limit)]
+    if not pairs:
+        raise AlignersInputError("no training pairs")
     return pairs
 
 
-def _test_pairs(cfg: DictConfig) -> list[AlignedPair]:
-    if cfg.data.get("dev_holdout"):
-        pairs = load(cfg.data.name, cfg.data.get("train_split", "train"))[
-            -int(cfg.data.dev_holdout):]
-    elif cfg.data.get("test_path"):
-        pairs = read_jacana_json(cfg.data.test_path)
+def _eval_splits(cfg: DictConfig) -> dict[str, list[AlignedPair]]:
+    """split name -> gold pairs: `dev` (data.dev_path, or the data.dev_holdout pairs, which
+    replace the test split in tuning runs) and `test` (data.test_path or the test split)."""
+    from aligners.data.datasets import load
+
+    d = cfg.data
+    limit = int(d.test_limit) if d.get("test_limit") else None
+    if d.get("dev_holdout"):
+        train = (read_annotated(d.train_path, what="data.train_path") if d.get("train_path")
+                 else load(d.name, d.get("train_split", "train")))
+        return {"dev": train[-int(d.dev_holdout):][:limit]}
+    splits = {}
+    if d.get("dev_path"):
+        splits["dev"] = read_annotated(d.dev_path, what="data.dev_path")[:limit]
+    if d.get("test_path"):
+        splits["test"] = read_annotated(d.test_path, what="data.test_path")[:limit]
     else:
-        pairs = load(cfg.data.name, cfg.data.get("test_split", "test"))
-    return pairs[: int(cfg.data.test_limit)] if cfg.data.get("test_limit") else pairs
+        splits["test"] = load(d.name, d.get("test_split", "test"))[:limit]
+    return splits
+
+
+def _write_pharaoh(path: Path, links: list[set]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(" ".join(f"{i}-{j}" for i, j in sorted(al)) + "\n" for al in links),
+                   encoding="utf-8")
+    tmp.replace(path)
+
+
+def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner, timing: dict,
+                      out_dir: Path) -> dict:
+    """Decode every evaluation split in each direction (+ union), print the reports, write
+    `predictions.<split>.<direction>.pharaoh` and metrics.json; return the metrics."""
+    embedder = _embedder(cfg)
+    label = f"{aligner.kind} {_data_name(cfg)}"
+    metrics: dict[str, dict[str, float]] = {}
+    if timing:
+        metrics["train"] = {f"{d}/{k}": v for d, row in timing.items() for k, v in row.items()}
+    batch = int(cfg.training.get("decode_batch", 64))
+    for split, pairs in _eval_splits(cfg).items():
+        if not pairs:
+            raise AlignersInputError(f"the {split} split has no pairs to score")
+        preds = {}
+        for d in aligner.directions:
+            t0 = time.time()
+            out = aligner.align(pairs, direction=d, batch_size=batch, embedder=embedder)
+            dt = time.time() - t0
+            preds[d] = [set(o[1]) for o in out]
+            print(f"== {label} {split} {d} ({len(pairs)} pairs, {len(pairs) / dt:.0f} pairs/s "
+                  "incl. features)")
+        if len(preds) == 2:
+            preds["union"] = [a | b for a, b in zip(preds["s2t"], preds["t2s"])]
+        for d, links in preds.items():
+            if d == "union":
+                print(f"== {label} {split} union")
+            rep = evaluate_alignments([p.alignment for p in pairs], links,
+                                      src_tokens=[p.src for p in pairs],
+                                      tgt_tokens=[p.tgt for p in pairs])
+            print(format_report(rep))
+            metrics[f"{split}/{d}"] = flatten_report(rep.to_dict())
+            _write_pharaoh(out_dir / f"predictions.{split}.{d}.pharaoh", links)
+    write_metrics_json(out_dir / "metrics.json", metrics)
+    print(f"wrote {out_dir / 'metrics.json'}")
+    return metrics
 
 
 def train(cfg: DictConfig) -> dict:
-    """Fit one model per direction in `cfg.training.directions`, then score the test split."""
-    torch.manual_seed(cfg.seed)
+    """Fit one model per direction in `cfg.training.directions`, save `<run>/model`, then
+    score the evaluation splits; returns metrics.json's content."""
+    _check_cfg(cfg)
+    _quiet_lightning()
+    pl.seed_everything(int(cfg.seed), verbose=False)
     torch.set_num_threads(int(cfg.training.get("threads", 1)))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     pairs = _train_pairs(cfg)
     embedder = _embedder(cfg)
     models, timing = {}, {}
-    for d in cfg.training.directions:
-        models[d], timing[d] = _fit(cfg, pairs, d, embedder)
-        save_model(models[d], out_dir / f"model.{d}.safetensors", kind=cfg.model.kind,
-                   extra={"direction": d, "config": OmegaConf.to_container(cfg.training)})
-        print(f"[{d}] weights:", {n: round(float(w), 3) for n, w in
-                                  zip(models[d].feature_names, models[d].w_emit)})
-    return _evaluate_models(cfg, models, timing, out_dir)
+    dirs = list(cfg.training.directions)
+    for d in dirs:
+        models[d], timing[d] = _fit(cfg, pairs, d, embedder, n_directions=len(dirs))
+    aligner = MonoAligner(models, kind=cfg.model.kind)
+    aligner.save(out_dir / "model", config={
+        "training": OmegaConf.to_container(cfg.training, resolve=True),
+        "data": _data_name(cfg), "train_pairs": len(pairs)})
+    weights = {d: {n: round(float(w), 6) for n, w in zip(m.feature_names, m.w_emit.tolist())}
+               for d, m in models.items()}
+    (out_dir / "weights.json").write_text(json.dumps(weights, indent=1) + "\n", encoding="utf-8")
+    print(f"saved {out_dir / 'model'} (weights by feature name: {out_dir / 'weights.json'})")
+    return _evaluate_aligner(cfg, aligner, timing, out_dir)
 
 
-def _evaluate_models(cfg, models, timing, out_dir: Path) -> dict:
-    pairs = _test_pairs(cfg)
-    embedder = _embedder(cfg)
-    metrics = {"task": "monolingual", "model": cfg.model.kind, "data": cfg.data.name,
-               "timing": timing, "results": {}}
-    preds = {}
-    for d, model in models.items():
-        preds[d], _, dt = _score(model, pairs, d, embedder, cfg.training.get("decode_batch", 64))
-        print(f"== {cfg.model.kind} {cfg.data.name} {d} ({len(pairs)} pairs, "
-              f"decode {len(pairs) / dt:.0f} pairs/s excl. features)")
-        metrics["results"][d] = _report(pairs, preds[d])
-    if len(preds) == 2:
-        union = [a | b for a, b in zip(preds["s2t"], preds["t2s"])]
-        print(f"== {cfg.model.kind} {cfg.data.name} union")
-        metrics["results"]["union"] = _report(pairs, union)
-    with open(out_dir / "metrics.json", "w", encoding="utf-8") as f:
-        json.dump(metrics, f, indent=2)
-    print(f"wrote {out_dir / 'metrics.json'}")
-    return metrics
+def _model_folder(path: Path) -> Path:
+    """ckpt_path may name the model folder, a file inside it, or the run folder above it."""
+    if path.is_file() and path.name in ("config.json", "model.safetensors"):
+        return path.parent
+    if path.is_dir() and not (path / "config.json").exists() and (path / "model").is_dir():
+        return path / "model"
+    return path
 
 
 def evaluate(cfg: DictConfig) -> dict:
-    """Score `ckpt_path` (a model.<dir>.safetensors; its sibling direction is used too when
-    present) on the test split or `data.test_path`."""
+    """Score the model folder `ckpt_path` (a training run's `<run>/model`, a file inside it
+    or the run folder; every direction it holds, and their union) on the test split or
+    `data.test_path` (and `data.dev_path`)."""
+    from aligners.export import load
+
     if not cfg.get("ckpt_path"):
-        raise ValueError("evaluate needs ckpt_path=PATH/model.s2t.safetensors")
-    path = Path(cfg.ckpt_path)
-    models = {}
-    for d in ("s2t", "t2s"):
-        cand = path.with_name(f"model.{d}.safetensors")
-        if cand.exists():
-            models[d] = load_model(cand)[0]
-    if not models:
-        model, mcfg = load_model(path)
-        models[mcfg.get("direction", "s2t")] = model
+        raise AlignersInputError("evaluate needs ckpt_path=RUN/model (the model folder a "
+                                 "training run saved)")
+    _check_cfg(cfg)
+    aligner = load(_model_folder(Path(str(cfg.ckpt_path))))
+    if not isinstance(aligner, MonoAligner):
+        raise AlignersInputError("not a monolingual aligner (expected a model folder of kind "
+                                 "mono-token-crf or mono-phrase-crf)", path=str(cfg.ckpt_path))
+    torch.set_num_threads(int(cfg.training.get("threads", 1)))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    return _evaluate_models(cfg, models, {}, out_dir)
+    return _evaluate_aligner(cfg, aligner, {}, out_dir)

@@ -9,7 +9,7 @@ from safetensors.torch import save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from aligners.models._mono_potentials import prepare  # noqa: E402
+from aligners.models.mono.potentials import prepare  # noqa: E402
 
 FIXTURE = [
     ("The cat sat on the mat .", "A cat is sitting on a mat ."),

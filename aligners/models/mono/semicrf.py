@@ -10,8 +10,8 @@ side a sum over every path consistent with the gold links.
 import torch
 
 from aligners.lattices.factored_semimarkov import factored_log_partition, factored_viterbi
-from aligners.models._mono_potentials import MonoAlignerBase, MonoBatch
-from aligners.models._mono_states import state_phrase
+from aligners.models.mono.potentials import MonoAlignerBase, MonoBatch
+from aligners.models.mono.states import state_phrase
 
 __all__ = ["PhraseCRFAligner", "segments_to_output"]
 

@@ -11,7 +11,8 @@ Cost O(I * J^2) per pair.
 import torch
 
 from aligners.lattices import linear_chain
-from aligners.models.semicrf import PhraseCRFAligner
+from aligners.models.mono.semicrf import PhraseCRFAligner
+from aligners.semirings import semiring_zero
 
 __all__ = ["TokenCRFAligner"]
 
@@ -27,7 +28,7 @@ class TokenCRFAligner(PhraseCRFAligner):
         """Factored (emit (B,I,2,C), trans, start) -> linear-chain (B, I, C, C)."""
         emit, trans, start = factors
         lp = emit[:, :, 1].unsqueeze(-1) + trans[:, None]
-        lp0 = torch.full_like(lp[:, 0], torch.finfo(lp.dtype).min)
+        lp0 = torch.full_like(lp[:, 0], semiring_zero(lp.dtype))
         lp0[..., 0] = emit[:, 0, 1] + start
         return torch.cat([lp0.unsqueeze(1), lp[:, 1:]], dim=1)
 

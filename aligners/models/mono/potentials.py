@@ -20,18 +20,18 @@ from aligners.features.monolingual import (
     feature_names,
     featurize_states,
 )
-from aligners.models._mono_states import num_states, state_table
+from aligners.models.mono.states import num_states, state_table
+from aligners.semirings import semiring_zero
 
-__all__ = ["MonoExample", "MonoBatch", "prepare", "collate", "MonoAlignerBase",
-           "N_TRANS", "neg_inf"]
+__all__ = ["MonoExample", "MonoBatch", "prepare", "collate", "MonoAlignerBase", "N_TRANS"]
 
 # transition buckets: to NULL, from NULL, jumps -4..4, same state, start at 0..4, start NULL
 N_TRANS = 18
 
-
-def neg_inf(dtype: torch.dtype) -> float:
-    """Dtype-aware semiring zero that survives additions of a few thousand terms."""
-    return -(torch.finfo(dtype).max ** 0.5)
+# Hamming cost given to states that cannot occur (phrases running off the sentence): a large
+# finite cost, not a log zero (those states are masked to the semiring zero in `factors`);
+# finite so that the segment sums of `_segment_sum` never form inf - inf.
+_INVALID_COST = 1e4
 
 
 @dataclass
@@ -79,6 +79,17 @@ class MonoBatch:
     examples: list[MonoExample]
     max_tgt_len: int
 
+    def to(self, device) -> "MonoBatch":
+        """The batch with every tensor on `device`, the examples' features included (so
+        the unpadded emission path copies nothing per objective evaluation). O(batch size)."""
+        def mv(t):
+            return None if t is None else t.to(device, non_blocking=True)
+        examples = [MonoExample(e.src, e.tgt, mv(e.emit), mv(e.null), e.gold)
+                    for e in self.examples]
+        return MonoBatch(mv(self.emit), mv(self.null), mv(self.valid), mv(self.trans_idx),
+                         mv(self.start_idx), mv(self.lengths), mv(self.cost),
+                         mv(self.gold_ok), examples, self.max_tgt_len)
+
 
 @lru_cache(maxsize=4096)
 def _transition_buckets(J: int, Lt: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -103,7 +114,7 @@ def _gold_tables(ex: MonoExample, Lt: int, fp_cost: float, fn_cost: float):
     inter = torch.where(st["valid"], inter, torch.zeros_like(inter))
     span, ng = st["length"].float()[None, :], g.sum(1, keepdim=True)
     cost = fp_cost * (span - inter) + fn_cost * (ng - inter)
-    cost = torch.where(st["valid"][None, :], cost, torch.full_like(cost, 1e4))
+    cost = torch.where(st["valid"][None, :], cost, torch.full_like(cost, _INVALID_COST))
     cost = cost - cost.amin(1, keepdim=True)
     exact = (inter == span) & (span == ng) & st["valid"][None, :]
     subset = (inter == span) & (span > 0) & st["valid"][None, :]
@@ -178,9 +189,11 @@ class MonoAlignerBase(nn.Module):
         """(B, I, Ls, C) linear emission scores (NULL features in column 0). O(B*I*Ls*C*F)."""
         if batch.emit is None:
             B, I, Ls, C = batch.valid.shape
-            emit = torch.zeros(B, I, Ls, C, dtype=self.w_emit.dtype)
+            w = self.w_emit
+            emit = torch.zeros(B, I, Ls, C, dtype=w.dtype, device=w.device)
             for b, e in enumerate(batch.examples):
-                emit[b, : e.emit.shape[0], :, : e.emit.shape[2]] = e.emit.float() @ self.w_emit
+                x = e.emit.to(w.device, non_blocking=True).float()
+                emit[b, : e.emit.shape[0], :, : e.emit.shape[2]] = x @ w
         else:
             emit = batch.emit.float() @ self.w_emit  # NULL column features are 0
         null_col = torch.zeros_like(emit[..., 0])
@@ -194,7 +207,7 @@ class MonoAlignerBase(nn.Module):
         emit = self.emission(batch) if emission is None else emission
         if cost_weight:
             emit = emit + cost_weight * batch.cost
-        neg = neg_inf(emit.dtype)
+        neg = semiring_zero(emit.dtype)
         keep = batch.valid & batch.gold_ok if gold_only else batch.valid
         emit = emit.masked_fill(~keep, neg)
         emit = torch.cat([torch.full_like(emit[:, :, :1], neg), emit], dim=2)
@@ -205,7 +218,7 @@ class MonoAlignerBase(nn.Module):
         """(B, I, Ls+1, C, C) torch-struct semi-Markov log-potentials. O(B*I*Ls*C^2)."""
         emit, trans, start = self.factors(batch, cost_weight=cost_weight, gold_only=gold_only)
         lp = emit.unsqueeze(-1) + trans[:, None, None]
-        lp0 = torch.full_like(lp[:, 0], neg_inf(lp.dtype))
+        lp0 = torch.full_like(lp[:, 0], semiring_zero(lp.dtype))
         lp0[..., 0] = emit[:, 0] + start[:, None, :]
         return torch.cat([lp0.unsqueeze(1), lp[:, 1:]], dim=1)
 

@@ -1,0 +1,225 @@
+"""A ready monolingual aligner: featurise, batch, decode, save and load (no Lightning).
+
+`MonoAligner` holds one CRF (token or phrasal, `aligners.models.mono.crf` / `.semicrf`) per
+trained direction (`s2t`: the pair's source is the CRF's observation side; `t2s`: the reverse
+model, trained and decoded on swapped pairs) and aligns pairs in source-target order whatever
+the direction: a t2s model's links and blocks are flipped back.
+
+It is saved as one model folder (`aligners.export.write_model`, kind `mono-token-crf` or
+`mono-phrase-crf`; tensors `<direction>.<parameter>`), and `aligners.load(folder)` returns it
+ready for inference (`load_mono` is the registered loader).
+
+Cost of `align`: featurisation O(I * J) memoised word-pair look-ups + O(Ls*Lt*I*J*F) tensor
+work per pair, then Viterbi O(Ls * Lt^2 * I * J^2) per pair (token model: O(I * J^2)).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from aligners.data.types import AlignedPair, Alignment
+from aligners.errors import AlignersInputError
+from aligners.models.mono.crf import TokenCRFAligner
+from aligners.models.mono.potentials import MonoExample, collate, prepare
+from aligners.models.mono.semicrf import PhraseCRFAligner
+
+__all__ = ["KINDS", "DIRECTIONS", "MonoAligner", "build_model", "flip", "one_thread",
+           "featurise", "chunks", "predict", "shared_embedder", "load_mono"]
+
+# model.kind -> export kind (aligners.export.LOADERS)
+KINDS = {"token": "mono-token-crf", "phrase": "mono-phrase-crf"}
+DIRECTIONS = ("s2t", "t2s")
+_HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues")
+
+Block = tuple[int, int, int, int]
+Link = tuple[int, int]
+
+
+def build_model(*, kind: str, max_src_len: int = 3, max_tgt_len: int = 3,
+                embedding: bool = False, phrase_cues: bool = False) -> PhraseCRFAligner:
+    """`kind` = "token" (linear-chain CRF) or "phrase" (semi-Markov, Ls x Lt); zero weights."""
+    if kind == "token":
+        return TokenCRFAligner(embedding=embedding)
+    if kind == "phrase":
+        return PhraseCRFAligner(max_src_len=max_src_len, max_tgt_len=max_tgt_len,
+                                embedding=embedding, phrase_cues=phrase_cues)
+    raise ValueError(f"model.kind must be 'token' or 'phrase', got {kind!r}")
+
+
+def flip(pair: AlignedPair) -> AlignedPair:
+    """The pair with source and target (and its gold links) swapped."""
+    al = pair.alignment
+    flipped = None if al is None else Alignment(frozenset((j, i) for i, j in al.sure),
+                                                frozenset((j, i) for i, j in al.possible))
+    return AlignedPair(pair.tgt, pair.src, flipped, pair.id)
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run the block on one intra-op thread, then restore the caller's setting. Per-pair
+    features and decoding batches are small tensors: intra-op threads only add fork/join
+    waits (benchmarks/mono_side_by_side.py on the loaded 2-core box: phrase decoding 45
+    pairs/s on 2 threads vs 3063 on 1)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@functools.lru_cache(maxsize=1)
+def shared_embedder():
+    """The MiniLM embedder (one per process; needs `pip install -e .[neural]`)."""
+    from aligners.features.embedding import MiniLMEmbedder
+    return MiniLMEmbedder()
+
+
+def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, direction: str = "s2t",
+              gold_links: str = "possible", embedder=None) -> list[MonoExample]:
+    """Pairs -> MonoExamples for `model` (t2s swaps the sentences; gold links kept when
+    present: S∪P with `gold_links="possible"`, S with "sure"). Cost: see module docstring."""
+    if model.embedding and embedder is None:
+        embedder = shared_embedder()
+    if embedder is not None and hasattr(embedder, "encode"):
+        embedder.encode([p.src for p in pairs] + [p.tgt for p in pairs])  # batched, memoised
+    out = []
+    with one_thread():
+        for p in pairs:
+            p = flip(p) if direction == "t2s" else p
+            links = None
+            if p.alignment is not None:
+                links = p.alignment.possible if gold_links == "possible" else p.alignment.sure
+            out.append(prepare(p.src, p.tgt, links, max_src_len=model.max_src_len,
+                               max_tgt_len=model.max_tgt_len, embedder=embedder,
+                               phrase_cues=getattr(model, "phrase_cues", False)))
+    return out
+
+
+def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
+           with_gold: bool = True, cost: tuple[float, float] = (1.0, 1.0),
+           pad_features: bool = False):
+    """Length-bucketed MonoBatches (sorted by target then source length) and the order.
+    Batches are built on the CPU; move them with `MonoBatch.to(device)`."""
+    if batch_size < 1:
+        raise ValueError(f"batch size must be >= 1, got {batch_size}")
+    order = sorted(range(len(examples)), key=lambda n: (examples[n].emit.shape[2] // 8,
+                                                         len(examples[n].src)))
+    batches = [collate([examples[n] for n in order[s: s + batch_size]], max_tgt_len=max_tgt_len,
+                       fp_cost=cost[0], fn_cost=cost[1], with_gold=with_gold,
+                       pad_features=pad_features)
+               for s in range(0, len(order), batch_size)]
+    return batches, order
+
+
+@torch.no_grad()
+def predict(model: PhraseCRFAligner, examples: list[MonoExample], *, batch_size: int = 64):
+    """Decode in length buckets on the model's device; per example (blocks, links,
+    normalised score = Viterbi score / I), in the model's own (observation-first) order."""
+    model.eval()
+    device = model.w_emit.device
+    batches, order = chunks(examples, max_tgt_len=model.max_tgt_len, batch_size=batch_size,
+                            with_gold=False, pad_features=False)
+    out = [None] * len(examples)
+    with one_thread():
+        flat = [r for b in batches for r in model.decode(b.to(device))]
+    for n, r in zip(order, flat):
+        out[n] = r
+    return out
+
+
+def _flip_output(blocks: list[Block], links: list[Link]) -> tuple[list[Block], list[Link]]:
+    return (sorted((t, lt, s, k) for s, k, t, lt in blocks),
+            sorted((j, i) for i, j in links))
+
+
+class MonoAligner:
+    """One trained CRF per direction; `align` returns source-target output for any of them."""
+
+    def __init__(self, models: dict[str, PhraseCRFAligner], *, kind: str,
+                 meta: dict[str, Any] | None = None):
+        if not models or any(d not in DIRECTIONS for d in models):
+            raise ValueError(f"directions must be a non-empty subset of {DIRECTIONS}, "
+                             f"got {sorted(models)}")
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
+        self.models, self.kind, self.meta = dict(models), kind, dict(meta or {})
+
+    @property
+    def directions(self) -> list[str]:
+        return [d for d in DIRECTIONS if d in self.models]
+
+    def to(self, device) -> MonoAligner:
+        for m in self.models.values():
+            m.to(device)
+        return self
+
+    def align(self, pairs: Sequence[AlignedPair | tuple[Sequence[str], Sequence[str]]], *,
+              direction: str | None = None, batch_size: int = 64, embedder=None):
+        """Per pair (blocks [(src_start, src_len, tgt_start, tgt_len)], links [(i, j)] sorted,
+        normalised score), in source-target order for either direction (default: the first
+        saved one). Cost: see module docstring."""
+        direction = direction or self.directions[0]
+        if direction not in self.models:
+            raise AlignersInputError(f"this model has no {direction!r} direction; it has "
+                                     f"{self.directions}")
+        pairs = [p if isinstance(p, AlignedPair) else AlignedPair(tuple(p[0]), tuple(p[1]))
+                 for p in pairs]
+        model = self.models[direction]
+        out = predict(model, featurise(pairs, model, direction=direction, embedder=embedder),
+                      batch_size=batch_size)
+        if direction == "t2s":
+            out = [(*_flip_output(b, l), s) for b, l, s in out]
+        return out
+
+    def save(self, folder: str | Path, *, config: dict[str, Any] | None = None,
+             extras: dict[str, Any] | None = None) -> Path:
+        """Write the model folder (`aligners.export.write_model`) and return it. `config`
+        adds plain-JSON metadata (e.g. the training settings)."""
+        from aligners.export import write_model
+
+        first = self.models[self.directions[0]]
+        tensors = {f"{d}.{k}": v for d in self.directions
+                   for k, v in self.models[d].state_dict().items()}
+        cfg = {"model": {"kind": self.kind, **{k: getattr(first, k) for k in _HPARAMS}},
+               "directions": self.directions, "feature_names": list(first.feature_names),
+               **self.meta, **(config or {})}
+        return write_model(folder, kind=KINDS[self.kind], tensors=tensors, config=cfg,
+                           extras=extras)
+
+
+def load_mono(folder) -> MonoAligner:
+    """`aligners.export` loader: ModelFolder of kind mono-token-crf / mono-phrase-crf ->
+    MonoAligner on the CPU. A config or tensors that do not fit raise AlignersInputError."""
+    cfg = folder.config
+    try:
+        hp = dict(cfg["model"])
+        kind = hp.pop("kind")
+        directions = list(cfg["directions"])
+        if KINDS.get(kind) != folder.kind:
+            raise ValueError(f"model.kind {kind!r} does not match kind {folder.kind!r}")
+        models = {d: build_model(kind=kind, **{k: hp[k] for k in _HPARAMS})
+                  for d in directions}
+    except (KeyError, TypeError, ValueError) as err:
+        raise AlignersInputError(f"bad monolingual model config ({type(err).__name__}: {err})",
+                                 path=str(folder.path / "config.json")) from None
+    for d, m in models.items():
+        if list(m.feature_names) != list(cfg.get("feature_names", m.feature_names)):
+            raise AlignersInputError("the feature set differs from this version's: retrain "
+                                     "the model", path=str(folder.path / "config.json"))
+        state = {k: folder.tensor(f"{d}.{k}") for k in m.state_dict()}
+        try:
+            m.load_state_dict(state)
+        except RuntimeError as err:
+            raise AlignersInputError(f"tensors do not fit the model ({err})".splitlines()[0],
+                                     path=str(folder.path / "model.safetensors")) from None
+        m.eval()
+    meta = {k: v for k, v in cfg.items()
+            if k not in ("format", "kind", "model", "directions", "feature_names")}
+    return MonoAligner(models, kind=kind, meta=meta)
