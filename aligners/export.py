@@ -31,7 +31,8 @@ import torch
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["FORMAT", "LOADERS", "ModelFolder", "write_model", "read_model", "load"]
+__all__ = ["FORMAT", "LOADERS", "ModelFolder", "write_model", "read_model", "read_config",
+           "resolve_model_folder", "load"]
 
 FORMAT = "aligners/1"
 
@@ -129,6 +130,40 @@ def write_model(
     return dest
 
 
+def resolve_model_folder(path) -> Path:
+    """The model folder that `path` names: the folder itself (holding config.json), a file
+    inside it, or a run folder holding `model/` (or a file inside the run, such as
+    `checkpoints/last.ckpt`). This is what `ckpt_path=` means for every task.
+    Raises AlignersInputError otherwise."""
+    if path is None or str(path) in ("", "None", "null"):
+        raise AlignersInputError("ckpt_path is required: the model folder of a training run "
+                                 "(e.g. ckpt_path=outputs/EXPERIMENT/RUN/model)")
+    p = Path(str(path)).expanduser()
+    if not p.exists():
+        raise AlignersInputError("ckpt_path does not exist; expected a model folder written "
+                                 "by a training run, or a file inside it", path=str(p))
+    start = p if p.is_dir() else p.parent
+    for folder in [start, *start.parents][:3]:
+        for cand in (folder, folder / "model"):
+            if (cand / "config.json").is_file():
+                return cand
+    raise AlignersInputError("not a model folder (no config.json in it or in <run>/model)",
+                             path=str(p))
+
+
+def read_config(folder: str | Path) -> dict[str, Any]:
+    """The format-checked `config.json` of a model folder (tensors are not read)."""
+    cfg_path = Path(folder) / "config.json"
+    if not cfg_path.is_file():
+        raise AlignersInputError("not a saved model: config.json is missing", path=str(folder))
+    config = _read_json(cfg_path)
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
+        found = config.get("format") if isinstance(config, dict) else None
+        raise AlignersInputError(f"expected format {FORMAT!r}, found {found!r}",
+                                 path=str(cfg_path))
+    return config
+
+
 def read_model(folder: str | Path, *, kind: str | None = None) -> ModelFolder:
     """Read a folder written by `write_model`; check its format and, if given, its kind.
 
@@ -146,11 +181,7 @@ def read_model(folder: str | Path, *, kind: str | None = None) -> ModelFolder:
     for f in (cfg_path, weights):
         if not f.is_file():
             raise AlignersInputError(f"not a saved model: {f.name} is missing", path=str(path))
-    config = _read_json(cfg_path)
-    if not isinstance(config, dict) or config.get("format") != FORMAT:
-        found = config.get("format") if isinstance(config, dict) else None
-        raise AlignersInputError(f"expected format {FORMAT!r}, found {found!r}",
-                                 path=str(cfg_path))
+    config = read_config(path)
     if kind is not None and config.get("kind") != kind:
         raise AlignersInputError(f"model kind {config.get('kind')!r}, expected {kind!r}",
                                  path=str(cfg_path))

@@ -2,14 +2,14 @@
 
 `cfg.task` names what to run; each task lives in `aligners.training.<module>` and exposes
 `train(cfg) -> dict` and `evaluate(cfg) -> dict` (the metrics it printed and wrote to
-`metrics.json` in `cfg.paths.output_dir`). A task module may set `KINDS`, the export kinds
-its `evaluate` accepts (`()`: it has no model to load).
+`metrics.json` in `cfg.paths.output_dir`). A task module lists `KINDS`, the export kinds
+its `evaluate` accepts (empty: it has no model to load).
 
 The contract of `evaluate(cfg)`, the same for every task: `cfg.ckpt_path` is a model
 folder written by the task (or a file inside it). Before a task runs, `check(cfg)`
 validates the config once (`aligners.config_checks`) and checks that `ckpt_path` and
 `data.test_path` exist and that a model folder's `config.json` is readable and of a kind the
-task accepts (its `KINDS`, or, when it lists none, not a kind another task lists); every
+task accepts (its `KINDS`; every task with a model lists them); every
 failure is one `AlignersInputError` line. `main(fn, cfg)` is what the Hydra wrappers call:
 it prints that line and exits with status 2 (no traceback), and removes the run's output
 folder when the run failed on bad input (other failures leave a `FAILED` file there).
@@ -18,7 +18,6 @@ folder when the run failed on bad input (other failures leave a `FAILED` file th
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import shutil
 import sys
@@ -51,58 +50,30 @@ def _task_module(cfg: DictConfig):
 
 
 def _check_ckpt(cfg: DictConfig, module, *, evaluating: bool) -> None:
-    """`ckpt_path` exists; a model folder's config.json is readable and of an accepted kind."""
-    from aligners.export import FORMAT, LOADERS
+    """`ckpt_path` names a model folder (`export.resolve_model_folder`) whose config.json is
+    readable and of a kind listed in the task's `KINDS`."""
+    from aligners.export import read_config, resolve_model_folder
 
     ckpt = cfg.get("ckpt_path")
-    kinds = getattr(module, "KINDS", None)
-    if ckpt in (None, ""):
-        if evaluating and kinds != () and not cfg.get("model_dir"):  # model_dir: older word
-            raise AlignersInputError(
-                f"evaluate needs ckpt_path=MODEL: a model folder written by task {cfg.task!r} "
-                "(python train.py experiment=...), or a file inside it")
+    kinds = getattr(module, "KINDS", ())
+    if ckpt in (None, "") and not evaluating:
         return
-    if kinds == ():
+    if not kinds:
+        if ckpt in (None, ""):
+            return
         raise AlignersInputError(f"task {cfg.task!r} has no model to load; drop ckpt_path "
                                  f"(got {ckpt})")
-    path = Path(str(ckpt)).expanduser()
-    if not path.exists():
-        raise AlignersInputError("no such checkpoint; expected ckpt_path= a model folder "
-                                 "written by the task, or a file inside it", path=str(path))
-    folder = path if path.is_dir() else path.parent
-    cfg_file = folder / "config.json"
-    if not cfg_file.is_file():
-        if not any(folder.glob("*.safetensors")) and not any(folder.glob("*.ckpt")):
-            raise AlignersInputError("not a model folder (no config.json, no .safetensors); "
-                                     "expected a folder written by the task", path=str(folder))
-        return  # a family's own layout: its task checks the rest
-    try:
-        meta = json.loads(cfg_file.read_bytes().decode("utf-8-sig"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise AlignersInputError(f"corrupt model config ({err})", path=str(cfg_file)) from None
-    if not isinstance(meta, dict):
-        raise AlignersInputError("corrupt model config (not a JSON object)", path=str(cfg_file))
-    if "format" not in meta:
-        return  # an older family format: its task checks it
-    if meta["format"] != FORMAT:
-        raise AlignersInputError(f"model format {meta['format']!r}, expected {FORMAT!r}",
-                                 path=str(cfg_file))
-    kind = meta.get("kind")
-    if kind not in LOADERS:
-        raise AlignersInputError(f"unknown model kind {kind!r}", path=str(cfg_file))
-    if kinds is not None and kind not in kinds:
+    if ckpt in (None, ""):
+        raise AlignersInputError(
+            "ckpt_path is required: evaluate needs ckpt_path=MODEL, a model folder written by "
+            f"task {cfg.task!r} "
+            "(python train.py experiment=...), or a file inside it")
+    folder = resolve_model_folder(ckpt)
+    kind = read_config(folder).get("kind")
+    if kind not in kinds:
         raise AlignersInputError(f"model kind {kind!r} cannot be evaluated by task "
                                  f"{cfg.task!r} (expected one of {list(kinds)})",
-                                 path=str(cfg_file))
-    if kinds is None:  # the task lists no kinds: refuse those another task claims
-        for other, modname in TASKS.items():
-            if other == cfg.task:
-                continue
-            claimed = getattr(importlib.import_module(f"aligners.training.{modname}"),
-                              "KINDS", None) or ()
-            if kind in claimed:
-                raise AlignersInputError(f"model kind {kind!r} belongs to task {other!r}, "
-                                         f"not {cfg.task!r}", path=str(cfg_file))
+                                 path=str(folder / "config.json"))
 
 
 def _check_test_path(cfg: DictConfig) -> None:

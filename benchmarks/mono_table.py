@@ -24,51 +24,46 @@ def _rows(path: str):
     try:
         m = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:
-        raise SystemExit(f"mono_table: error: {path}: cannot read metrics.json ({err})") \
-            from None
+        raise ValueError(f"{path}: cannot read metrics.json ({err})") from None
     name = Path(path).parent.name
     rows = [(name, k, v) for k, v in m.items() if isinstance(v, dict) and "macro/f1" in v]
     if not rows:
-        raise SystemExit(f"mono_table: error: {path}: no monolingual scores (expected rows "
-                         "like 'test/s2t' with 'macro/f1')")
+        raise ValueError(f"{path}: no monolingual scores (expected rows like 'test/s2t' "
+                         "with 'macro/f1', as `task: monolingual` runs write)")
     return rows
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("metrics", nargs="+", help="metrics.json files of monolingual runs")
-    args = ap.parse_args(argv)
+def _pair(r: dict, key: str, a: str, b: str) -> str:
+    """`a/b` macro `key` of two breakdown classes, or '-' when the run has none."""
+    ka, kb = f"breakdown/{a}/macro/{key}", f"breakdown/{b}/macro/{key}"
+    return f"{_pct(r[ka])}/{_pct(r[kb])}" if ka in r and kb in r else "-"
+
+
+def _table(paths) -> None:
+    rows = [row for path in paths for row in _rows(path)]  # all read before printing
     print("| run | split/dir | P | R | F1 | E | Pi/Pn | Ri/Rn | F1i/F1n | F1t/F1p | micro F1 |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for path in args.metrics:
-        for name, split, r in _rows(path):
-            def two(key, a, b, r=r):
-                ka, kb = f"breakdown/{a}/macro/{key}", f"breakdown/{b}/macro/{key}"
-                if ka not in r or kb not in r:
-                    return "-"
-                return f"{_pct(r[ka])}/{_pct(r[kb])}"
-            print(f"| {name} | {split} | {_pct(r['macro/precision'])} | "
-                  f"{_pct(r['macro/recall'])} | {_pct(r['macro/f1'])} | "
-                  f"{_pct(r['exact_match'])} | "
-                  f"{two('precision', 'identical', 'non-identical')} | "
-                  f"{two('recall', 'identical', 'non-identical')} | "
-                  f"{two('f1', 'identical', 'non-identical')} | {two('f1', 'token', 'phrase')} | "
-                  f"{_pct(r['micro/f1'])} |")
+    for name, split, r in rows:
+        print(f"| {name} | {split} | {_pct(r['macro/precision'])} | "
+              f"{_pct(r['macro/recall'])} | {_pct(r['macro/f1'])} | "
+              f"{_pct(r['exact_match'])} | "
+              f"{_pair(r, 'precision', 'identical', 'non-identical')} | "
+              f"{_pair(r, 'recall', 'identical', 'non-identical')} | "
+              f"{_pair(r, 'f1', 'identical', 'non-identical')} | "
+              f"{_pair(r, 'f1', 'token', 'phrase')} | {_pct(r['micro/f1'])} |")
 
 
-def _cli(argv=None) -> int:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("metrics", nargs="+", help="metrics.json files of finished monolingual runs")
     args = ap.parse_args(argv)
     try:
-        main(args.metrics)
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        print(f"{ap.prog}: error: cannot read the monolingual metrics ({type(err).__name__}: "
-              f"{err}); expected metrics.json files of `task: monolingual` runs",
-              file=sys.stderr)
+        _table(args.metrics)
+    except ValueError as err:
+        print(f"{ap.prog}: error: {err}", file=sys.stderr)
         return 2
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(_cli())
+    sys.exit(main())

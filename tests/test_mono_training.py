@@ -69,7 +69,7 @@ def test_evaluate_bad_ckpt_path_is_one_clear_error(tmp_path):
     from aligners.errors import AlignersInputError
     with pytest.raises(AlignersInputError, match="ckpt_path"):
         evaluate(_cfg("evaluate", ["experiment=tokencrf_msr06"], tmp_path / "a"))
-    with pytest.raises(AlignersInputError, match="no model folder"):
+    with pytest.raises(AlignersInputError, match="ckpt_path does not exist"):
         evaluate(_cfg("evaluate", ["experiment=tokencrf_msr06",
                                    f"ckpt_path={tmp_path / 'nope'}"], tmp_path / "b"))
 

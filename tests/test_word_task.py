@@ -99,7 +99,7 @@ def test_evaluate_reads_ckpt_path_in_every_form(small_runs):
         assert got["test"] == full["test"], path
     bad = {"ckpt_path=null": "ckpt_path is required",
            f"ckpt_path={tmp / 'nope'}": "does not exist",
-           f"ckpt_path={tmp}": "not a word-aligner model folder"}
+           f"ckpt_path={tmp}": "not a model folder"}
     for override, message in bad.items():
         with pytest.raises(AlignersInputError, match=message):
             evaluate(_cfg(tmp / "eval", override, name="evaluate"))

@@ -39,7 +39,9 @@ from aligners.models.mono.aligner import (
     shared_embedder,
 )
 
-__all__ = ["LitMonoAligner", "train", "evaluate", "flatten_report"]
+__all__ = ["KINDS", "LitMonoAligner", "train", "evaluate", "flatten_report"]
+
+KINDS = ("mono-token-crf", "mono-phrase-crf")  # what evaluate(ckpt_path=) loads
 
 
 class LitMonoAligner(pl.LightningModule):
@@ -327,26 +329,17 @@ def train(cfg: DictConfig) -> dict:
     return _evaluate_aligner(cfg, aligner, timing, out_dir)
 
 
-def _model_folder(path: Path) -> Path:
-    """ckpt_path may name the model folder, a file inside it, or the run folder above it."""
-    if path.is_file() and path.name in ("config.json", "model.safetensors"):
-        return path.parent
-    if path.is_dir() and not (path / "config.json").exists() and (path / "model").is_dir():
-        return path / "model"
-    return path
-
-
 def evaluate(cfg: DictConfig) -> dict:
     """Score the model folder `ckpt_path` (a training run's `<run>/model`, a file inside it
     or the run folder; every direction it holds, and their union) on the test split or
     `data.test_path` (and `data.dev_path`)."""
-    from aligners.export import load
+    from aligners.export import load, resolve_model_folder
 
     if not cfg.get("ckpt_path"):
         raise AlignersInputError("evaluate needs ckpt_path=RUN/model (the model folder a "
                                  "training run saved)")
     _check_cfg(cfg)
-    aligner = load(_model_folder(Path(str(cfg.ckpt_path))))
+    aligner = load(resolve_model_folder(cfg.ckpt_path))
     if not isinstance(aligner, MonoAligner):
         raise AlignersInputError("not a monolingual aligner (expected a model folder of kind "
                                  "mono-token-crf or mono-phrase-crf)", path=str(cfg.ckpt_path))

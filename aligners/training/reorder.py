@@ -352,13 +352,14 @@ def _test_triples(cfg: DictConfig, lowercase: bool):
 def evaluate(cfg: DictConfig) -> dict:
     """Score the saved model `cfg.ckpt_path` on the configured test data; writes and returns
     `metrics.json` ({split: {"error", "phrase_pairs"}})."""
+    from aligners.export import resolve_model_folder
     from aligners.models.reorder import load_reorderer
 
     ckpt = cfg.get("ckpt_path")
     if not ckpt:
         raise AlignersInputError("evaluate needs ckpt_path=RUN/models/NAME (a reordering "
                                  "model folder written by the task or `aligners reorder train`)")
-    reorderer = load_reorderer(ckpt)
+    reorderer = load_reorderer(resolve_model_folder(ckpt))
     split, triples = _test_triples(cfg, reorderer.lowercase)
     log_p, labels = reorderer.predict_corpus(triples)
     if len(labels) == 0:

@@ -27,17 +27,20 @@ from torch.utils.data import DataLoader, Sampler
 from aligners.data.bitext import PairIndex, build_index
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
+from aligners.export import resolve_model_folder
 from aligners.models.word.agreement import WordAlignConfig, WordAligner, WordDecoding
 
 __all__ = [
+    "KINDS",
     "ShardSampler",
     "ddp_strategy",
     "LitWordAligner",
     "choose_decoding",
-    "resolve_model_folder",
     "train",
     "evaluate",
 ]
+
+KINDS = ("word-aligner",)  # what evaluate(ckpt_path=) loads
 
 
 class ShardSampler(Sampler[int]):
@@ -275,24 +278,6 @@ def train(cfg: DictConfig) -> dict:
     save_word_aligner(out_dir / "model", model, src_ids, tgt_ids, decoding=dec)
     write_metrics_json(out_dir / "metrics.json", metrics)
     return metrics
-
-
-def resolve_model_folder(path) -> Path:
-    """The model folder that `path` names: the folder itself (holding config.json), a file
-    inside it, or a run folder holding `model/` (or a file inside the run, e.g.
-    `checkpoints/last.ckpt`). Raises AlignersInputError otherwise."""
-    if path is None or str(path) in ("", "None", "null"):
-        raise AlignersInputError("ckpt_path is required: the model folder of a word_align run "
-                                 "(e.g. ckpt_path=outputs/DATE/TIME/model)")
-    p = Path(str(path))
-    if not p.exists():
-        raise AlignersInputError("ckpt_path does not exist", path=str(p))
-    for folder in [p if p.is_dir() else p.parent, *(p if p.is_dir() else p.parent).parents][:3]:
-        for cand in (folder, folder / "model"):
-            if (cand / "config.json").is_file():
-                return cand
-    raise AlignersInputError("ckpt_path is not a word-aligner model folder (no config.json "
-                             "in it or in <run>/model)", path=str(p))
 
 
 def evaluate(cfg: DictConfig) -> dict:
