@@ -26,7 +26,6 @@ class WordIds:
     """
 
     RESERVED = (" <null>", " <unk>")  # contain a space: never a token
-    _RESERVED = RESERVED  # the name used before the data path moved here
 
     def __init__(self, words: Sequence[str] = ()):
         self.index: dict[str, int] = {w: i for i, w in enumerate(self.RESERVED)}
