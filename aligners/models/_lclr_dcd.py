@@ -107,7 +107,8 @@ def dcd_solve(problem: DualProblem, *, num_examples: int, tol: float = 1e-3,
     qii = sq + inv2c
     rng = np.random.default_rng(seed)
     epochs = 0
-    for epochs in range(1, max_epochs + 1):
+    while epochs < max_epochs:
+        epochs += 1
         order = rng.permutation(n)
         if _epoch(order, indptr, indices, data, example, y, alpha, asum, w, qii, inv2c) < tol:
             break
