@@ -37,6 +37,7 @@ FORMAT = "aligners/1"
 
 # kind -> "module:function" taking a ModelFolder and returning a model ready for inference.
 LOADERS: dict[str, str] = {}
+LOADERS["lclr"] = "aligners.models.lclr_tasks:load_lclr"  # LCLR / two-stage classifiers
 
 
 @dataclass

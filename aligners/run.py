@@ -16,6 +16,7 @@ TASKS: dict[str, str] = {
     "word_align": "word_align",
     "monolingual": "monolingual",  # token / semi-Markov phrasal CRF aligners (Yao et al. 2013)
     "reorder": "reorder",
+    "lclr": "lclr",  # LCLR vs two-stage on constrained latent alignments (Chang et al. 2010)
 }
 
 
