@@ -8,7 +8,7 @@ from aligners.data.translit import read_news_translit
 from aligners.errors import AlignersInputError
 from aligners.inference.ilp import brute_force_ilp, feasible, solve_ilp
 from aligners.models.lclr import infer, train_lclr, train_two_stage, variable_scores
-from aligners.models.lclr_tasks import load_lclr, make_task, save_lclr
+from aligners.models.lclr_tasks import make_task, save_lclr
 from aligners.models.lclr_tasks.transliteration import (
     TransliterationTask,
     monotone_matching,

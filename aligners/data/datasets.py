@@ -53,7 +53,7 @@ class SplitCounts:
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """One registry entry. `languages` = (source, target); `kind` = alignment|labeled|qa|names|text."""
+    """One registry entry. `languages` = (source, target); `kind` = alignment|labeled|qa|text."""
 
     name: str
     folder: str
