@@ -33,7 +33,7 @@ from aligners.models._lclr_dcd import DualProblem, dcd_solve, primal_objective
 
 __all__ = ["FeatureIndex", "LatentInstance", "LatentTask", "LatentClassifier",
            "structure_features", "variable_scores", "infer", "lclr_objective",
-           "train_two_stage", "train_lclr"]
+           "fixed_structure_features", "train_two_stage", "train_lclr"]
 
 
 class FeatureIndex:
@@ -163,16 +163,27 @@ def lclr_objective(task: LatentTask, insts: list[LatentInstance], labels, w: np.
     return 0.5 * float(w @ w) + C * float(np.sum(np.maximum(0.0, 1.0 - y * f) ** 2))
 
 
+def fixed_structure_features(task: LatentTask, insts: list[LatentInstance],
+                             align_weights: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Phi(x_i, h_i) with h_i = argmax under the fixed `align_weights` (the two-stage
+    system's first stage). Cost: one inference per input."""
+    return [structure_features(x, infer(task, x, align_weights)[0]) for x in insts]
+
+
 def train_two_stage(task: LatentTask, insts: list[LatentInstance], labels, *,
                     align_weights: np.ndarray, num_features: int, C: float = 1.0,
-                    tol: float = 1e-3, max_epochs: int = 1000, seed: int = 0
-                    ) -> LatentClassifier:
+                    tol: float = 1e-3, max_epochs: int = 1000, seed: int = 0,
+                    fixed: list | None = None) -> LatentClassifier:
     """Alignment + Learning: h_i = argmax under `align_weights`, then the squared-hinge SVM
-    on Phi(x_i, h_i) by DCD. Cost: N inferences + DCD."""
+    on Phi(x_i, h_i) by DCD. `fixed`: the precomputed `fixed_structure_features` (they do
+    not depend on C). Cost: N inferences (none with `fixed`) + DCD."""
     y = _signs(labels)
+    if fixed is None:
+        fixed = fixed_structure_features(task, insts, align_weights)
+    if len(fixed) != len(y):
+        raise ValueError(f"{len(fixed)} fixed structures for {len(y)} labels")
     prob = DualProblem(num_features, C)
-    for e, (x, yy) in enumerate(zip(insts, y, strict=True)):
-        cols, vals = structure_features(x, infer(task, x, align_weights)[0])
+    for e, ((cols, vals), yy) in enumerate(zip(fixed, y, strict=True)):
         prob.add(example=e, y=int(yy), cols=cols, vals=vals)
     w, _ = dcd_solve(prob, num_examples=len(insts), tol=tol, max_epochs=max_epochs, seed=seed)
     return LatentClassifier(task, w, np.asarray(align_weights, np.float64).copy())
@@ -234,8 +245,6 @@ def train_lclr(task: LatentTask, insts: list[LatentInstance], labels, *, w0: np.
                 else:
                     pos_alpha[k] = a
             rounds.append(primal_objective(prob, w, num_examples=n))
-            if added == 0:
-                break
         hist["cutting"].append(rounds)
         hist["cache"].append(sum(len(c) for c in cache.values()))
         obj = lclr_objective(task, insts, y, w, C=C)

@@ -1,7 +1,9 @@
 """`task: lclr`: LCLR vs the two-stage baseline (Chang et al. 2010), one runner per LCLR task.
 
-`python train.py experiment=lclr_transliteration`: samples the paper's protocol from
-`cfg.data` (positives from the train split, a fraction of the random pairings of their
+`python train.py experiment=lclr_paraphrase` (MSRP) / `lclr_entailment` (RTE-5): see
+`aligners.training._lclr_pairs`. `python train.py experiment=lclr_transliteration`: samples
+the paper's protocol from `cfg.data` (positives from the train split, a fraction of the random
+pairings of their
 words as negatives; test names from the test split, each ranked against all test
 candidates), picks C for each system by k-fold cross-validation on the training names only,
 trains the two-stage system ("Alignment + Learning": structures from the fixed Romanization
@@ -178,7 +180,16 @@ def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
     return metrics
 
 
-RUNNERS = {"transliteration": _transliteration}
+def _labeled(cfg: DictConfig, split: str) -> list:
+    return _load(cfg, split)
+
+
+def _pairs(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
+    from aligners.training._lclr_pairs import run_pairs
+    return run_pairs(cfg, out, _labeled)
+
+
+RUNNERS = {"transliteration": _transliteration, "paraphrase": _pairs, "entailment": _pairs}
 
 
 def train(cfg: DictConfig) -> dict:

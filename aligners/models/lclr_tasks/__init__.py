@@ -22,6 +22,8 @@ __all__ = ["TASKS", "make_task", "save_lclr", "load_lclr"]
 
 TASKS: dict[str, str] = {
     "transliteration": "aligners.models.lclr_tasks.transliteration:TransliterationTask",
+    "paraphrase": "aligners.models.lclr_tasks.paraphrase:ParaphraseTask",
+    "entailment": "aligners.models.lclr_tasks.paraphrase:EntailmentTask",
 }
 
 
