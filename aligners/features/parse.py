@@ -28,7 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 
 __all__ = ["SentenceGraph", "LinkParser", "load_linkgrammar", "get_parser", "graph_from_links",
-           "parse_all", "default_cache_dir"]
+           "parse_all", "default_cache_dir",
+           "split_sentences", "merge_graphs"]
 
 _DEBIAN = Path("/usr/lib/python3/dist-packages/linkgrammar")
 _SUBSCRIPT = re.compile(r"^(.+?)\.([a-z][a-z0-9\-*#!]*)$")
@@ -182,3 +183,25 @@ def parse_all(texts: list[str], *, cache: str | Path | None = None, log=None
 def default_cache_dir() -> Path:
     """$ALIGNERS_CACHE, else ~/.cache/aligners (parses are cached under `parses/`)."""
     return Path(os.environ.get("ALIGNERS_CACHE", Path.home() / ".cache" / "aligners"))
+
+
+_SPLIT = re.compile(r"(?<!\bMr\.)(?<!\bMrs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bJr\.)(?<!\bNo\.)"
+                    r"(?<=[.!?])\s+(?=[A-Z\"(])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a paragraph: split after . ! ? before an upper-case letter, quote or
+    bracket (not after Mr. Mrs. Dr. St. Jr. No.). Cost: O(len(text))."""
+    return [t for t in (x.strip() for x in _SPLIT.split(text)) if t]
+
+
+def merge_graphs(graphs: list[SentenceGraph]) -> SentenceGraph:
+    """One graph of a paragraph: the sentences' vertices in order, edges shifted (no edges
+    between sentences). Cost: O(total size)."""
+    words, pos, edges, off = [], [], [], 0
+    for g in graphs:
+        words += g.words
+        pos += g.pos
+        edges += [(a + off, b + off, lab) for a, b, lab in g.edges]
+        off += len(g.words)
+    return SentenceGraph(tuple(words), tuple(pos), tuple(edges))

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig
 
-from aligners.features.parse import default_cache_dir, parse_all
+from aligners.features.parse import default_cache_dir, merge_graphs, parse_all, split_sentences
 from aligners.models.lclr import fixed_structure_features, train_lclr, train_two_stage
 from aligners.models.lclr_tasks import make_task, save_lclr
 
@@ -32,11 +32,16 @@ def load_pairs(cfg: DictConfig, split: str, loader) -> tuple[list[tuple[str, str
     return [(p.text1, p.text2) for p in items], [int(p.label) for p in items]
 
 
-def _graphs(cfg, pairs, split, log):
+def _graphs(cfg, pairs, split, log, split_on: bool):
+    """text -> graph for every text of `pairs`; paragraphs are parsed sentence by sentence
+    when the task says so (entailment: RTE-5's texts)."""
     cache_dir = cfg.model.get("parse_cache") or (default_cache_dir() / "parses")
-    texts = [a for a, _ in pairs] + [b for _, b in pairs]
-    gs = parse_all(texts, cache=Path(cache_dir) / f"lg-{cfg.data.name}-{split}.jsonl", log=log)
-    return dict(zip(texts, gs, strict=True))
+    texts = list(dict.fromkeys([a for a, _ in pairs] + [b for _, b in pairs]))
+    parts = {t: (split_sentences(t) or [t]) if split_on else [t] for t in texts}
+    flat = [s for t in texts for s in parts[t]]
+    gs = parse_all(flat, cache=Path(cache_dir) / f"lg-{cfg.data.name}-{split}.jsonl", log=log)
+    by = dict(zip(flat, gs, strict=True))
+    return {t: merge_graphs([by[s] for s in parts[t]]) for t in texts}
 
 
 def _accuracy(clf, insts, labels, timings=None) -> float:
@@ -93,9 +98,9 @@ def run_pairs(cfg: DictConfig, out: Path, loader, log=print) -> dict[str, dict[s
     seed = int(cfg.seed)
     train_pairs, train_y = load_pairs(cfg, d.train_split, loader)
     test_pairs, test_y = load_pairs(cfg, d.test_split, loader)
-    graphs = _graphs(cfg, train_pairs, d.train_split, log)
-    graphs.update(_graphs(cfg, test_pairs, d.test_split, log))
     task = make_task(str(m.task))
+    graphs = _graphs(cfg, train_pairs, d.train_split, log, task.split_sentences)
+    graphs.update(_graphs(cfg, test_pairs, d.test_split, log, task.split_sentences))
     task.graphs = graphs
     t0 = time.perf_counter()
     train = [task.instance(a, b) for a, b in train_pairs]

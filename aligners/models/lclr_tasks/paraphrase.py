@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from aligners.errors import AlignersInputError
-from aligners.features.parse import SentenceGraph, get_parser
+from aligners.features.parse import SentenceGraph, get_parser, merge_graphs, split_sentences
 from aligners.features.string_sim import (
     STOPWORDS,
     TOKEN_PAIR_FEATURES,
@@ -58,6 +58,7 @@ class ParaphraseTask(LatentTask):
 
     name = "paraphrase"
     edge_deletion = True
+    split_sentences = False  # MSRP: one sentence per side
 
     def __init__(self, features: FeatureIndex | None = None, *, graphs: dict | None = None):
         self.features = features if features is not None else FeatureIndex()
@@ -74,7 +75,9 @@ class ParaphraseTask(LatentTask):
                 raise AlignersInputError("the paraphrase/entailment tasks need Link Grammar "
                                          "(apt-get install link-grammar "
                                          "link-grammar-dictionaries-en python3-link-grammar)")
-            g = self.graphs[text] = parser.parse(text)
+            parts = (split_sentences(text) or [text]) if self.split_sentences else [text]
+            g = merge_graphs([parser.parse(t) for t in parts])
+            self.graphs[text] = g
         return g
 
     def heuristic_weights(self) -> np.ndarray:
@@ -219,3 +222,4 @@ class EntailmentTask(ParaphraseTask):
 
     name = "entailment"
     edge_deletion = False
+    split_sentences = True  # RTE texts are paragraphs: parsed sentence by sentence
