@@ -125,8 +125,11 @@ class LinkParser:
         if not tokens:
             return SentenceGraph((), (), ())
         sent = self._lg.Sentence(" ".join(tokens), self._dict, self._opts)
-        linkage = next(iter(sent.parse()), None)
-        if linkage is None:  # no parse at all: words without edges
+        try:
+            linkage = next(iter(sent.parse()), None)
+        except self._lg.LG_Error:  # e.g. LG_TimerExhausted past max_parse_time
+            linkage = None
+        if linkage is None:  # no parse in time: words without edges
             return SentenceGraph(tuple(tokens), ("FW",) * len(tokens), ())
         words = [linkage.word(i) for i in range(linkage.num_of_words())]
         clg = self._lg.Clinkgrammar
