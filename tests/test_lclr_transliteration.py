@@ -131,3 +131,33 @@ def test_protocol_shapes():
     assert len(test) == 300 and len({t for _, t in test}) == 300
     pos = set(pairs[:250])
     assert not any(p in pos for p in pairs[250:])  # a pairing of two different names
+
+
+@pytest.mark.skipif(not (data_root() / "news2012-translit-enhe").exists(),
+                    reason="shipped data ../shared/data absent")
+def test_experiment_runs_end_to_end(tmp_path):
+    """`train.py experiment=lclr_transliteration` on a tiny slice: metrics.json + models."""
+    import json
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from aligners.run import train
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=[
+            "experiment=lclr_transliteration", "data.train_positives=20", "data.test_names=10",
+            "model.C_grid=[0.1,1.0]", "model.cv_folds=2", "model.max_outer=2",
+            f"+paths_override={tmp_path}"])
+    cfg = OmegaConf.to_container(cfg, resolve=False)
+    cfg["paths"] = {"data_root": None, "output_dir": str(tmp_path)}
+    cfg.pop("paths_override")
+    cfg["logger"] = None
+    metrics = train(OmegaConf.create(cfg))
+    on_disk = json.loads((tmp_path / "metrics.json").read_text())
+    assert on_disk == json.loads(json.dumps(metrics))
+    for k in ("lclr_acc", "lclr_mrr", "two_stage_acc", "two_stage_mrr"):
+        assert 0.0 <= on_disk["test"][k] <= 1.0
+    assert (tmp_path / "lclr" / "model.safetensors").is_file()
+    assert (tmp_path / "two_stage" / "features.json").is_file()
