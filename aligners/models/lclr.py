@@ -156,10 +156,15 @@ def _signs(labels) -> np.ndarray:
 
 
 def lclr_objective(task: LatentTask, insts: list[LatentInstance], labels, w: np.ndarray, *,
-                   C: float) -> float:
-    """Eq. (3): 1/2 |u|^2 + C sum_i max(0, 1 - y_i f(x_i))^2. Cost: one inference each."""
+                   C: float, argmax: list | None = None) -> float:
+    """Eq. (3): 1/2 |u|^2 + C sum_i max(0, 1 - y_i f(x_i))^2. Cost: one inference each.
+    `argmax`, when given a list, receives (h_i, f(x_i)) for every input (reused by
+    `train_lclr` for the next iteration's first inferences under the same u)."""
     y = _signs(labels)
-    f = np.array([infer(task, x, w)[1] for x in insts])
+    out = [infer(task, x, w) for x in insts]
+    if argmax is not None:
+        argmax[:] = out
+    f = np.array([v for _, v in out])
     return 0.5 * float(w @ w) + C * float(np.sum(np.maximum(0.0, 1.0 - y * f) ** 2))
 
 
@@ -208,18 +213,20 @@ def train_lclr(task: LatentTask, insts: list[LatentInstance], labels, *, w0: np.
     pos = [i for i in range(n) if y[i] > 0]
     neg = [i for i in range(n) if y[i] < 0]
     cache: dict[int, dict[bytes, tuple[np.ndarray, np.ndarray]]] = {j: {} for j in neg}
-    hist = {"objective": [lclr_objective(task, insts, y, w, C=C)], "raw_objective": [],
+    last: list = []  # (h, f) of every input under the current u
+    hist = {"objective": [lclr_objective(task, insts, y, w, C=C, argmax=last)],
+            "raw_objective": [],
             "cutting": [], "cache": []}
     neg_alpha: dict[tuple[int, bytes], float] = {}
     for _outer in range(max_outer):
-        fixed = {i: structure_features(insts[i], infer(task, insts[i], w)[0]) for i in pos}
+        fixed = {i: structure_features(insts[i], last[i][0]) for i in pos}  # argmax under u
         rounds = []
         pos_alpha: dict[int, float] = {}
         w_prev = w.copy()
         for _round in range(max_cutting):
             added = 0
             for j in neg:
-                h = infer(task, insts[j], w)[0]
+                h = last[j][0] if _round == 0 else infer(task, insts[j], w)[0]
                 key = np.packbits(h.astype(np.uint8)).tobytes() + len(h).to_bytes(4, "little")
                 if key not in cache[j]:
                     cache[j][key] = structure_features(insts[j], h)
@@ -247,10 +254,13 @@ def train_lclr(task: LatentTask, insts: list[LatentInstance], labels, *, w0: np.
             rounds.append(primal_objective(prob, w, num_examples=n))
         hist["cutting"].append(rounds)
         hist["cache"].append(sum(len(c) for c in cache.values()))
-        obj = lclr_objective(task, insts, y, w, C=C)
+        new_last: list = []
+        obj = lclr_objective(task, insts, y, w, C=C, argmax=new_last)
         hist["raw_objective"].append(obj)
         if obj > hist["objective"][-1]:  # only an inexact inner solve can do this: keep old u
             w, obj = w_prev, hist["objective"][-1]
+        else:
+            last = new_last
         hist["objective"].append(obj)
         if log is not None:
             log(f"lclr outer {_outer + 1}: objective {obj:.6g}, cutting rounds {len(rounds)}, "
