@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "align": ("align", "word-align a bitext (IBM1 -> HMM by agreement), Pharaoh output"),
     "reorder": ("reorder", "phrase pairs with orientations; reordering models (train/predict)"),
     "monoalign": ("monoalign", "align monolingual sentence pairs with a trained token/phrase CRF"),
+    "classify": ("classify", "paraphrase/entailment/transliteration with a saved LCLR model"),
 }
 
 

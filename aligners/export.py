@@ -45,6 +45,7 @@ LOADERS: dict[str, str] = {
     "reorder-naive-bayes": "aligners.models.reorder.reorderer:load_folder",
     "reorder-primal-mlr": "aligners.models.reorder.reorderer:load_folder",
     "reorder-dual-mlr": "aligners.models.reorder.reorderer:load_folder",
+    "lclr": "aligners.models.lclr_tasks:load_lclr",  # LCLR / two-stage classifiers
 }
 
 

@@ -35,6 +35,7 @@ TASKS: dict[str, str] = {
     "word_align": "word_align",
     "monolingual": "monolingual",  # token / semi-Markov phrasal CRF aligners (Yao et al. 2013)
     "reorder": "reorder",
+    "lclr": "lclr",  # LCLR vs two-stage on constrained latent alignments (Chang et al. 2010)
 }
 
 # `${pid:}` in hydra.run.dir: two runs started in the same microsecond still differ

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aligners.data import a3, gold, jacana, labeled
+from aligners.data import a3, gold, jacana, labeled, rte5, translit
 from aligners.data.parallel import read_parallel
 from aligners.data.paths import dataset_dir
 from aligners.data.pharaoh import OutOfRangeLinksWarning, read_pharaoh
@@ -175,6 +175,14 @@ def _rte(name):
     return load_split
 
 
+def _rte5(d: Path, split: str, lenient: bool) -> list[labeled.LabeledPair]:
+    return rte5.read_rte5(d / f"RTE5_{split}.xml")
+
+
+def _translit(d: Path, split: str, lenient: bool) -> list[translit.NamePair]:
+    return translit.read_news_translit(d / f"{split}.xml")
+
+
 def _trecqa(d: Path, split: str, lenient: bool) -> list[labeled.QAQuestion]:
     return labeled.read_trecqa(d / "data" / f"{split}.xml.gz")
 
@@ -273,6 +281,12 @@ def _specs() -> dict[str, DatasetSpec]:
                      "test-less-than-40": S(100, positives=284)},
                     kind="qa", notes="pairs = questions", loader=_trecqa),
     ]
+    specs.append(DatasetSpec("news2012-translit-enhe", "news2012-translit-enhe", ("en", "he"),
+                             "SourceName", {"train": S(9501), "dev": S(1000)}, kind="names",
+                             loader=_translit, notes="pairs = names (NamePair)"))
+    specs.append(DatasetSpec("rte5-xnlp", "rte5-xnlp", ("en", "en"), "t (text)",
+                             {"dev": S(600, positives=299), "test": S(600, positives=300)},
+                             kind="labeled", loader=_rte5))
     rte = {"rte1": {"dev": S(567, positives=283), "test": S(800, positives=400)},
            "rte2": {"dev": S(400, positives=210), "test": S(800, positives=400)},
            "rte3": {"dev": S(800, positives=412), "test": S(800, positives=410)}}

@@ -1,0 +1,221 @@
+"""`task: lclr`: LCLR vs the two-stage baseline (Chang et al. 2010), one runner per LCLR task.
+
+`python train.py experiment=lclr_paraphrase` (MSRP) / `lclr_entailment` (RTE-5): see
+`aligners.training._lclr_pairs`. `python train.py experiment=lclr_transliteration`: samples
+the paper's protocol from `cfg.data` (positives from the train split, a fraction of the random
+pairings of their
+words as negatives; test names from the test split, each ranked against all test
+candidates), picks C for each system by k-fold cross-validation on the training names only,
+trains the two-stage system ("Alignment + Learning": structures from the fixed Romanization
+weights, then the squared-hinge SVM) and LCLR (initialised from the two-stage weights, as the
+paper), saves both model folders (`two_stage/`, `lclr/`; `aligners.load` reads them) and writes
+`metrics.json` (split -> {lclr_acc, lclr_mrr, two_stage_acc, two_stage_mrr, ...}).
+
+No Lightning loop runs (the paper's dual method replaces it): `cfg.trainer` and `cfg.callbacks`
+are not used; `cfg.logger` receives every metric.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+
+from aligners.errors import AlignersInputError
+from aligners.metrics import write_metrics_json
+from aligners.models.lclr import train_lclr, train_two_stage
+from aligners.models.lclr_tasks import make_task, save_lclr
+from aligners.models.lclr_tasks.transliteration import rank_candidates
+
+__all__ = ["KINDS", "translit_protocol", "fit_transliteration", "cross_validate", "train",
+           "evaluate"]
+
+KINDS: tuple[str, ...] = ()  # train.py is train-and-test; saved models are scored by `classify`
+
+
+def _load(cfg: DictConfig, split: str) -> list:
+    from aligners.data.datasets import load
+
+    root = cfg.get("paths", {}).get("data_root")
+    old = os.environ.get("ALIGNERS_DATA")
+    if root:
+        os.environ["ALIGNERS_DATA"] = str(root)
+    try:
+        return load(cfg.data.name, split)
+    finally:
+        if root:
+            if old is None:
+                os.environ.pop("ALIGNERS_DATA", None)
+            else:
+                os.environ["ALIGNERS_DATA"] = old
+
+
+def _distinct(names: list, limit: int) -> list[tuple[str, str]]:
+    """The first `limit` names whose source and target are both unseen so far."""
+    out, seen_s, seen_t = [], set(), set()
+    for p in names:
+        s, t = p.source.lower(), p.target
+        if s in seen_s or t in seen_t:
+            continue
+        seen_s.add(s)
+        seen_t.add(t)
+        out.append((p.source, p.target))
+        if len(out) == limit:
+            break
+    if len(out) < limit:
+        raise AlignersInputError(f"only {len(out)} distinct names, {limit} asked for")
+    return out
+
+
+def translit_protocol(train_names: list, test_names: list, *, positives: int,
+                      negative_fraction: float, test_size: int, seed: int):
+    """The paper's sets: `positives` names drawn (seeded) from the train split, negatives =
+    `negative_fraction` of all ordered pairings (i, j != i) of their words; the first
+    `test_size` distinct names of the test split. Returns (pairs, labels, test pairs)."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(train_names))
+    pos = _distinct([train_names[k] for k in order], positives)
+    n = len(pos)
+    pick = rng.choice(n * (n - 1), size=int(round(negative_fraction * n * (n - 1))),
+                      replace=False)
+    neg = []
+    for k in np.sort(pick):
+        a, b = divmod(int(k), n - 1)
+        neg.append((pos[a][0], pos[b + (b >= a)][1]))
+    return pos + neg, [1] * len(pos) + [0] * len(neg), _distinct(test_names, test_size)
+
+
+def fit_transliteration(pairs, labels, *, C: float, mcfg, seed: int, log=None):
+    """Two-stage and LCLR classifiers for (pairs, labels) with one C; returns both + history."""
+    task = make_task("transliteration", solver=str(mcfg.get("solver", "dp")))
+    insts = [task.instance(a, b) for a, b in pairs]
+    align = task.romanization_weights()
+    task.features.growing = False
+    F = len(task.features)
+    align = np.pad(align, (0, F - len(align)))
+    two = train_two_stage(task, insts, labels, align_weights=align, num_features=F, C=C,
+                          tol=float(mcfg.dcd_tol), seed=seed)
+    joint, hist = train_lclr(task, insts, labels, w0=two.weights, num_features=F, C=C,
+                             tol=float(mcfg.tol), max_outer=int(mcfg.max_outer),
+                             max_cutting=int(mcfg.max_cutting), dcd_tol=float(mcfg.dcd_tol),
+                             seed=seed, log=log)
+    return two, joint, hist
+
+
+def _rank_metrics(clf, test) -> dict[str, float]:
+    ranks = rank_candidates(clf, [s for s, _ in test], [t for _, t in test])
+    return {"acc": float(np.mean(ranks == 1)), "mrr": float(np.mean(1.0 / ranks))}
+
+
+def cross_validate(pairs, labels, *, grid, folds: int, mcfg, seed: int, log=print):
+    """k-fold CV over the positive names (a fold's negatives are the pairings inside it are
+    dropped from training); score = held-out MRR ranking the fold's names against the fold's
+    candidates. Returns {system: best C} and the table {system: {C: mean MRR}}."""
+    pos = [p for p, y in zip(pairs, labels, strict=True) if y == 1]
+    fold_of = {p: k % folds for k, p in enumerate(pos)}
+    src_fold = {s: fold_of[(s, t)] for s, t in pos}
+    tgt_fold = {t: fold_of[(s, t)] for s, t in pos}
+    table = {"two_stage": {}, "lclr": {}}
+    for C in grid:
+        scores = {"two_stage": [], "lclr": []}
+        for f in range(folds):
+            keep = [k for k, (s, t) in enumerate(pairs)
+                    if src_fold[s] != f and tgt_fold[t] != f]
+            held = [p for p in pos if fold_of[p] == f]
+            two, joint, _ = fit_transliteration([pairs[k] for k in keep],
+                                                [labels[k] for k in keep], C=float(C),
+                                                mcfg=mcfg, seed=seed)
+            scores["two_stage"].append(_rank_metrics(two, held)["mrr"])
+            scores["lclr"].append(_rank_metrics(joint, held)["mrr"])
+        for system, vals in scores.items():
+            table[system][float(C)] = float(np.mean(vals))
+        if log is not None:
+            log(f"cv C={C}: two-stage MRR {table['two_stage'][float(C)]:.4f}, "
+                f"LCLR MRR {table['lclr'][float(C)]:.4f}")
+    best = {system: max(row, key=row.get) for system, row in table.items()}
+    return best, table
+
+
+def _logger(cfg: DictConfig):
+    conf = cfg.get("logger")
+    if not conf:
+        return []
+    confs = [conf] if "_target_" in conf else list(conf.values())
+    return [instantiate(c) for c in confs]
+
+
+def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
+    d, m = cfg.data, cfg.model
+    pairs, labels, test = translit_protocol(
+        _load(cfg, d.train_split), _load(cfg, d.test_split), positives=int(d.train_positives),
+        negative_fraction=float(d.negative_fraction), test_size=int(d.test_names),
+        seed=int(cfg.seed))
+    print(f"transliteration: {sum(labels)} positive / {len(labels) - sum(labels)} negative "
+          f"training pairs, {len(test)} test names x {len(test)} candidates")
+    grid = list(m.C_grid)
+    if len(grid) > 1:
+        best, table = cross_validate(pairs, labels, grid=grid, folds=int(m.cv_folds), mcfg=m,
+                                     seed=int(cfg.seed))
+    else:
+        best, table = {"two_stage": float(grid[0]), "lclr": float(grid[0])}, {}
+    t0 = time.perf_counter()
+    two, _, _ = fit_transliteration(pairs, labels, C=best["two_stage"], mcfg=m,
+                                    seed=int(cfg.seed))
+    _, joint, hist = fit_transliteration(pairs, labels, C=best["lclr"], mcfg=m,
+                                         seed=int(cfg.seed), log=print)
+    train_s = time.perf_counter() - t0
+    save_lclr(out / "two_stage", two, system="two_stage", meta={"C": best["two_stage"]})
+    save_lclr(out / "lclr", joint, system="lclr", meta={"C": best["lclr"]})
+    metrics = {"test": {}, "train": {"lclr_C": best["lclr"], "two_stage_C": best["two_stage"],
+                                     "lclr_outer_iterations": len(hist["objective"]) - 1,
+                                     "lclr_objective": hist["objective"][-1],
+                                     "seconds": train_s}}
+    for system, clf in (("two_stage", two), ("lclr", joint)):
+        for k, v in _rank_metrics(clf, test).items():
+            metrics["test"][f"{system}_{k}"] = v
+    for system, row in table.items():
+        for C, v in row.items():
+            metrics.setdefault("cv", {})[f"{system}_mrr_C{C:g}"] = v
+    return metrics
+
+
+def _labeled(cfg: DictConfig, split: str) -> list:
+    return _load(cfg, split)
+
+
+def _pairs(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
+    from aligners.training._lclr_pairs import run_pairs
+    return run_pairs(cfg, out, _labeled)
+
+
+RUNNERS = {"transliteration": _transliteration, "paraphrase": _pairs, "entailment": _pairs}
+
+
+def train(cfg: DictConfig) -> dict:
+    """Run the LCLR task `cfg.model.task`; writes models and metrics.json; returns metrics."""
+    name = cfg.model.get("task")
+    if name not in RUNNERS:
+        raise AlignersInputError(f"model.task must be one of {sorted(RUNNERS)}, got {name!r}")
+    out = Path(cfg.paths.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    metrics = RUNNERS[name](cfg, out)
+    write_metrics_json(out / "metrics.json", metrics)
+    for lg in _logger(cfg):
+        lg.log_metrics({f"{s}/{k}": v for s, row in metrics.items() for k, v in row.items()})
+        lg.save()
+    for split, row in metrics.items():
+        print(split + ": " + ", ".join(f"{k} {v:.4g}" for k, v in sorted(row.items())))
+    return metrics
+
+
+def evaluate(cfg: DictConfig) -> dict:
+    """Not a separate job for LCLR: `train.py` trains both systems and scores the test split
+    in one run (the protocol needs the pair); a saved model scores new data through
+    `aligners classify --model RUN/lclr`. One clear error instead of silently retraining."""
+    raise AlignersInputError("task lclr has no separate evaluate: `python train.py "
+                             "experiment=lclr_<task>` trains and tests in one run; score a saved "
+                             "model with `aligners classify --model RUN/lclr ...`")
