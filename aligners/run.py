@@ -16,6 +16,7 @@ TASKS: dict[str, str] = {
     "word_align": "word_align",
     "monolingual": "monolingual",  # token / semi-Markov phrasal CRF aligners (Yao et al. 2013)
     "reorder": "reorder",
+    "phrasal_align": "phrasal_align",  # phrasal/gappy HSMM by agreement (Bansal et al. 2011)
 }
 
 

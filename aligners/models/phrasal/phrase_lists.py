@@ -34,7 +34,7 @@ def span_hashes(words: torch.Tensor, lengths: torch.Tensor, *, length: int) -> t
     if W <= 0:
         z = torch.zeros(B, 0, dtype=torch.int64, device=words.device)
         return z, z.bool()
-    h = torch.full((B, W), int(R[0]) * length, dtype=torch.int64, device=words.device)
+    h = torch.zeros((B, W), dtype=torch.int64, device=words.device) + R[0] * length
     for k in range(length):
         h = h + (words[:, k:k + W].long() + 1) * R[k + 1]
     valid = torch.arange(W, device=words.device)[None, :] + length <= lengths[:, None]
