@@ -71,6 +71,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     io.add_argument("--posteriors", action="store_true", help="write links as i-j:p")
     io.add_argument("--lowercase", action="store_true", help="lowercase the input")
     m = p.add_argument_group("model")
+    m.add_argument("--model", choices=("hmm", "gappy-hsmm"), default="hmm",
+                   help="hmm: word HMM by agreement (default); gappy-hsmm: phrasal + gappy "
+                        "hidden semi-Markov model by agreement (Bansal et al. 2011)")
+    m.add_argument("--phrasal-iterations", type=_int_at_least(0), default=5,
+                   help="gappy-hsmm: EM iterations of the phrasal model")
+    m.add_argument("--no-gappy", action="store_true",
+                   help="gappy-hsmm: contiguous phrases only")
     m.add_argument("--save-model", metavar="DIR", help="save the trained model (safetensors)")
     m.add_argument("--load-model", metavar="DIR", help="align with a saved model, no training")
     m.add_argument("--ibm1-iterations", type=_int_at_least(0), default=5)
@@ -195,6 +202,10 @@ def run(args: argparse.Namespace) -> int:
     _check_writable_dir(args.save_model, "--save-model")
     pairs = _read(args)
     show = not args.quiet and sys.stderr.isatty()
+    if args.model == "gappy-hsmm":
+        from aligners.commands._align_phrasal import run_phrasal
+
+        return run_phrasal(args, pairs, show)
     decoding: dict = {}
     if args.load_model:
         model, src_ids, tgt_ids, decoding = _load(load_word_aligner, args.load_model)

@@ -19,18 +19,17 @@ import resource
 import time
 from pathlib import Path
 
-import numpy as np
 import pytorch_lightning as pl
 import torch
 from omegaconf import DictConfig, OmegaConf
 
 from aligners.models._lexical import WordIds, build_index
 from aligners.models.phrasal import PhrasalConfig, build_phrasal_aligner, make_layout
+from aligners.models.phrasal.decode import decode, link_matrices
 from aligners.models.word_aligner import WordAlignConfig, WordAligner
 from aligners.training.word_align import LitWordAligner, ddp_strategy
 
-__all__ = ["LitPhrasalAligner", "link_matrices", "decode", "choose", "gappy_patterns",
-           "train", "evaluate"]
+__all__ = ["LitPhrasalAligner", "choose", "gappy_patterns", "train", "evaluate"]
 
 
 class LitPhrasalAligner(pl.LightningModule):
@@ -79,53 +78,6 @@ def _fit(cfg, lit, epochs):
 
 
 # ------------------------------------------------------------------ decoding
-def link_matrices(model, index, *, viterbi: bool = False) -> list:
-    """Per sentence (input order) (forward (I,J), backward (I,J)) numpy link posteriors
-    (0/1 under Viterbi) of a phrasal model, or of a word aligner (`model.posteriors`)."""
-    out = [None] * index.n_sentences
-    with torch.no_grad():
-        for k in range(len(index)):
-            b = index.batch(k)
-            if isinstance(model, WordAligner):
-                if viterbi:
-                    f, r = model.viterbi(b)
-                    lf = torch.zeros(b.pair_ids.shape)
-                    lb = torch.zeros(b.pair_ids.shape)
-                    bj = (f >= 0).nonzero()
-                    lf[bj[:, 0], f[bj[:, 0], bj[:, 1]], bj[:, 1]] = 1
-                    bi = (r >= 0).nonzero()
-                    lb[bi[:, 0], bi[:, 1], r[bi[:, 0], bi[:, 1]]] = 1
-                else:
-                    p = model.posteriors(b)
-                    lf, lb = p.links_fwd, p.links_bwd
-            else:
-                lay = make_layout(b, model.src_list, model.tgt_list, gappy=model.config.gappy)
-                lf, lb = model.link_posteriors(b, lay, viterbi=viterbi)
-            lf, lb = lf.float().cpu().numpy(), lb.float().cpu().numpy()
-            for n, r in enumerate(b.rows.tolist()):
-                I, J = int(b.src_lengths[n]), int(b.tgt_lengths[n])
-                out[r] = (lf[n, :I, :J], lb[n, :I, :J])
-    return out
-
-
-def decode(mats, *, method: str, threshold: float, heuristic: str) -> list:
-    """Links per sentence: "agreement" (product of the directions' link posteriors >
-    threshold), "posterior" (each direction > threshold, then `heuristic`), "viterbi"
-    (0/1 matrices, then `heuristic`)."""
-    from aligners.symmetrize import symmetrize
-
-    out = []
-    for lf, lb in mats:
-        if method == "agreement":
-            out.append([tuple(x) for x in np.argwhere(lf * lb > threshold).tolist()])
-            continue
-        th = 0.5 if method == "viterbi" else threshold
-        f = [tuple(x) for x in np.argwhere(lf > th).tolist()]
-        r = [tuple(x) for x in np.argwhere(lb > th).tolist()]
-        out.append(sorted(symmetrize(f, r, heuristic)))
-    return out
-
-
 def _score(gold, links):
     from aligners.metrics import evaluate_alignments
 
@@ -296,9 +248,11 @@ def train(cfg: DictConfig) -> dict:
     out_dir = Path(cfg.paths.output_dir)
     write_metrics_json(out_dir / "metrics.json", metrics)
     if model is not None and cfg.get("save_model", True):
-        from aligners.models.phrasal.io import save_phrasal
+        from aligners.export import write_model
+        from aligners.models.phrasal.io import phrasal_parts
 
-        save_phrasal(out_dir / "model", model, src_ids, tgt_ids)
+        dec = rows[-1][1]  # the gappy model's decoding chosen on dev
+        write_model(out_dir / "model", **phrasal_parts(model, src_ids, tgt_ids, decoding=dec))
     return metrics
 
 
@@ -307,11 +261,9 @@ def evaluate(cfg: DictConfig) -> dict:
     import aligners
 
     model = aligners.load(cfg.model_dir)
-    _, test, tune = _data(cfg)
-    ix = build_index([(p.src, p.tgt) for p in test], model.src_ids, model.tgt_ids,
-                     keys=model.aligner.word_keys)
-    d = model.decoding
-    links = decode(link_matrices(model.aligner, ix, viterbi=d["method"] == "viterbi"), **d)
-    s = _score(test, links)
+    from aligners.data.datasets import load
+
+    test = _lower(load(cfg.data.name, cfg.data.eval_splits[0]))
+    s = _score(test, model.align([(p.src, p.tgt) for p in test]))
     print(f"test AER {s.aer:.4f} P {s.precision:.4f} R {s.recall:.4f}")
     return {"test/aer": s.aer}

@@ -277,7 +277,9 @@ class PhrasalAligner(nn.Module):
         g = self.givens(forward=forward)
         n = self.src_list.n_units if forward else self.tgt_list.n_units
         tot = torch.zeros(n, dtype=counts.dtype, device=counts.device).index_add_(0, g, counts)
-        out = counts / tot[g].clamp_min(_TINY)
+        den = tot[g]
+        out = torch.where(den > 0, counts / den.clamp_min(torch.finfo(den.dtype).tiny),
+                          torch.zeros((), dtype=counts.dtype, device=counts.device))
         out[self.word_keys.numel()] = _TINY
         return out.clamp_min(_TINY)
 
