@@ -125,15 +125,25 @@ def _forward(pot: PhrasalPotentials, sl, tl, semiring: str) -> torch.Tensor:
 
     pre_w, pre_p = enter(torch.where(ivalid, pot.log_jump_init, z))
     pre_ws, pre_n, pre_ps = [pre_w], torch.where(ivalid, pot.log_null_init, z), pre_p
-    ends = []
+    # per-step views made once: slicing inside the loop would make autograd allocate a
+    # full-size zero gradient per step
+    ew_n = ew.unbind(1)
+    en_n = pot.log_emit_null.unbind(1)
+    ep_n = pot.log_emit_phrase.unbind(1)
+    stops = set((tl - 1).tolist())  # positions where some item ends
+    logz = torch.full((B,), zero, dtype=dtype, device=dev)
     for n in range(J):
         kk = min(L, n + 1)
-        cand = torch.stack([pre_ws[n - k] for k in range(kk)], 1) + ew[:, n, :kk]  # (B,kk,I)
-        w = _agg(cand, 1, semiring)
-        nu = pre_n + pot.log_emit_null[:, n, None]
-        ph = pre_ps + pot.log_emit_phrase[:, n]
-        end = torch.cat([w, nu, ph], 1)
-        ends.append(_agg(end, 1, semiring))
+        if kk == 1:
+            w = pre_ws[n] + ew_n[n][:, 0]
+        else:
+            cand = torch.stack([pre_ws[n - k] for k in range(kk)], 1) + ew_n[n][:, :kk]
+            w = _agg(cand, 1, semiring)
+        nu = pre_n + en_n[n][:, None]
+        ph = pre_ps + ep_n[n]
+        if n in stops:
+            end = _agg(torch.cat([w, nu, ph], 1), 1, semiring)
+            logz = torch.where(tl - 1 == n, end, logz)
         if n == J - 1:
             break
         M = _agg(torch.stack([w, nu], 1), 1, semiring)
@@ -151,7 +161,7 @@ def _forward(pot: PhrasalPotentials, sl, tl, semiring: str) -> torch.Tensor:
         pre_w, pre_ps = enter(R)
         pre_ws.append(pre_w)
         pre_n = M + null_stay
-    return torch.stack(ends, 1).gather(1, (tl - 1)[:, None])[:, 0]
+    return logz
 
 
 def phrasal_hsmm_log_partition(pot: PhrasalPotentials, *, src_lengths: torch.Tensor,
