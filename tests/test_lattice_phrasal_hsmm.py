@@ -201,6 +201,25 @@ def test_equals_generic_hsmm_on_materialised_potentials():
     assert torch.allclose(post.phrase, sp[:, :, 0, 2 * I:], atol=1e-8)
 
 
+@pytest.mark.parametrize("scale", [1.0, 30.0])
+def test_scaled_forward_equals_log_space_forward(scale):
+    from aligners.lattices.phrasal_hsmm import _forward
+
+    B, I, J, L = 4, 5, 9, 4
+    sl, tl = torch.tensor([5, 3, 1, 4]), torch.tensor([9, 2, 5, 7])
+    phrases = [[(0, 2), (1, 4)], [(0, 1), (-1, -1)], [(-1, -1), (-1, -1)], [(1, 3), (0, 3)]]
+    pot = _random(B, I, J, L, phrases, seed=4)
+    pot = PhrasalPotentials(*(x * scale for x in pot[:8]), *pot[8:])
+    ref = _forward(pot, sl, tl, "log")
+    got = phrasal_hsmm_log_partition(pot, src_lengths=sl, tgt_lengths=tl)
+    assert torch.allclose(got, ref, rtol=1e-9, atol=1e-8)
+    one = PhrasalPotentials(*(x.float() for x in pot[:8]), *pot[8:])
+    got32 = phrasal_hsmm_log_partition(one, src_lengths=sl, tgt_lengths=tl)
+    # float32 keeps relative masses down to e^-87 within one position / one jump row
+    tol = 1e-3 if scale == 1.0 else 1.0
+    assert torch.allclose(got32.double(), ref, rtol=1e-5, atol=tol)
+
+
 def test_gradcheck_float64():
     pot = _random(2, 3, 3, 2, [[(0, 2)], [(0, 1)]], seed=9)
     sl, tl = torch.tensor([3, 2]), torch.tensor([3, 2])
