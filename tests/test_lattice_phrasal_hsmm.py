@@ -220,6 +220,34 @@ def test_scaled_forward_equals_log_space_forward(scale):
     assert torch.allclose(got32.double(), ref, rtol=1e-5, atol=tol)
 
 
+def test_sparse_segments_equal_generic_hsmm():
+    # the model scores multi-word segments only at a few (position, length): those are skipped
+    from aligners.semirings import semiring_zero
+
+    B, I, J, L = 2, 4, 6, 3
+    sl, tl = torch.tensor([4, 3]), torch.tensor([6, 5])
+    pot = _random(B, I, J, L, [[(0, 2)], [(1, 2)]], seed=8)
+    ew = torch.full_like(pot.log_emit_word, semiring_zero(torch.float64))
+    ew[:, :, 0] = pot.log_emit_word[:, :, 0]
+    ew[0, 3, 1] = pot.log_emit_word[0, 3, 1]
+    ew[1, 4, 2, 1] = 0.5
+    pot = pot._replace(log_emit_word=ew)
+    for vit in (False, True):
+        fn = phrasal_hsmm_viterbi if vit else phrasal_hsmm_posteriors
+        post = fn(pot, src_lengths=sl, tgt_lengths=tl)
+        init, trans, seg, mask = phrasal_hsmm_materialise(pot, src_lengths=sl)
+        if vit:
+            from aligners.lattices.hsmm import hsmm_viterbi
+
+            ref = hsmm_viterbi(init, trans, seg, lengths=tl, state_mask=mask)
+            assert torch.allclose(post.log_likelihood, ref.score, atol=1e-8)
+        else:
+            ref = hsmm_posteriors(init, trans, seg, lengths=tl, state_mask=mask)
+            assert torch.allclose(post.log_likelihood, ref.log_likelihood, atol=1e-8)
+            assert torch.allclose(post.word, ref.segment_posteriors[..., :I], atol=1e-8)
+    assert float(post.word[0, 3, 1].sum() + post.word[1, 4, 2].sum()) >= 0
+
+
 def test_gradcheck_float64():
     pot = _random(2, 3, 3, 2, [[(0, 2)], [(0, 1)]], seed=9)
     sl, tl = torch.tensor([3, 2]), torch.tensor([3, 2])

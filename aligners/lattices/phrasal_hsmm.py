@@ -95,6 +95,15 @@ def _check(pot: PhrasalPotentials, src_lengths, tgt_lengths):
     return sl, tl
 
 
+def _span_table(ew: torch.Tensor) -> list:
+    """[n][k-1]: whether any item scores a segment of length k+1 ending at n above the
+    semiring zero (segments never scored are skipped: exact, and the usual case)."""
+    zero = semiring_zero(ew.dtype)
+    if ew.shape[2] < 2:
+        return [[] for _ in range(ew.shape[1])]
+    return (ew[:, :, 1:].detach() > zero / 2).any(3).any(0).tolist()
+
+
 def _agg(x: torch.Tensor, dim, semiring: str) -> torch.Tensor:
     if semiring == "log":
         return torch.logsumexp(x, dim)
@@ -128,16 +137,17 @@ def _forward(pot: PhrasalPotentials, sl, tl, semiring: str) -> torch.Tensor:
     # per-step views made once: slicing inside the loop would make autograd allocate a
     # full-size zero gradient per step
     ew_n = ew.unbind(1)
+    spans = _span_table(ew)
     en_n = pot.log_emit_null.unbind(1)
     ep_n = pot.log_emit_phrase.unbind(1)
     stops = set((tl - 1).tolist())  # positions where some item ends
     logz = torch.full((B,), zero, dtype=dtype, device=dev)
     for n in range(J):
-        kk = min(L, n + 1)
-        if kk == 1:
+        ks = [0] + [k for k in range(1, min(L, n + 1)) if spans[n][k - 1]]
+        if len(ks) == 1:
             w = pre_ws[n] + ew_n[n][:, 0]
         else:
-            cand = torch.stack([pre_ws[n - k] for k in range(kk)], 1) + ew_n[n][:, :kk]
+            cand = torch.stack([pre_ws[n - k] + ew_n[n][:, k] for k in ks], 1)
             w = _agg(cand, 1, semiring)
         nu = pre_n + en_n[n][:, None]
         ph = pre_ps + ep_n[n]
@@ -209,7 +219,8 @@ def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
     if P:
         em = torch.maximum(em, pot.log_emit_phrase.detach().amax(2))
     em = torch.where(torch.isfinite(em), em, torch.zeros_like(em))
-    Ew = torch.exp(ew - em[:, :, None, None]).unbind(1)
+    Ew0 = torch.exp(ew[:, :, 0] - em[:, :, None]).unbind(1)  # one-word segments
+    spans = _span_table(ew)
     En = torch.exp(pot.log_emit_null - em).unbind(1)
     Ep = torch.exp(pot.log_emit_phrase - em[:, :, None]).unbind(1)
 
@@ -232,9 +243,11 @@ def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
         D = torch.stack([cs[n - k] for k in range(kk)], 1)  # (B, kk) log scales
         dmax = D.detach().amax(1)
         f = torch.exp(D - dmax[:, None])
-        w = pre_ws[n] * Ew[n][:, 0] * f[:, :1]
+        w = pre_ws[n] * Ew0[n] * f[:, :1]
         for k in range(1, kk):
-            w = w + pre_ws[n - k] * Ew[n][:, k] * f[:, k:k + 1]
+            if spans[n][k - 1]:  # some item has a segment of length k+1 ending at n
+                ek = torch.exp(ew[:, n, k] - em[:, n, None])
+                w = w + pre_ws[n - k] * ek * f[:, k:k + 1]
         nu = pre_n * En[n][:, None] * f[:, :1]
         ph = pre_p * Ep[n] * f[:, :1]
         g = dmax + em[:, n]

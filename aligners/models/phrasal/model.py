@@ -186,17 +186,14 @@ class PhrasalAligner(nn.Module):
             return (self.phrase_ids(state_unit, obs_unit) if forward
                     else self.phrase_ids(obs_unit, state_unit))
 
-        ids_w = torch.full((B, O, L, S), self.word_keys.numel(), dtype=torch.long, device=dev)
-        ids_w[:, :, 0] = ww.long()
-        has = span >= 0  # (B, O, L)
-        hb, hn, hl = has.nonzero(as_tuple=True)
-        ids_w[hb, hn, hl] = key(st[hb].long(), span[hb, hn, hl][:, None].expand(-1, S))
-        lw = torch.log(table[ids_w])
-        lw[:, :, 1:] += torch.arange(1, L, device=dev, dtype=dtype)[:, None] * torch.log(
+        ids0 = ww.long()  # (B, O, S) word -> word slots
+        lw = torch.full((B, O, L, S), zero, dtype=dtype, device=dev)
+        lw[:, :, 0] = torch.log(table[ids0])
+        hb, hn, hl = (span >= 0).nonzero(as_tuple=True)  # listed target phrases (l >= 1)
+        ids_s = key(st[hb].long(), span[hb, hn, hl][:, None].expand(-1, S))  # (M, S)
+        lw[hb, hn, hl] = torch.log(table[ids_s]) + hl[:, None].to(dtype) * torch.log(
             torch.tensor(c.lam, dtype=dtype))
-        allowed = torch.ones_like(has)
-        allowed[:, :, 1:] = has[:, :, 1:]
-        lw = torch.where(allowed[..., None], lw, torch.full((), zero, dtype=dtype, device=dev))
+        ids_w = (ids0, (hb, hn, hl), ids_s)
         first, last, unit, gap = ph
         ids_p = key(unit[:, None, :].expand(B, O, -1), ob.long()[:, :, None].expand(
             -1, -1, unit.shape[1]))
@@ -257,7 +254,9 @@ class PhrasalAligner(nn.Module):
         qf, qb = agreement_counts(pf, pb, lay, agreement=self.config.agreement,
                                   src_lengths=batch.src_lengths, tgt_lengths=batch.tgt_lengths)
         for cnt, ids_w, ids_p, q in ((self.c_fwd, wf, phf, qf), (self.c_bwd, wb, phb, qb)):
-            cnt.index_add_(0, ids_w.reshape(-1), q.word.reshape(-1).to(cnt.dtype))
+            ids0, (hb, hn, hl), ids_s = ids_w
+            cnt.index_add_(0, ids0.reshape(-1), q.word[:, :, 0].reshape(-1).to(cnt.dtype))
+            cnt.index_add_(0, ids_s.reshape(-1), q.word[hb, hn, hl].reshape(-1).to(cnt.dtype))
             cnt.index_add_(0, ids_p.reshape(-1), q.phrase.reshape(-1).to(cnt.dtype))
         self.c_null_tgt.index_add_(0, batch.tgt.reshape(-1).long(), qf.null.reshape(-1))
         self.c_null_src.index_add_(0, batch.src.reshape(-1).long(), qb.null.reshape(-1))
