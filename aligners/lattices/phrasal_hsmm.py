@@ -136,7 +136,7 @@ def _forward(pot: PhrasalPotentials, sl, tl, semiring: str) -> torch.Tensor:
     pre_ws, pre_n, pre_ps = [pre_w], torch.where(ivalid, pot.log_null_init, z), pre_p
     # per-step views made once: slicing inside the loop would make autograd allocate a
     # full-size zero gradient per step
-    ew_n = ew.unbind(1)
+    ew_n = [e.unbind(1) for e in ew.unbind(1)]  # [n][k] (B, I)
     spans = _span_table(ew)
     en_n = pot.log_emit_null.unbind(1)
     ep_n = pot.log_emit_phrase.unbind(1)
@@ -145,9 +145,9 @@ def _forward(pot: PhrasalPotentials, sl, tl, semiring: str) -> torch.Tensor:
     for n in range(J):
         ks = [0] + [k for k in range(1, min(L, n + 1)) if spans[n][k - 1]]
         if len(ks) == 1:
-            w = pre_ws[n] + ew_n[n][:, 0]
+            w = pre_ws[n] + ew_n[n][0]
         else:
-            cand = torch.stack([pre_ws[n - k] + ew_n[n][:, k] for k in ks], 1)
+            cand = torch.stack([pre_ws[n - k] + ew_n[n][k] for k in ks], 1)
             w = _agg(cand, 1, semiring)
         nu = pre_n + en_n[n][:, None]
         ph = pre_ps + ep_n[n]
@@ -219,7 +219,8 @@ def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
     if P:
         em = torch.maximum(em, pot.log_emit_phrase.detach().amax(2))
     em = torch.where(torch.isfinite(em), em, torch.zeros_like(em))
-    Ew0 = torch.exp(ew[:, :, 0] - em[:, :, None]).unbind(1)  # one-word segments
+    Ew = torch.exp(ew - em[:, :, None, None])
+    Ew = [e.unbind(1) for e in Ew.unbind(1)]  # [n][k] (B, I); views made once (autograd)
     spans = _span_table(ew)
     En = torch.exp(pot.log_emit_null - em).unbind(1)
     Ep = torch.exp(pot.log_emit_phrase - em[:, :, None]).unbind(1)
@@ -243,11 +244,10 @@ def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
         D = torch.stack([cs[n - k] for k in range(kk)], 1)  # (B, kk) log scales
         dmax = D.detach().amax(1)
         f = torch.exp(D - dmax[:, None])
-        w = pre_ws[n] * Ew0[n] * f[:, :1]
+        w = pre_ws[n] * Ew[n][0] * f[:, :1]
         for k in range(1, kk):
             if spans[n][k - 1]:  # some item has a segment of length k+1 ending at n
-                ek = torch.exp(ew[:, n, k] - em[:, n, None])
-                w = w + pre_ws[n - k] * ek * f[:, k:k + 1]
+                w = w + pre_ws[n - k] * Ew[n][k] * f[:, k:k + 1]
         nu = pre_n * En[n][:, None] * f[:, :1]
         ph = pre_p * Ep[n] * f[:, :1]
         g = dmax + em[:, n]
