@@ -44,6 +44,9 @@ class LitPhrasalAligner(pl.LightningModule):
         self.save_hyperparameters(model.hparams())
 
     def train_dataloader(self):
+        if self.trainer is not None and self.trainer.world_size > 1:
+            raise ValueError("task phrasal_align runs EM on one process: use trainer=cpu or "
+                             "trainer=gpu with devices=1 (no count all-reduce yet)")
         return torch.utils.data.DataLoader(list(range(len(self.index))), batch_size=None)
 
     def configure_optimizers(self):

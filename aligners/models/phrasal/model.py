@@ -53,6 +53,20 @@ class PhrasalConfig:
     iterations: int = 5
     discount: float = 0.5  # of the discounted probability that ranks mined phrases
 
+    def __post_init__(self):
+        from aligners.models.phrasal.phrase_lists import MAX_PHRASE_LEN
+
+        checks = [(0.0 <= self.p0 < 1.0, "p0 must be in [0, 1)"),
+                  (1 <= self.max_phrase_len <= MAX_PHRASE_LEN,
+                   f"max_phrase_len must be in 1..{MAX_PHRASE_LEN}"),
+                  (self.eta > 0 and self.lam > 0, "eta and lam must be > 0"),
+                  (self.n_contiguous >= 0 and self.n_gappy >= 0, "phrase counts must be >= 0"),
+                  (self.iterations >= 0, "iterations must be >= 0"),
+                  (self.discount >= 0, "discount must be >= 0")]
+        for ok, msg in checks:
+            if not ok:
+                raise ValueError(f"PhrasalConfig: {msg}")
+
 
 @dataclass
 class Layout:
@@ -76,7 +90,8 @@ class Layout:
 def _pack(b, first, last, unit, gappy, B):
     """Items (M,) sorted by b -> padded (B, P) tensors (-1 pad) and each item's column."""
     dev = b.device
-    order = torch.argsort(b * (2 ** 20) + first * 1024 + last, stable=True)
+    span = int(torch.maximum(first.max(), last.max())) + 2 if b.numel() else 1
+    order = torch.argsort((b * span + first + 1) * span + last + 1, stable=True)
     b, first, last, unit, gappy = b[order], first[order], last[order], unit[order], gappy[order]
     counts = torch.bincount(b, minlength=B)
     P = int(counts.max()) if b.numel() else 0

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["PhraseList", "span_hashes", "mine_candidates", "rank_phrases"]
+__all__ = ["MAX_PHRASE_LEN", "PhraseList", "span_hashes", "mine_candidates", "rank_phrases"]
 
 _HASH_SEED = 20110619
+MAX_PHRASE_LEN = 16  # longest phrase the span hash supports
 
 
 def _multipliers(L: int) -> torch.Tensor:
@@ -29,7 +30,9 @@ def span_hashes(words: torch.Tensor, lengths: torch.Tensor, *, length: int) -> t
     (hash (B, N-length+1) int64, valid (B, N-length+1) bool); span s covers s..s+length-1.
     Cost O(B N length)."""
     B, N = words.shape
-    R = _multipliers(8).to(words.device)
+    if length > MAX_PHRASE_LEN:
+        raise ValueError(f"phrases of at most {MAX_PHRASE_LEN} words, got {length}")
+    R = _multipliers(MAX_PHRASE_LEN).to(words.device)
     W = N - length + 1
     if W <= 0:
         z = torch.zeros(B, 0, dtype=torch.int64, device=words.device)
