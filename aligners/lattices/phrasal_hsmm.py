@@ -18,11 +18,15 @@ score is the sum of its transitions and segment emissions:
 Entries with l > n are never read. Padding: source positions >= src_lengths and phrases
 with phrase_first < 0 are unreachable; target positions >= tgt_lengths are ignored.
 
-The forward recursion is in log space under a semiring ("log": logsumexp; "max": Viterbi)
-and specialised to the transition structure: per target position the exit mass is reduced
-to I positions, one (B,I)x(B,I,I) product gives the entry mass of all states. Cost
-O(B J (I^2 + L I + P I)) time; posteriors and Viterbi are autograd of log Z (O(B J (L I +
-P)) memory for the potentials' gradients, O(B J I) for the saved activations).
+The forward recursion is specialised to the transition structure: per target position
+the exit mass is reduced to I positions and one (B,I)x(B,I,I) product gives the entry mass
+of all states. log Z ("log" semiring) runs scaled in probability space (per-item shifts of
+each position's emissions and of each jump row, per-step normalisation; float32 keeps
+relative masses down to e^-87 within a position or a jump row, float64 far below); the
+"max" semiring (Viterbi) runs in log space; both are tested equal to a plain log-space
+recursion. Segments of length > 1 scored at the semiring zero everywhere in the batch are
+skipped (exact). Cost O(B J (I^2 + L I + P I)) time; posteriors and Viterbi are autograd
+of log Z (O(B J (L I + P)) memory for the potentials' gradients, O(B J I) activations).
 """
 
 from __future__ import annotations
