@@ -46,6 +46,7 @@ LOADERS: dict[str, str] = {
     "reorder-primal-mlr": "aligners.models.reorder.reorderer:load_folder",
     "reorder-dual-mlr": "aligners.models.reorder.reorderer:load_folder",
     "lclr": "aligners.models.lclr_tasks:load_lclr",  # LCLR / two-stage classifiers
+    "phrasal-hsmm": "aligners.models.phrasal.io:load_phrasal",
 }
 
 

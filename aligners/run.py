@@ -36,6 +36,7 @@ TASKS: dict[str, str] = {
     "monolingual": "monolingual",  # token / semi-Markov phrasal CRF aligners (Yao et al. 2013)
     "reorder": "reorder",
     "lclr": "lclr",  # LCLR vs two-stage on constrained latent alignments (Chang et al. 2010)
+    "phrasal_align": "phrasal_align",  # phrasal/gappy HSMM by agreement (Bansal et al. 2011)
 }
 
 # `${pid:}` in hydra.run.dir: two runs started in the same microsecond still differ

@@ -73,6 +73,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     io.add_argument("--lowercase", action="store_true", help="lowercase the input")
     train, dec = WordAlignConfig(), WordDecoding()  # the one place of every default
     m = p.add_argument_group("model")
+    m.add_argument("--model", choices=tuple(_FAMILIES.values()), default=None,
+                   help="hmm: word HMM by agreement (default); gappy-hsmm: phrasal + gappy "
+                        "hidden semi-Markov model by agreement (Bansal et al. 2011); "
+                        "with --load-model: the saved model's family")
+    m.add_argument("--phrasal-iterations", type=_int_at_least(0), default=5,
+                   help="gappy-hsmm: EM iterations of the phrasal model")
+    m.add_argument("--no-gappy", action="store_true",
+                   help="gappy-hsmm: contiguous phrases only")
     m.add_argument("--save-model", metavar="DIR", help="save the trained model (safetensors)")
     m.add_argument("--load-model", metavar="DIR", help="align with a saved model, no training")
     m.add_argument("--ibm1-iterations", type=_int_at_least(0), default=train.ibm1_iterations,
@@ -199,6 +207,11 @@ def run(args: argparse.Namespace) -> int:
     _check_writable_dir(args.save_model, "--save-model")
     pairs = _read(args)
     show = not args.quiet and sys.stderr.isatty()
+    family = _family(args)
+    if family == "gappy-hsmm":
+        from aligners.commands._align_phrasal import run_phrasal
+
+        return run_phrasal(args, pairs, show)
     saved = None
     if args.load_model:
         aligner = _load(args.load_model).to(args.device)  # batches follow the model
@@ -257,6 +270,28 @@ def run(args: argparse.Namespace) -> int:
         if name in lines:
             _write(dest, lines[name])
     return 0
+
+
+# saved model kind -> the --model family that aligns with it
+_FAMILIES = {"word-aligner": "hmm", "phrasal-hsmm": "gappy-hsmm"}
+
+
+def _family(args: argparse.Namespace) -> str:
+    """The model family: --model, else the kind saved in --load-model's folder, else hmm.
+    A --model that contradicts the saved kind is one clear error."""
+    if not args.load_model:
+        return args.model or "hmm"
+    from aligners.export import read_config
+
+    kind = read_config(args.load_model).get("kind")
+    family = _FAMILIES.get(kind)
+    if family is None:
+        raise AlignersInputError(f"--load-model: a {kind!r} model does not word-align; "
+                                 f"expected one of {sorted(_FAMILIES)}", path=args.load_model)
+    if args.model not in (None, family):
+        raise AlignersInputError(f"--load-model holds a {family} model, not --model "
+                                 f"{args.model}", path=args.load_model)
+    return family
 
 
 def _load(folder: str):

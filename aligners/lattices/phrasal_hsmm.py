@@ -1,0 +1,358 @@
+"""Phrasal / gappy hidden semi-Markov alignment lattice (Bansal, Quirk & Moore 2011, sec. 2.2).
+
+One direction: the I state-side ("source") words generate the J observation-side ("target")
+words. States of one pair:
+  word i      (i < I): first = last = i; emits a target segment of length 1..L;
+  NULL r      (r < I): Och-Ney NULL remembering the last position r; emits one target word;
+  phrase p    (p < P): a contiguous or gappy source phrase with first/last positions
+              `phrase_first[p] <= phrase_last[p]`; emits one target word (minimal 1-k / k-1
+              links, paper sec. 2.3). A gappy phrase is just one whose words are not adjacent.
+Transitions go from the last position k of the previous state (start: a virtual position):
+  into word i      log_jump[k, i]                (start: log_jump_init[i])
+  into phrase p    log_jump[k, first_p] + log_phrase_weight[p]   (start: log_jump_init[..])
+  into NULL r      log_null_stay[r] if r == k    (start: log_null_init[r]).
+A structure = segmentation of the J target words into segments, each with a state. Its
+score is the sum of its transitions and segment emissions:
+  log_emit_word (B,J,L,I)  [b,n,l,i]: word i emits the segment ending at n of length l+1;
+  log_emit_null (B,J)      NULL emits target word n; log_emit_phrase (B,J,P) likewise.
+Entries with l > n are never read. Padding: source positions >= src_lengths and phrases
+with phrase_first < 0 are unreachable; target positions >= tgt_lengths are ignored.
+
+The forward recursion is specialised to the transition structure: per target position
+the exit mass is reduced to I positions and one (B,I)x(B,I,I) product gives the entry mass
+of all states. log Z ("log" semiring) runs scaled in probability space (per-item shifts of
+each position's emissions and of each jump row, per-step normalisation; float32 keeps
+relative masses down to e^-87 within a position or a jump row, float64 far below); the
+"max" semiring (Viterbi) runs in log space; both are tested equal to a plain log-space
+recursion. Segments of length > 1 scored at the semiring zero everywhere in the batch are
+skipped (exact). Cost O(B J (I^2 + L I + P I)) time; posteriors and Viterbi are autograd
+of log Z (O(B J (L I + P)) memory for the potentials' gradients, O(B J I) activations).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from aligners.errors import AlignersInputError
+from aligners.semirings import semiring_zero
+
+__all__ = [
+    "PhrasalPotentials",
+    "PhrasalPosteriors",
+    "phrasal_hsmm_log_partition",
+    "phrasal_hsmm_posteriors",
+    "phrasal_hsmm_viterbi",
+    "phrasal_hsmm_materialise",
+]
+
+
+class PhrasalPotentials(NamedTuple):
+    """Log-potentials of one direction (see the module docstring for the meaning)."""
+
+    log_emit_word: torch.Tensor  # (B, J, L, I)
+    log_emit_null: torch.Tensor  # (B, J)
+    log_emit_phrase: torch.Tensor  # (B, J, P)
+    log_jump_init: torch.Tensor  # (B, I)
+    log_jump: torch.Tensor  # (B, I, I) [k, i]: last position k -> first position i
+    log_null_init: torch.Tensor  # (B, I)
+    log_null_stay: torch.Tensor  # (B, I)
+    log_phrase_weight: torch.Tensor  # (B, P)
+    phrase_first: torch.Tensor  # (B, P) long, -1 = padding
+    phrase_last: torch.Tensor  # (B, P) long
+
+
+class PhrasalPosteriors(NamedTuple):
+    """log_likelihood (B,); word (B,J,L,I), null (B,J), phrase (B,J,P): marginal
+    probability of each segment (same indexing as the emissions). Under "max" the same
+    tensors are the 0/1 indicators of the best structure and log_likelihood its score."""
+
+    log_likelihood: torch.Tensor
+    word: torch.Tensor
+    null: torch.Tensor
+    phrase: torch.Tensor
+
+
+def _check(pot: PhrasalPotentials, src_lengths, tgt_lengths):
+    if not isinstance(pot, PhrasalPotentials):
+        raise AlignersInputError("expected a PhrasalPotentials tuple")
+    ew = pot.log_emit_word
+    if ew.dim() != 4:
+        raise AlignersInputError(f"log_emit_word: expected (B,J,L,I), got {tuple(ew.shape)}")
+    B, J, L, I = ew.shape
+    P = pot.log_emit_phrase.shape[-1]
+    want = {
+        "log_emit_null": (B, J), "log_emit_phrase": (B, J, P), "log_jump_init": (B, I),
+        "log_jump": (B, I, I), "log_null_init": (B, I), "log_null_stay": (B, I),
+        "log_phrase_weight": (B, P), "phrase_first": (B, P), "phrase_last": (B, P),
+    }
+    for name, shape in want.items():
+        got = tuple(getattr(pot, name).shape)
+        if got != shape:
+            raise AlignersInputError(f"{name}: expected shape {shape}, got {got}")
+    sl, tl = src_lengths.to(ew.device).long(), tgt_lengths.to(ew.device).long()
+    if sl.shape != (B,) or tl.shape != (B,):
+        raise AlignersInputError("src_lengths and tgt_lengths must have shape (B,)")
+    if B and (int(sl.min()) < 1 or int(sl.max()) > I or int(tl.min()) < 1 or int(tl.max()) > J):
+        raise AlignersInputError(f"lengths must lie in 1..I={I} (source), 1..J={J} (target)")
+    return sl, tl
+
+
+def _span_table(ew: torch.Tensor) -> list:
+    """[n][k-1]: whether any item scores a segment of length k+1 ending at n above the
+    semiring zero (segments never scored are skipped: exact, and the usual case)."""
+    zero = semiring_zero(ew.dtype)
+    if ew.shape[2] < 2:
+        return [[] for _ in range(ew.shape[1])]
+    return (ew[:, :, 1:].detach() > zero / 2).any(3).any(0).tolist()
+
+
+def _agg(x: torch.Tensor, dim, semiring: str) -> torch.Tensor:
+    if semiring == "log":
+        return torch.logsumexp(x, dim)
+    return x.amax(dim)
+
+
+def _forward(pot: PhrasalPotentials, sl, tl, semiring: str) -> torch.Tensor:
+    """log Z (B,) (or the best score under "max"), differentiable in every potential."""
+    ew = pot.log_emit_word
+    B, J, L, I = ew.shape
+    dtype, dev = ew.dtype, ew.device
+    zero = semiring_zero(dtype)
+    ivalid = torch.arange(I, device=dev)[None, :] < sl[:, None]  # (B, I)
+    pfirst, plast = pot.phrase_first.long(), pot.phrase_last.long()
+    pvalid = (pfirst >= 0) & (plast < sl[:, None]) & (pfirst <= plast)  # (B, P)
+    z = torch.full((), zero, dtype=dtype, device=dev)
+    jump = torch.where(ivalid[:, None, :] & ivalid[:, :, None], pot.log_jump, z)
+    pw = torch.where(pvalid, pot.log_phrase_weight, z)
+    first = pfirst.clamp(0, I - 1)
+    last_hot = torch.where(  # (B, P, I): 0 at the phrase's last position, zero elsewhere
+        torch.arange(I, device=dev)[None, None, :] == plast.clamp(0, I - 1)[:, :, None], 0.0, z)
+    null_stay = torch.where(ivalid, pot.log_null_stay, z)
+    if semiring == "log":
+        ejump = torch.exp(jump)  # probabilities for one scaled (B,I)x(B,I,I) product
+
+    def enter(R):  # entry scores of words, phrases (given R (B,I) per first position)
+        return R, R.gather(1, first) + pw
+
+    pre_w, pre_p = enter(torch.where(ivalid, pot.log_jump_init, z))
+    pre_ws, pre_n, pre_ps = [pre_w], torch.where(ivalid, pot.log_null_init, z), pre_p
+    # per-step views made once: slicing inside the loop would make autograd allocate a
+    # full-size zero gradient per step
+    ew_n = [e.unbind(1) for e in ew.unbind(1)]  # [n][k] (B, I)
+    spans = _span_table(ew)
+    en_n = pot.log_emit_null.unbind(1)
+    ep_n = pot.log_emit_phrase.unbind(1)
+    stops = set((tl - 1).tolist())  # positions where some item ends
+    logz = torch.full((B,), zero, dtype=dtype, device=dev)
+    for n in range(J):
+        ks = [0] + [k for k in range(1, min(L, n + 1)) if spans[n][k - 1]]
+        if len(ks) == 1:
+            w = pre_ws[n] + ew_n[n][0]
+        else:
+            cand = torch.stack([pre_ws[n - k] + ew_n[n][k] for k in ks], 1)
+            w = _agg(cand, 1, semiring)
+        nu = pre_n + en_n[n][:, None]
+        ph = pre_ps + ep_n[n]
+        if n in stops:
+            end = _agg(torch.cat([w, nu, ph], 1), 1, semiring)
+            logz = torch.where(tl - 1 == n, end, logz)
+        if n == J - 1:
+            break
+        M = _agg(torch.stack([w, nu], 1), 1, semiring)
+        if ph.shape[1]:
+            M = _agg(torch.stack([M, _agg(ph[:, :, None] + last_hot, 1, semiring)], 1), 1,
+                     semiring)
+        M = torch.where(ivalid, M, z)
+        if semiring == "log":
+            m = M.amax(1, keepdim=True).detach()
+            R = torch.bmm(torch.exp(M - m)[:, None, :], ejump)[:, 0]
+            R = torch.log(R.clamp_min(torch.finfo(dtype).tiny)) + m
+        else:
+            R = (M[:, :, None] + jump).amax(1)
+        R = torch.where(ivalid, R, z)
+        pre_w, pre_ps = enter(R)
+        pre_ws.append(pre_w)
+        pre_n = M + null_stay
+    return logz
+
+
+def _mask_shift(x, mask, dims):
+    """exp(x - m) zeroed where ~mask, and the per-item shift m (B,) (detached, finite)."""
+    z = torch.full((), float("-inf"), dtype=x.dtype, device=x.device)
+    m = torch.where(mask, x.detach(), z).amax(dim=dims) if x.numel() else None
+    if m is None:
+        return torch.zeros_like(x), torch.zeros(x.shape[0], dtype=x.dtype, device=x.device)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    shape = (-1,) + (1,) * (x.dim() - 1)
+    return torch.where(mask, torch.exp(x - m.view(shape)), torch.zeros((), dtype=x.dtype,
+                                                                      device=x.device)), m
+
+
+def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
+    """log Z (B,) of the "log" semiring by a scaled forward in probability space (per-step
+    normalisation, (B,I)x(B,I,I) products; no per-element logs): same value as `_forward`,
+    differentiable, much cheaper to back-propagate."""
+    ew = pot.log_emit_word
+    B, J, L, I = ew.shape
+    P = pot.log_emit_phrase.shape[-1]
+    dtype, dev = ew.dtype, ew.device
+    tiny = torch.finfo(dtype).tiny
+    ivalid = torch.arange(I, device=dev)[None, :] < sl[:, None]
+    pfirst, plast = pot.phrase_first.long(), pot.phrase_last.long()
+    pvalid = (pfirst >= 0) & (plast < sl[:, None]) & (pfirst <= plast)
+    first = pfirst.clamp(0, I - 1)
+    last_hot = ((torch.arange(I, device=dev)[None, None, :] == plast.clamp(0, I - 1)[..., None])
+                & pvalid[..., None]).to(dtype)  # (B, P, I)
+    # jump rows shifted one by one (B,I,I); the row shifts go into the exit masses
+    jmask = ivalid[:, None, :] & ivalid[:, :, None]
+    row = torch.where(jmask, pot.log_jump.detach(), torch.full((), float("-inf"), dtype=dtype,
+                                                              device=dev)).amax(2)
+    row = torch.where(torch.isfinite(row), row, torch.zeros_like(row))  # (B, I)
+    ma = row.amax(1)
+    A = torch.where(jmask, torch.exp(pot.log_jump - row[:, :, None]),
+                    torch.zeros((), dtype=dtype, device=dev))
+    row_f = torch.exp(row - ma[:, None])  # (B, I) <= 1
+    A0, ma0 = _mask_shift(pot.log_jump_init, ivalid, 1)
+    NS, mn = _mask_shift(pot.log_null_stay, ivalid, 1)
+    N0, mn0 = _mask_shift(pot.log_null_init, ivalid, 1)
+    PW, mp = _mask_shift(pot.log_phrase_weight, pvalid, 1)
+    # emissions: one shift per (item, position) over all its segment scores
+    em = torch.maximum(ew.detach().amax((2, 3)), pot.log_emit_null.detach())
+    if P:
+        em = torch.maximum(em, pot.log_emit_phrase.detach().amax(2))
+    em = torch.where(torch.isfinite(em), em, torch.zeros_like(em))
+    Ew = torch.exp(ew - em[:, :, None, None])
+    Ew = [e.unbind(1) for e in Ew.unbind(1)]  # [n][k] (B, I); views made once (autograd)
+    spans = _span_table(ew)
+    En = torch.exp(pot.log_emit_null - em).unbind(1)
+    Ep = torch.exp(pot.log_emit_phrase - em[:, :, None]).unbind(1)
+
+    def normalise(w, p, nu, shift):
+        """Scale the entry masses by one per-item factor; returns them and their log scale."""
+        z = (w.sum(1) + p.sum(1) + nu.sum(1)).clamp_min(tiny)
+        return w / z[:, None], p / z[:, None], nu / z[:, None], shift + torch.log(z)
+
+    # entry masses of the first state, relative to a common shift per item
+    top = torch.maximum(ma0 + torch.maximum(mp, torch.zeros_like(mp)), mn0)
+    w0 = A0 * torch.exp(ma0 - top)[:, None]
+    p0 = w0.gather(1, first) * PW * torch.exp(mp)[:, None] if P else w0[:, :0]
+    n0 = N0 * torch.exp(mn0 - top)[:, None]
+    w0, p0, n0, c0 = normalise(w0, p0, n0, top)
+    pre_ws, pre_p, pre_n, cs = [w0], p0, n0, [c0]
+    stops = set((tl - 1).tolist())
+    logz = torch.zeros(B, dtype=dtype, device=dev)
+    for n in range(J):
+        kk = min(L, n + 1)
+        D = torch.stack([cs[n - k] for k in range(kk)], 1)  # (B, kk) log scales
+        dmax = D.detach().amax(1)
+        f = torch.exp(D - dmax[:, None])
+        w = pre_ws[n] * Ew[n][0] * f[:, :1]
+        for k in range(1, kk):
+            if spans[n][k - 1]:  # some item has a segment of length k+1 ending at n
+                w = w + pre_ws[n - k] * Ew[n][k] * f[:, k:k + 1]
+        nu = pre_n * En[n][:, None] * f[:, :1]
+        ph = pre_p * Ep[n] * f[:, :1]
+        g = dmax + em[:, n]
+        if n in stops:
+            tot = (w.sum(1) + nu.sum(1) + ph.sum(1)).clamp_min(tiny)
+            logz = torch.where(tl - 1 == n, torch.log(tot) + g, logz)
+        if n == J - 1:
+            break
+        M = w + nu
+        if P:
+            M = M + torch.bmm(ph[:, None, :], last_hot)[:, 0]
+        R = torch.bmm((M * row_f)[:, None, :], A)[:, 0]
+        top = torch.maximum(ma + torch.maximum(mp, torch.zeros_like(mp)), mn)
+        nw = R * torch.exp(ma - top)[:, None]
+        np_ = nw.gather(1, first) * PW * torch.exp(mp)[:, None] if P else nw[:, :0]
+        nn_ = M * NS * torch.exp(mn - top)[:, None]
+        nw, pre_p, pre_n, c = normalise(nw, np_, nn_, g + top)
+        pre_ws.append(nw)
+        cs.append(c)
+    return logz
+
+
+def phrasal_hsmm_log_partition(pot: PhrasalPotentials, *, src_lengths: torch.Tensor,
+                               tgt_lengths: torch.Tensor, semiring: str = "log") -> torch.Tensor:
+    """(B,) log partition (semiring "log") or best score ("max"); differentiable.
+
+    Shapes as `PhrasalPotentials`; cost O(B J (I^2 + L I + P I)) time.
+    """
+    if semiring not in ("log", "max"):
+        raise AlignersInputError(f"semiring must be 'log' or 'max', got {semiring!r}")
+    sl, tl = _check(pot, src_lengths, tgt_lengths)
+    if semiring == "log":
+        return _scaled_forward(pot, sl, tl)
+    return _forward(pot, sl, tl, semiring)
+
+
+def _grad_marginals(pot, sl, tl, semiring) -> PhrasalPosteriors:
+    with torch.enable_grad():
+        leaves = [x.detach().requires_grad_(True) for x in pot[:3]]
+        rest = [x.detach() for x in pot[3:]]
+        leaf_pot = PhrasalPotentials(*leaves, *rest)
+        if semiring == "log":
+            logz = _scaled_forward(leaf_pot, sl, tl)
+        else:
+            logz = _forward(leaf_pot, sl, tl, semiring)
+        if leaves[0].numel() == 0:
+            return PhrasalPosteriors(logz.detach(), *(torch.zeros_like(x) for x in leaves))
+        grads = torch.autograd.grad(logz.sum(), leaves, allow_unused=True)
+    grads = [torch.zeros_like(x) if g is None else g for x, g in zip(leaves, grads)]
+    return PhrasalPosteriors(logz.detach(), *grads)
+
+
+def phrasal_hsmm_posteriors(pot: PhrasalPotentials, *, src_lengths: torch.Tensor,
+                            tgt_lengths: torch.Tensor) -> PhrasalPosteriors:
+    """Segment marginals = d log Z / d log-emissions. Shapes: see `PhrasalPosteriors`.
+
+    Cost: two passes of `phrasal_hsmm_log_partition` (forward + autograd backward).
+    """
+    sl, tl = _check(pot, src_lengths, tgt_lengths)
+    return _grad_marginals(pot, sl, tl, "log")
+
+
+def phrasal_hsmm_viterbi(pot: PhrasalPotentials, *, src_lengths: torch.Tensor,
+                         tgt_lengths: torch.Tensor) -> PhrasalPosteriors:
+    """Best structure as 0/1 segment indicators (gradient of the max-semiring score; exact
+    ties split their mass). Shapes: see `PhrasalPosteriors`. Cost as the posteriors."""
+    sl, tl = _check(pot, src_lengths, tgt_lengths)
+    return _grad_marginals(pot, sl, tl, "max")
+
+
+def phrasal_hsmm_materialise(pot: PhrasalPotentials, *, src_lengths: torch.Tensor):
+    """The same model on explicit states for `aligners.lattices.hsmm`: C = 2I + P states
+    (words, NULLs, phrases). Returns (log_init (B,C), log_trans (B,C,C), log_seg_emit
+    (B,J,L,C), state_mask (B,C)). Cost O(B (C^2 + J L C)); for tests and small inputs."""
+    ew = pot.log_emit_word
+    B, J, L, I = ew.shape
+    P = pot.log_emit_phrase.shape[-1]
+    dtype, dev = ew.dtype, ew.device
+    zero = semiring_zero(dtype)
+    sl = src_lengths.to(dev).long()
+    ivalid = torch.arange(I, device=dev)[None, :] < sl[:, None]
+    pfirst, plast = pot.phrase_first.long(), pot.phrase_last.long()
+    pvalid = (pfirst >= 0) & (plast < sl[:, None]) & (pfirst <= plast)
+    first, last = pfirst.clamp(0, I - 1), plast.clamp(0, I - 1)
+    bidx = torch.arange(B, device=dev)[:, None]
+    init = torch.cat([pot.log_jump_init, pot.log_null_init,
+                      pot.log_jump_init.gather(1, first) + pot.log_phrase_weight], 1)
+    # rows: the last position of each state
+    lasts = torch.cat([torch.arange(I, device=dev).expand(B, I),
+                       torch.arange(I, device=dev).expand(B, I), last], 1)  # (B, C)
+    jrows = pot.log_jump[bidx, lasts]  # (B, C, I)
+    to_word = jrows
+    eye = lasts[:, :, None] == torch.arange(I, device=dev)[None, None, :]
+    to_null = torch.where(eye, pot.log_null_stay[:, None, :], torch.full((), zero, dtype=dtype,
+                                                                             device=dev))
+    to_phrase = jrows.gather(2, first[:, None, :].expand(B, 2 * I + P, P))
+    to_phrase = to_phrase + pot.log_phrase_weight[:, None, :]
+    trans = torch.cat([to_word, to_null, to_phrase], 2)
+    seg = torch.full((B, J, L, 2 * I + P), zero, dtype=dtype, device=dev)
+    seg[..., :I] = ew
+    seg[:, :, 0, I:2 * I] = pot.log_emit_null[:, :, None]
+    seg[:, :, 0, 2 * I:] = pot.log_emit_phrase
+    mask = torch.cat([ivalid, ivalid, pvalid], 1)
+    return init, trans, seg, mask

@@ -1,0 +1,147 @@
+"""Agreement over the phrasal space (Bansal et al. 2011, sec. 4) and word-link posteriors.
+
+Edges of the forward model (source states -> target) and their backward mirrors:
+  word i -> word j                       <-> word j -> word i
+  word i -> target phrase (j1..j2)       <-> target phrase state (j1..j2) -> word i
+  source phrase (i1..i2) -> word j       <-> word j -> source phrase (i1..i2)
+  gappy source (i1 ? i2) -> word j       ~   min of the backward word edges j->i1, j->i2
+Each direction's E-step count of an edge is q = (own posterior) * (mirror posterior).
+A gappy edge has no mirror; it is multiplied by the min of the two word edges (an upper
+bound of its mirror's posterior), and the other direction's word edges j->i1, j->i2 take
+the gappy edge's posterior into their partner mass ("mixed", sec. 4). A direction's NULL
+count of an observation word is 1 minus the q of all edges covering it (clamped at 0).
+Shapes: forward posteriors word (B,J,L,I), phrase (B,J,Pf), null (B,J); backward word
+(B,I,L,J), phrase (B,I,Pb), null (B,I). Cost O(B I J (L + Pf + Pb)).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+__all__ = ["EdgeCounts", "agreement_counts", "link_posteriors"]
+
+
+class EdgeCounts(NamedTuple):
+    """Expected counts of one direction's edges: word (B,O,L,S), phrase (B,O,P), null (B,O)."""
+
+    word: torch.Tensor
+    phrase: torch.Tensor
+    null: torch.Tensor
+
+
+def _onehot(pos, n, mask):
+    """(B,P) positions -> (B,P,n) float one-hot, zero where ~mask."""
+    ar = torch.arange(n, device=pos.device)
+    return ((pos[..., None] == ar) & mask[..., None]).float()
+
+
+def _members(ph, n, dtype):
+    """(B,P,n) membership of each position in each phrase state: all of a contiguous
+    phrase's words, the two ends of a gappy one."""
+    first, last, _, gap = ph
+    ar = torch.arange(n, device=first.device)
+    valid = first >= 0
+    contig = (ar >= first[..., None]) & (ar <= last[..., None]) & (gap[..., None] <= 0)
+    ends = ((ar == first[..., None]) | (ar == last[..., None])) & (gap[..., None] > 0)
+    return ((contig | ends) & valid[..., None]).to(dtype)
+
+
+def _gappy_ends(ph, n, dtype):
+    first, last, _, gap = ph
+    m = (first >= 0) & (gap > 0)
+    return (_onehot(first, n, m) + _onehot(last, n, m)).to(dtype)
+
+
+def _span_partner(other_phrase, span_state):
+    """other_phrase (B,S,P) (state-side positions S of the *other* direction's observation
+    words), span_state (B,O,L) -> (B,O,L,S): posterior of the mirror phrase state."""
+    B = other_phrase.shape[0]
+    t = other_phrase.transpose(1, 2)  # (B, P, S)
+    if t.shape[1] == 0:
+        return torch.zeros(*span_state.shape, other_phrase.shape[1], dtype=other_phrase.dtype,
+                           device=other_phrase.device)
+    bidx = torch.arange(B, device=t.device)[:, None, None]
+    out = t[bidx, span_state.clamp_min(0)]  # (B, O, L, S)
+    return out * (span_state >= 0)[..., None].to(out.dtype)
+
+
+def _phrase_partner(ph, other_word, ww_other):
+    """Mirror posterior (B,P,O) of each phrase state of one direction emitting observation
+    o: contiguous -> the other direction's word o emitting that span (other_word (B,S,L,O)
+    indexed [span end, span length-1]); gappy -> min of ww_other (B,S,O) at the two ends."""
+    first, last, _, gap = ph
+    B = first.shape[0]
+    bidx = torch.arange(B, device=first.device)[:, None]
+    f, la = first.clamp_min(0), last.clamp_min(0)
+    ln = (la - f).clamp(0, other_word.shape[2] - 1)
+    contig = other_word[bidx, la, ln]  # (B, P, O)
+    gp = torch.minimum(ww_other[bidx, f], ww_other[bidx, la])
+    out = torch.where((gap > 0)[..., None], gp, contig)
+    return out * (first >= 0)[..., None].to(out.dtype)
+
+
+def _coverage(word, phrase):
+    """(B,O) total count of the edges covering each observation word."""
+    cov = phrase.sum(-1) + word[:, :, 0].sum(-1)
+    O = word.shape[1]
+    for ln in range(1, word.shape[2]):
+        s = word[:, :, ln].sum(-1)  # segment ending at n, length ln + 1
+        for k in range(ln + 1):
+            if k < O:
+                cov[:, :O - k] += s[:, k:]
+    return cov
+
+
+def agreement_counts(pf, pb, lay, *, agreement: bool, src_lengths, tgt_lengths):
+    """(forward EdgeCounts, backward EdgeCounts) of one batch; see the module docstring."""
+    if not agreement:
+        return (EdgeCounts(pf.word, pf.phrase, pf.null), EdgeCounts(pb.word, pb.phrase, pb.null))
+    dtype = pf.word.dtype
+    I, J = pb.word.shape[1], pf.word.shape[1]
+    Fww = pf.word[:, :, 0, :].transpose(1, 2)  # (B, I, J)
+    Gww = pb.word[:, :, 0, :]  # (B, I, J)
+    Fgap = torch.bmm(_gappy_ends(lay.ph_fwd, I, dtype).transpose(1, 2),
+                     pf.phrase.transpose(1, 2))  # (B, I, J)
+    Ggap = torch.bmm(pb.phrase, _gappy_ends(lay.ph_bwd, J, dtype))  # (B, I, J)
+    # forward
+    fw = pf.word.clone()
+    fw[:, :, 0] = (Fww * (Gww + Ggap)).transpose(1, 2)
+    fw[:, :, 1:] = pf.word[:, :, 1:] * _span_partner(pb.phrase, lay.span_state_tgt)[:, :, 1:]
+    fp = pf.phrase * _phrase_partner(lay.ph_fwd, pb.word, Gww).transpose(1, 2)
+    # backward
+    bw = pb.word.clone()
+    bw[:, :, 0] = Gww * (Fww + Fgap)
+    bw[:, :, 1:] = pb.word[:, :, 1:] * _span_partner(pf.phrase, lay.span_state_src)[:, :, 1:]
+    bp = pb.phrase * _phrase_partner(lay.ph_bwd, pf.word, Fww.transpose(1, 2)).transpose(1, 2)
+    jv = (torch.arange(J, device=fw.device)[None, :] < tgt_lengths[:, None]).to(dtype)
+    iv = (torch.arange(I, device=fw.device)[None, :] < src_lengths[:, None]).to(dtype)
+    fn = (1 - _coverage(fw, fp)).clamp_min(0) * jv
+    bn = (1 - _coverage(bw, bp)).clamp_min(0) * iv
+    return EdgeCounts(fw, fp, fn), EdgeCounts(bw, bp, bn)
+
+
+def _links(word, phrase, ph, n_states):
+    """(B,O,S) link posteriors of one direction from its edge posteriors."""
+    O = word.shape[1]
+    out = word[:, :, 0].clone()
+    for ln in range(1, word.shape[2]):
+        s = word[:, :, ln]
+        for k in range(ln + 1):
+            if k < O:
+                out[:, :O - k] += s[:, k:]
+    if phrase.shape[-1]:
+        out = out + torch.bmm(phrase, _members(ph, n_states, phrase.dtype))
+    return out
+
+
+def link_posteriors(pf, pb, lay):
+    """(forward (B,I,J), backward (B,I,J)) word-link posteriors (or 0/1 Viterbi links):
+    a word->phrase or phrase->word edge counts for each of its links, a gappy edge for its
+    two ends. Cost O(B I J (L + P))."""
+    I = pb.word.shape[1]
+    J = pf.word.shape[1]
+    lf = _links(pf.word, pf.phrase, lay.ph_fwd, I).transpose(1, 2)
+    lb = _links(pb.word, pb.phrase, lay.ph_bwd, J)
+    return lf, lb

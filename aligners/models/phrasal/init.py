@@ -1,0 +1,256 @@
+"""Building a `PhrasalAligner` from a trained word aligner (Bansal et al. 2011, secs. 5, 7.1).
+
+1. Viterbi alignments of both word-HMM directions over the whole bitext;
+2. phrase lists per language: contiguous observation spans aligned to one state and gappy
+   pairs (see `phrase_lists.mine_candidates`), ranked by (aligned - discount) / occurrences,
+   top N contiguous + top N gappy;
+3. the phrase-key table: every co-occurring (phrase state, observation word) pair of both
+   directions;
+4. initial emissions: word pairs from the word HMM; phrasal ones from the 1-k / k-1 tight
+   phrase pairs of the grow-diag-final Viterbi links; gappy source states from reversed
+   backward links (and gappy target states from reversed forward links). A phrase state
+   with counts blends them 1:1 with the mean of its words' word-HMM rows; one without counts
+   uses that mean. The word HMM's jump weights are kept (fixed).
+Cost: two Viterbi passes and three matching passes over the bitext (O(cells) each).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import torch
+
+from aligners.data.bitext import PairIndex
+from aligners.models.phrasal.model import PhrasalAligner, PhrasalConfig, make_layout
+from aligners.models.phrasal.phrase_lists import PhraseList, mine_candidates, rank_phrases
+from aligners.symmetrize import symmetrize
+
+__all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_aligner"]
+
+_TINY = 1e-20
+
+
+def word_viterbi(word_model, index: PairIndex) -> list:
+    """Per batch (forward (B,J), backward (B,I)) word-HMM Viterbi alignments (-1 = NULL)."""
+    out = []
+    with torch.no_grad():
+        for k in range(len(index)):
+            f, b = word_model.viterbi(index.batch(k))
+            out.append((f.cpu().int(), b.cpu().int()))
+    return out
+
+
+def _to_list(rows: list, width: int) -> torch.Tensor:
+    t = torch.full((len(rows), width), -1, dtype=torch.long)
+    for r, ph in enumerate(rows):
+        t[r, :len(ph)] = torch.tensor(ph)
+    return t
+
+
+def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
+    """(source PhraseList, target PhraseList, stats dict) from the Viterbi alignments."""
+    L = config.max_phrase_len
+    V = {"src": index.n_src_words, "tgt": index.n_tgt_words}
+    aligned = {s: Counter() for s in ("src", "tgt")}
+    gaps = {s: Counter() for s in ("src", "tgt")}
+    for k in range(len(index)):
+        bt = index.batch(k)
+        f, b = vit[k]
+        for side, obs, al, ln in (("tgt", bt.tgt, f, bt.tgt_lengths),
+                                  ("src", bt.src, b, bt.src_lengths)):
+            contig, (gk, _) = mine_candidates(obs, al.long(), ln, max_len=L, n_words=V[side])
+            for words in contig.values():
+                aligned[side].update(map(tuple, words.tolist()))
+            gaps[side].update(gk.tolist())
+    lists, stats = {}, {}
+    for side in ("src", "tgt"):
+        cand = PhraseList(_to_list(list(aligned[side]), L),
+                          torch.tensor([[g // V[side], g % V[side]] for g in gaps[side]],
+                                       dtype=torch.long).view(-1, 2), V[side], L)
+        tot_c = torch.zeros(cand.n_contiguous, dtype=torch.long)
+        tot_g = torch.zeros(cand.n_gappy, dtype=torch.long)
+        for k in range(len(index)):
+            bt = index.batch(k)
+            words, ln = (bt.src, bt.src_lengths) if side == "src" else (bt.tgt, bt.tgt_lengths)
+            sp = cand.match_spans(words, ln)
+            u = sp[sp >= 0] - V[side]
+            tot_c += torch.bincount(u, minlength=cand.n_contiguous)
+            if config.gappy and cand.n_gappy:
+                gp = cand.match_gappy(words, ln)
+                u = gp[gp >= 0] - V[side] - cand.n_contiguous
+                tot_g += torch.bincount(u, minlength=cand.n_gappy)
+        cl = [tuple(x for x in row if x >= 0) for row in cand.contiguous.tolist()]
+        total = dict(zip(cl, tot_c.tolist()))
+        top_c = rank_phrases(aligned[side], total, top=config.n_contiguous,
+                             discount=config.discount)
+        top_g = []
+        if config.gappy:
+            gl = [tuple(x) for x in cand.gappy.tolist()]
+            galigned = {(g // V[side], g % V[side]): c for g, c in gaps[side].items()}
+            top_g = rank_phrases(galigned, dict(zip(gl, tot_g.tolist())), top=config.n_gappy,
+                                 discount=config.discount)
+        lists[side] = PhraseList(_to_list(top_c, L),
+                                 torch.tensor(top_g, dtype=torch.long).view(-1, 2), V[side], L)
+        stats[f"{side}_contiguous_candidates"] = cand.n_contiguous
+        stats[f"{side}_gappy_candidates"] = cand.n_gappy
+    return lists["src"], lists["tgt"], stats
+
+
+def _unique(parts):
+    return torch.unique(torch.cat(parts)) if parts else torch.zeros(0, dtype=torch.long)
+
+
+def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
+                gappy: bool) -> tuple[torch.Tensor, float]:
+    """(sorted phrase keys (Q,), mean number of phrase states matched per pair)."""
+    Ut = tgt_list.n_units
+    merged, parts, matched = torch.zeros(0, dtype=torch.long), [], 0
+    for k in range(len(index)):
+        bt = index.batch(k)
+        lay = make_layout(bt, src_list, tgt_list, gappy=gappy)
+        matched += lay.n_matched()
+        for ph, words, ln, fwd in ((lay.ph_fwd, bt.tgt, bt.tgt_lengths, True),
+                                   (lay.ph_bwd, bt.src, bt.src_lengths, False)):
+            unit = ph[2]
+            ok = (unit[:, :, None] >= 0) & (torch.arange(words.shape[1])[None, None, :]
+                                            < ln[:, None, None])
+            w = words.long()[:, None, :]
+            key = unit[:, :, None] * Ut + w if fwd else w * Ut + unit[:, :, None]
+            parts.append(torch.unique(key[ok]))
+        if len(parts) > 64:
+            merged, parts = _unique([merged, *parts]), []
+    return _unique([merged, *parts]), matched / max(1, index.n_sentences)
+
+
+def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list) -> torch.Tensor:
+    """(Q,) counts of the tight 1-k / k-1 grow-diag-final pairs and reversed gappy links."""
+    Ut, P = model.n_tgt_units, model.word_keys.numel()
+    keys = []
+    for k in range(len(index)):
+        bt = index.batch(k)
+        lay = make_layout(bt, model.src_list, model.tgt_list, gappy=model.config.gappy)
+        f, b = vit[k]
+        src, tgt = bt.src.long(), bt.tgt.long()
+        fl, bl = f.tolist(), b.tolist()
+        ss, st = lay.span_src.tolist(), lay.span_tgt.tolist()
+        for r in range(src.shape[0]):
+            I, J = int(bt.src_lengths[r]), int(bt.tgt_lengths[r])
+            links = symmetrize([(i, j) for j, i in enumerate(fl[r][:J]) if i >= 0],
+                               [(i, j) for i, j in enumerate(bl[r][:I]) if j >= 0],
+                               "grow-diag-final")
+            by_s, by_t = {}, {}
+            for i, j in links:
+                by_s.setdefault(i, []).append(j)
+                by_t.setdefault(j, []).append(i)
+            for i, js in by_s.items():  # word i -> target span
+                lo, hi = min(js), max(js)
+                if hi > lo and all(by_t.get(j, [i]) == [i] for j in range(lo, hi + 1)):
+                    if hi - lo < len(st[r][hi]) and st[r][hi][hi - lo] >= 0:
+                        keys.append(int(src[r, i]) * Ut + st[r][hi][hi - lo])
+            for j, is_ in by_t.items():  # source span -> word j
+                lo, hi = min(is_), max(is_)
+                if hi > lo and all(by_s.get(i, [j]) == [j] for i in range(lo, hi + 1)):
+                    if hi - lo < len(ss[r][hi]) and ss[r][hi][hi - lo] >= 0:
+                        keys.append(ss[r][hi][hi - lo] * Ut + int(tgt[r, j]))
+        if model.config.gappy:
+            for obs, al, ln, lst, fwd in ((bt.src, b, bt.src_lengths, model.src_list, True),
+                                          (bt.tgt, f, bt.tgt_lengths, model.tgt_list, False)):
+                _, (_, where) = mine_candidates(obs, al.long(), ln, max_len=1,
+                                                n_words=lst.n_words)
+                gap = lst.match_gappy(obs, ln)
+                rb, ra, rc, state = where.unbind(1)
+                unit = gap[rb, ra, rc]
+                ok = unit >= 0
+                other = (tgt if fwd else src)[rb[ok], state[ok]]
+                key = unit[ok] * Ut + other if fwd else other * Ut + unit[ok]
+                keys.extend(key.tolist())
+    counts = torch.zeros(model.phrase_keys.numel(), dtype=torch.float32)
+    if keys:
+        kt = torch.tensor(keys, dtype=torch.long)
+        pos = model.phrase_ids(kt // Ut, kt % Ut) - P - 1
+        pos = pos[pos >= 0]
+        counts.index_add_(0, pos, torch.ones(pos.numel()))
+    return counts
+
+
+def _members(lst: PhraseList) -> torch.Tensor:
+    """(n_units - V, L) member words of each phrase unit (-1 pad; gappy: its two ends)."""
+    g = torch.full((lst.n_gappy, lst.max_len), -1, dtype=torch.long)
+    g[:, :2] = lst.gappy
+    return torch.cat([lst.contiguous, g])
+
+
+def _word_lookup(word_model, s, t, *, forward: bool):
+    """Word-HMM probabilities p(t|s) (forward) or p(s|t) for word id tensors (same shape)."""
+    keys = word_model.keys
+    q = s * word_model.n_tgt_words + t
+    pos = torch.searchsorted(keys, q.reshape(-1)).clamp(max=max(0, keys.numel() - 1))
+    hit = (keys[pos] == q.reshape(-1)) & (s.reshape(-1) >= 0) & (t.reshape(-1) >= 0)
+    tab = word_model.t_fwd if forward else word_model.t_bwd
+    return torch.where(hit, tab[pos], torch.zeros(())).view(q.shape)
+
+
+def _init_table(model, word_model, counts, n_occ, *, forward: bool) -> torch.Tensor:
+    """Initial (P+1+Q,) table of one direction; see the module docstring."""
+    P = model.word_keys.numel()
+    Vs, Vt, Ut = model.n_src_words, model.n_tgt_words, model.n_tgt_units
+    g = model.givens(forward=forward)
+    V = Vs if forward else Vt
+    n_given = model.src_list.n_units if forward else model.tgt_list.n_units
+    pk = model.phrase_keys
+    gp, op = (pk // Ut, pk % Ut) if forward else (pk % Ut, pk // Ut)  # given, outcome units
+    word_given = gp < V
+    # word givens: their phrase outcomes by counts / occurrences, words scaled down
+    mass = torch.zeros(n_given).index_add_(0, gp[word_given], counts[word_given])
+    share = (mass[:V] / n_occ.clamp_min(1)).clamp(max=0.5)
+    table = torch.empty(P + 1 + pk.numel())
+    wt = (word_model.t_fwd if forward else word_model.t_bwd)[:P]
+    table[:P] = wt * (1 - share[g[:P]])
+    table[P] = _TINY
+    ph = torch.zeros(pk.numel())
+    ph[word_given] = counts[word_given] / n_occ.clamp_min(1)[gp[word_given]].float()
+    # phrase givens: counts blended with the mean of the member words' rows
+    mem = _members(model.src_list if forward else model.tgt_list)
+    rows = mem[(gp[~word_given] - V)]  # (n, L)
+    o = op[~word_given][:, None].expand_as(rows)
+    vals = _word_lookup(word_model, rows, o, forward=True) if forward else _word_lookup(
+        word_model, o, rows, forward=False)
+    fb = (vals * (rows >= 0)).sum(1) / (rows >= 0).sum(1).clamp_min(1)
+    gi = gp[~word_given]
+    fb_tot = torch.zeros(n_given).index_add_(0, gi, fb)
+    c = counts[~word_given]
+    c_tot = torch.zeros(n_given).index_add_(0, gi, c)
+    fbn = fb / fb_tot[gi].clamp_min(_TINY)
+    cn = c / c_tot[gi].clamp_min(_TINY)
+    ph[~word_given] = torch.where(c_tot[gi] > 0, 0.5 * cn + 0.5 * fbn, fbn)
+    table[P + 1:] = ph
+    return table.clamp_min(_TINY)
+
+
+def build_phrasal_aligner(word_model, index: PairIndex, config: PhrasalConfig):
+    """(PhrasalAligner initialised from `word_model`, stats dict). Runs on CPU tensors."""
+    vit = word_viterbi(word_model, index)
+    src_list, tgt_list, stats = mine_phrase_lists(index, vit, config)
+    pk, mean_matched = phrase_keys(index, src_list, tgt_list, gappy=config.gappy)
+    model = PhrasalAligner(word_keys=word_model.keys, phrase_keys=pk,
+                           n_src_words=index.n_src_words, n_tgt_words=index.n_tgt_words,
+                           src_list=src_list, tgt_list=tgt_list, jump_fwd=word_model.jump_fwd,
+                           jump_bwd=word_model.jump_bwd, config=config)
+    counts = _init_counts(model, index, vit)
+    n_src = torch.zeros(index.n_src_words, dtype=torch.long)
+    n_tgt = torch.zeros(index.n_tgt_words, dtype=torch.long)
+    for k in range(len(index)):
+        bt = index.batch(k)
+        for n, w, ln in ((n_src, bt.src, bt.src_lengths), (n_tgt, bt.tgt, bt.tgt_lengths)):
+            ok = torch.arange(w.shape[1])[None, :] < ln[:, None]
+            n += torch.bincount(w[ok].long(), minlength=n.numel())
+    model.t_fwd = _init_table(model, word_model, counts, n_src, forward=True)
+    model.t_bwd = _init_table(model, word_model, counts, n_tgt, forward=False)
+    model.null_tgt = word_model.null_tgt.clone().float()
+    model.null_src = word_model.null_src.clone().float()
+    model.reset_counts()
+    stats.update(src_contiguous=src_list.n_contiguous, src_gappy=src_list.n_gappy,
+                 tgt_contiguous=tgt_list.n_contiguous, tgt_gappy=tgt_list.n_gappy,
+                 phrase_keys=int(pk.numel()), mean_phrases_matched=mean_matched,
+                 init_phrase_pairs=float(counts.sum()))
+    return model, stats

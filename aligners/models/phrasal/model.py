@@ -1,0 +1,312 @@
+"""Phrasal / gappy hidden semi-Markov word aligner, both directions (Bansal, Quirk & Moore
+2011), trained by EM with agreement.
+
+Forward: source states generate the target; backward: target states generate the source.
+Per direction the states are words, Och-Ney NULLs, and the listed contiguous / gappy
+phrases of the state sentence (`aligners.models.phrasal.phrase_lists`); a word state emits
+one target word or a listed contiguous target phrase, a phrase state one word (minimal
+1-k / k-1 links). Emission tables are sparse over co-occurring (source unit, target unit)
+pairs: keys = the word aligner's pair keys `s * Vt + t` (slots 0..P-1, slot P = unseen) then
+the phrase keys `u_s * Ut + u_t` (slots P+1..P+Q). Transitions: the word HMM's jump weights
+s(w) (kept fixed), p(a | prev) = (1 - p0) s(first(a) - last(prev)) eta^N(a) / Z(last(prev)),
+NULL with p0 (Och-Ney); lambda^(l-1) per emitted target phrase of length l (p_f(K|J) moved
+into the product; its normaliser is constant per pair and omitted). The DP is
+`aligners.lattices.phrasal_hsmm`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from aligners.data.bitext import Batch
+from aligners.lattices.phrasal_hsmm import (
+    PhrasalPotentials,
+    phrasal_hsmm_posteriors,
+    phrasal_hsmm_viterbi,
+)
+from aligners.models.phrasal.agreement import agreement_counts, link_posteriors
+from aligners.models.phrasal.phrase_lists import PhraseList
+from aligners.models.word.hmm import jump_buckets
+from aligners.semirings import semiring_zero
+
+__all__ = ["PhrasalConfig", "Layout", "PhrasalAligner", "make_layout"]
+
+_TINY = 1e-20
+
+
+@dataclass
+class PhrasalConfig:
+    """Defaults of the paper (sec. 7.2): p0 0.3, phrases <= 5 words, eta = lambda = 1,
+    1000 contiguous + 200 gappy phrases per language, 5 iterations."""
+
+    p0: float = 0.3
+    max_phrase_len: int = 5
+    eta: float = 1.0
+    lam: float = 1.0
+    n_contiguous: int = 1000
+    n_gappy: int = 200
+    gappy: bool = True
+    agreement: bool = True
+    iterations: int = 5
+    discount: float = 0.5  # of the discounted probability that ranks mined phrases
+
+    def __post_init__(self):
+        from aligners.models.phrasal.phrase_lists import MAX_PHRASE_LEN
+
+        checks = [(0.0 <= self.p0 < 1.0, "p0 must be in [0, 1)"),
+                  (1 <= self.max_phrase_len <= MAX_PHRASE_LEN,
+                   f"max_phrase_len must be in 1..{MAX_PHRASE_LEN}"),
+                  (self.eta > 0 and self.lam > 0, "eta and lam must be > 0"),
+                  (self.n_contiguous >= 0 and self.n_gappy >= 0, "phrase counts must be >= 0"),
+                  (self.iterations >= 0, "iterations must be >= 0"),
+                  (self.discount >= 0, "discount must be >= 0")]
+        for ok, msg in checks:
+            if not ok:
+                raise ValueError(f"PhrasalConfig: {msg}")
+
+
+@dataclass
+class Layout:
+    """Matched phrases of one batch. span_src (B,I,L) / span_tgt (B,J,L): unit of the listed
+    contiguous phrase ending at each position (length l+1), -1 = none; ph_fwd / ph_bwd:
+    (first, last, unit, gappy) each (B,P) of the phrase states of each direction (-1 pad);
+    span_state_src (B,I,L): column in ph_fwd of the forward phrase state that is that
+    source span (-1 none); span_state_tgt (B,J,L): column in ph_bwd likewise."""
+
+    span_src: torch.Tensor
+    span_tgt: torch.Tensor
+    ph_fwd: tuple
+    ph_bwd: tuple
+    span_state_src: torch.Tensor
+    span_state_tgt: torch.Tensor
+
+    def n_matched(self) -> int:
+        return int((self.ph_fwd[0] >= 0).sum() + (self.ph_bwd[0] >= 0).sum())
+
+
+def _pack(b, first, last, unit, gappy, B):
+    """Items (M,) sorted by b -> padded (B, P) tensors (-1 pad) and each item's column."""
+    dev = b.device
+    span = int(torch.maximum(first.max(), last.max())) + 2 if b.numel() else 1
+    order = torch.argsort((b * span + first + 1) * span + last + 1, stable=True)
+    b, first, last, unit, gappy = b[order], first[order], last[order], unit[order], gappy[order]
+    counts = torch.bincount(b, minlength=B)
+    P = int(counts.max()) if b.numel() else 0
+    start = torch.cumsum(counts, 0) - counts
+    col = torch.arange(b.numel(), device=dev) - start[b]
+    out = [torch.full((B, P), -1, dtype=torch.long, device=dev) for _ in range(4)]
+    for o, v in zip(out, (first, last, unit, gappy.long())):
+        o[b, col] = v
+    return tuple(out), col, order
+
+
+def make_layout(batch: Batch, src_list: PhraseList, tgt_list: PhraseList, *, gappy: bool):
+    """The `Layout` of one batch. Cost O(B (I^2 + J^2) log Pg + B (I + J) L log Pc)."""
+    B = batch.src.shape[0]
+    sl, tl = batch.src_lengths, batch.tgt_lengths
+    span_src = src_list.match_spans(batch.src, sl)
+    span_tgt = tgt_list.match_spans(batch.tgt, tl)
+
+    def states(span, words, lengths, lst):
+        b, n, ln = (span >= 0).nonzero(as_tuple=True)
+        items = [b, n - ln, n, span[b, n, ln], torch.zeros_like(b, dtype=torch.bool)]
+        nc = b.numel()
+        if gappy and lst.n_gappy:
+            gap = lst.match_gappy(words, lengths)
+            gb, ga, gc = (gap >= 0).nonzero(as_tuple=True)
+            extra = [gb, ga, gc, gap[gb, ga, gc], torch.ones_like(gb, dtype=torch.bool)]
+            items = [torch.cat([x, y]) for x, y in zip(items, extra)]
+        packed, col, order = _pack(*items, B)
+        # column of each contiguous span state, placed back at its (b, end, len) cell
+        state_of_span = torch.full_like(span, -1)
+        inv = torch.empty_like(order)
+        inv[order] = torch.arange(order.numel(), device=order.device)
+        state_of_span[b, n, ln] = col[inv[:nc]]
+        return packed, state_of_span
+
+    ph_fwd, st_src = states(span_src, batch.src, sl, src_list)
+    ph_bwd, st_tgt = states(span_tgt, batch.tgt, tl, tgt_list)
+    return Layout(span_src, span_tgt, ph_fwd, ph_bwd, st_src, st_tgt)
+
+
+class PhrasalAligner(nn.Module):
+    """Buffers: word_keys (P,), phrase_keys (Q,) sorted; t_fwd, t_bwd (P+1+Q,) p(tgt unit |
+    src unit), p(src unit | tgt unit); null_tgt (Vt,), null_src (Vs,); jump_fwd, jump_bwd
+    (2K+1,); the two phrase lists. Memory O(P + Q + V). No Lightning in here."""
+
+    def __init__(self, *, word_keys, phrase_keys, n_src_words, n_tgt_words, src_list: PhraseList,
+                 tgt_list: PhraseList, jump_fwd, jump_bwd, config: PhrasalConfig | None = None):
+        super().__init__()
+        self.config = config or PhrasalConfig()
+        self.n_src_words, self.n_tgt_words = n_src_words, n_tgt_words
+        self.src_list, self.tgt_list = src_list, tgt_list
+        P, Q = word_keys.numel(), phrase_keys.numel()
+        self.register_buffer("word_keys", word_keys.long())
+        self.register_buffer("phrase_keys", phrase_keys.long())
+        self.register_buffer("t_fwd", torch.full((P + 1 + Q,), _TINY))
+        self.register_buffer("t_bwd", torch.full((P + 1 + Q,), _TINY))
+        self.register_buffer("null_tgt", torch.full((n_tgt_words,), 1.0 / n_tgt_words))
+        self.register_buffer("null_src", torch.full((n_src_words,), 1.0 / n_src_words))
+        self.register_buffer("jump_fwd", jump_fwd.clone().float())
+        self.register_buffer("jump_bwd", jump_bwd.clone().float())
+        self.register_buffer("iteration", torch.zeros((), dtype=torch.long))
+        self.reset_counts()
+
+    @property
+    def keys(self) -> torch.Tensor:  # the word pair table of `PairIndex` batches
+        return self.word_keys
+
+    @property
+    def n_tgt_units(self) -> int:
+        return self.tgt_list.n_units
+
+    # ------------------------------------------------------------------ lookups
+    def phrase_ids(self, src_unit: torch.Tensor, tgt_unit: torch.Tensor) -> torch.Tensor:
+        """Table slots of (source unit, target unit) phrase keys (any shape); unseen or
+        negative units -> slot P (the floor). Cost O(n log Q)."""
+        P, Q = self.word_keys.numel(), self.phrase_keys.numel()
+        key = src_unit.long() * self.n_tgt_units + tgt_unit.long()
+        ok = (src_unit >= 0) & (tgt_unit >= 0)
+        if Q == 0:
+            return torch.full_like(key, P)
+        pos = torch.searchsorted(self.phrase_keys, key.reshape(-1)).clamp(max=Q - 1).view_as(key)
+        hit = (self.phrase_keys[pos] == key) & ok
+        return torch.where(hit, pos + P + 1, torch.full_like(pos, P))
+
+    # ------------------------------------------------------------------ potentials
+    def _direction(self, batch: Batch, lay: Layout, *, forward: bool):
+        """Potentials and emission slots of one direction; shapes with S = state length,
+        O = observation length: word (B,O,L,S), null (B,O), phrase (B,O,P)."""
+        c = self.config
+        L = c.max_phrase_len
+        if forward:
+            st, ob, sl, ol = batch.src, batch.tgt, batch.src_lengths, batch.tgt_lengths
+            ww = batch.pair_ids.transpose(1, 2)  # (B, O, S)
+            span, ph, table = lay.span_tgt, lay.ph_fwd, self.t_fwd
+            null_t, jump = self.null_tgt, self.jump_fwd
+        else:
+            st, ob, sl, ol = batch.tgt, batch.src, batch.tgt_lengths, batch.src_lengths
+            ww = batch.pair_ids
+            span, ph, table = lay.span_src, lay.ph_bwd, self.t_bwd
+            null_t, jump = self.null_src, self.jump_bwd
+        B, S = st.shape
+        O = ob.shape[1]
+        dtype, dev = table.dtype, table.device
+        zero = semiring_zero(dtype)
+
+        def key(state_unit, obs_unit):
+            return (self.phrase_ids(state_unit, obs_unit) if forward
+                    else self.phrase_ids(obs_unit, state_unit))
+
+        ids0 = ww.long()  # (B, O, S) word -> word slots
+        lw = torch.full((B, O, L, S), zero, dtype=dtype, device=dev)
+        lw[:, :, 0] = torch.log(table[ids0])
+        hb, hn, hl = (span >= 0).nonzero(as_tuple=True)  # listed target phrases (l >= 1)
+        ids_s = key(st[hb].long(), span[hb, hn, hl][:, None].expand(-1, S))  # (M, S)
+        lw[hb, hn, hl] = torch.log(table[ids_s]) + hl[:, None].to(dtype) * torch.log(
+            torch.tensor(c.lam, dtype=dtype))
+        ids_w = (ids0, (hb, hn, hl), ids_s)
+        first, last, unit, gap = ph
+        ids_p = key(unit[:, None, :].expand(B, O, -1), ob.long()[:, :, None].expand(
+            -1, -1, unit.shape[1]))
+        lp = torch.log(table[ids_p])
+        ln_null = torch.log(null_t[ob.long()])
+        # transitions: fixed word-HMM jump weights, eta per covered state word
+        K = (jump.numel() - 1) // 2
+        valid = torch.arange(S, device=dev)[None, :] < sl[:, None]
+        w = jump.to(dtype)[jump_buckets(n_src=S, max_jump=K, device=dev)][None] * valid[:, None]
+        n_words = torch.where(gap > 0, 2, last - first + 1).clamp_min(1)
+        pvalid = first >= 0
+        pw = torch.where(pvalid, torch.tensor(c.eta, dtype=dtype) ** (n_words - 1).to(dtype),
+                         torch.zeros((), dtype=dtype))
+        to_phrase = w.gather(2, first.clamp_min(0)[:, None, :].expand(-1, S + 1, -1))
+        Z = (w.sum(-1) + (to_phrase * pw[:, None, :]).sum(-1)) * c.eta
+        lj = torch.log(((1 - c.p0) * c.eta * w / Z.clamp_min(_TINY)[..., None]).clamp_min(_TINY))
+        lj = torch.where(valid[:, None, :], lj, torch.full((), zero, dtype=dtype, device=dev))
+        null_init = torch.log(c.p0 / sl.to(dtype))[:, None].expand(B, S)
+        null_stay = torch.full((B, S), float(torch.log(torch.tensor(c.p0))), dtype=dtype,
+                               device=dev)
+        lpw = torch.where(pvalid, torch.log(pw.clamp_min(_TINY)),
+                          torch.full((), zero, dtype=dtype, device=dev))
+        pot = PhrasalPotentials(lw, ln_null, lp, lj[:, 0], lj[:, 1:], null_init, null_stay,
+                                lpw, first, last)
+        return pot, ids_w, ids_p, sl, ol
+
+    # ------------------------------------------------------------------ E-step
+    def posteriors(self, batch: Batch, lay: Layout, *, viterbi: bool = False):
+        """Both directions' segment posteriors (or Viterbi indicators) of one batch:
+        ((fwd PhrasalPosteriors, ids_w, ids_p), (bwd ...)). Cost: two lattice passes."""
+        batch = batch.to(self.word_keys.device)
+        out = []
+        for forward in (True, False):
+            pot, ids_w, ids_p, sl, ol = self._direction(batch, lay, forward=forward)
+            fn = phrasal_hsmm_viterbi if viterbi else phrasal_hsmm_posteriors
+            out.append((fn(pot, src_lengths=sl, tgt_lengths=ol), ids_w, ids_p))
+        return out
+
+    def link_posteriors(self, batch: Batch, lay: Layout, *, viterbi: bool = False):
+        """(forward, backward) link posteriors (B, I, J) of every source-target word link
+        (a phrasal edge counts for each of its word links; a gappy one for its two ends)."""
+        (pf, _, _), (pb, _, _) = self.posteriors(batch, lay, viterbi=viterbi)
+        return link_posteriors(pf, pb, lay)
+
+    # ------------------------------------------------------------------ EM
+    def reset_counts(self) -> None:
+        n, dev = self.t_fwd.numel(), self.t_fwd.device
+        self.c_fwd = torch.zeros(n, device=dev)
+        self.c_bwd = torch.zeros(n, device=dev)
+        self.c_null_tgt = torch.zeros(self.n_tgt_words, device=dev)
+        self.c_null_src = torch.zeros(self.n_src_words, device=dev)
+        self.c_loglik = torch.zeros(2, dtype=torch.float64, device=dev)
+
+    def accumulate(self, batch: Batch, lay: Layout) -> None:
+        """E-step of one batch (with agreement when configured) into the count buffers."""
+        batch = batch.to(self.word_keys.device)
+        (pf, wf, phf), (pb, wb, phb) = self.posteriors(batch, lay)
+        qf, qb = agreement_counts(pf, pb, lay, agreement=self.config.agreement,
+                                  src_lengths=batch.src_lengths, tgt_lengths=batch.tgt_lengths)
+        for cnt, ids_w, ids_p, q in ((self.c_fwd, wf, phf, qf), (self.c_bwd, wb, phb, qb)):
+            ids0, (hb, hn, hl), ids_s = ids_w
+            cnt.index_add_(0, ids0.reshape(-1), q.word[:, :, 0].reshape(-1).to(cnt.dtype))
+            cnt.index_add_(0, ids_s.reshape(-1), q.word[hb, hn, hl].reshape(-1).to(cnt.dtype))
+            cnt.index_add_(0, ids_p.reshape(-1), q.phrase.reshape(-1).to(cnt.dtype))
+        self.c_null_tgt.index_add_(0, batch.tgt.reshape(-1).long(), qf.null.reshape(-1))
+        self.c_null_src.index_add_(0, batch.src.reshape(-1).long(), qb.null.reshape(-1))
+        self.c_loglik += torch.stack([pf.log_likelihood.sum(), pb.log_likelihood.sum()]).double()
+
+    def givens(self, *, forward: bool) -> torch.Tensor:
+        """(P+1+Q,) conditioning unit of every slot (source unit forward, target backward)."""
+        Vt, Ut = self.n_tgt_words, self.n_tgt_units
+        if forward:
+            w, p = self.word_keys // Vt, self.phrase_keys // Ut
+        else:
+            w, p = self.word_keys % Vt, self.phrase_keys % Ut
+        return torch.cat([w, w.new_zeros(1), p])
+
+    def normalise(self, counts: torch.Tensor, *, forward: bool) -> torch.Tensor:
+        """Conditional table from counts (P+1+Q,); slot P and empty rows get the floor."""
+        g = self.givens(forward=forward)
+        n = self.src_list.n_units if forward else self.tgt_list.n_units
+        tot = torch.zeros(n, dtype=counts.dtype, device=counts.device).index_add_(0, g, counts)
+        den = tot[g]
+        out = torch.where(den > 0, counts / den.clamp_min(torch.finfo(den.dtype).tiny),
+                          torch.zeros((), dtype=counts.dtype, device=counts.device))
+        out[self.word_keys.numel()] = _TINY
+        return out.clamp_min(_TINY)
+
+    def m_step(self) -> torch.Tensor:
+        """New tables from the counts; returns the E-step log-likelihoods (2,)."""
+        self.t_fwd = self.normalise(self.c_fwd, forward=True)
+        self.t_bwd = self.normalise(self.c_bwd, forward=False)
+        self.null_tgt = (self.c_null_tgt / self.c_null_tgt.sum().clamp_min(_TINY)).clamp_min(_TINY)
+        self.null_src = (self.c_null_src / self.c_null_src.sum().clamp_min(_TINY)).clamp_min(_TINY)
+        ll = self.c_loglik.clone()
+        self.iteration += 1
+        self.reset_counts()
+        return ll
+
+    def hparams(self) -> dict:
+        return asdict(self.config)

@@ -1,0 +1,273 @@
+"""Task `phrasal_align`: the regimen of Bansal, Quirk & Moore (2011, sec. 7) and its Table 1.
+
+1. word HMM by agreement (Liang et al. 2006; the baseline row);
+2. Model 1 + word HMM both directions *without* agreement (the phrasal model's start);
+3. phrasal HSMM with contiguous phrases, trained by agreement (`gappy: false`);
+4. the same with contiguous + gappy phrases.
+Each EM iteration is one Lightning epoch (manual optimisation; counts in the model's
+buffers, M-step at epoch end). Evaluation (sec. 7.2): lowercased text; dev = the tuning
+split + the first `dev_from_test` pairs of the test split, test = the rest; the decoding
+(method, threshold, symmetrization) is chosen on dev and scored on test; AER on the whole
+test split with the decoding chosen on the tuning split only. Metrics go to
+`metrics.json`; the maths lives in `aligners.models.phrasal`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import resource
+import time
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from aligners.data.bitext import build_index
+from aligners.data.vocab import WordIds
+from aligners.models.phrasal import PhrasalConfig, build_phrasal_aligner, make_layout
+from aligners.models.phrasal.decode import decode, link_matrices
+from aligners.models.word.agreement import WordAlignConfig, WordAligner
+from aligners.training.word_align import LitWordAligner, ddp_strategy
+
+__all__ = ["LitPhrasalAligner", "choose", "gappy_patterns", "train", "evaluate"]
+
+
+class LitPhrasalAligner(pl.LightningModule):
+    """Orchestration only: one batch's E-step per step, M-step per epoch (one process)."""
+
+    def __init__(self, model, index):
+        super().__init__()
+        self.automatic_optimization = False
+        self.model, self.index = model, index
+        self.history: list[list[float]] = []
+        self._anchor = torch.nn.Parameter(torch.zeros(1))
+        self.save_hyperparameters(model.hparams())
+
+    def train_dataloader(self):
+        if self.trainer is not None and self.trainer.world_size > 1:
+            raise ValueError("task phrasal_align runs EM on one process: use trainer=cpu or "
+                             "trainer=gpu with devices=1 (no count all-reduce yet)")
+        return torch.utils.data.DataLoader(list(range(len(self.index))), batch_size=None)
+
+    def configure_optimizers(self):
+        return None
+
+    def on_train_epoch_start(self):
+        self.model.reset_counts()
+
+    def training_step(self, k, batch_idx):
+        b = self.index.batch(int(k))
+        m = self.model
+        m.accumulate(b, make_layout(b.to(m.word_keys.device), m.src_list, m.tgt_list,
+                                    gappy=m.config.gappy))
+
+    def on_train_epoch_end(self):
+        ll = self.model.m_step()
+        self.history.append(ll.tolist())
+        self.log_dict({"loglik_fwd": float(ll[0]), "loglik_bwd": float(ll[1])}, on_epoch=True)
+
+
+def _fit(cfg, lit, epochs):
+    from hydra.utils import instantiate
+
+    callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values()]
+    logger = instantiate(cfg.logger) if cfg.get("logger") else False
+    trainer = instantiate(cfg.trainer, max_epochs=epochs, callbacks=callbacks, logger=logger,
+                          strategy=ddp_strategy(cfg.trainer.get("strategy", "auto")),
+                          use_distributed_sampler=False, num_sanity_val_steps=0,
+                          limit_val_batches=0)
+    trainer.fit(lit)
+    return trainer
+
+
+# ------------------------------------------------------------------ decoding
+def _score(gold, links):
+    from aligners.metrics import evaluate_alignments
+
+    return evaluate_alignments([p.alignment for p in gold], links, breakdowns=False).micro
+
+
+def choose(mats, vmats, gold, grid) -> tuple[dict, float]:
+    """Decoding with the lowest AER on `gold` (a dev split) over `grid`."""
+    best = None
+    for method in grid["methods"]:
+        ths = [0.5] if method == "viterbi" else list(grid["thresholds"])
+        hs = ["none"] if method == "agreement" else list(grid["heuristics"])
+        for th, h in itertools.product(ths, hs):
+            links = decode(vmats if method == "viterbi" else mats, method=method, threshold=th,
+                           heuristic=h)
+            aer = _score(gold, links).aer
+            if best is None or aer < best[0] - 1e-12:
+                best = (aer, {"method": method, "threshold": th, "heuristic": h})
+    return best[1], best[0]
+
+
+def gappy_patterns(gold, links) -> tuple[int, int, int, int]:
+    """(pairs whose gold links one word to two or more non-adjacent words of the other side
+    with a gap, of those fully right, pairs with `not` <-> `ne ... pas`, of those fully right).
+    Fully right: every sure link of the pattern predicted, no predicted link of its word
+    outside the possible links."""
+    n = ok = n_np = ok_np = 0
+    for p, pred in zip(gold, links):
+        pred = set(pred)
+        sure, poss = set(p.alignment.sure), set(p.alignment.possible) | set(p.alignment.sure)
+        pats = []
+        for side in (0, 1):
+            by = {}
+            for lk in sure:
+                by.setdefault(lk[side], []).append(lk[1 - side])
+            for w, others in by.items():
+                o = sorted(others)
+                if len(o) >= 2 and o[-1] - o[0] + 1 > len(o):
+                    pats.append((side, w))
+        if not pats:
+            continue
+        n += 1
+        good = True
+        for side, w in pats:
+            need = {lk for lk in sure if lk[side] == w}
+            have = {lk for lk in pred if lk[side] == w}
+            good &= need <= have and have <= poss
+        ok += good
+        src, tgt = p.src, p.tgt
+        for i, w in enumerate(src):
+            if w == "not":
+                js = {j for (a, j) in sure if a == i}
+                if {"ne", "pas"} <= {tgt[j] for j in js}:
+                    n_np += 1
+                    ok_np += {(i, j) for j in js if tgt[j] in ("ne", "pas")} <= pred
+                    break
+    return n, ok, n_np, ok_np
+
+
+# ------------------------------------------------------------------ task
+def _lower(pairs):
+    from aligners.data.types import AlignedPair
+
+    return [AlignedPair(tuple(w.lower() for w in p.src), tuple(w.lower() for w in p.tgt),
+                        p.alignment, p.id) for p in pairs]
+
+
+def _data(cfg):
+    from aligners.data.datasets import iter_parallel, load
+
+    test = _lower(load(cfg.data.name, cfg.data.eval_splits[0]))
+    tune = _lower(load(cfg.data.name, cfg.data.tune_split))
+
+    def stream():
+        it = iter_parallel(cfg.data.name, cfg.data.train_split, lowercase=True)
+        limit = cfg.data.get("train_limit")
+        yield from (itertools.islice(it, limit) if limit else it)
+        for p in [*test, *tune]:
+            yield list(p.src), list(p.tgt)
+
+    return stream(), test, tune
+
+
+def train(cfg: DictConfig) -> dict:
+    """Run the four stages, print Table 1 and write metrics.json; returns the metrics."""
+    from aligners.metrics import write_metrics_json
+
+    torch.set_num_threads(int(cfg.get("threads", 1)))
+    pl.seed_everything(int(cfg.seed), verbose=False)
+    m = cfg.model
+    pairs, test, tune = _data(cfg)
+    n_dev = int(m.dev_from_test)
+    dev, test_rest = tune + test[:n_dev], test[n_dev:]
+    src_ids, tgt_ids = WordIds(), WordIds()
+    t0 = time.time()
+    index = build_index(pairs, src_ids, tgt_ids, cells=int(m.batch_cells))
+    src_ids.frozen = tgt_ids.frozen = True
+    index_s = time.time() - t0
+    grid = OmegaConf.to_container(m.tune_grid)
+    subs = {name: build_index([(p.src, p.tgt) for p in g], src_ids, tgt_ids, keys=index.keys)
+            for name, g in (("dev", dev), ("test", test_rest), ("trial", tune), ("all", test))}
+    metrics, rows, times = {}, [], {}
+
+    def report(name, model, seconds):
+        mats = {k: link_matrices(model, ix) for k, ix in subs.items()}
+        vmats = {k: link_matrices(model, ix, viterbi=True) for k, ix in subs.items()}
+        dec, dev_aer = choose(mats["dev"], vmats["dev"], dev, grid)
+        use = vmats if dec["method"] == "viterbi" else mats
+        s = _score(test_rest, decode(use["test"], **dec))
+        dec_t, _ = choose(mats["trial"], vmats["trial"], tune, grid)
+        use_t = vmats if dec_t["method"] == "viterbi" else mats
+        links_all = decode(use_t["all"], **dec_t)
+        s_all = _score(test, links_all)
+        vit = _score(test_rest, decode(vmats["test"], method="viterbi", threshold=0.5,
+                                       heuristic=grid["heuristics"][0]))
+        g = gappy_patterns(test, links_all)
+        f1 = 2 * s.precision * s.recall / max(1e-12, s.precision + s.recall)
+        metrics[name] = {"precision": s.precision, "recall": s.recall, "f1": f1, "aer": s.aer,
+                         "dev_aer": dev_aer, "aer_447_trial_tuned": s_all.aer,
+                         "viterbi_aer": vit.aer, "train_seconds": seconds,
+                         "gappy_gold_pairs": g[0], "gappy_right": g[1],
+                         "ne_pas_gold_pairs": g[2], "ne_pas_right": g[3]}
+        rows.append((name, dec, s, f1, s_all.aer, dec_t, g))
+        print(f"[{name}] dev {dec} AER {dev_aer:.4f}; test P {s.precision:.4f} R {s.recall:.4f} "
+              f"F1 {f1:.4f} AER {s.aer:.4f}; 447 ({dec_t}) AER {s_all.aer:.4f}; gappy {g}",
+              flush=True)
+
+    wcfg = {k: m.word[k] for k in m.word}
+    # 1. word HMM by agreement (baseline row)
+    t0 = time.time()
+    base = WordAligner.from_index(index, WordAlignConfig(**{**wcfg, "agreement": True}))
+    _fit(cfg, LitWordAligner(base, index), base.n_iterations)
+    times["word_hmm_agreement"] = time.time() - t0
+    report("word_hmm_agreement", base, times["word_hmm_agreement"])
+    del base
+    # 2. word HMM without agreement
+    t0 = time.time()
+    word = WordAligner.from_index(index, WordAlignConfig(**{**wcfg, "agreement": False}))
+    _fit(cfg, LitWordAligner(word, index), word.n_iterations)
+    times["word_hmm_no_agreement"] = time.time() - t0
+    pcfg = {k: v for k, v in OmegaConf.to_container(m.phrasal).items()
+            if k in PhrasalConfig.__dataclass_fields__}
+    stats = {}
+    model = None
+    for name, gappy in (("contiguous", False), ("gappy", True)):
+        t0 = time.time()
+        model, st = build_phrasal_aligner(word, index, PhrasalConfig(**{**pcfg, "gappy": gappy}))
+        init_s = time.time() - t0
+        lit = LitPhrasalAligner(model, index)
+        _fit(cfg, lit, model.config.iterations)
+        times[name] = time.time() - t0
+        stats[name] = {**st, "init_seconds": init_s}
+        print(f"[{name}] {st}; init {init_s:.1f} s, total {times[name]:.1f} s; "
+              f"loglik {lit.history}", flush=True)
+        report(f"+{name}", model, times["word_hmm_no_agreement"] + times[name])
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    metrics["run"] = {"index_seconds": index_s, "peak_rss_mb": rss_mb,
+                      "training_pairs": index.n_sentences, **{f"{k}_seconds": v
+                                                              for k, v in times.items()}}
+    for name, st in stats.items():
+        metrics[f"phrases_{name}"] = {k: float(v) for k, v in st.items()}
+    head = f"{'model':<22} {'prec':>6} {'rec':>6} {'F1':>6} {'AER':>7} {'AER447':>7}  decoding"
+    print(head)
+    for name, dec, s, f1, a447, dec_t, _ in rows:
+        print(f"{name:<22} {s.precision:6.4f} {s.recall:6.4f} {f1:6.4f} {s.aer:7.4f} "
+              f"{a447:7.4f}  dev:{dec} trial:{dec_t}")
+    print(f"peak RSS {rss_mb:.0f} MB; times {times}")
+    out_dir = Path(cfg.paths.output_dir)
+    write_metrics_json(out_dir / "metrics.json", metrics)
+    if model is not None and cfg.get("save_model", True):
+        from aligners.export import write_model
+        from aligners.models.phrasal.io import phrasal_parts
+
+        dec = rows[-1][1]  # the gappy model's decoding chosen on dev
+        write_model(out_dir / "model", **phrasal_parts(model, src_ids, tgt_ids, decoding=dec))
+    return metrics
+
+
+def evaluate(cfg: DictConfig) -> dict:
+    """Score a saved model folder (`+model_dir=...`) on the test split (all pairs)."""
+    import aligners
+
+    model = aligners.load(cfg.model_dir)
+    from aligners.data.datasets import load
+
+    test = _lower(load(cfg.data.name, cfg.data.eval_splits[0]))
+    s = _score(test, model.align([(p.src, p.tgt) for p in test]))
+    print(f"test AER {s.aer:.4f} P {s.precision:.4f} R {s.recall:.4f}")
+    return {"test/aer": s.aer}

@@ -1,0 +1,101 @@
+"""Time the phrasal/gappy HSMM aligner against the word HMM side by side.
+
+Lattice mode (default): same B, I, J, float32, one thread; the phrasal lattice adds L-word
+target segments and P phrase states. Prints the median seconds of posteriors (forward +
+backward) of each and the ratio. `python benchmarks/phrasal.py --repeats 5`
+Corpus mode (`--pairs N`): the first N Hansards training pairs (lowercased); after Model 1 +
+word HMM training (no agreement) and building the phrasal model, times one full EM
+iteration (E-step over all batches + M-step) of the word HMM by agreement and of the
+phrasal + gappy model by agreement, `--repeats` times each, interleaved.
+`python benchmarks/phrasal.py --pairs 5000 --repeats 3`
+"""
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from aligners.lattices.alignment_hmm import alignment_hmm_posteriors
+from aligners.lattices.phrasal_hsmm import PhrasalPotentials, phrasal_hsmm_posteriors
+
+
+def corpus_mode(a) -> None:
+    import itertools
+
+    from aligners.data.bitext import build_index
+    from aligners.data.datasets import iter_parallel
+    from aligners.data.vocab import WordIds
+    from aligners.models.phrasal import PhrasalConfig, build_phrasal_aligner
+    from aligners.models.phrasal.decode import fit_phrasal
+    from aligners.models.word.agreement import WordAlignConfig, WordAligner
+
+    pairs = itertools.islice(iter_parallel("hansards-enfr", "train", lowercase=True), a.pairs)
+    index = build_index(pairs, WordIds(), WordIds())
+    word = WordAligner.from_index(index, WordAlignConfig(agreement=False))
+    word.fit(index)
+    agree = WordAligner.from_index(index, WordAlignConfig(agreement=True))
+    agree.load_state_dict(word.state_dict())
+    model, stats = build_phrasal_aligner(word, index, PhrasalConfig(iterations=0))
+    times = {"word_hmm_agreement": [], "phrasal_gappy": []}
+    for r in range(a.repeats):
+        t0 = time.perf_counter()
+        for k in range(len(index)):
+            agree.accumulate(index.batch(k), stage="hmm")
+        agree.m_step(stage="hmm")
+        times["word_hmm_agreement"].append(time.perf_counter() - t0)
+        model.config.iterations = r + 1
+        t0 = time.perf_counter()
+        fit_phrasal(model, index)
+        times["phrasal_gappy"].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"pairs={index.n_sentences} batches={len(index)} threads={a.threads} "
+          f"repeats={a.repeats} phrases matched/pair={stats['mean_phrases_matched']:.2f}")
+    for k, v in med.items():
+        print(f"{k:<20} {v:8.2f} s per EM iteration")
+    print(f"ratio phrasal/word {med['phrasal_gappy'] / med['word_hmm_agreement']:.2f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--length", type=int, default=30)
+    ap.add_argument("--segment", type=int, default=5)
+    ap.add_argument("--phrases", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--pairs", type=int, default=0, help="corpus mode: Hansards pairs")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    if a.pairs:
+        return corpus_mode(a)
+    g = torch.Generator().manual_seed(0)
+    B, I, J, L, P = a.batch, a.length, a.length, a.segment, a.phrases
+    sl = torch.full((B,), I)
+    tl = torch.full((B,), J)
+    link = torch.rand(B, I, J, generator=g)
+    null = torch.rand(B, J, generator=g)
+    jumps = torch.rand(I + 1, I, generator=g)
+    first = torch.randint(0, I - 2, (B, P), generator=g)
+    pot = PhrasalPotentials(torch.randn(B, J, L, I, generator=g), torch.randn(B, J, generator=g),
+                            torch.randn(B, J, P, generator=g), torch.randn(B, I, generator=g),
+                            torch.randn(B, I, I, generator=g), torch.randn(B, I, generator=g),
+                            torch.randn(B, I, generator=g), torch.randn(B, P, generator=g),
+                            first, first + 2)
+    times = {"word_hmm": [], "phrasal_hsmm": []}
+    for _ in range(a.repeats):
+        t0 = time.perf_counter()
+        alignment_hmm_posteriors(link, null, jumps, src_lengths=sl, tgt_lengths=tl, p0=0.2)
+        times["word_hmm"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        phrasal_hsmm_posteriors(pot, src_lengths=sl, tgt_lengths=tl)
+        times["phrasal_hsmm"].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"B={B} I=J={I} L={L} P={P} threads={a.threads} repeats={a.repeats}")
+    for k, v in med.items():
+        print(f"{k:<14} {v * 1000:9.1f} ms")
+    print(f"ratio phrasal/word {med['phrasal_hsmm'] / med['word_hmm']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

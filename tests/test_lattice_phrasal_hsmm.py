@@ -1,0 +1,285 @@
+"""Phrasal/gappy HSMM alignment lattice: brute-force oracle, batched == one-by-one, gradcheck,
+equality with the generic HSMM lattice on materialised potentials."""
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from aligners.errors import AlignersInputError
+from aligners.lattices.hsmm import hsmm_posteriors
+from aligners.lattices.phrasal_hsmm import (
+    PhrasalPotentials,
+    phrasal_hsmm_log_partition,
+    phrasal_hsmm_materialise,
+    phrasal_hsmm_posteriors,
+    phrasal_hsmm_viterbi,
+)
+
+
+def _random(B, I, J, L, phrases, *, seed=0, dtype=torch.float64):
+    """Random potentials; `phrases` = list of (first, last) per item (same count P)."""
+    g = torch.Generator().manual_seed(seed)
+    P = len(phrases[0]) if phrases else 0
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g, dtype=dtype)
+
+    first = torch.tensor([[f for f, _ in ph] for ph in phrases], dtype=torch.long).view(B, P)
+    last = torch.tensor([[la for _, la in ph] for ph in phrases], dtype=torch.long).view(B, P)
+    return PhrasalPotentials(r(B, J, L, I), r(B, J), r(B, J, P), r(B, I), r(B, I, I), r(B, I),
+                             r(B, I), r(B, P), first, last)
+
+
+def _states(pot, b, I):
+    """(kind, index, first, last) of every state of item b."""
+    out = [("w", i, i, i) for i in range(I)] + [("n", r, r, r) for r in range(I)]
+    for p in range(pot.phrase_first.shape[1]):
+        f, la = int(pot.phrase_first[b, p]), int(pot.phrase_last[b, p])
+        if 0 <= f <= la < I:
+            out.append(("p", p, f, la))
+    return out
+
+
+def _segmentations(J, L):
+    if J == 0:
+        yield []
+        return
+    for k in range(1, min(L, J) + 1):
+        for rest in _segmentations(J - k, L):
+            yield [k, *rest]
+
+
+def _brute(pot, b, I, J):
+    """Every (segmentation, state sequence) of item b with its score, from the definition."""
+    L = pot.log_emit_word.shape[2]
+    states = _states(pot, b, I)
+    out = []
+    for seg in _segmentations(J, L):
+        ends = list(itertools.accumulate(seg))
+        for seq in itertools.product(states, repeat=len(seg)):
+            s, prev, ok = 0.0, None, True
+            for (kind, idx, first, last), ln, end in zip(seq, seg, ends):
+                n = end - 1
+                if kind != "w" and ln != 1:
+                    ok = False
+                    break
+                if prev is None:
+                    init = pot.log_null_init[b, idx] if kind == "n" else pot.log_jump_init[b, first]
+                    s += float(init)
+                else:
+                    if kind == "n":
+                        if idx != prev:
+                            ok = False
+                            break
+                        s += float(pot.log_null_stay[b, idx])
+                    else:
+                        s += float(pot.log_jump[b, prev, first])
+                if kind == "p":
+                    s += float(pot.log_phrase_weight[b, idx])
+                    s += float(pot.log_emit_phrase[b, n, idx])
+                elif kind == "n":
+                    s += float(pot.log_emit_null[b, n])
+                else:
+                    s += float(pot.log_emit_word[b, n, ln - 1, idx])
+                prev = last
+            if ok:
+                out.append((s, [(k, i, ln, e - 1) for (k, i, _, _), ln, e in zip(seq, seg, ends)]))
+    return out
+
+
+@pytest.mark.parametrize("I,J,phr", [(2, 3, [(0, 1)]), (3, 3, [(0, 2), (1, 2)]),
+                                     (3, 4, [(0, 2), (0, 1)]), (1, 3, [(0, 0)])])
+def test_brute_force_partition_marginals_viterbi(I, J, phr):
+    L = 3
+    pot = _random(1, I, J, L, [phr], seed=I * 10 + J)
+    sl, tl = torch.tensor([I]), torch.tensor([J])
+    paths = _brute(pot, 0, I, J)
+    scores = torch.tensor([s for s, _ in paths], dtype=torch.float64)
+    logz = torch.logsumexp(scores, 0)
+    assert torch.allclose(phrasal_hsmm_log_partition(pot, src_lengths=sl, tgt_lengths=tl)[0], logz)
+    post = phrasal_hsmm_posteriors(pot, src_lengths=sl, tgt_lengths=tl)
+    word = torch.zeros_like(post.word)
+    null = torch.zeros_like(post.null)
+    phrase = torch.zeros_like(post.phrase)
+    probs = torch.exp(scores - logz)
+    for p, (_, segs) in zip(probs, paths):
+        for kind, idx, ln, n in segs:
+            if kind == "w":
+                word[0, n, ln - 1, idx] += p
+            elif kind == "n":
+                null[0, n] += p
+            else:
+                phrase[0, n, idx] += p
+    assert torch.allclose(post.word, word, atol=1e-10)
+    assert torch.allclose(post.null, null, atol=1e-10)
+    assert torch.allclose(post.phrase, phrase, atol=1e-10)
+    best = int(scores.argmax())
+    vit = phrasal_hsmm_viterbi(pot, src_lengths=sl, tgt_lengths=tl)
+    assert math.isclose(float(vit.log_likelihood[0]), float(scores[best]), abs_tol=1e-10)
+    for kind, idx, ln, n in paths[best][1]:
+        if kind == "w":
+            t = vit.word[0, n, ln - 1, idx]
+        else:
+            t = vit.null[0, n] if kind == "n" else vit.phrase[0, n, idx]
+        assert float(t) == pytest.approx(1.0)
+    total = vit.word.sum() + vit.null.sum() + vit.phrase.sum()
+    assert float(total) == pytest.approx(len(paths[best][1]))
+
+
+def test_gappy_state_gets_mass_only_where_reachable():
+    # phrase (0, 2) is gappy (skips 1): every path through it jumps out of position 2
+    pot = _random(1, 3, 3, 2, [[(0, 2)]], seed=3)
+    post = phrasal_hsmm_posteriors(pot, src_lengths=torch.tensor([3]),
+                                   tgt_lengths=torch.tensor([3]))
+    assert float(post.phrase.sum()) > 0
+    pot2 = pot._replace(phrase_first=torch.tensor([[-1]]))  # padding phrase: never used
+    post2 = phrasal_hsmm_posteriors(pot2, src_lengths=torch.tensor([3]),
+                                    tgt_lengths=torch.tensor([3]))
+    assert float(post2.phrase.abs().sum()) == 0.0
+
+
+def _one(pot, b, I, J, P):
+    f = pot.phrase_first[b:b + 1, :P]
+    return PhrasalPotentials(
+        pot.log_emit_word[b:b + 1, :J, :, :I], pot.log_emit_null[b:b + 1, :J],
+        pot.log_emit_phrase[b:b + 1, :J, :P], pot.log_jump_init[b:b + 1, :I],
+        pot.log_jump[b:b + 1, :I, :I], pot.log_null_init[b:b + 1, :I],
+        pot.log_null_stay[b:b + 1, :I], pot.log_phrase_weight[b:b + 1, :P], f,
+        pot.phrase_last[b:b + 1, :P])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_batched_equals_one_by_one(dtype):
+    g = torch.Generator().manual_seed(7)
+    B, I, J, L = 5, 6, 7, 3
+    sl = torch.randint(1, I + 1, (B,), generator=g)
+    tl = torch.randint(1, J + 1, (B,), generator=g)
+    phrases = []
+    for b in range(B):
+        n = int(sl[b])
+        ph = [(0, min(1, n - 1)), (0, n - 1), (-1, -1)]
+        phrases.append(ph)
+    pot = _random(B, I, J, L, phrases, seed=11, dtype=dtype)
+    post = phrasal_hsmm_posteriors(pot, src_lengths=sl, tgt_lengths=tl)
+    vit = phrasal_hsmm_viterbi(pot, src_lengths=sl, tgt_lengths=tl)
+    tol = 1e-4 if dtype == torch.float32 else 1e-10
+    for b in range(B):
+        i, j = int(sl[b]), int(tl[b])
+        one = _one(pot, b, i, j, 3)
+        p1 = phrasal_hsmm_posteriors(one, src_lengths=sl[b:b + 1], tgt_lengths=tl[b:b + 1])
+        assert torch.allclose(post.log_likelihood[b], p1.log_likelihood[0], atol=tol)
+        assert torch.allclose(post.word[b, :j, :, :i], p1.word[0], atol=tol)
+        assert float(post.word[b, j:].abs().sum() + post.word[b, :, :, i:].abs().sum()) < tol
+        assert torch.allclose(post.null[b, :j], p1.null[0], atol=tol)
+        assert torch.allclose(post.phrase[b, :j], p1.phrase[0], atol=tol)
+        v1 = phrasal_hsmm_viterbi(one, src_lengths=sl[b:b + 1], tgt_lengths=tl[b:b + 1])
+        assert torch.allclose(vit.log_likelihood[b], v1.log_likelihood[0], atol=tol)
+        assert torch.equal(vit.word[b, :j, :, :i], v1.word[0])
+        # marginals of the covered target words sum to one
+        cover = post.null[b, :j] + post.phrase[b, :j].sum(-1)
+        for ln in range(L):
+            for n in range(j):
+                lo = max(0, n - ln)
+                cover[lo:n + 1] += post.word[b, n, ln, :i].sum() * (n - ln >= 0)
+        assert torch.allclose(cover, torch.ones(j, dtype=dtype), atol=1e-3)
+
+
+def test_equals_generic_hsmm_on_materialised_potentials():
+    B, I, J, L = 3, 4, 5, 3
+    sl, tl = torch.tensor([4, 2, 3]), torch.tensor([5, 3, 4])
+    phrases = [[(0, 1), (1, 3)], [(0, 1), (-1, -1)], [(0, 2), (1, 2)]]
+    pot = _random(B, I, J, L, phrases, seed=5)
+    post = phrasal_hsmm_posteriors(pot, src_lengths=sl, tgt_lengths=tl)
+    init, trans, seg, mask = phrasal_hsmm_materialise(pot, src_lengths=sl)
+    ref = hsmm_posteriors(init, trans, seg, lengths=tl, state_mask=mask)
+    assert torch.allclose(post.log_likelihood, ref.log_likelihood, atol=1e-8)
+    sp = ref.segment_posteriors
+    assert torch.allclose(post.word, sp[..., :I], atol=1e-8)
+    assert torch.allclose(post.null, sp[:, :, 0, I:2 * I].sum(-1), atol=1e-8)
+    assert torch.allclose(post.phrase, sp[:, :, 0, 2 * I:], atol=1e-8)
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0])
+def test_scaled_forward_equals_log_space_forward(scale):
+    from aligners.lattices.phrasal_hsmm import _forward
+
+    B, I, J, L = 4, 5, 9, 4
+    sl, tl = torch.tensor([5, 3, 1, 4]), torch.tensor([9, 2, 5, 7])
+    phrases = [[(0, 2), (1, 4)], [(0, 1), (-1, -1)], [(-1, -1), (-1, -1)], [(1, 3), (0, 3)]]
+    pot = _random(B, I, J, L, phrases, seed=4)
+    pot = PhrasalPotentials(*(x * scale for x in pot[:8]), *pot[8:])
+    ref = _forward(pot, sl, tl, "log")
+    got = phrasal_hsmm_log_partition(pot, src_lengths=sl, tgt_lengths=tl)
+    assert torch.allclose(got, ref, rtol=1e-9, atol=1e-8)
+    one = PhrasalPotentials(*(x.float() for x in pot[:8]), *pot[8:])
+    got32 = phrasal_hsmm_log_partition(one, src_lengths=sl, tgt_lengths=tl)
+    # float32 keeps relative masses down to e^-87 within one position / one jump row
+    tol = 1e-3 if scale == 1.0 else 1.0
+    assert torch.allclose(got32.double(), ref, rtol=1e-5, atol=tol)
+
+
+def test_sparse_segments_equal_generic_hsmm():
+    # the model scores multi-word segments only at a few (position, length): those are skipped
+    from aligners.semirings import semiring_zero
+
+    B, I, J, L = 2, 4, 6, 3
+    sl, tl = torch.tensor([4, 3]), torch.tensor([6, 5])
+    pot = _random(B, I, J, L, [[(0, 2)], [(1, 2)]], seed=8)
+    ew = torch.full_like(pot.log_emit_word, semiring_zero(torch.float64))
+    ew[:, :, 0] = pot.log_emit_word[:, :, 0]
+    ew[0, 3, 1] = pot.log_emit_word[0, 3, 1]
+    ew[1, 4, 2, 1] = 0.5
+    pot = pot._replace(log_emit_word=ew)
+    for vit in (False, True):
+        fn = phrasal_hsmm_viterbi if vit else phrasal_hsmm_posteriors
+        post = fn(pot, src_lengths=sl, tgt_lengths=tl)
+        init, trans, seg, mask = phrasal_hsmm_materialise(pot, src_lengths=sl)
+        if vit:
+            from aligners.lattices.hsmm import hsmm_viterbi
+
+            ref = hsmm_viterbi(init, trans, seg, lengths=tl, state_mask=mask)
+            assert torch.allclose(post.log_likelihood, ref.score, atol=1e-8)
+        else:
+            ref = hsmm_posteriors(init, trans, seg, lengths=tl, state_mask=mask)
+            assert torch.allclose(post.log_likelihood, ref.log_likelihood, atol=1e-8)
+            assert torch.allclose(post.word, ref.segment_posteriors[..., :I], atol=1e-8)
+    assert float(post.word[0, 3, 1].sum() + post.word[1, 4, 2].sum()) >= 0
+
+
+def test_gradcheck_float64():
+    pot = _random(2, 3, 3, 2, [[(0, 2)], [(0, 1)]], seed=9)
+    sl, tl = torch.tensor([3, 2]), torch.tensor([3, 2])
+    leaves = [x.clone().requires_grad_(True) for x in pot[:8]]
+
+    def f(*xs):
+        return phrasal_hsmm_log_partition(PhrasalPotentials(*xs, *pot[8:]), src_lengths=sl,
+                                          tgt_lengths=tl)
+
+    assert torch.autograd.gradcheck(f, leaves, eps=1e-6, atol=1e-6)
+
+
+def test_bad_input_is_a_clear_error():
+    pot = _random(1, 2, 2, 2, [[(0, 1)]])
+    with pytest.raises(AlignersInputError, match="lengths"):
+        phrasal_hsmm_log_partition(pot, src_lengths=torch.tensor([3]),
+                                   tgt_lengths=torch.tensor([2]))
+    with pytest.raises(AlignersInputError, match="log_jump"):
+        phrasal_hsmm_log_partition(pot._replace(log_jump=torch.zeros(1, 2, 3)),
+                                   src_lengths=torch.tensor([2]), tgt_lengths=torch.tensor([2]))
+    with pytest.raises(AlignersInputError, match="semiring"):
+        phrasal_hsmm_log_partition(pot, src_lengths=torch.tensor([2]),
+                                   tgt_lengths=torch.tensor([2]), semiring="sum")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_cuda_matches_cpu():
+    pot = _random(2, 4, 5, 3, [[(0, 2)], [(1, 3)]], seed=2, dtype=torch.float32)
+    sl, tl = torch.tensor([4, 3]), torch.tensor([5, 4])
+    cpu = phrasal_hsmm_posteriors(pot, src_lengths=sl, tgt_lengths=tl)
+    gpu = phrasal_hsmm_posteriors(PhrasalPotentials(*(x.cuda() for x in pot)),
+                                  src_lengths=sl.cuda(), tgt_lengths=tl.cuda())
+    assert gpu.word.device.type == "cuda"
+    assert torch.allclose(cpu.word, gpu.word.cpu(), atol=1e-4)
+    assert torch.allclose(cpu.log_likelihood, gpu.log_likelihood.cpu(), atol=1e-4)

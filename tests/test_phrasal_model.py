@@ -1,0 +1,228 @@
+"""Phrasal/gappy HSMM aligner: phrase lists, reduction to the word HMM, agreement, EM, export."""
+
+import numpy as np
+import pytest
+import torch
+
+import aligners
+from aligners.data.bitext import build_index
+from aligners.data.vocab import WordIds
+from aligners.export import write_model
+from aligners.models.phrasal import PhrasalConfig, PhraseList, build_phrasal_aligner, make_layout
+from aligners.models.phrasal.agreement import agreement_counts
+from aligners.models.phrasal.decode import decode, fit_phrasal, link_matrices
+from aligners.models.phrasal.io import phrasal_parts
+from aligners.models.phrasal.model import PhrasalAligner
+from aligners.models.phrasal.phrase_lists import mine_candidates, rank_phrases
+from aligners.models.word.agreement import WordAlignConfig, WordAligner
+
+
+def phrasal_toy(n=150, seed=0):
+    """Bitext with a 1-3 phrase (rail <-> chemin de fer) and a gappy one (not <-> ne ... pas)."""
+    rng = np.random.default_rng(seed)
+    lex = {f"e{k}": [f"f{k}"] for k in range(8)}
+    lex["rail"] = ["chemin", "de", "fer"]
+    src, tgt = [], []
+    for _ in range(n):
+        s = [f"e{k}" for k in rng.integers(0, 8, size=rng.integers(2, 6))]
+        if rng.random() < 0.5:
+            s.insert(int(rng.integers(0, len(s) + 1)), "rail")
+        t = [w for x in s for w in lex[x]]
+        if rng.random() < 0.5:
+            k = int(rng.integers(0, len(s)))
+            s.insert(k, "not")
+            pos = sum(len(lex[x]) for x in s[:k])
+            t = t[:pos] + ["ne", t[pos], "pas"] + t[pos + 1:]
+        src.append(s)
+        tgt.append(t)
+    return src, tgt
+
+
+def _word_model(src, tgt, *, p0=0.3, cells=3000):
+    si, ti = WordIds(), WordIds()
+    index = build_index(zip(src, tgt), si, ti, cells=cells)
+    wa = WordAligner.from_index(index, WordAlignConfig(agreement=False, p0=p0, ibm1_iterations=3,
+                                                       hmm_iterations=3, max_jump=4))
+    wa.fit(index)
+    return wa, index, si, ti
+
+
+@pytest.fixture(scope="module")
+def trained():
+    src, tgt = phrasal_toy()
+    wa, index, si, ti = _word_model(src, tgt)
+    model, stats = build_phrasal_aligner(wa, index, PhrasalConfig(n_contiguous=10, n_gappy=4,
+                                                                   iterations=3))
+    hist = fit_phrasal(model, index)
+    return model, stats, hist, index, si, ti, wa
+
+
+def test_span_and_gappy_matching_equal_brute_force():
+    V = 9
+    lst = PhraseList(torch.tensor([[1, 2, -1], [2, 3, 4], [5, 5, -1]]),
+                     torch.tensor([[1, 4], [6, 6]]), V, 3)
+    g = torch.Generator().manual_seed(0)
+    words = torch.randint(0, V, (6, 8), generator=g)
+    lengths = torch.tensor([8, 5, 3, 1, 7, 8])
+    spans, gaps = lst.match_spans(words, lengths), lst.match_gappy(words, lengths)
+    contig = {(1, 2): 0, (2, 3, 4): 1, (5, 5): 2}
+    for b in range(6):
+        w = words[b].tolist()
+        for n in range(8):
+            for ln in range(3):
+                ph = tuple(w[n - ln:n + 1]) if n - ln >= 0 and n < lengths[b] else None
+                want = V + contig[ph] if ln > 0 and ph in contig else -1
+                assert int(spans[b, n, ln]) == want
+            for c in range(8):
+                ok = c > n + 1 and c < lengths[b]
+                want = {(1, 4): 0, (6, 6): 1}.get((w[n], w[c])) if ok else None
+                assert int(gaps[b, n, c]) == (-1 if want is None else V + 3 + want)
+
+
+def test_mining_conditions():
+    # obs 0..5 aligned to states; ne(0) X(1) pas(2) with X aligned elsewhere -> gappy
+    obs = torch.tensor([[10, 11, 12, 13, 13, 14]])
+    align = torch.tensor([[0, 1, 0, 2, 2, -1]])
+    contig, (keys, where) = mine_candidates(obs, align, torch.tensor([6]), max_len=3,
+                                            n_words=100)
+    assert contig[2].tolist() == [[13, 13]]
+    assert contig[3].numel() == 0
+    assert keys.tolist() == [10 * 100 + 12] and where.tolist() == [[0, 0, 2, 0]]
+    # the word between is NULL-aligned: no gappy instance
+    _, (keys, _) = mine_candidates(obs, torch.tensor([[0, -1, 0, 2, 2, -1]]),
+                                   torch.tensor([6]), max_len=2, n_words=100)
+    assert keys.numel() == 0
+    # the state has a third observation: no gappy instance
+    _, (keys, _) = mine_candidates(obs, torch.tensor([[0, 1, 0, 0, 2, -1]]),
+                                   torch.tensor([6]), max_len=2, n_words=100)
+    assert keys.numel() == 0
+    assert rank_phrases({"a": 10, "b": 3, "c": 1}, {"a": 20, "b": 3, "c": 1}, top=2,
+                        discount=0.5) == ["b", "c"]  # 2.5/3 > 0.5/1 > 9.5/20
+
+
+def test_without_phrases_the_model_is_the_word_hmm():
+    src, tgt = phrasal_toy(40, seed=1)
+    wa, index, _, _ = _word_model(src, tgt, p0=0.3)
+    cfg = PhrasalConfig(n_contiguous=0, n_gappy=0, p0=0.3)
+    model, stats = build_phrasal_aligner(wa, index, cfg)
+    assert stats["mean_phrases_matched"] == 0
+    for k in range(len(index)):
+        b = index.batch(k)
+        lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
+        (pf, _, _), (pb, _, _) = model.posteriors(b, lay)
+        ref = wa.posteriors(b, stage="hmm")
+        ll = torch.stack([pf.log_likelihood.sum(), pb.log_likelihood.sum()]).double()
+        assert torch.allclose(ll, ref.log_likelihood, rtol=1e-4)
+        lf, lb = model.link_posteriors(b, lay)
+        assert torch.allclose(lf, ref.links_fwd, atol=1e-4)
+        assert torch.allclose(lb, ref.links_bwd, atol=1e-4)
+
+
+def test_phrases_are_mined_and_matched(trained):
+    model, stats, hist, index, si, ti, _ = trained
+    tgt_c = [[ti.words[w] for w in r if w >= 0] for r in model.tgt_list.contiguous.tolist()]
+    assert ["chemin", "de", "fer"] in tgt_c
+    tgt_g = [[ti.words[w] for w in r] for r in model.tgt_list.gappy.tolist()]
+    assert ["ne", "pas"] in tgt_g
+    assert 0 < stats["mean_phrases_matched"] < 10
+    assert all(np.isfinite(x) for h in hist for x in h)
+
+
+def test_mirrored_edges_get_the_same_agreement_count(trained):
+    model, _, _, index, _, _, _ = trained
+    b = index.batch(len(index) - 1)
+    lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
+    (pf, _, _), (pb, _, _) = model.posteriors(b, lay)
+    qf, qb = agreement_counts(pf, pb, lay, agreement=True, src_lengths=b.src_lengths,
+                              tgt_lengths=b.tgt_lengths)
+    first, last, _, gap = lay.ph_bwd
+    checked = 0
+    for r, p in zip(*((first >= 0) & (gap == 0)).nonzero(as_tuple=True)):
+        j1, j2 = int(first[r, p]), int(last[r, p])
+        for i in range(int(b.src_lengths[r])):
+            assert torch.isclose(qf.word[r, j2, j2 - j1, i], qb.phrase[r, i, p], atol=1e-6)
+            checked += 1
+    assert checked > 0
+    prod = pf.word[:, :, 0].transpose(1, 2) * pb.word[:, :, 0]  # (B, I, J)
+    # word links: the product, plus the other direction's gappy edges mixed in (never less)
+    assert (qf.word[:, :, 0].transpose(1, 2) >= prod - 1e-6).all()
+    assert (qb.word[:, :, 0] >= prod - 1e-6).all()
+    assert not torch.allclose(qf.word[:, :, 0].transpose(1, 2), prod)  # target gappy states
+    for q in (qf, qb):
+        assert float(q.null.min()) >= 0 and torch.isfinite(q.word).all()
+    pf2, _ = agreement_counts(pf, pb, lay, agreement=False, src_lengths=b.src_lengths,
+                              tgt_lengths=b.tgt_lengths)
+    assert torch.equal(pf2.word, pf.word)
+
+
+def test_tables_are_normalised(trained):
+    model = trained[0]
+    for fwd, t in ((True, model.t_fwd), (False, model.t_bwd)):
+        g = model.givens(forward=fwd)
+        n = model.src_list.n_units if fwd else model.tgt_list.n_units
+        body = torch.ones_like(t, dtype=torch.bool)
+        body[model.word_keys.numel()] = False
+        tot = torch.zeros(n, dtype=torch.float64).index_add_(0, g[body], t[body].double())
+        used = tot > 1e-6
+        assert torch.allclose(tot[used], torch.ones_like(tot[used]), atol=1e-4)
+
+
+def test_gappy_links_are_decoded(trained):
+    model, _, _, index, si, ti, _ = trained
+    mats = link_matrices(model, index)
+    links = decode(mats, method="agreement", threshold=0.3, heuristic="none")
+    vit = decode(link_matrices(model, index, viterbi=True), method="viterbi", threshold=0.5,
+                 heuristic="union")
+    src, tgt = phrasal_toy()
+    word = trained[6]
+    base = decode(link_matrices(word, index, viterbi=True), method="viterbi", threshold=0.5,
+                  heuristic="union")
+
+    def ne_pas(decoded):
+        hit = total = 0
+        for s, t, lk in zip(src, tgt, decoded):
+            if "not" in s:
+                i = s.index("not")
+                total += 1
+                hit += (i, t.index("ne")) in lk and (i, t.index("pas")) in lk
+        return hit, total
+
+    (hit, total), (hit0, _) = ne_pas(vit), ne_pas(base)
+    assert total > 20 and hit >= 5 and hit > hit0  # (10 vs 1 of 78 when written)
+    assert len(links) == len(src)
+
+
+def test_export_round_trip(trained, tmp_path):
+    model, _, _, index, si, ti, _ = trained
+    write_model(tmp_path / "m", **phrasal_parts(model, si, ti, decoding={
+        "method": "agreement", "threshold": 0.3, "heuristic": "none"}))
+    bundle = aligners.load(tmp_path / "m")
+    src, tgt = phrasal_toy()
+    mats = link_matrices(model, index)
+    want = decode(mats, method="agreement", threshold=0.3, heuristic="none")
+    assert bundle.align(list(zip(src, tgt))) == want
+
+
+def test_new_pairs_with_unseen_words_align(trained):
+    model, _, _, _, si, ti, _ = trained
+    si.frozen = ti.frozen = True
+    index = build_index([(["zz", "e1", "not", "e2"], ["f1", "ne", "f2", "pas", "yy"])], si, ti,
+                        keys=model.word_keys)
+    (lf, lb), = link_matrices(model, index)
+    assert lf.shape == (4, 5) and np.isfinite(lf).all() and np.isfinite(lb).all()
+
+
+def test_model_runs_on_cuda_like_cpu(trained):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    model, _, _, index, *_ = trained
+    cpu = link_matrices(model, index)
+    gpu_model = PhrasalAligner.__new__(PhrasalAligner)
+    gpu_model.__dict__.update(model.__dict__)
+    model.cuda()
+    try:
+        gpu = link_matrices(model, index)
+    finally:
+        model.cpu()
+    for (a, b), (c, d) in zip(cpu, gpu):
+        assert np.allclose(a, c, atol=1e-4) and np.allclose(b, d, atol=1e-4)
