@@ -155,6 +155,9 @@ def resolve_model_folder(path) -> Path:
 
 def read_config(folder: str | Path) -> dict[str, Any]:
     """The format-checked `config.json` of a model folder (tensors are not read)."""
+    if not Path(folder).is_dir():
+        raise AlignersInputError("no model folder here (expected a folder written by "
+                                 "`--save-model` or a training run)", path=str(folder))
     cfg_path = Path(folder) / "config.json"
     if not cfg_path.is_file():
         raise AlignersInputError("not a saved model: config.json is missing", path=str(folder))

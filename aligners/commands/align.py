@@ -283,7 +283,10 @@ def _family(args: argparse.Namespace) -> str:
         return args.model or "hmm"
     from aligners.export import read_config
 
-    kind = read_config(args.load_model).get("kind")
+    try:
+        kind = read_config(args.load_model).get("kind")
+    except AlignersInputError as err:
+        raise AlignersInputError(f"--load-model: {err}") from None
     family = _FAMILIES.get(kind)
     if family is None:
         raise AlignersInputError(f"--load-model: a {kind!r} model does not word-align; "
