@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "align": ("align", "word-align a bitext (IBM1 -> HMM by agreement), Pharaoh output"),
     "reorder": ("reorder", "phrase pairs with orientations; reordering models (train/predict)"),
     "monoalign": ("monoalign", "align monolingual sentence pairs with a trained token/phrase CRF"),
+    "train": ("train", "run an experiment (Hydra overrides), as `python train.py`"),
+    "evaluate-run": ("evaluate_run", "evaluate a trained model (Hydra), as `python evaluate.py`"),
 }
 
 
