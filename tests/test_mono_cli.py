@@ -47,6 +47,11 @@ def test_good_input_aligns_one_line_per_pair(tmp_path, model_path, capsys):
     f = tmp_path / "in.txt"
     f.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     rc, out, err = _run(capsys, "--model", model_path, "--input", f)
+    assert rc == 0 and len(out.splitlines()) == 2
+    # not a terminal: one summary line (issue 12 item 14); --quiet: nothing
+    assert err.startswith("aligners monoalign: 2 sentence pairs aligned in ") and err.count(
+        "\n") == 1, err
+    rc, out, err = _run(capsys, "--model", model_path, "--input", f, "--quiet")
     assert rc == 0 and err == "" and len(out.splitlines()) == 2
 
 

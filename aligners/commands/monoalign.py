@@ -23,17 +23,17 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, metavar="DIR",
                         help="model folder saved by a monolingual training run (RUN/model)")
-    parser.add_argument("--input", default="-",
-                        help="`src ||| tgt` lines or a jacana .json file (default: stdin)")
+    parser.add_argument("-i", "--input", default="-",
+                        help="`src ||| tgt` lines or a jacana .json file (- = stdin)")
     parser.add_argument("--direction", choices=("s2t", "t2s"), default=None,
                         help="which saved direction decodes (default: the first the model has)")
     parser.add_argument("--blocks", action="store_true",
                         help="also print phrase blocks `s:k-t:l` (source-target order)")
     parser.add_argument("--score", action="store_true", help="also print the normalised score")
     parser.add_argument("--batch-size", type=int, default=64,
-                        help="pairs decoded together (>= 1; default 64)")
+                        help="pairs decoded together (>= 1)")
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch intra-op threads (>= 1; default 1)")
+                        help="torch intra-op threads (>= 1)")
 
 
 def _read(path: str):
@@ -84,4 +84,5 @@ def run(args: argparse.Namespace) -> int:
         if args.score:
             line += f" ||| {score:.4f}"
         print(line)
+    args.summary = f"{len(pairs)} sentence pairs aligned"
     return 0
