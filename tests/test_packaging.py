@@ -95,7 +95,12 @@ def test_python_m_train_finds_configs_outside_the_checkout(tmp_path):
 
 @pytest.mark.slow
 def test_wheel_ships_configs_and_entry_points(tmp_path):
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps",
+    import shutil
+
+    src = tmp_path / "src"  # build from a copy: no build/ or egg-info left in the checkout
+    shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", "outputs", "multirun", "build", "*.egg-info", "__pycache__", ".*_cache"))
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps",
                             "--no-build-isolation", "-q", "-w", str(tmp_path)],
                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
     if build.returncode != 0:
