@@ -1,16 +1,10 @@
-"""Evaluate a trained model: `python evaluate.py experiment=NAME ckpt_path=...`."""
+"""Evaluate a trained model: `python evaluate.py experiment=NAME ckpt_path=...`.
 
-import hydra
-from omegaconf import DictConfig
+A thin wrapper: the entry point is `aligners.evaluate` (also `python -m aligners.evaluate`
+or `aligners evaluate-run`); the configs are `configs/` (shipped as `aligners/configs`).
+"""
 
-from aligners.run import evaluate
-from aligners.run import main as run_main
-
-
-@hydra.main(version_base="1.3", config_path="configs", config_name="evaluate")
-def main(cfg: DictConfig) -> None:
-    run_main(evaluate, cfg)  # bad input: one line on stderr, exit 2
-
+from aligners.evaluate import main
 
 if __name__ == "__main__":
     main()

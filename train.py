@@ -1,16 +1,10 @@
-"""Train (or run) the experiment selected by Hydra: `python train.py experiment=NAME`."""
+"""Train (or run) the experiment selected by Hydra: `python train.py experiment=NAME`.
 
-import hydra
-from omegaconf import DictConfig
+A thin wrapper: the entry point is `aligners.train` (also `python -m aligners.train` or
+`aligners train`); the configs are `configs/` (shipped in the package as `aligners/configs`).
+"""
 
-from aligners.run import main as run_main
-from aligners.run import train
-
-
-@hydra.main(version_base="1.3", config_path="configs", config_name="train")
-def main(cfg: DictConfig) -> None:
-    run_main(train, cfg)  # bad input: one line on stderr, exit 2
-
+from aligners.train import main
 
 if __name__ == "__main__":
     main()

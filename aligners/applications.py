@@ -154,8 +154,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--tasks", nargs="+", default=["rte", "msrp", "trecqa"])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=None, help="write the results as JSON here")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="torch seed (scoring is deterministic given the model; set for safety)")
     args = ap.parse_args(argv)
+    if args.threads < 1:
+        ap.error(f"--threads must be >= 1 (got {args.threads})")
     torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
     from aligners.export import load
     model = load(args.model)
     runners = {"rte": run_rte, "msrp": run_msrp, "trecqa": run_trecqa}
@@ -166,5 +171,19 @@ def main(argv=None) -> dict:
     return results
 
 
+def _cli() -> int:
+    """`python -m aligners.applications`: bad input (a missing model or data folder) is one
+    line on stderr and exit status 2, never a traceback."""
+    import sys
+
+    from aligners.errors import AlignersInputError
+    try:
+        main()
+    except AlignersInputError as err:
+        print(f"aligners.applications: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    raise SystemExit(_cli())

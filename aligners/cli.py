@@ -3,15 +3,24 @@
 Each subcommand lives in `aligners/commands/<name>.py` and exposes
 `add_arguments(parser)` and `run(args) -> int`. Modules are imported lazily so that
 `aligners evaluate` does not pay for importing torch.
+
+What every subcommand shares (issue 12 item 14), applied here in one place: help with the
+default shown on every option; `-q/--quiet` (no progress bars, no summary); when stderr is
+not a terminal, a long command (`SUMMARISED`) ends with one summary line on stderr
+(`aligners align: 20000 sentence pairs in 31.2 s`); open progress bars are closed before an
+error is printed, so an error always starts its own line; an unknown option is reported by
+the parser of the (sub)command it was given to.
 """
 
 import argparse
 import importlib
 import sys
+import time
 
+from aligners import __version__
 from aligners.errors import AlignersInputError
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "SUMMARISED", "build_parser", "main"]
 
 # name -> (module under aligners.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -22,29 +31,104 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reorder": ("reorder", "phrase pairs with orientations; reordering models (train/predict)"),
     "monoalign": ("monoalign", "align monolingual sentence pairs with a trained token/phrase CRF"),
     "classify": ("classify", "paraphrase/entailment/transliteration with a saved LCLR model"),
+    "train": ("train", "run an experiment (Hydra overrides), as `python train.py`"),
+    "evaluate-run": ("evaluate_run", "evaluate a trained model (Hydra), as `python evaluate.py`"),
 }
+
+# commands that can run for minutes: one summary line on stderr when it is not a terminal
+SUMMARISED = ("align", "monoalign", "reorder")
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows `(default: X)` after every option that has a default (not for flags or None),
+    unless its help already names the default."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False) or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _finish(parser: argparse.ArgumentParser) -> None:
+    """Give `parser` (and its nested subcommand parsers) the shared formatter and `--quiet`."""
+    parser.formatter_class = HelpFormatter
+    nested = _subparsers(parser)
+    for child in nested.values():
+        _finish(child)
+    if not nested and "--quiet" not in parser._option_string_actions:
+        parser.add_argument("-q", "--quiet", action="store_true",
+                            help="no progress bars and no summary line on stderr")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aligners", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="aligners", description=__doc__.splitlines()[0],
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text,
+                           formatter_class=HelpFormatter)
         p.set_defaults(_module=module)
         importlib.import_module(f"aligners.commands.{module}").add_arguments(p)
+        if module not in ("train", "evaluate_run"):  # their options go to Hydra
+            _finish(p)
     return parser
 
 
+def _parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
+    """parse_args, but an unknown option is reported by the innermost subcommand's parser
+    (`aligners reorder extract: error: unrecognized arguments: --bogus`)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        owner = parser
+        for key in ("command", "action"):
+            owner = _subparsers(owner).get(getattr(args, key, None), owner)
+        owner.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def _close_progress() -> None:
+    """Close every open tqdm bar (each ends its line), so that what follows starts a line."""
+    tqdm_module = sys.modules.get("tqdm")
+    if tqdm_module is None:
+        return
+    for bar in list(getattr(tqdm_module.tqdm, "_instances", ())):
+        try:
+            bar.close()
+        except Exception:  # a bar on a closed stream: nothing to tidy
+            pass
+
+
+def _quiet(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "quiet", False) or getattr(args, "no_progress", False))
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(build_parser(), argv)
     module = importlib.import_module(f"aligners.commands.{args._module}")
+    start = time.perf_counter()
     try:
-        return int(module.run(args) or 0)
+        status = int(module.run(args) or 0)
     except AlignersInputError as err:
+        _close_progress()
         print(f"aligners {args.command}: error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `aligners align ... | head`
         return 0
+    summary = getattr(args, "summary", None)
+    if (status == 0 and summary and args.command in SUMMARISED and not _quiet(args)
+            and not sys.stderr.isatty()):
+        _close_progress()
+        print(f"aligners {args.command}: {summary} in {time.perf_counter() - start:.1f} s",
+              file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

@@ -104,11 +104,17 @@ def check(cfg: DictConfig, *, evaluating: bool = False):
 
 def train(cfg: DictConfig) -> dict:
     """Run `cfg.task`'s training job (Hydra's output dir is `cfg.paths.output_dir`)."""
+    from aligners.training.quiet import quiet_runs
+
+    quiet_runs()  # no Lightning tips/banners or known non-applicable warnings (one place)
     return check(cfg).train(cfg)
 
 
 def evaluate(cfg: DictConfig) -> dict:
     """Run `cfg.task`'s evaluation job on the model `cfg.ckpt_path`."""
+    from aligners.training.quiet import quiet_runs
+
+    quiet_runs()
     return check(cfg, evaluating=True).evaluate(cfg)
 
 

@@ -141,3 +141,121 @@ def test_evaluate_registry_dataset(capsys):
     assert "identical" in r["breakdown"]
     rc, _, err = _run(capsys, "evaluate", "--dataset", "no-such-set", "--test", str(test))
     assert rc == 2 and "unknown dataset" in err
+
+
+# --- issue 12 item 14: one set of conventions for every subcommand -------------------------
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+
+from aligners import __version__  # noqa: E402
+from aligners.cli import COMMANDS, _subparsers, build_parser  # noqa: E402
+from aligners.errors import AlignersInputError  # noqa: E402
+
+HYDRA_COMMANDS = ("train", "evaluate-run")  # their options are Hydra overrides
+
+
+def _leaf_parsers():
+    """(name, parser) of every leaf subcommand (`reorder extract` etc.)."""
+    out = []
+    for name, p in _subparsers(build_parser()).items():
+        nested = _subparsers(p)
+        out += [(f"{name} {k}", q) for k, q in nested.items()] if nested else [(name, p)]
+    return out
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"aligners {__version__}"
+
+
+def test_every_option_has_help_and_shows_its_default():
+    leaves = _leaf_parsers()
+    assert {n.split()[0] for n, _ in leaves} == set(COMMANDS)
+    for name, p in leaves:
+        text = p.format_help()
+        for action in p._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, f"{name} {action.option_strings} has no help"
+            if action.default not in (None, False, argparse.SUPPRESS):
+                assert f"default: {action.default}" in text or "default" in action.help, (
+                    f"{name} {action.option_strings}: default {action.default!r} not shown")
+
+
+def test_quiet_on_every_command():
+    for name, p in _leaf_parsers():
+        if name in HYDRA_COMMANDS:
+            continue
+        assert "--quiet" in p._option_string_actions and "-q" in p._option_string_actions, name
+
+
+def test_old_progress_aliases_still_parse():
+    parser = build_parser()
+    assert parser.parse_args(["align", "-i", "x", "--no-progress"]).quiet
+    args = parser.parse_args(["reorder", "extract", "-s", "a", "-t", "b", "-a", "c",
+                              "--no-progress"])
+    assert args.no_progress
+
+
+def test_same_short_flags_everywhere():
+    parser = build_parser()
+    assert vars(parser.parse_args(["align", "-s", "S", "-t", "T"]))["source"] == "S"
+    a = parser.parse_args(["convert", "-i", "A", "-s", "S", "-t", "T"])
+    assert (a.src, a.tgt) == ("S", "T")
+    a = parser.parse_args(["evaluate", "--gold", "G", "--test", "P", "-s", "S", "-t", "T"])
+    assert (a.src_text, a.tgt_text) == ("S", "T")
+    assert parser.parse_args(["monoalign", "--model", "M", "-i", "P"]).input == "P"
+    a = parser.parse_args(["reorder", "train", "-s", "S", "-t", "T", "-a", "A", "-o", "O"])
+    assert (a.src, a.tgt) == ("S", "T")
+
+
+@pytest.mark.parametrize("argv,owner", [
+    (["align", "-i", "x", "--bogus"], "aligners align"),
+    (["symmetrize", "-c", "union", "-i", "a", "-j", "b", "--bogus"], "aligners symmetrize"),
+    (["reorder", "extract", "-s", "a", "-t", "b", "-a", "c", "--bogus"],
+     "aligners reorder extract"),
+])
+def test_unknown_option_is_reported_by_its_subcommand(argv, owner, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{owner}: error: unrecognized arguments: --bogus" in err
+    assert err.startswith(f"usage: {owner} ")
+
+
+def test_error_starts_its_own_line_after_a_progress_bar(monkeypatch, capsys):
+    from tqdm import tqdm
+
+    from aligners.commands import symmetrize
+
+    def run(args):
+        bar = tqdm(total=10, desc="work", file=sys.stderr)
+        bar.update(3)
+        raise AlignersInputError("bad thing", path="f.txt", line=3)
+
+    monkeypatch.setattr(symmetrize, "run", run)
+    assert main(["symmetrize", "-c", "union", "-i", "a", "-j", "b"]) == 2
+    lines = capsys.readouterr().err.split("\n")
+    assert "aligners symmetrize: error: f.txt:3: bad thing" in lines
+
+
+@pytest.fixture
+def tiny_bitext(tmp_path):
+    p = tmp_path / "pairs.txt"
+    p.write_text("a b ||| x y\nb c ||| y z\nc ||| z\n", encoding="utf-8")
+    return p
+
+
+def test_align_prints_one_summary_line_when_not_on_a_tty(tiny_bitext, capsys):
+    argv = ["align", "-i", str(tiny_bitext), "--ibm1-iterations", "1", "--hmm-iterations", "1"]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert len(out.out.splitlines()) == 3
+    err = out.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("aligners align: 3 sentence pairs aligned in ")
+    assert main([*argv, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

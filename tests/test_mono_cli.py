@@ -47,6 +47,11 @@ def test_good_input_aligns_one_line_per_pair(tmp_path, model_path, capsys):
     f = tmp_path / "in.txt"
     f.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     rc, out, err = _run(capsys, "--model", model_path, "--input", f)
+    assert rc == 0 and len(out.splitlines()) == 2
+    # not a terminal: one summary line (issue 12 item 14); --quiet: nothing
+    assert err.startswith("aligners monoalign: 2 sentence pairs aligned in ") and err.count(
+        "\n") == 1, err
+    rc, out, err = _run(capsys, "--model", model_path, "--input", f, "--quiet")
     assert rc == 0 and err == "" and len(out.splitlines()) == 2
 
 
@@ -189,3 +194,22 @@ def test_bom_crlf_and_lone_cr(tmp_path, model_path, capsys):
     pairs = _read(str(cr))
     assert len(pairs) == 2 and pairs[0].src == ("he", "passed", "away")
     assert pairs[1].tgt == ("a", "cat", "is", "sitting")
+
+
+def test_two_file_input_is_the_same_as_one_file(tmp_path, model_path, capsys):
+    """`-s SRC -t TGT` (the short flags of `aligners align`) == `-i 'src ||| tgt'`."""
+    one = tmp_path / "in.txt"
+    one.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    (tmp_path / "s").write_text("".join(x.split(" ||| ")[0] + "\n" for x in LINES))
+    (tmp_path / "t").write_text("".join(x.split(" ||| ")[1] + "\n" for x in LINES))
+    rc1, out1, _ = _run(capsys, "--model", model_path, "-i", one, "--blocks", "-q")
+    rc2, out2, _ = _run(capsys, "--model", model_path, "-s", tmp_path / "s", "-t",
+                        tmp_path / "t", "--blocks", "-q")
+    assert rc1 == rc2 == 0 and out1 == out2 and len(out2.splitlines()) == 2
+    for argv, needle in ((["-s", tmp_path / "s"], "both -s"),
+                         (["-i", one, "-s", tmp_path / "s", "-t", tmp_path / "t"], "not both")):
+        rc, _, err = _run(capsys, "--model", model_path, *argv)
+        assert rc == 2 and needle in err and err.count("\n") == 1, err
+    (tmp_path / "t").write_text("he died\n\n")
+    rc, _, err = _run(capsys, "--model", model_path, "-s", tmp_path / "s", "-t", tmp_path / "t")
+    assert rc == 2 and f"{tmp_path / 't'}:2" in err, err

@@ -267,3 +267,40 @@ def test_reorder_train_error_leaves_no_model_folder(bitext, capsys):
            str(empty), "--no-progress", "-o", str(model)], capsys)
     assert not model.exists()
     assert not [p for p in bitext.iterdir() if p.name.startswith(".")]
+
+
+# --- issue 12 item 15: no noise in a normal run ----------------------------------------------
+
+
+def test_quiet_runs_silences_exactly_the_listed_messages():
+    import logging
+    import warnings
+
+    from aligners.training.quiet import LOGGERS, quiet_runs
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        quiet_runs()
+        warnings.warn("`LightningModule.configure_optimizers` returned `None`, this fit will "
+                      "run with no optimizer", UserWarning, stacklevel=1)
+        warnings.warn("`isinstance(treespec, LeafSpec)` is deprecated, use ...",
+                      DeprecationWarning, stacklevel=1)
+        warnings.warn("a real problem", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in seen] == ["a real problem"]
+    assert all(logging.getLogger(n).level == logging.WARNING for n in LOGGERS)
+
+
+@pytest.mark.slow
+def test_train_py_word_run_has_an_empty_stderr(tmp_path):
+    """`python train.py` (the default word job, on 300 pairs) prints no tips, no
+    configure_optimizers note, no deprecation or torch UserWarnings: stderr is empty."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, str(root / "train.py"), "data.train_limit=300",
+                          "trainer.log_every_n_steps=1", f"hydra.run.dir={tmp_path / 'run'}"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert "AER" in res.stdout
+    assert res.stderr.strip() == "", res.stderr

@@ -107,7 +107,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="padded source x target cells per batch (default %(default)s)")
     r.add_argument("--cache-dir", default=None,
                    help="keep the pair-id index in memory-mapped files here (large corpora)")
-    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("-q", "--quiet", "--no-progress", dest="quiet", action="store_true",
+                   help="no progress bars and no summary line on stderr")
 
 
 _SNUM = re.compile(r"<s\s+snum\s*=\s*[\"']?(\d+)[\"']?\s*>(.*?)</s>\Z")
@@ -265,6 +266,7 @@ def run(args: argparse.Namespace) -> int:
     lines = decode_lines(model, index, method=method, threshold=threshold, heuristic=heuristic,
                          posteriors=args.posteriors, outputs=tuple(want), progress=bar.update)
     bar.close()
+    args.summary = f"{index.n_sentences} sentence pairs aligned"
     for name, dest in (("fwd", args.forward_links), ("rev", args.reverse_links),
                        ("sym", args.output or "-")):
         if name in lines:

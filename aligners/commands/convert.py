@@ -36,9 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="input notation (default: guess; 1-based i-j needs 'onebased')")
     parser.add_argument("--to", default="pharaoh", choices=("pharaoh", "naacl", "onebased"),
                         help="output notation (default: pharaoh, 0-based, source first)")
-    parser.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
-    parser.add_argument("--src", help="source text (plain or <s snum=N> lines) for range checks")
-    parser.add_argument("--tgt", help="target text, as --src")
+    parser.add_argument("-o", "--output", default="-", help="output file (- = stdout)")
+    parser.add_argument("-s", "--src",
+                        help="source text (plain or <s snum=N> lines) for range checks")
+    parser.add_argument("-t", "--tgt", help="target text, as --src")
     parser.add_argument("--text", help="one 'src ||| tgt' file instead of --src/--tgt")
     parser.add_argument("--swap", action="store_true",
                         help="exchange source and target of every link (e.g. English-first Cs-En)")

@@ -34,20 +34,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", help="split of --dataset (default: test or its only split)")
     parser.add_argument("--test", required=True, help="predicted alignment file")
     parser.add_argument(
-        "--format", default="auto", choices=FORMATS, help="notation of --gold (default: sniffed)"
+        "--format", default="auto", choices=FORMATS, help="notation of --gold (auto: sniffed)"
     )
     parser.add_argument(
         "--test-format", default="auto", choices=FORMATS, help="notation of --test"
     )
-    parser.add_argument("--src-text", help="source sentences (enables the identity breakdown)")
-    parser.add_argument("--tgt-text", help="target sentences")
+    parser.add_argument("-s", "--src-text",
+                        help="source sentences (enables the identity breakdown)")
+    parser.add_argument("-t", "--tgt-text", help="target sentences")
     parser.add_argument(
         "--lenient",
         action="store_true",
         help="drop (count, warn about) links outside their sentence instead of failing",
     )
     parser.add_argument(
-        "--alpha", type=float, default=0.5, help="alpha of F_alpha (Fraser & Marcu; default 0.5)"
+        "--alpha", type=float, default=0.5, help="alpha of F_alpha (Fraser & Marcu)"
     )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
 

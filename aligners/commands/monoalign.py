@@ -23,17 +23,21 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, metavar="DIR",
                         help="model folder saved by a monolingual training run (RUN/model)")
-    parser.add_argument("--input", default="-",
+    parser.add_argument("-i", "--input", default=None,
                         help="`src ||| tgt` lines or a jacana .json file (default: stdin)")
+    parser.add_argument("-s", "--source", default=None,
+                        help="source sentences, one per line (with -t, instead of -i)")
+    parser.add_argument("-t", "--target", default=None,
+                        help="target sentences, line-aligned with -s")
     parser.add_argument("--direction", choices=("s2t", "t2s"), default=None,
                         help="which saved direction decodes (default: the first the model has)")
     parser.add_argument("--blocks", action="store_true",
                         help="also print phrase blocks `s:k-t:l` (source-target order)")
     parser.add_argument("--score", action="store_true", help="also print the normalised score")
     parser.add_argument("--batch-size", type=int, default=64,
-                        help="pairs decoded together (>= 1; default 64)")
+                        help="pairs decoded together (>= 1)")
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch intra-op threads (>= 1; default 1)")
+                        help="torch intra-op threads (>= 1)")
 
 
 def _read(path: str):
@@ -55,6 +59,27 @@ def _read(path: str):
     return pairs
 
 
+def _read_pairs(args: argparse.Namespace):
+    """Pairs from `-i FILE` (`src ||| tgt`, default stdin) or from `-s SRC -t TGT` (two
+    line-aligned files, as `aligners align`); an empty side is an error naming file:line."""
+    if args.source is None and args.target is None:
+        return _read(args.input or "-")
+    if args.input is not None:
+        raise AlignersInputError("give either -i or -s/-t, not both")
+    if args.source is None or args.target is None:
+        raise AlignersInputError("give both -s SRC and -t TGT (or -i FILE with 'src ||| tgt')")
+    from aligners.data.parallel import read_parallel
+    from aligners.data.types import AlignedPair
+
+    pairs = []
+    for n, (src, tgt) in enumerate(read_parallel(args.source, args.target), 1):
+        if not src or not tgt:
+            raise AlignersInputError("expected a sentence on both sides (a side is empty)",
+                                     path=args.source if not src else args.target, line=n)
+        pairs.append(AlignedPair(tuple(src), tuple(tgt)))
+    return pairs
+
+
 def run(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise AlignersInputError(f"--batch-size must be >= 1, got {args.batch_size}")
@@ -65,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if not Path(args.model).is_dir():  # before the input is read and torch is imported
         raise AlignersInputError("no model folder here (expected the `model` folder of a "
                                  "monolingual training run)", path=args.model)
-    pairs = _read(args.input)  # bad input fails fast, before torch is imported
+    pairs = _read_pairs(args)  # bad input fails fast, before torch is imported
     import torch
 
     from aligners.export import load
@@ -84,4 +109,5 @@ def run(args: argparse.Namespace) -> int:
         if args.score:
             line += f" ||| {score:.4f}"
         print(line)
+    args.summary = f"{len(pairs)} sentence pairs aligned"
     return 0

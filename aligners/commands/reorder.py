@@ -34,7 +34,7 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
                    "always as the model was trained)")
     p.add_argument("--lenient", action="store_true",
                    help="drop (count, warn about) links outside their sentence instead of failing")
-    p.add_argument("--quiet", "--no-progress", dest="no_progress", action="store_true",
+    p.add_argument("-q", "--quiet", "--no-progress", dest="no_progress", action="store_true",
                    help="no progress bar on stderr (--quiet, as in `aligners align`)")
 
 
@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tr.add_argument("--direction", choices=["backward", "forward"], default="backward",
                     help="which orientation to model (w.r.t. previous/next target phrase)")
     tr.add_argument("--model", choices=["lexical", "nb", "primal", "dual"], default="nb",
-                    help="lexical table, naive Bayes, primal or dual MaxEnt (default: nb)")
+                    help="lexical table, naive Bayes, primal or dual MaxEnt")
     tr.add_argument("--min-count", type=int, default=10, help="drop rarer features")
     tr.add_argument("--inference", choices=["map", "bayes"], default="map", help="naive Bayes")
     tr.add_argument("--alpha", type=float, default=2.0, help="naive Bayes Dirichlet parameter")
@@ -159,7 +159,8 @@ def _corpus(args):
             raise AlignersInputError("no such file", path=path)
     it = load_corpus(args.src, args.tgt, args.align, limit=args.limit, lowercase=args.lowercase,
                      lenient=args.lenient)
-    return tqdm(it, desc=args.action, unit="pair", mininterval=2, disable=args.no_progress,
+    show = not args.no_progress and sys.stderr.isatty()  # not a terminal: the summary lines
+    return tqdm(it, desc=args.action, unit="pair", mininterval=2, disable=not show,
                 file=sys.stderr)
 
 

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="forward alignment, Pharaoh i-j (source-target; '-' = stdin)")
     parser.add_argument("-j", "--input-2", required=True, dest="rev",
                         help="reverse alignment, also in source-target order (as fast_align -r)")
-    parser.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
+    parser.add_argument("-o", "--output", default="-", help="output file (- = stdout)")
 
 
 # a line of plain `i-j` links (the common case, parsed without building `Alignment`s)

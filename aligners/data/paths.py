@@ -1,24 +1,49 @@
-"""Where the shipped data lives: `$ALIGNERS_DATA`, default `../shared/data` next to the repo."""
+"""Where the shipped data lives: `$ALIGNERS_DATA`, else `../shared/data` next to the checkout.
+
+Installed outside a checkout (a non-editable `pip install .`) there is no repository to be
+next to: the default is then `./shared/data` under the current folder, and a missing folder
+is one clear `DataFolderMissing` line (an `AlignersInputError`, exit 2 in the CLI) that says
+to set ALIGNERS_DATA.
+"""
 
 import os
 from pathlib import Path
 
-__all__ = ["data_root", "dataset_dir"]
+from aligners.errors import AlignersInputError
+
+__all__ = ["DataFolderMissing", "data_root", "dataset_dir", "in_checkout"]
 
 _REPO = Path(__file__).resolve().parents[2]
 
 
+class DataFolderMissing(AlignersInputError, FileNotFoundError):
+    """The data folder (or one dataset in it) is not there: one line, names the path."""
+
+
+def in_checkout() -> bool:
+    """True when this package is imported from a source checkout (pyproject.toml beside it)."""
+    return (_REPO / "pyproject.toml").is_file() and (_REPO / "aligners").is_dir()
+
+
 def data_root() -> Path:
-    """The data folder: env var ALIGNERS_DATA, else `<repo>/../shared/data`."""
+    """The data folder: env var ALIGNERS_DATA, else `<checkout>/../shared/data` (installed
+    package: `./shared/data`). O(1); does not check that it exists (see `dataset_dir`)."""
     env = os.environ.get("ALIGNERS_DATA")
-    return Path(env) if env else (_REPO.parent / "shared" / "data")
+    if env:
+        return Path(env)
+    if in_checkout():
+        return _REPO.parent / "shared" / "data"
+    return Path.cwd() / "shared" / "data"
 
 
 def dataset_dir(name: str) -> Path:
-    """`data_root() / name`, with a clear error when it is missing."""
-    path = data_root() / name
+    """`data_root() / name`; a missing folder raises `DataFolderMissing` (one line)."""
+    root = data_root()
+    if not root.is_dir():
+        raise DataFolderMissing(
+            f"data folder {root} not found; set ALIGNERS_DATA to the folder that holds {name}/")
+    path = root / name
     if not path.is_dir():
-        raise FileNotFoundError(
-            f"dataset folder {path} not found; set ALIGNERS_DATA to the folder holding {name}/"
-        )
+        raise DataFolderMissing(
+            f"dataset folder {path} not found; set ALIGNERS_DATA to the folder that holds {name}/")
     return path

@@ -1,0 +1,29 @@
+"""Evaluate a trained model: `python -m aligners.evaluate experiment=NAME ckpt_path=MODEL`
+(or `aligners evaluate-run ...`).
+
+Uses the configs shipped inside the package (see `aligners.train`); the top-level
+`evaluate.py` is a thin wrapper around `main`.
+"""
+
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+from aligners.run import evaluate
+from aligners.run import main as run_main
+
+__all__ = ["CONFIGS", "main"]
+
+# an absolute folder: the same whether this runs as `-m`, from a wrapper or from a wheel
+CONFIGS = str(Path(__file__).resolve().parent / "configs")
+
+
+@hydra.main(version_base="1.3", config_path=CONFIGS, config_name="evaluate")
+def main(cfg: DictConfig) -> None:
+    """Run `aligners.run.evaluate(cfg)`; bad input: one line on stderr, exit 2."""
+    run_main(evaluate, cfg)
+
+
+if __name__ == "__main__":
+    main()
