@@ -36,7 +36,9 @@ __all__ = ["FORMAT", "LOADERS", "ModelFolder", "write_model", "read_model", "loa
 FORMAT = "aligners/1"
 
 # kind -> "module:function" taking a ModelFolder and returning a model ready for inference.
-LOADERS: dict[str, str] = {}
+LOADERS: dict[str, str] = {
+    "bayes-aligner": "aligners.models.bayes.io:from_folder",
+}
 
 
 @dataclass

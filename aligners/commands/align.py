@@ -71,6 +71,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     io.add_argument("--posteriors", action="store_true", help="write links as i-j:p")
     io.add_argument("--lowercase", action="store_true", help="lowercase the input")
     m = p.add_argument_group("model")
+    m.add_argument("--model", choices=("hmm", "bayesian"), default=None,
+                   help="hmm: EM IBM1 -> HMM (default); bayesian: collapsed Gibbs sampling "
+                        "(Östling & Tiedemann 2016); default with --load-model: the saved one")
     m.add_argument("--save-model", metavar="DIR", help="save the trained model (safetensors)")
     m.add_argument("--load-model", metavar="DIR", help="align with a saved model, no training")
     m.add_argument("--ibm1-iterations", type=_int_at_least(0), default=5)
@@ -94,6 +97,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--cache-dir", default=None,
                    help="keep the pair-id index in memory-mapped files here (large corpora)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    from aligners.commands.align_bayes import add_bayes_arguments
+
+    add_bayes_arguments(p)
 
 
 _SNUM = re.compile(r"<s\s+snum\s*=\s*[\"']?(\d+)[\"']?\s*>(.*?)</s>\Z")
@@ -194,6 +200,10 @@ def run(args: argparse.Namespace) -> int:
         _check_writable_file(dest, flag)
     _check_writable_dir(args.save_model, "--save-model")
     pairs = _read(args)
+    if _is_bayesian(args):
+        from aligners.commands.align_bayes import run_bayes
+
+        return run_bayes(args, pairs, _write)
     show = not args.quiet and sys.stderr.isatty()
     decoding: dict = {}
     if args.load_model:
@@ -250,6 +260,17 @@ def run(args: argparse.Namespace) -> int:
         if name in lines:
             _write(dest, lines[name])
     return 0
+
+
+def _is_bayesian(args) -> bool:
+    """--model bayesian, or --load-model of a saved Bayesian aligner (kind in config.json)."""
+    if args.model is not None or not args.load_model:
+        return args.model == "bayesian"
+    try:
+        cfg = json.loads((Path(args.load_model) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # the word aligner's loader reports the broken folder
+    return isinstance(cfg, dict) and cfg.get("kind") == "bayes-aligner"
 
 
 def _load(load_word_aligner, folder: str):

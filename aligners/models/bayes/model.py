@@ -51,6 +51,7 @@ class BayesConfig:
     # jumps pool into the edge buckets, which then attract alignments: AER much worse)
     max_fert: int = 7  # fertilities >= max_fert share a bucket
     threads: int = 2  # 1: directions one after another; 2: in parallel
+    lowercase: bool = True  # words are lowercased before encoding (as eflomal does)
 
     def check(self) -> None:
         """ValueError with a one-line message for an invalid value."""
@@ -220,6 +221,8 @@ class BayesAligner:
         Cost O(sum_stage sweeps * n_samplers * sum_k I_k J_k) time, see the class for memory.
         """
         self._vt_saved = len(self.tgt_ids)
+        if self.config.lowercase:
+            pairs = (([w.lower() for w in s], [w.lower() for w in t]) for s, t in pairs)
         corpus = encode_bitext(pairs, self.src_ids, self.tgt_ids)
         its = schedule(self.config, corpus.n_sentences)
         _k._warm()

@@ -31,7 +31,7 @@ from numba import njit
 __all__ = ["sweep", "add_counts", "token_conditional"]
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(inline="always", cache=True, error_model="numpy")
 def _bucket(m, max_jump):
     if m < -max_jump:
         m = -max_jump
@@ -40,7 +40,7 @@ def _bucket(m, max_jump):
     return m + max_jump
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(inline="always", cache=True, error_model="numpy")
 def _cell(g, x, n_gen, n_obs, rev):
     if rev:
         return x * n_gen + g
@@ -166,7 +166,8 @@ def _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex, lex_den,
-          null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, uniforms, marg, accumulate, stage, p_null,
+          null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, uniforms, marg,
+          accumulate, stage, p_null,
           lex_alpha, lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b,
           fert_alpha, max_jump, max_fert, buf):
     """One Gibbs sweep over every observed token, in corpus order; updates a and the counts.
