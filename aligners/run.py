@@ -16,6 +16,7 @@ TASKS: dict[str, str] = {
     "word_align": "word_align",
     "monolingual": "monolingual",  # token / semi-Markov phrasal CRF aligners (Yao et al. 2013)
     "reorder": "reorder",
+    "bayes_align": "bayes_align",  # Bayesian aligner, collapsed Gibbs (Östling & Tiedemann 2016)
 }
 
 
