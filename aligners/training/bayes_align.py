@@ -142,5 +142,6 @@ def evaluate(cfg: DictConfig) -> dict:
         metrics[split] = {"aer": s.aer, "precision": s.precision, "recall": s.recall}
         print(f"{split}: AER {s.aer:.4f} (P {s.precision:.4f}, R {s.recall:.4f})")
     if cfg.get("paths") and cfg.paths.get("output_dir"):
+        Path(cfg.paths.output_dir).mkdir(parents=True, exist_ok=True)
         write_metrics_json(Path(cfg.paths.output_dir) / "metrics.json", metrics)
     return metrics
