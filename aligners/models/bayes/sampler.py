@@ -47,7 +47,7 @@ def _cell(g, x, n_gen, n_obs, rev):
     return g * n_obs + x
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(inline="always", cache=True, error_model="numpy")
 def _neighbours(a, os_, x, n_obs, n_gen):
     prev = -1
     for y in range(x - 1, -1, -1):
@@ -62,7 +62,7 @@ def _neighbours(a, os_, x, n_obs, n_gen):
     return prev, nxt
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(inline="always", cache=True, error_model="numpy")
 def _update(sign, v, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair, phi,
             lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump, max_fert, lex_inv,
             fert_ratio, lex_alpha_v, fert_alpha):
@@ -135,7 +135,8 @@ def token_conditional(k, x, gen_flat, gen_off, obs_flat, obs_off, cell_off, pair
 def _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair, phi, lex,
           lex_inv, null_lex, null_den, jump, jump_tot, fert_ratio, p_null, lex_alpha, lex_alpha_v,
           null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump, max_fert):
-    """Unnormalised conditional (I + 1,) from the base counts (token and its jumps removed)."""
+    """Unnormalised conditional (I + 1,) from the base counts (token and its jumps removed);
+    returns its sum."""
     inv1 = 1.0
     inv2 = 1.0
     if stage >= 2:
@@ -143,6 +144,7 @@ def _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair
         inv1 = 1.0 / tot
         inv2 = 1.0 / (tot + 1.0)
     uniform = (1.0 - p_null) / n_gen
+    total = 0.0
     for g in range(n_gen):
         e = gen_flat[gs + g]
         pr = (lex_alpha + lex[pair[co + _cell(g, x, n_gen, n_obs, rev)]]) * lex_inv[e]
@@ -158,10 +160,12 @@ def _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair
                 if f < max_fert:
                     pr *= fert_ratio[e, f]
         out[g] = pr
+        total += pr
     pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0])
     if stage >= 2:
         pn *= (jump_alpha + jump[_bucket(nxt - prev, max_jump)]) * inv1
     out[n_gen] = pn
+    return total + pn
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -195,13 +199,42 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex
             _update(-1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat,
                     pair, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert,
                     max_jump, max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)
-            _fill(buf, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair, phi,
-                  lex, lex_inv, null_lex, null_den, jump, jump_tot, fert_ratio, p_null, lex_alpha,
-                  lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b,
-                  fert_alpha, max_jump, max_fert)
+            # the conditional (inlined copy of _fill: a call with this many arrays costs
+            # more than the loop itself)
+            inv1 = 1.0
+            inv2 = 1.0
+            if stage >= 2:
+                jt = jump_tot[0] + jump_alpha_b
+                inv1 = 1.0 / jt
+                inv2 = 1.0 / (jt + 1.0)
             total = 0.0
-            for g in range(n_gen + 1):
-                total += buf[g]
+            if stage == 1:
+                uniform = (1.0 - p_null) / n_gen
+                for g in range(n_gen):
+                    pr = (lex_alpha + lex[pair[co + _cell(g, x, n_gen, n_obs, rev)]]) * \
+                        lex_inv[gen_flat[gs + g]] * uniform
+                    buf[g] = pr
+                    total += pr
+            else:
+                q = (1.0 - p_null) * inv1 * inv2
+                for g in range(n_gen):
+                    e = gen_flat[gs + g]
+                    b1 = _bucket(g - prev, max_jump)
+                    b2 = _bucket(nxt - g, max_jump)
+                    c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
+                    pr = (lex_alpha + lex[pair[co + _cell(g, x, n_gen, n_obs, rev)]]) * \
+                        lex_inv[e] * q * (jump_alpha + jump[b1]) * (jump_alpha + c2)
+                    if stage >= 3:
+                        f = phi[gs + g]
+                        if f < max_fert:
+                            pr *= fert_ratio[e, f]
+                    buf[g] = pr
+                    total += pr
+            pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0])
+            if stage >= 2:
+                pn *= (jump_alpha + jump[_bucket(nxt - prev, max_jump)]) * inv1
+            buf[n_gen] = pn
+            total += pn
             r = uniforms[os_ + x] * total
             new = n_gen
             acc = 0.0
