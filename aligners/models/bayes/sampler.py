@@ -193,12 +193,46 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex
         for x in range(n_obs):
             t = obs_flat[os_ + x]
             old = a[os_ + x]
+            cb = co + (x * n_gen if rev else x)  # cell of (g, x) = cb + g * gstep
+            gstep = 1 if rev else n_obs
             prev, nxt = -1, n_gen
-            if stage >= 2:
-                prev, nxt = _neighbours(a, os_, x, n_obs, n_gen)
-            _update(-1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat,
-                    pair, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert,
-                    max_jump, max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)
+            if stage >= 2:  # (inlined _neighbours)
+                for y in range(x - 1, -1, -1):
+                    if a[os_ + y] >= 0:
+                        prev = a[os_ + y]
+                        break
+                for y in range(x + 1, n_obs):
+                    if a[os_ + y] >= 0:
+                        nxt = a[os_ + y]
+                        break
+            if old >= 0:  # (inlined _update: numba calls with many arrays are slow)
+                e0 = gen_flat[gs + old]
+                lex[pair[cb + old * gstep]] -= 1
+                lex_den[e0] -= 1
+                lex_inv[e0] = 1.0 / (lex_alpha_v + lex_den[e0])
+                if stage >= 2:
+                    jump[_bucket(old - prev, max_jump)] -= 1
+                    jump[_bucket(nxt - old, max_jump)] -= 1
+                    jump_tot[0] -= 2
+                if stage >= 3:
+                    f0 = phi[gs + old]
+                    f1 = f0 - 1
+                    b0 = min(f0, max_fert)
+                    b1 = min(f1, max_fert)
+                    if b0 != b1:
+                        fert[e0, b0] -= 1
+                        fert[e0, b1] += 1
+                        lo = max(min(b0, b1) - 1, 0)
+                        for f2 in range(lo, min(max(b0, b1), max_fert - 1) + 1):
+                            fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
+                                fert_alpha + fert[e0, f2] - 1.0)
+                    phi[gs + old] = f1
+            else:
+                null_lex[t] -= 1
+                null_den[0] -= 1
+                if stage >= 2:
+                    jump[_bucket(nxt - prev, max_jump)] -= 1
+                    jump_tot[0] -= 1
             # the conditional (inlined copy of _fill: a call with this many arrays costs
             # more than the loop itself)
             inv1 = 1.0
@@ -211,7 +245,7 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex
             if stage == 1:
                 uniform = (1.0 - p_null) / n_gen
                 for g in range(n_gen):
-                    pr = (lex_alpha + lex[pair[co + _cell(g, x, n_gen, n_obs, rev)]]) * \
+                    pr = (lex_alpha + lex[pair[cb + g * gstep]]) * \
                         lex_inv[gen_flat[gs + g]] * uniform
                     buf[g] = pr
                     total += pr
@@ -222,7 +256,7 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex
                     b1 = _bucket(g - prev, max_jump)
                     b2 = _bucket(nxt - g, max_jump)
                     c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
-                    pr = (lex_alpha + lex[pair[co + _cell(g, x, n_gen, n_obs, rev)]]) * \
+                    pr = (lex_alpha + lex[pair[cb + g * gstep]]) * \
                         lex_inv[e] * q * (jump_alpha + jump[b1]) * (jump_alpha + c2)
                     if stage >= 3:
                         f = phi[gs + g]
@@ -246,12 +280,37 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex
             if accumulate:
                 inv = 1.0 / total
                 for g in range(n_gen):
-                    marg[co + _cell(g, x, n_gen, n_obs, rev)] += buf[g] * inv
+                    marg[cb + g * gstep] += buf[g] * inv
             v = -1 if new == n_gen else new
             a[os_ + x] = v
-            _update(1, v, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat,
-                    pair, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert,
-                    max_jump, max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)
+            if v >= 0:  # (inlined _update: numba calls with many arrays are slow)
+                e0 = gen_flat[gs + v]
+                lex[pair[cb + v * gstep]] += 1
+                lex_den[e0] += 1
+                lex_inv[e0] = 1.0 / (lex_alpha_v + lex_den[e0])
+                if stage >= 2:
+                    jump[_bucket(v - prev, max_jump)] += 1
+                    jump[_bucket(nxt - v, max_jump)] += 1
+                    jump_tot[0] += 2
+                if stage >= 3:
+                    f0 = phi[gs + v]
+                    f1 = f0 + 1
+                    b0 = min(f0, max_fert)
+                    b1 = min(f1, max_fert)
+                    if b0 != b1:
+                        fert[e0, b0] -= 1
+                        fert[e0, b1] += 1
+                        lo = max(min(b0, b1) - 1, 0)
+                        for f2 in range(lo, min(max(b0, b1), max_fert - 1) + 1):
+                            fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
+                                fert_alpha + fert[e0, f2] - 1.0)
+                    phi[gs + v] = f1
+            else:
+                null_lex[t] += 1
+                null_den[0] += 1
+                if stage >= 2:
+                    jump[_bucket(nxt - prev, max_jump)] += 1
+                    jump_tot[0] += 1
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
