@@ -8,9 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from aligners.models._lexical import WordIds
 from aligners.models.bayes import sampler as K
-from aligners.models.bayes.corpus import encode_bitext
+from aligners.models.bayes.corpus import Vocabulary, encode_bitext
 from aligners.models.bayes.model import BayesConfig
 
 CFG = BayesConfig(lex_alpha=0.1, null_alpha=0.2, jump_alpha=0.5, fert_alpha=0.3, p_null=0.2,
@@ -57,7 +56,7 @@ def log_joint(sents, a, cfg, stage, v_obs, nb):
 
 
 def _setup(pairs, direction, a_lists, stage, cfg=CFG):
-    corpus = encode_bitext(pairs, WordIds(), WordIds())
+    corpus = encode_bitext(pairs, Vocabulary(), Vocabulary())
     fwd = direction == "fwd"
     gen, gen_off = (corpus.src, corpus.src_off) if fwd else (corpus.tgt, corpus.tgt_off)
     obs, obs_off = (corpus.tgt, corpus.tgt_off) if fwd else (corpus.src, corpus.src_off)

@@ -185,6 +185,14 @@ def _check_writable_dir(path: str | None, flag: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if _is_bayesian(args):  # before importing torch: the sampler does not need it
+        from aligners.commands.align_bayes import run_bayes
+
+        for dest, flag in ((args.forward_links, "-f"), (args.reverse_links, "-r"),
+                           (args.output, "-o")):
+            _check_writable_file(dest, flag)
+        _check_writable_dir(args.save_model, "--save-model")
+        return run_bayes(args, _read(args), _write)
     import torch
     from tqdm import tqdm
 
@@ -200,10 +208,6 @@ def run(args: argparse.Namespace) -> int:
         _check_writable_file(dest, flag)
     _check_writable_dir(args.save_model, "--save-model")
     pairs = _read(args)
-    if _is_bayesian(args):
-        from aligners.commands.align_bayes import run_bayes
-
-        return run_bayes(args, pairs, _write)
     show = not args.quiet and sys.stderr.isatty()
     decoding: dict = {}
     if args.load_model:

@@ -80,13 +80,6 @@ def run_bayes(args: argparse.Namespace, pairs, write) -> int:
         raise AlignersInputError(f"--symmetrize {heuristic!r}: choose one of "
                                  f"{', '.join(HEURISTICS)}")
     marg = model.align(pairs, seed=args.seed)
-    if args.save_model:
-        try:
-            save_bayes_aligner(args.save_model, model, decoding={
-                "method": method, "threshold": threshold, "symmetrize": heuristic})
-        except OSError as err:
-            raise AlignersInputError(f"--save-model: cannot write the model: {err.strerror}",
-                                     path=args.save_model) from None
     th = threshold if method == "posterior" else None
     fwd = direction_links(marg, "fwd", threshold=th)
     rev = direction_links(marg, "rev", threshold=th)
@@ -103,7 +96,16 @@ def run_bayes(args: argparse.Namespace, pairs, write) -> int:
         else:
             lines = [" ".join(f"{i}-{j}" for i, j in sorted(ls)) for ls in links]
         write(dest, lines)
+    schedule, n_pairs = marg.schedule, marg.corpus.n_sentences
+    del marg, fwd, rev, outs  # free the marginals before saving (which imports torch)
+    if args.save_model:
+        try:
+            save_bayes_aligner(args.save_model, model, decoding={
+                "method": method, "threshold": threshold, "symmetrize": heuristic})
+        except OSError as err:
+            raise AlignersInputError(f"--save-model: cannot write the model: {err.strerror}",
+                                     path=args.save_model) from None
     if not args.quiet and sys.stderr.isatty():
-        print(f"bayesian: {marg.corpus.n_sentences} pairs, sweeps per stage {marg.schedule}",
+        print(f"bayesian: {n_pairs} pairs, sweeps per stage {schedule}",
               file=sys.stderr)
     return 0

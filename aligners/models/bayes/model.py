@@ -26,9 +26,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from aligners.errors import AlignersInputError
-from aligners.models._lexical import WordIds
 from aligners.models.bayes import sampler as _k
-from aligners.models.bayes.corpus import EncodedBitext, encode_bitext
+from aligners.models.bayes.corpus import EncodedBitext, Vocabulary, encode_bitext
 
 __all__ = ["BayesConfig", "BayesCounts", "BayesMarginals", "BayesAligner", "schedule"]
 
@@ -127,8 +126,8 @@ class BayesAligner:
                  counts: dict[str, BayesCounts] | None = None):
         self.config = config or BayesConfig()
         self.config.check()
-        self.src_ids = WordIds(list(src_words)[2:])
-        self.tgt_ids = WordIds(list(tgt_words)[2:])
+        self.src_ids = Vocabulary(list(src_words)[2:])
+        self.tgt_ids = Vocabulary(list(tgt_words)[2:])
         self.keys = keys  # (P,) int64 over the vocabularies' sizes at save time
         self.counts = counts  # {"fwd": ..., "rev": ...} or None (no priors)
 
