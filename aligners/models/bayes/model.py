@@ -51,6 +51,9 @@ class BayesConfig:
     max_fert: int = 7  # fertilities >= max_fert share a bucket
     threads: int = 2  # 1: directions one after another; 2: in parallel
     lowercase: bool = True  # words are lowercased before encoding (as eflomal does)
+    sampler: str = "exact"  # or "batched": torch, approximate (batched.py)
+    device: str = "cpu"  # batched sampler only
+    batch_cells: int = 2_000_000  # batched sampler: padded cells per batch
 
     def check(self) -> None:
         """ValueError with a one-line message for an invalid value."""
@@ -66,6 +69,8 @@ class BayesConfig:
                 raise ValueError(f"{name} must be a positive number, got {v}")
         if not 0.0 <= self.burn_in < 1.0:
             raise ValueError(f"burn_in must be in [0, 1), got {self.burn_in}")
+        if self.sampler not in ("exact", "batched"):
+            raise ValueError(f"sampler must be 'exact' or 'batched', got {self.sampler!r}")
         if self.max_jump < 1 or self.max_fert < 1:
             raise ValueError("max_jump and max_fert must be >= 1")
         if self.iterations is not None and (len(self.iterations) != 3 or
@@ -166,6 +171,18 @@ class BayesAligner:
         obs, obs_off = (corpus.tgt, corpus.tgt_off) if fwd else (corpus.src, corpus.src_off)
         v_obs = corpus.n_tgt_words if fwd else corpus.n_src_words
         priors = self._priors(corpus, direction)
+        if cfg.sampler == "batched":
+            import torch
+
+            from aligners.models.bayes.batched import batched_direction, make_batches
+
+            gen_rng = torch.Generator(device=cfg.device)
+            gen_rng.manual_seed(2 * seed + (0 if fwd else 1))
+            batches = make_batches(corpus, rev=not fwd, max_cells=cfg.batch_cells,
+                                   device=cfg.device)
+            marg, c = batched_direction(corpus, batches, priors, cfg, its, rev=not fwd,
+                                        generator=gen_rng, v_obs=v_obs)
+            return marg, BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4])
         marg = np.zeros(len(corpus.pair), np.float32)
         n_gen_tok = np.repeat(np.diff(gen_off), np.diff(obs_off))
         buf = np.zeros(int(np.diff(gen_off).max()) + 1, np.float64)
@@ -226,7 +243,7 @@ class BayesAligner:
         its = schedule(self.config, corpus.n_sentences)
         _k._warm()
         jobs = [("fwd", seed), ("rev", seed)]
-        if self.config.threads >= 2:
+        if self.config.threads >= 2 and self.config.sampler == "exact":
             with ThreadPoolExecutor(max_workers=2) as pool:
                 out = list(pool.map(lambda d: self._direction(corpus, d[0], its, d[1]), jobs))
         else:
