@@ -122,7 +122,29 @@ def test_brute_force_oracle_can_fail():
     assert abs(d1 - d3) > 1e-3
 
 
-@pytest.mark.parametrize("stage", [1, 3])
+@pytest.mark.parametrize("direction", ["fwd", "rev"])
+@pytest.mark.parametrize("stage", [1, 2, 3])
+def test_sweep_uses_the_same_conditional(direction, stage):
+    """The sweep's inlined conditional equals token_conditional (checked by brute force
+    above): the marginal a sweep adds for the first token is its normalised conditional."""
+    lens = [(len(s), len(t)) for s, t in PAIRS]
+    if direction == "rev":
+        lens = [(j, i) for i, j in lens]
+    rng = np.random.default_rng(11 + stage)
+    a_lists = [[int(v) for v in rng.integers(-1, i, size=j)] for i, j in lens]
+    arrays, sents, v_obs, nb = _setup(PAIRS, direction, a_lists, stage)
+    n_gen = len(sents[0][0])
+    out = np.zeros(n_gen + 1)
+    K.token_conditional(0, 0, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
+    marg = np.zeros(len(arrays[5]), np.float32)
+    K.sweep(*arrays, rng.random(len(arrays[7])), marg, True, stage, *_hyper(CFG, v_obs, nb),
+            np.zeros(8))
+    n_obs = len(sents[0][1])
+    cells = [g if direction == "rev" else g * n_obs for g in range(n_gen)]
+    np.testing.assert_allclose(marg[cells], out[:n_gen] / out.sum(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("stage", [1, 2, 3])
 def test_stationary_distribution_matches_enumerated_posterior(stage):
     """Two sentence pairs, 4 target tokens, 3^4 = 81 forward alignments: the chain's visit
     frequencies are within total variation 0.05 of the exact posterior, and its
