@@ -47,6 +47,7 @@ LOADERS: dict[str, str] = {
     "reorder-dual-mlr": "aligners.models.reorder.reorderer:load_folder",
     "lclr": "aligners.models.lclr_tasks:load_lclr",  # LCLR / two-stage classifiers
     "phrasal-hsmm": "aligners.models.phrasal.io:load_phrasal",
+    "bayes-aligner": "aligners.models.bayes.io:from_folder",
 }
 
 

@@ -37,6 +37,7 @@ TASKS: dict[str, str] = {
     "reorder": "reorder",
     "lclr": "lclr",  # LCLR vs two-stage on constrained latent alignments (Chang et al. 2010)
     "phrasal_align": "phrasal_align",  # phrasal/gappy HSMM by agreement (Bansal et al. 2011)
+    "bayes_align": "bayes_align",  # Bayesian aligner, collapsed Gibbs (Östling & Tiedemann 2016)
 }
 
 # `${pid:}` in hydra.run.dir: two runs started in the same microsecond still differ

@@ -2,6 +2,15 @@
 
     python benchmarks/align_vs_eflomal.py --pairs 200000 --repeats 1
     python benchmarks/align_vs_eflomal.py --dataset wpt-roen        # a gold set, own text
+    python benchmarks/align_vs_eflomal.py --suite small --seeds 3   # EM + Bayesian + eflomal
+    python benchmarks/align_vs_eflomal.py --suite hansards --pairs 200000 --seeds 3
+
+`--suite` runs ours (EM `aligners align`, and `aligners align --model bayesian` with seeds
+0..S-1) and eflomal 2.0.0 (its defaults, all cores: OMP_NUM_THREADS is not set) on every set
+named, S runs each (EM is deterministic: one run), and prints per set the mean AER over the
+runs for the same symmetrizations (intersect, grow-diag-final-and of the -f/-r links), the
+median wall / CPU time and peak RSS, and ours/eflomal ratios. Each set is trained on its own
+text (Hansards: N training pairs + test + trial).
 
 The corpus is N training pairs + the test pairs + the trial pairs (unsupervised aligners
 train on the text they align). Each repeat runs `eflomal-align` (defaults, both directions)
@@ -62,6 +71,94 @@ def read_links(path: Path) -> list[set[tuple[int, int]]]:
     return out
 
 
+
+SMALL = ("pcedt-csen", "wpt-roen", "kftt-jaen", "tsinghua-zhen", "wpt-enhi", "europarl-deen",
+         "rwth-deen-europarl")
+HEURISTICS = ("intersect", "grow-diag-final-and")
+_VENV_EFLOMAL = Path(sys.executable).parent / "eflomal-align"
+EFLOMAL = str(_VENV_EFLOMAL) if _VENV_EFLOMAL.exists() else "eflomal-align"
+
+
+def run_env(cmd: list[str]) -> dict:
+    """Run cmd under GNU time -v with the caller's environment (eflomal: all cores)."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True,
+                          env=env, cwd=REPO)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-2000:] + proc.stderr[-4000:])
+        raise SystemExit(f"failed: {' '.join(cmd)}")
+    err = proc.stderr
+
+    def grab(key):
+        return re.search(re.escape(key) + r"\s*(.+)", err).group(1).strip()
+
+    parts = [float(x) for x in grab("Elapsed (wall clock) time (h:mm:ss or m:ss):").split(":")]
+    return {"wall": sum(p * 60 ** k for k, p in enumerate(reversed(parts))),
+            "cpu": float(grab("User time (seconds):")) + float(grab("System time (seconds):")),
+            "rss_mb": int(grab("Maximum resident set size (kbytes):")) / 1024}
+
+
+def suite(args) -> None:
+    from aligners.data.datasets import iter_parallel, load
+    from aligners.metrics import evaluate_alignments
+    from aligners.symmetrize import symmetrize_corpus
+
+    names = SMALL if args.suite == "small" else ("hansards-enfr",) if args.suite == "hansards" \
+        else tuple(args.suite.split(","))
+    results = {}
+    for name in names:
+        work = Path(args.workdir or tempfile.mkdtemp(prefix="align-bench-")) / name
+        work.mkdir(parents=True, exist_ok=True)
+        test = load(name, "test")
+        trial = load(name, "trial") if name == "hansards-enfr" else []
+        train = (list(itertools.islice(iter_parallel(name, "train"), args.pairs))
+                 if name == "hansards-enfr" and args.pairs else [])
+        src_f, tgt_f = work / "corpus.src", work / "corpus.tgt"
+        with open(src_f, "w", encoding="utf-8") as fs, open(tgt_f, "w", encoding="utf-8") as ft:
+            for s, t in train + [(p.src, p.tgt) for p in test + trial]:
+                fs.write(" ".join(s) + "\n")
+                ft.write(" ".join(t) + "\n")
+        lo, hi = len(train), len(train) + len(test)
+        gold = [p.alignment for p in test]
+        systems = {"eflomal": [], "ours-bayes": [], "ours-em": []}
+        for seed in range(args.seeds):
+            runs = [("eflomal", [EFLOMAL, "--overwrite"]),
+                    ("ours-bayes", [sys.executable, "-m", "aligners", "align", "--quiet",
+                                    "--model", "bayesian", "--seed", str(seed)])]
+            if seed == 0:
+                runs.append(("ours-em", [sys.executable, "-m", "aligners", "align", "--quiet",
+                                         "--threads", str(args.threads)]))
+            for sys_name, cmd in runs:
+                f, r = work / f"{sys_name}.{seed}.fwd", work / f"{sys_name}.{seed}.rev"
+                t = run_env([*cmd, "-s", str(src_f), "-t", str(tgt_f), "-f", str(f),
+                             "-r", str(r)])
+                fl, rl = read_links(f), read_links(r)
+                for h in HEURISTICS:
+                    links = symmetrize_corpus(fl, rl, h)[lo:hi]
+                    t[h] = evaluate_alignments(gold, links, breakdowns=False).micro.aer
+                systems[sys_name].append(t)
+        results[name] = systems
+        print(f"== {name}: {len(train)} training + {len(test)} test + {len(trial)} trial "
+              f"pairs; {args.seeds} runs (EM: 1, deterministic); {os.cpu_count()} cores")
+        print(f"{'system':<11} {'AER inter':>9} {'AER gdfa':>9} {'wall s':>8} {'CPU s':>8} "
+              f"{'RSS MB':>7}")
+        med = {}
+        for sys_name, rs in systems.items():
+            m = {k: statistics.median(r[k] for r in rs) for k in ("wall", "cpu", "rss_mb")}
+            med[sys_name] = m
+            aer = [statistics.mean(r[h] for r in rs) for h in HEURISTICS]
+            print(f"{sys_name:<11} {aer[0]:9.4f} {aer[1]:9.4f} {m['wall']:8.1f} "
+                  f"{m['cpu']:8.1f} {m['rss_mb']:7.0f}")
+        for ours in ("ours-bayes", "ours-em"):
+            a, e = med[ours], med["eflomal"]
+            print(f"ratio {ours}/eflomal: wall {a['wall'] / e['wall']:.2f}x, CPU "
+                  f"{a['cpu'] / e['cpu']:.2f}x, RSS {a['rss_mb'] / e['rss_mb']:.2f}x")
+        sys.stdout.flush()
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="hansards-enfr")
@@ -70,11 +167,17 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="our torch threads")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--suite", default=None,
+                    help="small | hansards | comma-separated sets: ours (EM + Bayesian) and "
+                         "eflomal side by side, --seeds runs each")
+    ap.add_argument("--seeds", type=int, default=3)
     args = ap.parse_args()
     for tool in ("eflomal-align", "/usr/bin/time"):  # before any temporary folder exists
         if shutil.which(tool) is None:
             ap.exit(2, f"{ap.prog}: error: {tool} not found; install eflomal in the benchmark "
                        "environment (pip install eflomal) and GNU time\n")
+    if args.suite:
+        return suite(args)
 
     from aligners.data.bitext import build_index
     from aligners.data.datasets import iter_parallel, load

@@ -76,6 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--model", choices=tuple(_FAMILIES.values()), default=None,
                    help="hmm: word HMM by agreement (default); gappy-hsmm: phrasal + gappy "
                         "hidden semi-Markov model by agreement (Bansal et al. 2011); "
+                        "bayesian: collapsed Gibbs sampling (Östling & Tiedemann 2016); "
                         "with --load-model: the saved model's family")
     m.add_argument("--phrasal-iterations", type=_int_at_least(0), default=5,
                    help="gappy-hsmm: EM iterations of the phrasal model")
@@ -109,6 +110,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="keep the pair-id index in memory-mapped files here (large corpora)")
     r.add_argument("-q", "--quiet", "--no-progress", dest="quiet", action="store_true",
                    help="no progress bars and no summary line on stderr")
+    from aligners.commands._align_bayes import add_bayes_arguments
+
+    add_bayes_arguments(p)
 
 
 _SNUM = re.compile(r"<s\s+snum\s*=\s*[\"']?(\d+)[\"']?\s*>(.*?)</s>\Z")
@@ -194,6 +198,15 @@ def _check_writable_dir(path: str | None, flag: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    family = _family(args)
+    if family == "bayesian":  # before importing torch: the sampler does not need it
+        from aligners.commands._align_bayes import run_bayes
+
+        for dest, flag in ((args.forward_links, "-f"), (args.reverse_links, "-r"),
+                           (args.output, "-o")):
+            _check_writable_file(dest, flag)
+        _check_writable_dir(args.save_model, "--save-model")
+        return run_bayes(args, _read(args), _write)
     import torch
     from tqdm import tqdm
 
@@ -208,7 +221,6 @@ def run(args: argparse.Namespace) -> int:
     _check_writable_dir(args.save_model, "--save-model")
     pairs = _read(args)
     show = not args.quiet and sys.stderr.isatty()
-    family = _family(args)
     if family == "gappy-hsmm":
         from aligners.commands._align_phrasal import run_phrasal
 
@@ -275,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 # saved model kind -> the --model family that aligns with it
-_FAMILIES = {"word-aligner": "hmm", "phrasal-hsmm": "gappy-hsmm"}
+_FAMILIES = {"word-aligner": "hmm", "phrasal-hsmm": "gappy-hsmm", "bayes-aligner": "bayesian"}
 
 
 def _family(args: argparse.Namespace) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aligners.data import a3, gold, jacana, labeled, rte5, translit
+from aligners.data import rwth as _rwth
 from aligners.data.parallel import read_parallel
 from aligners.data.paths import dataset_dir
 from aligners.data.pharaoh import OutOfRangeLinksWarning, read_pharaoh
@@ -230,6 +231,10 @@ def _specs() -> dict[str, DatasetSpec]:
                     {"test": S(100, 1232, 0, 1, 1445, 1478)}, lenient=True,
                     notes="de-en.wa (0-based Pharaoh); 1 link of sentence 63 out of range",
                     loader=_deen),
+        DatasetSpec("rwth-deen-europarl", "rwth-deen-europarl", ("de", "en"), "de",
+                    {"test": S(508, 9613, 921, 0, 9945, 10413)},
+                    notes="test.de-en + deen.talp (1-based, German first, ipj possible)",
+                    loader=_rwth.load_rwth_deen),
         DatasetSpec("msr06", msr, ("en", "en"), "T (text)",
                     {"train": S(800, 5791, 0), "test": S(800, 5697, 0)},
                     notes="train = RTE2 dev, test = RTE2 test; jacana's annotator majority M, "

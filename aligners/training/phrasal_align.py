@@ -30,7 +30,9 @@ from aligners.models.phrasal.decode import decode, link_matrices
 from aligners.models.word.agreement import WordAlignConfig, WordAligner
 from aligners.training.word_align import LitWordAligner, ddp_strategy
 
-__all__ = ["LitPhrasalAligner", "choose", "gappy_patterns", "train", "evaluate"]
+__all__ = ["KINDS", "LitPhrasalAligner", "choose", "gappy_patterns", "train", "evaluate"]
+
+KINDS = ("phrasal-hsmm",)  # what evaluate(ckpt_path=) loads
 
 
 class LitPhrasalAligner(pl.LightningModule):
@@ -261,13 +263,18 @@ def train(cfg: DictConfig) -> dict:
 
 
 def evaluate(cfg: DictConfig) -> dict:
-    """Score a saved model folder (`+model_dir=...`) on the test split (all pairs)."""
-    import aligners
+    """Score the saved model `ckpt_path` (a model folder, a file in it, or its run folder) on
+    the test split (all pairs); writes `metrics.json` in the run folder."""
+    from aligners.data.datasets import load as load_split
+    from aligners.export import load, resolve_model_folder
+    from aligners.metrics import write_metrics_json
 
-    model = aligners.load(cfg.model_dir)
-    from aligners.data.datasets import load
-
-    test = _lower(load(cfg.data.name, cfg.data.eval_splits[0]))
+    model = load(resolve_model_folder(cfg.get("ckpt_path")))
+    test = _lower(load_split(cfg.data.name, cfg.data.eval_splits[0]))
     s = _score(test, model.align([(p.src, p.tgt) for p in test]))
     print(f"test AER {s.aer:.4f} P {s.precision:.4f} R {s.recall:.4f}")
-    return {"test/aer": s.aer}
+    metrics = {"test": {"aer": s.aer, "precision": s.precision, "recall": s.recall}}
+    out = Path(cfg.paths.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_metrics_json(out / "metrics.json", metrics)
+    return metrics

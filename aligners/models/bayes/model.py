@@ -1,0 +1,285 @@
+"""The Bayesian IBM1 -> HMM -> HMM+fertility word aligner (Östling & Tiedemann 2016, efmaral):
+both directions, several independent collapsed Gibbs samplers, averaged link marginals.
+
+`BayesAligner.align(pairs)` samples the text (training and alignment are one pass, as in
+eflomal) and returns `BayesMarginals`: per cell (i, j) the Rao-Blackwellised probability
+p(a_j = i) of the forward direction (source generates target) and p(a_i = j) of the reverse
+one, averaged over samplers and the post-burn-in sweeps of the last stage. It then keeps the
+samplers' final counts, averaged, as its `counts`; a saved model passes them as Dirichlet
+pseudo-counts (priors) to the next `align` on new text (eflomal's priors workflow), added to
+the symmetric priors: the loaded counts are priors, not fixed distributions.
+
+Schedule (eflomal's defaults): n = max(2, round(rel_iterations * 5000 / sqrt(K))) sweeps for
+K sentence pairs; stages IBM1, HMM, HMM+fertility run max(2, n // 4), max(1, n // 4), n
+sweeps; marginals accumulate over the last stage after `burn_in` of it. Directions run on
+two threads (numba releases the GIL); each direction's samplers run one after another into
+one marginal array, so results do not depend on thread timing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from aligners.data.vocab import WordIds
+from aligners.errors import AlignersInputError
+from aligners.models.bayes import sampler as _k
+from aligners.models.bayes.corpus import EncodedBitext, encode_bitext
+
+__all__ = ["BayesConfig", "BayesCounts", "BayesMarginals", "BayesAligner", "schedule"]
+
+
+@dataclass
+class BayesConfig:
+    """Hyper-parameters (paper / eflomal defaults) and the sampling schedule."""
+
+    model: int = 3  # 1 IBM1, 2 HMM, 3 HMM + fertility
+    n_samplers: int = 3
+    rel_iterations: float = 1.0
+    iterations: list[int] | None = None  # sweeps per stage; None = eflomal's schedule
+    burn_in: float = 0.5  # share of the last stage's sweeps before marginals accumulate
+    p_null: float = 0.2
+    lex_alpha: float = 0.001
+    null_alpha: float = 0.001
+    jump_alpha: float = 0.5
+    fert_alpha: float = 0.5
+    max_jump: int = 100  # jumps beyond +-max_jump share a bucket (small values let long
+    # jumps pool into the edge buckets, which then attract alignments: AER much worse)
+    max_fert: int = 7  # fertilities >= max_fert share a bucket
+    threads: int = 2  # 1: directions one after another; 2: in parallel
+    lowercase: bool = True  # words are lowercased before encoding (as eflomal does)
+    sampler: str = "exact"  # or "batched": torch, approximate (batched.py)
+    device: str = "cpu"  # batched sampler only
+    batch_cells: int = 2_000_000  # batched sampler: padded cells per batch
+
+    def check(self) -> None:
+        """ValueError with a one-line message for an invalid value."""
+        if self.model not in (1, 2, 3):
+            raise ValueError(f"model must be 1, 2 or 3, got {self.model}")
+        if self.n_samplers < 1:
+            raise ValueError(f"n_samplers must be >= 1, got {self.n_samplers}")
+        if not 0.0 <= self.p_null < 1.0:
+            raise ValueError(f"p_null must be in [0, 1), got {self.p_null}")
+        for name in ("lex_alpha", "null_alpha", "jump_alpha", "fert_alpha", "rel_iterations"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a positive number, got {v}")
+        if not 0.0 <= self.burn_in < 1.0:
+            raise ValueError(f"burn_in must be in [0, 1), got {self.burn_in}")
+        if self.sampler not in ("exact", "batched"):
+            raise ValueError(f"sampler must be 'exact' or 'batched', got {self.sampler!r}")
+        if self.max_jump < 1 or self.max_fert < 1:
+            raise ValueError("max_jump and max_fert must be >= 1")
+        if self.iterations is not None and (len(self.iterations) != 3 or
+                                            min(self.iterations) < 0 or
+                                            self.iterations[self.model - 1] < 1):
+            raise ValueError("iterations must be 3 sweep counts (IBM1, HMM, fertility) with "
+                             f"at least 1 for the last stage used; got {self.iterations}")
+
+
+def schedule(config: BayesConfig, n_sentences: int) -> list[int]:
+    """Sweeps per stage [IBM1, HMM, fertility] (eflomal's corpus-size scaling)."""
+    if config.iterations is not None:
+        its = list(config.iterations)
+    else:
+        n = max(2, int(round(config.rel_iterations * 5000 / math.sqrt(max(1, n_sentences)))))
+        quarter = max(1, n // 4)
+        its = {1: [n, 0, 0], 2: [max(2, quarter), n, 0], 3: [max(2, quarter), quarter, n]}[
+            config.model]
+    return [its[s] if s < config.model else 0 for s in range(3)]
+
+
+@dataclass
+class BayesCounts:
+    """Counts of one direction. lex (P,) over the pair table `keys`; null (V_obs,);
+    jump (2 * max_jump + 1,); fert (V_gen, max_fert + 1). float32/float64 arrays."""
+
+    lex: np.ndarray
+    null: np.ndarray
+    jump: np.ndarray
+    fert: np.ndarray
+
+
+@dataclass
+class BayesMarginals:
+    """fwd, rev (cells,) float32: p(a_j = i) and p(a_i = j) in the corpus's cell layout."""
+
+    corpus: EncodedBitext
+    fwd: np.ndarray
+    rev: np.ndarray
+    schedule: list[int] = field(default_factory=list)
+
+    def cells(self, k: int, direction: str = "fwd") -> np.ndarray:
+        """(I, J) float32 link marginals of sentence k for one direction."""
+        i, j = self.corpus.lengths(k)
+        c = self.corpus.cell_off
+        return (self.fwd if direction == "fwd" else self.rev)[c[k]:c[k + 1]].reshape(i, j)
+
+
+class BayesAligner:
+    """Vocabularies, config and (after `align`) the averaged counts of both directions.
+
+    Memory while aligning: 4 bytes per cell for the pair index plus 4 per cell and direction
+    for the marginals, O(P) floats for the counts.
+    """
+
+    def __init__(self, config: BayesConfig | None = None, *, src_words: Sequence[str] = (),
+                 tgt_words: Sequence[str] = (), keys: np.ndarray | None = None,
+                 counts: dict[str, BayesCounts] | None = None):
+        self.config = config or BayesConfig()
+        self.config.check()
+        self.src_ids = WordIds(list(src_words)[2:])
+        self.tgt_ids = WordIds(list(tgt_words)[2:])
+        self.keys = keys  # (P,) int64 over the vocabularies' sizes at save time
+        self.counts = counts  # {"fwd": ..., "rev": ...} or None (no priors)
+
+    # ------------------------------------------------------------------ priors
+    def _priors(self, corpus: EncodedBitext, direction: str):
+        """Prior-filled count arrays for `corpus` (zeros, or this model's counts mapped)."""
+        fwd = direction == "fwd"
+        v_gen = corpus.n_src_words if fwd else corpus.n_tgt_words
+        v_obs = corpus.n_tgt_words if fwd else corpus.n_src_words
+        cfg = self.config
+        lex = np.zeros(len(corpus.keys), np.float32)
+        lex_den = np.zeros(v_gen, np.float64)
+        null = np.zeros(v_obs, np.float64)
+        jump = np.zeros(2 * cfg.max_jump + 1, np.float64)
+        fert = np.zeros((v_gen, cfg.max_fert + 1), np.float64)
+        if self.counts is not None:
+            old = self.counts[direction]
+            vt_old = self._vt_saved
+            s_old, t_old = self.keys // vt_old, self.keys % vt_old
+            rekey = s_old * corpus.n_tgt_words + t_old
+            pos = np.searchsorted(corpus.keys, rekey)
+            pos_c = np.minimum(pos, len(corpus.keys) - 1)
+            hit = corpus.keys[pos_c] == rekey
+            lex[pos_c[hit]] = old.lex[hit]
+            np.add.at(lex_den, s_old if fwd else t_old, old.lex.astype(np.float64))
+            null[:len(old.null)] = old.null
+            jump[:] = old.jump
+            fert[:len(old.fert)] = old.fert
+        return lex, lex_den, null, jump, fert
+
+    # ------------------------------------------------------------------ sampling
+    def _direction(self, corpus: EncodedBitext, direction: str, its: list[int], seed: int):
+        cfg = self.config
+        fwd = direction == "fwd"
+        gen, gen_off = (corpus.src, corpus.src_off) if fwd else (corpus.tgt, corpus.tgt_off)
+        obs, obs_off = (corpus.tgt, corpus.tgt_off) if fwd else (corpus.src, corpus.src_off)
+        v_obs = corpus.n_tgt_words if fwd else corpus.n_src_words
+        priors = self._priors(corpus, direction)
+        if cfg.sampler == "batched":
+            import torch
+
+            from aligners.models.bayes.batched import batched_direction, make_batches
+
+            gen_rng = torch.Generator(device=cfg.device)
+            gen_rng.manual_seed(2 * seed + (0 if fwd else 1))
+            batches = make_batches(corpus, rev=not fwd, max_cells=cfg.batch_cells,
+                                   device=cfg.device)
+            marg, c = batched_direction(corpus, batches, priors, cfg, its, rev=not fwd,
+                                        generator=gen_rng, v_obs=v_obs)
+            return marg, BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4])
+        marg = np.zeros(len(corpus.pair), np.float32)
+        n_gen_tok = np.repeat(np.diff(gen_off), np.diff(obs_off))
+        buf = np.zeros(int(np.diff(gen_off).max()) + 1, np.float64)
+        phi = np.zeros(len(gen), np.int32)
+        n_acc = 0
+        total = None
+        last = max(s for s in range(3) if its[s] > 0)
+        for s in range(cfg.n_samplers):
+            rng = np.random.Generator(np.random.PCG64(
+                np.random.SeedSequence([seed, 0 if fwd else 1, s])))
+            a = np.where(rng.random(len(obs)) < cfg.p_null, -1,
+                         (rng.random(len(obs)) * np.maximum(n_gen_tok, 1)).astype(np.int32))
+            a = np.where(n_gen_tok == 0, -1, a).astype(np.int32)
+            for stage in range(1, 4):
+                n = its[stage - 1]
+                if n == 0:
+                    continue
+                lex, lex_den, null, jump, fert = (x.copy() for x in priors)
+                null_den = np.array([null.sum()])
+                jump_tot = np.array([jump.sum()])
+                args = (gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair, not fwd, a,
+                        phi, lex, lex_den, null, null_den, jump, jump_tot, fert,
+                        np.zeros(len(lex_den)), np.zeros((len(lex_den), cfg.max_fert)))
+                _k.add_counts(*args, stage, cfg.max_jump, cfg.max_fert, cfg.lex_alpha * v_obs,
+                              cfg.fert_alpha)
+                start_acc = int(math.floor(cfg.burn_in * n))
+                for it in range(n):
+                    acc = stage - 1 == last and it >= start_acc
+                    _k.sweep(*args, rng.random(len(obs)), marg, acc, stage, cfg.p_null,
+                             cfg.lex_alpha, cfg.lex_alpha * v_obs, cfg.null_alpha,
+                             cfg.null_alpha * v_obs, cfg.jump_alpha,
+                             cfg.jump_alpha * len(jump), cfg.fert_alpha, cfg.max_jump,
+                             cfg.max_fert, buf)
+                    n_acc += acc
+            final = BayesCounts(lex, null, jump, fert)
+            if total is None:
+                total = BayesCounts(*(x.astype(np.float64) / cfg.n_samplers
+                                      for x in (lex, null, jump, fert)))
+            else:
+                for name in ("lex", "null", "jump", "fert"):
+                    getattr(total, name)[:] += getattr(final, name) / cfg.n_samplers
+        marg /= max(1, n_acc)
+        total.lex = total.lex.astype(np.float32)
+        return marg, total
+
+    def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]], *,
+              seed: int = 0) -> BayesMarginals:
+        """Sample both directions of `pairs` and return their averaged link marginals.
+
+        This model's counts (if any) are priors; afterwards it holds the new counts
+        (averaged over samplers; priors included) and the extended vocabularies.
+        Cost O(sum_stage sweeps * n_samplers * sum_k I_k J_k) time, see the class for memory.
+        """
+        self._vt_saved = len(self.tgt_ids)
+        if self.config.lowercase:
+            pairs = (([w.lower() for w in s], [w.lower() for w in t]) for s, t in pairs)
+        corpus = encode_bitext(pairs, self.src_ids, self.tgt_ids)
+        its = schedule(self.config, corpus.n_sentences)
+        _k._warm()
+        jobs = [("fwd", seed), ("rev", seed)]
+        if self.config.threads >= 2 and self.config.sampler == "exact":
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                out = list(pool.map(lambda d: self._direction(corpus, d[0], its, d[1]), jobs))
+        else:
+            out = [self._direction(corpus, d, its, s) for d, s in jobs]
+        self.keys = corpus.keys
+        self.counts = {"fwd": out[0][1], "rev": out[1][1]}
+        return BayesMarginals(corpus, out[0][0], out[1][0], its)
+
+    # ------------------------------------------------------------------ export
+    def state(self) -> tuple[dict[str, np.ndarray], dict, dict]:
+        """(arrays, config dict, vocab dict) for saving; AlignersInputError if never run."""
+        if self.counts is None:
+            raise AlignersInputError("the model has no counts yet: align a bitext first")
+        arrays = {"keys": self.keys}
+        for d, c in self.counts.items():
+            for name in ("lex", "null", "jump", "fert"):
+                arrays[f"{name}_{d}"] = getattr(c, name)
+        vocab = {"src": self.src_ids.words, "tgt": self.tgt_ids.words}
+        return arrays, asdict(self.config), vocab
+
+    @classmethod
+    def from_state(cls, arrays: dict[str, np.ndarray], config: dict, vocab: dict):
+        """Inverse of `state`; ValueError when the parts do not fit together."""
+        cfg = BayesConfig(**config)
+        vs, vt = len(vocab["src"]), len(vocab["tgt"])
+        counts = {d: BayesCounts(*(np.asarray(arrays[f"{n}_{d}"])
+                                   for n in ("lex", "null", "jump", "fert")))
+                  for d in ("fwd", "rev")}
+        keys = np.asarray(arrays["keys"], dtype=np.int64)
+        ok = (len(counts["fwd"].lex) == len(keys) == len(counts["rev"].lex)
+              and counts["fwd"].null.shape == (vt,) and counts["rev"].null.shape == (vs,)
+              and counts["fwd"].fert.shape == (vs, cfg.max_fert + 1)
+              and counts["rev"].fert.shape == (vt, cfg.max_fert + 1)
+              and (len(keys) == 0 or (keys.min() >= 0 and keys.max() < vs * vt)))
+        if not ok:
+            raise ValueError("saved counts do not match the saved vocabularies / config")
+        return cls(cfg, src_words=vocab["src"], tgt_words=vocab["tgt"], keys=keys,
+                   counts=counts)

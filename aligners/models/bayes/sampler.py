@@ -1,0 +1,373 @@
+"""The exact sequential collapsed Gibbs sampler of the Bayesian IBM1 -> HMM -> HMM+fertility
+aligner (Östling & Tiedemann 2016, sections 3-4), compiled with numba.
+
+One direction at a time: a "generator" side (length I per sentence; NULL = -1) generates the
+"observed" side (length J); every observed token x has an alignment a[x] in {-1, 0..I-1}.
+Counts live in flat arrays; the lexical count of cell (g, x) of sentence k is
+`lex[pair[cell_off[k] + cell]]` where `cell = g * J + x` (forward, source generates target)
+or `x * I + g` (reverse), i.e. the per-sentence index tables of the paper's section 4 point
+into the table of co-occurring word pairs (no hash map). Both directions share `pair`.
+
+The model (stage 1 IBM1, 2 HMM, 3 HMM + fertility), with every parameter collapsed:
+- lexical: Dirichlet(lex_alpha) over the V observed words per generator word; NULL has its
+  own Dirichlet(null_alpha) table;
+- position: NULL with probability p_null, else (stage 1) uniform over I, or (stages 2-3)
+  (1 - p_null) * psi[jump] where jump = g - (previous non-NULL position, -1 at the start);
+  one more jump to I ends the sentence; psi ~ Dirichlet(jump_alpha) over 2*max_jump + 1
+  clamped jump buckets (Och & Ney's NULL: a NULL token keeps the previous position);
+- fertility (stage 3): the number of tokens aligned to a generator position, clamped at
+  max_fert, ~ Dirichlet(fert_alpha) per generator word.
+The conditional of one token is exact under this collapsed model (the paper approximates the
+two jump draws as independent and samples pi instead of collapsing it; here both are exact,
+so the sampler's stationary distribution is the model's posterior, which the tests check by
+enumeration).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["sweep", "add_counts", "token_conditional"]
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _bucket(m, max_jump):
+    if m < -max_jump:
+        m = -max_jump
+    elif m > max_jump:
+        m = max_jump
+    return m + max_jump
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _cell(g, x, n_gen, n_obs, rev):
+    if rev:
+        return x * n_gen + g
+    return g * n_obs + x
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _neighbours(a, os_, x, n_obs, n_gen):
+    prev = -1
+    for y in range(x - 1, -1, -1):
+        if a[os_ + y] >= 0:
+            prev = a[os_ + y]
+            break
+    nxt = n_gen
+    for y in range(x + 1, n_obs):
+        if a[os_ + y] >= 0:
+            nxt = a[os_ + y]
+            break
+    return prev, nxt
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _update(sign, v, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair, phi,
+            lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump, max_fert, lex_inv,
+            fert_ratio, lex_alpha_v, fert_alpha):
+    """Add (sign=+1) or remove (-1) token x's counts for the value v; keep the cached
+    reciprocal denominators lex_inv and fertility ratios fert_ratio up to date."""
+    if v >= 0:
+        e = gen_flat[gs + v]
+        lex[pair[co + _cell(v, x, n_gen, n_obs, rev)]] += sign
+        lex_den[e] += sign
+        lex_inv[e] = 1.0 / (lex_alpha_v + lex_den[e])
+        if stage >= 2:
+            jump[_bucket(v - prev, max_jump)] += sign
+            jump[_bucket(nxt - v, max_jump)] += sign
+            jump_tot[0] += 2 * sign
+        if stage >= 3:
+            f = phi[gs + v]
+            nf = f + sign
+            b0 = min(f, max_fert)
+            b1 = min(nf, max_fert)
+            if b0 != b1:
+                fert[e, b0] -= 1
+                fert[e, b1] += 1
+                lo = max(min(b0, b1) - 1, 0)
+                hi = min(max(b0, b1), max_fert - 1)
+                for f2 in range(lo, hi + 1):
+                    fert_ratio[e, f2] = (fert_alpha + fert[e, f2 + 1]) / (
+                        fert_alpha + fert[e, f2] - 1.0)
+            phi[gs + v] = nf
+    else:
+        null_lex[t] += sign
+        null_den[0] += sign
+        if stage >= 2:
+            jump[_bucket(nxt - prev, max_jump)] += sign
+            jump_tot[0] += sign
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def token_conditional(k, x, gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi,
+                      lex, lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv,
+                      fert_ratio, stage, p_null,
+                      lex_alpha, lex_alpha_v, null_alpha, null_alpha_v, jump_alpha,
+                      jump_alpha_b, fert_alpha, max_jump, max_fert, out):
+    """Unnormalised conditional of token x of sentence k into out (I + 1,): positions, NULL.
+
+    Removes the token's counts first and puts them back after: the state is unchanged.
+    Cost O(I + J).
+    """
+    gs = gen_off[k]
+    n_gen = gen_off[k + 1] - gs
+    os_ = obs_off[k]
+    n_obs = obs_off[k + 1] - os_
+    co = cell_off[k]
+    t = obs_flat[os_ + x]
+    old = a[os_ + x]
+    prev, nxt = -1, n_gen
+    if stage >= 2:
+        prev, nxt = _neighbours(a, os_, x, n_obs, n_gen)
+    _update(-1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair, phi,
+            lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump, max_fert, lex_inv,
+            fert_ratio, lex_alpha_v, fert_alpha)
+    _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair, phi, lex,
+          lex_inv, null_lex, null_den, jump, jump_tot, fert_ratio, p_null, lex_alpha, lex_alpha_v,
+          null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump, max_fert)
+    _update(1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair, phi,
+            lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump, max_fert, lex_inv,
+            fert_ratio, lex_alpha_v, fert_alpha)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair, phi, lex,
+          lex_inv, null_lex, null_den, jump, jump_tot, fert_ratio, p_null, lex_alpha, lex_alpha_v,
+          null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump, max_fert):
+    """Unnormalised conditional (I + 1,) from the base counts (token and its jumps removed);
+    returns its sum."""
+    inv1 = 1.0
+    inv2 = 1.0
+    if stage >= 2:
+        tot = jump_tot[0] + jump_alpha_b
+        inv1 = 1.0 / tot
+        inv2 = 1.0 / (tot + 1.0)
+    uniform = (1.0 - p_null) / n_gen
+    total = 0.0
+    for g in range(n_gen):
+        e = gen_flat[gs + g]
+        pr = (lex_alpha + lex[pair[co + _cell(g, x, n_gen, n_obs, rev)]]) * lex_inv[e]
+        if stage == 1:
+            pr *= uniform
+        else:
+            b1 = _bucket(g - prev, max_jump)
+            b2 = _bucket(nxt - g, max_jump)
+            c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
+            pr *= (1.0 - p_null) * (jump_alpha + jump[b1]) * inv1 * (jump_alpha + c2) * inv2
+            if stage >= 3:
+                f = phi[gs + g]
+                if f < max_fert:
+                    pr *= fert_ratio[e, f]
+        out[g] = pr
+        total += pr
+    pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0])
+    if stage >= 2:
+        pn *= (jump_alpha + jump[_bucket(nxt - prev, max_jump)]) * inv1
+    out[n_gen] = pn
+    return total + pn
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex, lex_den,
+          null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, uniforms, marg,
+          accumulate, stage, p_null,
+          lex_alpha, lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b,
+          fert_alpha, max_jump, max_fert, buf):
+    """One Gibbs sweep over every observed token, in corpus order; updates a and the counts.
+
+    uniforms (n_obs_tokens,) in [0, 1) drive the draws (one per token, so a sweep is a
+    function of its inputs: reproducible). With `accumulate`, the normalised conditional of
+    every token is added to marg (cells, same layout as pair): Rao-Blackwellised marginals.
+    Cost O(sum_k I_k * J_k) time, O(max I) extra memory (buf).
+    """
+    n_sent = gen_off.shape[0] - 1
+    for k in range(n_sent):
+        gs = gen_off[k]
+        n_gen = gen_off[k + 1] - gs
+        os_ = obs_off[k]
+        n_obs = obs_off[k + 1] - os_
+        if n_gen == 0 or n_obs == 0:
+            continue
+        co = cell_off[k]
+        for x in range(n_obs):
+            t = obs_flat[os_ + x]
+            old = a[os_ + x]
+            cb = co + (x * n_gen if rev else x)  # cell of (g, x) = cb + g * gstep
+            gstep = 1 if rev else n_obs
+            prev, nxt = -1, n_gen
+            if stage >= 2:  # (inlined _neighbours)
+                for y in range(x - 1, -1, -1):
+                    if a[os_ + y] >= 0:
+                        prev = a[os_ + y]
+                        break
+                for y in range(x + 1, n_obs):
+                    if a[os_ + y] >= 0:
+                        nxt = a[os_ + y]
+                        break
+            if old >= 0:  # (inlined _update: numba calls with many arrays are slow)
+                e0 = gen_flat[gs + old]
+                lex[pair[cb + old * gstep]] -= 1
+                lex_den[e0] -= 1
+                lex_inv[e0] = 1.0 / (lex_alpha_v + lex_den[e0])
+                if stage >= 2:
+                    jump[_bucket(old - prev, max_jump)] -= 1
+                    jump[_bucket(nxt - old, max_jump)] -= 1
+                    jump_tot[0] -= 2
+                if stage >= 3:
+                    f0 = phi[gs + old]
+                    f1 = f0 - 1
+                    b0 = min(f0, max_fert)
+                    b1 = min(f1, max_fert)
+                    if b0 != b1:
+                        fert[e0, b0] -= 1
+                        fert[e0, b1] += 1
+                        lo = max(min(b0, b1) - 1, 0)
+                        for f2 in range(lo, min(max(b0, b1), max_fert - 1) + 1):
+                            fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
+                                fert_alpha + fert[e0, f2] - 1.0)
+                    phi[gs + old] = f1
+            else:
+                null_lex[t] -= 1
+                null_den[0] -= 1
+                if stage >= 2:
+                    jump[_bucket(nxt - prev, max_jump)] -= 1
+                    jump_tot[0] -= 1
+            # the conditional (inlined copy of _fill: a call with this many arrays costs
+            # more than the loop itself)
+            inv1 = 1.0
+            inv2 = 1.0
+            if stage >= 2:
+                jt = jump_tot[0] + jump_alpha_b
+                inv1 = 1.0 / jt
+                inv2 = 1.0 / (jt + 1.0)
+            total = 0.0
+            if stage == 1:
+                uniform = (1.0 - p_null) / n_gen
+                for g in range(n_gen):
+                    pr = (lex_alpha + lex[pair[cb + g * gstep]]) * \
+                        lex_inv[gen_flat[gs + g]] * uniform
+                    buf[g] = pr
+                    total += pr
+            else:
+                q = (1.0 - p_null) * inv1 * inv2
+                for g in range(n_gen):
+                    e = gen_flat[gs + g]
+                    b1 = _bucket(g - prev, max_jump)
+                    b2 = _bucket(nxt - g, max_jump)
+                    c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
+                    pr = (lex_alpha + lex[pair[cb + g * gstep]]) * \
+                        lex_inv[e] * q * (jump_alpha + jump[b1]) * (jump_alpha + c2)
+                    if stage >= 3:
+                        f = phi[gs + g]
+                        if f < max_fert:
+                            pr *= fert_ratio[e, f]
+                    buf[g] = pr
+                    total += pr
+            pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0])
+            if stage >= 2:
+                pn *= (jump_alpha + jump[_bucket(nxt - prev, max_jump)]) * inv1
+            buf[n_gen] = pn
+            total += pn
+            r = uniforms[os_ + x] * total
+            new = n_gen
+            acc = 0.0
+            for g in range(n_gen + 1):
+                acc += buf[g]
+                if r < acc:
+                    new = g
+                    break
+            if accumulate:
+                inv = 1.0 / total
+                for g in range(n_gen):
+                    marg[cb + g * gstep] += buf[g] * inv
+            v = -1 if new == n_gen else new
+            a[os_ + x] = v
+            if v >= 0:  # (inlined _update: numba calls with many arrays are slow)
+                e0 = gen_flat[gs + v]
+                lex[pair[cb + v * gstep]] += 1
+                lex_den[e0] += 1
+                lex_inv[e0] = 1.0 / (lex_alpha_v + lex_den[e0])
+                if stage >= 2:
+                    jump[_bucket(v - prev, max_jump)] += 1
+                    jump[_bucket(nxt - v, max_jump)] += 1
+                    jump_tot[0] += 2
+                if stage >= 3:
+                    f0 = phi[gs + v]
+                    f1 = f0 + 1
+                    b0 = min(f0, max_fert)
+                    b1 = min(f1, max_fert)
+                    if b0 != b1:
+                        fert[e0, b0] -= 1
+                        fert[e0, b1] += 1
+                        lo = max(min(b0, b1) - 1, 0)
+                        for f2 in range(lo, min(max(b0, b1), max_fert - 1) + 1):
+                            fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
+                                fert_alpha + fert[e0, f2] - 1.0)
+                    phi[gs + v] = f1
+            else:
+                null_lex[t] += 1
+                null_den[0] += 1
+                if stage >= 2:
+                    jump[_bucket(nxt - prev, max_jump)] += 1
+                    jump_tot[0] += 1
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex,
+               lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, stage,
+               max_jump, max_fert, lex_alpha_v, fert_alpha):
+    """Add the counts of alignment a (stage's statistics) to the count arrays (prior-filled)
+    and fill the caches lex_inv (V_gen,) and fert_ratio (V_gen, max_fert).
+
+    phi (generator tokens,) is overwritten with the fertilities. Cost O(sum I + sum J + V).
+    """
+    n_sent = gen_off.shape[0] - 1
+    for k in range(n_sent):
+        gs = gen_off[k]
+        n_gen = gen_off[k + 1] - gs
+        os_ = obs_off[k]
+        n_obs = obs_off[k + 1] - os_
+        if n_gen == 0 or n_obs == 0:
+            continue
+        co = cell_off[k]
+        for g in range(n_gen):
+            phi[gs + g] = 0
+        prev = -1
+        for x in range(n_obs):
+            v = a[os_ + x]
+            if v >= 0:
+                e = gen_flat[gs + v]
+                lex[pair[co + _cell(v, x, n_gen, n_obs, rev)]] += 1
+                lex_den[e] += 1
+                phi[gs + v] += 1
+                if stage >= 2:
+                    jump[_bucket(v - prev, max_jump)] += 1
+                    jump_tot[0] += 1
+                prev = v
+            else:
+                null_lex[obs_flat[os_ + x]] += 1
+                null_den[0] += 1
+        if stage >= 2:
+            jump[_bucket(n_gen - prev, max_jump)] += 1
+            jump_tot[0] += 1
+        if stage >= 3:
+            for g in range(n_gen):
+                fert[gen_flat[gs + g], min(phi[gs + g], max_fert)] += 1
+    for e in range(lex_den.shape[0]):
+        lex_inv[e] = 1.0 / (lex_alpha_v + lex_den[e])
+        for f in range(max_fert):
+            fert_ratio[e, f] = (fert_alpha + fert[e, f + 1]) / (fert_alpha + fert[e, f] - 1.0)
+
+
+def _warm() -> None:
+    """Compile the kernels on a 1-sentence corpus (so timed runs measure sampling only)."""
+    i32, f64 = np.int32, np.float64
+    ids, off, pair = np.array([2], i32), np.array([0, 1], np.int64), np.zeros(1, i32)
+    state = (ids, off, ids, off, off, pair, False, np.zeros(1, i32), np.zeros(1, i32),
+             np.zeros(1, np.float32), np.zeros(3, f64), np.zeros(3, f64), np.zeros(1, f64),
+             np.zeros(3, f64), np.zeros(1, f64), np.zeros((3, 3), f64), np.zeros(3, f64),
+             np.zeros((3, 2), f64))
+    add_counts(*state, 3, 1, 2, 1.0, 0.5)
+    sweep(*state, np.zeros(1), np.zeros(1, np.float32), True, 3, 0.2, 0.1, 1.0, 0.1, 1.0, 0.5,
+          1.5, 0.5, 1, 2, np.zeros(2))

@@ -1,0 +1,184 @@
+"""The Bayesian aligner end to end: learns the toy bitext, priors move the result the expected
+way, seeds reproduce, save/load round trip and the priors workflow, CLI, bad input."""
+
+import json
+
+import numpy as np
+import pytest
+from word_toy import toy_corpus
+
+from aligners import export
+from aligners.cli import main
+from aligners.errors import AlignersInputError
+from aligners.models.bayes import BayesAligner, BayesConfig, schedule
+from aligners.models.bayes.decode import direction_links, symmetrized_links
+from aligners.models.bayes.io import load_bayes_aligner, save_bayes_aligner
+
+FAST = dict(iterations=[3, 3, 8], n_samplers=2)
+
+
+def _pairs(n=60, seed=0):
+    src, tgt = toy_corpus(n, seed)
+    return list(zip(src, tgt, strict=True))
+
+
+def _gold(pairs):
+    """The toy's true links: t{k} translates s{k} (fillers unaligned); ambiguous repeats of
+    a word are all counted."""
+    return [{(i, j) for i, s in enumerate(src) for j, t in enumerate(tgt) if t == "t" + s[1:]}
+            for src, tgt in pairs]
+
+
+def _precision(links, gold):
+    hit = sum(len(a & g) for a, g in zip(links, gold, strict=True))
+    return hit / max(1, sum(len(a) for a in links))
+
+
+def test_learns_the_toy_bitext_in_both_directions():
+    pairs = _pairs()
+    m = BayesAligner(BayesConfig(**FAST)).align(pairs, seed=1)
+    gold = _gold(pairs)
+    for d in ("fwd", "rev"):
+        assert _precision(direction_links(m, d), gold) > 0.9
+    sym = symmetrized_links(m, "intersect")
+    assert _precision(sym, gold) > 0.95
+    for k in range(len(pairs)):  # marginals are probabilities, per observed token <= 1
+        assert (m.cells(k, "fwd").sum(0) <= 1 + 1e-5).all()
+        assert (m.cells(k, "rev").sum(1) <= 1 + 1e-5).all()
+        assert (m.cells(k, "fwd") >= 0).all()
+
+
+def test_same_seed_same_marginals_other_seed_differs():
+    pairs = _pairs(30)
+    a = BayesAligner(BayesConfig(**FAST)).align(pairs, seed=3)
+    b = BayesAligner(BayesConfig(**FAST, threads=1)).align(pairs, seed=3)
+    c = BayesAligner(BayesConfig(**FAST)).align(pairs, seed=4)
+    np.testing.assert_array_equal(a.fwd, b.fwd)  # threads do not change the result
+    np.testing.assert_array_equal(a.rev, b.rev)
+    assert not np.array_equal(a.fwd, c.fwd)
+
+
+def _null_mass(m):
+    """Mean NULL probability of a target token (forward direction)."""
+    return float(1 - m.fwd.sum() / len(m.corpus.tgt))
+
+
+def test_priors_move_the_result_in_the_expected_direction():
+    pairs = _pairs(40)
+    lo = BayesAligner(BayesConfig(**FAST, p_null=0.02)).align(pairs, seed=0)
+    hi = BayesAligner(BayesConfig(**FAST, p_null=0.6)).align(pairs, seed=0)
+    assert _null_mass(hi) > _null_mass(lo) + 0.05  # more NULL prior -> more NULL mass
+    sparse = BayesAligner(BayesConfig(**FAST, lex_alpha=1e-4)).align(pairs, seed=0)
+    flat = BayesAligner(BayesConfig(**FAST, lex_alpha=50.0)).align(pairs, seed=0)
+
+    def peak(m):  # mean largest link marginal per target token: sparse priors are peakier
+        return np.mean([m.cells(k).max(0).mean() for k in range(m.corpus.n_sentences)])
+
+    assert peak(sparse) > peak(flat) + 0.05
+
+
+def test_schedule_scales_with_corpus_size():
+    cfg = BayesConfig()
+    assert schedule(cfg, 248) == [79, 79, 318]  # eflomal's on 248 pairs
+    assert schedule(cfg, 200_000) == [2, 2, 11]
+    assert schedule(BayesConfig(model=2), 10_000) == [12, 50, 0]
+    assert schedule(BayesConfig(model=1, iterations=[5, 6, 7]), 10) == [5, 0, 0]
+
+
+def test_save_load_round_trip_and_priors_workflow(tmp_path):
+    pairs = _pairs(60)
+    model = BayesAligner(BayesConfig(**FAST))
+    model.align(pairs, seed=0)
+    folder = save_bayes_aligner(tmp_path / "m", model, decoding={"method": "viterbi"})
+    loaded = export.load(folder)  # through LOADERS
+    assert isinstance(loaded, BayesAligner) and loaded.decoding == {"method": "viterbi"}
+    a, _, _ = model.state()
+    b, _, vocab = loaded.state()
+    assert set(a) == set(b)
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])
+    assert vocab["src"] == model.src_ids.words
+    # new text (3 pairs, reordered, one unseen word): with the saved counts as priors the
+    # links are right; without them 3 pairs cannot be learnt (the jump prior alone says
+    # monotone)
+    new = [(["s1", "s2", "s3"], ["t3", "t1", "t2"]), (["s4", "s5"], ["t5", "t4"]),
+           (["s6", "snovel"], ["tnovel", "t6"])]
+    gold = _gold(new)
+    m = loaded.align(new, seed=0)
+    assert _precision(direction_links(m, "fwd"), gold) == 1.0
+    assert "snovel" in loaded.src_ids.index
+    cold = BayesAligner(BayesConfig(**FAST)).align(new, seed=0)
+    assert _precision(direction_links(cold, "fwd"), gold) < 0.8
+
+
+def test_bad_input(tmp_path):
+    with pytest.raises(AlignersInputError, match="empty"):
+        BayesAligner(BayesConfig(**FAST)).align([], seed=0)
+    with pytest.raises(AlignersInputError, match="empty side"):
+        BayesAligner(BayesConfig(**FAST)).align([([], ["a"])], seed=0)
+    for bad in (dict(p_null=1.0), dict(lex_alpha=0.0), dict(model=4), dict(n_samplers=0),
+                dict(iterations=[1, 1])):
+        with pytest.raises(ValueError):
+            BayesConfig(**bad).check()
+    with pytest.raises(AlignersInputError, match="no counts"):
+        BayesAligner().state()
+    (tmp_path / "x").mkdir()
+    with pytest.raises(AlignersInputError):
+        load_bayes_aligner(tmp_path / "x")
+    model = BayesAligner(BayesConfig(**FAST))
+    model.align(_pairs(10), seed=0)
+    folder = save_bayes_aligner(tmp_path / "m", model)
+    (folder / "vocab.json").write_text(json.dumps({"src": ["a"], "tgt": ["b"]}))
+    with pytest.raises(AlignersInputError, match="do not match"):
+        load_bayes_aligner(folder)
+
+
+def test_empty_lines_get_empty_alignments():
+    pairs = [(["s1", "s2"], ["t1", "t2"]), ([], ["t1"]), (["s1"], []), (["s2"], ["t2"])]
+    m = BayesAligner(BayesConfig(**FAST)).align(pairs, seed=0)
+    links = symmetrized_links(m, "grow-diag-final-and")
+    assert links[1] == set() and links[2] == set() and len(links) == 4
+
+
+def _corpus(tmp_path, n=60):
+    src, tgt = toy_corpus(n, 0)
+    s, t = tmp_path / "c.src", tmp_path / "c.tgt"
+    s.write_text("".join(" ".join(x) + "\n" for x in src), encoding="utf-8")
+    t.write_text("".join(" ".join(x) + "\n" for x in tgt), encoding="utf-8")
+    return s, t
+
+
+CLI_FAST = ["--model", "bayesian", "--length", "0.2", "--samplers", "2", "--quiet"]
+
+
+def test_cli_align_save_load_posteriors(tmp_path):
+    s, t = _corpus(tmp_path)
+    out, f, r, model_dir = (tmp_path / n for n in ("out", "f", "r", "m"))
+    assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out), "-f", str(f), "-r",
+                 str(r), "--save-model", str(model_dir), *CLI_FAST]) == 0
+    for p in (out, f, r):
+        assert len(p.read_text().splitlines()) == 60
+    assert json.loads((model_dir / "config.json").read_text())["kind"] == "bayes-aligner"
+    new = tmp_path / "new.txt"
+    new.write_text("s1 s2 s3 ||| t1 t2 t3\ns4 ||| t4\n", encoding="utf-8")
+    out2 = tmp_path / "out2"
+    # the saved kind picks the Bayesian route without --model
+    assert main(["align", "-i", str(new), "-o", str(out2), "--load-model", str(model_dir),
+                 "--posteriors", "--quiet"]) == 0
+    lines = out2.read_text().splitlines()
+    assert len(lines) == 2
+    links = {tok.split(":")[0]: float(tok.split(":")[1]) for tok in lines[0].split()}
+    assert set(links) == {"0-0", "1-1", "2-2"}
+    assert all(0.5 < p <= 1.0 for p in links.values())
+
+
+def test_cli_bad_input(tmp_path, capsys):
+    s, t = _corpus(tmp_path, 10)
+    assert main(["align", "-s", str(s), "-t", str(t), "--device", "cuda", *CLI_FAST]) == 2
+    assert main(["align", "-s", str(s), "-t", str(t), "--decoding", "agreement",
+                 *CLI_FAST]) == 2
+    assert main(["align", "-s", str(s), "-t", str(t), "--null-prior", "1.5", *CLI_FAST]) == 2
+    assert main(["align", "-s", str(s), "-t", str(t), "--symmetrize", "bogus",
+                 *CLI_FAST]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--device cuda" in err and "p_null" in err
