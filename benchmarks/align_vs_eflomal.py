@@ -71,8 +71,8 @@ def main() -> None:
     ap.add_argument("--dataset", default="hansards-enfr")
     ap.add_argument("--pairs", type=int, default=200_000, help="Hansards training pairs")
     ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1),
-                    help="our torch threads (default: 2 or the cores; eflomal: its default)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="our torch threads (eflomal runs at its default: every core)")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args()

@@ -12,9 +12,9 @@ def test_gpu_benchmark_quick_on_cpu(tmp_path, capsys):
     assert json.loads(out.read_text()) == json.loads(json.dumps(report))
     rows = report["rows"]
     cases = {r["case"] for r in rows}
-    assert len(cases) == len(gpu.CASES) == 5
+    assert len(cases) == len(gpu.CASES) == 7
     ours = [r for r in rows if r["impl"].startswith("ours")]
-    assert len({r["case"] for r in ours}) == 5 and all(r["ms"] > 0 for r in ours)
+    assert len({r["case"] for r in ours}) == 7 and all(r["ms"] > 0 for r in ours)
     assert all(r["kernels"] > 0 for r in ours)  # launches (CPU: computing aten ops)
     diffs = [r["logz_diff"] for r in ours if "logz_diff" in r]
     assert len(diffs) == 4 and max(diffs) < 1e-4  # the four chain cases vs torch-struct

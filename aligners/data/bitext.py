@@ -34,7 +34,7 @@ from aligners.errors import AlignersInputError
 
 __all__ = ["DEFAULT_CELLS", "MAX_TOKENS", "Batch", "PairIndex", "build_index", "plan_batches"]
 
-MAX_TOKENS = 1000  # longer sentences are left unaligned: one pair costs O(L^2) memory
+MAX_TOKENS = 2048  # longer sentences are left unaligned: one pair costs O(L^2) memory
 
 _TRIM_EVERY = 16  # batches between returns of freed heap memory to the OS while indexing
 
@@ -177,7 +177,7 @@ class PairIndex:
         self._words = [self._pad(rows, src, tgt) for rows in plans]
         if keys is None:
             keys = self._unique_keys()
-        self.keys = keys
+        self.keys = keys.cpu()  # the lookup runs on the CPU, whatever the model's device
         self.n_pairs = int(keys.numel())
         self._dir = None
         if cache_dir is not None:
@@ -265,6 +265,22 @@ class PairIndex:
 
     def __len__(self) -> int:
         return len(self._words)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the batches live (the CPU until `to`)."""
+        return self._words[0][1].device if self._words else torch.device("cpu")
+
+    def to(self, device) -> PairIndex:
+        """Move every batch to `device` once (so EM iterations copy nothing); an index with
+        a disk cache stays on the CPU (its batches are read back one at a time). Returns
+        self. Memory on `device`: 4 bytes per cell plus the padded words."""
+        device = torch.device(device)
+        if self._dir is not None or device == self.device:
+            return self
+        self._words = [tuple(x.to(device) for x in w) for w in self._words]
+        self._ids = [x.to(device) for x in self._ids]
+        return self
 
     def batch(self, k: int) -> Batch:
         """Batch k (pair ids read back from the disk cache when there is one). O(B I J)."""
