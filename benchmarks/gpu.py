@@ -263,7 +263,7 @@ def _word_em(bench: Bench, index, device: torch.device, config) -> dict:
 
 def case_word_aligner(bench: Bench) -> None:
     """Word aligner (IBM1 x5 -> HMM x5, agreement) EM on the first 200k Hansards pairs: on
-    the device vs the same box's CPU (all its threads); --quick: 2k pairs, 1 + 1 iterations.
+    the device vs the same box's CPU (all its threads); --quick: 500 pairs, 1 + 1 iterations.
     Peak MiB: device memory on CUDA, the process's RSS high-water mark on CPU. One run each."""
     import itertools
 
@@ -272,7 +272,7 @@ def case_word_aligner(bench: Bench) -> None:
     from aligners.data.vocab import WordIds
     from aligners.models.word.agreement import WordAlignConfig
 
-    n = 2000 if bench.quick else 200_000
+    n = 500 if bench.quick else 200_000
     config = WordAlignConfig(ibm1_iterations=1, hmm_iterations=1) if bench.quick else (
         WordAlignConfig())
     pairs = itertools.islice(iter_parallel("hansards-enfr", "train"), n)
