@@ -92,8 +92,11 @@ def alignment_hmm_posteriors(
     Shapes: link_probs (B, I, J), null_probs (B, J), jump_scores (I+1, I), src_lengths (B,)
     in [1, I], tgt_lengths (B,) in [1, J]; padded entries are ignored (posteriors 0 there).
     Returns `AlignmentHMMPosteriors`. Cost O(B J I^2) time as (B, I) x (I, I) GEMMs,
-    O(B J I) memory. Built from differentiable torch ops: the log-likelihood may be
-    back-propagated (its gradient w.r.t. log link/null probabilities = the posteriors).
+    O(B J I) memory. When an input requires grad (and grad mode is on) it runs on
+    out-of-place torch ops: the log-likelihood may be back-propagated (its gradient w.r.t.
+    log link/null probabilities = the posteriors); otherwise (the EM E-step) on preallocated
+    time-major buffers written in place, about half the elementwise kernels per position
+    (same numbers up to rounding, tested).
     """
     _check(link_probs, null_probs, jump_scores, src_lengths, tgt_lengths)
     kw = {"src_lengths": src_lengths, "tgt_lengths": tgt_lengths, "p0": p0}
