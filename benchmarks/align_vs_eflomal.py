@@ -39,9 +39,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def timed(cmd: list[str], *, threads: int) -> dict:
-    """Run cmd under GNU time -v; wall s, CPU s, peak RSS MB."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": str(REPO)}
+def timed(cmd: list[str], *, threads: int | None) -> dict:
+    """Run cmd under GNU time -v; wall s, CPU s, peak RSS MB. threads=None: the tool's own
+    default (OMP_NUM_THREADS unset: eflomal uses every core)."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env["PYTHONPATH"] = str(REPO)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
     proc = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True,
                           env=env, cwd=REPO)
     if proc.returncode != 0:
@@ -164,7 +168,8 @@ def main() -> None:
     ap.add_argument("--dataset", default="hansards-enfr")
     ap.add_argument("--pairs", type=int, default=200_000, help="Hansards training pairs")
     ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=1, help="our torch threads")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="our torch threads (eflomal runs at its default: every core)")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--suite", default=None,
@@ -209,7 +214,7 @@ def main() -> None:
     for _ in range(args.repeats):
         runs["eflomal"].append(timed(
             ["eflomal-align", "--overwrite", "-s", str(src_f), "-t", str(tgt_f),
-             "-f", str(work / "ef.fwd"), "-r", str(work / "ef.rev")], threads=1))
+             "-f", str(work / "ef.fwd"), "-r", str(work / "ef.rev")], threads=None))
         runs["aligners"].append(timed(
             [sys.executable, "-m", "aligners", "align", "--quiet", "-s", str(src_f),
              "-t", str(tgt_f), "-f", str(work / "al.fwd"), "-r", str(work / "al.rev"),

@@ -230,10 +230,107 @@ def case_factored_hmm(bench: Bench) -> None:
     bench.row(f"factored HMM posteriors B{B} N{I} C{2 * I}", "ours", res)
 
 
+def _timed(bench: Bench, run) -> float:
+    """Seconds of one run of ``run()`` (synchronised on CUDA)."""
+    bench.sync()
+    t = time.perf_counter()
+    run()
+    bench.sync()
+    return time.perf_counter() - t
+
+
+def _word_em(bench: Bench, index, device: torch.device, config) -> dict:
+    """EM (the whole schedule) of the word aligner on `device`: seconds, peak MiB, loglik."""
+    from aligners.models.word.agreement import WordAligner
+
+    model = WordAligner.from_index(index, config).to(device)
+    model.reset_counts()
+    index.to(device)  # once: no copies per EM iteration
+    saved, bench.device = bench.device, device
+    try:
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        hist = []
+        sec = _timed(bench, lambda: hist.extend(model.fit(index)))
+        peak = (torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda"
+                else _status("VmHWM") / 2**20)
+    finally:
+        bench.device = saved
+    index.to("cpu")
+    return {"ms": sec * 1e3, "peak_mib": peak, "loglik_fwd": hist[-1][0]}
+
+
+def case_word_aligner(bench: Bench) -> None:
+    """Word aligner (IBM1 x5 -> HMM x5, agreement) EM on the first 200k Hansards pairs: on
+    the device vs the same box's CPU (all its threads); --quick: 500 pairs, 1 + 1 iterations.
+    Peak MiB: device memory on CUDA, the process's RSS high-water mark on CPU. One run each."""
+    import itertools
+
+    from aligners.data.bitext import build_index
+    from aligners.data.datasets import iter_parallel
+    from aligners.data.vocab import WordIds
+    from aligners.models.word.agreement import WordAlignConfig
+
+    n = 500 if bench.quick else 200_000
+    config = WordAlignConfig(ibm1_iterations=1, hmm_iterations=1) if bench.quick else (
+        WordAlignConfig())
+    pairs = itertools.islice(iter_parallel("hansards-enfr", "train"), n)
+    index = build_index(pairs, WordIds(), WordIds())
+    name = f"word aligner EM, {index.n_sentences} Hansards pairs ({len(index)} batches)"
+    devices = [bench.device] + ([torch.device("cpu")] if bench.device.type != "cpu" else [])
+    base = None
+    for device in devices:
+        res = _word_em(bench, index, device, config)
+        note = f"loglik fwd {res['loglik_fwd']:.6g}"
+        if base is not None:
+            note += f"; {res['ms'] / base:.2f}x the {bench.device.type} time"
+        base = base or res["ms"]
+        bench.row(name, f"ours ({device.type})", res, note)
+
+
+def case_mono_phrase_crf(bench: Bench) -> None:
+    """Monolingual phrase CRF (Yao et al. 2013) on MSR06: `train.py
+    experiment=yao2013_msr06_phrase trainer=gpu|cpu` (train + decode + score, one run);
+    --quick: 20 training pairs, 10 test pairs, 3 L-BFGS iterations. ms = the whole task."""
+    import tempfile
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf, open_dict
+
+    from aligners.run import train
+
+    trainer = "gpu" if bench.device.type == "cuda" else "cpu"
+    over = ["experiment=yao2013_msr06_phrase", f"trainer={trainer}"]
+    if bench.quick:
+        over += ["data.train_limit=20", "data.test_limit=10", "training.max_iter=3"]
+    out = tempfile.mkdtemp(prefix="gpu-bench-mono-")
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=over, return_hydra_config=True)
+    with open_dict(cfg):
+        cfg.hydra.runtime.output_dir = out
+        cfg.hydra.job.num = 0
+    HydraConfig.instance().set_config(cfg)
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain.pop("hydra", None)
+    metrics = {}
+    sec = _timed(bench, lambda: metrics.update(train(OmegaConf.create(plain))))
+    test = next((v for k, v in metrics.items() if k.startswith("test")), {})
+    f1 = test.get("micro/f1")
+    note = f"trainer={trainer}; test micro F1 {f1:.4f}" if f1 is not None else (
+        f"trainer={trainer}")
+    bench.row("mono phrase CRF MSR06 train+decode", f"ours ({bench.device.type})",
+              {"ms": sec * 1e3, "test_f1": f1}, note)
+
+
 # HOOKS: append a function ``case_x(bench: Bench) -> None`` that calls ``bench.row(...)``
 # (word aligner 200k GPU vs CPU, monolingual training/decoding, ...) to this list.
 CASES = [case_linear_small, case_semi_small, case_linear_large, case_semi_large,
          case_factored_hmm]
+CASES += [case_word_aligner, case_mono_phrase_crf]
 
 
 def _table(rows: list) -> str:

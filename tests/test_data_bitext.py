@@ -139,3 +139,27 @@ def test_merge_sorted_unique_equals_numpy_unique():
                  for _ in range(rng.integers(0, 4))]
         want = np.unique(np.concatenate([merged, *parts]))
         assert np.array_equal(_merge_sorted_unique(merged, parts), want)
+
+
+def test_batches_are_bounded_whatever_the_lengths():
+    """No batch exceeds `cells` cells B*I*J nor 4*cells cells B*max(I,J)^2; pairs over
+    MAX_TOKENS are left out (like empty ones)."""
+    import numpy as np
+
+    from aligners.data.bitext import MAX_TOKENS, plan_batches
+
+    rng = np.random.default_rng(0)
+    sl = rng.integers(1, 60, 500)
+    tl = rng.integers(1, 60, 500)
+    sl[:20] = 1
+    tl[:20] = 400  # very unequal pairs: B*I*J small, B*J^2 large
+    sl[20], tl[30] = MAX_TOKENS + 1, 100_000
+    cells = 20_000
+    plans = plan_batches(sl, tl, cells=cells, max_batch=4096)
+    seen = np.concatenate(plans)
+    assert 20 not in seen and 30 not in seen and len(seen) == 498
+    for rows in plans:
+        mi, mj = sl[rows].max(), tl[rows].max()
+        if len(rows) > 1:
+            assert len(rows) * mi * mj <= cells
+            assert len(rows) * max(mi, mj) ** 2 <= 4 * cells

@@ -182,3 +182,26 @@ def test_bad_shapes_rejected():
     with pytest.raises(ValueError, match="jump_scores"):
         alignment_hmm_posteriors(lp, nl, S[:3], src_lengths=torch.tensor([3, 3]),
                                  tgt_lengths=torch.tensor([4, 4]), p0=0.2)
+
+
+def test_inplace_e_step_equals_the_differentiable_path():
+    """The E-step's in-place time-major path gives the out-of-place path's numbers
+    (random lengths, float64 and float32)."""
+    from aligners.lattices.alignment_hmm import (
+        _posteriors_differentiable,
+        _posteriors_inplace,
+    )
+
+    g = torch.Generator().manual_seed(3)
+    for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
+        for B, I, J in ((1, 1, 3), (1, 3, 1), (4, 5, 6), (6, 7, 3)):
+            lp = torch.rand(B, I, J, generator=g, dtype=dtype)
+            nl = torch.rand(B, J, generator=g, dtype=dtype)
+            S = torch.rand(I + 1, I, generator=g, dtype=dtype)
+            sl = torch.randint(1, I + 1, (B,), generator=g)
+            tl = torch.randint(1, J + 1, (B,), generator=g)
+            kw = {"src_lengths": sl, "tgt_lengths": tl, "p0": 0.15}
+            new, old = _posteriors_inplace(lp, nl, S, **kw), _posteriors_differentiable(
+                lp, nl, S, **kw)
+            for a, b in zip(new, old):
+                torch.testing.assert_close(a, b, atol=tol, rtol=tol)

@@ -12,10 +12,15 @@ def test_gpu_benchmark_quick_on_cpu(tmp_path, capsys):
     assert json.loads(out.read_text()) == json.loads(json.dumps(report))
     rows = report["rows"]
     cases = {r["case"] for r in rows}
-    assert len(cases) == len(gpu.CASES) == 5
+    assert len(cases) == len(gpu.CASES) == 7
     ours = [r for r in rows if r["impl"].startswith("ours")]
-    assert len({r["case"] for r in ours}) == 5 and all(r["ms"] > 0 for r in ours)
-    assert all(r["kernels"] > 0 for r in ours)  # launches (CPU: computing aten ops)
+    assert len({r["case"] for r in ours}) == 7 and all(r["ms"] > 0 for r in ours)
+    lattice = [r for r in ours if not r["case"].startswith(("word", "mono"))]
+    assert len(lattice) == 5 and all(r["kernels"] > 0 for r in lattice)  # CPU: aten ops
+    word = [r for r in ours if r["case"].startswith("word")]
+    assert len(word) == 1 and word[0]["loglik_fwd"] < 0  # --device cpu: the CPU row only
+    mono = [r for r in ours if r["case"].startswith("mono")]
+    assert len(mono) == 1 and 0 <= mono[0]["test_f1"] <= 1
     diffs = [r["logz_diff"] for r in ours if "logz_diff" in r]
     assert len(diffs) == 4 and max(diffs) < 1e-4  # the four chain cases vs torch-struct
     printed = capsys.readouterr().out

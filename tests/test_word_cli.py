@@ -151,3 +151,37 @@ def test_align_train_save_and_load_import_no_lightning_and_no_training(tmp_path)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "a").read_text() == (tmp_path / "b").read_text() != ""
+
+
+def test_a_100k_token_pair_is_left_unaligned_with_a_warning_in_little_memory(tmp_path):
+    """Issue 12.1: a 100k-token line pair gets an empty output line and one warning naming
+    its line; the other lines keep their places; the run stays small (peak RSS < 1.5 GB)."""
+    import subprocess
+    import sys
+
+    s, t, src, tgt = write_corpus(tmp_path, n=20)
+    lines_s = s.read_text(encoding="utf-8").splitlines()
+    lines_t = t.read_text(encoding="utf-8").splitlines()
+    huge = " ".join(f"w{k % 5000}" for k in range(100_000))
+    lines_s.insert(4, huge)
+    lines_t.insert(4, huge)
+    s.write_text("\n".join(lines_s) + "\n", encoding="utf-8")
+    t.write_text("\n".join(lines_t) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    code = ("import resource, sys; from aligners.cli import main; rc = main(sys.argv[1:]); "
+            "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "
+            "sys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", code, "align", "-s", str(s), "-t", str(t),
+                           "-o", str(out), *FAST], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    warnings = [x for x in proc.stderr.splitlines() if "warning" in x]
+    assert len(warnings) == 1 and "line 5:" in warnings[0] and "100000" in warnings[0]
+    got = out.read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(got) == 21 and got[4] == ""
+    short = links(out)
+    assert sum(bool(x) for x in short) >= 15  # the other lines are aligned, in place
+    for n, a in enumerate(short[:4] + short[5:]):
+        for i, j in a:
+            assert i < len(src[n]) and j < len(tgt[n])
+    rss_kb = int(proc.stdout.split("MAXRSS")[1].split()[0])
+    assert rss_kb < 1_500_000

@@ -231,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
         model, src_ids, tgt_ids, saved = (aligner.model, aligner.src_ids, aligner.tgt_ids,
                                           aligner.decoding)
         index = aligner.index(pairs, cells=args.batch_cells, cache_dir=args.cache_dir)
+        index.to(args.device)  # built on the CPU; batches move to the model's device once
     else:
         from aligners.data.bitext import build_index
         from aligners.data.vocab import WordIds
@@ -245,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
             alpha=args.alpha,
         )
         model = WordAligner.from_index(index, config).to(args.device)
+        index.to(args.device)  # batches move once, not every EM iteration
         model.reset_counts()
         bar = tqdm(total=model.n_iterations * len(index), desc="EM", disable=not show,
                    file=sys.stderr)

@@ -8,12 +8,18 @@ the (source word, target word) pair of each cell in one sorted table of co-occur
 (slot P: pairs never seen in training / pads). Both directions share one index. With
 `cache_dir` the per-batch pair ids live in memory-mapped `.npy` files (large corpora).
 Used by every word-aligner trainer, `aligners align` and the benchmarks.
+
+Memory per batch is bounded whatever the sentence lengths: a batch holds at most `cells`
+cells B * I * J and at most 4 * `cells` cells B * max(I, J)^2 (the HMM's jump counts), and a
+pair with more than `MAX_TOKENS` tokens on one side is left out of every batch (like an
+empty pair: it gets an empty output line) with a one-line warning on stderr naming its line.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
@@ -26,7 +32,9 @@ from aligners.data import DEFAULT_CELLS
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 
-__all__ = ["DEFAULT_CELLS", "Batch", "PairIndex", "build_index", "plan_batches"]
+__all__ = ["DEFAULT_CELLS", "MAX_TOKENS", "Batch", "PairIndex", "build_index", "plan_batches"]
+
+MAX_TOKENS = 2048  # longer sentences are left unaligned: one pair costs O(L^2) memory
 
 _TRIM_EVERY = 16  # batches between returns of freed heap memory to the OS while indexing
 
@@ -83,14 +91,17 @@ class Batch:
         )
 
 
-def plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_batch: int):
+def plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_batch: int,
+                 max_tokens: int = MAX_TOKENS):
     """Length bucketing: src_len, tgt_len (N,) -> list of sentence-number arrays.
 
-    Non-empty pairs sorted by (max length, I, J), cut into chunks of at most `max_batch`
-    pairs and `cells` padded cells B * I * J (a longer single pair still forms a batch);
-    empty pairs are left out. Cost O(N log N).
+    Non-empty pairs of at most `max_tokens` tokens a side, sorted by (max length, I, J), cut
+    into chunks of at most `max_batch` pairs, `cells` padded cells B * I * J and 4 * `cells`
+    cells B * max(I, J)^2 (a longer single pair still forms a batch); empty and too long
+    pairs are left out. Cost O(N log N).
     """
-    keep = np.flatnonzero((src_len > 0) & (tgt_len > 0))
+    keep = np.flatnonzero((src_len > 0) & (tgt_len > 0) & (src_len <= max_tokens)
+                          & (tgt_len <= max_tokens))
     longest = np.maximum(src_len[keep], tgt_len[keep])
     order = keep[np.lexsort((tgt_len[keep], src_len[keep], longest))]
     plans, start = [], 0
@@ -101,7 +112,8 @@ def plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_ba
         while end < n and end - start < max_batch:
             ni = max(mi, src_len[order[end]])
             nj = max(mj, tgt_len[order[end]])
-            if (end - start + 1) * int(ni) * int(nj) > cells:
+            size = end - start + 1
+            if size * int(ni) * int(nj) > cells or size * int(max(ni, nj)) ** 2 > 4 * cells:
                 break
             mi, mj, end = ni, nj, end + 1
         plans.append(order[start:end])
@@ -156,11 +168,16 @@ class PairIndex:
         src_len = np.fromiter((len(s) for s in src), dtype=np.int64, count=len(src))
         tgt_len = np.fromiter((len(t) for t in tgt), dtype=np.int64, count=len(tgt))
         self.src_lengths, self.tgt_lengths = src_len, tgt_len
+        long = np.flatnonzero(np.maximum(src_len, tgt_len) > MAX_TOKENS)
+        self.too_long = long  # row numbers left out (empty output lines)
+        for r in long:
+            sys.stderr.write(f"aligners: warning: line {r + 1}: {src_len[r]} x {tgt_len[r]} "
+                             f"tokens, over the {MAX_TOKENS}-token limit: left unaligned\n")
         plans = plan_batches(src_len, tgt_len, cells=cells, max_batch=max_batch)
         self._words = [self._pad(rows, src, tgt) for rows in plans]
         if keys is None:
             keys = self._unique_keys()
-        self.keys = keys
+        self.keys = keys.cpu()  # the lookup runs on the CPU, whatever the model's device
         self.n_pairs = int(keys.numel())
         self._dir = None
         if cache_dir is not None:
@@ -248,6 +265,22 @@ class PairIndex:
 
     def __len__(self) -> int:
         return len(self._words)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the batches live (the CPU until `to`)."""
+        return self._words[0][1].device if self._words else torch.device("cpu")
+
+    def to(self, device) -> PairIndex:
+        """Move every batch to `device` once (so EM iterations copy nothing); an index with
+        a disk cache stays on the CPU (its batches are read back one at a time). Returns
+        self. Memory on `device`: 4 bytes per cell plus the padded words."""
+        device = torch.device(device)
+        if self._dir is not None or device == self.device:
+            return self
+        self._words = [tuple(x.to(device) for x in w) for w in self._words]
+        self._ids = [x.to(device) for x in self._ids]
+        return self
 
     def batch(self, k: int) -> Batch:
         """Batch k (pair ids read back from the disk cache when there is one). O(B I J)."""

@@ -92,10 +92,101 @@ def alignment_hmm_posteriors(
     Shapes: link_probs (B, I, J), null_probs (B, J), jump_scores (I+1, I), src_lengths (B,)
     in [1, I], tgt_lengths (B,) in [1, J]; padded entries are ignored (posteriors 0 there).
     Returns `AlignmentHMMPosteriors`. Cost O(B J I^2) time as (B, I) x (I, I) GEMMs,
-    O(B J I) memory. Built from differentiable torch ops: the log-likelihood may be
-    back-propagated (its gradient w.r.t. log link/null probabilities = the posteriors).
+    O(B J I) memory. When an input requires grad (and grad mode is on) it runs on
+    out-of-place torch ops: the log-likelihood may be back-propagated (its gradient w.r.t.
+    log link/null probabilities = the posteriors); otherwise (the EM E-step) on preallocated
+    time-major buffers written in place, about half the elementwise kernels per position
+    (same numbers up to rounding, tested).
     """
     _check(link_probs, null_probs, jump_scores, src_lengths, tgt_lengths)
+    kw = {"src_lengths": src_lengths, "tgt_lengths": tgt_lengths, "p0": p0}
+    if torch.is_grad_enabled() and any(x.requires_grad for x in (link_probs, null_probs,
+                                                                 jump_scores)):
+        return _posteriors_differentiable(link_probs, null_probs, jump_scores, **kw)
+    return _posteriors_inplace(link_probs, null_probs, jump_scores, **kw)
+
+
+def _posteriors_inplace(link_probs, null_probs, jump_scores, *, src_lengths, tgt_lengths, p0):
+    """The E-step's path: preallocated time-major (J, B, I) buffers written in place, the
+    constants folded into the jump matrix, about half the elementwise passes per position
+    of `_posteriors_differentiable` (same numbers up to rounding; no autograd)."""
+    B, I, J = link_probs.shape
+    dtype = link_probs.dtype
+    tiny = torch.finfo(dtype).tiny
+    dev = link_probs.device
+    valid = length_mask(src_lengths, I)
+    S, vf, norm, inv = _jump_rows(jump_scores, valid, dtype)
+    q = 1.0 - p0
+    Sq = q * S[1:]  # (I, I) word transitions with (1 - p0) folded in
+    SqT = Sq.T.contiguous()
+    jvalid = length_mask(tgt_lengths, J)
+    # time-major (J, B, I): every per-position slice below is contiguous
+    ew = (link_probs.permute(2, 0, 1) * vf).contiguous()  # (J, B, I)
+    en = (null_probs * jvalid).T  # (J, B)
+    shift = torch.maximum(ew.amax(-1), en).clamp_min(tiny)  # (J, B)
+    ew = ew.div_(shift[..., None])
+    en = en / shift
+    enp = (p0 * en)[..., None].contiguous()  # (J, B, 1) NULL-state emission with p0
+    Aw = torch.empty(J, B, I, dtype=dtype, device=dev)
+    An = torch.empty(J, B, I, dtype=dtype, device=dev)
+    cs = torch.empty(J, B, dtype=dtype, device=dev)
+    aw = q * S[0][None] / norm[:, :1] * ew[0]
+    an = (p0 / src_lengths.clamp_min(1).to(dtype))[:, None] * vf * en[0, :, None]
+    c = (aw.sum(-1) + an.sum(-1)).clamp_min(tiny)
+    torch.div(aw, c[:, None], out=Aw[0])
+    torch.div(an, c[:, None], out=An[0])
+    cs[0] = c
+    all_live = jvalid.all(0).tolist()  # most steps: no row has ended, no masking needed
+    for j in range(1, J):
+        sv = Aw[j - 1] + An[j - 1]
+        u = torch.mm(sv * inv, Sq).mul_(ew[j])
+        v = sv.mul_(enp[j])
+        c = u.sum(-1).add_(v.sum(-1)).clamp_min_(tiny)
+        rc = c.reciprocal()[:, None]
+        if all_live[j]:
+            torch.mul(u, rc, out=Aw[j])
+            torch.mul(v, rc, out=An[j])
+            cs[j] = c
+            continue
+        live = jvalid[:, j, None]
+        torch.where(live, u.mul_(rc), Aw[j - 1], out=Aw[j])
+        torch.where(live, v.mul_(rc), An[j - 1], out=An[j])
+        cs[j] = torch.where(jvalid[:, j], c, torch.ones_like(c))
+    rcs = cs.reciprocal()[..., None]  # (J, B, 1)
+    Bt = torch.empty(J, B, I, dtype=dtype, device=dev)
+    Gw = torch.empty(max(J - 1, 1), B, I, dtype=dtype, device=dev)  # Gw[j] for step j -> j+1
+    Bt[J - 1] = 1.0
+    last = torch.arange(J, device=dev)[None, :] >= (tgt_lengths - 1)[:, None]  # (B, J)
+    none_last = (~last.any(0)).tolist()
+    for j in range(J - 2, -1, -1):
+        g = Bt[j + 1] * rcs[j + 1]
+        gw = torch.mul(ew[j + 1], g, out=Gw[j])
+        new = torch.addcmul(g.mul_(enp[j + 1]), inv, torch.mm(gw, SqT))
+        if none_last[j]:
+            Bt[j] = new
+        else:
+            lj = last[:, j, None]
+            torch.where(lj, torch.ones_like(new), new, out=Bt[j])
+            gw.masked_fill_(lj, 0.0)
+    jm = jvalid.T[..., None].to(dtype)  # (J, B, 1)
+    Bt.mul_(jm)
+    link_post = (Aw * Bt).permute(1, 2, 0)  # (B, I, J)
+    null_post = (An * Bt).sum(-1).T  # (B, J)
+    loglik = torch.where(jvalid, (torch.log(cs) + torch.log(shift)).T,
+                         torch.zeros(B, J, dtype=dtype, device=dev)).sum(1)
+    first = (Aw[0] * Bt[0])[:, None]
+    if J > 1:
+        SV = (Aw[:-1] + An[:-1]).mul_(inv)  # (J-1, B, I)
+        rest = torch.bmm(SV.permute(1, 2, 0), Gw.transpose(0, 1)).mul_(Sq)
+    else:
+        rest = torch.zeros(B, I, I, dtype=dtype, device=dev)
+    counts = torch.cat([first, rest], dim=1)
+    return AlignmentHMMPosteriors(loglik, link_post, null_post, counts, norm)
+
+
+def _posteriors_differentiable(link_probs, null_probs, jump_scores, *, src_lengths,
+                               tgt_lengths, p0):
+    """The same forward-backward from out-of-place ops (autograd flows through it)."""
     B, I, J = link_probs.shape
     dtype = link_probs.dtype
     tiny = torch.finfo(dtype).tiny

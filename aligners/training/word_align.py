@@ -126,6 +126,10 @@ class LitWordAligner(pl.LightningModule):
     def configure_optimizers(self):
         return None
 
+    def on_train_start(self) -> None:
+        if self.index is not None:  # batches move to the model's device once, not per step
+            self.index.to(self.model.keys.device)
+
     def on_train_epoch_start(self) -> None:
         self.model.reset_counts()
 

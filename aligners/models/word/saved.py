@@ -39,12 +39,14 @@ class TrainedWordAligner:
     def index(self, pairs, *, cells: int = DEFAULT_CELLS, cache_dir: str | None = None
               ) -> PairIndex:
         """Pair index of token pairs `pairs` over this model's pair table (N pairs ->
-        batches; O(tokens) encoding, see `aligners.data.bitext.build_index`)."""
-        return build_index(pairs, self.src_ids, self.tgt_ids, cells=cells,
-                           keys=self.model.keys.cpu(), cache_dir=cache_dir)
+        batches; O(tokens) encoding, see `aligners.data.bitext.build_index`), built on the
+        CPU and then moved to the model's device (unless it has a disk cache)."""
+        index = build_index(pairs, self.src_ids, self.tgt_ids, cells=cells,
+                            keys=self.model.keys.cpu(), cache_dir=cache_dir)
+        return index.to(self.model.keys.device)
 
     def to(self, device) -> TrainedWordAligner:
-        """Move the model's tables to `device` (the index stays on the CPU). Returns self."""
+        """Move the model's tables to `device` (later `index` calls follow). Returns self."""
         self.model.to(device)
         return self
 

@@ -1,0 +1,79 @@
+"""The word aligner on CUDA gives the CPU's numbers (marker ``cuda``; skipped without a GPU).
+
+Tolerances (float32 tables, summation order differs between devices): every EM table after
+2 iterations (1 Model 1 + 1 HMM, and 2 HMM after 1 Model 1 for the jump tables) within
+1e-5 absolute and 1e-4 relative of the CPU's; log-likelihoods within 1e-5 relative.
+``aligners align --load-model M --device cuda`` writes the CPU's links (the index is built
+on the CPU over the model's pair table, then moved once to the model's device).
+``ALIGNERS_TEST_DEVICE=cpu`` runs the same comparisons CPU-vs-CPU (a self-check here).
+"""
+
+import os
+
+import pytest
+import torch
+from word_toy import toy_corpus
+
+from aligners.cli import main
+from aligners.data.bitext import build_index
+from aligners.data.vocab import WordIds
+from aligners.models.word.agreement import WordAlignConfig, WordAligner
+from aligners.models.word.saved import load_word_aligner
+
+_FORCED = os.environ.get("ALIGNERS_TEST_DEVICE")
+DEVICE = torch.device(_FORCED or "cuda")
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(_FORCED is None and not torch.cuda.is_available(),
+                       reason="no CUDA GPU: the cuda tests compare GPU with CPU results"),
+]
+TABLES = ("t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd")
+
+
+def _fit(device, agreement):
+    src, tgt = toy_corpus(120, seed=1)
+    index = build_index(list(zip(src, tgt)), WordIds(), WordIds(), cells=2000)
+    config = WordAlignConfig(ibm1_iterations=1, hmm_iterations=2, agreement=agreement,
+                             max_jump=3)
+    model = WordAligner.from_index(index, config).to(device)
+    model.reset_counts()
+    index.to(device)
+    assert index.batch(0).pair_ids.device.type == torch.device(device).type
+    history = model.fit(index)
+    return model, history
+
+
+@pytest.mark.parametrize("agreement", [True, False])
+def test_em_tables_after_two_iterations_match_the_cpu(agreement):
+    cpu, h_cpu = _fit("cpu", agreement)
+    dev, h_dev = _fit(DEVICE, agreement)
+    assert dev.t_fwd.device.type == DEVICE.type
+    for name in TABLES:
+        a, b = getattr(dev, name).cpu(), getattr(cpu, name)
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-4), (name, float((a - b).abs().max()))
+    assert torch.allclose(torch.tensor(h_dev), torch.tensor(h_cpu), rtol=1e-5, atol=0)
+
+
+def test_align_load_model_on_the_device_writes_the_cpu_links(tmp_path):
+    src, tgt = toy_corpus(80, seed=2)
+    s, t = tmp_path / "c.src", tmp_path / "c.tgt"
+    s.write_text("".join(" ".join(x) + "\n" for x in src), encoding="utf-8")
+    t.write_text("".join(" ".join(x) + "\n" for x in tgt), encoding="utf-8")
+    fast = ["--ibm1-iterations", "2", "--hmm-iterations", "2", "--quiet", "--max-jump", "3"]
+    model = tmp_path / "model"
+    assert main(["align", "-s", str(s), "-t", str(t), "-o", str(tmp_path / "train.out"),
+                 "--save-model", str(model), *fast]) == 0
+    outs = {}
+    for device in ("cpu", str(DEVICE)):
+        out = tmp_path / f"{device}.out"
+        assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out), "--quiet",
+                     "--load-model", str(model), "--device", device]) == 0
+        outs[device] = [set(x.split()) for x in out.read_text(encoding="utf-8").splitlines()]
+    a, b = outs["cpu"], outs[str(DEVICE)]
+    assert len(a) == len(b) == 80
+    differ = sum(len(x ^ y) for x, y in zip(a, b))
+    assert differ <= 0.01 * sum(len(x) for x in a)  # float32 ties at the threshold only
+    loaded = load_word_aligner(model).to(DEVICE)
+    index = loaded.index(list(zip(src, tgt)))
+    assert index.keys.device.type == "cpu"
+    assert index.batch(0).pair_ids.device.type == DEVICE.type
