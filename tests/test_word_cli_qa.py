@@ -132,3 +132,12 @@ def test_snum_mismatches_are_one_line_errors(tmp_path, capsys):
     wt.write_text("\n".join(text) + "\n", encoding="utf-8")
     assert main(["align", "-s", str(ws), "-t", str(wt), *FAST]) == 2  # wrapper missing
     assert ":4:" in _err(capsys)
+
+
+def test_unwritable_save_model_is_rejected_before_reading_or_training(tmp_path, capsys):
+    # /proc passes os.access for root; the check must try for real, and before any input
+    # is read (the input file here does not even exist)
+    assert main(["align", "-i", str(tmp_path / "missing.txt"), "--save-model", "/proc/x",
+                 "--quiet"]) == 2
+    err = _err(capsys)
+    assert "--save-model" in err and "missing.txt" not in err

@@ -19,6 +19,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 from aligners.data import DEFAULT_CELLS
@@ -195,6 +196,11 @@ def _check_writable_dir(path: str | None, flag: str) -> None:
     if not probe.is_dir() or not os.access(probe, os.W_OK):
         raise AlignersInputError(f"{flag}: cannot create or write {path} ({probe} is not a "
                                  "writable directory)", path=path)
+    try:  # os.access says yes to root for /proc and read-only mounts: try it for real
+        os.rmdir(tempfile.mkdtemp(prefix=".aligners-probe-", dir=probe))
+    except OSError as err:
+        raise AlignersInputError(f"{flag}: cannot create or write {path} ({probe}: "
+                                 f"{err.strerror})", path=path) from None
 
 
 def run(args: argparse.Namespace) -> int:
