@@ -168,9 +168,11 @@ def test_a_100k_token_pair_is_left_unaligned_with_a_warning_in_little_memory(tmp
     s.write_text("\n".join(lines_s) + "\n", encoding="utf-8")
     t.write_text("\n".join(lines_t) + "\n", encoding="utf-8")
     out = tmp_path / "out"
-    code = ("import resource, sys; from aligners.cli import main; rc = main(sys.argv[1:]); "
-            "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "
-            "sys.exit(rc)")
+    # VmHWM is this process's own peak: ru_maxrss would carry over the forking parent's
+    # (pytest's) peak across exec on Linux
+    code = ("import re, sys; from aligners.cli import main; rc = main(sys.argv[1:]); "
+            "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1); "
+            "print('MAXRSS', hwm); sys.exit(rc)")
     proc = subprocess.run([sys.executable, "-c", code, "align", "-s", str(s), "-t", str(t),
                            "-o", str(out), *FAST], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
