@@ -103,12 +103,20 @@ def check(cfg: DictConfig, *, evaluating: bool = False):
     return module
 
 
+def _data_root(cfg: DictConfig):
+    """`paths.data_root`, when a config sets it, is the data folder of every task's run."""
+    from aligners.data.paths import data_root_set_to
+
+    return data_root_set_to((cfg.get("paths") or {}).get("data_root"))
+
+
 def train(cfg: DictConfig) -> dict:
     """Run `cfg.task`'s training job (Hydra's output dir is `cfg.paths.output_dir`)."""
     from aligners.training.quiet import quiet_runs
 
     quiet_runs()  # no Lightning tips/banners or known non-applicable warnings (one place)
-    return check(cfg).train(cfg)
+    with _data_root(cfg):
+        return check(cfg).train(cfg)
 
 
 def evaluate(cfg: DictConfig) -> dict:
@@ -116,7 +124,8 @@ def evaluate(cfg: DictConfig) -> dict:
     from aligners.training.quiet import quiet_runs
 
     quiet_runs()
-    return check(cfg, evaluating=True).evaluate(cfg)
+    with _data_root(cfg):
+        return check(cfg, evaluating=True).evaluate(cfg)
 
 
 def _output_dir(cfg: DictConfig) -> Path | None:

@@ -26,6 +26,7 @@ from aligners.errors import AlignersInputError
 
 __all__ = [
     "semiring_zero",
+    "log_or_zero",
     "sample_categorical",
     "LogSemiring",
     "MaxSemiring",
@@ -46,6 +47,12 @@ def semiring_zero(dtype: torch.dtype) -> float:
     if dtype == torch.float16:
         raise AlignersInputError("float16 log-potentials are not supported: use float32")
     return torch.finfo(dtype).min / 2**16
+
+
+def log_or_zero(x: torch.Tensor) -> torch.Tensor:
+    """Elementwise log of probabilities `x` (any shape) with log(0) = `semiring_zero`
+    (never -inf, so sums along a path stay finite). O(numel)."""
+    return torch.log(x).clamp_min(semiring_zero(x.dtype))
 
 
 def sample_categorical(logits: torch.Tensor, *, generator: torch.Generator | None = None

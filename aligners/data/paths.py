@@ -7,11 +7,12 @@ to set ALIGNERS_DATA.
 """
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["DataFolderMissing", "data_root", "dataset_dir", "in_checkout"]
+__all__ = ["DataFolderMissing", "data_root", "dataset_dir", "in_checkout", "data_root_set_to"]
 
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -47,3 +48,21 @@ def dataset_dir(name: str) -> Path:
         raise DataFolderMissing(
             f"dataset folder {path} not found; set ALIGNERS_DATA to the folder that holds {name}/")
     return path
+
+
+@contextmanager
+def data_root_set_to(root):
+    """Within the block, `data_root()` is `root` (a config's `paths.data_root`); None or ""
+    leaves it as it is. The previous `ALIGNERS_DATA` is restored afterwards."""
+    if not root:
+        yield
+        return
+    old = os.environ.get("ALIGNERS_DATA")
+    os.environ["ALIGNERS_DATA"] = str(root)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("ALIGNERS_DATA", None)
+        else:
+            os.environ["ALIGNERS_DATA"] = old

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import torch
 
 from aligners.lattices._core import backtrack, length_mask, semiring_zero
+from aligners.semirings import log_or_zero
 
 __all__ = [
     "AlignmentHMMPosteriors",
@@ -256,9 +257,6 @@ def _posteriors_differentiable(link_probs, null_probs, jump_scores, *, src_lengt
     return AlignmentHMMPosteriors(loglik, link_post, null_post, counts, norm)
 
 
-def _log(x: torch.Tensor) -> torch.Tensor:
-    return torch.log(x).clamp_min(semiring_zero(x.dtype))
-
 
 def alignment_hmm_viterbi(
     link_probs: torch.Tensor,
@@ -286,13 +284,14 @@ def alignment_hmm_viterbi(
     jvalid = length_mask(tgt_lengths, J)
     S, _, norm, _ = _jump_rows(jump_scores, valid, dtype)
     q = 1.0 - p0
-    lw = _log(link_probs.transpose(1, 2)).masked_fill(~valid[:, None, :], neg)  # (B, J, I)
-    ln = _log(null_probs)  # (B, J)
-    log_q = _log(torch.tensor(q, dtype=dtype))
-    log_p0 = _log(torch.tensor(p0, dtype=dtype))
-    ltrans = (_log(S[1:][None] / norm[:, 1:, None]) + log_q).masked_fill(~valid[:, None, :], neg)
-    dw = (_log(S[0][None] / norm[:, :1]) + log_q + lw[:, 0]).masked_fill(~valid, neg)
-    init_n = _log(p0 / src_lengths.clamp_min(1).to(dtype))
+    lw = log_or_zero(link_probs.transpose(1, 2)).masked_fill(~valid[:, None, :], neg)  # (B, J, I)
+    ln = log_or_zero(null_probs)  # (B, J)
+    log_q = log_or_zero(torch.tensor(q, dtype=dtype))
+    log_p0 = log_or_zero(torch.tensor(p0, dtype=dtype))
+    ltrans = (log_or_zero(S[1:][None] / norm[:, 1:, None]) + log_q).masked_fill(
+        ~valid[:, None, :], neg)
+    dw = (log_or_zero(S[0][None] / norm[:, :1]) + log_q + lw[:, 0]).masked_fill(~valid, neg)
+    init_n = log_or_zero(p0 / src_lengths.clamp_min(1).to(dtype))
     dn = (init_n[:, None] + ln[:, :1]).expand(B, I).masked_fill(~valid, neg)
     args, from_null = [], []
     live = jvalid.unbind(1)

@@ -10,7 +10,6 @@ table. `evaluate` is the same job (there is no checkpoint: `ckpt_path` is refuse
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -52,19 +51,10 @@ def diagonal_alignment(*, src_len: int, tgt_len: int) -> set[tuple[int, int]]:
 def _load(cfg: DictConfig) -> list:
     """The registry pairs of `cfg.data`; `cfg.paths.data_root`, when set, is the data root."""
     from aligners.data.datasets import load
+    from aligners.data.paths import data_root_set_to
 
-    root = cfg.get("paths", {}).get("data_root")
-    old = os.environ.get("ALIGNERS_DATA")
-    if root:
-        os.environ["ALIGNERS_DATA"] = str(root)
-    try:
+    with data_root_set_to((cfg.get("paths") or {}).get("data_root")):
         return load(cfg.data.name, cfg.data.get("split"), lenient=cfg.data.get("lenient", False))
-    finally:
-        if root:
-            if old is None:
-                os.environ.pop("ALIGNERS_DATA", None)
-            else:
-                os.environ["ALIGNERS_DATA"] = old
 
 
 def evaluate(cfg: DictConfig) -> dict:

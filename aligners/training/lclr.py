@@ -17,7 +17,6 @@ are not used; `cfg.logger` receives every metric.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -39,19 +38,10 @@ KINDS: tuple[str, ...] = ()  # train.py is train-and-test; saved models are scor
 
 def _load(cfg: DictConfig, split: str) -> list:
     from aligners.data.datasets import load
+    from aligners.data.paths import data_root_set_to
 
-    root = cfg.get("paths", {}).get("data_root")
-    old = os.environ.get("ALIGNERS_DATA")
-    if root:
-        os.environ["ALIGNERS_DATA"] = str(root)
-    try:
+    with data_root_set_to((cfg.get("paths") or {}).get("data_root")):
         return load(cfg.data.name, split)
-    finally:
-        if root:
-            if old is None:
-                os.environ.pop("ALIGNERS_DATA", None)
-            else:
-                os.environ["ALIGNERS_DATA"] = old
 
 
 def _distinct(names: list, limit: int) -> list[tuple[str, str]]:

@@ -22,7 +22,7 @@ import torch
 
 from aligners.lattices.alignment_hmm import alignment_hmm_posteriors, alignment_hmm_viterbi
 from aligners.lattices.hmm import hmm_posteriors, hmm_viterbi
-from aligners.semirings import semiring_zero
+from aligners.semirings import log_or_zero
 
 __all__ = [
     "jump_buckets",
@@ -46,10 +46,6 @@ def _jump_scores(jump_weights: torch.Tensor, *, n_src: int, dtype) -> torch.Tens
     return jump_weights.to(dtype)[jump_buckets(n_src=n_src, max_jump=K,
                                                device=jump_weights.device)]
 
-
-def _log(x: torch.Tensor) -> torch.Tensor:
-    """log(x) with log(0) = the semiring zero of x's dtype (never -inf)."""
-    return torch.log(x).clamp_min(semiring_zero(x.dtype))
 
 
 def hmm_potentials(
@@ -80,11 +76,11 @@ def hmm_potentials(
     words = (1 - p0) * ctx[:, 1:, :]
     nulls = p0 * torch.eye(I, dtype=dtype, device=dev).expand(B, I, I)
     top = torch.cat([words, nulls], dim=2)
-    log_trans = _log(torch.cat([top, top], dim=1))
+    log_trans = log_or_zero(torch.cat([top, top], dim=1))
     init_null = (p0 / src_lengths.clamp_min(1).to(dtype))[:, None] * valid
-    log_init = _log(torch.cat([(1 - p0) * ctx[:, 0, :], init_null], dim=1))
-    emit_w = _log(link_probs.transpose(1, 2))
-    emit_n = _log(null_probs)[:, :, None].expand(B, J, I)
+    log_init = log_or_zero(torch.cat([(1 - p0) * ctx[:, 0, :], init_null], dim=1))
+    emit_w = log_or_zero(link_probs.transpose(1, 2))
+    emit_n = log_or_zero(null_probs)[:, :, None].expand(B, J, I)
     log_emit = torch.cat([emit_w, emit_n], dim=2)
     state_mask = torch.cat([valid, valid], dim=1)
     return log_init, log_trans, log_emit, state_mask, ctx, norm
