@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from aligners.data import DEFAULT_CELLS
+from aligners.data.heap import release_free_heap as _release_free_heap
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 
@@ -37,27 +38,6 @@ __all__ = ["DEFAULT_CELLS", "MAX_TOKENS", "Batch", "PairIndex", "build_index", "
 MAX_TOKENS = 2048  # longer sentences are left unaligned: one pair costs O(L^2) memory
 
 _TRIM_EVERY = 16  # batches between returns of freed heap memory to the OS while indexing
-
-
-def _release_free_heap() -> None:
-    """Return freed heap pages to the OS (glibc `malloc_trim`; a no-op elsewhere).
-
-    Building the index interleaves many short-lived arrays with the kept per-batch id
-    tensors; glibc keeps the holes, which are a large share of peak RSS on big corpora.
-    """
-    global _malloc_trim
-    if _malloc_trim is None:
-        try:
-            import ctypes
-
-            _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
-
-
-_malloc_trim = None
 
 
 @dataclass

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from aligners.data.heap import release_free_heap
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 
@@ -87,7 +88,8 @@ def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids:
     """Encode token pairs (new words are added to the vocabularies) and build the pair table.
 
     Cost O(total cells) time (two passes in chunks); the largest temporary is one chunk's
-    int64 keys. Raises AlignersInputError for an empty corpus.
+    int64 keys; freed heap pages go back to the OS before returning (release_free_heap).
+    Raises AlignersInputError for an empty corpus.
     """
     src_seqs, tgt_seqs = [], []
     for s, t in pairs:
@@ -114,5 +116,7 @@ def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids:
         buf = np.empty(int(cell_off[k1] - cell_off[k0]), np.int64)
         _fill_keys(src, src_off, tgt, tgt_off, cell_off, vt, k0, k1, buf)
         pair[cell_off[k0]:cell_off[k1]] = np.searchsorted(keys, buf)
+    del buf
+    release_free_heap()
     return EncodedBitext(src, src_off, tgt, tgt_off, cell_off, pair, keys,
                          len(src_ids), len(tgt_ids))

@@ -81,6 +81,17 @@ class BayesConfig:
                              f"at least 1 for the last stage used; got {self.iterations}")
 
 
+def _reset(lex: np.ndarray | None, prior: np.ndarray | None, n: int) -> np.ndarray:
+    """`lex` (allocated once, (n,) float32) refilled with the prior (zeros when None)."""
+    if lex is None:
+        lex = np.empty(n, np.float32)
+    if prior is None:
+        lex.fill(0.0)
+    else:
+        lex[:] = prior
+    return lex
+
+
 def schedule(config: BayesConfig, n_sentences: int) -> list[int]:
     """Sweeps per stage [IBM1, HMM, fertility] (eflomal's corpus-size scaling)."""
     if config.iterations is not None:
@@ -106,7 +117,9 @@ class BayesCounts:
 
 @dataclass
 class BayesMarginals:
-    """fwd, rev (cells,) float32: p(a_j = i) and p(a_i = j) in the corpus's cell layout."""
+    """fwd, rev (cells,) float32: p(a_j = i) and p(a_i = j) in the corpus's cell layout.
+
+    The corpus's per-cell pair ids are released (empty) once sampling is done."""
 
     corpus: EncodedBitext
     fwd: np.ndarray
@@ -123,8 +136,9 @@ class BayesMarginals:
 class BayesAligner:
     """Vocabularies, config and (after `align`) the averaged counts of both directions.
 
-    Memory while aligning: 4 bytes per cell for the pair index plus 4 per cell and direction
-    for the marginals, O(P) floats for the counts.
+    Memory while aligning: 4 bytes per cell for the pair index (freed before `align`
+    returns) plus 4 per cell and direction for the marginals; per direction two (P,) float32
+    count arrays (the working counts and the samplers' average), plus one for saved priors.
     """
 
     def __init__(self, config: BayesConfig | None = None, *, src_words: Sequence[str] = (),
@@ -138,13 +152,16 @@ class BayesAligner:
         self.counts = counts  # {"fwd": ..., "rev": ...} or None (no priors)
 
     # ------------------------------------------------------------------ priors
-    def _priors(self, corpus: EncodedBitext, direction: str):
-        """Prior-filled count arrays for `corpus` (zeros, or this model's counts mapped)."""
+    def _priors(self, corpus: EncodedBitext, direction: str, *, lazy: bool = False):
+        """Prior-filled count arrays for `corpus` (zeros, or this model's counts mapped).
+
+        With `lazy` and no saved counts, lex (the only (P,) array) is None: all zeros.
+        """
         fwd = direction == "fwd"
         v_gen = corpus.n_src_words if fwd else corpus.n_tgt_words
         v_obs = corpus.n_tgt_words if fwd else corpus.n_src_words
         cfg = self.config
-        lex = np.zeros(len(corpus.keys), np.float32)
+        lex = None if lazy and self.counts is None else np.zeros(len(corpus.keys), np.float32)
         lex_den = np.zeros(v_gen, np.float64)
         null = np.zeros(v_obs, np.float64)
         jump = np.zeros(2 * cfg.max_jump + 1, np.float64)
@@ -171,7 +188,7 @@ class BayesAligner:
         gen, gen_off = (corpus.src, corpus.src_off) if fwd else (corpus.tgt, corpus.tgt_off)
         obs, obs_off = (corpus.tgt, corpus.tgt_off) if fwd else (corpus.src, corpus.src_off)
         v_obs = corpus.n_tgt_words if fwd else corpus.n_src_words
-        priors = self._priors(corpus, direction)
+        priors = self._priors(corpus, direction, lazy=cfg.sampler == "exact")
         if cfg.sampler == "batched":
             import torch
 
@@ -190,6 +207,7 @@ class BayesAligner:
         phi = np.zeros(len(gen), np.int32)
         n_acc = 0
         total = None
+        lex = None
         last = max(s for s in range(3) if its[s] > 0)
         for s in range(cfg.n_samplers):
             rng = np.random.Generator(np.random.PCG64(
@@ -201,7 +219,9 @@ class BayesAligner:
                 n = its[stage - 1]
                 if n == 0:
                     continue
-                lex, lex_den, null, jump, fert = (x.copy() for x in priors)
+                # reset the counts to the priors in place: one (P,) lex array per direction
+                lex = _reset(lex, priors[0], len(corpus.keys))
+                lex_den, null, jump, fert = (x.copy() for x in priors[1:])
                 null_den = np.array([null.sum()])
                 jump_tot = np.array([jump.sum()])
                 args = (gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair, not fwd, a,
@@ -218,15 +238,17 @@ class BayesAligner:
                              cfg.jump_alpha * len(jump), cfg.fert_alpha, cfg.max_jump,
                              cfg.max_fert, buf)
                     n_acc += acc
-            final = BayesCounts(lex, null, jump, fert)
+            # lex averaged in float32 in place (links do not use it; it is reset by the next
+            # sampler's first stage), the small count arrays in float64
+            lex *= np.float32(1.0 / cfg.n_samplers)
+            small = [x.astype(np.float64) / cfg.n_samplers for x in (null, jump, fert)]
             if total is None:
-                total = BayesCounts(*(x.astype(np.float64) / cfg.n_samplers
-                                      for x in (lex, null, jump, fert)))
+                total = BayesCounts(lex.copy(), *small)
             else:
-                for name in ("lex", "null", "jump", "fert"):
-                    getattr(total, name)[:] += getattr(final, name) / cfg.n_samplers
+                total.lex += lex
+                for name, x in zip(("null", "jump", "fert"), small, strict=True):
+                    getattr(total, name)[:] += x
         marg /= max(1, n_acc)
-        total.lex = total.lex.astype(np.float32)
         return marg, total
 
     def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]], *,
@@ -251,6 +273,7 @@ class BayesAligner:
             out = [self._direction(corpus, d, its, s) for d, s in jobs]
         self.keys = corpus.keys
         self.counts = {"fwd": out[0][1], "rev": out[1][1]}
+        corpus.pair = np.zeros(0, np.int32)  # 4 bytes per cell, not needed to decode: freed
         return BayesMarginals(corpus, out[0][0], out[1][0], its)
 
     # ------------------------------------------------------------------ export
