@@ -4,11 +4,10 @@ MSRP TSV, RTE-1..3 XML (NLTK copy) and the TREC QA pseudo-XML of Wang et al. (20
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aligners.data.parallel import read_lines
+from aligners.data.parallel import read_lines, read_xml
 from aligners.errors import AlignersInputError
 
 __all__ = ["LabeledPair", "QAQuestion", "TaggedSentence", "read_msrp", "read_rte", "read_trecqa"]
@@ -79,14 +78,7 @@ def read_rte(path: str | Path) -> list[LabeledPair]:
 
     Cost: O(file size). Malformed XML or a pair without t/h/label raises `AlignersInputError`.
     """
-    text = "\n".join(read_lines(path))
-    try:
-        root = ET.fromstring(text.encode("utf-8"))
-    except ET.ParseError as err:
-        raise AlignersInputError(
-            f"invalid XML ({err}); expected an RTE entailment-corpus", path=str(path),
-            line=err.position[0],
-        ) from None
+    root = read_xml(path, expected="an RTE entailment-corpus")
     out = []
     for n, pair in enumerate(root.iter("pair"), start=1):
         label = pair.get("entailment", pair.get("value", "")).upper()

@@ -26,6 +26,7 @@ __all__ = [
     "read_line_blocks",
     "read_lines",
     "read_parallel",
+    "read_xml",
     "split_tokens",
     "write_parallel",
 ]
@@ -122,6 +123,20 @@ def read_line_blocks(path: str | Path, *, block_bytes: int = 1 << 20) -> Iterato
 def read_lines(path: str | Path) -> Iterator[str]:
     """Yield the decoded lines of `path` one by one (see `read_line_blocks`)."""
     return itertools.chain.from_iterable(read_line_blocks(path))
+
+
+def read_xml(path: str | Path, *, expected: str):
+    """The root element of the XML file `path`, read as `read_lines` reads text (BOM, CRLF,
+    bad UTF-8 reported with file and line); malformed XML raises `AlignersInputError` naming
+    the file, the line and what was `expected` (e.g. "an RTE-5 file"). O(file size)."""
+    import xml.etree.ElementTree as ET
+
+    text = "\n".join(read_lines(path))
+    try:
+        return ET.fromstring(text.encode("utf-8"))
+    except ET.ParseError as err:
+        raise AlignersInputError(f"invalid XML ({err}); expected {expected}", path=str(path),
+                                 line=err.position[0]) from None
 
 
 def open_text(path: str | Path) -> Iterator[str]:

@@ -7,11 +7,10 @@ carry information no RTE-5 system had. Cost: O(file size).
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from aligners.data.labeled import LabeledPair
-from aligners.data.parallel import read_lines
+from aligners.data.parallel import read_xml
 from aligners.errors import AlignersInputError
 
 __all__ = ["read_rte5"]
@@ -22,12 +21,7 @@ _LABELS = {"ENTAILMENT": 1, "UNKNOWN": 0, "CONTRADICTION": 0}
 def read_rte5(path: str | Path) -> list[LabeledPair]:
     """RTE-5 XML -> `LabeledPair(id, t, h, label)`; `meta` keeps the three-way label and the
     task (IE/IR/QA). A malformed pair raises `AlignersInputError` naming the file."""
-    text = "\n".join(read_lines(path))
-    try:
-        root = ET.fromstring(text.encode("utf-8"))
-    except ET.ParseError as err:
-        raise AlignersInputError(f"invalid XML ({err}); expected an RTE-5 file",
-                                 path=str(path), line=err.position[0]) from None
+    root = read_xml(path, expected="an RTE-5 file")
     out = []
     for n, pair in enumerate(root.iter("pair"), start=1):
         label = pair.get("entailment", "").upper()

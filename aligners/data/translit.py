@@ -6,11 +6,10 @@ may list several `TargetName`s (all kept, first first). Cost: O(file size).
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from aligners.data.parallel import read_lines
+from aligners.data.parallel import read_xml
 from aligners.errors import AlignersInputError
 
 __all__ = ["NamePair", "read_news_translit"]
@@ -32,12 +31,7 @@ class NamePair:
 def read_news_translit(path: str | Path) -> list[NamePair]:
     """Read a NEWS XML file -> `NamePair`s in file order. A malformed file or a name without
     a source or target raises `AlignersInputError` naming the file (and line for XML errors)."""
-    text = "\n".join(read_lines(path))
-    try:
-        root = ET.fromstring(text.encode("utf-8"))
-    except ET.ParseError as err:
-        raise AlignersInputError(f"invalid XML ({err}); expected a NEWS transliteration corpus",
-                                 path=str(path), line=err.position[0]) from None
+    root = read_xml(path, expected="a NEWS transliteration corpus")
     out = []
     for n, name in enumerate(root.iter("Name"), start=1):
         src = (name.findtext("SourceName") or "").strip()
