@@ -83,26 +83,6 @@ _VENV_EFLOMAL = Path(sys.executable).parent / "eflomal-align"
 EFLOMAL = str(_VENV_EFLOMAL) if _VENV_EFLOMAL.exists() else "eflomal-align"
 
 
-def run_env(cmd: list[str]) -> dict:
-    """Run cmd under GNU time -v with the caller's environment (eflomal: all cores)."""
-    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-    env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True,
-                          env=env, cwd=REPO)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-2000:] + proc.stderr[-4000:])
-        raise SystemExit(f"failed: {' '.join(cmd)}")
-    err = proc.stderr
-
-    def grab(key):
-        return re.search(re.escape(key) + r"\s*(.+)", err).group(1).strip()
-
-    parts = [float(x) for x in grab("Elapsed (wall clock) time (h:mm:ss or m:ss):").split(":")]
-    return {"wall": sum(p * 60 ** k for k, p in enumerate(reversed(parts))),
-            "cpu": float(grab("User time (seconds):")) + float(grab("System time (seconds):")),
-            "rss_mb": int(grab("Maximum resident set size (kbytes):")) / 1024}
-
-
 def suite(args) -> None:
     from aligners.data.datasets import iter_parallel, load
     from aligners.metrics import evaluate_alignments
@@ -135,8 +115,8 @@ def suite(args) -> None:
                                          "--threads", str(args.threads)]))
             for sys_name, cmd in runs:
                 f, r = work / f"{sys_name}.{seed}.fwd", work / f"{sys_name}.{seed}.rev"
-                t = run_env([*cmd, "-s", str(src_f), "-t", str(tgt_f), "-f", str(f),
-                             "-r", str(r)])
+                t = timed([*cmd, "-s", str(src_f), "-t", str(tgt_f), "-f", str(f),
+                           "-r", str(r)], threads=None)  # each tool's own default threads
                 fl, rl = read_links(f), read_links(r)
                 for h in HEURISTICS:
                     links = symmetrize_corpus(fl, rl, h)[lo:hi]
