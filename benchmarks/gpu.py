@@ -306,18 +306,18 @@ def case_mono_phrase_crf(bench: Bench) -> None:
     over = ["experiment=yao2013_msr06_phrase", f"trainer={trainer}"]
     if bench.quick:
         over += ["data.train_limit=20", "data.test_limit=10", "training.max_iter=3"]
-    out = tempfile.mkdtemp(prefix="gpu-bench-mono-")
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=over, return_hydra_config=True)
-    with open_dict(cfg):
-        cfg.hydra.runtime.output_dir = out
-        cfg.hydra.job.num = 0
-    HydraConfig.instance().set_config(cfg)
-    plain = OmegaConf.to_container(cfg, resolve=True)
-    plain.pop("hydra", None)
-    metrics = {}
-    sec = _timed(bench, lambda: metrics.update(train(OmegaConf.create(plain))))
+    with tempfile.TemporaryDirectory(prefix="gpu-bench-mono-") as out:  # removed afterwards
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+            cfg = compose(config_name="train", overrides=over, return_hydra_config=True)
+        with open_dict(cfg):
+            cfg.hydra.runtime.output_dir = out
+            cfg.hydra.job.num = 0
+        HydraConfig.instance().set_config(cfg)
+        plain = OmegaConf.to_container(cfg, resolve=True)
+        plain.pop("hydra", None)
+        metrics = {}
+        sec = _timed(bench, lambda: metrics.update(train(OmegaConf.create(plain))))
     test = next((v for k, v in metrics.items() if k.startswith("test")), {})
     f1 = test.get("micro/f1")
     note = f"trainer={trainer}; test micro F1 {f1:.4f}" if f1 is not None else (
