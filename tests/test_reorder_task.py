@@ -50,7 +50,10 @@ def test_reorder_task_runs_all_models(tmp_path):
         assert 0.0 <= rec["heldout_error"] <= 1.0
     assert models["lexical"]["moses_table_lines"] > 0
     assert [r["fraction_removed"] for r in results["mi_curve"]] == [0.0, 0.5]
+    assert all(r["size_bytes"] > 0 for r in results["mi_curve"])
     out = tmp_path / "out"
+    # the MI sweep's scratch model is gone: the run's models folder holds the exported ones only
+    assert {p.name for p in (out / "models").iterdir()} == set(models)
     assert (out / "reorder_active_set.png").is_file()
     assert (out / "reorder_nb_feature_reduction.png").is_file()
     assert (out / "models" / "dual_eps0.1" / "features.json").is_file()

@@ -17,6 +17,7 @@ when given, else the same held-out (or dev) slice of `cfg.data` as training.
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -230,7 +231,7 @@ def _mi_curve(nbc, X_train, y_train, X_test, y_test, F, feature_list, models_dir
     """Error of NB (each inference) after removing the lowest-MI fraction of features.
 
     An analysis sweep: each point is one counting pass (`NaiveBayes.fit`), not a Lightning
-    run; the exported size is measured on a temporary model folder.
+    run; the exported size is measured on a temporary model folder, removed afterwards.
     """
     scores = mi_scores(X_train, y_train, num_classes=3).numpy()
     order = np.argsort(scores, kind="stable")  # lowest MI first
@@ -247,10 +248,11 @@ def _mi_curve(nbc, X_train, y_train, X_test, y_test, F, feature_list, models_dir
             nb = NaiveBayes(num_features=len(keep), alpha=float(nbc.alpha),
                             inference=inference).fit(Xtr, y_train)
             row[f"error_{inference}"] = error_rate(nb.predict_log_proba(Xte), y_test)
-            if inference == nbc.inference[0]:
-                path = models_dir / "nb_mi_tmp"
-                nb.save(path, meta=meta, features=[feature_list[i] for i in keep])
-                row["size_bytes"] = dir_size(path)
+            if inference == nbc.inference[0]:  # size on disk, then the folder is removed
+                with tempfile.TemporaryDirectory(prefix="aligners-nb-mi-") as tmp:
+                    path = Path(tmp) / "nb_mi"
+                    nb.save(path, meta=meta, features=[feature_list[i] for i in keep])
+                    row["size_bytes"] = dir_size(path)
         curve.append(row)
         print("mi", json.dumps(row), flush=True)
     return curve
