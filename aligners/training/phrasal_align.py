@@ -215,14 +215,14 @@ def train(cfg: DictConfig) -> dict:
     # 1. word HMM by agreement (baseline row)
     t0 = time.time()
     base = WordAligner.from_index(index, WordAlignConfig(**{**wcfg, "agreement": True}))
-    _fit(cfg, LitWordAligner(base, index), base.n_iterations)
+    _fit(cfg, LitWordAligner.from_model(base, index), base.n_iterations)
     times["word_hmm_agreement"] = time.time() - t0
     report("word_hmm_agreement", base, times["word_hmm_agreement"])
     del base
     # 2. word HMM without agreement
     t0 = time.time()
     word = WordAligner.from_index(index, WordAlignConfig(**{**wcfg, "agreement": False}))
-    _fit(cfg, LitWordAligner(word, index), word.n_iterations)
+    _fit(cfg, LitWordAligner.from_model(word, index), word.n_iterations)
     times["word_hmm_no_agreement"] = time.time() - t0
     pcfg = {k: v for k, v in OmegaConf.to_container(m.phrasal).items()
             if k in PhrasalConfig.__dataclass_fields__}
