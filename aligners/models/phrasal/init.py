@@ -23,6 +23,7 @@ import torch
 from aligners.data.bitext import PairIndex
 from aligners.models.phrasal.model import PhrasalAligner, PhrasalConfig, make_layout
 from aligners.models.phrasal.phrase_lists import PhraseList, mine_candidates, rank_phrases
+from aligners.models.phrasal.routing import phrase_rows
 from aligners.symmetrize import symmetrize
 
 __all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_aligner"]
@@ -133,7 +134,8 @@ def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list) -> torch.Te
         src, tgt = bt.src.long(), bt.tgt.long()
         fl, bl = f.tolist(), b.tolist()
         ss, st = lay.span_src.tolist(), lay.span_tgt.tolist()
-        for r in range(src.shape[0]):
+        # a pair adds keys only through its listed spans: rows without a phrase state add none
+        for r in phrase_rows(lay).nonzero()[:, 0].tolist():
             I, J = int(bt.src_lengths[r]), int(bt.tgt_lengths[r])
             links = symmetrize([(i, j) for j, i in enumerate(fl[r][:J]) if i >= 0],
                                [(i, j) for i, j in enumerate(bl[r][:I]) if j >= 0],
