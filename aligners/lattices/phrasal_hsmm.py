@@ -229,21 +229,25 @@ def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
     N0, mn0 = _mask_shift(pot.log_null_init, ivalid, 1)
     PW, mp = _mask_shift(pot.log_phrase_weight, pvalid, 1)
     # emissions: one shift per (item, position) over its readable segment scores (valid
-    # states, segments starting at or after position 0)
+    # states; segments of length > 1 only where some item scores one: `used`, gathered)
     ninf = torch.full((), float("-inf"), dtype=dtype, device=dev)
-    readable = (torch.arange(L, device=dev)[None, :] <= torch.arange(J, device=dev)[:, None])
-    em = torch.where(ivalid[:, None, :], ew.detach()[:, :, 0], ninf).amax(2)
-    if L > 1:
-        seg = torch.where(ivalid[:, None, None, :], ew.detach()[:, :, 1:], ninf).amax(3)
-        em = torch.maximum(em, torch.where(readable[None, :, 1:], seg, ninf).amax(2))
+    spans = _span_table(ew)
+    used = [(n, k) for n in range(J) for k in range(1, min(L, n + 1)) if spans[n][k - 1]]
+    em = torch.where(ivalid[:, None, :], ew.detach()[:, :, 0], ninf).amax(2)  # (B, J)
+    if used:
+        un = torch.tensor([n for n, _ in used], device=dev)
+        uk = torch.tensor([k for _, k in used], device=dev)
+        seg = torch.where(ivalid[:, None, :], ew.detach()[:, un, uk], ninf).amax(2)  # (B, U)
+        em = em.scatter_reduce(1, un.expand(B, -1), seg, "amax")
     em = torch.maximum(em, pot.log_emit_null.detach())
     if P:
         em = torch.maximum(em, torch.where(pvalid[:, None, :], pot.log_emit_phrase.detach(),
                                            ninf).amax(2))
     em = torch.where(torch.isfinite(em), em, torch.zeros_like(em))
-    Ew = _exp0(ew - em[:, :, None, None])
-    Ew = [e.unbind(1) for e in Ew.unbind(1)]  # [n][k] (B, I); views made once (autograd)
-    spans = _span_table(ew)
+    Ew0 = _exp0(ew[:, :, 0] - em[:, :, None]).unbind(1)  # [n] (B, I); views made once
+    Eseg = {}
+    if used:  # one gather of the scored segments (autograd: one scatter back)
+        Eseg = dict(zip(used, _exp0(ew[:, un, uk] - em[:, un, None]).unbind(1)))
     En = _exp0(pot.log_emit_null - em).unbind(1)
     Ep = _exp0(pot.log_emit_phrase - em[:, :, None]).unbind(1)
 
@@ -266,10 +270,10 @@ def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
         D = torch.stack([cs[n - k] for k in range(kk)], 1)  # (B, kk) log scales
         dmax = D.detach().amax(1)
         f = torch.exp(D - dmax[:, None])
-        w = pre_ws[n] * Ew[n][0] * f[:, :1]
+        w = pre_ws[n] * Ew0[n] * f[:, :1]
         for k in range(1, kk):
-            if spans[n][k - 1]:  # some item has a segment of length k+1 ending at n
-                w = w + pre_ws[n - k] * Ew[n][k] * f[:, k:k + 1]
+            if (n, k) in Eseg:  # some item has a segment of length k+1 ending at n
+                w = w + pre_ws[n - k] * Eseg[n, k] * f[:, k:k + 1]
         nu = pre_n * En[n][:, None] * f[:, :1]
         ph = pre_p * Ep[n] * f[:, :1]
         g = dmax + em[:, n]
