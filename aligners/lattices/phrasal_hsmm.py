@@ -25,8 +25,11 @@ each position's emissions and of each jump row, per-step normalisation; float32 
 relative masses down to e^-87 within a position or a jump row, float64 far below); the
 "max" semiring (Viterbi) runs in log space; both are tested equal to a plain log-space
 recursion. Segments of length > 1 scored at the semiring zero everywhere in the batch are
-skipped (exact). Cost O(B J (I^2 + L I + P I)) time; posteriors and Viterbi are autograd
-of log Z (O(B J (L I + P)) memory for the potentials' gradients, O(B J I) activations).
+skipped (exact). Cost O(B J (I^2 + L I + P I)) time. Posteriors on CPU tensors: an
+explicit scaled forward-backward per item in float64 (numba, `_phrasal_hsmm_kernel`);
+elsewhere (CUDA) and with method="autograd": autograd of log Z (O(B J (L I + P)) memory for
+the potentials' gradients, O(B J I) activations); all tested equal. Viterbi: autograd of
+the "max" score.
 """
 
 from __future__ import annotations
