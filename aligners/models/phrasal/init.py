@@ -151,7 +151,7 @@ def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list) -> torch.Te
         # none, and only the others are read back as Python lists
         rows = phrase_rows(lay).nonzero()[:, 0]
         fl, bl = f[rows].tolist(), b[rows].tolist()
-        ss, st = lay.span_src[rows].tolist(), lay.span_tgt[rows].tolist()
+        ss, st = lay.span_src[rows].numpy(), lay.span_tgt[rows].numpy()  # read per link
         sw, tw = src[rows].tolist(), tgt[rows].tolist()
         sls, tls = bt.src_lengths[rows].tolist(), bt.tgt_lengths[rows].tolist()
         for r in range(rows.numel()):
@@ -166,13 +166,13 @@ def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list) -> torch.Te
             for i, js in by_s.items():  # word i -> target span
                 lo, hi = min(js), max(js)
                 if hi > lo and all(by_t.get(j, [i]) == [i] for j in range(lo, hi + 1)):
-                    if hi - lo < len(st[r][hi]) and st[r][hi][hi - lo] >= 0:
-                        keys.append(sw[r][i] * Ut + st[r][hi][hi - lo])
+                    if hi - lo < st.shape[2] and st[r, hi, hi - lo] >= 0:
+                        keys.append(sw[r][i] * Ut + int(st[r, hi, hi - lo]))
             for j, is_ in by_t.items():  # source span -> word j
                 lo, hi = min(is_), max(is_)
                 if hi > lo and all(by_s.get(i, [j]) == [j] for i in range(lo, hi + 1)):
-                    if hi - lo < len(ss[r][hi]) and ss[r][hi][hi - lo] >= 0:
-                        keys.append(ss[r][hi][hi - lo] * Ut + tw[r][j])
+                    if hi - lo < ss.shape[2] and ss[r, hi, hi - lo] >= 0:
+                        keys.append(int(ss[r, hi, hi - lo]) * Ut + tw[r][j])
         if model.config.gappy:
             for obs, al, ln, lst, fwd in ((bt.src, b, bt.src_lengths, model.src_list, True),
                                           (bt.tgt, f, bt.tgt_lengths, model.tgt_list, False)):
