@@ -47,6 +47,21 @@ def _item(ew, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, Ib, Jb,
         if f >= 0 and la < Ib and f <= la and pw[p] > _NEG:
             pv[p] = True
             PW[p] = np.exp(pw[p])
+    # emission probabilities, exponentiated once (0 = never scored)
+    E = np.zeros((Jb, L, Ib))
+    for n in range(Jb):
+        for lk in range(min(L, n + 1)):
+            for i in range(Ib):
+                if ew[n, lk, i] > _NEG:
+                    E[n, lk, i] = np.exp(ew[n, lk, i])
+    EN = np.zeros(Jb)
+    EP = np.zeros((Jb, P))
+    for n in range(Jb):
+        if en[n] > _NEG:
+            EN[n] = np.exp(en[n])
+        for p in range(P):
+            if pv[p] and ep[n, p] > _NEG:
+                EP[n, p] = np.exp(ep[n, p])
     Win = np.zeros((Jb, Ib))  # scaled entry mass of a word state starting at n
     Nin = np.zeros((Jb, Ib))
     Pin = np.zeros((Jb, P))
@@ -71,17 +86,15 @@ def _item(ew, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, Ib, Jb,
                 Pin[n, p] = Win[n, pfirst[p]] * PW[p]
         ex = np.zeros(Ib)
         for i in range(Ib):
-            ex[i] = Nin[n, i] * np.exp(en[n]) if en[n] > _NEG else 0.0
+            ex[i] = Nin[n, i] * EN[n]
         for lk in range(min(L, n + 1)):
             s = n - lk
             f = np.exp(C[s] - C[n])
             for i in range(Ib):
-                e = ew[n, lk, i]
-                if e > _NEG and Win[s, i] != 0.0:
-                    ex[i] += Win[s, i] * np.exp(e) * f
+                ex[i] += Win[s, i] * E[n, lk, i] * f
         for p in range(P):
-            if pv[p] and ep[n, p] > _NEG:
-                ex[plast[p]] += Pin[n, p] * np.exp(ep[n, p])
+            if pv[p]:
+                ex[plast[p]] += Pin[n, p] * EP[n, p]
         c = 0.0
         for i in range(Ib):
             c += ex[i]
@@ -100,14 +113,12 @@ def _item(ew, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, Ib, Jb,
             e = s + lk
             f = np.exp(C[s] - C[e + 1])
             for i in range(Ib):
-                v = ew[e, lk, i]
-                if v > _NEG:
-                    bw[i] += np.exp(v) * bex[e, i] * f
+                bw[i] += E[e, lk, i] * bex[e, i] * f
         f1 = np.exp(C[s] - C[s + 1])
         for p in range(P):
-            if pv[p] and ep[s, p] > _NEG:
-                bw[pfirst[p]] += PW[p] * np.exp(ep[s, p]) * bex[s, plast[p]] * f1
-        bn = np.exp(en[s]) * f1 if en[s] > _NEG else 0.0
+            if pv[p]:
+                bw[pfirst[p]] += PW[p] * EP[s, p] * bex[s, plast[p]] * f1
+        bn = EN[s] * f1
         for k in range(Ib):
             acc = ns[k] * bn * bex[s, k]
             for i in range(Ib):
@@ -116,21 +127,18 @@ def _item(ew, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, Ib, Jb,
     # posteriors
     for e in range(Jb):
         f1 = np.exp(C[e] - C[e + 1])
-        if en[e] > _NEG:
-            tot = 0.0
-            for r in range(Ib):
-                tot += Nin[e, r] * bex[e, r]
-            out_n[e] = tot * np.exp(en[e]) * f1
+        tot = 0.0
+        for r in range(Ib):
+            tot += Nin[e, r] * bex[e, r]
+        out_n[e] = tot * EN[e] * f1
         for p in range(P):
-            if pv[p] and ep[e, p] > _NEG:
-                out_p[e, p] = Pin[e, p] * np.exp(ep[e, p]) * bex[e, plast[p]] * f1
+            if pv[p]:
+                out_p[e, p] = Pin[e, p] * EP[e, p] * bex[e, plast[p]] * f1
         for lk in range(min(L, e + 1)):
             s = e - lk
             f = np.exp(C[s] - C[e + 1])
             for i in range(Ib):
-                v = ew[e, lk, i]
-                if v > _NEG:
-                    out_w[e, lk, i] = Win[s, i] * np.exp(v) * bex[e, i] * f
+                out_w[e, lk, i] = Win[s, i] * E[e, lk, i] * bex[e, i] * f
     return C[Jb]
 
 
