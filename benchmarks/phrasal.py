@@ -6,7 +6,10 @@ backward) of each and the ratio. `python benchmarks/phrasal.py --repeats 5`
 Corpus mode (`--pairs N`): the first N Hansards training pairs (lowercased); after Model 1 +
 word HMM training (no agreement) and building the phrasal model, times one full EM
 iteration (E-step over all batches + M-step) of the word HMM by agreement and of the
-phrasal + gappy model by agreement, `--repeats` times each, interleaved.
+phrasal + gappy model by agreement, `--repeats` times each, interleaved; also the time of
+building the phrasal model (mining + initialisation) and the share of pairs with a phrase
+state (the others run the word HMM lattice). `--unrouted` also times the phrasal iteration
+with every pair on the phrasal lattice (the path before issue 10), interleaved.
 `python benchmarks/phrasal.py --pairs 5000 --repeats 3`
 """
 
@@ -26,8 +29,9 @@ def corpus_mode(a) -> None:
     from aligners.data.bitext import build_index
     from aligners.data.datasets import iter_parallel
     from aligners.data.vocab import WordIds
-    from aligners.models.phrasal import PhrasalConfig, build_phrasal_aligner
+    from aligners.models.phrasal import PhrasalConfig, build_phrasal_aligner, make_layout
     from aligners.models.phrasal.decode import fit_phrasal
+    from aligners.models.phrasal.routing import phrase_rows
     from aligners.models.word.agreement import WordAlignConfig, WordAligner
 
     pairs = itertools.islice(iter_parallel("hansards-enfr", "train", lowercase=True), a.pairs)
@@ -36,24 +40,47 @@ def corpus_mode(a) -> None:
     word.fit(index)
     agree = WordAligner.from_index(index, WordAlignConfig(agreement=True))
     agree.load_state_dict(word.state_dict())
+    t0, c0 = time.perf_counter(), time.process_time()
     model, stats = build_phrasal_aligner(word, index, PhrasalConfig(iterations=0))
+    build_s, build_cpu = time.perf_counter() - t0, time.process_time() - c0
+    rows = sum(int(phrase_rows(make_layout(index.batch(k), model.src_list, model.tgt_list,
+                                           gappy=True)).sum()) for k in range(len(index)))
     times = {"word_hmm_agreement": [], "phrasal_gappy": []}
-    for r in range(a.repeats):
-        t0 = time.perf_counter()
+    if a.unrouted:
+        times["phrasal_gappy_unrouted"] = []
+    cpu = {k: [] for k in times}  # process CPU seconds (the fairer figure on a busy machine)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    b0 = index.batch(0)  # warm-up: loads the compiled lattice kernel before timing
+    model.link_posteriors(b0, make_layout(b0, model.src_list, model.tgt_list, gappy=True),
+                          route=False)
+    for _ in range(a.repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
         for k in range(len(index)):
             agree.accumulate(index.batch(k), stage="hmm")
         agree.m_step(stage="hmm")
         times["word_hmm_agreement"].append(time.perf_counter() - t0)
-        model.config.iterations = r + 1
-        t0 = time.perf_counter()
-        fit_phrasal(model, index)
-        times["phrasal_gappy"].append(time.perf_counter() - t0)
+        cpu["word_hmm_agreement"].append(time.process_time() - c0)
+        for key, route in (("phrasal_gappy", True), ("phrasal_gappy_unrouted", False)):
+            if key not in times:
+                continue
+            model.load_state_dict(state)  # every repeat times the same first iteration
+            model.iteration.zero_()
+            model.config.iterations = 1
+            t0, c0 = time.perf_counter(), time.process_time()
+            fit_phrasal(model, index, route=route)
+            times[key].append(time.perf_counter() - t0)
+            cpu[key].append(time.process_time() - c0)
     med = {k: statistics.median(v) for k, v in times.items()}
+    mc = {k: statistics.median(v) for k, v in cpu.items()}
     print(f"pairs={index.n_sentences} batches={len(index)} threads={a.threads} "
-          f"repeats={a.repeats} phrases matched/pair={stats['mean_phrases_matched']:.2f}")
+          f"repeats={a.repeats} phrases matched/pair={stats['mean_phrases_matched']:.2f} "
+          f"pairs with a phrase state={rows} ({rows / max(1, index.n_sentences):.1%}) "
+          f"build (mining + init) {build_s:.1f} s wall, {build_cpu:.1f} s CPU")
     for k, v in med.items():
-        print(f"{k:<20} {v:8.2f} s per EM iteration")
-    print(f"ratio phrasal/word {med['phrasal_gappy'] / med['word_hmm_agreement']:.2f}")
+        print(f"{k:<24} {v:8.2f} s wall, {mc[k]:8.2f} s CPU per EM iteration")
+    for k in [x for x in med if x != "word_hmm_agreement"]:
+        print(f"ratio {k}/word: wall {med[k] / med['word_hmm_agreement']:.2f}, "
+              f"CPU {mc[k] / mc['word_hmm_agreement']:.2f}")
 
 
 def main() -> None:
@@ -65,6 +92,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--pairs", type=int, default=0, help="corpus mode: Hansards pairs")
+    ap.add_argument("--unrouted", action="store_true",
+                    help="corpus mode: also time every pair on the phrasal lattice")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     if a.pairs:

@@ -283,3 +283,30 @@ def test_cuda_matches_cpu():
     assert gpu.word.device.type == "cuda"
     assert torch.allclose(cpu.word, gpu.word.cpu(), atol=1e-4)
     assert torch.allclose(cpu.log_likelihood, gpu.log_likelihood.cpu(), atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-10), (torch.float32, 2e-5)])
+def test_explicit_posteriors_equal_autograd(dtype, tol):
+    """The numba forward-backward (CPU default) against autograd of the scaled forward:
+    mixed lengths, padded phrases, gappy phrases, segments scored only at some cells."""
+    B, I, J, L = 5, 6, 11, 4
+    sl, tl = torch.tensor([6, 3, 1, 5, 6]), torch.tensor([11, 2, 5, 9, 7])
+    phrases = [[(0, 2), (1, 4), (3, 5)], [(0, 1), (-1, -1), (-1, -1)],
+               [(-1, -1), (-1, -1), (-1, -1)], [(1, 3), (0, 3), (2, 4)],
+               [(4, 5), (-1, -1), (-1, -1)]]
+    pot = _random(B, I, J, L, phrases, seed=11, dtype=dtype)
+    g = torch.Generator().manual_seed(3)
+    keep = torch.rand(B, J, L, I, generator=g) < 0.2
+    keep[:, :, 0] = True
+    from aligners.semirings import semiring_zero
+
+    zero = semiring_zero(dtype)
+    pot = pot._replace(log_emit_word=torch.where(keep, pot.log_emit_word, zero))
+    ex = phrasal_hsmm_posteriors(pot, src_lengths=sl, tgt_lengths=tl, method="explicit")
+    ag = phrasal_hsmm_posteriors(pot, src_lengths=sl, tgt_lengths=tl, method="autograd")
+    for a, b in zip(ex, ag):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert torch.allclose(a, b, atol=tol, rtol=tol)
+    assert float(ex.phrase.sum()) > 0.1 and float(ex.word[:, :, 1:].sum()) > 0.1
+    with pytest.raises(AlignersInputError, match="method"):
+        phrasal_hsmm_posteriors(pot, src_lengths=sl, tgt_lengths=tl, method="numba")

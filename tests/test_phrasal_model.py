@@ -226,3 +226,68 @@ def test_model_runs_on_cuda_like_cpu(trained):
         model.cpu()
     for (a, b), (c, d) in zip(cpu, gpu):
         assert np.allclose(a, c, atol=1e-4) and np.allclose(b, d, atol=1e-4)
+
+
+def _double_copy(model):
+    import copy
+
+    m = copy.deepcopy(model).double()
+    m.reset_counts()
+    return m
+
+
+def test_word_rows_routed_to_the_word_hmm_equal_the_phrasal_lattice(trained):
+    from aligners.models.phrasal.routing import phrase_rows, take_rows, word_row_posteriors
+
+    model = _double_copy(trained[0])
+    index = trained[3]
+    checked = 0
+    for k in range(len(index)):
+        b = index.batch(k)
+        lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
+        rows = (~phrase_rows(lay)).nonzero()[:, 0]
+        if rows.numel() == 0:
+            continue
+        wb = take_rows(b, rows)
+        wlay = make_layout(wb, model.src_list, model.tgt_list, gappy=True)
+        assert wlay.n_matched() == 0 and (wlay.span_src < 0).all() and (wlay.span_tgt < 0).all()
+        (pf, _, _), (pb, _, _) = model.posteriors(wb, wlay)
+        lf, lb = model.link_posteriors(wb, wlay, route=False)
+        w = word_row_posteriors(model, wb)
+        assert torch.allclose(w.loglik_fwd, pf.log_likelihood, atol=1e-6, rtol=0)
+        assert torch.allclose(w.loglik_bwd, pb.log_likelihood, atol=1e-6, rtol=0)
+        assert torch.allclose(w.links_fwd, lf, atol=1e-6, rtol=0)
+        assert torch.allclose(w.links_bwd, lb, atol=1e-6, rtol=0)
+        assert torch.allclose(w.null_fwd, pf.null, atol=1e-6, rtol=0)
+        assert torch.allclose(w.null_bwd, pb.null, atol=1e-6, rtol=0)
+        v = word_row_posteriors(model, wb, viterbi=True)
+        vf, vb = model.link_posteriors(wb, wlay, viterbi=True, route=False)
+        assert torch.equal(v.links_fwd, vf) and torch.equal(v.links_bwd, vb)
+        checked += rows.numel()
+    assert checked > 20
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-9), (torch.float32, 2e-5)])
+def test_mixed_batches_give_the_same_counts_and_links_routed_or_not(trained, dtype, tol):
+    from aligners.models.phrasal.routing import phrase_rows
+
+    model = _double_copy(trained[0]).to(dtype)
+    index = trained[3]
+    mixed = 0
+    for k in range(len(index)):
+        b = index.batch(k)
+        lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
+        has = phrase_rows(lay)
+        mixed += bool(has.any()) and not bool(has.all())
+        got = []
+        for route in (True, False):
+            model.reset_counts()
+            model.accumulate(b, lay, route=route)
+            links = model.link_posteriors(b, lay, route=route)
+            vit = model.link_posteriors(b, lay, viterbi=True, route=route)
+            got.append([model.c_fwd, model.c_bwd, model.c_null_tgt, model.c_null_src,
+                        model.c_loglik, *links, *vit])
+        for x, y in zip(*got):
+            assert x.shape == y.shape
+            assert torch.allclose(x.to(y.dtype), y, atol=tol, rtol=tol)
+    assert mixed >= 1

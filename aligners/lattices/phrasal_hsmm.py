@@ -25,12 +25,16 @@ each position's emissions and of each jump row, per-step normalisation; float32 
 relative masses down to e^-87 within a position or a jump row, float64 far below); the
 "max" semiring (Viterbi) runs in log space; both are tested equal to a plain log-space
 recursion. Segments of length > 1 scored at the semiring zero everywhere in the batch are
-skipped (exact). Cost O(B J (I^2 + L I + P I)) time; posteriors and Viterbi are autograd
-of log Z (O(B J (L I + P)) memory for the potentials' gradients, O(B J I) activations).
+skipped (exact). Cost O(B J (I^2 + L I + P I)) time. Posteriors on CPU tensors: an
+explicit scaled forward-backward per item in float64 (numba, `_phrasal_hsmm_kernel`);
+elsewhere (CUDA) and with method="autograd": autograd of log Z (O(B J (L I + P)) memory for
+the potentials' gradients, O(B J I) activations); all tested equal. Viterbi: autograd of
+the "max" score.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -178,6 +182,15 @@ def _forward(pot: PhrasalPotentials, sl, tl, semiring: str) -> torch.Tensor:
     return logz
 
 
+def _exp0(x: torch.Tensor) -> torch.Tensor:
+    """exp(x), exactly 0 for arguments below 0.9 log(tiny) (-78.6 in float32: relative
+    masses under 1e-34 are dropped). On CPU, exp of arguments near or below log(tiny) (the
+    semiring zero: most segment scores) takes a slow path, 30-100x a normal argument."""
+    lo = 0.9 * math.log(torch.finfo(x.dtype).tiny)
+    return torch.where(x >= lo, torch.exp(x.clamp_min(lo)), torch.zeros((), dtype=x.dtype,
+                                                                      device=x.device))
+
+
 def _mask_shift(x, mask, dims):
     """exp(x - m) zeroed where ~mask, and the per-item shift m (B,) (detached, finite)."""
     z = torch.full((), float("-inf"), dtype=x.dtype, device=x.device)
@@ -186,7 +199,7 @@ def _mask_shift(x, mask, dims):
         return torch.zeros_like(x), torch.zeros(x.shape[0], dtype=x.dtype, device=x.device)
     m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
     shape = (-1,) + (1,) * (x.dim() - 1)
-    return torch.where(mask, torch.exp(x - m.view(shape)), torch.zeros((), dtype=x.dtype,
+    return torch.where(mask, _exp0(x - m.view(shape)), torch.zeros((), dtype=x.dtype,
                                                                       device=x.device)), m
 
 
@@ -211,23 +224,35 @@ def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
                                                               device=dev)).amax(2)
     row = torch.where(torch.isfinite(row), row, torch.zeros_like(row))  # (B, I)
     ma = row.amax(1)
-    A = torch.where(jmask, torch.exp(pot.log_jump - row[:, :, None]),
+    A = torch.where(jmask, _exp0(pot.log_jump - row[:, :, None]),
                     torch.zeros((), dtype=dtype, device=dev))
     row_f = torch.exp(row - ma[:, None])  # (B, I) <= 1
     A0, ma0 = _mask_shift(pot.log_jump_init, ivalid, 1)
     NS, mn = _mask_shift(pot.log_null_stay, ivalid, 1)
     N0, mn0 = _mask_shift(pot.log_null_init, ivalid, 1)
     PW, mp = _mask_shift(pot.log_phrase_weight, pvalid, 1)
-    # emissions: one shift per (item, position) over all its segment scores
-    em = torch.maximum(ew.detach().amax((2, 3)), pot.log_emit_null.detach())
-    if P:
-        em = torch.maximum(em, pot.log_emit_phrase.detach().amax(2))
-    em = torch.where(torch.isfinite(em), em, torch.zeros_like(em))
-    Ew = torch.exp(ew - em[:, :, None, None])
-    Ew = [e.unbind(1) for e in Ew.unbind(1)]  # [n][k] (B, I); views made once (autograd)
+    # emissions: one shift per (item, position) over its readable segment scores (valid
+    # states; segments of length > 1 only where some item scores one: `used`, gathered)
+    ninf = torch.full((), float("-inf"), dtype=dtype, device=dev)
     spans = _span_table(ew)
-    En = torch.exp(pot.log_emit_null - em).unbind(1)
-    Ep = torch.exp(pot.log_emit_phrase - em[:, :, None]).unbind(1)
+    used = [(n, k) for n in range(J) for k in range(1, min(L, n + 1)) if spans[n][k - 1]]
+    em = torch.where(ivalid[:, None, :], ew.detach()[:, :, 0], ninf).amax(2)  # (B, J)
+    if used:
+        un = torch.tensor([n for n, _ in used], device=dev)
+        uk = torch.tensor([k for _, k in used], device=dev)
+        seg = torch.where(ivalid[:, None, :], ew.detach()[:, un, uk], ninf).amax(2)  # (B, U)
+        em = em.scatter_reduce(1, un.expand(B, -1), seg, "amax")
+    em = torch.maximum(em, pot.log_emit_null.detach())
+    if P:
+        em = torch.maximum(em, torch.where(pvalid[:, None, :], pot.log_emit_phrase.detach(),
+                                           ninf).amax(2))
+    em = torch.where(torch.isfinite(em), em, torch.zeros_like(em))
+    Ew0 = _exp0(ew[:, :, 0] - em[:, :, None]).unbind(1)  # [n] (B, I); views made once
+    Eseg = {}
+    if used:  # one gather of the scored segments (autograd: one scatter back)
+        Eseg = dict(zip(used, _exp0(ew[:, un, uk] - em[:, un, None]).unbind(1)))
+    En = _exp0(pot.log_emit_null - em).unbind(1)
+    Ep = _exp0(pot.log_emit_phrase - em[:, :, None]).unbind(1)
 
     def normalise(w, p, nu, shift):
         """Scale the entry masses by one per-item factor; returns them and their log scale."""
@@ -248,10 +273,10 @@ def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
         D = torch.stack([cs[n - k] for k in range(kk)], 1)  # (B, kk) log scales
         dmax = D.detach().amax(1)
         f = torch.exp(D - dmax[:, None])
-        w = pre_ws[n] * Ew[n][0] * f[:, :1]
+        w = pre_ws[n] * Ew0[n] * f[:, :1]
         for k in range(1, kk):
-            if spans[n][k - 1]:  # some item has a segment of length k+1 ending at n
-                w = w + pre_ws[n - k] * Ew[n][k] * f[:, k:k + 1]
+            if (n, k) in Eseg:  # some item has a segment of length k+1 ending at n
+                w = w + pre_ws[n - k] * Eseg[n, k] * f[:, k:k + 1]
         nu = pre_n * En[n][:, None] * f[:, :1]
         ph = pre_p * Ep[n] * f[:, :1]
         g = dmax + em[:, n]
@@ -305,13 +330,27 @@ def _grad_marginals(pot, sl, tl, semiring) -> PhrasalPosteriors:
 
 
 def phrasal_hsmm_posteriors(pot: PhrasalPotentials, *, src_lengths: torch.Tensor,
-                            tgt_lengths: torch.Tensor) -> PhrasalPosteriors:
+                            tgt_lengths: torch.Tensor, method: str = "auto") -> PhrasalPosteriors:
     """Segment marginals = d log Z / d log-emissions. Shapes: see `PhrasalPosteriors`.
 
-    Cost: two passes of `phrasal_hsmm_log_partition` (forward + autograd backward).
+    method "explicit": the explicit scaled forward-backward per item in float64 (numba,
+    CPU tensors only; `_phrasal_hsmm_kernel`), O(B J (I^2 + L I + P)); "autograd": autograd
+    of the scaled forward (any device; two passes of `phrasal_hsmm_log_partition`); "auto"
+    (default): explicit on CPU, autograd elsewhere. Tested equal.
     """
     sl, tl = _check(pot, src_lengths, tgt_lengths)
-    return _grad_marginals(pot, sl, tl, "log")
+    if method not in ("auto", "explicit", "autograd"):
+        raise AlignersInputError(f"method must be 'auto', 'explicit' or 'autograd', got {method!r}")
+    cpu = pot.log_emit_word.device.type == "cpu"
+    if method == "explicit" and not cpu:
+        raise AlignersInputError("method='explicit' needs CPU tensors")
+    if method == "autograd" or not cpu:
+        return _grad_marginals(pot, sl, tl, "log")
+    from aligners.lattices._phrasal_hsmm_kernel import phrasal_forward_backward
+
+    ll, w, n, p = phrasal_forward_backward(pot, sl, tl)
+    dtype = pot.log_emit_word.dtype
+    return PhrasalPosteriors(*(torch.from_numpy(x).to(dtype) for x in (ll, w, n, p)))
 
 
 def phrasal_hsmm_viterbi(pot: PhrasalPotentials, *, src_lengths: torch.Tensor,

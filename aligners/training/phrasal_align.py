@@ -185,7 +185,7 @@ def train(cfg: DictConfig) -> dict:
     grid = OmegaConf.to_container(m.tune_grid)
     subs = {name: build_index([(p.src, p.tgt) for p in g], src_ids, tgt_ids, keys=index.keys)
             for name, g in (("dev", dev), ("test", test_rest), ("trial", tune), ("all", test))}
-    metrics, rows, times = {}, [], {}
+    metrics, rows, times, cpu = {}, [], {}, {}  # wall and CPU (process) seconds
 
     def report(name, model, seconds):
         mats = {k: link_matrices(model, ix) for k, ix in subs.items()}
@@ -213,36 +213,41 @@ def train(cfg: DictConfig) -> dict:
 
     wcfg = {k: m.word[k] for k in m.word}
     # 1. word HMM by agreement (baseline row)
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     base = WordAligner.from_index(index, WordAlignConfig(**{**wcfg, "agreement": True}))
-    _fit(cfg, LitWordAligner(base, index), base.n_iterations)
+    _fit(cfg, LitWordAligner.from_model(base, index), base.n_iterations)
     times["word_hmm_agreement"] = time.time() - t0
+    cpu["word_hmm_agreement"] = time.process_time() - c0
     report("word_hmm_agreement", base, times["word_hmm_agreement"])
     del base
     # 2. word HMM without agreement
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     word = WordAligner.from_index(index, WordAlignConfig(**{**wcfg, "agreement": False}))
-    _fit(cfg, LitWordAligner(word, index), word.n_iterations)
+    _fit(cfg, LitWordAligner.from_model(word, index), word.n_iterations)
     times["word_hmm_no_agreement"] = time.time() - t0
+    cpu["word_hmm_no_agreement"] = time.process_time() - c0
     pcfg = {k: v for k, v in OmegaConf.to_container(m.phrasal).items()
             if k in PhrasalConfig.__dataclass_fields__}
     stats = {}
     model = None
     for name, gappy in (("contiguous", False), ("gappy", True)):
-        t0 = time.time()
+        t0, c0 = time.time(), time.process_time()
         model, st = build_phrasal_aligner(word, index, PhrasalConfig(**{**pcfg, "gappy": gappy}))
-        init_s = time.time() - t0
+        init_s, init_cpu = time.time() - t0, time.process_time() - c0
         lit = LitPhrasalAligner(model, index)
         _fit(cfg, lit, model.config.iterations)
         times[name] = time.time() - t0
-        stats[name] = {**st, "init_seconds": init_s}
-        print(f"[{name}] {st}; init {init_s:.1f} s, total {times[name]:.1f} s; "
+        cpu[name] = time.process_time() - c0
+        stats[name] = {**st, "init_seconds": init_s, "init_cpu_seconds": init_cpu}
+        print(f"[{name}] {st}; init {init_s:.1f} s (CPU {init_cpu:.1f} s), total "
+              f"{times[name]:.1f} s (CPU {cpu[name]:.1f} s); "
               f"loglik {lit.history}", flush=True)
         report(f"+{name}", model, times["word_hmm_no_agreement"] + times[name])
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     metrics["run"] = {"index_seconds": index_s, "peak_rss_mb": rss_mb,
                       "training_pairs": index.n_sentences, **{f"{k}_seconds": v
-                                                              for k, v in times.items()}}
+                                                              for k, v in times.items()},
+                      **{f"{k}_cpu_seconds": v for k, v in cpu.items()}}
     for name, st in stats.items():
         metrics[f"phrases_{name}"] = {k: float(v) for k, v in st.items()}
     head = f"{'model':<22} {'prec':>6} {'rec':>6} {'F1':>6} {'AER':>7} {'AER447':>7}  decoding"
@@ -250,7 +255,7 @@ def train(cfg: DictConfig) -> dict:
     for name, dec, s, f1, a447, dec_t, _ in rows:
         print(f"{name:<22} {s.precision:6.4f} {s.recall:6.4f} {f1:6.4f} {s.aer:7.4f} "
               f"{a447:7.4f}  dev:{dec} trial:{dec_t}")
-    print(f"peak RSS {rss_mb:.0f} MB; times {times}")
+    print(f"peak RSS {rss_mb:.0f} MB; times {times}; CPU times {cpu}")
     out_dir = Path(cfg.paths.output_dir)
     write_metrics_json(out_dir / "metrics.json", metrics)
     if model is not None and cfg.get("save_model", True):

@@ -54,17 +54,18 @@ def _gappy_ends(ph, n, dtype):
     return (_onehot(first, n, m) + _onehot(last, n, m)).to(dtype)
 
 
-def _span_partner(other_phrase, span_state):
-    """other_phrase (B,S,P) (state-side positions S of the *other* direction's observation
-    words), span_state (B,O,L) -> (B,O,L,S): posterior of the mirror phrase state."""
-    B = other_phrase.shape[0]
-    t = other_phrase.transpose(1, 2)  # (B, P, S)
-    if t.shape[1] == 0:
-        return torch.zeros(*span_state.shape, other_phrase.shape[1], dtype=other_phrase.dtype,
-                           device=other_phrase.device)
-    bidx = torch.arange(B, device=t.device)[:, None, None]
-    out = t[bidx, span_state.clamp_min(0)]  # (B, O, L, S)
-    return out * (span_state >= 0)[..., None].to(out.dtype)
+def _span_agreement(word, other_phrase, span_state):
+    """word (B,O,L,S) posteriors of one direction; returns a copy whose segments of length
+    > 1 are multiplied by the posterior of their mirror phrase state (other_phrase (B,S,P):
+    the other direction's phrase posteriors over its observation positions S), computed only
+    at the listed spans (span_state (B,O,L) >= 0; every other long segment has posterior 0)."""
+    out = word.clone()
+    out[:, :, 1:] = 0
+    hb, hn, hl = (span_state >= 0).nonzero(as_tuple=True)
+    if hb.numel():
+        mirror = other_phrase.transpose(1, 2)[hb, span_state[hb, hn, hl]]  # (M, S)
+        out[hb, hn, hl] = word[hb, hn, hl] * mirror
+    return out
 
 
 def _phrase_partner(ph, other_word, ww_other):
@@ -106,14 +107,12 @@ def agreement_counts(pf, pb, lay, *, agreement: bool, src_lengths, tgt_lengths):
                      pf.phrase.transpose(1, 2))  # (B, I, J)
     Ggap = torch.bmm(pb.phrase, _gappy_ends(lay.ph_bwd, J, dtype))  # (B, I, J)
     # forward
-    fw = pf.word.clone()
+    fw = _span_agreement(pf.word, pb.phrase, lay.span_state_tgt)
     fw[:, :, 0] = (Fww * (Gww + Ggap)).transpose(1, 2)
-    fw[:, :, 1:] = pf.word[:, :, 1:] * _span_partner(pb.phrase, lay.span_state_tgt)[:, :, 1:]
     fp = pf.phrase * _phrase_partner(lay.ph_fwd, pb.word, Gww).transpose(1, 2)
     # backward
-    bw = pb.word.clone()
+    bw = _span_agreement(pb.word, pf.phrase, lay.span_state_src)
     bw[:, :, 0] = Gww * (Fww + Fgap)
-    bw[:, :, 1:] = pb.word[:, :, 1:] * _span_partner(pf.phrase, lay.span_state_src)[:, :, 1:]
     bp = pb.phrase * _phrase_partner(lay.ph_bwd, pf.word, Fww.transpose(1, 2)).transpose(1, 2)
     jv = (torch.arange(J, device=fw.device)[None, :] < tgt_lengths[:, None]).to(dtype)
     iv = (torch.arange(I, device=fw.device)[None, :] < src_lengths[:, None]).to(dtype)

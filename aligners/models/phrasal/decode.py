@@ -21,15 +21,17 @@ __all__ = ["METHODS", "fit_phrasal", "link_matrices", "decode"]
 METHODS = ("agreement", "posterior", "viterbi")
 
 
-def fit_phrasal(model: PhrasalAligner, index: PairIndex, *, progress=None) -> list:
-    """The remaining EM iterations on one process; per-iteration log-likelihoods (2,)."""
+def fit_phrasal(model: PhrasalAligner, index: PairIndex, *, progress=None,
+                route: bool = True) -> list:
+    """The remaining EM iterations on one process; per-iteration log-likelihoods (2,).
+    `route=False`: every pair on the phrasal lattice (see `PhrasalAligner.accumulate`)."""
     history = []
     for it in range(int(model.iteration), model.config.iterations):
         model.reset_counts()
         for k in range(len(index)):
             b = index.batch(k).to(model.word_keys.device)
             model.accumulate(b, make_layout(b, model.src_list, model.tgt_list,
-                                            gappy=model.config.gappy))
+                                            gappy=model.config.gappy), route=route)
             if progress is not None:
                 progress(it, k)
         history.append(model.m_step().tolist())

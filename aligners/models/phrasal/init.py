@@ -16,13 +16,12 @@ Cost: two Viterbi passes and three matching passes over the bitext (O(cells) eac
 
 from __future__ import annotations
 
-from collections import Counter
-
 import torch
 
 from aligners.data.bitext import PairIndex
 from aligners.models.phrasal.model import PhrasalAligner, PhrasalConfig, make_layout
 from aligners.models.phrasal.phrase_lists import PhraseList, mine_candidates, rank_phrases
+from aligners.models.phrasal.routing import phrase_rows
 from aligners.symmetrize import symmetrize
 
 __all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_aligner"]
@@ -47,26 +46,44 @@ def _to_list(rows: list, width: int) -> torch.Tensor:
     return t
 
 
+def _count_rows(parts: dict, width: int) -> tuple[torch.Tensor, list, list]:
+    """{length: [(M, length) word-id tensors]} -> (distinct phrases (N, width) -1 padded,
+    their tuples, their counts). One torch.unique per length (no per-instance Python)."""
+    rows, tuples, counts = [], [], []
+    for ln, ps in sorted(parts.items()):
+        if not ps:
+            continue
+        u, c = torch.unique(torch.cat(ps), dim=0, return_counts=True)
+        rows.append(torch.cat([u, u.new_full((u.shape[0], width - ln), -1)], 1))
+        tuples.extend(map(tuple, u.tolist()))
+        counts.extend(c.tolist())
+    t = torch.cat(rows) if rows else torch.zeros(0, width, dtype=torch.long)
+    return t, tuples, counts
+
+
 def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
     """(source PhraseList, target PhraseList, stats dict) from the Viterbi alignments."""
     L = config.max_phrase_len
     V = {"src": index.n_src_words, "tgt": index.n_tgt_words}
-    aligned = {s: Counter() for s in ("src", "tgt")}
-    gaps = {s: Counter() for s in ("src", "tgt")}
+    spans = {s: {ln: [] for ln in range(2, L + 1)} for s in ("src", "tgt")}
+    gkeys = {s: [] for s in ("src", "tgt")}
     for k in range(len(index)):
         bt = index.batch(k)
         f, b = vit[k]
         for side, obs, al, ln in (("tgt", bt.tgt, f, bt.tgt_lengths),
                                   ("src", bt.src, b, bt.src_lengths)):
             contig, (gk, _) = mine_candidates(obs, al.long(), ln, max_len=L, n_words=V[side])
-            for words in contig.values():
-                aligned[side].update(map(tuple, words.tolist()))
-            gaps[side].update(gk.tolist())
+            for length, words in contig.items():
+                spans[side][length].append(words)
+            gkeys[side].append(gk)
     lists, stats = {}, {}
     for side in ("src", "tgt"):
-        cand = PhraseList(_to_list(list(aligned[side]), L),
-                          torch.tensor([[g // V[side], g % V[side]] for g in gaps[side]],
-                                       dtype=torch.long).view(-1, 2), V[side], L)
+        rows, cl, counts = _count_rows(spans[side], L)
+        spans[side] = None
+        aligned = dict(zip(cl, counts))
+        gu, gc = (torch.unique(torch.cat(gkeys[side]), return_counts=True) if gkeys[side]
+                  else (torch.zeros(0, dtype=torch.long),) * 2)
+        cand = PhraseList(rows, torch.stack([gu // V[side], gu % V[side]], 1), V[side], L)
         tot_c = torch.zeros(cand.n_contiguous, dtype=torch.long)
         tot_g = torch.zeros(cand.n_gappy, dtype=torch.long)
         for k in range(len(index)):
@@ -79,14 +96,13 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
                 gp = cand.match_gappy(words, ln)
                 u = gp[gp >= 0] - V[side] - cand.n_contiguous
                 tot_g += torch.bincount(u, minlength=cand.n_gappy)
-        cl = [tuple(x for x in row if x >= 0) for row in cand.contiguous.tolist()]
         total = dict(zip(cl, tot_c.tolist()))
-        top_c = rank_phrases(aligned[side], total, top=config.n_contiguous,
+        top_c = rank_phrases(aligned, total, top=config.n_contiguous,
                              discount=config.discount)
         top_g = []
         if config.gappy:
             gl = [tuple(x) for x in cand.gappy.tolist()]
-            galigned = {(g // V[side], g % V[side]): c for g, c in gaps[side].items()}
+            galigned = dict(zip(gl, gc.tolist()))
             top_g = rank_phrases(galigned, dict(zip(gl, tot_g.tolist())), top=config.n_gappy,
                                  discount=config.discount)
         lists[side] = PhraseList(_to_list(top_c, L),
@@ -131,10 +147,15 @@ def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list) -> torch.Te
         lay = make_layout(bt, model.src_list, model.tgt_list, gappy=model.config.gappy)
         f, b = vit[k]
         src, tgt = bt.src.long(), bt.tgt.long()
-        fl, bl = f.tolist(), b.tolist()
-        ss, st = lay.span_src.tolist(), lay.span_tgt.tolist()
-        for r in range(src.shape[0]):
-            I, J = int(bt.src_lengths[r]), int(bt.tgt_lengths[r])
+        # a pair adds keys only through its listed spans: rows without a phrase state add
+        # none, and only the others are read back as Python lists
+        rows = phrase_rows(lay).nonzero()[:, 0]
+        fl, bl = f[rows].tolist(), b[rows].tolist()
+        ss, st = lay.span_src[rows].numpy(), lay.span_tgt[rows].numpy()  # read per link
+        sw, tw = src[rows].tolist(), tgt[rows].tolist()
+        sls, tls = bt.src_lengths[rows].tolist(), bt.tgt_lengths[rows].tolist()
+        for r in range(rows.numel()):
+            I, J = sls[r], tls[r]
             links = symmetrize([(i, j) for j, i in enumerate(fl[r][:J]) if i >= 0],
                                [(i, j) for i, j in enumerate(bl[r][:I]) if j >= 0],
                                "grow-diag-final")
@@ -145,13 +166,13 @@ def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list) -> torch.Te
             for i, js in by_s.items():  # word i -> target span
                 lo, hi = min(js), max(js)
                 if hi > lo and all(by_t.get(j, [i]) == [i] for j in range(lo, hi + 1)):
-                    if hi - lo < len(st[r][hi]) and st[r][hi][hi - lo] >= 0:
-                        keys.append(int(src[r, i]) * Ut + st[r][hi][hi - lo])
+                    if hi - lo < st.shape[2] and st[r, hi, hi - lo] >= 0:
+                        keys.append(sw[r][i] * Ut + int(st[r, hi, hi - lo]))
             for j, is_ in by_t.items():  # source span -> word j
                 lo, hi = min(is_), max(is_)
                 if hi > lo and all(by_s.get(i, [j]) == [j] for i in range(lo, hi + 1)):
-                    if hi - lo < len(ss[r][hi]) and ss[r][hi][hi - lo] >= 0:
-                        keys.append(ss[r][hi][hi - lo] * Ut + int(tgt[r, j]))
+                    if hi - lo < ss.shape[2] and ss[r, hi, hi - lo] >= 0:
+                        keys.append(int(ss[r, hi, hi - lo]) * Ut + tw[r][j])
         if model.config.gappy:
             for obs, al, ln, lst, fwd in ((bt.src, b, bt.src_lengths, model.src_list, True),
                                           (bt.tgt, f, bt.tgt_lengths, model.tgt_list, False)):

@@ -16,6 +16,7 @@ into the product; its normaliser is constant per pair and omitted). The DP is
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import torch
@@ -29,6 +30,13 @@ from aligners.lattices.phrasal_hsmm import (
 )
 from aligners.models.phrasal.agreement import agreement_counts, link_posteriors
 from aligners.models.phrasal.phrase_lists import PhraseList
+from aligners.models.phrasal.routing import (
+    phrase_rows,
+    take_layout,
+    take_rows,
+    word_row_counts,
+    word_row_posteriors,
+)
 from aligners.models.word.hmm import jump_buckets
 from aligners.semirings import semiring_zero
 
@@ -132,6 +140,21 @@ def make_layout(batch: Batch, src_list: PhraseList, tgt_list: PhraseList, *, gap
     return Layout(span_src, span_tgt, ph_fwd, ph_bwd, st_src, st_tgt)
 
 
+def _split(batch: Batch, lay: Layout):
+    """None when every row has a phrase state; else ((word rows (R,), their sub-batch),
+    (phrase rows or None, their sub-batch or None, their Layout or None))."""
+    has = phrase_rows(lay)
+    if bool(has.all()):
+        return None
+    wrows = (~has).nonzero()[:, 0]
+    word = (wrows, take_rows(batch, wrows))
+    if not bool(has.any()):
+        return word, (None, None, None)
+    prows = has.nonzero()[:, 0]
+    pb = take_rows(batch, prows)
+    return word, (prows, pb, take_layout(lay, prows, pb.src.shape[1], pb.tgt.shape[1]))
+
+
 class PhrasalAligner(nn.Module):
     """Buffers: word_keys (P,), phrase_keys (Q,) sorted; t_fwd, t_bwd (P+1+Q,) p(tgt unit |
     src unit), p(src unit | tgt unit); null_tgt (Vt,), null_src (Vs,); jump_fwd, jump_bwd
@@ -227,7 +250,7 @@ class PhrasalAligner(nn.Module):
         lj = torch.log(((1 - c.p0) * c.eta * w / Z.clamp_min(_TINY)[..., None]).clamp_min(_TINY))
         lj = torch.where(valid[:, None, :], lj, torch.full((), zero, dtype=dtype, device=dev))
         null_init = torch.log(c.p0 / sl.to(dtype))[:, None].expand(B, S)
-        null_stay = torch.full((B, S), float(torch.log(torch.tensor(c.p0))), dtype=dtype,
+        null_stay = torch.full((B, S), math.log(c.p0), dtype=dtype,
                                device=dev)
         lpw = torch.where(pvalid, torch.log(pw.clamp_min(_TINY)),
                           torch.full((), zero, dtype=dtype, device=dev))
@@ -247,24 +270,51 @@ class PhrasalAligner(nn.Module):
             out.append((fn(pot, src_lengths=sl, tgt_lengths=ol), ids_w, ids_p))
         return out
 
-    def link_posteriors(self, batch: Batch, lay: Layout, *, viterbi: bool = False):
+    def link_posteriors(self, batch: Batch, lay: Layout, *, viterbi: bool = False,
+                        route: bool = True):
         """(forward, backward) link posteriors (B, I, J) of every source-target word link
-        (a phrasal edge counts for each of its word links; a gappy one for its two ends)."""
-        (pf, _, _), (pb, _, _) = self.posteriors(batch, lay, viterbi=viterbi)
-        return link_posteriors(pf, pb, lay)
+        (a phrasal edge counts for each of its word links; a gappy one for its two ends).
+        `route`: rows without a phrase state run the word HMM lattice (`routing`)."""
+        batch = batch.to(self.word_keys.device)
+        split = _split(batch, lay) if route else None
+        if split is None:
+            (pf, _, _), (pb, _, _) = self.posteriors(batch, lay, viterbi=viterbi)
+            return link_posteriors(pf, pb, lay)
+        (wrows, wb), (prows, pbatch, play) = split
+        out = [torch.zeros(batch.pair_ids.shape, dtype=self.t_fwd.dtype,
+                           device=batch.src.device) for _ in range(2)]
+        wp = word_row_posteriors(self, wb, viterbi=viterbi)
+        parts = [(wrows, wb, (wp.links_fwd, wp.links_bwd))]
+        if prows is not None:
+            (pf, _, _), (pb, _, _) = self.posteriors(pbatch, play, viterbi=viterbi)
+            parts.append((prows, pbatch, link_posteriors(pf, pb, play)))
+        for rows, b, links in parts:
+            I, J = b.src.shape[1], b.tgt.shape[1]
+            for o, x in zip(out, links):
+                o[rows, :I, :J] = x
+        return tuple(out)
 
     # ------------------------------------------------------------------ EM
     def reset_counts(self) -> None:
-        n, dev = self.t_fwd.numel(), self.t_fwd.device
-        self.c_fwd = torch.zeros(n, device=dev)
-        self.c_bwd = torch.zeros(n, device=dev)
-        self.c_null_tgt = torch.zeros(self.n_tgt_words, device=dev)
-        self.c_null_src = torch.zeros(self.n_src_words, device=dev)
+        n, dev, dt = self.t_fwd.numel(), self.t_fwd.device, self.t_fwd.dtype
+        self.c_fwd = torch.zeros(n, dtype=dt, device=dev)
+        self.c_bwd = torch.zeros(n, dtype=dt, device=dev)
+        self.c_null_tgt = torch.zeros(self.n_tgt_words, dtype=dt, device=dev)
+        self.c_null_src = torch.zeros(self.n_src_words, dtype=dt, device=dev)
         self.c_loglik = torch.zeros(2, dtype=torch.float64, device=dev)
 
-    def accumulate(self, batch: Batch, lay: Layout) -> None:
-        """E-step of one batch (with agreement when configured) into the count buffers."""
+    def accumulate(self, batch: Batch, lay: Layout, *, route: bool = True) -> None:
+        """E-step of one batch (with agreement when configured) into the count buffers.
+        `route`: rows without a phrase state run the word HMM lattice (`routing`; same
+        counts), the others the phrasal lattice; False: every row the phrasal lattice."""
         batch = batch.to(self.word_keys.device)
+        split = _split(batch, lay) if route else None
+        if split is not None:
+            (_, wb), (_, pbatch, play) = split
+            self._accumulate_word_rows(wb)
+            if pbatch is None:
+                return
+            batch, lay = pbatch, play
         (pf, wf, phf), (pb, wb, phb) = self.posteriors(batch, lay)
         qf, qb = agreement_counts(pf, pb, lay, agreement=self.config.agreement,
                                   src_lengths=batch.src_lengths, tgt_lengths=batch.tgt_lengths)
@@ -273,9 +323,24 @@ class PhrasalAligner(nn.Module):
             cnt.index_add_(0, ids0.reshape(-1), q.word[:, :, 0].reshape(-1).to(cnt.dtype))
             cnt.index_add_(0, ids_s.reshape(-1), q.word[hb, hn, hl].reshape(-1).to(cnt.dtype))
             cnt.index_add_(0, ids_p.reshape(-1), q.phrase.reshape(-1).to(cnt.dtype))
-        self.c_null_tgt.index_add_(0, batch.tgt.reshape(-1).long(), qf.null.reshape(-1))
-        self.c_null_src.index_add_(0, batch.src.reshape(-1).long(), qb.null.reshape(-1))
+        self.c_null_tgt.index_add_(0, batch.tgt.reshape(-1).long(),
+                                   qf.null.reshape(-1).to(self.c_null_tgt.dtype))
+        self.c_null_src.index_add_(0, batch.src.reshape(-1).long(),
+                                   qb.null.reshape(-1).to(self.c_null_src.dtype))
         self.c_loglik += torch.stack([pf.log_likelihood.sum(), pb.log_likelihood.sum()]).double()
+
+    def _accumulate_word_rows(self, batch: Batch) -> None:
+        """E-step of rows without a phrase state through the word HMM lattice."""
+        post = word_row_posteriors(self, batch)
+        (qf, qb), nf, nb = word_row_counts(post, batch, agreement=self.config.agreement)
+        ids = batch.pair_ids.reshape(-1).long()
+        self.c_fwd.index_add_(0, ids, qf.reshape(-1).to(self.c_fwd.dtype))
+        self.c_bwd.index_add_(0, ids, qb.reshape(-1).to(self.c_bwd.dtype))
+        self.c_null_tgt.index_add_(0, batch.tgt.reshape(-1).long(),
+                                   nf.reshape(-1).to(self.c_null_tgt.dtype))
+        self.c_null_src.index_add_(0, batch.src.reshape(-1).long(),
+                                   nb.reshape(-1).to(self.c_null_src.dtype))
+        self.c_loglik += torch.stack([post.loglik_fwd.sum(), post.loglik_bwd.sum()]).double()
 
     def givens(self, *, forward: bool) -> torch.Tensor:
         """(P+1+Q,) conditioning unit of every slot (source unit forward, target backward)."""

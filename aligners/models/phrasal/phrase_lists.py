@@ -113,13 +113,18 @@ class PhraseList:
         if gk.numel() == 0:
             return out
         w = words.long()
-        keys = w[:, :, None] * self.n_words + w[:, None, :]
         ar = torch.arange(N, device=words.device)
-        ok = (ar[None, :, None] + 1 < ar[None, None, :]) & (ar[None, None, :] < lengths[:, None,
-                                                                                          None])
+        live = ar[None, :] < lengths[:, None]
+        # only positions whose word starts / ends a listed pair are candidates (few)
+        a_ok = torch.isin(w, self.gappy[:, 0].to(w.device)) & live
+        c_ok = torch.isin(w, self.gappy[:, 1].to(w.device)) & live
+        ok = a_ok[:, :, None] & c_ok[:, None, :] & (ar[:, None] + 1 < ar[None, :])
+        b, a, c = ok.nonzero(as_tuple=True)
+        keys = w[b, a] * self.n_words + w[b, c]
         pos = torch.searchsorted(gk, keys).clamp(max=gk.numel() - 1)
-        hit = (gk[pos] == keys) & ok
-        return torch.where(hit, order[pos] + self.n_words + self.n_contiguous, out)
+        hit = gk[pos] == keys
+        out[b[hit], a[hit], c[hit]] = order[pos[hit]] + self.n_words + self.n_contiguous
+        return out
 
 
 def mine_candidates(obs: torch.Tensor, align: torch.Tensor, lengths: torch.Tensor, *,
