@@ -40,3 +40,43 @@ def test_bad_config_is_a_clear_error():
         PhrasalConfig(p0=1.5)
     with pytest.raises(ValueError, match="max_phrase_len"):
         PhrasalConfig(max_phrase_len=40)
+
+
+def test_the_task_runs_end_to_end_and_its_saved_model_evaluates(tmp_path):
+    """`train.py experiment=bansal2011_hansards_20k` on a 300-pair slice, 1 iteration per
+    stage: four rows in metrics.json with AERs in [0, 1], a model folder that `evaluate`
+    scores on the 447 test pairs. (The task once crashed on a renamed trainer API.)"""
+    import json
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf, open_dict
+
+    from aligners.data.paths import data_root
+    from aligners.training.phrasal_align import evaluate, train
+
+    if not (data_root() / "hansards-enfr-naacl2003").is_dir():
+        pytest.skip("shipped Hansards data not found")
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=[
+            "experiment=bansal2011_hansards_20k", "data.train_limit=300",
+            "model.word.ibm1_iterations=1", "model.word.hmm_iterations=1",
+            "model.phrasal.iterations=1", "model.phrasal.n_contiguous=50",
+            "model.phrasal.n_gappy=10", "model.tune_grid.thresholds=[0.5]",
+            "model.tune_grid.heuristics=[intersect]"])
+    cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
+    with open_dict(cfg):
+        cfg.paths = {"data_root": None, "output_dir": str(tmp_path / "run")}
+    metrics = train(cfg)
+    saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    for row in ("word_hmm_agreement", "+contiguous", "+gappy"):
+        assert 0.0 <= saved[row]["aer"] <= 1.0 and saved[row]["aer"] == metrics[row]["aer"]
+    assert saved["run"]["training_pairs"] == 300 + 447 + 37
+    with open_dict(cfg):
+        cfg.ckpt_path = str(tmp_path / "run")
+        cfg.paths.output_dir = str(tmp_path / "eval")
+    got = evaluate(cfg)
+    assert (tmp_path / "eval" / "metrics.json").is_file()
+    scored = json.dumps(got)
+    assert "aer" in scored, scored
