@@ -1,0 +1,170 @@
+"""Neural semi-Markov CRF aligner (aligners.models.mono.neural) with a tiny random BERT encoder
+built in the test (no network, no packaged weights): lattice gradients, batched == one-by-one
+decoding, save/load round trips (frozen and fine-tuned encoder), bad input."""
+
+import argparse
+import math
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from aligners.data.types import AlignedPair, Alignment  # noqa: E402
+from aligners.errors import AlignersInputError  # noqa: E402
+from aligners.models.mono.aligner import MonoAligner, build_model, chunks, featurise  # noqa: E402
+
+WORDS = ("the a cat cats dog sat on mat rug was sitting is big small house home in "
+         "of and to he she it").split()
+
+
+@pytest.fixture(scope="module")
+def encoder_dir(tmp_path_factory):
+    """A 2-layer, 16-d random BERT + word-piece tokenizer saved as a Hugging Face folder."""
+    d = tmp_path_factory.mktemp("tiny_bert")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, "##s", "##ing"]
+    (d / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tok = transformers.BertTokenizerFast(vocab_file=str(d / "vocab.txt"), do_lower_case=True)
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=2,
+                                  num_attention_heads=2, intermediate_size=32,
+                                  max_position_embeddings=64)
+    transformers.BertModel(cfg).save_pretrained(str(d))
+    tok.save_pretrained(str(d))
+    return str(d)
+
+
+def model(encoder_dir, *, finetune=False, seed=0, **kw):
+    torch.manual_seed(seed)
+    m = build_model(kind="neural", max_src_len=2, max_tgt_len=2, proj=8, hidden=8,
+                    finetune=finetune, encoder={"path": encoder_dir}, **kw)
+    with torch.no_grad():  # sparse weights start at 0: give them values so they matter
+        for p in (m.w_emit, m.w_null, m.w_trans):
+            p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(seed + 1)))
+    return m
+
+
+def pairs():
+    return [
+        AlignedPair(("the", "cat", "sat"), ("a", "cat", "was", "sitting"),
+                    Alignment(frozenset({(0, 0), (1, 1), (2, 2), (2, 3)}), frozenset())),
+        AlignedPair(("he", "sat", "on", "the", "mat"), ("she", "sat", "on", "a", "rug"),
+                    Alignment(frozenset({(1, 1), (2, 2), (3, 3), (4, 4)}), frozenset())),
+        AlignedPair(("big", "house"), ("the", "big", "home", "is", "small"),
+                    Alignment(frozenset({(0, 1), (1, 2)}), frozenset())),
+        AlignedPair(("it", "is", "a", "dog"), ("the", "dog"),
+                    Alignment(frozenset({(3, 1), (2, 0)}), frozenset())),
+    ]
+
+
+def test_gradients_match_finite_differences(encoder_dir):
+    m = model(encoder_dir).double()
+    ex = featurise(pairs()[:2], m)
+    (batch,), _ = chunks(ex, max_tgt_len=m.max_tgt_len, batch_size=2)
+    emission = m.emission(batch).detach().requires_grad_(True)
+
+    def loss_of(e):  # softmax-margin through the factored semi-Markov log partition
+        z = m.log_partition(m.factors(batch, cost_weight=1.0, emission=e), batch.lengths)
+        g = m.log_partition(m.factors(batch, gold_only=True, emission=e), batch.lengths)
+        return (z - g).sum()
+
+    assert torch.autograd.gradcheck(loss_of, (emission,), eps=1e-6, atol=1e-5)
+    # end to end: autograd vs central differences on scorer, projection and sparse weights
+    m.zero_grad()
+    m.loss(batch).backward()
+    for p, idx in ((m.out.weight, (0, 1)), (m.proj.weight, (2, 3)), (m.w_ab.weight, (1, 1)),
+                   (m.null_mlp[0].weight, (0, 0)), (m.w_emit, (0,)), (m.w_trans, (3,))):
+        grad = float(p.grad[idx])
+        with torch.no_grad():
+            old = float(p[idx])
+            p[idx] = old + 1e-6
+            up = float(m.loss(batch))
+            p[idx] = old - 1e-6
+            down = float(m.loss(batch))
+            p[idx] = old
+        assert math.isclose(grad, (up - down) / 2e-6, rel_tol=1e-4, abs_tol=1e-6), (p.shape, idx)
+
+
+def test_finetuned_encoder_gets_gradients(encoder_dir):
+    m = model(encoder_dir, finetune=True)
+    ex = featurise(pairs(), m)
+    assert all(e.src_vec is None for e in ex)  # computed in the forward pass
+    (batch,), _ = chunks(ex, max_tgt_len=m.max_tgt_len, batch_size=4)
+    m.loss(batch).backward()
+    enc = [p for n, p in m.named_parameters() if n.startswith("encoder_net.")]
+    assert enc and any(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in enc)
+
+
+@pytest.mark.parametrize("finetune", [False, True])
+def test_batched_equals_one_by_one(encoder_dir, finetune):
+    al = MonoAligner({"s2t": model(encoder_dir, finetune=finetune)}, kind="neural")
+    together = al.align(pairs(), batch_size=4)
+    alone = [al.align([p], batch_size=1)[0] for p in pairs()]
+    for (b1, l1, s1), (b2, l2, s2) in zip(together, alone):
+        assert (b1, l1) == (b2, l2)
+        assert math.isclose(s1, s2, rel_tol=1e-5, abs_tol=1e-5)
+    assert any(links for _, links, _ in together)
+
+
+@pytest.mark.parametrize("finetune", [False, True])
+def test_save_load_round_trip(encoder_dir, tmp_path, finetune):
+    import aligners
+
+    m = model(encoder_dir, finetune=finetune, seed=3)
+    if finetune:  # the saved encoder weights must be the trained ones, not the package's
+        with torch.no_grad():
+            m.encoder_net.embeddings.word_embeddings.weight.mul_(-1.5)
+    al = MonoAligner({"s2t": m}, kind="neural")
+    folder = al.save(tmp_path / "model")
+    names = set(_tensor_names(folder))
+    assert any(n.startswith("s2t.encoder_net.") for n in names) == finetune
+    back = aligners.load(folder)
+    assert isinstance(back, MonoAligner) and back.kind == "neural"
+    assert back.align(pairs()) == al.align(pairs())
+
+
+def _tensor_names(folder):
+    from safetensors import safe_open
+
+    with safe_open(str(folder / "model.safetensors"), "pt") as f:
+        return list(f.keys())
+
+
+def test_cli_monoalign_with_neural_model(encoder_dir, tmp_path, capsys):
+    from aligners.commands import monoalign
+
+    al = MonoAligner({"s2t": model(encoder_dir)}, kind="neural")
+    folder = al.save(tmp_path / "model")
+    src = tmp_path / "in.txt"
+    src.write_text("the cat sat ||| a cat was sitting\nbig house ||| the big home\n",
+                   encoding="utf-8")
+    parser = argparse.ArgumentParser()
+    monoalign.add_arguments(parser)
+    args = parser.parse_args(["--model", str(folder), "-i", str(src), "--blocks"])
+    assert monoalign.run(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    expect = al.align([(p.src, p.tgt) for p in pairs()[:1]])[0][1]
+    assert lines[0].split(" ||| ")[0] == " ".join(f"{i}-{j}" for i, j in expect)
+    if not torch.cuda.is_available():
+        args = parser.parse_args(["--model", str(folder), "-i", str(src), "--device", "cuda"])
+        with pytest.raises(AlignersInputError, match="cuda"):
+            monoalign.run(args)
+
+
+def test_bad_input(encoder_dir, tmp_path):
+    import json
+
+    import aligners
+
+    with pytest.raises(AlignersInputError, match="encoder must be"):
+        build_model(kind="neural", encoder={"package": "no-such-package"})
+    with pytest.raises(AlignersInputError, match="16-d vectors"):
+        build_model(kind="neural", encoder={"path": encoder_dir}, dim=384)
+    with pytest.raises(ValueError, match="unknown model settings"):
+        build_model(kind="phrase", proj=8)
+    folder = MonoAligner({"s2t": model(encoder_dir)}, kind="neural").save(tmp_path / "m")
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["model"]["encoder"] = {"path": str(tmp_path / "missing")}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(AlignersInputError):
+        aligners.load(folder)
