@@ -73,6 +73,7 @@ def test_gradients_match_finite_differences(encoder_dir):
     m.zero_grad()
     m.loss(batch).backward()
     for p, idx in ((m.out.weight, (0, 1)), (m.proj.weight, (2, 3)), (m.w_ab.weight, (1, 1)),
+                   (m.w_diff.weight, (0, 2)), (m.w_a.weight, (1, 0)), (m.tgt_len.weight, (1, 1)),
                    (m.null_mlp[0].weight, (0, 0)), (m.w_emit, (0,)), (m.w_trans, (3,))):
         grad = float(p.grad[idx])
         with torch.no_grad():
@@ -168,3 +169,35 @@ def test_bad_input(encoder_dir, tmp_path):
     (folder / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(AlignersInputError):
         aligners.load(folder)
+
+
+def test_factored_scorer_equals_the_direct_mlp(encoder_dir):
+    """The bilinear rewrite of the first layer == MLP([a, b, a*b, (a-b)^2]) span pair by pair."""
+    from aligners.models.mono.states import state_table
+
+    m = model(encoder_dir, seed=5).double()
+    ex = featurise(pairs()[:1], m)
+    (batch,), _ = chunks(ex, max_tgt_len=m.max_tgt_len, batch_size=1)
+    pair, null = m.span_scores(batch)
+    e = ex[0]
+    S, T = m.proj(e.src_vec.double()), m.proj(e.tgt_vec.double())
+    st = state_table(tgt_len=len(e.tgt), max_tgt_len=m.max_tgt_len)
+    W1 = torch.cat([m.w_a.weight, m.w_b.weight, m.w_ab.weight, m.w_diff.weight], 1)
+    checked = 0
+    for n in range(len(e.src)):
+        for k in range(1, m.max_src_len + 1):
+            if n + k > len(e.src):
+                continue
+            a = S[n: n + k].mean(0) + m.src_len.weight[k - 1]
+            for c in range(1, st["start"].shape[0]):
+                s0, ln = int(st["start"][c]), int(st["length"][c])
+                if s0 < 0:
+                    continue
+                b = T[s0: s0 + ln].mean(0) + m.tgt_len.weight[ln - 1]
+                h = torch.relu(W1 @ torch.cat([a, b, a * b, (a - b) ** 2]) + m.w_a.bias)
+                want = float(m.out(h))
+                assert math.isclose(float(pair[0, n, k - 1, c]), want, rel_tol=1e-9,
+                                    abs_tol=1e-9)
+                checked += 1
+    assert checked > 10 and float(pair[0, :, :, 0].abs().sum()) == 0.0
+    assert math.isclose(float(null[0, 1]), float(m.null_mlp(S[1])), rel_tol=1e-9)

@@ -6,7 +6,7 @@ emission scores from a contextual encoder, trained end to end through
 `factored_log_partition` (softmax-margin; conditional log-likelihood with cost_weight = 0):
 
     emit[n, k, c] = w_emit . f(segment, c)                  (the existing sparse features)
-                  + MLP([a, b, a * b, |a - b|])             (span pair, c != NULL)
+                  + MLP([a, b, a * b, (a - b)^2])           (span pair, c != NULL)
     emit[n, 1, NULL] = w_null . f0(n) + MLP0(a_n)           (NULL)
 
 where a = mean of the projected word vectors of source span [n, n+k) + a length embedding,
@@ -16,8 +16,13 @@ Frozen encoder (default): vectors are computed once per sentence (batched, memoi
 stored on the examples. `finetune=True`: the encoder is a submodule, re-run (batched) on every
 forward pass and trained with the rest.
 
-Shapes: per batch the span-pair scorer builds (B, I, Ls, C, d) intermediates, C = 1 + J * Lt.
-Cost per pair: encoder O(pieces) + O(I * Ls * C * (d * h)) MLP work + the lattice's
+The squared difference (not |a - b|) makes the MLP's first layer a sum of per-span terms and
+one bilinear form: W [a, b, a*b, (a-b)^2] = (W_a a + W_d a^2) + (W_b b + W_d b^2)
++ (W_ab - 2 W_d) (a*b), so the span-pair layer is ONE batched matrix product
+(B, I*Ls*h, d) x (B, d, C) with no (B, I, Ls, C, d) tensor.
+
+Shapes: per batch the scorer builds (B, I, Ls, h, C) hidden units, C = 1 + J * Lt.
+Cost per pair: encoder O(pieces) + O(I * Ls * C * d * h) multiply-adds + the lattice's
 O(I * (C^2 + Ls * C)); decoding as `PhraseCRFAligner`.
 """
 
@@ -90,8 +95,8 @@ class NeuralCRFAligner(PhraseCRFAligner):
         self.proj = nn.Linear(self.dim, proj)
         self.src_len = nn.Embedding(max_src_len, proj)
         self.tgt_len = nn.Embedding(max_tgt_len, proj)
-        # first layer of the span-pair MLP over [a, b, a*b, |a-b|], split by block so that the
-        # a and b parts are computed once per span, not once per span pair
+        # first layer of the span-pair MLP over [a, b, a*b, (a-b)^2], split by block so that
+        # the a and b parts are computed once per span, not once per span pair
         self.w_a, self.w_b = nn.Linear(proj, hidden), nn.Linear(proj, hidden, bias=False)
         self.w_ab = nn.Linear(proj, hidden, bias=False)
         self.w_diff = nn.Linear(proj, hidden, bias=False)
@@ -173,11 +178,15 @@ class NeuralCRFAligner(PhraseCRFAligner):
         rows = torch.arange(B, device=w.device)[:, None]
         bvec = (ct[rows, ends] - ct[rows, starts]) / lens.clamp(min=1)[..., None].to(w.dtype)
         bvec = bvec + self.tgt_len.weight[(lens - 1).clamp(min=0)]
-        # MLP over [a, b, a*b, |a-b|] with the first layer split by block
-        a5, b5 = a[:, :, :, None, :], bvec[:, None, None, :, :]
-        h = (self.w_a(a)[:, :, :, None] + self.w_b(bvec)[:, None, None]
-             + self.w_ab(a5 * b5) + self.w_diff((a5 - b5).abs()))
-        pair = self.out(torch.relu(h)).squeeze(-1)
+        # MLP over [a, b, a*b, (a-b)^2]: per-span terms + one bilinear matrix product
+        d, H = a.shape[-1], self.hidden
+        per_a = self.w_a(a) + self.w_diff(a * a)  # (B, I, Ls, H)
+        per_b = self.w_b(bvec) + self.w_diff(bvec * bvec)  # (B, C, H)
+        mix = self.w_ab.weight - 2 * self.w_diff.weight  # (H, d)
+        aw = (a.unsqueeze(-2) * mix).reshape(B, I * Ls * H, d)
+        h = torch.bmm(aw, bvec.transpose(1, 2)).view(B, I, Ls, H, C)
+        h = torch.relu(h + per_a[..., None] + per_b.transpose(1, 2)[:, None, None])
+        pair = torch.matmul(self.out.weight[0], h) + self.out.bias  # (B, I, Ls, C)
         pair = pair.masked_fill((lens == 0)[:, None, None, :], 0.0)  # NULL column
         null = self.null_mlp(S).squeeze(-1)
         return pair, null
