@@ -239,7 +239,7 @@ def _check_cfg(cfg: DictConfig) -> None:
                                        or isinstance(t[key], bool) or t[key] < 1):
             raise AlignersInputError(f"training.{key} must be an integer >= 1, got {t[key]!r}")
     for key in ("lr", "sparse_lr", "encoder_lr"):
-        if not float(t[key]) > 0:
+        if key in t and not float(t[key]) > 0:
             raise AlignersInputError(f"training.{key} must be > 0, got {t[key]!r}")
     for key in ("l2", "cost_weight", "fp_cost", "fn_cost"):
         if not float(t[key]) >= 0:
