@@ -59,17 +59,18 @@ def pairs():
 
 def test_gradients_match_finite_differences(encoder_dir):
     m = model(encoder_dir).double()
-    ex = featurise(pairs()[:2], m)
-    (batch,), _ = chunks(ex, max_tgt_len=m.max_tgt_len, batch_size=2)
-    emission = m.emission(batch).detach().requires_grad_(True)
+    ex = featurise(pairs()[:1], m)
+    (one,), _ = chunks(ex[:1], max_tgt_len=m.max_tgt_len, batch_size=1)
+    emission = m.emission(one).detach().requires_grad_(True)
 
     def loss_of(e):  # softmax-margin through the factored semi-Markov log partition
-        z = m.log_partition(m.factors(batch, cost_weight=1.0, emission=e), batch.lengths)
-        g = m.log_partition(m.factors(batch, gold_only=True, emission=e), batch.lengths)
+        z = m.log_partition(m.factors(one, cost_weight=1.0, emission=e), one.lengths)
+        g = m.log_partition(m.factors(one, gold_only=True, emission=e), one.lengths)
         return (z - g).sum()
 
     assert torch.autograd.gradcheck(loss_of, (emission,), eps=1e-6, atol=1e-5)
     # end to end: autograd vs central differences on scorer, projection and sparse weights
+    batch = one
     m.zero_grad()
     m.loss(batch).backward()
     for p, idx in ((m.out.weight, (0, 1)), (m.proj.weight, (2, 3)), (m.w_ab.weight, (1, 1)),
@@ -195,9 +196,47 @@ def test_factored_scorer_equals_the_direct_mlp(encoder_dir):
                     continue
                 b = T[s0: s0 + ln].mean(0) + m.tgt_len.weight[ln - 1]
                 h = torch.relu(W1 @ torch.cat([a, b, a * b, (a - b) ** 2]) + m.w_a.bias)
-                want = float(m.out(h))
+                want = m.out(h).item()
                 assert math.isclose(float(pair[0, n, k - 1, c]), want, rel_tol=1e-9,
                                     abs_tol=1e-9)
                 checked += 1
     assert checked > 10 and float(pair[0, :, :, 0].abs().sum()) == 0.0
     assert math.isclose(float(null[0, 1]), float(m.null_mlp(S[1])), rel_tol=1e-9)
+
+
+def _compositions(n, kmax):
+    if n == 0:
+        yield ()
+        return
+    for k in range(1, min(kmax, n) + 1):
+        for rest in _compositions(n - k, kmax):
+            yield (k, *rest)
+
+
+@pytest.mark.parametrize("which", [0, 2])
+def test_log_partition_and_viterbi_equal_brute_force(encoder_dir, which):
+    """log Z and the Viterbi path of the neural potentials == enumeration of every
+    segmentation x labelling (tiny pair)."""
+    import itertools
+
+    m = model(encoder_dir, seed=7).double()
+    ex = featurise([pairs()[which]], m)
+    (b,), _ = chunks(ex, max_tgt_len=m.max_tgt_len, batch_size=1)
+    emit, trans, start = m.factors(b)
+    I, C = len(ex[0].src), emit.shape[-1]
+    scores, paths = [], []
+    for ks in _compositions(I, m.max_src_len):
+        starts = [sum(ks[:t]) for t in range(len(ks))]
+        for labels in itertools.product(range(C), repeat=len(ks)):
+            s = start[0, labels[0]]
+            for t, (n, k, c) in enumerate(zip(starts, ks, labels)):
+                s = s + emit[0, n, k, c] + (trans[0, c, labels[t - 1]] if t else 0)
+            scores.append(s)
+            paths.append([(n, k, c) for n, k, c in zip(starts, ks, labels)])
+    scores = torch.stack(scores)
+    brute = torch.logsumexp(scores, 0)
+    assert torch.isclose(m.log_partition((emit, trans, start), b.lengths)[0], brute,
+                         rtol=1e-9, atol=1e-9)
+    best, (path,) = m.viterbi((emit, trans, start), b.lengths)
+    assert torch.isclose(best[0], scores.max(), rtol=1e-9)
+    assert path == paths[int(scores.argmax())]
