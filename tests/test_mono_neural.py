@@ -3,6 +3,7 @@ built in the test (no network, no packaged weights): lattice gradients, batched 
 decoding, save/load round trips (frozen and fine-tuned encoder), bad input."""
 
 import argparse
+import json
 import math
 
 import pytest
@@ -154,8 +155,6 @@ def test_cli_monoalign_with_neural_model(encoder_dir, tmp_path, capsys):
 
 
 def test_bad_input(encoder_dir, tmp_path):
-    import json
-
     import aligners
 
     with pytest.raises(AlignersInputError, match="encoder must be"):
@@ -240,3 +239,35 @@ def test_log_partition_and_viterbi_equal_brute_force(encoder_dir, which):
     best, (path,) = m.viterbi((emit, trans, start), b.lengths)
     assert torch.isclose(best[0], scores.max(), rtol=1e-9)
     assert path == paths[int(scores.argmax())]
+
+
+def test_train_with_dev_selection_then_evaluate(encoder_dir, tmp_path, capsys):
+    """`train.py experiment=neural_msr06` (tiny encoder, few pairs): AdamW, best epoch on the
+    held-out selection pairs, one model folder that `evaluate` scores identically."""
+    from omegaconf import open_dict
+
+    from aligners.run import evaluate, train
+    from tests.conftest import shared_path
+    from tests.test_mono_training import _cfg
+
+    shared_path("data", "msr-rte2006-aligned")
+    small = ["experiment=neural_msr06", "data.train_limit=6", "data.test_limit=3",
+             "training.select=2", "training.epochs=2", "model.proj=8", "model.hidden=8"]
+    cfg = _cfg("train", small, tmp_path)
+    with open_dict(cfg):
+        cfg.model.encoder = {"path": encoder_dir}
+    metrics = train(cfg)
+    out = capsys.readouterr().out
+    assert "selection micro F1" in out
+    assert metrics["train"]["s2t/best_epoch"] in (0, 1)
+    assert "s2t/select_f1_epoch1" in metrics["train"]
+    saved = json.loads((tmp_path / "model" / "config.json").read_text())
+    assert saved["kind"] == "mono-neural-crf" and saved["model"]["encoder"] == {
+        "path": encoder_dir}
+    ecfg = _cfg("evaluate", ["experiment=neural_msr06", "data.test_limit=3",
+                             f"ckpt_path={tmp_path / 'model'}"], tmp_path / "eval")
+    assert evaluate(ecfg)["test/s2t"] == metrics["test/s2t"]
+    with open_dict(cfg):
+        cfg.training.select = "dev"
+    with pytest.raises(AlignersInputError, match="select=dev needs"):
+        train(cfg)

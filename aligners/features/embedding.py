@@ -40,6 +40,9 @@ class MiniLMEmbedder:
         self.model = AutoModel.from_pretrained(path, local_files_only=True).eval().to(device)
         self.device, self.batch_size = device, batch_size
         self.dim = int(self.model.config.hidden_size)
+        # pieces per sentence: 256, or fewer where the encoder has fewer positions
+        self.max_pieces = min(256, int(getattr(self.model.config, "max_position_embeddings",
+                                               256)))
         self._cache: dict[tuple[str, ...], torch.Tensor] = {}
 
     def to(self, device) -> "MiniLMEmbedder":
@@ -51,7 +54,7 @@ class MiniLMEmbedder:
     def vectors(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
         """Unit-norm word vectors (len(words), D) per sentence on the encoder's device, not
         memoised; differentiable when gradients are enabled (fine-tuning). Sentences are
-        encoded in length-sorted batches of `batch_size`; words past 256 pieces get 0."""
+        encoded in length-sorted batches of `batch_size`; words past `max_pieces` get 0."""
         sents = [tuple(s) for s in sentences]
         order = sorted(range(len(sents)), key=lambda n: len(sents[n]))
         out: list[torch.Tensor | None] = [None] * len(sents)
@@ -59,7 +62,8 @@ class MiniLMEmbedder:
             idx = order[start: start + self.batch_size]
             batch = [list(sents[n]) for n in idx]
             enc = self.tokenizer(batch, is_split_into_words=True, truncation=True,
-                                 max_length=256, padding=True, return_tensors="pt")
+                                 max_length=self.max_pieces, padding=True,
+                                 return_tensors="pt")
             hidden = self.model(**enc.to(self.device)).last_hidden_state  # (b, T, D)
             rows, cols, words, offsets, total = [], [], [], [], 0
             for b, ws in enumerate(batch):
