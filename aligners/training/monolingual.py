@@ -61,7 +61,7 @@ class LitMonoAligner(pl.LightningModule):
                  optimizer: str, lr: float, l2: float, cost_weight: float, max_iter: int,
                  n_pairs: int, phrase_cues: bool = False, neural: dict | None = None,
                  sparse_lr: float = 0.02, encoder_lr: float = 2e-5, weight_decay: float = 0.01,
-                 select=None, decode_batch: int = 64):
+                 select=None, decode_batch: int = 64, total_steps: int = 0):
         super().__init__()
         if optimizer not in ("lbfgs", "adam", "adamw"):
             raise ValueError(f"training.optimizer must be lbfgs, adam or adamw, "
@@ -120,6 +120,8 @@ class LitMonoAligner(pl.LightningModule):
             opt.zero_grad()
             value = torch.tensor(self._objective(batches))
             opt.step()
+            if self.hparams.optimizer == "adamw" and self.hparams.total_steps:
+                self.lr_schedulers().step()
         self.log("train_loss", float(value), prog_bar=True, batch_size=1, on_step=False,
                  on_epoch=True)
 
@@ -130,10 +132,16 @@ class LitMonoAligner(pl.LightningModule):
                                      history_size=20, line_search_fn="strong_wolfe",
                                      tolerance_grad=1e-6, tolerance_change=1e-8)
         if hp.optimizer == "adamw":
-            return torch.optim.AdamW(
+            opt = torch.optim.AdamW(
                 self.model.trainable_groups(lr=hp.lr, sparse_lr=hp.sparse_lr,
                                             encoder_lr=hp.encoder_lr),
                 lr=hp.lr, weight_decay=hp.weight_decay)
+            if not hp.total_steps:
+                return opt
+            # learning rates decay linearly to 0 over the run (stepped in training_step)
+            total = int(hp.total_steps)
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / total))
+            return [opt], [sched]
         return torch.optim.Adam(self.model.parameters(), lr=hp.lr)
 
 
@@ -200,6 +208,8 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_
     batches, _ = chunks(examples, max_tgt_len=lit.model.max_tgt_len, batch_size=t.batch_size,
                         cost=(t.fp_cost, t.fn_cost))
     data = [batches] if t.optimizer == "lbfgs" else [[b] for b in batches]
+    if t.optimizer == "adamw" and t.get("lr_decay", False):
+        lit.hparams.total_steps = len(data) * int(t.epochs)
     loader = torch.utils.data.DataLoader(data, batch_size=None, collate_fn=_identity,
                                          shuffle=t.optimizer != "lbfgs")
     trainer = _trainer(cfg, epochs=t.epochs, direction=direction, n_directions=n_directions,
