@@ -5,9 +5,10 @@ trained direction (`s2t`: the pair's source is the CRF's observation side; `t2s`
 model, trained and decoded on swapped pairs) and aligns pairs in source-target order whatever
 the direction: a t2s model's links and blocks are flipped back.
 
-It is saved as one model folder (`aligners.export.write_model`, kind `mono-token-crf` or
-`mono-phrase-crf`; tensors `<direction>.<parameter>`), and `aligners.load(folder)` returns it
-ready for inference (`load_mono` is the registered loader).
+It is saved as one model folder (`aligners.export.write_model`, kind `mono-token-crf`,
+`mono-phrase-crf` or `mono-neural-crf`; tensors `<direction>.<parameter>`; the neural model's
+config names its encoder source, and its tensors hold the encoder only when fine-tuned), and
+`aligners.load(folder)` returns it ready for inference (`load_mono` is the registered loader).
 
 Cost of `align`: featurisation O(I * J) memoised word-pair look-ups + O(Ls*Lt*I*J*F) tensor
 work per pair, then Viterbi O(Ls * Lt^2 * I * J^2) per pair (token model: O(I * J^2)).
