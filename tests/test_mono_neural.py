@@ -271,3 +271,16 @@ def test_train_with_dev_selection_then_evaluate(encoder_dir, tmp_path, capsys):
         cfg.training.select = "dev"
     with pytest.raises(AlignersInputError, match="select=dev needs"):
         train(cfg)
+
+
+def test_scorer_blocks_do_not_change_scores(encoder_dir, monkeypatch):
+    """Memory-bounded scoring (hidden units in blocks of source positions) == one block."""
+    from aligners.models.mono import neural
+
+    m = model(encoder_dir, seed=9).double()
+    ex = featurise(pairs(), m)
+    (batch,), _ = chunks(ex, max_tgt_len=m.max_tgt_len, batch_size=4)
+    whole, null = m.span_scores(batch)
+    monkeypatch.setattr(neural, "CHUNK", 1)  # one source position per block
+    blocks, null2 = m.span_scores(batch)
+    assert torch.allclose(whole, blocks, rtol=1e-12, atol=1e-12) and torch.equal(null, null2)

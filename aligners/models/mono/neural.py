@@ -40,6 +40,8 @@ from aligners.models.mono.states import state_table
 
 __all__ = ["NeuralExample", "NeuralCRFAligner", "make_encoder", "encoder_source"]
 
+# the span-pair scorer's hidden units are built in blocks of at most this many elements
+CHUNK = 1 << 23
 # the hyper-parameters saved in a model folder's config ("model" entry)
 HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues", "dim", "proj", "hidden",
            "sparse", "finetune")
@@ -178,15 +180,22 @@ class NeuralCRFAligner(PhraseCRFAligner):
         rows = torch.arange(B, device=w.device)[:, None]
         bvec = (ct[rows, ends] - ct[rows, starts]) / lens.clamp(min=1)[..., None].to(w.dtype)
         bvec = bvec + self.tgt_len.weight[(lens - 1).clamp(min=0)]
-        # MLP over [a, b, a*b, (a-b)^2]: per-span terms + one bilinear matrix product
+        # MLP over [a, b, a*b, (a-b)^2]: per-span terms + one bilinear matrix product, over
+        # blocks of source positions so that the hidden units stay under CHUNK elements
         d, H = a.shape[-1], self.hidden
         per_a = self.w_a(a) + self.w_diff(a * a)  # (B, I, Ls, H)
-        per_b = self.w_b(bvec) + self.w_diff(bvec * bvec)  # (B, C, H)
+        per_b = (self.w_b(bvec) + self.w_diff(bvec * bvec)).transpose(1, 2)[:, None, None]
         mix = self.w_ab.weight - 2 * self.w_diff.weight  # (H, d)
-        aw = (a.unsqueeze(-2) * mix).reshape(B, I * Ls * H, d)
-        h = torch.bmm(aw, bvec.transpose(1, 2)).view(B, I, Ls, H, C)
-        h = torch.relu(h + per_a[..., None] + per_b.transpose(1, 2)[:, None, None])
-        pair = torch.matmul(self.out.weight[0], h) + self.out.bias  # (B, I, Ls, C)
+        bt = bvec.transpose(1, 2)  # (B, d, C)
+        step = max(1, CHUNK // max(1, B * Ls * H * C))
+        parts = []
+        for n0 in range(0, I, step):
+            n1 = min(I, n0 + step)
+            aw = (a[:, n0:n1].unsqueeze(-2) * mix).reshape(B, (n1 - n0) * Ls * H, d)
+            h = torch.bmm(aw, bt).view(B, n1 - n0, Ls, H, C)
+            h = torch.relu(h + per_a[:, n0:n1, ..., None] + per_b)
+            parts.append(torch.matmul(self.out.weight[0], h))  # (B, n1-n0, Ls, C)
+        pair = torch.cat(parts, 1) + self.out.bias
         pair = pair.masked_fill((lens == 0)[:, None, None, :], 0.0)  # NULL column
         null = self.null_mlp(S).squeeze(-1)
         return pair, null
