@@ -41,6 +41,7 @@ LOADERS: dict[str, str] = {
     "word-aligner": "aligners.models.word.saved:load_word_aligner",
     "mono-token-crf": "aligners.models.mono.aligner:load_mono",
     "mono-phrase-crf": "aligners.models.mono.aligner:load_mono",
+    "mono-neural-crf": "aligners.models.mono.aligner:load_mono",  # neural semi-CRF
     "reorder-lexical": "aligners.models.reorder.reorderer:load_folder",
     "reorder-naive-bayes": "aligners.models.reorder.reorderer:load_folder",
     "reorder-primal-mlr": "aligners.models.reorder.reorderer:load_folder",

@@ -7,6 +7,7 @@ links (0-based, source-target order, also for a t2s model); `--blocks` appends
 ` ||| ` and the phrase blocks `s:k-t:l` (source tokens s..s+k-1 aligned as one block to target
 tokens t..t+l-1, 0-based, in source-target order like the links); `--score` appends
 ` ||| ` and the Viterbi score divided by the number of tokens on the model's observation side.
+`--device cuda` decodes on the GPU (the neural aligner's encoder too, batched).
 Example: `echo "the cat sat on the mat ||| a cat was sitting on the mat" |
 aligners monoalign --model RUN/model --blocks`
 """
@@ -38,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pairs decoded together (>= 1)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch intra-op threads (>= 1)")
+    parser.add_argument("--device", default="cpu",
+                        help="torch device that decodes (cpu, cuda, cuda:1; default cpu)")
 
 
 def _read(path: str):
@@ -97,10 +100,19 @@ def run(args: argparse.Namespace) -> int:
     from aligners.models.mono.aligner import MonoAligner
 
     torch.set_num_threads(args.threads)
+    device = getattr(args, "device", "cpu") or "cpu"
+    try:
+        device = torch.device(device)
+    except RuntimeError:
+        raise AlignersInputError(f"--device: not a torch device: {device!r}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise AlignersInputError("--device cuda: no CUDA device is available here")
     aligner = load(args.model)
     if not isinstance(aligner, MonoAligner):
         raise AlignersInputError("not a monolingual aligner (expected a model folder of kind "
-                                 "mono-token-crf or mono-phrase-crf)", path=args.model)
+                                 "mono-token-crf, mono-phrase-crf or mono-neural-crf)",
+                                 path=args.model)
+    aligner.to(device)
     out = aligner.align(pairs, direction=args.direction, batch_size=args.batch_size)
     for blocks, links, score in out:
         line = " ".join(f"{i}-{j}" for i, j in links)

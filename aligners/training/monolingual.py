@@ -36,30 +36,59 @@ from aligners.models.mono.aligner import (
     build_model,
     chunks,
     featurise,
+    flip,
+    predict,
     shared_embedder,
 )
 
 __all__ = ["KINDS", "LitMonoAligner", "train", "evaluate", "flatten_report"]
 
-KINDS = ("mono-token-crf", "mono-phrase-crf")  # what evaluate(ckpt_path=) loads
+KINDS = ("mono-token-crf", "mono-phrase-crf", "mono-neural-crf")  # what evaluate() loads
+# model.* keys of the neural aligner passed to `build_model` (configs/model/mono_neural.yaml)
+NEURAL_KEYS = ("encoder", "proj", "hidden", "sparse", "finetune")
 
 
 class LitMonoAligner(pl.LightningModule):
-    """Orchestration only: softmax-margin + L2 with L-BFGS (full batch) or Adam (mini-batch).
+    """Orchestration only: softmax-margin + L2 with L-BFGS (full batch), Adam or AdamW
+    (mini-batch; AdamW takes the neural model's parameter groups: `lr` for the scorer,
+    `sparse_lr` for the sparse weights, `encoder_lr` for a fine-tuned encoder).
     A training batch is a list of MonoBatches (all of them for L-BFGS); they are moved to the
-    module's device with `MonoBatch.to`."""
+    module's device with `MonoBatch.to`. With `select` = (examples, gold alignments) the model
+    is decoded on them after every epoch and the best epoch's weights (micro F1) are kept:
+    `best_state`, `best_epoch`, `select_log`."""
 
     def __init__(self, *, kind: str, max_src_len: int, max_tgt_len: int, embedding: bool,
                  optimizer: str, lr: float, l2: float, cost_weight: float, max_iter: int,
-                 n_pairs: int, phrase_cues: bool = False):
+                 n_pairs: int, phrase_cues: bool = False, neural: dict | None = None,
+                 sparse_lr: float = 0.02, encoder_lr: float = 2e-5, weight_decay: float = 0.01,
+                 select=None, decode_batch: int = 64, total_steps: int = 0):
         super().__init__()
-        if optimizer not in ("lbfgs", "adam"):
-            raise ValueError(f"training.optimizer must be lbfgs or adam, got {optimizer!r}")
-        self.save_hyperparameters()
+        if optimizer not in ("lbfgs", "adam", "adamw"):
+            raise ValueError(f"training.optimizer must be lbfgs, adam or adamw, "
+                             f"got {optimizer!r}")
+        self.save_hyperparameters(ignore=["select"])
         self.automatic_optimization = False
         self.evaluations = 0
+        self.select, self.best_state, self.best_epoch, self.best_f1 = select, None, -1, -1.0
+        self.select_log: list[float] = []
         self.model = build_model(kind=kind, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                                 embedding=embedding, phrase_cues=phrase_cues)
+                                 embedding=embedding, phrase_cues=phrase_cues, **(neural or {}))
+        if optimizer == "adamw" and not hasattr(self.model, "trainable_groups"):
+            raise ValueError("training.optimizer adamw is for model.kind neural")
+
+    def on_train_epoch_end(self):
+        """Dev selection: decode the selection pairs, keep the best epoch's weights."""
+        if self.select is None:
+            return
+        examples, golds = self.select
+        out = predict(self.model, examples, batch_size=self.hparams.decode_batch)
+        self.model.train()
+        f1 = evaluate_alignments(golds, [set(o[1]) for o in out]).micro.f1
+        self.select_log.append(round(float(f1), 5))
+        print(f"  epoch {self.current_epoch}: selection micro F1 {f1:.4f}", flush=True)
+        if f1 > self.best_f1:
+            self.best_f1, self.best_epoch = f1, int(self.current_epoch)
+            self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx):
         return [b.to(device) for b in batch]
@@ -91,6 +120,8 @@ class LitMonoAligner(pl.LightningModule):
             opt.zero_grad()
             value = torch.tensor(self._objective(batches))
             opt.step()
+            if self.hparams.optimizer == "adamw" and self.hparams.total_steps:
+                self.lr_schedulers().step()
         self.log("train_loss", float(value), prog_bar=True, batch_size=1, on_step=False,
                  on_epoch=True)
 
@@ -100,6 +131,17 @@ class LitMonoAligner(pl.LightningModule):
             return torch.optim.LBFGS(self.model.parameters(), lr=hp.lr, max_iter=hp.max_iter,
                                      history_size=20, line_search_fn="strong_wolfe",
                                      tolerance_grad=1e-6, tolerance_change=1e-8)
+        if hp.optimizer == "adamw":
+            opt = torch.optim.AdamW(
+                self.model.trainable_groups(lr=hp.lr, sparse_lr=hp.sparse_lr,
+                                            encoder_lr=hp.encoder_lr),
+                lr=hp.lr, weight_decay=hp.weight_decay)
+            if not hp.total_steps:
+                return opt
+            # learning rates decay linearly to 0 over the run (stepped in training_step)
+            total = int(hp.total_steps)
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / total))
+            return [opt], [sched]
         return torch.optim.Adam(self.model.parameters(), lr=hp.lr)
 
 
@@ -139,20 +181,35 @@ def _trainer(cfg: DictConfig, *, epochs: int, direction: str, n_directions: int,
                        enable_model_summary=False)
 
 
-def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_directions=1):
+def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_directions=1,
+         select_pairs: list[AlignedPair] | None = None):
     m, t = cfg.model, cfg.training
+    neural = None
+    if m.kind == "neural":
+        neural = {k: OmegaConf.to_container(m[k]) if OmegaConf.is_config(m[k]) else m[k]
+                  for k in NEURAL_KEYS if k in m}
     lit = LitMonoAligner(kind=m.kind, max_src_len=m.get("max_src_len", 1),
                          max_tgt_len=m.get("max_tgt_len", 1), embedding=m.get("embedding", False),
                          optimizer=t.optimizer, lr=t.lr, l2=t.l2, cost_weight=t.cost_weight,
                          max_iter=t.max_iter, n_pairs=len(pairs),
-                         phrase_cues=m.get("phrase_cues", False))
+                         phrase_cues=m.get("phrase_cues", False), neural=neural,
+                         sparse_lr=t.get("sparse_lr", 0.02), encoder_lr=t.get("encoder_lr", 2e-5),
+                         weight_decay=t.get("weight_decay", 0.01),
+                         decode_batch=int(t.get("decode_batch", 64)))
     t0 = time.time()
     examples = featurise(pairs, lit.model, direction=direction, gold_links=t.gold_links,
                          embedder=embedder)
+    if select_pairs:
+        oriented = [flip(p) if direction == "t2s" else p for p in select_pairs]
+        lit.select = (featurise(select_pairs, lit.model, direction=direction,
+                                gold_links=t.gold_links, embedder=embedder),
+                      [p.alignment for p in oriented])
     t_feat = time.time() - t0
     batches, _ = chunks(examples, max_tgt_len=lit.model.max_tgt_len, batch_size=t.batch_size,
                         cost=(t.fp_cost, t.fn_cost))
     data = [batches] if t.optimizer == "lbfgs" else [[b] for b in batches]
+    if t.optimizer == "adamw" and t.get("lr_decay", False):
+        lit.hparams.total_steps = len(data) * int(t.epochs)
     loader = torch.utils.data.DataLoader(data, batch_size=None, collate_fn=_identity,
                                          shuffle=t.optimizer != "lbfgs")
     trainer = _trainer(cfg, epochs=t.epochs, direction=direction, n_directions=n_directions,
@@ -162,6 +219,10 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_
     fit_s = time.time() - t0
     timing = {"featurise_s": round(t_feat, 1), "fit_s": round(fit_s, 1),
               "epoch_s": round(fit_s / max(t.epochs, 1), 1)}
+    if lit.best_state is not None:  # the epoch chosen on the selection (dev) pairs
+        lit.model.load_state_dict(lit.best_state)
+        timing.update({"best_epoch": lit.best_epoch, "select_f1": round(lit.best_f1, 5)})
+        timing.update({f"select_f1_epoch{n}": v for n, v in enumerate(lit.select_log)})
     return lit.model.cpu().eval(), timing
 
 
@@ -183,12 +244,12 @@ def flatten_report(report: dict, prefix: str = "") -> dict[str, float]:
 
 def _check_cfg(cfg: DictConfig) -> None:
     t = cfg.training
-    for key in ("batch_size", "decode_batch", "threads", "epochs", "max_iter"):
-        if key in t and (not isinstance(t[key], int) or isinstance(t[key], bool)
-                         or t[key] < 1):
+    for key in ("batch_size", "decode_batch", "threads", "epochs", "max_iter", "max_train_len"):
+        if t.get(key) is not None and (not isinstance(t[key], int)
+                                       or isinstance(t[key], bool) or t[key] < 1):
             raise AlignersInputError(f"training.{key} must be an integer >= 1, got {t[key]!r}")
-    for key in ("lr",):
-        if not float(t[key]) > 0:
+    for key in ("lr", "sparse_lr", "encoder_lr"):
+        if key in t and not float(t[key]) > 0:
             raise AlignersInputError(f"training.{key} must be > 0, got {t[key]!r}")
     for key in ("l2", "cost_weight", "fp_cost", "fn_cost"):
         if not float(t[key]) >= 0:
@@ -200,6 +261,13 @@ def _check_cfg(cfg: DictConfig) -> None:
     if not dirs or any(d not in DIRECTIONS for d in dirs) or len(set(dirs)) != len(dirs):
         raise AlignersInputError(f"training.directions must be a non-empty list of distinct "
                                  f"{list(DIRECTIONS)}, got {dirs}")
+    sel = t.get("select")
+    if sel is not None and sel != "dev" and (not isinstance(sel, int) or isinstance(sel, bool)
+                                             or sel < 1):
+        raise AlignersInputError(f"training.select must be null, 'dev' (the dev split) or an "
+                                 f"integer N >= 1 (the last N training pairs), got {sel!r}")
+    if sel == "dev" and not (cfg.data.get("dev_split") or cfg.data.get("dev_path")):
+        raise AlignersInputError("training.select=dev needs data.dev_split or data.dev_path")
     for key in ("train_limit", "test_limit", "dev_holdout"):
         v = cfg.data.get(key)
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
@@ -231,8 +299,17 @@ def _train_pairs(cfg: DictConfig) -> list[AlignedPair]:
             raise AlignersInputError(f"data.dev_holdout={d.dev_holdout} leaves no training "
                                      f"pairs (there are {len(pairs)})")
         pairs = pairs[: -int(d.dev_holdout)]
+    sel = cfg.training.get("select")
+    if isinstance(sel, int) and not isinstance(sel, bool):  # epoch selection on held-out pairs
+        if sel >= len(pairs):
+            raise AlignersInputError(f"training.select={sel} leaves no training pairs "
+                                     f"(there are {len(pairs)})")
+        pairs = pairs[:-sel]
     if d.get("train_limit"):
         pairs = pairs[: int(d.train_limit)]
+    cap = cfg.training.get("max_train_len")
+    if cap:  # training cost grows as I * (Lt * J)^2: leave the longest pairs out of training
+        pairs = [p for p in pairs if max(len(p.src), len(p.tgt)) <= int(cap)]
     if not pairs:
         raise AlignersInputError("no training pairs")
     return pairs
@@ -252,11 +329,35 @@ def _eval_splits(cfg: DictConfig) -> dict[str, list[AlignedPair]]:
     splits = {}
     if d.get("dev_path"):
         splits["dev"] = read_annotated(d.dev_path, what="data.dev_path")[:limit]
+    elif d.get("dev_split"):
+        splits["dev"] = load(d.name, d.dev_split)[:limit]
     if d.get("test_path"):
         splits["test"] = read_annotated(d.test_path, what="data.test_path")[:limit]
-    else:
+    elif d.get("test_split", "test") is not None:  # null: only the extra_tests
         splits["test"] = load(d.name, d.get("test_split", "test"))[:limit]
+    for spec in d.get("extra_tests") or []:  # "name:split" -> split named after the dataset
+        name, _, split = str(spec).partition(":")
+        splits[name] = load(name, split or "test")[:limit]
     return splits
+
+
+def _select_pairs(cfg: DictConfig) -> list[AlignedPair] | None:
+    """Pairs for choosing the best epoch (`training.select`): the dev split, or the last N
+    training pairs (held out of training by `_train_pairs`); never the test split."""
+    from aligners.data.datasets import load
+
+    sel, d = cfg.training.get("select"), cfg.data
+    if sel is None:
+        return None
+    if sel == "dev":
+        if d.get("dev_path"):
+            return read_annotated(d.dev_path, what="data.dev_path")
+        return load(d.name, d.dev_split)
+    train = (read_annotated(d.train_path, what="data.train_path") if d.get("train_path")
+             else load(d.name, d.get("train_split", "train")))
+    if d.get("dev_holdout"):
+        train = train[: -int(d.dev_holdout)]
+    return train[-int(sel):]
 
 
 def _write_pharaoh(path: Path, links: list[set]) -> None:
@@ -316,8 +417,10 @@ def train(cfg: DictConfig) -> dict:
     embedder = _embedder(cfg)
     models, timing = {}, {}
     dirs = list(cfg.training.directions)
+    select = _select_pairs(cfg)
     for d in dirs:
-        models[d], timing[d] = _fit(cfg, pairs, d, embedder, n_directions=len(dirs))
+        models[d], timing[d] = _fit(cfg, pairs, d, embedder, n_directions=len(dirs),
+                                    select_pairs=select)
     aligner = MonoAligner(models, kind=cfg.model.kind)
     aligner.save(out_dir / "model", config={
         "training": OmegaConf.to_container(cfg.training, resolve=True),
@@ -342,7 +445,8 @@ def evaluate(cfg: DictConfig) -> dict:
     aligner = load(resolve_model_folder(cfg.ckpt_path))
     if not isinstance(aligner, MonoAligner):
         raise AlignersInputError("not a monolingual aligner (expected a model folder of kind "
-                                 "mono-token-crf or mono-phrase-crf)", path=str(cfg.ckpt_path))
+                                 "mono-token-crf, mono-phrase-crf or mono-neural-crf)",
+                                 path=str(cfg.ckpt_path))
     torch.set_num_threads(int(cfg.training.get("threads", 1)))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

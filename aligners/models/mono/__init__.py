@@ -4,6 +4,8 @@
 - `potentials`: featurised pairs, padded batches, the shared parameters and log-potentials;
 - `semicrf`: `PhraseCRFAligner` (factored semi-Markov lattice);
 - `crf`: `TokenCRFAligner` (linear-chain lattice);
+- `neural`: `NeuralCRFAligner` (the phrasal lattice + encoder span-pair scores, Lan et al. 2021;
+  its MiniLM encoder needs `transformers`, the `neural` extra);
 - `aligner`: `MonoAligner`, the ready aligner (featurise, decode, save, `aligners.load`).
 No Lightning here: `aligners.training.monolingual` trains these modules.
 """

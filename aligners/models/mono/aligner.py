@@ -5,9 +5,10 @@ trained direction (`s2t`: the pair's source is the CRF's observation side; `t2s`
 model, trained and decoded on swapped pairs) and aligns pairs in source-target order whatever
 the direction: a t2s model's links and blocks are flipped back.
 
-It is saved as one model folder (`aligners.export.write_model`, kind `mono-token-crf` or
-`mono-phrase-crf`; tensors `<direction>.<parameter>`), and `aligners.load(folder)` returns it
-ready for inference (`load_mono` is the registered loader).
+It is saved as one model folder (`aligners.export.write_model`, kind `mono-token-crf`,
+`mono-phrase-crf` or `mono-neural-crf`; tensors `<direction>.<parameter>`; the neural model's
+config names its encoder source, and its tensors hold the encoder only when fine-tuned), and
+`aligners.load(folder)` returns it ready for inference (`load_mono` is the registered loader).
 
 Cost of `align`: featurisation O(I * J) memoised word-pair look-ups + O(Ls*Lt*I*J*F) tensor
 work per pair, then Viterbi O(Ls * Lt^2 * I * J^2) per pair (token model: O(I * J^2)).
@@ -33,7 +34,7 @@ __all__ = ["KINDS", "DIRECTIONS", "MonoAligner", "build_model", "flip", "one_thr
            "featurise", "chunks", "predict", "shared_embedder", "load_mono"]
 
 # model.kind -> export kind (aligners.export.LOADERS)
-KINDS = {"token": "mono-token-crf", "phrase": "mono-phrase-crf"}
+KINDS = {"token": "mono-token-crf", "phrase": "mono-phrase-crf", "neural": "mono-neural-crf"}
 DIRECTIONS = ("s2t", "t2s")
 _HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues")
 
@@ -42,8 +43,20 @@ Link = tuple[int, int]
 
 
 def build_model(*, kind: str, max_src_len: int = 3, max_tgt_len: int = 3,
-                embedding: bool = False, phrase_cues: bool = False) -> PhraseCRFAligner:
-    """`kind` = "token" (linear-chain CRF) or "phrase" (semi-Markov, Ls x Lt); zero weights."""
+                embedding: bool = False, phrase_cues: bool = False,
+                **neural) -> PhraseCRFAligner:
+    """`kind` = "token" (linear-chain CRF) or "phrase" (semi-Markov, Ls x Lt); zero weights.
+    "neural": `NeuralCRFAligner` (`neural` = its keywords: encoder source, proj, hidden,
+    sparse, finetune, dim; the encoder is loaded here)."""
+    if kind == "neural":
+        from aligners.models.mono.neural import NeuralCRFAligner, encoder_source, make_encoder
+
+        source = encoder_source(neural.pop("encoder", None))
+        return NeuralCRFAligner(encoder=make_encoder(source), source=source,
+                                max_src_len=max_src_len, max_tgt_len=max_tgt_len,
+                                embedding=embedding, phrase_cues=phrase_cues, **neural)
+    if neural:
+        raise ValueError(f"unknown model settings for kind {kind!r}: {sorted(neural)}")
     if kind == "token":
         return TokenCRFAligner(embedding=embedding)
     if kind == "phrase":
@@ -99,7 +112,8 @@ def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, directio
             out.append(prepare(p.src, p.tgt, links, max_src_len=model.max_src_len,
                                max_tgt_len=model.max_tgt_len, embedder=embedder,
                                phrase_cues=getattr(model, "phrase_cues", False)))
-    return out
+    attach = getattr(model, "attach", None)  # the neural model adds its encoder's vectors
+    return attach(out) if attach is not None else out
 
 
 def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
@@ -187,7 +201,9 @@ class MonoAligner:
         first = self.models[self.directions[0]]
         tensors = {f"{d}.{k}": v for d in self.directions
                    for k, v in self.models[d].state_dict().items()}
-        cfg = {"model": {"kind": self.kind, **{k: getattr(first, k) for k in _HPARAMS}},
+        hp = (first.export_config() if hasattr(first, "export_config")
+              else {k: getattr(first, k) for k in _HPARAMS})
+        cfg = {"model": {"kind": self.kind, **hp},
                "directions": self.directions, "feature_names": list(first.feature_names),
                **self.meta, **(config or {})}
         return write_model(folder, kind=KINDS[self.kind], tensors=tensors, config=cfg,
@@ -204,9 +220,12 @@ def load_mono(folder) -> MonoAligner:
         directions = list(cfg["directions"])
         if KINDS.get(kind) != folder.kind:
             raise ValueError(f"model.kind {kind!r} does not match kind {folder.kind!r}")
-        models = {d: build_model(kind=kind, **{k: hp[k] for k in _HPARAMS})
-                  for d in directions}
-    except (KeyError, TypeError, ValueError) as err:
+        if kind == "neural":
+            models = {d: build_model(kind=kind, **hp) for d in directions}
+        else:
+            models = {d: build_model(kind=kind, **{k: hp[k] for k in _HPARAMS})
+                      for d in directions}
+    except (KeyError, TypeError, ValueError, OSError) as err:
         raise AlignersInputError(f"bad monolingual model config ({type(err).__name__}: {err})",
                                  path=str(folder.path / "config.json")) from None
     for d, m in models.items():

@@ -8,7 +8,7 @@ Score = w_emit . f(segment, c) + w_trans[bucket(c', c)] (first-order distortion)
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import torch
@@ -84,8 +84,7 @@ class MonoBatch:
         the unpadded emission path copies nothing per objective evaluation). O(batch size)."""
         def mv(t):
             return None if t is None else t.to(device, non_blocking=True)
-        examples = [MonoExample(e.src, e.tgt, mv(e.emit), mv(e.null), e.gold)
-                    for e in self.examples]
+        examples = [replace(e, emit=mv(e.emit), null=mv(e.null)) for e in self.examples]
         return MonoBatch(mv(self.emit), mv(self.null), mv(self.valid), mv(self.trans_idx),
                          mv(self.start_idx), mv(self.lengths), mv(self.cost),
                          mv(self.gold_ok), examples, self.max_tgt_len)
@@ -192,12 +191,12 @@ class MonoAlignerBase(nn.Module):
             w = self.w_emit
             emit = torch.zeros(B, I, Ls, C, dtype=w.dtype, device=w.device)
             for b, e in enumerate(batch.examples):
-                x = e.emit.to(w.device, non_blocking=True).float()
+                x = e.emit.to(w.device, non_blocking=True).to(w.dtype)
                 emit[b, : e.emit.shape[0], :, : e.emit.shape[2]] = x @ w
         else:
-            emit = batch.emit.float() @ self.w_emit  # NULL column features are 0
+            emit = batch.emit.to(self.w_emit.dtype) @ self.w_emit  # NULL column features are 0
         null_col = torch.zeros_like(emit[..., 0])
-        null_col[:, :, 0] = batch.null @ self.w_null
+        null_col[:, :, 0] = batch.null.to(self.w_null.dtype) @ self.w_null
         return torch.cat([null_col.unsqueeze(-1), emit[..., 1:]], dim=-1)
 
     def factors(self, batch: MonoBatch, *, cost_weight: float = 0.0, gold_only: bool = False,

@@ -1,0 +1,230 @@
+"""Neural semi-Markov CRF monolingual aligner (after Lan, Jiang & Xu 2021, ACL).
+
+The phrasal CRF's lattice (`PhraseCRFAligner`: source segments of <= Ls words labelled with
+NULL or a target phrase of <= Lt words, first-order distortion buckets `w_trans`) with
+emission scores from a contextual encoder, trained end to end through
+`factored_log_partition` (softmax-margin; conditional log-likelihood with cost_weight = 0):
+
+    emit[n, k, c] = w_emit . f(segment, c)                  (the existing sparse features)
+                  + MLP([a, b, a * b, (a - b)^2])           (span pair, c != NULL)
+    emit[n, 1, NULL] = w_null . f0(n) + MLP0(a_n)           (NULL)
+
+where a = mean of the projected word vectors of source span [n, n+k) + a length embedding,
+b = the same for the target phrase of state c; word vectors are the encoder's (MiniLM by
+default: `aligners.features.embedding.MiniLMEmbedder`, mean of word pieces, unit norm).
+Frozen encoder (default): vectors are computed once per sentence (batched, memoised) and
+stored on the examples. `finetune=True`: the encoder is a submodule, re-run (batched) on every
+forward pass and trained with the rest.
+
+The squared difference (not |a - b|) makes the MLP's first layer a sum of per-span terms and
+one bilinear form: W [a, b, a*b, (a-b)^2] = (W_a a + W_d a^2) + (W_b b + W_d b^2)
++ (W_ab - 2 W_d) (a*b), so the span-pair layer is ONE batched matrix product
+(B, I*Ls*h, d) x (B, d, C) with no (B, I, Ls, C, d) tensor.
+
+Shapes: per batch the scorer builds (B, I, Ls, h, C) hidden units, C = 1 + J * Lt.
+Cost per pair: encoder O(pieces) + O(I * Ls * C * d * h) multiply-adds + the lattice's
+O(I * (C^2 + Ls * C)); decoding as `PhraseCRFAligner`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from aligners.errors import AlignersInputError
+from aligners.models.mono.potentials import MonoBatch, MonoExample
+from aligners.models.mono.semicrf import PhraseCRFAligner
+from aligners.models.mono.states import state_table
+
+__all__ = ["NeuralExample", "NeuralCRFAligner", "make_encoder", "encoder_source"]
+
+# the span-pair scorer's hidden units are built in blocks of at most this many elements
+CHUNK = 1 << 23
+# the hyper-parameters saved in a model folder's config ("model" entry)
+HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues", "dim", "proj", "hidden",
+           "sparse", "finetune")
+
+
+@dataclass
+class NeuralExample(MonoExample):
+    """A featurised pair plus the frozen encoder's word vectors: src_vec (I, D), tgt_vec (J, D)
+    (None when the encoder is fine-tuned: computed in the forward pass)."""
+
+    src_vec: torch.Tensor | None = None
+    tgt_vec: torch.Tensor | None = None
+
+
+def encoder_source(source: dict | None) -> dict:
+    """Normalise an encoder source: {"package": name} (the registry package with its weights)
+    or {"path": folder} (a local Hugging Face encoder + tokenizer folder)."""
+    from aligners.features.embedding import PACKAGE
+
+    source = dict(source or {"package": PACKAGE})
+    if set(source) == {"package"} and source["package"] == PACKAGE:
+        return source
+    if set(source) == {"path"} and isinstance(source["path"], str):
+        return source
+    raise AlignersInputError(f"encoder must be {{'package': '{PACKAGE}'}} or {{'path': DIR}}, "
+                             f"got {source!r}")
+
+
+def make_encoder(source: dict | None = None, *, device: str = "cpu", batch_size: int = 64):
+    """The word-vector encoder (`MiniLMEmbedder`) of `source` (see `encoder_source`)."""
+    from aligners.features.embedding import MiniLMEmbedder
+
+    source = encoder_source(source)
+    return MiniLMEmbedder(path=source.get("path"), device=device, batch_size=batch_size)
+
+
+class NeuralCRFAligner(PhraseCRFAligner):
+    """Phrasal CRF with encoder span-pair scores; `encoder` is a `MiniLMEmbedder`-like object
+    (`encode`, `vectors`, `model`, `dim`). Parameters start random (seed the caller)."""
+
+    def __init__(self, *, encoder, max_src_len: int = 3, max_tgt_len: int = 3, proj: int = 64,
+                 hidden: int = 64, sparse: bool = True, finetune: bool = False,
+                 embedding: bool = False, phrase_cues: bool = False,
+                 source: dict | None = None, dim: int | None = None):
+        super().__init__(max_src_len=max_src_len, max_tgt_len=max_tgt_len, embedding=embedding,
+                         phrase_cues=phrase_cues)
+        self.dim = int(encoder.dim)
+        if dim is not None and int(dim) != self.dim:
+            raise AlignersInputError(f"the encoder gives {self.dim}-d vectors, the model "
+                                     f"expects {dim}")
+        self.proj_dim, self.hidden, self.sparse, self.finetune = proj, hidden, sparse, finetune
+        self.source = dict(source) if source is not None else None
+        self.proj = nn.Linear(self.dim, proj)
+        self.src_len = nn.Embedding(max_src_len, proj)
+        self.tgt_len = nn.Embedding(max_tgt_len, proj)
+        # first layer of the span-pair MLP over [a, b, a*b, (a-b)^2], split by block so that
+        # the a and b parts are computed once per span, not once per span pair
+        self.w_a, self.w_b = nn.Linear(proj, hidden), nn.Linear(proj, hidden, bias=False)
+        self.w_ab = nn.Linear(proj, hidden, bias=False)
+        self.w_diff = nn.Linear(proj, hidden, bias=False)
+        self.out = nn.Linear(hidden, 1)
+        self.null_mlp = nn.Sequential(nn.Linear(proj, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        if not sparse:
+            self.w_emit.requires_grad_(False)
+        if finetune:
+            self.encoder_net = encoder.model  # a submodule: trained, saved, moved
+            encoder.model.train()
+        self.encoder = encoder  # a plain attribute: a frozen encoder is not saved
+
+    def export_config(self) -> dict:
+        """The JSON hyper-parameters that rebuild this model (with the encoder source)."""
+        return {"max_src_len": self.max_src_len, "max_tgt_len": self.max_tgt_len,
+                "embedding": self.embedding, "phrase_cues": self.phrase_cues, "dim": self.dim,
+                "proj": self.proj_dim, "hidden": self.hidden, "sparse": self.sparse,
+                "finetune": self.finetune, "encoder": encoder_source(self.source)}
+
+    def _apply(self, fn, *args, **kwargs):
+        """`.to(device)` / `.double()` also move a frozen (non-submodule) encoder."""
+        super()._apply(fn, *args, **kwargs)
+        enc = self.__dict__.get("encoder")
+        if enc is not None and not self.finetune:
+            enc.model._apply(fn)
+        if enc is not None:
+            enc.device = str(next(enc.model.parameters()).device)
+        return self
+
+    def attach(self, examples: list[MonoExample]) -> list[NeuralExample]:
+        """Examples -> NeuralExamples; a frozen encoder's vectors are computed (batched,
+        memoised per sentence) and stored on the CPU. O(distinct sentences) encoder passes."""
+        if self.finetune:
+            return [NeuralExample(**vars(e)) for e in examples]
+        vecs = self.encoder.encode([e.src for e in examples] + [e.tgt for e in examples])
+        n = len(examples)
+        return [NeuralExample(**vars(e), src_vec=vecs[i], tgt_vec=vecs[n + i])
+                for i, e in enumerate(examples)]
+
+    def _vectors(self, examples) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        if self.finetune or any(getattr(e, "src_vec", None) is None for e in examples):
+            if not self.finetune:
+                vecs = self.encoder.encode([e.src for e in examples] + [e.tgt for e in examples])
+            else:
+                vecs = self.encoder.vectors([e.src for e in examples] +
+                                            [e.tgt for e in examples])
+            return vecs[: len(examples)], vecs[len(examples):]
+        return [e.src_vec for e in examples], [e.tgt_vec for e in examples]
+
+    def span_scores(self, batch: MonoBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, I, Ls, C) span-pair scores (column 0 = 0) and (B, I) NULL scores.
+        O(B * I * Ls * C * proj * hidden)."""
+        B, I, Ls, C = batch.valid.shape
+        w = self.proj.weight
+        src, tgt = self._vectors(batch.examples)
+        pad = nn.utils.rnn.pad_sequence
+        S = self.proj(pad([v.to(w.device, w.dtype) for v in src], batch_first=True))
+        T = self.proj(pad([v.to(w.device, w.dtype) for v in tgt], batch_first=True))
+        if S.shape[1] < I:  # (B, I, d) even when the batch is padded beyond its sentences
+            S = torch.cat([S, S.new_zeros(B, I - S.shape[1], S.shape[2])], 1)
+        # source spans [n, n+k): cumulative sums, mean + length embedding -> (B, I, Ls, d)
+        cs = torch.cat([S.new_zeros(B, 1, S.shape[2]), S.cumsum(1)], 1)
+        n = torch.arange(I, device=w.device)
+        k = torch.arange(1, Ls + 1, device=w.device)
+        end = (n[:, None] + k[None, :]).clamp(max=I)
+        a = (cs[:, end] - cs[:, n][:, :, None]) / k[None, None, :, None].to(w.dtype)
+        a = a + self.src_len.weight[None, None]
+        # target states -> (start, length): mean over the phrase + length embedding (B, C, d)
+        starts = torch.zeros(B, C, dtype=torch.long)
+        lens = torch.zeros(B, C, dtype=torch.long)
+        for b, e in enumerate(batch.examples):
+            st = state_table(tgt_len=len(e.tgt), max_tgt_len=self.max_tgt_len)
+            Cb = st["start"].shape[0]
+            starts[b, :Cb] = st["start"].clamp(min=0)
+            lens[b, :Cb] = st["length"]
+        starts, lens = starts.to(w.device), lens.to(w.device)
+        ends = (starts + lens).clamp(max=T.shape[1])
+        ct = torch.cat([T.new_zeros(B, 1, T.shape[2]), T.cumsum(1)], 1)
+        rows = torch.arange(B, device=w.device)[:, None]
+        bvec = (ct[rows, ends] - ct[rows, starts]) / lens.clamp(min=1)[..., None].to(w.dtype)
+        bvec = bvec + self.tgt_len.weight[(lens - 1).clamp(min=0)]
+        # MLP over [a, b, a*b, (a-b)^2]: per-span terms + one bilinear matrix product, over
+        # blocks of source positions so that the hidden units stay under CHUNK elements
+        d, H = a.shape[-1], self.hidden
+        per_a = self.w_a(a) + self.w_diff(a * a)  # (B, I, Ls, H)
+        per_b = (self.w_b(bvec) + self.w_diff(bvec * bvec)).transpose(1, 2)[:, None, None]
+        mix = self.w_ab.weight - 2 * self.w_diff.weight  # (H, d)
+        bt = bvec.transpose(1, 2)  # (B, d, C)
+        step = max(1, CHUNK // max(1, B * Ls * H * C))
+        parts = []
+        for n0 in range(0, I, step):
+            n1 = min(I, n0 + step)
+            aw = (a[:, n0:n1].unsqueeze(-2) * mix).reshape(B, (n1 - n0) * Ls * H, d)
+            h = torch.bmm(aw, bt).view(B, n1 - n0, Ls, H, C)
+            h = torch.relu(h + per_a[:, n0:n1, ..., None] + per_b)
+            parts.append(torch.matmul(self.out.weight[0], h))  # (B, n1-n0, Ls, C)
+        pair = torch.cat(parts, 1) + self.out.bias
+        pair = pair.masked_fill((lens == 0)[:, None, None, :], 0.0)  # NULL column
+        null = self.null_mlp(S).squeeze(-1)
+        return pair, null
+
+    def emission(self, batch: MonoBatch) -> torch.Tensor:
+        """(B, I, Ls, C) emission scores: sparse feature score (NULL features in column 0)
+        plus the span-pair and NULL scores of `span_scores`."""
+        base = super().emission(batch)
+        pair, null = self.span_scores(batch)
+        null_col = torch.zeros_like(pair)
+        null_col[:, :, 0, 0] = null
+        return base.to(pair.dtype) + pair + null_col
+
+    def trainable_groups(self, *, lr: float, sparse_lr: float, encoder_lr: float):
+        """AdamW parameter groups: sparse weights (w_emit, w_null, w_trans), the scorer, and
+        (fine-tuning) the encoder, each with its own learning rate."""
+        sparse = [self.w_emit, self.w_null, self.w_trans]
+        sparse_ids = {id(p) for p in sparse}
+        enc = list(self.encoder_net.parameters()) if self.finetune else []
+        enc_ids = {id(p) for p in enc}
+        rest = [p for p in self.parameters() if id(p) not in sparse_ids | enc_ids]
+        groups = [{"params": [p for p in sparse if p.requires_grad], "lr": sparse_lr,
+                   "weight_decay": 0.0},
+                  {"params": rest, "lr": lr}]
+        if enc:
+            groups.append({"params": enc, "lr": encoder_lr})
+        return groups
+
+    def l2(self) -> torch.Tensor:
+        """Squared norm of the sparse weights only (the scorer is regularised by AdamW)."""
+        return (self.w_emit ** 2).sum() + (self.w_null ** 2).sum() + (self.w_trans ** 2).sum()
+
