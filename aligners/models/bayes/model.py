@@ -30,7 +30,10 @@ from aligners.errors import AlignersInputError
 from aligners.models.bayes import sampler as _k
 from aligners.models.bayes.corpus import EncodedBitext, encode_bitext
 
-__all__ = ["BayesConfig", "BayesCounts", "BayesMarginals", "BayesAligner", "schedule"]
+_CHUNK_TOKENS = 1 << 20  # observed tokens per sweep call (bounds the uniforms' memory)
+
+__all__ = ["BayesConfig", "BayesCounts", "BayesMarginals", "TokenMarginals", "BayesAligner",
+           "schedule"]
 
 
 @dataclass
@@ -55,6 +58,7 @@ class BayesConfig:
     sampler: str = "exact"  # or "batched": torch, approximate (batched.py)
     device: str = "cpu"  # batched sampler only
     batch_cells: int = 2_000_000  # batched sampler: padded cells per batch
+    marginal_slots: int = 3  # sparse link marginals kept per observed token (sampler.py)
 
     def check(self) -> None:
         """ValueError with a one-line message for an invalid value."""
@@ -72,6 +76,8 @@ class BayesConfig:
             raise ValueError(f"burn_in must be in [0, 1), got {self.burn_in}")
         if self.sampler not in ("exact", "batched"):
             raise ValueError(f"sampler must be 'exact' or 'batched', got {self.sampler!r}")
+        if self.marginal_slots < 1:
+            raise ValueError(f"marginal_slots must be >= 1, got {self.marginal_slots}")
         if self.max_jump < 1 or self.max_fert < 1:
             raise ValueError("max_jump and max_fert must be >= 1")
         if self.iterations is not None and (len(self.iterations) != 3 or
@@ -90,6 +96,35 @@ def _reset(lex: np.ndarray | None, prior: np.ndarray | None, n: int) -> np.ndarr
     else:
         lex[:] = prior
     return lex
+
+
+def _new_slots(n_tokens: int, n_slots: int, max_gen: int) -> TokenMarginals:
+    dt = np.int16 if max_gen < np.iinfo(np.int16).max else np.int32
+    return TokenMarginals(np.full((n_tokens, n_slots), -1, dt),
+                          np.zeros((n_tokens, n_slots), np.float32),
+                          np.zeros(n_tokens, np.float32))
+
+
+def _from_dense(corpus: EncodedBitext, marg: np.ndarray, rev: bool,
+                n_slots: int) -> TokenMarginals:
+    """TokenMarginals (top n_slots per token) of dense marginals (cells,)."""
+    obs_off, gen_off = (corpus.src_off, corpus.tgt_off) if rev else (corpus.tgt_off,
+                                                                      corpus.src_off)
+    out = _new_slots(int(obs_off[-1]), n_slots, int(np.diff(gen_off).max()))
+    _k.dense_to_slots(corpus.src_off, corpus.tgt_off, corpus.cell_off, marg, rev, out.pos,
+                      out.mass, out.null)
+    return out
+
+
+def _token_chunks(obs_off: np.ndarray, tokens: int = _CHUNK_TOKENS) -> list[tuple[int, int]]:
+    """Sentence ranges [k0, k1) of about `tokens` observed tokens (at least one sentence)."""
+    out, k0, n = [], 0, len(obs_off) - 1
+    while k0 < n:
+        k1 = int(np.searchsorted(obs_off, obs_off[k0] + tokens, side="right")) - 1
+        k1 = min(max(k1, k0 + 1), n)
+        out.append((k0, k1))
+        k0 = k1
+    return out
 
 
 def schedule(config: BayesConfig, n_sentences: int) -> list[int]:
@@ -116,21 +151,65 @@ class BayesCounts:
 
 
 @dataclass
+class TokenMarginals:
+    """Sparse averaged link marginals of one direction, per observed token t (T tokens):
+    pos (T, K) int16/int32 generator positions (-1 = free slot), mass (T, K) float32 their
+    probabilities p(a_t = pos), null (T,) float32 p(a_t = NULL). Memory 6-8 bytes per slot
+    plus 4 per token (no per-cell array)."""
+
+    pos: np.ndarray
+    mass: np.ndarray
+    null: np.ndarray
+
+    def dense(self, t: int, n_gen: int) -> np.ndarray:
+        """(n_gen,) float32 marginals of token t (0 where no slot is kept)."""
+        out = np.zeros(n_gen, np.float32)
+        keep = self.pos[t] >= 0
+        out[self.pos[t][keep]] = self.mass[t][keep]
+        return out
+
+
+@dataclass
 class BayesMarginals:
-    """fwd, rev (cells,) float32: p(a_j = i) and p(a_i = j) in the corpus's cell layout.
+    """fwd, rev TokenMarginals: p(a_j = i) per target token j and p(a_i = j) per source token
+    i (Rao-Blackwellised, averaged over samplers and post-burn-in sweeps), kept sparse.
 
     The corpus's per-cell pair ids are released (empty) once sampling is done."""
 
     corpus: EncodedBitext
-    fwd: np.ndarray
-    rev: np.ndarray
+    fwd_slots: TokenMarginals
+    rev_slots: TokenMarginals
     schedule: list[int] = field(default_factory=list)
 
     def cells(self, k: int, direction: str = "fwd") -> np.ndarray:
-        """(I, J) float32 link marginals of sentence k for one direction."""
+        """(I, J) float32 link marginals of sentence k for one direction (dense view)."""
         i, j = self.corpus.lengths(k)
-        c = self.corpus.cell_off
-        return (self.fwd if direction == "fwd" else self.rev)[c[k]:c[k + 1]].reshape(i, j)
+        out = np.zeros((i, j), np.float32)
+        tm = self.fwd_slots if direction == "fwd" else self.rev_slots
+        if direction == "fwd":
+            t0 = int(self.corpus.tgt_off[k])
+            for x in range(j):
+                out[:, x] = tm.dense(t0 + x, i)
+        else:
+            t0 = int(self.corpus.src_off[k])
+            for x in range(i):
+                out[x, :] = tm.dense(t0 + x, j)
+        return out
+
+    def _flat(self, direction: str) -> np.ndarray:
+        return np.concatenate([self.cells(k, direction).ravel()
+                               for k in range(self.corpus.n_sentences)] or [np.zeros(0)])
+
+    @property
+    def fwd(self) -> np.ndarray:
+        """(cells,) dense forward marginals in the corpus cell layout (O(cells) memory: for
+        small corpora and tests)."""
+        return self._flat("fwd")
+
+    @property
+    def rev(self) -> np.ndarray:
+        """(cells,) dense reverse marginals, like `fwd`."""
+        return self._flat("rev")
 
 
 class BayesAligner:
@@ -161,7 +240,7 @@ class BayesAligner:
         v_gen = corpus.n_src_words if fwd else corpus.n_tgt_words
         v_obs = corpus.n_tgt_words if fwd else corpus.n_src_words
         cfg = self.config
-        lex = None if lazy and self.counts is None else np.zeros(len(corpus.keys), np.float32)
+        lex = None if lazy and self.counts is None else np.zeros(corpus.n_pairs, np.float32)
         lex_den = np.zeros(v_gen, np.float64)
         null = np.zeros(v_obs, np.float64)
         jump = np.zeros(2 * cfg.max_jump + 1, np.float64)
@@ -171,8 +250,9 @@ class BayesAligner:
             vt_old = self._vt_saved
             s_old, t_old = self.keys // vt_old, self.keys % vt_old
             rekey = s_old * corpus.n_tgt_words + t_old
-            pos = np.searchsorted(corpus.keys, rekey)
-            pos_c = np.minimum(pos, len(corpus.keys) - 1)
+            order = np.argsort(corpus.keys)  # keys are in first-occurrence order
+            pos = np.searchsorted(corpus.keys, rekey, sorter=order)
+            pos_c = order[np.minimum(pos, len(corpus.keys) - 1)]
             hit = corpus.keys[pos_c] == rekey
             lex[pos_c[hit]] = old.lex[hit]
             np.add.at(lex_den, s_old if fwd else t_old, old.lex.astype(np.float64))
@@ -182,13 +262,13 @@ class BayesAligner:
         return lex, lex_den, null, jump, fert
 
     # ------------------------------------------------------------------ sampling
-    def _direction(self, corpus: EncodedBitext, direction: str, its: list[int], seed: int):
+    def _direction(self, corpus: EncodedBitext, direction: str, its: list[int], seed: int,
+                   priors):
         cfg = self.config
         fwd = direction == "fwd"
         gen, gen_off = (corpus.src, corpus.src_off) if fwd else (corpus.tgt, corpus.tgt_off)
         obs, obs_off = (corpus.tgt, corpus.tgt_off) if fwd else (corpus.src, corpus.src_off)
         v_obs = corpus.n_tgt_words if fwd else corpus.n_src_words
-        priors = self._priors(corpus, direction, lazy=cfg.sampler == "exact")
         if cfg.sampler == "batched":
             import torch
 
@@ -200,15 +280,21 @@ class BayesAligner:
                                    device=cfg.device)
             marg, c = batched_direction(corpus, batches, priors, cfg, its, rev=not fwd,
                                         generator=gen_rng, v_obs=v_obs)
-            return marg, BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4])
-        marg = np.zeros(len(corpus.pair), np.float32)
-        n_gen_tok = np.repeat(np.diff(gen_off), np.diff(obs_off))
-        buf = np.zeros(int(np.diff(gen_off).max()) + 1, np.float64)
+            return (_from_dense(corpus, marg, not fwd, cfg.marginal_slots),
+                    BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4]))
+        n_obs_sent = np.diff(obs_off)
+        n_gen_tok = np.repeat(np.diff(gen_off), n_obs_sent)
+        max_gen = int(np.diff(gen_off).max())
+        last = max(s for s in range(3) if its[s] > 0)
+        n_acc_all = cfg.n_samplers * (its[last] - int(math.floor(cfg.burn_in * its[last])))
+        slots = _new_slots(len(obs), cfg.marginal_slots, max_gen)
+        since = np.zeros(slots.pos.shape, np.uint16 if n_acc_all < 65535 else np.int32)
+        buf = np.zeros((2, max_gen + 1), np.float64)
         phi = np.zeros(len(gen), np.int32)
+        chunks = _token_chunks(obs_off)
         n_acc = 0
         total = None
         lex = None
-        last = max(s for s in range(3) if its[s] > 0)
         for s in range(cfg.n_samplers):
             rng = np.random.Generator(np.random.PCG64(
                 np.random.SeedSequence([seed, 0 if fwd else 1, s])))
@@ -220,11 +306,12 @@ class BayesAligner:
                 if n == 0:
                     continue
                 # reset the counts to the priors in place: one (P,) lex array per direction
-                lex = _reset(lex, priors[0], len(corpus.keys))
+                lex = _reset(lex, priors[0], corpus.n_pairs)
                 lex_den, null, jump, fert = (x.copy() for x in priors[1:])
                 null_den = np.array([null.sum()])
                 jump_tot = np.array([jump.sum()])
-                args = (gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair, not fwd, a,
+                args = (gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo,
+                        corpus.pair_hi, not fwd, a,
                         phi, lex, lex_den, null, null_den, jump, jump_tot, fert,
                         np.zeros(len(lex_den)), np.zeros((len(lex_den), cfg.max_fert)))
                 _k.add_counts(*args, stage, cfg.max_jump, cfg.max_fert, cfg.lex_alpha * v_obs,
@@ -232,11 +319,13 @@ class BayesAligner:
                 start_acc = int(math.floor(cfg.burn_in * n))
                 for it in range(n):
                     acc = stage - 1 == last and it >= start_acc
-                    _k.sweep(*args, rng.random(len(obs)), marg, acc, stage, cfg.p_null,
-                             cfg.lex_alpha, cfg.lex_alpha * v_obs, cfg.null_alpha,
-                             cfg.null_alpha * v_obs, cfg.jump_alpha,
-                             cfg.jump_alpha * len(jump), cfg.fert_alpha, cfg.max_jump,
-                             cfg.max_fert, buf)
+                    for k0, k1 in chunks:  # one uniform stream, drawn a chunk at a time
+                        u = rng.random(int(obs_off[k1] - obs_off[k0]))
+                        _k.sweep(*args, k0, k1, u, slots.pos, slots.mass, since, slots.null,
+                                 acc, n_acc, stage, cfg.p_null, cfg.lex_alpha,
+                                 cfg.lex_alpha * v_obs, cfg.null_alpha, cfg.null_alpha * v_obs, cfg.jump_alpha,
+                                 cfg.jump_alpha * len(jump), cfg.fert_alpha, cfg.max_jump,
+                                 cfg.max_fert, buf)
                     n_acc += acc
             # lex averaged in float32 in place (links do not use it; it is reset by the next
             # sampler's first stage), the small count arrays in float64
@@ -248,8 +337,10 @@ class BayesAligner:
                 total.lex += lex
                 for name, x in zip(("null", "jump", "fert"), small, strict=True):
                     getattr(total, name)[:] += x
-        marg /= max(1, n_acc)
-        return marg, total
+        scale = np.float32(1.0 / max(1, n_acc))
+        slots.mass *= scale
+        slots.null *= scale
+        return slots, total
 
     def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]], *,
               seed: int = 0) -> BayesMarginals:
@@ -265,15 +356,20 @@ class BayesAligner:
         corpus = encode_bitext(pairs, self.src_ids, self.tgt_ids)
         its = schedule(self.config, corpus.n_sentences)
         _k._warm()
-        jobs = [("fwd", seed), ("rev", seed)]
-        if self.config.threads >= 2 and self.config.sampler == "exact":
+        exact = self.config.sampler == "exact"
+        jobs = [(d, seed, self._priors(corpus, d, lazy=exact)) for d in ("fwd", "rev")]
+        if exact:
+            corpus.drop_keys()  # 8 bytes per pair, not read while sampling: rebuilt after
+        if self.config.threads >= 2 and exact:
             with ThreadPoolExecutor(max_workers=2) as pool:
-                out = list(pool.map(lambda d: self._direction(corpus, d[0], its, d[1]), jobs))
+                out = list(pool.map(lambda d: self._direction(corpus, d[0], its, d[1], d[2]),
+                                    jobs))
         else:
-            out = [self._direction(corpus, d, its, s) for d, s in jobs]
+            out = [self._direction(corpus, d, its, s, p) for d, s, p in jobs]
+        corpus.restore_keys()
         self.keys = corpus.keys
         self.counts = {"fwd": out[0][1], "rev": out[1][1]}
-        corpus.pair = np.zeros(0, np.int32)  # 4 bytes per cell, not needed to decode: freed
+        corpus.release_pairs()  # 3 bytes per cell, not needed to decode: freed
         return BayesMarginals(corpus, out[0][0], out[1][0], its)
 
     # ------------------------------------------------------------------ export
