@@ -14,9 +14,9 @@ import numpy as np
 from numba import njit
 
 from aligners.models.bayes.model import BayesMarginals
-from aligners.symmetrize import symmetrize_corpus
+from aligners.symmetrize import symmetrize, symmetrize_corpus
 
-__all__ = ["direction_links", "symmetrized_links", "posterior_lines"]
+__all__ = ["token_links", "direction_links", "symmetrized_links", "link_lines", "posterior_lines"]
 
 
 @njit(nogil=True, cache=True)
@@ -35,34 +35,72 @@ def _best(pos, mass, null, threshold, best, prob):
         prob[t] = pb
 
 
-def direction_links(m: BayesMarginals, direction: str, *,
-                    threshold: float | None = None) -> list[set[tuple[int, int]]]:
-    """Per sentence, the set of (i, j) source-target links of `direction` ("fwd"/"rev"):
-    the argmax of each observed token's averaged marginal when it beats NULL, or with a
-    threshold every kept slot whose marginal reaches it.
+def token_links(m: BayesMarginals, direction: str, *,
+                threshold: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The links of `direction` ("fwd"/"rev") as arrays (sentence, i, j) int32, sorted by
+    sentence: the argmax of each observed token's averaged marginal when it beats NULL, or
+    with a threshold every kept slot whose marginal reaches it.
 
-    Cost O(tokens * K) time and memory (K slots per token).
+    Cost O(tokens * K) time and memory (K slots per token); no per-link Python objects.
     """
     rev = direction == "rev"
     c = m.corpus
     tm = m.rev_slots if rev else m.fwd_slots
     obs_off = c.src_off if rev else c.tgt_off
-    sent = np.repeat(np.arange(c.n_sentences), np.diff(obs_off))
-    x = np.arange(int(obs_off[-1])) - obs_off[sent]
     if threshold is None:
-        best = np.empty(len(sent), np.int64)
-        prob = np.empty(len(sent), np.float32)
+        best = np.empty(int(obs_off[-1]), np.int32)
+        prob = np.empty(int(obs_off[-1]), np.float32)
         _best(tm.pos, tm.mass, tm.null, -1.0, best, prob)
-        keep = best >= 0
-        k, g, xx = sent[keep], best[keep], x[keep]
+        t_idx = np.flatnonzero(best >= 0)
+        g = best[t_idx]
+        del best, prob
     else:
         t_idx, slot = np.nonzero((tm.pos >= 0) & (tm.mass >= threshold))
-        k, g, xx = sent[t_idx], tm.pos[t_idx, slot].astype(np.int64), x[t_idx]
-    ii, jj = (xx, g) if rev else (g, xx)
-    out: list[set[tuple[int, int]]] = [set() for _ in range(c.n_sentences)]
-    for kk, i, j in zip(k.tolist(), ii.tolist(), jj.tolist(), strict=True):
-        out[kk].add((i, j))
-    return out
+        g = tm.pos[t_idx, slot].astype(np.int32)
+    sent = (np.searchsorted(obs_off, t_idx, side="right") - 1).astype(np.int32)
+    x = (t_idx - obs_off[sent]).astype(np.int32)
+    return (sent, x, g) if rev else (sent, g, x)
+
+
+def _per_sentence(n: int, sent: np.ndarray, i: np.ndarray, j: np.ndarray):
+    """Yield, per sentence 0..n-1, its links as a list of (i, j) (arrays sorted by sentence)."""
+    bounds = np.searchsorted(sent, np.arange(n + 1))
+    ii, jj = i.tolist(), j.tolist()
+    for k in range(n):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        yield list(zip(ii[lo:hi], jj[lo:hi], strict=True))
+
+
+def direction_links(m: BayesMarginals, direction: str, *,
+                    threshold: float | None = None) -> list[set[tuple[int, int]]]:
+    """Per sentence, the set of (i, j) source-target links of `direction` (see token_links).
+
+    Cost O(tokens * K) time; one Python set per sentence (use `link_lines` for big corpora).
+    """
+    arrays = token_links(m, direction, threshold=threshold)
+    return [set(ls) for ls in _per_sentence(m.corpus.n_sentences, *arrays)]
+
+
+def link_lines(m: BayesMarginals, *, heuristic: str | None = None, direction: str = "fwd",
+               threshold: float | None = None, posteriors: bool = False):
+    """Yield one output line per sentence: `direction`'s links, or (with `heuristic`) both
+    directions symmetrized; `i-j` or, with posteriors, `i-j:p` (see posterior_lines).
+
+    Streams: per-link Python objects exist for one sentence at a time. Cost O(tokens * K).
+    """
+    n = m.corpus.n_sentences
+    if heuristic is None:
+        sources = [_per_sentence(n, *token_links(m, direction, threshold=threshold))]
+    else:
+        sources = [_per_sentence(n, *token_links(m, d, threshold=threshold))
+                   for d in ("fwd", "rev")]
+    for k, parts in enumerate(zip(*sources, strict=True)):
+        links = set(parts[0]) if heuristic is None else symmetrize(parts[0], parts[1],
+                                                                   heuristic)
+        if posteriors:
+            yield _posterior_line(m, k, links, None if heuristic else direction)
+        else:
+            yield " ".join(f"{i}-{j}" for i, j in sorted(links))
 
 
 def symmetrized_links(m: BayesMarginals, heuristic: str, *,
@@ -72,25 +110,31 @@ def symmetrized_links(m: BayesMarginals, heuristic: str, *,
                              direction_links(m, "rev", threshold=threshold), heuristic)
 
 
-def _lookup(tm, t: int, g: int) -> float:
-    """p(a_t = g) from token t's slots (0 when g holds no slot)."""
-    hit = np.flatnonzero(tm.pos[t] == g)
-    return float(tm.mass[t, hit[0]]) if len(hit) else 0.0
+def _slot_dict(tm, t: int) -> dict[int, float]:
+    return {int(g): float(p) for g, p in zip(tm.pos[t], tm.mass[t], strict=True) if g >= 0}
+
+
+def _posterior_line(m: BayesMarginals, k: int, links, direction: str | None) -> str:
+    c = m.corpus
+    s0, t0 = int(c.src_off[k]), int(c.tgt_off[k])
+    fwd, rev = {}, {}
+    parts = []
+    for i, j in sorted(links):
+        p = 0.0
+        if direction != "rev":
+            if j not in fwd:
+                fwd[j] = _slot_dict(m.fwd_slots, t0 + j)
+            p += fwd[j].get(i, 0.0)
+        if direction != "fwd":
+            if i not in rev:
+                rev[i] = _slot_dict(m.rev_slots, s0 + i)
+            p += rev[i].get(j, 0.0)
+        parts.append(f"{i}-{j}:{p if direction else 0.5 * p:.4f}")
+    return " ".join(parts)
 
 
 def posterior_lines(m: BayesMarginals, links: list[set[tuple[int, int]]],
                     direction: str | None = None) -> list[str]:
     """`i-j:p` lines (sorted links); p from `direction`, or the mean of both when None
     (a direction whose token keeps no slot for the link contributes 0)."""
-    c = m.corpus
-    lines = []
-    for k, ls in enumerate(links):
-        s0, t0 = int(c.src_off[k]), int(c.tgt_off[k])
-        parts = []
-        for i, j in sorted(ls):
-            f = _lookup(m.fwd_slots, t0 + j, i) if direction != "rev" else 0.0
-            r = _lookup(m.rev_slots, s0 + i, j) if direction != "fwd" else 0.0
-            p = f if direction == "fwd" else r if direction == "rev" else 0.5 * (f + r)
-            parts.append(f"{i}-{j}:{p:.4f}")
-        lines.append(" ".join(parts))
-    return lines
+    return [_posterior_line(m, k, ls, direction) for k, ls in enumerate(links)]

@@ -282,25 +282,32 @@ class BayesAligner:
                                         generator=gen_rng, v_obs=v_obs)
             return (_from_dense(corpus, marg, not fwd, cfg.marginal_slots),
                     BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4]))
-        n_obs_sent = np.diff(obs_off)
-        n_gen_tok = np.repeat(np.diff(gen_off), n_obs_sent)
-        max_gen = int(np.diff(gen_off).max())
+        n_gen_sent = np.diff(gen_off)
+        max_gen = int(n_gen_sent.max())
         last = max(s for s in range(3) if its[s] > 0)
         n_acc_all = cfg.n_samplers * (its[last] - int(math.floor(cfg.burn_in * its[last])))
         slots = _new_slots(len(obs), cfg.marginal_slots, max_gen)
         since = np.zeros(slots.pos.shape, np.uint16 if n_acc_all < 65535 else np.int32)
         buf = np.zeros((2, max_gen + 1), np.float64)
         phi = np.zeros(len(gen), np.int32)
+        a = np.empty(len(obs), np.int32)
         chunks = _token_chunks(obs_off)
+        finals = []  # the earlier samplers' final alignments (2 bytes per token, not a lex copy)
         n_acc = 0
-        total = None
         lex = None
+        small = None
+        hyper = (cfg.p_null, cfg.lex_alpha, cfg.lex_alpha * v_obs, cfg.null_alpha,
+                 cfg.null_alpha * v_obs, cfg.jump_alpha, cfg.jump_alpha * len(priors[3]),
+                 cfg.fert_alpha, cfg.max_jump, cfg.max_fert)
         for s in range(cfg.n_samplers):
             rng = np.random.Generator(np.random.PCG64(
                 np.random.SeedSequence([seed, 0 if fwd else 1, s])))
-            a = np.where(rng.random(len(obs)) < cfg.p_null, -1,
-                         (rng.random(len(obs)) * np.maximum(n_gen_tok, 1)).astype(np.int32))
-            a = np.where(n_gen_tok == 0, -1, a).astype(np.int32)
+            for k0, k1 in chunks:  # random start: NULL with p_null, else a uniform position
+                t0, t1 = int(obs_off[k0]), int(obs_off[k1])
+                n_gen = np.repeat(n_gen_sent[k0:k1], np.diff(obs_off[k0:k1 + 1]))
+                null_draw = rng.random(t1 - t0) < cfg.p_null
+                pos = (rng.random(t1 - t0) * np.maximum(n_gen, 1)).astype(np.int32)
+                a[t0:t1] = np.where(null_draw | (n_gen == 0), -1, pos)
             for stage in range(1, 4):
                 n = its[stage - 1]
                 if n == 0:
@@ -311,9 +318,9 @@ class BayesAligner:
                 null_den = np.array([null.sum()])
                 jump_tot = np.array([jump.sum()])
                 args = (gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo,
-                        corpus.pair_hi, not fwd, a,
-                        phi, lex, lex_den, null, null_den, jump, jump_tot, fert,
-                        np.zeros(len(lex_den)), np.zeros((len(lex_den), cfg.max_fert)))
+                        corpus.pair_hi, not fwd, a, phi, lex, lex_den, null, null_den, jump,
+                        jump_tot, fert, np.zeros(len(lex_den)),
+                        np.zeros((len(lex_den), cfg.max_fert)))
                 _k.add_counts(*args, stage, cfg.max_jump, cfg.max_fert, cfg.lex_alpha * v_obs,
                               cfg.fert_alpha)
                 start_acc = int(math.floor(cfg.burn_in * n))
@@ -322,25 +329,30 @@ class BayesAligner:
                     for k0, k1 in chunks:  # one uniform stream, drawn a chunk at a time
                         u = rng.random(int(obs_off[k1] - obs_off[k0]))
                         _k.sweep(*args, k0, k1, u, slots.pos, slots.mass, since, slots.null,
-                                 acc, n_acc, stage, cfg.p_null, cfg.lex_alpha,
-                                 cfg.lex_alpha * v_obs, cfg.null_alpha, cfg.null_alpha * v_obs, cfg.jump_alpha,
-                                 cfg.jump_alpha * len(jump), cfg.fert_alpha, cfg.max_jump,
-                                 cfg.max_fert, buf)
+                                 acc, n_acc, stage, *hyper, buf)
                     n_acc += acc
-            # lex averaged in float32 in place (links do not use it; it is reset by the next
-            # sampler's first stage), the small count arrays in float64
-            lex *= np.float32(1.0 / cfg.n_samplers)
-            small = [x.astype(np.float64) / cfg.n_samplers for x in (null, jump, fert)]
-            if total is None:
-                total = BayesCounts(lex.copy(), *small)
-            else:
-                total.lex += lex
-                for name, x in zip(("null", "jump", "fert"), small, strict=True):
-                    getattr(total, name)[:] += x
+            # the small count arrays averaged in float64; lex from the final alignments below
+            part = [x.astype(np.float64) / cfg.n_samplers for x in (null, jump, fert)]
+            small = part if small is None else [x + y for x, y in zip(small, part, strict=True)]
+            if s < cfg.n_samplers - 1:
+                finals.append(a.astype(slots.pos.dtype))
+        # lex holds prior + counts of the last sampler; add the others' counts (and priors),
+        # then average in float32, in place
+        v_gen = len(priors[1])
+        for a_s in finals:
+            _k.add_counts(gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo,
+                          corpus.pair_hi, not fwd, a_s.astype(np.int32), phi, lex,
+                          np.zeros(v_gen), np.zeros(v_obs), np.zeros(1), np.zeros(len(jump)),
+                          np.zeros(1), np.zeros((v_gen, cfg.max_fert + 1)), np.zeros(v_gen),
+                          np.zeros((v_gen, cfg.max_fert)), 1, cfg.max_jump, cfg.max_fert,
+                          cfg.lex_alpha * v_obs, cfg.fert_alpha)
+        if priors[0] is not None and finals:
+            lex += np.float32(len(finals)) * priors[0]
+        lex *= np.float32(1.0 / cfg.n_samplers)
         scale = np.float32(1.0 / max(1, n_acc))
         slots.mass *= scale
         slots.null *= scale
-        return slots, total
+        return slots, BayesCounts(lex, *small)
 
     def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]], *,
               seed: int = 0) -> BayesMarginals:
