@@ -280,6 +280,25 @@ def test_pair_ids_first_occurrence_and_keys_rebuilt():
     c.restore_keys()
     np.testing.assert_array_equal(c.keys, keys)
     lo, hi = np.empty_like(c.pair_lo), np.empty(len(pid), np.uint16)
-    np.testing.assert_array_equal(_pair_ids(c.src, c.src_off, c.tgt, c.tgt_off,
-                                            np.int64(c.n_tgt_words), lo, hi), keys)
+    buf, n = _pair_ids(c.src, c.src_off, c.tgt, c.tgt_off, np.int64(c.n_tgt_words), lo, hi)
+    np.testing.assert_array_equal(buf[:n], keys)
     np.testing.assert_array_equal(lo.astype(np.int64) | (hi.astype(np.int64) << 16), pid)
+
+
+def test_pair_table_grows_past_its_first_size():
+    """About 100k distinct pairs: the hash table (65,536 slots at first) doubles and the
+    key buffer grows; every cell still maps to its own (s, t) key, one id per pair."""
+    from aligners.data.vocab import WordIds
+    from aligners.models.bayes.corpus import encode_bitext
+
+    rng = np.random.default_rng(0)
+    pairs = [([f"s{w}" for w in rng.integers(0, 5000, 20)],
+              [f"t{w}" for w in rng.integers(0, 5000, 20)]) for _ in range(300)]
+    c = encode_bitext(pairs, WordIds(), WordIds())
+    assert c.n_pairs > 90_000
+    full = np.concatenate([
+        (c.src[c.src_off[k]:c.src_off[k + 1]].astype(np.int64)[:, None] * c.n_tgt_words
+         + c.tgt[c.tgt_off[k]:c.tgt_off[k + 1]][None, :]).ravel()
+        for k in range(c.n_sentences)])
+    np.testing.assert_array_equal(c.keys[c.pair], full)
+    assert len(np.unique(c.keys)) == c.n_pairs

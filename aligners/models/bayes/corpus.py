@@ -84,21 +84,27 @@ class EncodedBitext:
 _MULT = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing of the int64 pair keys
 
 
+@njit(inline="always", cache=True)
+def _slot_of(key, bits):
+    return np.int64((np.uint64(key) * _MULT) >> np.uint64(64 - bits))
+
+
 @njit(nogil=True, cache=True)
 def _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
     """Fill the pair ids of every cell, numbered in order of first occurrence (corpus order),
-    as lo (cells,) uint16 low bits and hi (cells,) uint8/uint16 high bits; returns keys (P,)
-    int64 = s * n_tgt_words + t by id, or an empty array when an id does not fit hi.
+    as lo (cells,) uint16 low bits and hi (cells,) uint8/uint16 high bits; returns (buffer,
+    P): keys = buffer[:P] int64 = s * n_tgt_words + t by id; P = -1 when an id does not fit.
 
-    One pass with an open-addressing hash table (key -> id, linear probing, grown at load
-    0.5). Cost O(cells) expected time; O(P) extra memory (table 4 bytes per slot, 2-4 slots
-    per pair, and the keys). First-occurrence ids keep frequent pairs (seen early) together
-    and a sentence's rare pairs near each other: better cache locality in the sampler.
+    One pass with an open-addressing hash table (key -> id, linear probing; the table
+    doubles at load 0.7, the key buffer grows by 1.25x). Cost O(cells) expected time; extra
+    memory 4 bytes per table slot (1.4-2.9 per pair) + 8-10 bytes per pair. First-occurrence
+    ids keep frequent pairs (seen early) together and a sentence's rare pairs near each
+    other: better cache locality in the sampler.
     """
     limit = np.int64(1) << (16 + 8 * hi.itemsize)
     bits = 16
     table = np.full(1 << bits, -1, np.int32)
-    keys = np.empty(1 << (bits - 1), np.int64)
+    keys = np.empty(1 << 15, np.int64)
     n = 0
     c = 0
     for k in range(len(src_off) - 1):
@@ -107,30 +113,31 @@ def _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
             for j in range(tgt_off[k], tgt_off[k + 1]):
                 key = s + tgt[j]
                 mask = (1 << bits) - 1
-                h = np.int64((np.uint64(key) * _MULT) >> np.uint64(64 - bits))
+                h = _slot_of(key, bits)
                 while True:
                     slot = table[h]
                     if slot < 0 or keys[slot] == key:
                         break
                     h = (h + 1) & mask
                 if slot < 0:
-                    if n == len(keys):  # load 0.5: double the table and rehash
-                        bits += 1
-                        mask = (1 << bits) - 1
-                        bigger = np.empty(1 << (bits - 1), np.int64)
+                    if n == limit:
+                        return keys, np.int64(-1)
+                    if n == len(keys):
+                        bigger = np.empty(len(keys) + len(keys) // 4, np.int64)
                         bigger[:n] = keys[:n]
                         keys = bigger
+                    if 10 * (n + 1) > 7 * (1 << bits):  # load 0.7: double and rehash
+                        bits += 1
+                        mask = (1 << bits) - 1
                         table = np.full(1 << bits, -1, np.int32)
                         for q in range(n):
-                            h2 = np.int64((np.uint64(keys[q]) * _MULT) >> np.uint64(64 - bits))
+                            h2 = _slot_of(keys[q], bits)
                             while table[h2] >= 0:
                                 h2 = (h2 + 1) & mask
                             table[h2] = q
-                        h = np.int64((np.uint64(key) * _MULT) >> np.uint64(64 - bits))
+                        h = _slot_of(key, bits)
                         while table[h] >= 0:
                             h = (h + 1) & mask
-                    if n == limit:
-                        return keys[:0].copy()
                     table[h] = n
                     keys[n] = key
                     slot = n
@@ -138,7 +145,18 @@ def _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
                 lo[c] = slot & 0xFFFF
                 hi[c] = slot >> 16
                 c += 1
-    return keys[:n].copy()
+    return keys, np.int64(n)
+
+
+def _build_pairs(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
+    """`_pair_ids` with the keys trimmed to P (the hash table is freed first); None when an
+    id does not fit hi."""
+    buf, n = _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi)
+    if n < 0:
+        return None
+    keys = buf[:n].copy()
+    del buf
+    return keys
 
 
 @njit(nogil=True, cache=True)
@@ -165,8 +183,8 @@ def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids:
     """Encode token pairs (new words are added to the vocabularies) and build the pair table.
 
     Cost O(total cells) expected time (one hashing pass, `_pair_ids`; two passes from 2^24
-    distinct pairs on); the largest temporary is the hash table (4 bytes per slot, 2-4 slots
-    per distinct pair); freed heap pages go back to the OS before returning.
+    distinct pairs on); the largest temporaries are the hash table and key buffer (about
+    14-22 bytes per distinct pair); freed heap pages go back to the OS before returning.
     Raises AlignersInputError for an empty corpus.
     """
     src_seqs, tgt_seqs = [], []
@@ -185,10 +203,10 @@ def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids:
     np.cumsum(cells, out=cell_off[1:])
     lo = np.empty(int(cell_off[-1]), np.uint16)
     hi = np.empty(int(cell_off[-1]), np.uint8)
-    keys = _pair_ids(src, src_off, tgt, tgt_off, np.int64(len(tgt_ids)), lo, hi)
-    if len(keys) == 0 and len(lo):  # 2^24 distinct pairs or more: 16 high bits
+    keys = _build_pairs(src, src_off, tgt, tgt_off, np.int64(len(tgt_ids)), lo, hi)
+    if keys is None:  # 2^24 distinct pairs or more: 16 high bits
         hi = np.empty(int(cell_off[-1]), np.uint16)
-        keys = _pair_ids(src, src_off, tgt, tgt_off, np.int64(len(tgt_ids)), lo, hi)
+        keys = _build_pairs(src, src_off, tgt, tgt_off, np.int64(len(tgt_ids)), lo, hi)
     release_free_heap()
     return EncodedBitext(src, src_off, tgt, tgt_off, cell_off, lo, hi, keys,
                          len(src_ids), len(tgt_ids), len(keys))

@@ -58,7 +58,7 @@ class BayesConfig:
     sampler: str = "exact"  # or "batched": torch, approximate (batched.py)
     device: str = "cpu"  # batched sampler only
     batch_cells: int = 2_000_000  # batched sampler: padded cells per batch
-    marginal_slots: int = 3  # sparse link marginals kept per observed token (sampler.py)
+    marginal_slots: int = 2  # sparse link marginals kept per observed token (sampler.py)
 
     def check(self) -> None:
         """ValueError with a one-line message for an invalid value."""
@@ -289,8 +289,10 @@ class BayesAligner:
         slots = _new_slots(len(obs), cfg.marginal_slots, max_gen)
         since = np.zeros(slots.pos.shape, np.uint16 if n_acc_all < 65535 else np.int32)
         buf = np.zeros((2, max_gen + 1), np.float64)
-        phi = np.zeros(len(gen), np.int32)
-        a = np.empty(len(obs), np.int32)
+        # alignments and fertilities in 2 bytes per token when sentences are short enough
+        small_int = np.int16 if max(max_gen, int(np.diff(obs_off).max())) < 32767 else np.int32
+        phi = np.zeros(len(gen), small_int)
+        a = np.empty(len(obs), small_int)
         chunks = _token_chunks(obs_off)
         finals = []  # the earlier samplers' final alignments (2 bytes per token, not a lex copy)
         n_acc = 0
@@ -306,7 +308,7 @@ class BayesAligner:
                 t0, t1 = int(obs_off[k0]), int(obs_off[k1])
                 n_gen = np.repeat(n_gen_sent[k0:k1], np.diff(obs_off[k0:k1 + 1]))
                 null_draw = rng.random(t1 - t0) < cfg.p_null
-                pos = (rng.random(t1 - t0) * np.maximum(n_gen, 1)).astype(np.int32)
+                pos = (rng.random(t1 - t0) * np.maximum(n_gen, 1)).astype(small_int)
                 a[t0:t1] = np.where(null_draw | (n_gen == 0), -1, pos)
             for stage in range(1, 4):
                 n = its[stage - 1]
@@ -335,13 +337,13 @@ class BayesAligner:
             part = [x.astype(np.float64) / cfg.n_samplers for x in (null, jump, fert)]
             small = part if small is None else [x + y for x, y in zip(small, part, strict=True)]
             if s < cfg.n_samplers - 1:
-                finals.append(a.astype(slots.pos.dtype))
+                finals.append(a.copy())
         # lex holds prior + counts of the last sampler; add the others' counts (and priors),
         # then average in float32, in place
         v_gen = len(priors[1])
         for a_s in finals:
             _k.add_counts(gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo,
-                          corpus.pair_hi, not fwd, a_s.astype(np.int32), phi, lex,
+                          corpus.pair_hi, not fwd, a_s, phi, lex,
                           np.zeros(v_gen), np.zeros(v_obs), np.zeros(1), np.zeros(len(jump)),
                           np.zeros(1), np.zeros((v_gen, cfg.max_fert + 1)), np.zeros(v_gen),
                           np.zeros((v_gen, cfg.max_fert)), 1, cfg.max_jump, cfg.max_fert,

@@ -495,7 +495,7 @@ def _warm() -> None:
     lo, f32 = np.zeros(1, np.uint16), np.float32
     for hi, pos_t, since_t in ((np.zeros(1, np.uint8), np.int16, np.uint16),
                                (np.zeros(1, np.uint16), np.int32, np.int32)):
-        state = (ids, off, ids, off, off, lo, hi, False, np.zeros(1, i32), np.zeros(1, i32),
+        state = (ids, off, ids, off, off, lo, hi, False, np.zeros(1, pos_t), np.zeros(1, pos_t),
                  np.zeros(1, f32), np.zeros(3, f64), np.zeros(3, f64), np.zeros(1, f64),
                  np.zeros(3, f64), np.zeros(1, f64), np.zeros((3, 3), f64), np.zeros(3, f64),
                  np.zeros((3, 2), f64))
