@@ -1,6 +1,6 @@
 """Phase profile of the Bayesian aligner (exact sampler) on a text pair.
 
-    PYTHONPATH=. python benchmarks/bayes_profile.py SRC TGT [THREADS] [REL_ITERATIONS]
+    python benchmarks/bayes_profile.py SRC TGT [THREADS] [REL_ITERATIONS]
 
 Wraps the encoder, the count builder and every sweep call with wall-clock timers and
 prints seconds per phase (sweeps split by stage and by whether they accumulate marginals),
@@ -14,6 +14,9 @@ import inspect
 import resource
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package
 
 __all__ = ["main"]
 

@@ -30,7 +30,7 @@ from aligners.errors import AlignersInputError
 from aligners.models.bayes import sampler as _k
 from aligners.models.bayes.corpus import EncodedBitext, encode_bitext
 
-_CHUNK_TOKENS = 1 << 20  # observed tokens per sweep call (bounds the uniforms' memory)
+_CHUNK_TOKENS = 1 << 18  # observed tokens per sweep call (bounds the uniforms' memory)
 
 __all__ = ["BayesConfig", "BayesCounts", "BayesMarginals", "TokenMarginals", "BayesAligner",
            "schedule"]

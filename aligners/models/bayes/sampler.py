@@ -338,32 +338,47 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                 if stage >= 2:
                     jump[_bucket(nxt - prev, max_jump)] -= 1
                     jump_tot[0] -= 1
-            # the conditional (same values as _fill, factored: w[g] holds the word and
-            # fertility factors)
+            # the conditional (the values of _fill up to one common factor: w[g] holds the
+            # word and fertility factors; (1 - p_null) / I (stage 1) or (1 - p_null) /
+            # (jt (jt + 1)) (stages 2-3) divides NULL's value instead of multiplying all)
             total = 0.0
             if stage == 1:
-                uniform = (1.0 - p_null) / n_gen
                 for g in range(n_gen):
-                    pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * w[g] * \
-                        uniform
+                    pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * w[g]
                     cond[g] = pr
                     total += pr
-                inv1 = 1.0
+                pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0]) * \
+                    n_gen / (1.0 - p_null)
             else:
                 jt = jump_tot[0] + jump_alpha_b
-                inv1 = 1.0 / jt
-                q = (1.0 - p_null) * inv1 / (jt + 1.0)
-                for g in range(n_gen):
-                    b1 = _bucket(g - prev, max_jump)
-                    b2 = _bucket(nxt - g, max_jump)
-                    c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
-                    pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * w[g] * \
-                        q * (jump_alpha + jump[b1]) * (jump_alpha + c2)
-                    cond[g] = pr
-                    total += pr
-            pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0])
-            if stage >= 2:
-                pn *= (jump_alpha + jump[_bucket(nxt - prev, max_jump)]) * inv1
+                o1 = max_jump - prev  # bucket of g - prev is o1 + g when unclamped
+                o2 = max_jump + nxt  # bucket of nxt - g is o2 - g when unclamped
+                if prev <= max_jump and n_gen - 1 - prev <= max_jump and nxt <= max_jump \
+                        and n_gen - 1 - nxt <= max_jump:  # no clamping: no branches
+                    for g in range(n_gen):
+                        pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * \
+                            w[g] * (jump_alpha + jump[o1 + g]) * (jump_alpha + jump[o2 - g])
+                        cond[g] = pr
+                        total += pr
+                    tie = prev + nxt  # both jumps in one bucket: the second sees the first
+                    if tie % 2 == 0 and 0 <= tie // 2 < n_gen:
+                        g = tie // 2
+                        c2 = jump_alpha + jump[o2 - g]
+                        pr = cond[g] * (c2 + 1.0) / c2
+                        total += pr - cond[g]
+                        cond[g] = pr
+                else:
+                    for g in range(n_gen):
+                        b1 = _bucket(g - prev, max_jump)
+                        b2 = _bucket(nxt - g, max_jump)
+                        c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
+                        pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * \
+                            w[g] * (jump_alpha + jump[b1]) * (jump_alpha + c2)
+                        cond[g] = pr
+                        total += pr
+                pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0]) * \
+                    (jump_alpha + jump[_bucket(nxt - prev, max_jump)]) * (jt + 1.0) / \
+                    (1.0 - p_null)
             cond[n_gen] = pn
             total += pn
             r = uniforms[os_ + x - u0] * total
