@@ -2,10 +2,12 @@
 both directions, several independent collapsed Gibbs samplers, averaged link marginals.
 
 `BayesAligner.align(pairs)` samples the text (training and alignment are one pass, as in
-eflomal) and returns `BayesMarginals`: per cell (i, j) the Rao-Blackwellised probability
+eflomal) and returns `BayesMarginals`: per observed token the Rao-Blackwellised probability
 p(a_j = i) of the forward direction (source generates target) and p(a_i = j) of the reverse
-one, averaged over samplers and the post-burn-in sweeps of the last stage. It then keeps the
-samplers' final counts, averaged, as its `counts`; a saved model passes them as Dirichlet
+one, averaged over samplers and the post-burn-in sweeps of the last stage, kept sparse:
+`marginal_slots` (K) positions per token plus NULL (sampler._accumulate says exactly which
+sums are kept; with K >= I they are the dense marginals). It then keeps the samplers' final
+counts, averaged, as its `counts`; a saved model passes them as Dirichlet
 pseudo-counts (priors) to the next `align` on new text (eflomal's priors workflow), added to
 the symmetric priors: the loaded counts are priors, not fixed distributions.
 
@@ -13,7 +15,7 @@ Schedule (eflomal's defaults): n = max(2, round(rel_iterations * 5000 / sqrt(K))
 K sentence pairs; stages IBM1, HMM, HMM+fertility run max(2, n // 4), max(1, n // 4), n
 sweeps; marginals accumulate over the last stage after `burn_in` of it. Directions run on
 two threads (numba releases the GIL); each direction's samplers run one after another into
-one marginal array, so results do not depend on thread timing.
+one slot store, so results do not depend on thread timing.
 """
 
 from __future__ import annotations
@@ -215,9 +217,12 @@ class BayesMarginals:
 class BayesAligner:
     """Vocabularies, config and (after `align`) the averaged counts of both directions.
 
-    Memory while aligning: 4 bytes per cell for the pair index (freed before `align`
-    returns) plus 4 per cell and direction for the marginals; per direction two (P,) float32
-    count arrays (the working counts and the samplers' average), plus one for saved priors.
+    Memory while aligning: 3 bytes per cell for the pair ids (freed before `align` returns;
+    4 from 2^24 distinct pairs on), no other per-cell array; per observed token and
+    direction 8 bytes per marginal slot + 4 (NULL) + 2 (alignment) + 2 per earlier sampler
+    (its final alignment, to average the counts); per direction one (P,) float32 working
+    count array (it becomes the samplers' average), plus one for saved priors; the (P,)
+    int64 pair keys are dropped while sampling and rebuilt after.
     """
 
     def __init__(self, config: BayesConfig | None = None, *, src_words: Sequence[str] = (),
