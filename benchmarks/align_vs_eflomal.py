@@ -196,7 +196,7 @@ def main() -> None:
     runs = {"eflomal": [], "aligners": []}
     for _ in range(args.repeats):
         runs["eflomal"].append(timed(
-            ["eflomal-align", "--overwrite", "-s", str(src_f), "-t", str(tgt_f),
+            [EFLOMAL, "--overwrite", "-s", str(src_f), "-t", str(tgt_f),
              "-f", str(work / "ef.fwd"), "-r", str(work / "ef.rev")], threads=None))
         runs["aligners"].append(timed(
             [sys.executable, "-m", "aligners", "align", "--quiet", "-s", str(src_f),
