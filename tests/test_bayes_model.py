@@ -232,6 +232,7 @@ def test_streamed_link_lines_equal_set_based_decoding():
                 posterior_lines(m, sym)
         assert list(link_lines(m, direction="rev", threshold=th, posteriors=True)) == \
             posterior_lines(m, r, "rev")
+        assert direction_links(m, "rev", threshold=th, span=(5, 9)) == r[5:9]
     assert sum(len(ls) for ls in f) > 0
 
 

@@ -71,14 +71,17 @@ def _per_sentence(n: int, sent: np.ndarray, i: np.ndarray, j: np.ndarray):
         yield list(zip(ii[lo:hi], jj[lo:hi], strict=True))
 
 
-def direction_links(m: BayesMarginals, direction: str, *,
-                    threshold: float | None = None) -> list[set[tuple[int, int]]]:
-    """Per sentence, the set of (i, j) source-target links of `direction` (see token_links).
+def direction_links(m: BayesMarginals, direction: str, *, threshold: float | None = None,
+                    span: tuple[int, int] | None = None) -> list[set[tuple[int, int]]]:
+    """Per sentence (of `span` = [start, end) if given), the set of (i, j) source-target
+    links of `direction` (see token_links).
 
-    Cost O(tokens * K) time; one Python set per sentence (use `link_lines` for big corpora).
+    Cost O(tokens * K) time; one Python set per returned sentence (`link_lines` streams).
     """
-    arrays = token_links(m, direction, threshold=threshold)
-    return [set(ls) for ls in _per_sentence(m.corpus.n_sentences, *arrays)]
+    sent, i, j = token_links(m, direction, threshold=threshold)
+    lo, hi = span if span is not None else (0, m.corpus.n_sentences)
+    keep = (sent >= lo) & (sent < hi)
+    return [set(ls) for ls in _per_sentence(hi - lo, sent[keep] - lo, i[keep], j[keep])]
 
 
 def link_lines(m: BayesMarginals, *, heuristic: str | None = None, direction: str = "fwd",

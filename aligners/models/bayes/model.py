@@ -60,7 +60,7 @@ class BayesConfig:
     sampler: str = "exact"  # or "batched": torch, approximate (batched.py)
     device: str = "cpu"  # batched sampler only
     batch_cells: int = 2_000_000  # batched sampler: padded cells per batch
-    marginal_slots: int = 2  # sparse link marginals kept per observed token (sampler.py)
+    marginal_slots: int = 3  # sparse link marginals kept per observed token (sampler.py)
 
     def check(self) -> None:
         """ValueError with a one-line message for an invalid value."""
