@@ -160,7 +160,7 @@ def main() -> None:
     ap.add_argument("--systems", default="eflomal,ours-bayes,ours-em",
                     help="--suite: comma-separated subset of eflomal, ours-bayes, ours-em")
     args = ap.parse_args()
-    for tool in (EFLOMAL, "/usr/bin/time"):  # before any temporary folder exists
+    for tool in ("eflomal-align", "/usr/bin/time"):  # before any temporary folder exists
         if shutil.which(tool) is None:
             ap.exit(2, f"{ap.prog}: error: {tool} not found; install eflomal in the benchmark "
                        "environment (pip install eflomal) and GNU time\n")
@@ -196,7 +196,7 @@ def main() -> None:
     runs = {"eflomal": [], "aligners": []}
     for _ in range(args.repeats):
         runs["eflomal"].append(timed(
-            [EFLOMAL, "--overwrite", "-s", str(src_f), "-t", str(tgt_f),
+            ["eflomal-align", "--overwrite", "-s", str(src_f), "-t", str(tgt_f),
              "-f", str(work / "ef.fwd"), "-r", str(work / "ef.rev")], threads=None))
         runs["aligners"].append(timed(
             [sys.executable, "-m", "aligners", "align", "--quiet", "-s", str(src_f),
