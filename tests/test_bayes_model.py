@@ -303,3 +303,18 @@ def test_pair_table_grows_past_its_first_size():
         for k in range(c.n_sentences)])
     np.testing.assert_array_equal(c.keys[c.pair], full)
     assert len(np.unique(c.keys)) == c.n_pairs
+
+
+def test_marginal_slots_auto_and_explicit(monkeypatch):
+    """0 = auto: 3 slots per token, 2 from the token threshold on; an explicit K is kept;
+    a negative K is refused with a one-line ValueError."""
+    import aligners.models.bayes.model as M
+
+    pairs = _pairs(20)
+    assert BayesAligner(BayesConfig(**FAST)).align(pairs).fwd_slots.pos.shape[1] == 3
+    assert BayesAligner(BayesConfig(**FAST, marginal_slots=5)).align(
+        pairs).rev_slots.pos.shape[1] == 5
+    monkeypatch.setattr(M, "_AUTO_SLOTS_TOKENS", 10)
+    assert BayesAligner(BayesConfig(**FAST)).align(pairs).fwd_slots.pos.shape[1] == 2
+    with pytest.raises(ValueError, match="marginal_slots"):
+        BayesConfig(marginal_slots=-1).check()

@@ -60,7 +60,8 @@ class BayesConfig:
     sampler: str = "exact"  # or "batched": torch, approximate (batched.py)
     device: str = "cpu"  # batched sampler only
     batch_cells: int = 2_000_000  # batched sampler: padded cells per batch
-    marginal_slots: int = 3  # sparse link marginals kept per observed token (sampler.py)
+    marginal_slots: int = 0  # sparse link marginals kept per observed token (sampler.py);
+    # 0 = auto: 3, or 2 from 2M observed tokens per direction on (memory; same AER at 200k)
 
     def check(self) -> None:
         """ValueError with a one-line message for an invalid value."""
@@ -78,8 +79,9 @@ class BayesConfig:
             raise ValueError(f"burn_in must be in [0, 1), got {self.burn_in}")
         if self.sampler not in ("exact", "batched"):
             raise ValueError(f"sampler must be 'exact' or 'batched', got {self.sampler!r}")
-        if self.marginal_slots < 1:
-            raise ValueError(f"marginal_slots must be >= 1, got {self.marginal_slots}")
+        if self.marginal_slots < 0:
+            raise ValueError(f"marginal_slots must be >= 1 (or 0: auto), got "
+                             f"{self.marginal_slots}")
         if self.max_jump < 1 or self.max_fert < 1:
             raise ValueError("max_jump and max_fert must be >= 1")
         if self.iterations is not None and (len(self.iterations) != 3 or
@@ -98,6 +100,18 @@ def _reset(lex: np.ndarray | None, prior: np.ndarray | None, n: int) -> np.ndarr
     else:
         lex[:] = prior
     return lex
+
+
+_AUTO_SLOTS_TOKENS = 2_000_000  # from here on, 2 slots per token instead of 3
+
+
+def _n_slots(cfg: BayesConfig, n_tokens: int) -> int:
+    """Marginal slots per token: the configured number, or (0) 3 below _AUTO_SLOTS_TOKENS
+    observed tokens and 2 from there on (2 cost 0.003-0.005 AER on the 250-500-pair sets,
+    nothing at Hansards 200k, where a third slot costs 60 MiB; BENCHMARKS.md, bayes3)."""
+    if cfg.marginal_slots:
+        return cfg.marginal_slots
+    return 3 if n_tokens < _AUTO_SLOTS_TOKENS else 2
 
 
 def _new_slots(n_tokens: int, n_slots: int, max_gen: int) -> TokenMarginals:
@@ -285,13 +299,13 @@ class BayesAligner:
                                    device=cfg.device)
             marg, c = batched_direction(corpus, batches, priors, cfg, its, rev=not fwd,
                                         generator=gen_rng, v_obs=v_obs)
-            return (_from_dense(corpus, marg, not fwd, cfg.marginal_slots),
+            return (_from_dense(corpus, marg, not fwd, _n_slots(cfg, len(obs))),
                     BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4]))
         n_gen_sent = np.diff(gen_off)
         max_gen = int(n_gen_sent.max())
         last = max(s for s in range(3) if its[s] > 0)
         n_acc_all = cfg.n_samplers * (its[last] - int(math.floor(cfg.burn_in * its[last])))
-        slots = _new_slots(len(obs), cfg.marginal_slots, max_gen)
+        slots = _new_slots(len(obs), _n_slots(cfg, len(obs)), max_gen)
         since = np.zeros(slots.pos.shape, np.uint16 if n_acc_all < 65535 else np.int32)
         buf = np.zeros((2, max_gen + 1), np.float64)
         # alignments and fertilities in 2 bytes per token when sentences are short enough
