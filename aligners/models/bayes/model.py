@@ -5,7 +5,7 @@ both directions, several independent collapsed Gibbs samplers, averaged link mar
 eflomal) and returns `BayesMarginals`: per observed token the Rao-Blackwellised probability
 p(a_j = i) of the forward direction (source generates target) and p(a_i = j) of the reverse
 one, averaged over samplers and the post-burn-in sweeps of the last stage, kept sparse:
-`marginal_slots` (K) positions per token plus NULL (sampler._accumulate says exactly which
+`marginal_slots` (K) positions per token plus NULL (slots._accumulate says exactly which
 sums are kept; with K >= I they are the dense marginals). It then keeps the samplers' final
 counts, averaged, as its `counts`; a saved model passes them as Dirichlet
 pseudo-counts (priors) to the next `align` on new text (eflomal's priors workflow), added to
@@ -31,6 +31,7 @@ from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.models.bayes import sampler as _k
 from aligners.models.bayes.corpus import EncodedBitext, encode_bitext
+from aligners.models.bayes.slots import dense_to_slots
 
 _CHUNK_TOKENS = 1 << 18  # observed tokens per sweep call (bounds the uniforms' memory)
 
@@ -127,8 +128,8 @@ def _from_dense(corpus: EncodedBitext, marg: np.ndarray, rev: bool,
     obs_off, gen_off = (corpus.src_off, corpus.tgt_off) if rev else (corpus.tgt_off,
                                                                       corpus.src_off)
     out = _new_slots(int(obs_off[-1]), n_slots, int(np.diff(gen_off).max()))
-    _k.dense_to_slots(corpus.src_off, corpus.tgt_off, corpus.cell_off, marg, rev, out.pos,
-                      out.mass, out.null)
+    dense_to_slots(corpus.src_off, corpus.tgt_off, corpus.cell_off, marg, rev, out.pos,
+                   out.mass, out.null)
     return out
 
 
