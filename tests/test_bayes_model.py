@@ -205,3 +205,116 @@ def test_lazy_in_place_priors_equal_eager_copies(monkeypatch):
         # counts are reset between stages and samplers: the mass is at most one per token
         n_obs = sum(len(t if d == "fwd" else s) for s, t in pairs)
         assert 0.5 * n_obs < lazy.counts[d].lex.sum() <= n_obs + 1e-3
+
+
+def test_streamed_link_lines_equal_set_based_decoding():
+    """link_lines (the CLI's streaming path over the sparse marginals) writes exactly the
+    links and posteriors of the per-sentence set path, for both directions, symmetrized
+    and with a posterior threshold."""
+    from aligners.models.bayes.decode import link_lines, posterior_lines
+    from aligners.symmetrize import symmetrize_corpus
+
+    pairs = _pairs(40)
+    m = BayesAligner(BayesConfig(**FAST)).align(pairs, seed=2)
+
+    def fmt(links):
+        return [" ".join(f"{i}-{j}" for i, j in sorted(ls)) for ls in links]
+
+    for th in (None, 0.3):
+        f = direction_links(m, "fwd", threshold=th)
+        r = direction_links(m, "rev", threshold=th)
+        assert list(link_lines(m, direction="fwd", threshold=th)) == fmt(f)
+        assert list(link_lines(m, direction="rev", threshold=th)) == fmt(r)
+        for h in ("intersect", "grow-diag-final-and"):
+            sym = symmetrize_corpus(f, r, h)
+            assert list(link_lines(m, heuristic=h, threshold=th)) == fmt(sym)
+            assert list(link_lines(m, heuristic=h, threshold=th, posteriors=True)) == \
+                posterior_lines(m, sym)
+        assert list(link_lines(m, direction="rev", threshold=th, posteriors=True)) == \
+            posterior_lines(m, r, "rev")
+        assert direction_links(m, "rev", threshold=th, span=(5, 9)) == r[5:9]
+    assert sum(len(ls) for ls in f) > 0
+
+
+def test_dense_marginals_to_slots_keep_the_top_positions():
+    """The batched sampler's dense marginals become slots: with K >= I the dense view is
+    unchanged and NULL = 1 - sum; with K = 1 each token keeps its largest value."""
+    from aligners.models.bayes.model import _from_dense
+
+    pairs = _pairs(20)
+    m = BayesAligner(BayesConfig(**FAST, marginal_slots=8)).align(pairs, seed=1)
+    dense = m.fwd
+    full = _from_dense(m.corpus, dense, False, 8)
+    np.testing.assert_allclose(full.null, m.fwd_slots.null, atol=1e-5)
+    one = _from_dense(m.corpus, dense, False, 1)
+    c = m.corpus
+    for k in range(c.n_sentences):
+        cells = m.cells(k, "fwd")
+        t0 = int(c.tgt_off[k])
+        for x in range(cells.shape[1]):
+            np.testing.assert_allclose(full.dense(t0 + x, cells.shape[0]), cells[:, x])
+            assert one.mass[t0 + x, 0] == cells[:, x].max()
+
+
+def test_pair_ids_first_occurrence_and_keys_rebuilt():
+    """Pair ids: one id per distinct (s, t), numbered in corpus order, split in 3 bytes;
+    keys dropped for sampling are rebuilt identically from the ids."""
+    from aligners.data.vocab import WordIds
+    from aligners.models.bayes.corpus import _pair_ids, encode_bitext
+
+    pairs = _pairs(30)
+    c = encode_bitext(pairs, WordIds(), WordIds())
+    pid = c.pair
+    assert c.pair_lo.dtype == np.uint16 and c.pair_hi.dtype == np.uint8
+    full = []
+    for k in range(c.n_sentences):
+        s = c.src[c.src_off[k]:c.src_off[k + 1]].astype(np.int64)
+        t = c.tgt[c.tgt_off[k]:c.tgt_off[k + 1]].astype(np.int64)
+        full.append((s[:, None] * c.n_tgt_words + t[None, :]).ravel())
+    full = np.concatenate(full)
+    np.testing.assert_array_equal(c.keys[pid], full)
+    assert len(np.unique(c.keys)) == len(c.keys) == c.n_pairs
+    first = np.unique(full, return_index=True)[1]
+    np.testing.assert_array_equal(np.sort(first), first[np.argsort(pid[first])])
+    keys = c.keys.copy()
+    c.drop_keys()
+    c.restore_keys()
+    np.testing.assert_array_equal(c.keys, keys)
+    lo, hi = np.empty_like(c.pair_lo), np.empty(len(pid), np.uint16)
+    buf, n = _pair_ids(c.src, c.src_off, c.tgt, c.tgt_off, np.int64(c.n_tgt_words), lo, hi)
+    np.testing.assert_array_equal(buf[:n], keys)
+    np.testing.assert_array_equal(lo.astype(np.int64) | (hi.astype(np.int64) << 16), pid)
+
+
+def test_pair_table_grows_past_its_first_size():
+    """About 100k distinct pairs: the hash table (65,536 slots at first) doubles and the
+    key buffer grows; every cell still maps to its own (s, t) key, one id per pair."""
+    from aligners.data.vocab import WordIds
+    from aligners.models.bayes.corpus import encode_bitext
+
+    rng = np.random.default_rng(0)
+    pairs = [([f"s{w}" for w in rng.integers(0, 5000, 20)],
+              [f"t{w}" for w in rng.integers(0, 5000, 20)]) for _ in range(300)]
+    c = encode_bitext(pairs, WordIds(), WordIds())
+    assert c.n_pairs > 90_000
+    full = np.concatenate([
+        (c.src[c.src_off[k]:c.src_off[k + 1]].astype(np.int64)[:, None] * c.n_tgt_words
+         + c.tgt[c.tgt_off[k]:c.tgt_off[k + 1]][None, :]).ravel()
+        for k in range(c.n_sentences)])
+    np.testing.assert_array_equal(c.keys[c.pair], full)
+    assert len(np.unique(c.keys)) == c.n_pairs
+
+
+def test_marginal_slots_auto_and_explicit(monkeypatch):
+    """0 = auto: 3 slots per token, 2 from the token threshold on; an explicit K is kept;
+    a negative K is refused with a one-line ValueError."""
+    import aligners.models.bayes.model as M
+
+    pairs = _pairs(20)
+    assert BayesAligner(BayesConfig(**FAST)).align(pairs).fwd_slots.pos.shape[1] == 3
+    assert BayesAligner(BayesConfig(**FAST, marginal_slots=5)).align(
+        pairs).rev_slots.pos.shape[1] == 5
+    monkeypatch.setattr(M, "_AUTO_SLOTS_TOKENS", 10)
+    assert BayesAligner(BayesConfig(**FAST)).align(pairs).fwd_slots.pos.shape[1] == 2
+    with pytest.raises(ValueError, match="marginal_slots"):
+        BayesConfig(marginal_slots=-1).check()

@@ -65,8 +65,9 @@ def _setup(pairs, direction, a_lists, stage, cfg=CFG):
     v_obs = corpus.n_tgt_words if fwd else corpus.n_src_words
     a = np.array([v for al in a_lists for v in al], np.int32)
     nb = 2 * cfg.max_jump + 1
-    arrays = [gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair, not fwd, a,
-              np.zeros(len(gen), np.int32), np.zeros(len(corpus.keys), np.float32),
+    arrays = [gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo, corpus.pair_hi,
+              not fwd, a,
+              np.zeros(len(gen), np.int32), np.zeros(corpus.n_pairs, np.float32),
               np.zeros(v_gen), np.zeros(v_obs), np.zeros(1), np.zeros(nb), np.zeros(1),
               np.zeros((v_gen, cfg.max_fert + 1)), np.zeros(v_gen), np.zeros((v_gen, cfg.max_fert))]
     K.add_counts(*arrays, stage, cfg.max_jump, cfg.max_fert, cfg.lex_alpha * v_obs,
@@ -95,12 +96,11 @@ def test_token_conditional_equals_brute_force(direction, stage):
         lens = [(j, i) for i, j in lens]
     a_lists = [[int(v) for v in rng.integers(-1, i, size=j)] for i, j in lens]
     arrays, sents, v_obs, nb = _setup(PAIRS, direction, a_lists, stage)
-    before = [x.copy() for x in arrays[7:] if isinstance(x, np.ndarray)]
+    before = [x.copy() for x in arrays[8:] if isinstance(x, np.ndarray)]
     for k, (gen, obs) in enumerate(sents):
         for x in range(len(obs)):
             out = np.zeros(len(gen) + 1)
-            K.token_conditional(k, x, *arrays[:2], *arrays[2:5], arrays[5], arrays[6],
-                                *arrays[7:], stage, *_hyper(CFG, v_obs, nb), out)
+            K.token_conditional(k, x, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
             logs = []
             for v in [*range(len(gen)), -1]:
                 alt = [list(al) for al in a_lists]
@@ -108,7 +108,7 @@ def test_token_conditional_equals_brute_force(direction, stage):
                 logs.append(log_joint(sents, alt, CFG, stage, v_obs, nb))
             exact = np.exp(np.array(logs) - max(logs))
             np.testing.assert_allclose(out / out.sum(), exact / exact.sum(), rtol=1e-9)
-    after = [x for x in arrays[7:] if isinstance(x, np.ndarray)]
+    after = [x for x in arrays[8:] if isinstance(x, np.ndarray)]
     for b, c in zip(before, after, strict=True):  # the state is left unchanged
         np.testing.assert_array_equal(b, c)
 
@@ -137,12 +137,105 @@ def test_sweep_uses_the_same_conditional(direction, stage):
     n_gen = len(sents[0][0])
     out = np.zeros(n_gen + 1)
     K.token_conditional(0, 0, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
-    marg = np.zeros(len(arrays[5]), np.float32)
-    K.sweep(*arrays, rng.random(len(arrays[7])), marg, True, stage, *_hyper(CFG, v_obs, nb),
-            np.zeros(8))
-    n_obs = len(sents[0][1])
-    cells = [g if direction == "rev" else g * n_obs for g in range(n_gen)]
-    np.testing.assert_allclose(marg[cells], out[:n_gen] / out.sum(), rtol=1e-5)
+    slots = _slots(len(arrays[8]), 8)
+    K.sweep(*arrays, 0, len(sents), rng.random(len(arrays[8])), *slots, True, 0, stage,
+            *_hyper(CFG, v_obs, nb), np.zeros((2, 8)))
+    dense = np.zeros(n_gen)
+    keep = slots[0][0] >= 0
+    dense[slots[0][0][keep]] = slots[1][0][keep]
+    np.testing.assert_allclose(dense, out[:n_gen] / out.sum(), rtol=1e-5)
+    np.testing.assert_allclose(slots[3][0], out[n_gen] / out.sum(), rtol=1e-5)
+
+
+def _slots(n_tokens, k, dtype=np.int16):
+    """(pos, mass, since, null) sparse marginal arrays, all slots free."""
+    return (np.full((n_tokens, k), -1, dtype), np.zeros((n_tokens, k), np.float32),
+            np.zeros((n_tokens, k), np.uint16), np.zeros(n_tokens, np.float32))
+
+
+def _reference_sweep(arrays, sents, stage, v_obs, nb, u, acc):
+    """One sweep the slow way: each token's conditional from token_conditional (checked
+    against brute force above), its draw, then every count rebuilt from scratch."""
+    a = arrays[8]
+    off = 0
+    for k, (gen, obs) in enumerate(sents):
+        for x in range(len(obs)):
+            out = np.zeros(len(gen) + 1)
+            K.token_conditional(k, x, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
+            p = out / out.sum()
+            acc[off + x, :len(gen) + 1] += p
+            new = int(np.searchsorted(np.cumsum(out), u[off + x] * out.sum(), side="right"))
+            a[off + x] = -1 if new >= len(gen) else new
+            for arr in arrays[10:19]:
+                arr[...] = 0
+            K.add_counts(*arrays, stage, CFG.max_jump, CFG.max_fert, CFG.lex_alpha * v_obs,
+                         CFG.fert_alpha)
+        off += len(obs)
+
+
+@pytest.mark.parametrize("direction", ["fwd", "rev"])
+@pytest.mark.parametrize("stage", [1, 2, 3])
+def test_sweep_equals_token_by_token_reference(direction, stage):
+    """Several sweeps of the compiled kernel (its cached per-position factors refreshed as
+    counts change, swept in two chunks) give the same alignments as the reference that
+    recomputes everything per token, and its slots (K >= I) hold the same summed
+    conditionals."""
+    lens = [(len(s), len(t)) for s, t in PAIRS]
+    if direction == "rev":
+        lens = [(j, i) for i, j in lens]
+    rng = np.random.default_rng(5 + stage)
+    a_lists = [[int(v) for v in rng.integers(-1, i, size=j)] for i, j in lens]
+    fast, sents, v_obs, nb = _setup(PAIRS, direction, a_lists, stage)
+    ref = _setup(PAIRS, direction, a_lists, stage)[0]
+    n_tok = len(fast[8])
+    slots = _slots(n_tok, 8)
+    acc = np.zeros((n_tok, 9))
+    split = fast[3][1]  # tokens of sentence 0: the second chunk starts there
+    for it in range(6):
+        u = rng.random(n_tok)
+        K.sweep(*fast, 0, 1, u[:split], *slots, True, it, stage, *_hyper(CFG, v_obs, nb),
+                np.zeros((2, 8)))
+        K.sweep(*fast, 1, len(sents), u[split:], *slots, True, it, stage,
+                *_hyper(CFG, v_obs, nb), np.zeros((2, 8)))
+        _reference_sweep(ref, sents, stage, v_obs, nb, u, acc)
+        np.testing.assert_array_equal(fast[8], ref[8])
+    off = 0
+    for gen, obs in sents:
+        for x in range(len(obs)):
+            dense = np.zeros(len(gen))
+            keep = slots[0][off + x] >= 0
+            dense[slots[0][off + x][keep]] = slots[1][off + x][keep]
+            np.testing.assert_allclose(dense, acc[off + x, :len(gen)], rtol=1e-5)
+            np.testing.assert_allclose(slots[3][off + x], acc[off + x, len(gen)], rtol=1e-5)
+        off += len(obs)
+
+
+def test_few_slots_keep_the_argmax_and_lower_bound_the_dense_marginals():
+    """K = 2 slots on sentences of up to 4 positions: the chain is the same (slots never feed
+    back), every kept mass is <= the dense (K >= I) one, NULL's mass is exact, and the
+    per-token argmax (vs NULL) is the same as the dense one."""
+    lens = [(len(s), len(t)) for s, t in PAIRS]
+    rng = np.random.default_rng(3)
+    a_lists = [[int(v) for v in rng.integers(-1, i, size=j)] for i, j in lens]
+    runs = []
+    for n_slots in (8, 2):
+        arrays, sents, v_obs, nb = _setup(PAIRS, "fwd", a_lists, 3)
+        slots = _slots(len(arrays[8]), n_slots)
+        r = np.random.default_rng(9)
+        for it in range(200):
+            K.sweep(*arrays, 0, len(sents), r.random(len(arrays[8])), *slots, True, it, 3,
+                    *_hyper(CFG, v_obs, nb), np.zeros((2, 8)))
+        runs.append((arrays[8].copy(), slots))
+    (a8, d), (a2, sp) = runs
+    np.testing.assert_array_equal(a8, a2)
+    np.testing.assert_array_equal(d[3], sp[3])
+    for t in range(len(a8)):
+        dense = {int(g): float(m) for g, m in zip(d[0][t], d[1][t], strict=True) if g >= 0}
+        kept = {int(g): float(m) for g, m in zip(sp[0][t], sp[1][t], strict=True) if g >= 0}
+        assert all(m <= dense[g] + 1e-4 for g, m in kept.items())
+        best = max(dense, key=lambda g: (dense[g], -g))
+        assert max(kept, key=lambda g: (kept[g], -g)) == best
+    assert any(len([g for g in d[0][t] if g >= 0]) > 2 for t in range(len(a8)))
 
 
 @pytest.mark.parametrize("stage", [1, 2, 3])
@@ -163,15 +256,21 @@ def test_stationary_distribution_matches_enumerated_posterior(stage):
     rng = np.random.default_rng(7)
     n_sweeps = 40_000
     visits = np.zeros(len(states))
-    marg = np.zeros(len(arrays[5]), np.float32)
-    buf = np.zeros(3)
-    a = arrays[7]
-    for _ in range(n_sweeps):
-        K.sweep(*arrays, rng.random(4), marg, True, stage, *_hyper(CFG, v_obs, nb), buf)
+    slots = _slots(4, 2, np.int16)
+    slots = (slots[0], slots[1], slots[2].astype(np.int32), slots[3])  # 40k sweeps
+    buf = np.zeros((2, 3))
+    a = arrays[8]
+    for it in range(n_sweeps):
+        K.sweep(*arrays, 0, 2, rng.random(4), *slots, True, it, stage, *_hyper(CFG, v_obs, nb),
+                buf)
         visits[index[tuple(a.tolist())]] += 1
     tv = 0.5 * np.abs(visits / n_sweeps - post).sum()
     assert tv < 0.05, tv
-    exact = np.zeros(len(marg))  # cells (k, i, j) = p(a_j = i)
+    marg = np.zeros(8)  # cells (k, i, j) = p(a_j = i), from the slots of token (k, j)
+    for t in range(4):
+        for g, m in zip(slots[0][t], slots[1][t], strict=True):
+            marg[4 * (t // 2) + 2 * g + t % 2] += m if g >= 0 else 0.0
+    exact = np.zeros(len(marg))
     for p, s in zip(post, states, strict=True):
         for k in range(2):
             for j in range(2):

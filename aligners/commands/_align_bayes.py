@@ -55,9 +55,9 @@ def _config(args):
 def run_bayes(args: argparse.Namespace, pairs, write) -> int:
     """Sample, decode and write; `pairs` yields (source tokens, target tokens)."""
     from aligners.models.bayes import BayesAligner
-    from aligners.models.bayes.decode import direction_links, posterior_lines
+    from aligners.models.bayes.decode import link_lines
     from aligners.models.bayes.io import load_bayes_aligner, save_bayes_aligner
-    from aligners.symmetrize import HEURISTICS, symmetrize_corpus
+    from aligners.symmetrize import HEURISTICS
 
     if args.device != "cpu":
         raise AlignersInputError(f"--device {args.device}: the Bayesian aligner's exact "
@@ -81,23 +81,18 @@ def run_bayes(args: argparse.Namespace, pairs, write) -> int:
                                  f"{', '.join(HEURISTICS)}")
     marg = model.align(pairs, seed=args.seed)
     th = threshold if method == "posterior" else None
-    fwd = direction_links(marg, "fwd", threshold=th)
-    rev = direction_links(marg, "rev", threshold=th)
-    outs = []
+    outs = []  # lines stream per sentence from the sparse marginals (no per-link objects)
     if args.forward_links:
-        outs.append((args.forward_links, fwd, "fwd"))
+        outs.append((args.forward_links, None, "fwd"))
     if args.reverse_links:
-        outs.append((args.reverse_links, rev, "rev"))
+        outs.append((args.reverse_links, None, "rev"))
     if args.output is not None or args.symmetrize is not None or not outs:
-        outs.append((args.output or "-", symmetrize_corpus(fwd, rev, heuristic), None))
-    for dest, links, direction in outs:
-        if args.posteriors:
-            lines = posterior_lines(marg, links, direction)
-        else:
-            lines = [" ".join(f"{i}-{j}" for i, j in sorted(ls)) for ls in links]
-        write(dest, lines)
+        outs.append((args.output or "-", heuristic, "fwd"))
+    for dest, heur, direction in outs:
+        write(dest, link_lines(marg, heuristic=heur, direction=direction, threshold=th,
+                               posteriors=bool(args.posteriors)))
     schedule, n_pairs = marg.schedule, marg.corpus.n_sentences
-    del marg, fwd, rev, outs  # free the marginals before saving (which imports torch)
+    del marg  # free the marginals before saving (which imports torch)
     if args.save_model:
         try:
             save_bayes_aligner(args.save_model, model, decoding={

@@ -61,8 +61,8 @@ def decode_and_score(marg, gold, span, decoding: dict):
     from aligners.symmetrize import symmetrize_corpus
 
     th = float(decoding["threshold"]) if decoding["method"] == "posterior" else None
-    fwd = direction_links(marg, "fwd", threshold=th)[span[0]:span[1]]
-    rev = direction_links(marg, "rev", threshold=th)[span[0]:span[1]]
+    fwd = direction_links(marg, "fwd", threshold=th, span=span)
+    rev = direction_links(marg, "rev", threshold=th, span=span)
     links = symmetrize_corpus(fwd, rev, decoding["symmetrize"])
     score = evaluate_alignments([p.alignment for p in gold], links, breakdowns=False).micro
     return links, score

@@ -1,10 +1,11 @@
 """Links from the averaged marginals of the Bayesian aligner: argmax (NULL included) or
 posterior threshold per direction, atools symmetrization, and `i-j:p` posterior lines.
 
-A forward link (i, j) is the most probable value of a_j when it beats NULL (mass
-1 - sum_i p(a_j = i)); a reverse link likewise per source word. With a threshold, every
-(i, j) whose marginal in that direction reaches it is a link. Symmetrized links carry
-p = (p_fwd + p_rev) / 2 in `--posteriors` output; each direction carries its own.
+The marginals are sparse (model.TokenMarginals: K slots per observed token plus NULL's
+mass). A forward link (i, j) is the most probable value of a_j when it beats NULL; a reverse
+link likewise per source word. With a threshold, every (i, j) whose kept marginal in that
+direction reaches it is a link. Symmetrized links carry p = (p_fwd + p_rev) / 2 in
+`--posteriors` output; each direction carries its own.
 """
 
 from __future__ import annotations
@@ -13,65 +14,96 @@ import numpy as np
 from numba import njit
 
 from aligners.models.bayes.model import BayesMarginals
-from aligners.symmetrize import symmetrize_corpus
+from aligners.symmetrize import symmetrize, symmetrize_corpus
 
-__all__ = ["direction_links", "symmetrized_links", "posterior_lines"]
+__all__ = ["token_links", "direction_links", "symmetrized_links", "link_lines", "posterior_lines"]
 
 
 @njit(nogil=True, cache=True)
-def _argmax(src_off, tgt_off, cell_off, marg, rev, best, prob):
-    """Per observed token: best generator position (-1 = NULL) and its probability."""
-    n = len(src_off) - 1
-    t = 0
-    for k in range(n):
-        n_src = src_off[k + 1] - src_off[k]
-        n_tgt = tgt_off[k + 1] - tgt_off[k]
-        n_obs, n_gen = (n_src, n_tgt) if rev else (n_tgt, n_src)
-        co = cell_off[k]
-        for x in range(n_obs):
-            b, pb, tot = -1, 0.0, 0.0
-            for g in range(n_gen):
-                c = co + (x * n_gen + g if rev else g * n_obs + x)
-                p = marg[c]
-                tot += p
-                if p > pb:
-                    b, pb = g, p
-            if pb <= 1.0 - tot:
-                b = -1
-            best[t] = b
-            prob[t] = pb
-            t += 1
+def _best(pos, mass, null, threshold, best, prob):
+    """Per observed token: the slot position with the largest mass (ties: lower position),
+    -1 when it does not beat NULL (or, with threshold >= 0, falls below it); its mass."""
+    for t in range(pos.shape[0]):
+        b, pb = -1, 0.0
+        for s in range(pos.shape[1]):
+            g = pos[t, s]
+            if g >= 0 and (mass[t, s] > pb or (mass[t, s] == pb and b >= 0 and g < b)):
+                b, pb = g, mass[t, s]
+        if threshold < 0 and pb <= null[t]:
+            b = -1
+        best[t] = b
+        prob[t] = pb
 
 
-def direction_links(m: BayesMarginals, direction: str, *,
-                    threshold: float | None = None) -> list[set[tuple[int, int]]]:
-    """Per sentence, the set of (i, j) source-target links of `direction` ("fwd"/"rev").
+def token_links(m: BayesMarginals, direction: str, *,
+                threshold: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The links of `direction` ("fwd"/"rev") as arrays (sentence, i, j) int32, sorted by
+    sentence: the argmax of each observed token's averaged marginal when it beats NULL, or
+    with a threshold every kept slot whose marginal reaches it.
 
-    Cost O(cells) time; O(tokens) extra memory.
+    Cost O(tokens * K) time and memory (K slots per token); no per-link Python objects.
     """
     rev = direction == "rev"
     c = m.corpus
-    marg = m.rev if rev else m.fwd
-    out: list[set[tuple[int, int]]] = []
-    if threshold is not None:
-        for k in range(c.n_sentences):
-            ii, jj = np.nonzero(m.cells(k, direction) >= threshold)
-            out.append(set(zip(ii.tolist(), jj.tolist(), strict=True)))
-        return out
+    tm = m.rev_slots if rev else m.fwd_slots
     obs_off = c.src_off if rev else c.tgt_off
-    best = np.empty(int(obs_off[-1]), np.int32)
-    prob = np.empty(int(obs_off[-1]), np.float32)
-    _argmax(c.src_off, c.tgt_off, c.cell_off, marg, rev, best, prob)
-    bl = best.tolist()
-    for k in range(c.n_sentences):
-        links = set()
-        for x in range(int(obs_off[k]), int(obs_off[k + 1])):
-            g = bl[x]
-            if g >= 0:
-                pos = x - int(obs_off[k])
-                links.add((pos, g) if rev else (g, pos))
-        out.append(links)
-    return out
+    if threshold is None:
+        best = np.empty(int(obs_off[-1]), np.int32)
+        prob = np.empty(int(obs_off[-1]), np.float32)
+        _best(tm.pos, tm.mass, tm.null, -1.0, best, prob)
+        t_idx = np.flatnonzero(best >= 0)
+        g = best[t_idx]
+        del best, prob
+    else:
+        t_idx, slot = np.nonzero((tm.pos >= 0) & (tm.mass >= threshold))
+        g = tm.pos[t_idx, slot].astype(np.int32)
+    sent = (np.searchsorted(obs_off, t_idx, side="right") - 1).astype(np.int32)
+    x = (t_idx - obs_off[sent]).astype(np.int32)
+    return (sent, x, g) if rev else (sent, g, x)
+
+
+def _per_sentence(n: int, sent: np.ndarray, i: np.ndarray, j: np.ndarray):
+    """Yield, per sentence 0..n-1, its links as a list of (i, j) (arrays sorted by sentence)."""
+    bounds = np.searchsorted(sent, np.arange(n + 1))
+    ii, jj = i.tolist(), j.tolist()
+    for k in range(n):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        yield list(zip(ii[lo:hi], jj[lo:hi], strict=True))
+
+
+def direction_links(m: BayesMarginals, direction: str, *, threshold: float | None = None,
+                    span: tuple[int, int] | None = None) -> list[set[tuple[int, int]]]:
+    """Per sentence (of `span` = [start, end) if given), the set of (i, j) source-target
+    links of `direction` (see token_links).
+
+    Cost O(tokens * K) time; one Python set per returned sentence (`link_lines` streams).
+    """
+    sent, i, j = token_links(m, direction, threshold=threshold)
+    lo, hi = span if span is not None else (0, m.corpus.n_sentences)
+    keep = (sent >= lo) & (sent < hi)
+    return [set(ls) for ls in _per_sentence(hi - lo, sent[keep] - lo, i[keep], j[keep])]
+
+
+def link_lines(m: BayesMarginals, *, heuristic: str | None = None, direction: str = "fwd",
+               threshold: float | None = None, posteriors: bool = False):
+    """Yield one output line per sentence: `direction`'s links, or (with `heuristic`) both
+    directions symmetrized; `i-j` or, with posteriors, `i-j:p` (see posterior_lines).
+
+    Streams: per-link Python objects exist for one sentence at a time. Cost O(tokens * K).
+    """
+    n = m.corpus.n_sentences
+    if heuristic is None:
+        sources = [_per_sentence(n, *token_links(m, direction, threshold=threshold))]
+    else:
+        sources = [_per_sentence(n, *token_links(m, d, threshold=threshold))
+                   for d in ("fwd", "rev")]
+    for k, parts in enumerate(zip(*sources, strict=True)):
+        links = set(parts[0]) if heuristic is None else symmetrize(parts[0], parts[1],
+                                                                   heuristic)
+        if posteriors:
+            yield _posterior_line(m, k, links, None if heuristic else direction)
+        else:
+            yield " ".join(f"{i}-{j}" for i, j in sorted(links))
 
 
 def symmetrized_links(m: BayesMarginals, heuristic: str, *,
@@ -81,21 +113,31 @@ def symmetrized_links(m: BayesMarginals, heuristic: str, *,
                              direction_links(m, "rev", threshold=threshold), heuristic)
 
 
+def _slot_dict(tm, t: int) -> dict[int, float]:
+    return {int(g): float(p) for g, p in zip(tm.pos[t], tm.mass[t], strict=True) if g >= 0}
+
+
+def _posterior_line(m: BayesMarginals, k: int, links, direction: str | None) -> str:
+    c = m.corpus
+    s0, t0 = int(c.src_off[k]), int(c.tgt_off[k])
+    fwd, rev = {}, {}
+    parts = []
+    for i, j in sorted(links):
+        p = 0.0
+        if direction != "rev":
+            if j not in fwd:
+                fwd[j] = _slot_dict(m.fwd_slots, t0 + j)
+            p += fwd[j].get(i, 0.0)
+        if direction != "fwd":
+            if i not in rev:
+                rev[i] = _slot_dict(m.rev_slots, s0 + i)
+            p += rev[i].get(j, 0.0)
+        parts.append(f"{i}-{j}:{p if direction else 0.5 * p:.4f}")
+    return " ".join(parts)
+
+
 def posterior_lines(m: BayesMarginals, links: list[set[tuple[int, int]]],
                     direction: str | None = None) -> list[str]:
-    """`i-j:p` lines (sorted links); p from `direction`, or the mean of both when None."""
-    lines = []
-    for k, ls in enumerate(links):
-        f = m.cells(k, "fwd")
-        r = m.cells(k, "rev")
-        parts = []
-        for i, j in sorted(ls):
-            if direction == "fwd":
-                p = f[i, j]
-            elif direction == "rev":
-                p = r[i, j]
-            else:
-                p = 0.5 * (f[i, j] + r[i, j])
-            parts.append(f"{i}-{j}:{float(p):.4f}")
-        lines.append(" ".join(parts))
-    return lines
+    """`i-j:p` lines (sorted links); p from `direction`, or the mean of both when None
+    (a direction whose token keeps no slot for the link contributes 0)."""
+    return [_posterior_line(m, k, ls, direction) for k, ls in enumerate(links)]

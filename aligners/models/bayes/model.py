@@ -2,10 +2,12 @@
 both directions, several independent collapsed Gibbs samplers, averaged link marginals.
 
 `BayesAligner.align(pairs)` samples the text (training and alignment are one pass, as in
-eflomal) and returns `BayesMarginals`: per cell (i, j) the Rao-Blackwellised probability
+eflomal) and returns `BayesMarginals`: per observed token the Rao-Blackwellised probability
 p(a_j = i) of the forward direction (source generates target) and p(a_i = j) of the reverse
-one, averaged over samplers and the post-burn-in sweeps of the last stage. It then keeps the
-samplers' final counts, averaged, as its `counts`; a saved model passes them as Dirichlet
+one, averaged over samplers and the post-burn-in sweeps of the last stage, kept sparse:
+`marginal_slots` (K) positions per token plus NULL (slots._accumulate says exactly which
+sums are kept; with K >= I they are the dense marginals). It then keeps the samplers' final
+counts, averaged, as its `counts`; a saved model passes them as Dirichlet
 pseudo-counts (priors) to the next `align` on new text (eflomal's priors workflow), added to
 the symmetric priors: the loaded counts are priors, not fixed distributions.
 
@@ -13,7 +15,7 @@ Schedule (eflomal's defaults): n = max(2, round(rel_iterations * 5000 / sqrt(K))
 K sentence pairs; stages IBM1, HMM, HMM+fertility run max(2, n // 4), max(1, n // 4), n
 sweeps; marginals accumulate over the last stage after `burn_in` of it. Directions run on
 two threads (numba releases the GIL); each direction's samplers run one after another into
-one marginal array, so results do not depend on thread timing.
+one slot store, so results do not depend on thread timing.
 """
 
 from __future__ import annotations
@@ -29,8 +31,12 @@ from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.models.bayes import sampler as _k
 from aligners.models.bayes.corpus import EncodedBitext, encode_bitext
+from aligners.models.bayes.slots import dense_to_slots
 
-__all__ = ["BayesConfig", "BayesCounts", "BayesMarginals", "BayesAligner", "schedule"]
+_CHUNK_TOKENS = 1 << 18  # observed tokens per sweep call (bounds the uniforms' memory)
+
+__all__ = ["BayesConfig", "BayesCounts", "BayesMarginals", "TokenMarginals", "BayesAligner",
+           "schedule"]
 
 
 @dataclass
@@ -55,6 +61,8 @@ class BayesConfig:
     sampler: str = "exact"  # or "batched": torch, approximate (batched.py)
     device: str = "cpu"  # batched sampler only
     batch_cells: int = 2_000_000  # batched sampler: padded cells per batch
+    marginal_slots: int = 0  # sparse link marginals kept per observed token (sampler.py);
+    # 0 = auto: 3, or 2 from 2M observed tokens per direction on (memory; same AER at 200k)
 
     def check(self) -> None:
         """ValueError with a one-line message for an invalid value."""
@@ -72,6 +80,9 @@ class BayesConfig:
             raise ValueError(f"burn_in must be in [0, 1), got {self.burn_in}")
         if self.sampler not in ("exact", "batched"):
             raise ValueError(f"sampler must be 'exact' or 'batched', got {self.sampler!r}")
+        if self.marginal_slots < 0:
+            raise ValueError(f"marginal_slots must be >= 1 (or 0: auto), got "
+                             f"{self.marginal_slots}")
         if self.max_jump < 1 or self.max_fert < 1:
             raise ValueError("max_jump and max_fert must be >= 1")
         if self.iterations is not None and (len(self.iterations) != 3 or
@@ -90,6 +101,47 @@ def _reset(lex: np.ndarray | None, prior: np.ndarray | None, n: int) -> np.ndarr
     else:
         lex[:] = prior
     return lex
+
+
+_AUTO_SLOTS_TOKENS = 2_000_000  # from here on, 2 slots per token instead of 3
+
+
+def _n_slots(cfg: BayesConfig, n_tokens: int) -> int:
+    """Marginal slots per token: the configured number, or (0) 3 below _AUTO_SLOTS_TOKENS
+    observed tokens and 2 from there on (2 cost 0.003-0.005 AER on the 250-500-pair sets,
+    nothing at Hansards 200k, where a third slot costs 60 MiB; BENCHMARKS.md, bayes3)."""
+    if cfg.marginal_slots:
+        return cfg.marginal_slots
+    return 3 if n_tokens < _AUTO_SLOTS_TOKENS else 2
+
+
+def _new_slots(n_tokens: int, n_slots: int, max_gen: int) -> TokenMarginals:
+    dt = np.int16 if max_gen < np.iinfo(np.int16).max else np.int32
+    return TokenMarginals(np.full((n_tokens, n_slots), -1, dt),
+                          np.zeros((n_tokens, n_slots), np.float32),
+                          np.zeros(n_tokens, np.float32))
+
+
+def _from_dense(corpus: EncodedBitext, marg: np.ndarray, rev: bool,
+                n_slots: int) -> TokenMarginals:
+    """TokenMarginals (top n_slots per token) of dense marginals (cells,)."""
+    obs_off, gen_off = (corpus.src_off, corpus.tgt_off) if rev else (corpus.tgt_off,
+                                                                      corpus.src_off)
+    out = _new_slots(int(obs_off[-1]), n_slots, int(np.diff(gen_off).max()))
+    dense_to_slots(corpus.src_off, corpus.tgt_off, corpus.cell_off, marg, rev, out.pos,
+                   out.mass, out.null)
+    return out
+
+
+def _token_chunks(obs_off: np.ndarray, tokens: int = _CHUNK_TOKENS) -> list[tuple[int, int]]:
+    """Sentence ranges [k0, k1) of about `tokens` observed tokens (at least one sentence)."""
+    out, k0, n = [], 0, len(obs_off) - 1
+    while k0 < n:
+        k1 = int(np.searchsorted(obs_off, obs_off[k0] + tokens, side="right")) - 1
+        k1 = min(max(k1, k0 + 1), n)
+        out.append((k0, k1))
+        k0 = k1
+    return out
 
 
 def schedule(config: BayesConfig, n_sentences: int) -> list[int]:
@@ -116,29 +168,76 @@ class BayesCounts:
 
 
 @dataclass
+class TokenMarginals:
+    """Sparse averaged link marginals of one direction, per observed token t (T tokens):
+    pos (T, K) int16/int32 generator positions (-1 = free slot), mass (T, K) float32 their
+    probabilities p(a_t = pos), null (T,) float32 p(a_t = NULL). Memory 6-8 bytes per slot
+    plus 4 per token (no per-cell array)."""
+
+    pos: np.ndarray
+    mass: np.ndarray
+    null: np.ndarray
+
+    def dense(self, t: int, n_gen: int) -> np.ndarray:
+        """(n_gen,) float32 marginals of token t (0 where no slot is kept)."""
+        out = np.zeros(n_gen, np.float32)
+        keep = self.pos[t] >= 0
+        out[self.pos[t][keep]] = self.mass[t][keep]
+        return out
+
+
+@dataclass
 class BayesMarginals:
-    """fwd, rev (cells,) float32: p(a_j = i) and p(a_i = j) in the corpus's cell layout.
+    """fwd, rev TokenMarginals: p(a_j = i) per target token j and p(a_i = j) per source token
+    i (Rao-Blackwellised, averaged over samplers and post-burn-in sweeps), kept sparse.
 
     The corpus's per-cell pair ids are released (empty) once sampling is done."""
 
     corpus: EncodedBitext
-    fwd: np.ndarray
-    rev: np.ndarray
+    fwd_slots: TokenMarginals
+    rev_slots: TokenMarginals
     schedule: list[int] = field(default_factory=list)
 
     def cells(self, k: int, direction: str = "fwd") -> np.ndarray:
-        """(I, J) float32 link marginals of sentence k for one direction."""
+        """(I, J) float32 link marginals of sentence k for one direction (dense view)."""
         i, j = self.corpus.lengths(k)
-        c = self.corpus.cell_off
-        return (self.fwd if direction == "fwd" else self.rev)[c[k]:c[k + 1]].reshape(i, j)
+        out = np.zeros((i, j), np.float32)
+        tm = self.fwd_slots if direction == "fwd" else self.rev_slots
+        if direction == "fwd":
+            t0 = int(self.corpus.tgt_off[k])
+            for x in range(j):
+                out[:, x] = tm.dense(t0 + x, i)
+        else:
+            t0 = int(self.corpus.src_off[k])
+            for x in range(i):
+                out[x, :] = tm.dense(t0 + x, j)
+        return out
+
+    def _flat(self, direction: str) -> np.ndarray:
+        return np.concatenate([self.cells(k, direction).ravel()
+                               for k in range(self.corpus.n_sentences)] or [np.zeros(0)])
+
+    @property
+    def fwd(self) -> np.ndarray:
+        """(cells,) dense forward marginals in the corpus cell layout (O(cells) memory: for
+        small corpora and tests)."""
+        return self._flat("fwd")
+
+    @property
+    def rev(self) -> np.ndarray:
+        """(cells,) dense reverse marginals, like `fwd`."""
+        return self._flat("rev")
 
 
 class BayesAligner:
     """Vocabularies, config and (after `align`) the averaged counts of both directions.
 
-    Memory while aligning: 4 bytes per cell for the pair index (freed before `align`
-    returns) plus 4 per cell and direction for the marginals; per direction two (P,) float32
-    count arrays (the working counts and the samplers' average), plus one for saved priors.
+    Memory while aligning: 3 bytes per cell for the pair ids (freed before `align` returns;
+    4 from 2^24 distinct pairs on), no other per-cell array; per observed token and
+    direction 8 bytes per marginal slot + 4 (NULL) + 2 (alignment) + 2 per earlier sampler
+    (its final alignment, to average the counts); per direction one (P,) float32 working
+    count array (it becomes the samplers' average), plus one for saved priors; the (P,)
+    int64 pair keys are dropped while sampling and rebuilt after.
     """
 
     def __init__(self, config: BayesConfig | None = None, *, src_words: Sequence[str] = (),
@@ -161,7 +260,7 @@ class BayesAligner:
         v_gen = corpus.n_src_words if fwd else corpus.n_tgt_words
         v_obs = corpus.n_tgt_words if fwd else corpus.n_src_words
         cfg = self.config
-        lex = None if lazy and self.counts is None else np.zeros(len(corpus.keys), np.float32)
+        lex = None if lazy and self.counts is None else np.zeros(corpus.n_pairs, np.float32)
         lex_den = np.zeros(v_gen, np.float64)
         null = np.zeros(v_obs, np.float64)
         jump = np.zeros(2 * cfg.max_jump + 1, np.float64)
@@ -171,8 +270,9 @@ class BayesAligner:
             vt_old = self._vt_saved
             s_old, t_old = self.keys // vt_old, self.keys % vt_old
             rekey = s_old * corpus.n_tgt_words + t_old
-            pos = np.searchsorted(corpus.keys, rekey)
-            pos_c = np.minimum(pos, len(corpus.keys) - 1)
+            order = np.argsort(corpus.keys)  # keys are in first-occurrence order
+            pos = np.searchsorted(corpus.keys, rekey, sorter=order)
+            pos_c = order[np.minimum(pos, len(corpus.keys) - 1)]
             hit = corpus.keys[pos_c] == rekey
             lex[pos_c[hit]] = old.lex[hit]
             np.add.at(lex_den, s_old if fwd else t_old, old.lex.astype(np.float64))
@@ -182,13 +282,13 @@ class BayesAligner:
         return lex, lex_den, null, jump, fert
 
     # ------------------------------------------------------------------ sampling
-    def _direction(self, corpus: EncodedBitext, direction: str, its: list[int], seed: int):
+    def _direction(self, corpus: EncodedBitext, direction: str, its: list[int], seed: int,
+                   priors):
         cfg = self.config
         fwd = direction == "fwd"
         gen, gen_off = (corpus.src, corpus.src_off) if fwd else (corpus.tgt, corpus.tgt_off)
         obs, obs_off = (corpus.tgt, corpus.tgt_off) if fwd else (corpus.src, corpus.src_off)
         v_obs = corpus.n_tgt_words if fwd else corpus.n_src_words
-        priors = self._priors(corpus, direction, lazy=cfg.sampler == "exact")
         if cfg.sampler == "batched":
             import torch
 
@@ -200,56 +300,81 @@ class BayesAligner:
                                    device=cfg.device)
             marg, c = batched_direction(corpus, batches, priors, cfg, its, rev=not fwd,
                                         generator=gen_rng, v_obs=v_obs)
-            return marg, BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4])
-        marg = np.zeros(len(corpus.pair), np.float32)
-        n_gen_tok = np.repeat(np.diff(gen_off), np.diff(obs_off))
-        buf = np.zeros(int(np.diff(gen_off).max()) + 1, np.float64)
-        phi = np.zeros(len(gen), np.int32)
-        n_acc = 0
-        total = None
-        lex = None
+            return (_from_dense(corpus, marg, not fwd, _n_slots(cfg, len(obs))),
+                    BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4]))
+        n_gen_sent = np.diff(gen_off)
+        max_gen = int(n_gen_sent.max())
         last = max(s for s in range(3) if its[s] > 0)
+        n_acc_all = cfg.n_samplers * (its[last] - int(math.floor(cfg.burn_in * its[last])))
+        slots = _new_slots(len(obs), _n_slots(cfg, len(obs)), max_gen)
+        since = np.zeros(slots.pos.shape, np.uint16 if n_acc_all < 65535 else np.int32)
+        buf = np.zeros((2, max_gen + 1), np.float64)
+        # alignments and fertilities in 2 bytes per token when sentences are short enough
+        small_int = np.int16 if max(max_gen, int(np.diff(obs_off).max())) < 32767 else np.int32
+        phi = np.zeros(len(gen), small_int)
+        a = np.empty(len(obs), small_int)
+        chunks = _token_chunks(obs_off)
+        finals = []  # the earlier samplers' final alignments (2 bytes per token, not a lex copy)
+        n_acc = 0
+        lex = None
+        small = None
+        hyper = (cfg.p_null, cfg.lex_alpha, cfg.lex_alpha * v_obs, cfg.null_alpha,
+                 cfg.null_alpha * v_obs, cfg.jump_alpha, cfg.jump_alpha * len(priors[3]),
+                 cfg.fert_alpha, cfg.max_jump, cfg.max_fert)
         for s in range(cfg.n_samplers):
             rng = np.random.Generator(np.random.PCG64(
                 np.random.SeedSequence([seed, 0 if fwd else 1, s])))
-            a = np.where(rng.random(len(obs)) < cfg.p_null, -1,
-                         (rng.random(len(obs)) * np.maximum(n_gen_tok, 1)).astype(np.int32))
-            a = np.where(n_gen_tok == 0, -1, a).astype(np.int32)
+            for k0, k1 in chunks:  # random start: NULL with p_null, else a uniform position
+                t0, t1 = int(obs_off[k0]), int(obs_off[k1])
+                n_gen = np.repeat(n_gen_sent[k0:k1], np.diff(obs_off[k0:k1 + 1]))
+                null_draw = rng.random(t1 - t0) < cfg.p_null
+                pos = (rng.random(t1 - t0) * np.maximum(n_gen, 1)).astype(small_int)
+                a[t0:t1] = np.where(null_draw | (n_gen == 0), -1, pos)
             for stage in range(1, 4):
                 n = its[stage - 1]
                 if n == 0:
                     continue
                 # reset the counts to the priors in place: one (P,) lex array per direction
-                lex = _reset(lex, priors[0], len(corpus.keys))
+                lex = _reset(lex, priors[0], corpus.n_pairs)
                 lex_den, null, jump, fert = (x.copy() for x in priors[1:])
                 null_den = np.array([null.sum()])
                 jump_tot = np.array([jump.sum()])
-                args = (gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair, not fwd, a,
-                        phi, lex, lex_den, null, null_den, jump, jump_tot, fert,
-                        np.zeros(len(lex_den)), np.zeros((len(lex_den), cfg.max_fert)))
+                args = (gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo,
+                        corpus.pair_hi, not fwd, a, phi, lex, lex_den, null, null_den, jump,
+                        jump_tot, fert, np.zeros(len(lex_den)),
+                        np.zeros((len(lex_den), cfg.max_fert)))
                 _k.add_counts(*args, stage, cfg.max_jump, cfg.max_fert, cfg.lex_alpha * v_obs,
                               cfg.fert_alpha)
                 start_acc = int(math.floor(cfg.burn_in * n))
                 for it in range(n):
                     acc = stage - 1 == last and it >= start_acc
-                    _k.sweep(*args, rng.random(len(obs)), marg, acc, stage, cfg.p_null,
-                             cfg.lex_alpha, cfg.lex_alpha * v_obs, cfg.null_alpha,
-                             cfg.null_alpha * v_obs, cfg.jump_alpha,
-                             cfg.jump_alpha * len(jump), cfg.fert_alpha, cfg.max_jump,
-                             cfg.max_fert, buf)
+                    for k0, k1 in chunks:  # one uniform stream, drawn a chunk at a time
+                        u = rng.random(int(obs_off[k1] - obs_off[k0]))
+                        _k.sweep(*args, k0, k1, u, slots.pos, slots.mass, since, slots.null,
+                                 acc, n_acc, stage, *hyper, buf)
                     n_acc += acc
-            # lex averaged in float32 in place (links do not use it; it is reset by the next
-            # sampler's first stage), the small count arrays in float64
-            lex *= np.float32(1.0 / cfg.n_samplers)
-            small = [x.astype(np.float64) / cfg.n_samplers for x in (null, jump, fert)]
-            if total is None:
-                total = BayesCounts(lex.copy(), *small)
-            else:
-                total.lex += lex
-                for name, x in zip(("null", "jump", "fert"), small, strict=True):
-                    getattr(total, name)[:] += x
-        marg /= max(1, n_acc)
-        return marg, total
+            # the small count arrays averaged in float64; lex from the final alignments below
+            part = [x.astype(np.float64) / cfg.n_samplers for x in (null, jump, fert)]
+            small = part if small is None else [x + y for x, y in zip(small, part, strict=True)]
+            if s < cfg.n_samplers - 1:
+                finals.append(a.copy())
+        # lex holds prior + counts of the last sampler; add the others' counts (and priors),
+        # then average in float32, in place
+        v_gen = len(priors[1])
+        for a_s in finals:
+            _k.add_counts(gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo,
+                          corpus.pair_hi, not fwd, a_s, phi, lex,
+                          np.zeros(v_gen), np.zeros(v_obs), np.zeros(1), np.zeros(len(jump)),
+                          np.zeros(1), np.zeros((v_gen, cfg.max_fert + 1)), np.zeros(v_gen),
+                          np.zeros((v_gen, cfg.max_fert)), 1, cfg.max_jump, cfg.max_fert,
+                          cfg.lex_alpha * v_obs, cfg.fert_alpha)
+        if priors[0] is not None and finals:
+            lex += np.float32(len(finals)) * priors[0]
+        lex *= np.float32(1.0 / cfg.n_samplers)
+        scale = np.float32(1.0 / max(1, n_acc))
+        slots.mass *= scale
+        slots.null *= scale
+        return slots, BayesCounts(lex, *small)
 
     def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]], *,
               seed: int = 0) -> BayesMarginals:
@@ -265,15 +390,20 @@ class BayesAligner:
         corpus = encode_bitext(pairs, self.src_ids, self.tgt_ids)
         its = schedule(self.config, corpus.n_sentences)
         _k._warm()
-        jobs = [("fwd", seed), ("rev", seed)]
-        if self.config.threads >= 2 and self.config.sampler == "exact":
+        exact = self.config.sampler == "exact"
+        jobs = [(d, seed, self._priors(corpus, d, lazy=exact)) for d in ("fwd", "rev")]
+        if exact:
+            corpus.drop_keys()  # 8 bytes per pair, not read while sampling: rebuilt after
+        if self.config.threads >= 2 and exact:
             with ThreadPoolExecutor(max_workers=2) as pool:
-                out = list(pool.map(lambda d: self._direction(corpus, d[0], its, d[1]), jobs))
+                out = list(pool.map(lambda d: self._direction(corpus, d[0], its, d[1], d[2]),
+                                    jobs))
         else:
-            out = [self._direction(corpus, d, its, s) for d, s in jobs]
+            out = [self._direction(corpus, d, its, s, p) for d, s, p in jobs]
+        corpus.restore_keys()
         self.keys = corpus.keys
         self.counts = {"fwd": out[0][1], "rev": out[1][1]}
-        corpus.pair = np.zeros(0, np.int32)  # 4 bytes per cell, not needed to decode: freed
+        corpus.release_pairs()  # 3 bytes per cell, not needed to decode: freed
         return BayesMarginals(corpus, out[0][0], out[1][0], its)
 
     # ------------------------------------------------------------------ export

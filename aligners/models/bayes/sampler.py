@@ -4,9 +4,11 @@ aligner (Östling & Tiedemann 2016, sections 3-4), compiled with numba.
 One direction at a time: a "generator" side (length I per sentence; NULL = -1) generates the
 "observed" side (length J); every observed token x has an alignment a[x] in {-1, 0..I-1}.
 Counts live in flat arrays; the lexical count of cell (g, x) of sentence k is
-`lex[pair[cell_off[k] + cell]]` where `cell = g * J + x` (forward, source generates target)
-or `x * I + g` (reverse), i.e. the per-sentence index tables of the paper's section 4 point
-into the table of co-occurring word pairs (no hash map). Both directions share `pair`.
+`lex[pid(cell_off[k] + cell)]` where `cell = g * J + x` (forward, source generates target) or
+`x * I + g` (reverse) and pid(c) = pair_lo[c] | pair_hi[c] << 16 (the pair id, stored in 3 bytes
+per cell while the table has < 2^24 pairs), i.e. the per-sentence index tables of the paper's
+section 4 point into the table of co-occurring word pairs (no hash map). Both directions
+share the pair ids.
 
 The model (stage 1 IBM1, 2 HMM, 3 HMM + fertility), with every parameter collapsed:
 - lexical: Dirichlet(lex_alpha) over the V observed words per generator word; NULL has its
@@ -28,6 +30,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from aligners.models.bayes.slots import _accumulate
+
 __all__ = ["sweep", "add_counts", "token_conditional"]
 
 
@@ -38,6 +42,12 @@ def _bucket(m, max_jump):
     elif m > max_jump:
         m = max_jump
     return m + max_jump
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _pid(pair_lo, pair_hi, c):
+    """The pair id of cell c: 16 low bits in pair_lo, the high bits in pair_hi."""
+    return np.int64(pair_lo[c]) | (np.int64(pair_hi[c]) << 16)
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -63,14 +73,14 @@ def _neighbours(a, os_, x, n_obs, n_gen):
 
 
 @njit(inline="always", cache=True, error_model="numpy")
-def _update(sign, v, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair, phi,
-            lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump, max_fert, lex_inv,
-            fert_ratio, lex_alpha_v, fert_alpha):
+def _update(sign, v, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair_lo,
+            pair_hi, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
+            max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha):
     """Add (sign=+1) or remove (-1) token x's counts for the value v; keep the cached
     reciprocal denominators lex_inv and fertility ratios fert_ratio up to date."""
     if v >= 0:
         e = gen_flat[gs + v]
-        lex[pair[co + _cell(v, x, n_gen, n_obs, rev)]] += sign
+        lex[_pid(pair_lo, pair_hi, co + _cell(v, x, n_gen, n_obs, rev))] += sign
         lex_den[e] += sign
         lex_inv[e] = 1.0 / (lex_alpha_v + lex_den[e])
         if stage >= 2:
@@ -100,8 +110,8 @@ def _update(sign, v, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def token_conditional(k, x, gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi,
-                      lex, lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv,
+def token_conditional(k, x, gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi,
+                      rev, a, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv,
                       fert_ratio, stage, p_null,
                       lex_alpha, lex_alpha_v, null_alpha, null_alpha_v, jump_alpha,
                       jump_alpha_b, fert_alpha, max_jump, max_fert, out):
@@ -120,21 +130,23 @@ def token_conditional(k, x, gen_flat, gen_off, obs_flat, obs_off, cell_off, pair
     prev, nxt = -1, n_gen
     if stage >= 2:
         prev, nxt = _neighbours(a, os_, x, n_obs, n_gen)
-    _update(-1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair, phi,
-            lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump, max_fert, lex_inv,
-            fert_ratio, lex_alpha_v, fert_alpha)
-    _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair, phi, lex,
-          lex_inv, null_lex, null_den, jump, jump_tot, fert_ratio, p_null, lex_alpha, lex_alpha_v,
-          null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump, max_fert)
-    _update(1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair, phi,
-            lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump, max_fert, lex_inv,
-            fert_ratio, lex_alpha_v, fert_alpha)
+    _update(-1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair_lo,
+            pair_hi, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
+            max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)
+    _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair_lo, pair_hi, phi,
+          lex, lex_inv, null_lex, null_den, jump, jump_tot, fert_ratio, p_null, lex_alpha,
+          lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump,
+          max_fert)
+    _update(1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair_lo,
+            pair_hi, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
+            max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair, phi, lex,
-          lex_inv, null_lex, null_den, jump, jump_tot, fert_ratio, p_null, lex_alpha, lex_alpha_v,
-          null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump, max_fert):
+def _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair_lo, pair_hi, phi,
+          lex, lex_inv, null_lex, null_den, jump, jump_tot, fert_ratio, p_null, lex_alpha,
+          lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump,
+          max_fert):
     """Unnormalised conditional (I + 1,) from the base counts (token and its jumps removed);
     returns its sum."""
     inv1 = 1.0
@@ -147,7 +159,8 @@ def _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair
     total = 0.0
     for g in range(n_gen):
         e = gen_flat[gs + g]
-        pr = (lex_alpha + lex[pair[co + _cell(g, x, n_gen, n_obs, rev)]]) * lex_inv[e]
+        c = co + _cell(g, x, n_gen, n_obs, rev)
+        pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, c)]) * lex_inv[e]
         if stage == 1:
             pr *= uniform
         else:
@@ -168,21 +181,51 @@ def _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair
     return total + pn
 
 
+@njit(inline="always", cache=True, error_model="numpy")
+def _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
+    """The factor of position g's conditional that depends on its word and fertility only:
+    1 / (lex denominator) times (stage 3) the fertility ratio."""
+    e = gen_flat[gs + g]
+    r = lex_inv[e]
+    if stage >= 3:
+        f = phi[gs + g]
+        if f < max_fert:
+            r *= fert_ratio[e, f]
+    return r
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _refresh(w, e, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
+    """Recompute w[g] for every position of the sentence whose word is e. Cost O(I)."""
+    for g in range(n_gen):
+        if gen_flat[gs + g] == e:
+            w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
-def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex, lex_den,
-          null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, uniforms, marg,
-          accumulate, stage, p_null,
+def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev, a, phi, lex,
+          lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, k0, k1, uniforms,
+          spos, smass, since, snull, accumulate, cur, stage, p_null,
           lex_alpha, lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b,
           fert_alpha, max_jump, max_fert, buf):
-    """One Gibbs sweep over every observed token, in corpus order; updates a and the counts.
+    """One Gibbs sweep over the observed tokens of sentences [k0, k1), in corpus order;
+    updates a and the counts.
 
-    uniforms (n_obs_tokens,) in [0, 1) drive the draws (one per token, so a sweep is a
-    function of its inputs: reproducible). With `accumulate`, the normalised conditional of
-    every token is added to marg (cells, same layout as pair): Rao-Blackwellised marginals.
-    Cost O(sum_k I_k * J_k) time, O(max I) extra memory (buf).
+    uniforms (tokens of k0..k1-1,) in [0, 1) drive the draws (one per token, so a sweep is a
+    function of its inputs: reproducible; sweeping [0, K) in chunks with consecutive slices
+    of one uniform stream gives the same result). With `accumulate`, the normalised
+    conditional of every token is added to its sparse marginal slots (spos (T, K) positions,
+    -1 = free; smass (T, K); since (T, K) the accumulating sweep each slot entered at; snull
+    (T,) NULL mass; `cur` numbers this accumulating sweep; see `_accumulate`):
+    Rao-Blackwellised marginals. buf (2, max I + 1) float64 scratch: the conditional and,
+    per position, the factor `_weight` (kept up to date as counts change, so the inner loop
+    reads one array).
+    Cost O(sum_k I_k * J_k) time.
     """
-    n_sent = gen_off.shape[0] - 1
-    for k in range(n_sent):
+    u0 = obs_off[k0]
+    cond = buf[0]
+    w = buf[1]
+    for k in range(k0, k1):
         gs = gen_off[k]
         n_gen = gen_off[k + 1] - gs
         os_ = obs_off[k]
@@ -190,11 +233,13 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex
         if n_gen == 0 or n_obs == 0:
             continue
         co = cell_off[k]
+        for g in range(n_gen):
+            w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+        gstep = 1 if rev else n_obs
         for x in range(n_obs):
             t = obs_flat[os_ + x]
             old = a[os_ + x]
             cb = co + (x * n_gen if rev else x)  # cell of (g, x) = cb + g * gstep
-            gstep = 1 if rev else n_obs
             prev, nxt = -1, n_gen
             if stage >= 2:  # (inlined _neighbours)
                 for y in range(x - 1, -1, -1):
@@ -207,7 +252,7 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex
                         break
             if old >= 0:  # (inlined _update: numba calls with many arrays are slow)
                 e0 = gen_flat[gs + old]
-                lex[pair[cb + old * gstep]] -= 1
+                lex[_pid(pair_lo, pair_hi, cb + old * gstep)] -= 1
                 lex_den[e0] -= 1
                 lex_inv[e0] = 1.0 / (lex_alpha_v + lex_den[e0])
                 if stage >= 2:
@@ -227,65 +272,71 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex
                             fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
                                 fert_alpha + fert[e0, f2] - 1.0)
                     phi[gs + old] = f1
+                _refresh(w, e0, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
             else:
                 null_lex[t] -= 1
                 null_den[0] -= 1
                 if stage >= 2:
                     jump[_bucket(nxt - prev, max_jump)] -= 1
                     jump_tot[0] -= 1
-            # the conditional (inlined copy of _fill: a call with this many arrays costs
-            # more than the loop itself)
-            inv1 = 1.0
-            inv2 = 1.0
-            if stage >= 2:
-                jt = jump_tot[0] + jump_alpha_b
-                inv1 = 1.0 / jt
-                inv2 = 1.0 / (jt + 1.0)
+            # the conditional (the values of _fill up to one common factor: w[g] holds the
+            # word and fertility factors; (1 - p_null) / I (stage 1) or (1 - p_null) /
+            # (jt (jt + 1)) (stages 2-3) divides NULL's value instead of multiplying all)
             total = 0.0
             if stage == 1:
-                uniform = (1.0 - p_null) / n_gen
                 for g in range(n_gen):
-                    pr = (lex_alpha + lex[pair[cb + g * gstep]]) * \
-                        lex_inv[gen_flat[gs + g]] * uniform
-                    buf[g] = pr
+                    pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * w[g]
+                    cond[g] = pr
                     total += pr
+                pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0]) * \
+                    n_gen / (1.0 - p_null)
             else:
-                q = (1.0 - p_null) * inv1 * inv2
-                for g in range(n_gen):
-                    e = gen_flat[gs + g]
-                    b1 = _bucket(g - prev, max_jump)
-                    b2 = _bucket(nxt - g, max_jump)
-                    c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
-                    pr = (lex_alpha + lex[pair[cb + g * gstep]]) * \
-                        lex_inv[e] * q * (jump_alpha + jump[b1]) * (jump_alpha + c2)
-                    if stage >= 3:
-                        f = phi[gs + g]
-                        if f < max_fert:
-                            pr *= fert_ratio[e, f]
-                    buf[g] = pr
-                    total += pr
-            pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0])
-            if stage >= 2:
-                pn *= (jump_alpha + jump[_bucket(nxt - prev, max_jump)]) * inv1
-            buf[n_gen] = pn
+                jt = jump_tot[0] + jump_alpha_b
+                o1 = max_jump - prev  # bucket of g - prev is o1 + g when unclamped
+                o2 = max_jump + nxt  # bucket of nxt - g is o2 - g when unclamped
+                if prev <= max_jump and n_gen - 1 - prev <= max_jump and nxt <= max_jump \
+                        and n_gen - 1 - nxt <= max_jump:  # no clamping: no branches
+                    for g in range(n_gen):
+                        pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * \
+                            w[g] * (jump_alpha + jump[o1 + g]) * (jump_alpha + jump[o2 - g])
+                        cond[g] = pr
+                        total += pr
+                    tie = prev + nxt  # both jumps in one bucket: the second sees the first
+                    if tie % 2 == 0 and 0 <= tie // 2 < n_gen:
+                        g = tie // 2
+                        c2 = jump_alpha + jump[o2 - g]
+                        pr = cond[g] * (c2 + 1.0) / c2
+                        total += pr - cond[g]
+                        cond[g] = pr
+                else:
+                    for g in range(n_gen):
+                        b1 = _bucket(g - prev, max_jump)
+                        b2 = _bucket(nxt - g, max_jump)
+                        c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
+                        pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * \
+                            w[g] * (jump_alpha + jump[b1]) * (jump_alpha + c2)
+                        cond[g] = pr
+                        total += pr
+                pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0]) * \
+                    (jump_alpha + jump[_bucket(nxt - prev, max_jump)]) * (jt + 1.0) / \
+                    (1.0 - p_null)
+            cond[n_gen] = pn
             total += pn
-            r = uniforms[os_ + x] * total
+            r = uniforms[os_ + x - u0] * total
             new = n_gen
             acc = 0.0
             for g in range(n_gen + 1):
-                acc += buf[g]
+                acc += cond[g]
                 if r < acc:
                     new = g
                     break
             if accumulate:
-                inv = 1.0 / total
-                for g in range(n_gen):
-                    marg[cb + g * gstep] += buf[g] * inv
+                _accumulate(os_ + x, cur, cond, n_gen, total, spos, smass, since, snull)
             v = -1 if new == n_gen else new
             a[os_ + x] = v
             if v >= 0:  # (inlined _update: numba calls with many arrays are slow)
                 e0 = gen_flat[gs + v]
-                lex[pair[cb + v * gstep]] += 1
+                lex[_pid(pair_lo, pair_hi, cb + v * gstep)] += 1
                 lex_den[e0] += 1
                 lex_inv[e0] = 1.0 / (lex_alpha_v + lex_den[e0])
                 if stage >= 2:
@@ -305,6 +356,7 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex
                             fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
                                 fert_alpha + fert[e0, f2] - 1.0)
                     phi[gs + v] = f1
+                _refresh(w, e0, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
             else:
                 null_lex[t] += 1
                 null_den[0] += 1
@@ -314,8 +366,8 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi, lex,
-               lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, stage,
+def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev, a, phi,
+               lex, lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, stage,
                max_jump, max_fert, lex_alpha_v, fert_alpha):
     """Add the counts of alignment a (stage's statistics) to the count arrays (prior-filled)
     and fill the caches lex_inv (V_gen,) and fert_ratio (V_gen, max_fert).
@@ -338,7 +390,7 @@ def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi
             v = a[os_ + x]
             if v >= 0:
                 e = gen_flat[gs + v]
-                lex[pair[co + _cell(v, x, n_gen, n_obs, rev)]] += 1
+                lex[_pid(pair_lo, pair_hi, co + _cell(v, x, n_gen, n_obs, rev))] += 1
                 lex_den[e] += 1
                 phi[gs + v] += 1
                 if stage >= 2:
@@ -363,11 +415,15 @@ def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair, rev, a, phi
 def _warm() -> None:
     """Compile the kernels on a 1-sentence corpus (so timed runs measure sampling only)."""
     i32, f64 = np.int32, np.float64
-    ids, off, pair = np.array([2], i32), np.array([0, 1], np.int64), np.zeros(1, i32)
-    state = (ids, off, ids, off, off, pair, False, np.zeros(1, i32), np.zeros(1, i32),
-             np.zeros(1, np.float32), np.zeros(3, f64), np.zeros(3, f64), np.zeros(1, f64),
-             np.zeros(3, f64), np.zeros(1, f64), np.zeros((3, 3), f64), np.zeros(3, f64),
-             np.zeros((3, 2), f64))
-    add_counts(*state, 3, 1, 2, 1.0, 0.5)
-    sweep(*state, np.zeros(1), np.zeros(1, np.float32), True, 3, 0.2, 0.1, 1.0, 0.1, 1.0, 0.5,
-          1.5, 0.5, 1, 2, np.zeros(2))
+    ids, off = np.array([2], i32), np.array([0, 1], np.int64)
+    lo, f32 = np.zeros(1, np.uint16), np.float32
+    for hi, pos_t, since_t in ((np.zeros(1, np.uint8), np.int16, np.uint16),
+                               (np.zeros(1, np.uint16), np.int32, np.int32)):
+        state = (ids, off, ids, off, off, lo, hi, False, np.zeros(1, pos_t), np.zeros(1, pos_t),
+                 np.zeros(1, f32), np.zeros(3, f64), np.zeros(3, f64), np.zeros(1, f64),
+                 np.zeros(3, f64), np.zeros(1, f64), np.zeros((3, 3), f64), np.zeros(3, f64),
+                 np.zeros((3, 2), f64))
+        add_counts(*state, 3, 1, 2, 1.0, 0.5)
+        sweep(*state, 0, 1, np.zeros(1), np.full((1, 2), -1, pos_t), np.zeros((1, 2), f32),
+              np.zeros((1, 2), since_t), np.zeros(1, f32), True, 0, 3, 0.2, 0.1, 1.0, 0.1, 1.0,
+              0.5, 1.5, 0.5, 1, 2, np.zeros((2, 2)))
