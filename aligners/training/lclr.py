@@ -30,8 +30,8 @@ from aligners.models.lclr import train_lclr, train_two_stage
 from aligners.models.lclr_tasks import make_task, save_lclr
 from aligners.models.lclr_tasks.transliteration import rank_candidates
 
-__all__ = ["KINDS", "translit_protocol", "fit_transliteration", "cross_validate", "train",
-           "evaluate"]
+__all__ = ["KINDS", "translit_protocol", "translit_distractors", "fit_transliteration",
+           "cross_validate", "train", "evaluate"]
 
 KINDS: tuple[str, ...] = ()  # train.py is train-and-test; saved models are scored by `classify`
 
@@ -79,9 +79,24 @@ def translit_protocol(train_names: list, test_names: list, *, positives: int,
     return pos + neg, [1] * len(pos) + [0] * len(neg), _distinct(test_names, test_size)
 
 
+def translit_distractors(train_names: list, pairs, *, count: int, seed: int) -> list[str]:
+    """`count` target names of the train split (seeded draw) whose source and target are
+    both outside the sampled training pairs: the extra wrong candidates that make a
+    cross-validation fold's candidate pool as large as the test's. Train split only."""
+    used_s = {s.lower() for s, _ in pairs}
+    used_t = {t for _, t in pairs}
+    pool = list(dict.fromkeys(p.target for p in train_names
+                              if p.source.lower() not in used_s and p.target not in used_t))
+    if count > len(pool):
+        raise AlignersInputError(f"only {len(pool)} unused training names, {count} asked for")
+    rng = np.random.default_rng(seed + 1)
+    return [pool[k] for k in np.sort(rng.choice(len(pool), size=count, replace=False))]
+
+
 def fit_transliteration(pairs, labels, *, C: float, mcfg, seed: int, log=None):
     """Two-stage and LCLR classifiers for (pairs, labels) with one C; returns both + history."""
-    task = make_task("transliteration", solver=str(mcfg.get("solver", "dp")))
+    task = make_task("transliteration", solver=str(mcfg.get("solver", "dp")),
+                     romanization_feature=bool(mcfg.get("romanization_feature", False)))
     insts = [task.instance(a, b) for a, b in pairs]
     align = task.romanization_weights()
     task.features.growing = False
@@ -96,15 +111,18 @@ def fit_transliteration(pairs, labels, *, C: float, mcfg, seed: int, log=None):
     return two, joint, hist
 
 
-def _rank_metrics(clf, test) -> dict[str, float]:
-    ranks = rank_candidates(clf, [s for s, _ in test], [t for _, t in test])
+def _rank_metrics(clf, test, distractors=()) -> dict[str, float]:
+    ranks = rank_candidates(clf, [s for s, _ in test], [t for _, t in test],
+                            distractors=distractors)
     return {"acc": float(np.mean(ranks == 1)), "mrr": float(np.mean(1.0 / ranks))}
 
 
-def cross_validate(pairs, labels, *, grid, folds: int, mcfg, seed: int, log=print):
-    """k-fold CV over the positive names (a fold's negatives are the pairings inside it are
-    dropped from training); score = held-out MRR ranking the fold's names against the fold's
-    candidates. Returns {system: best C} and the table {system: {C: mean MRR}}."""
+def cross_validate(pairs, labels, *, grid, folds: int, mcfg, seed: int, log=print,
+                   distractors: list[str] = ()):
+    """k-fold CV over the positive names (pairings that touch a held-out name are dropped
+    from training); score = held-out MRR ranking the fold's names against the fold's
+    candidates plus `distractors` (unused train-split names, so that the pool is as large as
+    the test's). Returns {system: best C} and the table {system: {C: mean MRR}}."""
     pos = [p for p, y in zip(pairs, labels, strict=True) if y == 1]
     fold_of = {p: k % folds for k, p in enumerate(pos)}
     src_fold = {s: fold_of[(s, t)] for s, t in pos}
@@ -119,8 +137,8 @@ def cross_validate(pairs, labels, *, grid, folds: int, mcfg, seed: int, log=prin
             two, joint, _ = fit_transliteration([pairs[k] for k in keep],
                                                 [labels[k] for k in keep], C=float(C),
                                                 mcfg=mcfg, seed=seed)
-            scores["two_stage"].append(_rank_metrics(two, held)["mrr"])
-            scores["lclr"].append(_rank_metrics(joint, held)["mrr"])
+            scores["two_stage"].append(_rank_metrics(two, held, distractors)["mrr"])
+            scores["lclr"].append(_rank_metrics(joint, held, distractors)["mrr"])
         for system, vals in scores.items():
             table[system][float(C)] = float(np.mean(vals))
         if log is not None:
@@ -148,8 +166,12 @@ def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
           f"training pairs, {len(test)} test names x {len(test)} candidates")
     grid = list(m.C_grid)
     if len(grid) > 1:
-        best, table = cross_validate(pairs, labels, grid=grid, folds=int(m.cv_folds), mcfg=m,
-                                     seed=int(cfg.seed))
+        folds = int(m.cv_folds)
+        extra = max(0, int(d.get("cv_candidates", 0)) - -(-sum(labels) // folds))
+        distract = translit_distractors(_load(cfg, d.train_split), pairs, count=extra,
+                                        seed=int(cfg.seed)) if extra else []
+        best, table = cross_validate(pairs, labels, grid=grid, folds=folds, mcfg=m,
+                                     seed=int(cfg.seed), distractors=distract)
     else:
         best, table = {"two_stage": float(grid[0]), "lclr": float(grid[0])}, {}
     t0 = time.perf_counter()
