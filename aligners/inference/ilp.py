@@ -118,7 +118,18 @@ def _highs():
         except ImportError:
             _HIGHS.append(None)
         else:
-            h = highspy.Highs()
+            import os
+            import sys
+
+            sys.stdout.flush()  # HiGHS prints a banner on stdout when constructed: silence it
+            saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            try:
+                h = highspy.Highs()
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+                os.close(null)
             h.setOptionValue("output_flag", False)
             h.setOptionValue("presolve", "off")
             h.setOptionValue("mip_rel_gap", 0.0)
