@@ -26,7 +26,7 @@ from omegaconf import DictConfig
 
 from aligners.errors import AlignersInputError
 from aligners.metrics import write_metrics_json
-from aligners.models.lclr import train_lclr, train_two_stage
+from aligners.models.lclr import fixed_structure_features, train_lclr, train_two_stage
 from aligners.models.lclr_tasks import make_task, save_lclr
 from aligners.models.lclr_tasks.transliteration import rank_candidates
 
@@ -93,17 +93,26 @@ def translit_distractors(train_names: list, pairs, *, count: int, seed: int) -> 
     return [pool[k] for k in np.sort(rng.choice(len(pool), size=count, replace=False))]
 
 
-def fit_transliteration(pairs, labels, *, C: float, mcfg, seed: int, log=None):
-    """Two-stage and LCLR classifiers for (pairs, labels) with one C; returns both + history."""
+def _prepare(pairs, mcfg):
+    """The task (feature index frozen after `pairs`), instances, Romanization weights and
+    the two-stage structures of `pairs` (none depends on C)."""
     task = make_task("transliteration", solver=str(mcfg.get("solver", "dp")),
                      romanization_feature=bool(mcfg.get("romanization_feature", False)))
     insts = [task.instance(a, b) for a, b in pairs]
     align = task.romanization_weights()
     task.features.growing = False
+    align = np.pad(align, (0, len(task.features) - len(align)))
+    return task, insts, align, fixed_structure_features(task, insts, align)
+
+
+def fit_transliteration(pairs, labels, *, C: float, mcfg, seed: int, log=None,
+                        prepared=None):
+    """Two-stage and LCLR classifiers for (pairs, labels) with one C; returns both + history.
+    `prepared`: `_prepare(pairs, mcfg)`'s result, reused across C values."""
+    task, insts, align, fixed = prepared if prepared is not None else _prepare(pairs, mcfg)
     F = len(task.features)
-    align = np.pad(align, (0, F - len(align)))
     two = train_two_stage(task, insts, labels, align_weights=align, num_features=F, C=C,
-                          tol=float(mcfg.dcd_tol), seed=seed)
+                          tol=float(mcfg.dcd_tol), seed=seed, fixed=fixed)
     joint, hist = train_lclr(task, insts, labels, w0=two.weights, num_features=F, C=C,
                              tol=float(mcfg.tol), max_outer=int(mcfg.max_outer),
                              max_cutting=int(mcfg.max_cutting), dcd_tol=float(mcfg.dcd_tol),
@@ -117,33 +126,49 @@ def _rank_metrics(clf, test, distractors=()) -> dict[str, float]:
     return {"acc": float(np.mean(ranks == 1)), "mrr": float(np.mean(1.0 / ranks))}
 
 
+def _grid_mrr(clf, grid) -> float:
+    """MRR over prebuilt instances: grid[k] = source k against the pool, answer at k
+    (ties count against the answer, as `rank_candidates`)."""
+    rr = []
+    for k, row in enumerate(grid):
+        s = np.array([clf.score(x) for x in row])
+        rr.append(1.0 / (1 + int(np.sum(np.delete(s, k) >= s[k]))))
+    return float(np.mean(rr))
+
+
 def cross_validate(pairs, labels, *, grid, folds: int, mcfg, seed: int, log=print,
                    distractors: list[str] = ()):
     """k-fold CV over the positive names (pairings that touch a held-out name are dropped
     from training); score = held-out MRR ranking the fold's names against the fold's
     candidates plus `distractors` (unused train-split names, so that the pool is as large as
-    the test's). Returns {system: best C} and the table {system: {C: mean MRR}}."""
+    the test's). Per fold the features, instances and two-stage structures are built once
+    for every C. Returns {system: best C} and the table {system: {C: mean MRR}}."""
     pos = [p for p, y in zip(pairs, labels, strict=True) if y == 1]
     fold_of = {p: k % folds for k, p in enumerate(pos)}
     src_fold = {s: fold_of[(s, t)] for s, t in pos}
     tgt_fold = {t: fold_of[(s, t)] for s, t in pos}
-    table = {"two_stage": {}, "lclr": {}}
-    for C in grid:
-        scores = {"two_stage": [], "lclr": []}
-        for f in range(folds):
-            keep = [k for k, (s, t) in enumerate(pairs)
-                    if src_fold[s] != f and tgt_fold[t] != f]
-            held = [p for p in pos if fold_of[p] == f]
-            two, joint, _ = fit_transliteration([pairs[k] for k in keep],
-                                                [labels[k] for k in keep], C=float(C),
-                                                mcfg=mcfg, seed=seed)
-            scores["two_stage"].append(_rank_metrics(two, held, distractors)["mrr"])
-            scores["lclr"].append(_rank_metrics(joint, held, distractors)["mrr"])
-        for system, vals in scores.items():
-            table[system][float(C)] = float(np.mean(vals))
+    scores = {system: {float(C): [] for C in grid} for system in ("two_stage", "lclr")}
+    for f in range(folds):
+        keep = [k for k, (s, t) in enumerate(pairs) if src_fold[s] != f and tgt_fold[t] != f]
+        held = [p for p in pos if fold_of[p] == f]
+        sub = [pairs[k] for k in keep]
+        prepared = _prepare(sub, mcfg)
+        task = prepared[0]
+        pool = [t for _, t in held] + list(distractors)
+        inst_grid = [[task.instance(s, c) for c in pool] for s, _ in held]
+        for C in grid:
+            two, joint, _ = fit_transliteration(sub, [labels[k] for k in keep], C=float(C),
+                                                mcfg=mcfg, seed=seed, prepared=prepared)
+            scores["two_stage"][float(C)].append(_grid_mrr(two, inst_grid))
+            scores["lclr"][float(C)].append(_grid_mrr(joint, inst_grid))
         if log is not None:
-            log(f"cv C={C}: two-stage MRR {table['two_stage'][float(C)]:.4f}, "
-                f"LCLR MRR {table['lclr'][float(C)]:.4f}")
+            log(f"cv fold {f + 1}/{folds} done")
+    table = {system: {C: float(np.mean(v)) for C, v in row.items()}
+             for system, row in scores.items()}
+    if log is not None:
+        for C in table["lclr"]:
+            log(f"cv C={C:g}: two-stage MRR {table['two_stage'][C]:.4f}, "
+                f"LCLR MRR {table['lclr'][C]:.4f}")
     best = {system: max(row, key=row.get) for system, row in table.items()}
     return best, table
 
@@ -175,10 +200,11 @@ def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
     else:
         best, table = {"two_stage": float(grid[0]), "lclr": float(grid[0])}, {}
     t0 = time.perf_counter()
+    prepared = _prepare(pairs, m)
     two, _, _ = fit_transliteration(pairs, labels, C=best["two_stage"], mcfg=m,
-                                    seed=int(cfg.seed))
+                                    seed=int(cfg.seed), prepared=prepared)
     _, joint, hist = fit_transliteration(pairs, labels, C=best["lclr"], mcfg=m,
-                                         seed=int(cfg.seed), log=print)
+                                         seed=int(cfg.seed), log=print, prepared=prepared)
     train_s = time.perf_counter() - t0
     save_lclr(out / "two_stage", two, system="two_stage", meta={"C": best["two_stage"]})
     save_lclr(out / "lclr", joint, system="lclr", meta={"C": best["lclr"]})
