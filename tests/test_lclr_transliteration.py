@@ -149,6 +149,7 @@ def test_experiment_runs_end_to_end(tmp_path):
         cfg = compose(config_name="train", overrides=[
             "experiment=lclr_transliteration", "data.train_positives=20", "data.test_names=10",
             "model.C_grid=[0.1,1.0]", "model.cv_folds=2", "model.max_outer=2",
+            "data.cv_candidates=15",
             f"+paths_override={tmp_path}"])
     cfg = OmegaConf.to_container(cfg, resolve=False)
     cfg["paths"] = {"data_root": None, "output_dir": str(tmp_path)}
