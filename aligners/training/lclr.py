@@ -28,7 +28,6 @@ from aligners.errors import AlignersInputError
 from aligners.metrics import write_metrics_json
 from aligners.models.lclr import fixed_structure_features, train_lclr, train_two_stage
 from aligners.models.lclr_tasks import make_task, save_lclr
-from aligners.models.lclr_tasks.transliteration import rank_candidates
 
 __all__ = ["KINDS", "translit_protocol", "translit_distractors", "fit_transliteration",
            "cross_validate", "train", "evaluate"]
@@ -120,20 +119,18 @@ def fit_transliteration(pairs, labels, *, C: float, mcfg, seed: int, log=None,
     return two, joint, hist
 
 
-def _rank_metrics(clf, test, distractors=()) -> dict[str, float]:
-    ranks = rank_candidates(clf, [s for s, _ in test], [t for _, t in test],
-                            distractors=distractors)
-    return {"acc": float(np.mean(ranks == 1)), "mrr": float(np.mean(1.0 / ranks))}
+def _grid_ranks(clf, grid) -> np.ndarray:
+    """Ranks over prebuilt instances: grid[k] = source k against the pool, answer at k
+    (ties count against the answer, as `rank_candidates`)."""
+    ranks = []
+    for k, row in enumerate(grid):
+        s = np.array([clf.score(x) for x in row])
+        ranks.append(1 + int(np.sum(np.delete(s, k) >= s[k])))
+    return np.array(ranks)
 
 
 def _grid_mrr(clf, grid) -> float:
-    """MRR over prebuilt instances: grid[k] = source k against the pool, answer at k
-    (ties count against the answer, as `rank_candidates`)."""
-    rr = []
-    for k, row in enumerate(grid):
-        s = np.array([clf.score(x) for x in row])
-        rr.append(1.0 / (1 + int(np.sum(np.delete(s, k) >= s[k]))))
-    return float(np.mean(rr))
+    return float(np.mean(1.0 / _grid_ranks(clf, grid)))
 
 
 def cross_validate(pairs, labels, *, grid, folds: int, mcfg, seed: int, log=print,
@@ -190,7 +187,10 @@ def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
     print(f"transliteration: {sum(labels)} positive / {len(labels) - sum(labels)} negative "
           f"training pairs, {len(test)} test names x {len(test)} candidates")
     grid = list(m.C_grid)
-    if len(grid) > 1:
+    fixed_C = m.get("C_fixed")  # {two_stage: C, lclr: C}: chosen by an earlier CV run
+    if fixed_C:
+        best, table = {k: float(fixed_C[k]) for k in ("two_stage", "lclr")}, {}
+    elif len(grid) > 1:
         folds = int(m.cv_folds)
         extra = max(0, int(d.get("cv_candidates", 0)) - -(-sum(labels) // folds))
         distract = translit_distractors(_load(cfg, d.train_split), pairs, count=extra,
@@ -212,9 +212,12 @@ def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
                                      "lclr_outer_iterations": len(hist["objective"]) - 1,
                                      "lclr_objective": hist["objective"][-1],
                                      "seconds": train_s}}
+    task = prepared[0]
+    test_grid = [[task.instance(s, c) for _, c in test] for s, _ in test]
     for system, clf in (("two_stage", two), ("lclr", joint)):
-        for k, v in _rank_metrics(clf, test).items():
-            metrics["test"][f"{system}_{k}"] = v
+        ranks = _grid_ranks(clf, test_grid)
+        metrics["test"][f"{system}_acc"] = float(np.mean(ranks == 1))
+        metrics["test"][f"{system}_mrr"] = float(np.mean(1.0 / ranks))
     for system, row in table.items():
         for C, v in row.items():
             metrics.setdefault("cv", {})[f"{system}_mrr_C{C:g}"] = v
