@@ -125,3 +125,29 @@ def test_methods_agree_with_brute_force(seed, monkeypatch):
 def test_unknown_method():
     with pytest.raises(ValueError, match="method must be one of"):
         solve_ilp(np.ones(3), _odd_cycle(), method="greedy")
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_solves_after_the_parent_ran_branch_and_cut():
+    """HiGHS runs single-threaded: a worker pool started by a MILP would not survive fork and
+    the child's next solve would hang (seen with 2 benchmark worker processes)."""
+    import os
+    import signal
+    import time
+    pytest.importorskip("highspy")
+    cons = _odd_cycle()
+    assert not solve_ilp(np.ones(3), cons).lp_integral  # the parent ran branch and cut
+    pid = os.fork()
+    if pid == 0:  # child: exit 0 iff both solves are right
+        ok = (solve_ilp(np.ones(3), cons).value == 1.0
+              and solve_ilp(np.array([1.0, -1.0, -1.0]), cons).value == 1.0)
+        os._exit(0 if ok else 1)
+    for _ in range(300):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung in HiGHS")

@@ -133,6 +133,9 @@ def _highs():
             h.setOptionValue("output_flag", False)
             h.setOptionValue("presolve", "off")
             h.setOptionValue("mip_rel_gap", 0.0)
+            # one thread: HiGHS's worker pool (started by the first MILP) does not survive
+            # fork, and a forked child then hangs in its next solve; these ILPs are tiny
+            h.setOptionValue("threads", 1)
             _HIGHS.append((highspy, h))
     return _HIGHS[0]
 
