@@ -107,7 +107,8 @@ def feasible(h: np.ndarray, cons: LinearConstraints | None, *, tol: float = 1e-9
     return bool(np.all(ah >= cons.lower - tol) and np.all(ah <= cons.upper + tol))
 
 
-_HIGHS: list = []  # one reusable highspy.Highs per process (created on first use)
+# one reusable highspy.Highs per process (created on first use; not for concurrent threads)
+_HIGHS: list = []
 
 
 def _highs():
@@ -122,14 +123,18 @@ def _highs():
             import sys
 
             sys.stdout.flush()  # HiGHS prints a banner on stdout when constructed: silence it
-            saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, 1)
             try:
+                saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+            except OSError:  # no file descriptor 1: nothing to silence
                 h = highspy.Highs()
-            finally:
-                os.dup2(saved, 1)
-                os.close(saved)
-                os.close(null)
+            else:
+                os.dup2(null, 1)
+                try:
+                    h = highspy.Highs()
+                finally:
+                    os.dup2(saved, 1)
+                    os.close(saved)
+                    os.close(null)
             h.setOptionValue("output_flag", False)
             h.setOptionValue("presolve", "off")
             h.setOptionValue("mip_rel_gap", 0.0)
