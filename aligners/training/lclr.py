@@ -3,9 +3,10 @@
 `python train.py experiment=lclr_paraphrase` (MSRP) / `lclr_entailment` (RTE-5): see
 `aligners.training._lclr_pairs`. `python train.py experiment=lclr_transliteration`: samples
 the paper's protocol from `cfg.data` (positives from the train split, a fraction of the random
-pairings of their
-words as negatives; test names from the test split, each ranked against all test
-candidates), picks C for each system by k-fold cross-validation on the training names only,
+pairings of their words as negatives; test names from the test split, each ranked against all
+test candidates), picks C for each system by k-fold cross-validation on the training names
+only (each fold's names ranked against `data.cv_candidates` candidates: the fold's own plus
+unused train-split names; `model.C_fixed` skips it),
 trains the two-stage system ("Alignment + Learning": structures from the fixed Romanization
 weights, then the squared-hinge SVM) and LCLR (initialised from the two-stage weights, as the
 paper), saves both model folders (`two_stage/`, `lclr/`; `aligners.load` reads them) and writes
