@@ -82,3 +82,72 @@ def test_bad_input_clear_errors():
         LinearConstraints.from_rows([({5: 1.0}, 0.0, 1.0)], num_variables=2)
     with pytest.raises(ValueError, match="lower"):
         LinearConstraints.from_rows([({0: 1.0}, 2.0, 1.0)], num_variables=2)
+
+
+def _odd_cycle() -> LinearConstraints:
+    """x0+x1 <= 1, x1+x2 <= 1, x0+x2 <= 1: the LP relaxation's optimum (1/2, 1/2, 1/2)
+    is fractional for equal positive scores, so "lp_first" must fall back to branch and cut."""
+    rows = [({0: 1.0, 1: 1.0}, -np.inf, 1.0), ({1: 1.0, 2: 1.0}, -np.inf, 1.0),
+            ({0: 1.0, 2: 1.0}, -np.inf, 1.0)]
+    return LinearConstraints.from_rows(rows, num_variables=3)
+
+
+def test_lp_first_falls_back_to_branch_and_cut_on_a_fractional_vertex():
+    pytest.importorskip("highspy")
+    cons = _odd_cycle()
+    got = solve_ilp(np.ones(3), cons)
+    assert got.value == pytest.approx(1.0) and feasible(got.h, cons)
+    assert not got.lp_integral  # the LP vertex (1/2, 1/2, 1/2) was rejected
+    easy = solve_ilp(np.array([1.0, -1.0, -1.0]), cons)
+    assert easy.lp_integral and easy.h.tolist() == [1, 0, 0]
+    # the same Highs object solves an LP again after a MILP
+    assert solve_ilp(np.ones(3), cons).value == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_methods_agree_with_brute_force(seed, monkeypatch):
+    """lp_first (highspy), milp (scipy) and lp_first without highspy (scipy fallback)."""
+    from aligners.inference import ilp
+    rng = np.random.default_rng(200 + seed)
+    cases = [_odd_cycle(), _graph_alignment()[1], _matching(3, 3, noncrossing=True)]
+    for cons in cases:
+        scores = rng.normal(size=cons.num_variables) + (seed % 3 == 0)
+        want = brute_force_ilp(scores, cons).value
+        for method in ilp.METHODS:
+            got = solve_ilp(scores, cons, method=method)
+            assert got.value == pytest.approx(want, abs=1e-9) and feasible(got.h, cons)
+        monkeypatch.setattr(ilp, "_HIGHS", [None])
+        got = solve_ilp(scores, cons)
+        assert got.value == pytest.approx(want, abs=1e-9) and not got.lp_integral
+        monkeypatch.undo()
+
+
+def test_unknown_method():
+    with pytest.raises(ValueError, match="method must be one of"):
+        solve_ilp(np.ones(3), _odd_cycle(), method="greedy")
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_solves_after_the_parent_ran_branch_and_cut():
+    """HiGHS runs single-threaded: a worker pool started by a MILP would not survive fork and
+    the child's next solve would hang (seen with 2 benchmark worker processes)."""
+    import os
+    import signal
+    import time
+    pytest.importorskip("highspy")
+    cons = _odd_cycle()
+    assert not solve_ilp(np.ones(3), cons).lp_integral  # the parent ran branch and cut
+    pid = os.fork()
+    if pid == 0:  # child: exit 0 iff both solves are right
+        ok = (solve_ilp(np.ones(3), cons).value == 1.0
+              and solve_ilp(np.array([1.0, -1.0, -1.0]), cons).value == 1.0)
+        os._exit(0 if ok else 1)
+    for _ in range(300):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung in HiGHS")

@@ -63,6 +63,31 @@ def test_ilp_equals_brute_force_and_constraints_hold(task_name, seed, pair):
         assert not m["edel1"] and not m["edel2"]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_node_info_edge_features(seed):
+    """NODE-INFO: an edge map carries its word maps' features x similarity; the ILP still
+    equals brute force, and a model folder remembers the option."""
+    plain, rich = make_task("paraphrase"), make_task("paraphrase", node_info=True)
+    assert rich.config() == {"node_info": True} and plain.config() == {"node_info": False}
+    a, b = plain.build(G_CAT3, G_CAT3), rich.build(G_CAT3, G_CAT3)
+    assert a.num_vars == b.num_vars and len(b.var_cols) > len(a.var_cols)
+    names = rich.features.names
+    em = [s for s, *_ in b.meta["emap"]]
+    node = {names[c] for r, c in zip(b.var_rows, b.var_cols) if r in em}
+    assert "em|node|lower_identical" in node and "em|node|wn_synonym" in node
+    on_words = {names[c] for r, c in zip(b.var_rows, b.var_cols) if r not in em}
+    assert not any(n.startswith("em|node|") for n in on_words)
+    # identical words: similarity 1, so each endpoint adds lower_identical = 1 (x scale)
+    s = em[0]
+    col = rich.features.index("em|node|lower_identical")
+    v = b.var_vals[(b.var_rows == s) & (b.var_cols == col)].sum()
+    assert v == pytest.approx(2 * 10.0 / 4)
+    w = np.random.default_rng(seed).normal(size=len(rich.features))
+    scores = variable_scores(b, w)
+    cons = rich.constraints(b)
+    assert scores @ infer(rich, b, w)[0] == pytest.approx(brute_force_ilp(scores, cons).value)
+
+
 def test_candidate_pruning_and_names():
     task = make_task("paraphrase")
     inst = task.build(G_CAT, G_CAT2)

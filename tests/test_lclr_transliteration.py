@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from aligners.data.paths import data_root
-from aligners.data.translit import read_news_translit
+from aligners.data.translit import NamePair, read_news_translit
 from aligners.errors import AlignersInputError
 from aligners.inference.ilp import brute_force_ilp, feasible, solve_ilp
 from aligners.models.lclr import infer, train_lclr, train_two_stage, variable_scores
@@ -149,6 +149,7 @@ def test_experiment_runs_end_to_end(tmp_path):
         cfg = compose(config_name="train", overrides=[
             "experiment=lclr_transliteration", "data.train_positives=20", "data.test_names=10",
             "model.C_grid=[0.1,1.0]", "model.cv_folds=2", "model.max_outer=2",
+            "data.cv_candidates=15",
             f"+paths_override={tmp_path}"])
     cfg = OmegaConf.to_container(cfg, resolve=False)
     cfg["paths"] = {"data_root": None, "output_dir": str(tmp_path)}
@@ -161,3 +162,40 @@ def test_experiment_runs_end_to_end(tmp_path):
         assert 0.0 <= on_disk["test"][k] <= 1.0
     assert (tmp_path / "lclr" / "model.safetensors").is_file()
     assert (tmp_path / "two_stage" / "features.json").is_file()
+
+
+def test_rank_with_distractors_and_romanization_feature():
+    pairs, labels, pos = _toy_pairs()
+    task = make_task("transliteration", romanization_feature=True)
+    assert task.config()["romanization_feature"] is True
+    inst = task.instance("dan", "דן")
+    rom = task.features.index("rom")
+    on = sorted(set(inst.var_rows[inst.var_cols == rom].tolist()))
+    assert on == [0 * 2 + 0, 2 * 2 + 1]  # d-ד and n-ן are in the table; a-ד etc. are not
+    insts = [task.instance(a, b) for a, b in pairs]
+    task.features.growing = False
+    joint, _ = train_lclr(task, insts, labels, w0=np.zeros(len(task.features)),
+                          num_features=len(task.features), C=1.0)
+    src, cand = [s for s, _ in pos], [t for _, t in pos]
+    plain = rank_candidates(joint, src, cand)
+    more = rank_candidates(joint, src, cand, distractors=["שלום", "דני"])
+    assert np.all(more >= plain) and np.all(more <= plain + 2)
+    from aligners.training.lclr import _grid_ranks
+    pool = cand + ["שלום", "דני"]
+    grid = [[task.instance(a, c) for c in pool] for a in src]
+    assert _grid_ranks(joint, grid).tolist() == more.tolist()  # prebuilt == on the fly
+    # a distractor identical to an answer ties with it, and ties count against the answer
+    assert rank_candidates(joint, src[:1], cand[:1], distractors=[cand[0]])[0] == 2
+
+
+def test_translit_distractors_come_from_unused_train_names():
+    from aligners.training.lclr import translit_distractors
+
+    def P(s, t):  # noqa: N802
+        return NamePair(id=s, source=s, targets=(t,))
+
+    train = [P("Dan", "דן"), P("Tal", "טל"), P("Ben", "בן"), P("Lev", "לב"), P("dan", "דני")]
+    got = translit_distractors(train, [("dan", "דן"), ("tal", "טל")], count=2, seed=0)
+    assert sorted(got) == sorted(["בן", "לב"])  # "dan"/"דני" shares a used source name
+    with pytest.raises(AlignersInputError, match="only 2 unused"):
+        translit_distractors(train, [("dan", "דן"), ("tal", "טל")], count=3, seed=0)

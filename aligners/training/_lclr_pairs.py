@@ -98,7 +98,7 @@ def run_pairs(cfg: DictConfig, out: Path, loader, log=print) -> dict[str, dict[s
     seed = int(cfg.seed)
     train_pairs, train_y = load_pairs(cfg, d.train_split, loader)
     test_pairs, test_y = load_pairs(cfg, d.test_split, loader)
-    task = make_task(str(m.task))
+    task = make_task(str(m.task), node_info=bool(m.get("node_info", False)))
     graphs = _graphs(cfg, train_pairs, d.train_split, log, task.split_sentences)
     graphs.update(_graphs(cfg, test_pairs, d.test_split, log, task.split_sentences))
     task.graphs = graphs

@@ -3,9 +3,10 @@
 `python train.py experiment=lclr_paraphrase` (MSRP) / `lclr_entailment` (RTE-5): see
 `aligners.training._lclr_pairs`. `python train.py experiment=lclr_transliteration`: samples
 the paper's protocol from `cfg.data` (positives from the train split, a fraction of the random
-pairings of their
-words as negatives; test names from the test split, each ranked against all test
-candidates), picks C for each system by k-fold cross-validation on the training names only,
+pairings of their words as negatives; test names from the test split, each ranked against all
+test candidates), picks C for each system by k-fold cross-validation on the training names
+only (each fold's names ranked against `data.cv_candidates` candidates: the fold's own plus
+unused train-split names; `model.C_fixed` skips it),
 trains the two-stage system ("Alignment + Learning": structures from the fixed Romanization
 weights, then the squared-hinge SVM) and LCLR (initialised from the two-stage weights, as the
 paper), saves both model folders (`two_stage/`, `lclr/`; `aligners.load` reads them) and writes
@@ -26,12 +27,11 @@ from omegaconf import DictConfig
 
 from aligners.errors import AlignersInputError
 from aligners.metrics import write_metrics_json
-from aligners.models.lclr import train_lclr, train_two_stage
+from aligners.models.lclr import fixed_structure_features, train_lclr, train_two_stage
 from aligners.models.lclr_tasks import make_task, save_lclr
-from aligners.models.lclr_tasks.transliteration import rank_candidates
 
-__all__ = ["KINDS", "translit_protocol", "fit_transliteration", "cross_validate", "train",
-           "evaluate"]
+__all__ = ["KINDS", "translit_protocol", "translit_distractors", "fit_transliteration",
+           "cross_validate", "train", "evaluate"]
 
 KINDS: tuple[str, ...] = ()  # train.py is train-and-test; saved models are scored by `classify`
 
@@ -79,16 +79,40 @@ def translit_protocol(train_names: list, test_names: list, *, positives: int,
     return pos + neg, [1] * len(pos) + [0] * len(neg), _distinct(test_names, test_size)
 
 
-def fit_transliteration(pairs, labels, *, C: float, mcfg, seed: int, log=None):
-    """Two-stage and LCLR classifiers for (pairs, labels) with one C; returns both + history."""
-    task = make_task("transliteration", solver=str(mcfg.get("solver", "dp")))
+def translit_distractors(train_names: list, pairs, *, count: int, seed: int) -> list[str]:
+    """`count` target names of the train split (seeded draw) whose source and target are
+    both outside the sampled training pairs: the extra wrong candidates that make a
+    cross-validation fold's candidate pool as large as the test's. Train split only."""
+    used_s = {s.lower() for s, _ in pairs}
+    used_t = {t for _, t in pairs}
+    pool = list(dict.fromkeys(p.target for p in train_names
+                              if p.source.lower() not in used_s and p.target not in used_t))
+    if count > len(pool):
+        raise AlignersInputError(f"only {len(pool)} unused training names, {count} asked for")
+    rng = np.random.default_rng(seed + 1)
+    return [pool[k] for k in np.sort(rng.choice(len(pool), size=count, replace=False))]
+
+
+def _prepare(pairs, mcfg):
+    """The task (feature index frozen after `pairs`), instances, Romanization weights and
+    the two-stage structures of `pairs` (none depends on C)."""
+    task = make_task("transliteration", solver=str(mcfg.get("solver", "dp")),
+                     romanization_feature=bool(mcfg.get("romanization_feature", False)))
     insts = [task.instance(a, b) for a, b in pairs]
     align = task.romanization_weights()
     task.features.growing = False
+    align = np.pad(align, (0, len(task.features) - len(align)))
+    return task, insts, align, fixed_structure_features(task, insts, align)
+
+
+def fit_transliteration(pairs, labels, *, C: float, mcfg, seed: int, log=None,
+                        prepared=None):
+    """Two-stage and LCLR classifiers for (pairs, labels) with one C; returns both + history.
+    `prepared`: `_prepare(pairs, mcfg)`'s result, reused across C values."""
+    task, insts, align, fixed = prepared if prepared is not None else _prepare(pairs, mcfg)
     F = len(task.features)
-    align = np.pad(align, (0, F - len(align)))
     two = train_two_stage(task, insts, labels, align_weights=align, num_features=F, C=C,
-                          tol=float(mcfg.dcd_tol), seed=seed)
+                          tol=float(mcfg.dcd_tol), seed=seed, fixed=fixed)
     joint, hist = train_lclr(task, insts, labels, w0=two.weights, num_features=F, C=C,
                              tol=float(mcfg.tol), max_outer=int(mcfg.max_outer),
                              max_cutting=int(mcfg.max_cutting), dcd_tol=float(mcfg.dcd_tol),
@@ -96,36 +120,53 @@ def fit_transliteration(pairs, labels, *, C: float, mcfg, seed: int, log=None):
     return two, joint, hist
 
 
-def _rank_metrics(clf, test) -> dict[str, float]:
-    ranks = rank_candidates(clf, [s for s, _ in test], [t for _, t in test])
-    return {"acc": float(np.mean(ranks == 1)), "mrr": float(np.mean(1.0 / ranks))}
+def _grid_ranks(clf, grid) -> np.ndarray:
+    """Ranks over prebuilt instances: grid[k] = source k against the pool, answer at k
+    (ties count against the answer, as `rank_candidates`)."""
+    ranks = []
+    for k, row in enumerate(grid):
+        s = np.array([clf.score(x) for x in row])
+        ranks.append(1 + int(np.sum(np.delete(s, k) >= s[k])))
+    return np.array(ranks)
 
 
-def cross_validate(pairs, labels, *, grid, folds: int, mcfg, seed: int, log=print):
-    """k-fold CV over the positive names (a fold's negatives are the pairings inside it are
-    dropped from training); score = held-out MRR ranking the fold's names against the fold's
-    candidates. Returns {system: best C} and the table {system: {C: mean MRR}}."""
+def _grid_mrr(clf, grid) -> float:
+    return float(np.mean(1.0 / _grid_ranks(clf, grid)))
+
+
+def cross_validate(pairs, labels, *, grid, folds: int, mcfg, seed: int, log=print,
+                   distractors: list[str] = ()):
+    """k-fold CV over the positive names (pairings that touch a held-out name are dropped
+    from training); score = held-out MRR ranking the fold's names against the fold's
+    candidates plus `distractors` (unused train-split names, so that the pool is as large as
+    the test's). Per fold the features, instances and two-stage structures are built once
+    for every C. Returns {system: best C} and the table {system: {C: mean MRR}}."""
     pos = [p for p, y in zip(pairs, labels, strict=True) if y == 1]
     fold_of = {p: k % folds for k, p in enumerate(pos)}
     src_fold = {s: fold_of[(s, t)] for s, t in pos}
     tgt_fold = {t: fold_of[(s, t)] for s, t in pos}
-    table = {"two_stage": {}, "lclr": {}}
-    for C in grid:
-        scores = {"two_stage": [], "lclr": []}
-        for f in range(folds):
-            keep = [k for k, (s, t) in enumerate(pairs)
-                    if src_fold[s] != f and tgt_fold[t] != f]
-            held = [p for p in pos if fold_of[p] == f]
-            two, joint, _ = fit_transliteration([pairs[k] for k in keep],
-                                                [labels[k] for k in keep], C=float(C),
-                                                mcfg=mcfg, seed=seed)
-            scores["two_stage"].append(_rank_metrics(two, held)["mrr"])
-            scores["lclr"].append(_rank_metrics(joint, held)["mrr"])
-        for system, vals in scores.items():
-            table[system][float(C)] = float(np.mean(vals))
+    scores = {system: {float(C): [] for C in grid} for system in ("two_stage", "lclr")}
+    for f in range(folds):
+        keep = [k for k, (s, t) in enumerate(pairs) if src_fold[s] != f and tgt_fold[t] != f]
+        held = [p for p in pos if fold_of[p] == f]
+        sub = [pairs[k] for k in keep]
+        prepared = _prepare(sub, mcfg)
+        task = prepared[0]
+        pool = [t for _, t in held] + list(distractors)
+        inst_grid = [[task.instance(s, c) for c in pool] for s, _ in held]
+        for C in grid:
+            two, joint, _ = fit_transliteration(sub, [labels[k] for k in keep], C=float(C),
+                                                mcfg=mcfg, seed=seed, prepared=prepared)
+            scores["two_stage"][float(C)].append(_grid_mrr(two, inst_grid))
+            scores["lclr"][float(C)].append(_grid_mrr(joint, inst_grid))
         if log is not None:
-            log(f"cv C={C}: two-stage MRR {table['two_stage'][float(C)]:.4f}, "
-                f"LCLR MRR {table['lclr'][float(C)]:.4f}")
+            log(f"cv fold {f + 1}/{folds} done")
+    table = {system: {C: float(np.mean(v)) for C, v in row.items()}
+             for system, row in scores.items()}
+    if log is not None:
+        for C in table["lclr"]:
+            log(f"cv C={C:g}: two-stage MRR {table['two_stage'][C]:.4f}, "
+                f"LCLR MRR {table['lclr'][C]:.4f}")
     best = {system: max(row, key=row.get) for system, row in table.items()}
     return best, table
 
@@ -147,16 +188,24 @@ def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
     print(f"transliteration: {sum(labels)} positive / {len(labels) - sum(labels)} negative "
           f"training pairs, {len(test)} test names x {len(test)} candidates")
     grid = list(m.C_grid)
-    if len(grid) > 1:
-        best, table = cross_validate(pairs, labels, grid=grid, folds=int(m.cv_folds), mcfg=m,
-                                     seed=int(cfg.seed))
+    fixed_C = m.get("C_fixed")  # {two_stage: C, lclr: C}: chosen by an earlier CV run
+    if fixed_C:
+        best, table = {k: float(fixed_C[k]) for k in ("two_stage", "lclr")}, {}
+    elif len(grid) > 1:
+        folds = int(m.cv_folds)
+        extra = max(0, int(d.get("cv_candidates", 0)) - -(-sum(labels) // folds))
+        distract = translit_distractors(_load(cfg, d.train_split), pairs, count=extra,
+                                        seed=int(cfg.seed)) if extra else []
+        best, table = cross_validate(pairs, labels, grid=grid, folds=folds, mcfg=m,
+                                     seed=int(cfg.seed), distractors=distract)
     else:
         best, table = {"two_stage": float(grid[0]), "lclr": float(grid[0])}, {}
     t0 = time.perf_counter()
+    prepared = _prepare(pairs, m)
     two, _, _ = fit_transliteration(pairs, labels, C=best["two_stage"], mcfg=m,
-                                    seed=int(cfg.seed))
+                                    seed=int(cfg.seed), prepared=prepared)
     _, joint, hist = fit_transliteration(pairs, labels, C=best["lclr"], mcfg=m,
-                                         seed=int(cfg.seed), log=print)
+                                         seed=int(cfg.seed), log=print, prepared=prepared)
     train_s = time.perf_counter() - t0
     save_lclr(out / "two_stage", two, system="two_stage", meta={"C": best["two_stage"]})
     save_lclr(out / "lclr", joint, system="lclr", meta={"C": best["lclr"]})
@@ -164,9 +213,12 @@ def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
                                      "lclr_outer_iterations": len(hist["objective"]) - 1,
                                      "lclr_objective": hist["objective"][-1],
                                      "seconds": train_s}}
+    task = prepared[0]
+    test_grid = [[task.instance(s, c) for _, c in test] for s, _ in test]
     for system, clf in (("two_stage", two), ("lclr", joint)):
-        for k, v in _rank_metrics(clf, test).items():
-            metrics["test"][f"{system}_{k}"] = v
+        ranks = _grid_ranks(clf, test_grid)
+        metrics["test"][f"{system}_acc"] = float(np.mean(ranks == 1))
+        metrics["test"][f"{system}_mrr"] = float(np.mean(1.0 / ranks))
     for system, row in table.items():
         for C, v in row.items():
             metrics.setdefault("cv", {})[f"{system}_mrr_C{C:g}"] = v

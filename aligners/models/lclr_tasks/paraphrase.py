@@ -15,6 +15,9 @@ Constraints: eqs. (6)-(7) (every vertex mapped once or deleted), (8)-(9) for edg
 when edge deletion is off), (10)-(11) (an edge map is on iff both its word maps are on).
 Features: WordNet relations, string/edit similarity, POS pairs, named entities (Link Grammar's
 capitalised-word class and capitalisation), numbers, stop words, dependency (link) labels;
+with `node_info` (the paper's NODE-INFO for edge maps, Table 2) an edge map also carries its
+two word maps' features (not the POS pair), each scaled by that word pair's similarity
+(the largest of identical / stem / number / synonym / edit similarity); duplicate names add;
 every per-variable feature is scaled by 10 / (L1 + L2) so that f does not grow with length.
 Cost: O(L1 L2 + E1 E2) per instance; inference is one HiGHS ILP.
 """
@@ -38,6 +41,7 @@ from aligners.models.lclr import FeatureIndex, LatentInstance, LatentTask
 __all__ = ["ParaphraseTask", "EntailmentTask", "HEURISTIC"]
 
 _COL = {n: k for k, n in enumerate(TOKEN_PAIR_FEATURES)}
+_SIM = ("lower_identical", "stem_identical", "number_match", "wn_synonym", "edit_sim")
 _LEXICAL = ("lower_identical", "stem_identical", "number_match", "wn_synonym", "wn_hypernym",
             "wn_hyponym", "wn_derivation", "wn_entailment", "wn_similar")
 
@@ -60,12 +64,14 @@ class ParaphraseTask(LatentTask):
     edge_deletion = True
     split_sentences = False  # MSRP: one sentence per side
 
-    def __init__(self, features: FeatureIndex | None = None, *, graphs: dict | None = None):
+    def __init__(self, features: FeatureIndex | None = None, *, graphs: dict | None = None,
+                 node_info: bool = False):
         self.features = features if features is not None else FeatureIndex()
         self.graphs: dict[str, SentenceGraph] = graphs if graphs is not None else {}
+        self.node_info = bool(node_info)
 
     def config(self) -> dict:
-        return {}
+        return {"node_info": self.node_info}
 
     def graph(self, text: str) -> SentenceGraph:
         g = self.graphs.get(text)
@@ -115,6 +121,7 @@ class ParaphraseTask(LatentTask):
             return s
 
         wmap: dict[tuple[int, int], int] = {}
+        node: dict[tuple[int, int], list[tuple[str, float]]] = {}
         for a, (wa, pa) in enumerate(zip(g1.words, g1.pos, strict=True)):
             for b, (wb, pb) in enumerate(zip(g2.words, g2.pos, strict=True)):
                 x = word_pair_features(wa, wb)
@@ -131,6 +138,9 @@ class ParaphraseTask(LatentTask):
                 elif ne_a or ne_b:
                     feats.append(("wm|ne_one", 1.0))
                 wmap[a, b] = var(("wm", a, b), f"{a}:{wa}={b}:{wb}", feats)
+                if self.node_info:
+                    sim = max(x[_COL[k]] for k in _SIM)
+                    node[a, b] = [(f"em|node|{f[3:]}", sim * v) for f, v in feats[2:]]
         del1 = [var(("d1", a), f"{a}:{w}=*", self._del_feats(w, p, a, "1"))
                 for a, (w, p) in enumerate(zip(g1.words, g1.pos, strict=True))]
         del2 = [var(("d2", b), f"*={b}:{w}", self._del_feats(w, p, b, "2"))
@@ -143,6 +153,8 @@ class ParaphraseTask(LatentTask):
                         feats = [("em", 1.0), (f"em|{l1}|{l2}", 1.0)]
                         if l1 == l2:
                             feats.append(("em|same_label", 1.0))
+                        if self.node_info:  # NODE-INFO: both word maps' features x similarity
+                            feats += node[a1, u] + node[b1, v]
                         s = var(("em", e, f), f"({a1},{b1}:{l1})=({a2},{b2}:{l2})", feats)
                         emap.append((s, e, f, wmap[a1, u], wmap[b1, v]))
                         break

@@ -6,8 +6,10 @@ Constraints (Chang et al. 2009): one-to-one (each character in at most one mappi
 non-crossing (i < k and j > m never both mapped) -- O(I^2 J^2) ILP rows.
 Features of h_ij: the unigram mapping (e_i, t_j), the bigram mappings with the neighbouring
 character on either side ((e_{i-1} e_i, t_j), (e_i e_{i+1}, t_j), (e_i, t_{j-1} t_j),
-(e_i, t_j t_{j+1})) and a constant "map" feature; constant features of x: a bias and the
-total length (I + J) / 10 (so that u can price unmapped characters).
+(e_i, t_j t_{j+1})) and a constant "map" feature; optionally (`romanization_feature`) a
+"rom" indicator of the two-stage system's Romanization-table mappings, so that LCLR sees the
+same prior knowledge as a feature; constant features of x: a bias and the total length
+(I + J) / 10 (so that u can price unmapped characters).
 
 Inference: the feasible set is a monotone matching, so besides the generic HiGHS ILP
 (`solver="ilp"`) an exact O(I J) dynamic program (`solver="dp"`, the default for ranking)
@@ -75,14 +77,16 @@ class TransliterationTask(LatentTask):
 
     name = "transliteration"
 
-    def __init__(self, features: FeatureIndex | None = None, *, solver: str = "dp"):
+    def __init__(self, features: FeatureIndex | None = None, *, solver: str = "dp",
+                 romanization_feature: bool = False):
         if solver not in ("dp", "ilp"):
             raise ValueError(f"solver must be 'dp' or 'ilp', got {solver!r}")
         self.features = features if features is not None else FeatureIndex()
         self.solver = solver
+        self.romanization_feature = bool(romanization_feature)
 
     def config(self) -> dict:
-        return {"solver": self.solver}
+        return {"solver": self.solver, "romanization_feature": self.romanization_feature}
 
     @staticmethod
     def normalise(word: str) -> str:
@@ -97,6 +101,7 @@ class TransliterationTask(LatentTask):
         ep, tp = f"^{e}$", f"^{t}$"
         rows, cols = [], []
         mapped = index("map")
+        rom = index("rom") if self.romanization_feature else -1
         for i, a in enumerate(e):
             left, right = ep[i: i + 2], ep[i + 1: i + 3]
             for j, b in enumerate(t):
@@ -109,6 +114,9 @@ class TransliterationTask(LatentTask):
                         cols.append(c)
                 rows.append(s)
                 cols.append(mapped)
+                if rom >= 0 and a in ROMANIZATION.get(b, ""):
+                    rows.append(s)
+                    cols.append(rom)
         base_cols = np.array([index("bias"), index("len")], dtype=np.int64)
         base_vals = np.array([1.0, (len(e) + len(t)) / 10.0])
         return LatentInstance(len(e) * len(t), np.array(rows, dtype=np.int64),
@@ -146,15 +154,18 @@ class TransliterationTask(LatentTask):
         return w
 
 
-def rank_candidates(clf, sources: list[str], candidates: list[str]) -> np.ndarray:
+def rank_candidates(clf, sources: list[str], candidates: list[str], *,
+                    distractors: list[str] = ()) -> np.ndarray:
     """Rank of the right candidate for each source: candidates[k] is the answer of
-    sources[k]; shapes S sources, S candidates -> ranks (S,) int, 1 = best. Ties count
-    against the answer (rank = 1 + #other candidates scoring >= it). Cost: S^2 inferences."""
+    sources[k], `distractors` (D) are extra wrong candidates for every source; shapes S
+    sources, S candidates -> ranks (S,) int, 1 = best. Ties count against the answer
+    (rank = 1 + #other candidates scoring >= it). Cost: S (S + D) inferences."""
     if len(sources) != len(candidates):
         raise ValueError("need exactly one answer candidate per source")
     task = clf.task
+    pool = list(candidates) + list(distractors)
     ranks = np.empty(len(sources), dtype=np.int64)
     for k, src in enumerate(sources):
-        s = np.array([clf.score(task.instance(src, c)) for c in candidates])
+        s = np.array([clf.score(task.instance(src, c)) for c in pool])
         ranks[k] = 1 + int(np.sum(np.delete(s, k) >= s[k]))
     return ranks
