@@ -3,6 +3,8 @@ conditionals equal brute-force enumeration of the collapsed joint, its increment
 equal a recount, it learns the toy bitext, is reproducible from its seed, and runs on CUDA
 tensors where a GPU exists."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -31,7 +33,7 @@ def _precision(m, d, gold):
     return sum(len(a & g) for a, g in zip(links, gold, strict=True)) / sum(map(len, links))
 
 
-def _tiny(direction, stage, seed, max_cells=10**6):
+def _tiny(direction, stage, seed, max_cells=10**6, cfg=CFG):
     """Batches, states (one tensor per batch), counts and brute-force inputs for PAIRS."""
     corpus = encode_bitext(PAIRS, WordIds(), WordIds())
     fwd = direction == "fwd"
@@ -50,26 +52,30 @@ def _tiny(direction, stage, seed, max_cells=10**6):
         for r, k in enumerate(b["rows"].tolist()):
             a[r, :len(a_lists[k])] = torch.tensor(a_lists[k])
         states.append(a)
-    nb = 2 * CFG.max_jump + 1
+    nb = 2 * cfg.max_jump + 1
     C = [torch.zeros(n, dtype=torch.float64) for n in (len(corpus.keys), v_gen, v_obs, nb)]
-    C.append(torch.zeros(v_gen, CFG.max_fert + 1, dtype=torch.float64))
+    C.append(torch.zeros(v_gen, cfg.max_fert + 1, dtype=torch.float64))
     for b, a in zip(batches, states, strict=True):
-        BT._add(C, BT.state_counts(b, a, CFG, stage), 1)
+        BT._add(C, BT.state_counts(b, a, cfg, stage), 1)
     return batches, states, C, sents, a_lists, v_obs, nb
 
 
 @pytest.mark.parametrize("direction", ["fwd", "rev"])
 @pytest.mark.parametrize("stage", [1, 2, 3])
 @pytest.mark.parametrize("js", [slice(None), slice(0, None, 2), slice(1, None, 2)])
-def test_block_conditionals_equal_brute_force(direction, stage, js):
+@pytest.mark.parametrize("max_jump,max_cells", [(2, 10**6), (2, 12), (10, 10**6)])
+def test_block_conditionals_equal_brute_force(direction, stage, js, max_jump, max_cells):
     """Every token's conditional in a block (all sentences of a padded batch at once) is the
     ratio of enumerated joints with that token's value changed, the counts of the whole
-    corpus given (so the token's own lexical, NULL, jump and fertility counts are removed)."""
+    corpus given (so the token's own lexical, NULL, jump and fertility counts are removed).
+    max_jump 2: clamped jump buckets (compared per cell); 10: per-token point corrections."""
+    cfg = replace(CFG, max_jump=max_jump)
     for seed in range(3):
-        batches, states, C, sents, a_lists, v_obs, nb = _tiny(direction, stage, seed)
+        batches, states, C, sents, a_lists, v_obs, nb = _tiny(direction, stage, seed,
+                                                              max_cells, cfg)
         checked = 0
         for b, a in zip(batches, states, strict=True):
-            w, pn = BT.block_conditional(b, a, C, CFG, stage, v_obs, js)
+            w, pn = BT.block_conditional(b, a, C, cfg, stage, v_obs, js)
             xs = list(range(a.shape[1]))[js]
             for r, k in enumerate(b["rows"].tolist()):
                 gen, obs = sents[k]
@@ -80,7 +86,7 @@ def test_block_conditionals_equal_brute_force(direction, stage, js):
                     for v in [*range(len(gen)), -1]:
                         alt = [list(al) for al in a_lists]
                         alt[k][x] = v
-                        logs.append(log_joint(sents, alt, CFG, stage, v_obs, nb))
+                        logs.append(log_joint(sents, alt, cfg, stage, v_obs, nb))
                     exact = np.exp(np.array(logs) - max(logs))
                     got = np.concatenate([w[r, col, :len(gen)].numpy(), [pn[r, col].item()]])
                     assert (w[r, col, len(gen):] == 0).all()  # padding

@@ -26,10 +26,40 @@ exact sampler; the tests check every block conditional against brute-force enume
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
 import numpy as np
 import torch
 
-__all__ = ["make_batches", "batched_direction", "block_conditional", "state_counts"]
+__all__ = ["make_batches", "batched_direction", "block_conditional", "state_counts",
+           "cpu_threads"]
+
+
+_THREADS = {"users": 0, "saved": 1}
+_THREADS_LOCK = threading.Lock()
+
+
+@contextmanager
+def cpu_threads(device: str):
+    """On the CPU, torch runs one intra-op thread while any batched sampler runs (the two
+    directions run on two Python threads instead, as the exact sampler does): the blocks'
+    tensors are small, and on a loaded machine spinning OpenMP threads cost 10-100x."""
+    if torch.device(device).type != "cpu":
+        yield
+        return
+    with _THREADS_LOCK:
+        if _THREADS["users"] == 0:
+            _THREADS["saved"] = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _THREADS["users"] += 1
+    try:
+        yield
+    finally:
+        with _THREADS_LOCK:
+            _THREADS["users"] -= 1
+            if _THREADS["users"] == 0:
+                torch.set_num_threads(_THREADS["saved"])
 
 
 def make_batches(corpus, *, rev: bool, max_cells: int = 2_000_000, max_share: float = 1.0,
@@ -44,16 +74,21 @@ def make_batches(corpus, *, rev: bool, max_cells: int = 2_000_000, max_share: fl
     oi, oo = (corpus.src, corpus.src_off) if rev else (corpus.tgt, corpus.tgt_off)
     n_gen, n_obs = np.diff(go), np.diff(oo)
     keep = np.flatnonzero((n_gen > 0) & (n_obs > 0))
-    order = keep[np.lexsort((n_obs[keep], n_gen[keep]))]
+    # geometric bins of I (width ~10%), then J ascending: little padding per batch
+    gbin = np.floor(np.log(np.maximum(n_gen[keep], 1)) / np.log(1.1)).astype(np.int64)
+    order = keep[np.lexsort((n_gen[keep], n_obs[keep], gbin))]
     max_rows = max(1, int(np.ceil(max_share * max(1, len(keep)))))
+    ng_o, no_o = n_gen[order].tolist(), n_obs[order].tolist()
     bounds, start = [], 0
-    while start < len(order):  # greedy: grow while B * max I * max J fits (I is sorted)
-        end, mj = start + 1, int(n_obs[order[start]])
+    while start < len(order):  # greedy: B * max I * max J fits, padding <= 25% (or 20k)
+        end, mi, mj, real = start + 1, ng_o[start], no_o[start], ng_o[start] * no_o[start]
         while end < len(order) and end - start < max_rows:
-            mj2 = max(mj, int(n_obs[order[end]]))
-            if (end + 1 - start) * int(n_gen[order[end]]) * mj2 > max_cells:
+            mi2, mj2 = max(mi, ng_o[end]), max(mj, no_o[end])
+            real2 = real + ng_o[end] * no_o[end]
+            padded = (end + 1 - start) * mi2 * mj2
+            if padded > max_cells or padded - real2 > max(0.25 * real2, 20_000):
                 break
-            mj, end = mj2, end + 1
+            mi, mj, real, end = mi2, mj2, real2, end + 1
         bounds.append((start, end))
         start = end
     batches = []
@@ -106,9 +141,11 @@ def _neighbours(b, a):
 
 
 def state_counts(b, a, cfg, stage, js=slice(None)):
-    """Index lists of the counts of state a (B, J) of batch b: (lex pair ids, lex_den gen
-    words, NULL obs words) of the tokens at positions js, and (jump buckets, flat fertility
-    cells e * (max_fert + 1) + phi) of whole sentences (empty before stages 2 / 3)."""
+    """(index, weight) pairs of the counts of state a (B, J) of batch b, one per count
+    table [lex, lex_den, null, jump, fert]: lexical pair ids, their generator words and
+    NULL-aligned observed words of the tokens at positions js; jump buckets and flat
+    fertility cells e * (max_fert + 1) + min(phi, max_fert) of whole sentences (None
+    before stages 2 / 3). Weights are 0/1 masks (fixed shapes: no host sync)."""
     B, J = a.shape
     dev = a.device
     pos = torch.arange(J, device=dev)
@@ -116,48 +153,50 @@ def state_counts(b, a, cfg, stage, js=slice(None)):
     lk = valid & (a >= 0)
     ac = a.clamp(min=0)
     aj, vj, lj = ac[:, js], valid[:, js], lk[:, js]
-    pid = b["pair"][:, js, :].gather(2, aj[:, :, None]).squeeze(2)[lj].long()
-    e = b["gen"].gather(1, aj)[lj]
-    nul = b["obs"][:, js][vj & ~lj]
-    empty = torch.zeros(0, dtype=torch.long, device=dev)
-    jumps, fert = empty, empty
+    out = [(b["pair"][:, js, :].gather(2, aj[:, :, None]).squeeze(2).long(), lj),
+           (b["gen"].gather(1, aj), lj), (b["obs"][:, js], vj & ~lj), None, None]
     if stage >= 2:
         prev, _ = _neighbours(b, a)
         lastpos = torch.where(lk, pos, -1).cummax(1).values[:, -1:]
         last = torch.where(lastpos[:, 0] >= 0, a.gather(1, lastpos.clamp(min=0))[:, 0], -1)
-        jumps = torch.cat([_bucket(a - prev, cfg.max_jump)[lk],
-                           _bucket(b["n_gen"] - last, cfg.max_jump)])
+        out[3] = (torch.cat([_bucket(a - prev, cfg.max_jump).view(-1),
+                             _bucket(b["n_gen"] - last, cfg.max_jump)]),
+                  torch.cat([lk.view(-1), torch.ones(B, dtype=torch.bool, device=dev)]))
     if stage >= 3:
         I = b["gen"].shape[1]
         phi = torch.zeros(B, I, dtype=torch.long, device=dev).scatter_add_(1, ac, lk.long())
         gv = torch.arange(I, device=dev)[None] < b["n_gen"][:, None]
-        fert = b["gen"][gv] * (cfg.max_fert + 1) + phi[gv].clamp(max=cfg.max_fert)
-    return pid, e, nul, jumps, fert
+        out[4] = (b["gen"] * (cfg.max_fert + 1) + phi.clamp(max=cfg.max_fert), gv)
+    return out
 
 
 def _add(C, idx, sign):
-    """C[k] += sign at the indices idx[k] (repeats add up)."""
-    for n, (c, i) in enumerate(zip(C, idx, strict=True)):
-        if not i.numel():
-            continue
-        if n == 3:  # the small jump table: a histogram
-            c += sign * torch.bincount(i, minlength=c.numel()).to(c.dtype)
-        else:
-            c.view(-1).index_add_(0, i, torch.full(i.shape, float(sign), dtype=c.dtype,
-                                                   device=c.device))
+    """C[k] += sign * weight at the indices of idx[k] (repeats add up)."""
+    for c, iw in zip(C, idx, strict=True):
+        if iw is not None:
+            c.view(-1).index_add_(0, iw[0].reshape(-1), iw[1].reshape(-1).to(c.dtype),
+                                  alpha=sign)
+
+
+def _point_add(x, g, val, ok):
+    """x[b, j, g[b, j]] += val[b, j] where ok (and 0 <= g < I): a per-token correction."""
+    I = x.shape[2]
+    ok = ok & (g >= 0) & (g < I)
+    x.scatter_add_(2, g.clamp(0, I - 1)[:, :, None], (val * ok.to(x.dtype))[:, :, None])
 
 
 def block_conditional(b, a, C, cfg, stage, v_obs, js):
     """Unnormalised conditionals of the tokens at observed positions `js` (a slice) of all
     sentences of batch b: (w (B, Jb, I) over generator positions, 0 on padding; pn (B, Jb)
     NULL), each from state a (B, J) and counts C = [lex, lex_den, null, jump, fert] with
-    the token's own contribution removed. Cost O(B * Jb * I)."""
+    the token's own contribution removed. Cost O(B * Jb * I), about 20 tensor passes."""
     lex, den, null, jump, fert = C
     dt = lex.dtype
     B, I = b["gen"].shape
     J = a.shape[1]
     dev = a.device
     gpos = torch.arange(I, device=dev)
+    gvalid = gpos[None] < b["n_gen"][:, None]  # (B, I)
     old = a[:, js]
     valid = torch.arange(J, device=dev)[js][None] < b["n_obs"][:, None]
     linked = valid & (old >= 0)
@@ -165,63 +204,108 @@ def block_conditional(b, a, C, cfg, stage, v_obs, js):
     pid = b["pair"][:, js, :]
     Jb = pid.shape[1]
     e = b["gen"]
-    own_e = e.gather(1, oldc)
+    own_e = torch.where(linked, e.gather(1, oldc), -1)  # -1: no word
     # lexical: the token's own count is removed wherever its old generator word occurs
-    same = ((e[:, None, :] == own_e[:, :, None]) & linked[:, :, None]).to(dt)
+    same = e[:, None, :] == own_e[:, :, None]
+    samef = same.to(dt)
     w = lex.index_select(0, pid.reshape(-1).long()).view(B, Jb, I)
-    w.sub_(same).add_(cfg.lex_alpha)
-    w.div_(den.index_select(0, e.reshape(-1)).view(B, 1, I) - same + cfg.lex_alpha * v_obs)
+    w.add_(cfg.lex_alpha).sub_(samef)
+    g_fac = gvalid.to(dt)  # (B, I) factors shared by the sentence's tokens
+    w.div_((den.index_select(0, e.view(-1)).view(B, 1, I) + cfg.lex_alpha * v_obs) - samef)
     t = b["obs"][:, js]
     own_null = (valid & (old < 0)).to(dt)
     pn = cfg.p_null * (cfg.null_alpha + null.index_select(0, t.reshape(-1)).view(B, Jb)
                        - own_null) / (cfg.null_alpha * v_obs + null.sum() - own_null)
     if stage == 1:
-        w.mul_(((1 - cfg.p_null) / b["n_gen"].to(dt))[:, None, None])
+        g_fac = g_fac * ((1 - cfg.p_null) / b["n_gen"].to(dt))[:, None]
     else:
         prev, nxt = (x[:, js] for x in _neighbours(b, a))
+        w.mul_(_jump_factor(jump, cfg, prev, nxt, old, linked, valid, I))
+        jt = jump.sum() + cfg.jump_alpha * jump.numel() - linked.to(dt) - valid.to(dt)
+        w.mul_(((1 - cfg.p_null) / (jt * (jt + 1)))[:, :, None])
         mj = cfg.max_jump
-        # the token's own jumps: prev -> old -> nxt (linked) or prev -> nxt (NULL)
+        bn = _bucket(nxt - prev, mj)
+        r1 = torch.where(linked, _bucket(old - prev, mj), bn)
+        r2 = torch.where(linked, _bucket(nxt - old, mj), -1)
+        jn = jump.index_select(0, bn.reshape(-1)).view(B, Jb) - \
+            (valid & (bn == r1)).to(dt) - (bn == r2).to(dt)
+        pn = pn * (cfg.jump_alpha + jn) / jt
+    if stage >= 3:
+        w.mul_(_fert_factor(fert, cfg, b, a, same, oldc, linked, own_e))
+    w.mul_(g_fac[:, None, :])
+    return w.clamp_(min=0), pn.clamp(min=0)
+
+
+def _jump_factor(jump, cfg, prev, nxt, old, linked, valid, I):
+    """(B, Jb, I): (ja + J'[g - prev]) * (ja + J'[nxt - g] + [same bucket]) with J' the jump
+    counts without the token's own jumps (prev -> old -> nxt, or prev -> nxt for NULL)."""
+    mj, dt, dev = cfg.max_jump, jump.dtype, jump.device
+    B, Jb = prev.shape
+    gpos = torch.arange(I, device=dev)
+    off = I + 1  # raw jumps lie in [-(I + 1), I + 1]
+    ext = jump.index_select(0, _bucket(torch.arange(-off, off + 1, device=dev), mj)) + \
+        cfg.jump_alpha
+    d1 = gpos + (off - prev)[:, :, None]  # (B, Jb, I) raw jump g - prev, shifted
+    d2 = (nxt + off)[:, :, None] - gpos
+    j1 = ext.index_select(0, d1.view(-1)).view(B, Jb, I)
+    j2 = ext.index_select(0, d2.view(-1)).view(B, Jb, I)
+    if I + 1 <= mj:  # no clamping in this batch: equal buckets <=> equal raw jumps
+        x1 = torch.where(linked, old - prev, nxt - prev)  # the token's removed raw jumps
+        x2 = nxt - old
+        one = torch.ones_like(prev, dtype=dt)
+        for j, base, sgn in ((j1, prev, 1), (j2, nxt, -1)):
+            _point_add(j, base + sgn * x1, -one, valid)
+            _point_add(j, base + sgn * x2, -one, linked)
+        _point_add(j2, torch.div(prev + nxt, 2, rounding_mode="floor"), one,
+                   (prev + nxt) % 2 == 0)
+    else:  # general: compare clamped buckets
+        b1, b2 = _bucket(d1 - off, mj), _bucket(d2 - off, mj)
         r1 = torch.where(linked, _bucket(old - prev, mj), _bucket(nxt - prev, mj))
         r1 = torch.where(valid, r1, -1)[:, :, None]
         r2 = torch.where(linked, _bucket(nxt - old, mj), -1)[:, :, None]
-        jt = jump.sum() + cfg.jump_alpha * jump.numel() - linked.to(dt)[:, :, None] - \
-            valid.to(dt)[:, :, None]
-        b1 = _bucket(gpos - prev[:, :, None], mj)
-        b2 = _bucket(nxt[:, :, None] - gpos, mj)
-        j1 = jump.index_select(0, b1.view(-1)).view(B, Jb, I) - (b1 == r1).to(dt) - \
-            (b1 == r2).to(dt)
-        j2 = jump.index_select(0, b2.view(-1)).view(B, Jb, I) - (b2 == r1).to(dt) - \
-            (b2 == r2).to(dt) + (b1 == b2).to(dt)
-        w.mul_(j1.add_(cfg.jump_alpha)).mul_(j2.add_(cfg.jump_alpha))
-        w.mul_((1 - cfg.p_null) / (jt * (jt + 1)))
-        bn = _bucket(nxt - prev, mj)
-        jn = jump.index_select(0, bn.reshape(-1)).view(B, Jb) - (bn == r1[..., 0]).to(dt) - \
-            (bn == r2[..., 0]).to(dt)
-        pn = pn * (cfg.jump_alpha + jn) / jt[..., 0]
-    if stage >= 3:
-        F = cfg.max_fert
-        va = torch.arange(J, device=dev)[None] < b["n_obs"][:, None]
-        phi = torch.zeros(B, I, dtype=torch.long, device=dev).scatter_add_(
-            1, a.clamp(min=0), (va & (a >= 0)).long())
-        own = (gpos == oldc[:, :, None]) & linked[:, :, None]
-        ph = phi[:, None, :] - own.long()  # (B, Jb, I) fertilities without the token
-        f0 = ph.clamp(max=F)
-        row = (e * (F + 1))[:, None, :]
-        c0 = fert.view(-1).index_select(0, (row + f0).view(-1)).view(B, Jb, I)
-        c1 = fert.view(-1).index_select(0, (row + (ph + 1).clamp(max=F)).view(-1)).view(
-            B, Jb, I)
-        # the old position's move from bucket min(phi, F) to min(phi - 1, F), on its word
-        po = phi.gather(1, oldc)
-        mo = same.bool()
-        q0 = po.clamp(max=F)[:, :, None]
-        q1 = (po - 1).clamp(max=F)[:, :, None]
-        c0 = c0 - (mo & (f0 == q0)).to(dt) + (mo & (f0 == q1)).to(dt)
-        f1 = (ph + 1).clamp(max=F)
-        c1 = c1 - (mo & (f1 == q0)).to(dt) + (mo & (f1 == q1)).to(dt)
-        ratio = (cfg.fert_alpha + c1) / (cfg.fert_alpha + c0 - 1.0)
-        w.mul_(torch.where(ph < F, ratio, torch.ones_like(ratio)))
-    w.mul_((gpos[None, None] < b["n_gen"][:, None, None]).to(dt))
-    return w.clamp_(min=0), pn.clamp(min=0)
+        j1 -= (b1 == r1).to(dt) + (b1 == r2).to(dt)
+        j2 -= (b2 == r1).to(dt) + (b2 == r2).to(dt) - (b1 == b2).to(dt)
+    return j1.mul_(j2)
+
+
+def _fert_factor(fert, cfg, b, a, same, oldc, linked, own_e):
+    """(B, Jb, I): the fertility ratio of adding the token to each position g, with the
+    token removed (its old position's count drops by one; that position's bucket move is
+    seen by every position holding the same word)."""
+    F, fa, dt = cfg.max_fert, cfg.fert_alpha, fert.dtype
+    B, I = b["gen"].shape
+    J = a.shape[1]
+    dev = a.device
+    e = b["gen"]
+    valid = torch.arange(J, device=dev)[None] < b["n_obs"][:, None]
+    phi = torch.zeros(B, I, dtype=torch.long, device=dev).scatter_add_(
+        1, a.clamp(min=0), (valid & (a >= 0)).long())
+    fl = fert.view(-1)
+    row = e * (F + 1)
+    f0 = phi.clamp(max=F)
+    c0 = fl.index_select(0, (row + f0).view(-1)).view(B, I)
+    c1 = fl.index_select(0, (row + (phi + 1).clamp(max=F)).view(-1)).view(B, I)
+    r0 = torch.where(phi < F, (fa + c1) / (fa + c0 - 1.0), torch.ones_like(c0))  # (B, I)
+    # per token: the table of its old word over buckets f, before / after its move q0 -> q1
+    po = phi.gather(1, oldc)
+    q0, q1 = po.clamp(max=F), (po - 1).clamp(max=F)
+    fs = torch.arange(F + 1, device=dev)
+    tab = fl.index_select(0, (own_e.clamp(min=0) * (F + 1))[:, :, None].add(fs).view(-1)
+                          ).view(*own_e.shape, F + 1)
+    moved = tab - (fs == q0[:, :, None]).to(dt) + (fs == q1[:, :, None]).to(dt)
+    nxt_f = torch.cat([fs[1:], fs[-1:]])
+    base = (fa + tab[:, :, nxt_f]) / (fa + tab - 1.0)
+    fix = (fa + moved[:, :, nxt_f]) / (fa + moved - 1.0) / base  # (B, Jb, F + 1)
+    fix[:, :, F] = 1.0
+    k = fix.gather(2, f0[:, None, :].expand(-1, fix.shape[1], -1))
+    fac = torch.where(same, k, torch.ones_like(k)).mul_(r0[:, None, :])
+    # the old position itself: phi - 1 with the moved table
+    r_own = torch.where(po - 1 < F, (fa + moved.gather(2, q0[:, :, None])[..., 0]) /
+                        (fa + moved.gather(2, q1.clamp(min=0)[:, :, None])[..., 0] - 1.0),
+                        torch.ones_like(q0, dtype=dt))
+    keep = fac.gather(2, oldc[:, :, None])[..., 0]
+    fac.scatter_(2, oldc[:, :, None], torch.where(linked, r_own, keep)[:, :, None])
+    return fac
 
 
 def _sweep_block(b, a, C, cfg, stage, v_obs, js, generator, marg):
@@ -229,14 +313,14 @@ def _sweep_block(b, a, C, cfg, stage, v_obs, js, generator, marg):
     with marg (B, J, I), add their normalised conditionals to it."""
     w, pn = block_conditional(b, a, C, cfg, stage, v_obs, js)
     B, Jb, I = w.shape
-    total = w.sum(2) + pn
+    cum = w.cumsum(2)
+    total = cum[:, :, -1] + pn
     u = torch.rand(B, Jb, generator=generator, device=w.device, dtype=w.dtype) * total
-    new = (w.cumsum(2) <= u[:, :, None]).sum(2)
-    n_obs = b["n_obs"][:, None]
-    valid = torch.arange(a.shape[1], device=a.device)[js][None] < n_obs
+    new = torch.searchsorted(cum, u[:, :, None], right=True)[:, :, 0]
+    valid = torch.arange(a.shape[1], device=a.device)[js][None] < b["n_obs"][:, None]
     new = torch.where((new >= b["n_gen"][:, None]) | ~valid, -1, new)
     if marg is not None:
-        marg[:, js, :] += (w / total[:, :, None]).to(marg.dtype)
+        marg[:, js, :].addcmul_(w, (1.0 / total)[:, :, None])
     before = state_counts(b, a, cfg, stage, js)
     a[:, js] = new
     _add(C, before, -1)
