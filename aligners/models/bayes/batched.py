@@ -5,6 +5,7 @@ tokens: gen (B, I), obs (B, J), pair (B, J, I) int32 (id of the word pair (gen g
 the state a (B, J) (-1 = NULL, also on padding) and its marginals marg (B, J, I) float32.
 Cost per sweep O(sum over batches of B * J * I) work in O(1) tensor operations per block
 (no loop over positions or sentences, no host sync), plus O(B * (I + J)) for the counts.
+Memory: 8 bytes per padded cell and direction (pair ids, marginals; padding <= ~25%).
 
 A *block* is a set of tokens whose conditionals are computed at once from the current
 state and counts (each token's own contribution removed exactly: lexical, NULL, its two or
@@ -14,8 +15,8 @@ and 3 (HMM, HMM + fertility), the even observed positions of all B sentences, th
 
 What this approximates (the exact sampler, sampler.py, updates after every token): tokens
 of one block do not see each other's new values. (1) Counts: every lexical/NULL/jump/
-fertility count is frozen over a block, i.e. over up to B sentences (bounded by
-`batch_cells` cells and a share of the corpus, `make_batches`). (2) HMM neighbours: given
+fertility count is frozen over a block, i.e. over up to B sentences (a batch has at most
+`BayesConfig.batch_cells` padded cells, `make_batches`). (2) HMM neighbours: given
 its neighbours x-1 and x+1 (other parity, fixed in the block) a token's conditional is
 exact; only when a neighbour is NULL does the token see a same-parity token beyond it
 (its old value). (3) Fertility: two tokens of one sentence and block that pick the same
