@@ -52,7 +52,7 @@ def cpu_threads(device: str):
     with _THREADS_LOCK:
         if _THREADS["users"] == 0:
             _THREADS["saved"] = torch.get_num_threads()
-            torch.set_num_threads(1)
+        torch.set_num_threads(1)  # in every entering thread (OpenMP's count is per thread)
         _THREADS["users"] += 1
     try:
         yield
