@@ -153,3 +153,27 @@ def test_cuda_runs_and_learns():
     pairs, gold = _setup()
     m = BayesAligner(BayesConfig(**FAST, batch_cells=200, device="cuda")).align(pairs, seed=0)
     assert _precision(m, "fwd", gold) > 0.95
+
+
+def test_cpu_threads_one_torch_thread_per_direction_then_restored():
+    """Both direction threads run torch with 1 intra-op thread; the count is restored."""
+    import threading
+
+    before = torch.get_num_threads()
+    seen = {}
+
+    def run(k):
+        torch.zeros(2).sum()  # the thread's own OpenMP state exists before entering
+        with BT.cpu_threads("cpu"):
+            barrier.wait()
+            seen[k] = torch.get_num_threads()
+            barrier.wait()
+
+    barrier = threading.Barrier(2)
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {0: 1, 1: 1}
+    assert torch.get_num_threads() == before
