@@ -330,8 +330,10 @@ def _sweep_block(b, a, C, cfg, stage, v_obs, js, generator, marg):
 
 def batched_direction(corpus, batches, priors, cfg, its, *, rev, generator, v_obs,
                       dtype=torch.float32):
-    """All samplers of one direction with the batched sampler.
+    """All samplers of one direction with the batched sampler (batches from make_batches).
 
+    Cost O(n_samplers * sweeps * padded cells) time; memory: the batches' marginals (4 bytes
+    per padded cell) plus count tables in `dtype` (the (P,) lexical one dominates).
     Returns the marginals (cells,) float32 numpy (averaged over samplers and post-burn-in
     sweeps of the last stage) and the counts [lex, lex_den, null, jump, fert] (numpy,
     averaged over samplers, priors included).
