@@ -1,189 +1,348 @@
 """The batched Gibbs sampler of the Bayesian aligner on torch tensors (CPU or CUDA).
 
-An APPROXIMATION of the exact sequential sampler (sampler.py): all B sentences of a
-length-bucketed batch are swept in parallel, token position j by position j, against the
-global counts frozen at the start of the batch. Within a sentence the update is sequential
-and local state is exact (the previous non-NULL position, the fertilities of the sentence's
-positions, and the token's own lexical count, which is removed before its conditional);
-what is frozen is every other sentence of the batch's contribution, and the token's own
-jump and fertility-table counts (negligible in the large global tables). After the batch,
-the global counts get the batch's new-minus-old counts. Batch size 1 with no other
-sentence sharing words is the exact sampler up to those own jump/fertility counts.
+Shapes: a batch holds B length-bucketed sentences padded to I generator and J observed
+tokens: gen (B, I), obs (B, J), pair (B, J, I) int32 (id of the word pair (gen g, obs x)),
+the state a (B, J) (-1 = NULL, also on padding) and its marginals marg (B, J, I) float32.
+Cost per sweep O(sum over batches of B * J * I) work in O(1) tensor operations per block
+(no loop over positions or sentences, no host sync), plus O(B * (I + J)) for the counts.
+Memory: 8 bytes per padded cell and direction (pair ids, marginals; padding <= ~25%).
 
-Shapes: a batch has gen (B, I), obs (B, J), pair (B, I, J) (pair id of (gen g, obs x)),
-cell (B, I, J) (flat cell index into the corpus's marginal array, -1 on padding).
-Cost per sweep O(sum_batches B * I * J) work in O(J) kernel launches per batch.
+A *block* is a set of tokens whose conditionals are computed at once from the current
+state and counts (each token's own contribution removed exactly: lexical, NULL, its two or
+one jumps, and the fertility move of its old position), sampled at once, and then added to
+the counts (scatter/index_add). Blocks: stage 1 (IBM1), all tokens of the batch; stages 2
+and 3 (HMM, HMM + fertility), the even observed positions of all B sentences, then the odd.
+
+What this approximates (the exact sampler, sampler.py, updates after every token): tokens
+of one block do not see each other's new values. (1) Counts: every lexical/NULL/jump/
+fertility count is frozen over a block, i.e. over up to B sentences (a batch has at most
+`BayesConfig.batch_cells` padded cells, `make_batches`). (2) HMM neighbours: given
+its neighbours x-1 and x+1 (other parity, fixed in the block) a token's conditional is
+exact; only when a neighbour is NULL does the token see a same-parity token beyond it
+(its old value). (3) Fertility: two tokens of one sentence and block that pick the same
+position do not see each other's link. IBM1 positions are independent given the counts,
+so stage 1 has only (1). With one sentence per batch and one block per token this is the
+exact sampler; the tests check every block conditional against brute-force enumeration.
 """
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
 import numpy as np
 import torch
 
-__all__ = ["make_batches", "batched_direction"]
+__all__ = ["make_batches", "batched_direction", "block_conditional", "state_counts",
+           "cpu_threads"]
 
 
-def make_batches(corpus, *, rev: bool, max_cells: int = 2_000_000, device="cpu"):
-    """Length-bucketed padded batches (list of dicts of tensors) for one direction."""
+_THREADS = {"users": 0, "saved": 1}
+_THREADS_LOCK = threading.Lock()
+
+
+@contextmanager
+def cpu_threads(device: str):
+    """On the CPU, torch runs one intra-op thread while any batched sampler runs (the two
+    directions run on two Python threads instead, as the exact sampler does): the blocks'
+    tensors are small, and on a loaded machine spinning OpenMP threads cost 10-100x."""
+    if torch.device(device).type != "cpu":
+        yield
+        return
+    with _THREADS_LOCK:
+        if _THREADS["users"] == 0:
+            _THREADS["saved"] = torch.get_num_threads()
+        torch.set_num_threads(1)  # in every entering thread (OpenMP's count is per thread)
+        _THREADS["users"] += 1
+    try:
+        yield
+    finally:
+        with _THREADS_LOCK:
+            _THREADS["users"] -= 1
+            if _THREADS["users"] == 0:
+                torch.set_num_threads(_THREADS["saved"])
+
+
+def make_batches(corpus, *, rev: bool, max_cells: int = 2_000_000, max_share: float = 1.0,
+                 device="cpu"):
+    """Length-bucketed padded batches (dicts of tensors on `device`) of one direction.
+
+    A batch has at most `max_cells` padded cells (B * I * J) and at most
+    ceil(max_share * K) of the K sentences. Cost O(padded cells) time and memory
+    (pair ids int32).
+    """
     gi, go = (corpus.tgt, corpus.tgt_off) if rev else (corpus.src, corpus.src_off)
     oi, oo = (corpus.src, corpus.src_off) if rev else (corpus.tgt, corpus.tgt_off)
     n_gen, n_obs = np.diff(go), np.diff(oo)
     keep = np.flatnonzero((n_gen > 0) & (n_obs > 0))
-    order = keep[np.lexsort((n_obs[keep], n_gen[keep]))]
-    batches, start = [], 0
-    while start < len(order):
-        end = start + 1
-        while end < len(order) and (end + 1 - start) * int(n_gen[order[end]]) * int(
-                n_obs[order[start:end + 1]].max()) <= max_cells:
-            end += 1
-        rows = order[start:end]
+    # geometric bins of I (width ~10%), then J ascending: little padding per batch
+    gbin = np.floor(np.log(np.maximum(n_gen[keep], 1)) / np.log(1.1)).astype(np.int64)
+    order = keep[np.lexsort((n_gen[keep], n_obs[keep], gbin))]
+    max_rows = max(1, int(np.ceil(max_share * max(1, len(keep)))))
+    ng_o, no_o = n_gen[order].tolist(), n_obs[order].tolist()
+    bounds, start = [], 0
+    while start < len(order):  # greedy: B * max I * max J fits, padding <= 25% (or 20k)
+        end, mi, mj, real = start + 1, ng_o[start], no_o[start], ng_o[start] * no_o[start]
+        while end < len(order) and end - start < max_rows:
+            mi2, mj2 = max(mi, ng_o[end]), max(mj, no_o[end])
+            real2 = real + ng_o[end] * no_o[end]
+            padded = (end + 1 - start) * mi2 * mj2
+            if padded > max_cells or padded - real2 > max(0.25 * real2, 20_000):
+                break
+            mi, mj, real, end = mi2, mj2, real2, end + 1
+        bounds.append((start, end))
         start = end
-        mi, mj = int(n_gen[rows].max()), int(n_obs[rows].max())
-        b = len(rows)
-        gen = np.zeros((b, mi), np.int64)
-        obs = np.zeros((b, mj), np.int64)
-        pair = np.zeros((b, mi, mj), np.int64)
-        cell = np.full((b, mi, mj), -1, np.int64)
-        obs_pos = np.full((b, mj), -1, np.int64)
-        for r, k in enumerate(rows):
-            i_n, j_n = int(n_gen[k]), int(n_obs[k])
-            gen[r, :i_n] = gi[go[k]:go[k + 1]]
-            obs[r, :j_n] = oi[oo[k]:oo[k + 1]]
-            obs_pos[r, :j_n] = np.arange(oo[k], oo[k + 1])
-            c0 = corpus.cell_off[k]
-            idx = c0 + np.arange(i_n * j_n).reshape((j_n, i_n) if rev else (i_n, j_n))
-            idx = idx.T if rev else idx
-            cell[r, :i_n, :j_n] = idx
-            pair[r, :i_n, :j_n] = corpus.pair[idx]
-        t = {k: torch.as_tensor(v, device=device) for k, v in
-             (("gen", gen), ("obs", obs), ("pair", pair), ("cell", cell),
-              ("obs_pos", obs_pos), ("n_gen", n_gen[rows]), ("n_obs", n_obs[rows]))}
-        batches.append(t)
+    batches = []
+    for start, end in bounds:
+        rows = order[start:end]
+        ng, no = n_gen[rows], n_obs[rows]
+        mi, mj = int(ng.max()), int(no.max())
+        gpos, opos = np.arange(mi), np.arange(mj)
+        gmask = gpos[None] < ng[:, None]
+        omask = opos[None] < no[:, None]
+        gen = np.where(gmask, gi[np.minimum(go[rows][:, None] + gpos, len(gi) - 1)], 0)
+        obs = np.where(omask, oi[np.minimum(oo[rows][:, None] + opos, len(oi) - 1)], 0)
+        cells = _cells(corpus.cell_off[rows], ng, no, mi, mj, rev)
+        ok = gmask[:, None, :] & omask[:, :, None]
+        pair = np.where(ok, corpus.pair[np.where(ok, cells, 0)], 0).astype(np.int32)
+        t = {"gen": gen, "obs": obs, "pair": pair, "rows": rows, "n_gen": ng, "n_obs": no}
+        batches.append({k: torch.as_tensor(np.ascontiguousarray(v), device=device)
+                        for k, v in t.items()})
     return batches
+
+
+def _cells(base, ng, no, mi, mj, rev):
+    """(B, J, I) flat cell index of (observed x, generator g) into the corpus layout."""
+    g = np.arange(mi)[None, None, :]
+    x = np.arange(mj)[None, :, None]
+    base = base[:, None, None]
+    if rev:  # generator = target side: cell = x * n_gen + g (source-major)
+        return base + x * ng[:, None, None] + g
+    return base + g * no[:, None, None] + x
 
 
 def _bucket(m, max_jump):
     return m.clamp(-max_jump, max_jump) + max_jump
 
 
-def _counts(b, a, cfg, stage, sizes):
-    """The (lex, lex_den, null, jump, fert) contributions of alignment a (B, J) of a batch."""
+def _neighbours(b, a):
+    """(prev, nxt) (B, J): the previous / next non-NULL value around each position
+    (-1 / n_gen where none), from state a (B, J)."""
+    B, J = a.shape
+    pos = torch.arange(J, device=a.device).expand(B, J)
+    lk = (a >= 0) & (pos < b["n_obs"][:, None])
+    last = torch.where(lk, pos, -1).cummax(1).values
+    last = torch.cat([last.new_full((B, 1), -1), last[:, :-1]], 1)
+    prev = torch.where(last >= 0, a.gather(1, last.clamp(min=0)), -1)
+    first = torch.where(lk, pos, J).flip(1).cummin(1).values.flip(1)
+    first = torch.cat([first[:, 1:], first.new_full((B, 1), J)], 1)
+    nxt = torch.where(first < J, a.gather(1, first.clamp(max=J - 1)),
+                      b["n_gen"][:, None].expand(B, J))
+    return prev, nxt
+
+
+def state_counts(b, a, cfg, stage, js=slice(None)):
+    """(index, weight) pairs of the counts of state a (B, J) of batch b, one per count
+    table [lex, lex_den, null, jump, fert]: lexical pair ids, their generator words and
+    NULL-aligned observed words of the tokens at positions js; jump buckets and flat
+    fertility cells e * (max_fert + 1) + min(phi, max_fert) of whole sentences (None
+    before stages 2 / 3). Weights are 0/1 masks (fixed shapes: no host sync)."""
+    B, J = a.shape
     dev = a.device
-    B, I = b["gen"].shape
-    J = a.shape[1]
-    valid = torch.arange(J, device=dev)[None] < b["n_obs"][:, None]
-    linked = valid & (a >= 0)
+    pos = torch.arange(J, device=dev)
+    valid = pos[None] < b["n_obs"][:, None]
+    lk = valid & (a >= 0)
     ac = a.clamp(min=0)
-    pid = b["pair"].gather(1, ac[:, None, :]).squeeze(1)  # (B, J)
-    e = b["gen"].gather(1, ac)
-    f64 = torch.float64
-    lex = torch.zeros(sizes["P"], dtype=f64, device=dev).index_add_(
-        0, pid[linked], torch.ones(int(linked.sum()), dtype=f64, device=dev))
-    den = torch.zeros(sizes["Vg"], dtype=f64, device=dev).index_add_(
-        0, e[linked], torch.ones(int(linked.sum()), dtype=f64, device=dev))
-    nl = valid & (a < 0)
-    null = torch.zeros(sizes["Vo"], dtype=f64, device=dev).index_add_(
-        0, b["obs"][nl], torch.ones(int(nl.sum()), dtype=f64, device=dev))
-    jump = torch.zeros(2 * cfg.max_jump + 1, dtype=f64, device=dev)
-    fert = torch.zeros(sizes["Vg"], cfg.max_fert + 1, dtype=f64, device=dev)
+    aj, vj, lj = ac[:, js], valid[:, js], lk[:, js]
+    out = [(b["pair"][:, js, :].gather(2, aj[:, :, None]).squeeze(2).long(), lj),
+           (b["gen"].gather(1, aj), lj), (b["obs"][:, js], vj & ~lj), None, None]
     if stage >= 2:
-        prev = torch.full((B,), -1, dtype=torch.long, device=dev)
-        for j in range(J):
-            lk = linked[:, j]
-            jump.index_add_(0, _bucket(a[lk, j] - prev[lk], cfg.max_jump),
-                            torch.ones(int(lk.sum()), dtype=f64, device=dev))
-            prev = torch.where(lk, a[:, j], prev)
-        jump.index_add_(0, _bucket(b["n_gen"] - prev, cfg.max_jump),
-                        torch.ones(B, dtype=f64, device=dev))
+        prev, _ = _neighbours(b, a)
+        lastpos = torch.where(lk, pos, -1).cummax(1).values[:, -1:]
+        last = torch.where(lastpos[:, 0] >= 0, a.gather(1, lastpos.clamp(min=0))[:, 0], -1)
+        out[3] = (torch.cat([_bucket(a - prev, cfg.max_jump).view(-1),
+                             _bucket(b["n_gen"] - last, cfg.max_jump)]),
+                  torch.cat([lk.view(-1), torch.ones(B, dtype=torch.bool, device=dev)]))
     if stage >= 3:
-        phi = torch.zeros(B, I, dtype=torch.long, device=dev)
-        phi.scatter_add_(1, ac, linked.long())
+        I = b["gen"].shape[1]
+        phi = torch.zeros(B, I, dtype=torch.long, device=dev).scatter_add_(1, ac, lk.long())
         gv = torch.arange(I, device=dev)[None] < b["n_gen"][:, None]
-        flat = b["gen"][gv] * (cfg.max_fert + 1) + phi[gv].clamp(max=cfg.max_fert)
-        fert.view(-1).index_add_(0, flat, torch.ones(flat.numel(), dtype=f64, device=dev))
-    return lex, den, null, jump, fert
+        out[4] = (b["gen"] * (cfg.max_fert + 1) + phi.clamp(max=cfg.max_fert), gv)
+    return out
 
 
-def _sweep_batch(b, a, C, cfg, stage, gen_rng, marg, accumulate, v_obs):
-    """One parallel sweep of batch b (a (B, J) updated in place); returns nothing."""
-    dev = a.device
+def _add(C, idx, sign):
+    """C[k] += sign * weight at the indices of idx[k] (repeats add up)."""
+    for c, iw in zip(C, idx, strict=True):
+        if iw is not None:
+            c.view(-1).index_add_(0, iw[0].reshape(-1), iw[1].reshape(-1).to(c.dtype),
+                                  alpha=sign)
+
+
+def _point_add(x, g, val, ok):
+    """x[b, j, g[b, j]] += val[b, j] where ok (and 0 <= g < I): a per-token correction."""
+    I = x.shape[2]
+    ok = ok & (g >= 0) & (g < I)
+    x.scatter_add_(2, g.clamp(0, I - 1)[:, :, None], (val * ok.to(x.dtype))[:, :, None])
+
+
+def block_conditional(b, a, C, cfg, stage, v_obs, js):
+    """Unnormalised conditionals of the tokens at observed positions `js` (a slice) of all
+    sentences of batch b: (w (B, Jb, I) over generator positions, 0 on padding; pn (B, Jb)
+    NULL), each from state a (B, J) and counts C = [lex, lex_den, null, jump, fert] with
+    the token's own contribution removed. Cost O(B * Jb * I), about 20 tensor passes."""
+    lex, den, null, jump, fert = C
+    dt = lex.dtype
     B, I = b["gen"].shape
     J = a.shape[1]
-    lex, den, null, jump, fert = C
+    dev = a.device
     gpos = torch.arange(I, device=dev)
-    gvalid = gpos[None] < b["n_gen"][:, None]
+    gvalid = gpos[None] < b["n_gen"][:, None]  # (B, I)
+    old = a[:, js]
+    valid = torch.arange(J, device=dev)[js][None] < b["n_obs"][:, None]
+    linked = valid & (old >= 0)
+    oldc = old.clamp(min=0)
+    pid = b["pair"][:, js, :]
+    Jb = pid.shape[1]
     e = b["gen"]
-    # next non-NULL position after each j in the old state (positions > j are not yet
-    # resampled when j is reached)
-    nxt_all = torch.empty(B, J, dtype=torch.long, device=dev)
-    cur = b["n_gen"].clone()
-    for j in range(J - 1, -1, -1):
-        nxt_all[:, j] = cur
-        valid = j < b["n_obs"]
-        cur = torch.where(valid & (a[:, j] >= 0), a[:, j], cur)
-    prev = torch.full((B,), -1, dtype=torch.long, device=dev)
-    phi = torch.zeros(B, I, dtype=torch.long, device=dev)
-    linked0 = (a >= 0) & (torch.arange(J, device=dev)[None] < b["n_obs"][:, None])
-    phi.scatter_add_(1, a.clamp(min=0), linked0.long())
-    jt = jump.sum() + cfg.jump_alpha * jump.numel()
-    for j in range(J):
-        valid = j < b["n_obs"]
-        old = a[:, j]
-        oldc = old.clamp(min=0)
-        linked = valid & (old >= 0)
-        pid = b["pair"][:, :, j]  # (B, I)
-        own_pair = pid.gather(1, oldc[:, None])
-        own_e = e.gather(1, oldc[:, None])
-        num = lex[pid] - (linked[:, None] & (pid == own_pair)).double()
-        dn = den[e] - (linked[:, None] & (e == own_e)).double()
-        p = (cfg.lex_alpha + num) / (cfg.lex_alpha * v_obs + dn)
-        nxt = nxt_all[:, j]
-        if stage == 1:
-            p = p * ((1 - cfg.p_null) / b["n_gen"].double())[:, None]
-        else:
-            b1 = _bucket(gpos[None] - prev[:, None], cfg.max_jump)
-            b2 = _bucket(nxt[:, None] - gpos[None], cfg.max_jump)
-            c2 = jump[b2] + (b1 == b2).double()
-            p = p * (1 - cfg.p_null) * (cfg.jump_alpha + jump[b1]) * (cfg.jump_alpha + c2) / (
-                jt * (jt + 1))
-        if stage >= 3:
-            ph = phi - (linked[:, None] & (gpos[None] == oldc[:, None])).long()
-            f0 = ph.clamp(max=cfg.max_fert)
-            f1 = (ph + 1).clamp(max=cfg.max_fert)
-            ratio = (cfg.fert_alpha + fert[e, f1]) / (cfg.fert_alpha + fert[e, f0] - 1.0)
-            p = p * torch.where(f0 == f1, torch.ones_like(ratio), ratio)
-        t = b["obs"][:, j]
-        pn = cfg.p_null * (cfg.null_alpha + null[t] - (valid & (old < 0)).double()) / (
-            cfg.null_alpha * v_obs + null.sum() - (valid & (old < 0)).double())
-        if stage >= 2:
-            pn = pn * (cfg.jump_alpha + jump[_bucket(nxt - prev, cfg.max_jump)]) / jt
-        p = torch.where(gvalid, p, torch.zeros_like(p)).clamp(min=0)
-        probs = torch.cat([p, pn[:, None]], 1)
-        total = probs.sum(1, keepdim=True)
-        cum = probs.cumsum(1)
-        u = torch.rand(B, 1, generator=gen_rng, device=dev, dtype=torch.float64) * total
-        new = (cum <= u).sum(1).clamp(max=I)
-        new = torch.where(new >= b["n_gen"], torch.full_like(new, -1), new)
-        new = torch.where(valid, new, old)
-        if accumulate:
-            cells = b["cell"][:, :, j]
-            m = (p / total)[cells >= 0]
-            marg.index_add_(0, cells[cells >= 0], m.to(marg.dtype))
-        if stage >= 3:
-            phi = ph + (valid[:, None] & (new[:, None] >= 0) & (gpos[None] == new[:, None])
-                        ).long()
-        a[:, j] = new
-        prev = torch.where(valid & (new >= 0), new, prev)
+    own_e = torch.where(linked, e.gather(1, oldc), -1)  # -1: no word
+    # lexical: the token's own count is removed wherever its old generator word occurs
+    same = e[:, None, :] == own_e[:, :, None]
+    samef = same.to(dt)
+    w = lex.index_select(0, pid.reshape(-1).long()).view(B, Jb, I)
+    w.add_(cfg.lex_alpha).sub_(samef)
+    g_fac = gvalid.to(dt)  # (B, I) factors shared by the sentence's tokens
+    w.div_((den.index_select(0, e.view(-1)).view(B, 1, I) + cfg.lex_alpha * v_obs) - samef)
+    t = b["obs"][:, js]
+    own_null = (valid & (old < 0)).to(dt)
+    pn = cfg.p_null * (cfg.null_alpha + null.index_select(0, t.reshape(-1)).view(B, Jb)
+                       - own_null) / (cfg.null_alpha * v_obs + null.sum() - own_null)
+    if stage == 1:
+        g_fac = g_fac * ((1 - cfg.p_null) / b["n_gen"].to(dt))[:, None]
+    else:
+        prev, nxt = (x[:, js] for x in _neighbours(b, a))
+        w.mul_(_jump_factor(jump, cfg, prev, nxt, old, linked, valid, I))
+        jt = jump.sum() + cfg.jump_alpha * jump.numel() - linked.to(dt) - valid.to(dt)
+        w.mul_(((1 - cfg.p_null) / (jt * (jt + 1)))[:, :, None])
+        mj = cfg.max_jump
+        bn = _bucket(nxt - prev, mj)
+        r1 = torch.where(linked, _bucket(old - prev, mj), bn)
+        r2 = torch.where(linked, _bucket(nxt - old, mj), -1)
+        jn = jump.index_select(0, bn.reshape(-1)).view(B, Jb) - \
+            (valid & (bn == r1)).to(dt) - (bn == r2).to(dt)
+        pn = pn * (cfg.jump_alpha + jn) / jt
+    if stage >= 3:
+        w.mul_(_fert_factor(fert, cfg, b, a, same, oldc, linked, own_e))
+    w.mul_(g_fac[:, None, :])
+    return w.clamp_(min=0), pn.clamp(min=0)
 
 
-def batched_direction(corpus, batches, priors, cfg, its, *, rev, generator, v_obs):
-    """All samplers of one direction with the batched sampler; returns marginals (cells,)
-    as a float32 numpy array (averaged) and the last sampler's counts (numpy)."""
+def _jump_factor(jump, cfg, prev, nxt, old, linked, valid, I):
+    """(B, Jb, I): (ja + J'[g - prev]) * (ja + J'[nxt - g] + [same bucket]) with J' the jump
+    counts without the token's own jumps (prev -> old -> nxt, or prev -> nxt for NULL)."""
+    mj, dt, dev = cfg.max_jump, jump.dtype, jump.device
+    B, Jb = prev.shape
+    gpos = torch.arange(I, device=dev)
+    off = I + 1  # raw jumps lie in [-(I + 1), I + 1]
+    ext = jump.index_select(0, _bucket(torch.arange(-off, off + 1, device=dev), mj)) + \
+        cfg.jump_alpha
+    d1 = gpos + (off - prev)[:, :, None]  # (B, Jb, I) raw jump g - prev, shifted
+    d2 = (nxt + off)[:, :, None] - gpos
+    j1 = ext.index_select(0, d1.view(-1)).view(B, Jb, I)
+    j2 = ext.index_select(0, d2.view(-1)).view(B, Jb, I)
+    if I + 1 <= mj:  # no clamping in this batch: equal buckets <=> equal raw jumps
+        x1 = torch.where(linked, old - prev, nxt - prev)  # the token's removed raw jumps
+        x2 = nxt - old
+        one = torch.ones_like(prev, dtype=dt)
+        for j, base, sgn in ((j1, prev, 1), (j2, nxt, -1)):
+            _point_add(j, base + sgn * x1, -one, valid)
+            _point_add(j, base + sgn * x2, -one, linked)
+        _point_add(j2, torch.div(prev + nxt, 2, rounding_mode="floor"), one,
+                   (prev + nxt) % 2 == 0)
+    else:  # general: compare clamped buckets
+        b1, b2 = _bucket(d1 - off, mj), _bucket(d2 - off, mj)
+        r1 = torch.where(linked, _bucket(old - prev, mj), _bucket(nxt - prev, mj))
+        r1 = torch.where(valid, r1, -1)[:, :, None]
+        r2 = torch.where(linked, _bucket(nxt - old, mj), -1)[:, :, None]
+        j1 -= (b1 == r1).to(dt) + (b1 == r2).to(dt)
+        j2 -= (b2 == r1).to(dt) + (b2 == r2).to(dt) - (b1 == b2).to(dt)
+    return j1.mul_(j2)
+
+
+def _fert_factor(fert, cfg, b, a, same, oldc, linked, own_e):
+    """(B, Jb, I): the fertility ratio of adding the token to each position g, with the
+    token removed (its old position's count drops by one; that position's bucket move is
+    seen by every position holding the same word)."""
+    F, fa, dt = cfg.max_fert, cfg.fert_alpha, fert.dtype
+    B, I = b["gen"].shape
+    J = a.shape[1]
+    dev = a.device
+    e = b["gen"]
+    valid = torch.arange(J, device=dev)[None] < b["n_obs"][:, None]
+    phi = torch.zeros(B, I, dtype=torch.long, device=dev).scatter_add_(
+        1, a.clamp(min=0), (valid & (a >= 0)).long())
+    fl = fert.view(-1)
+    row = e * (F + 1)
+    f0 = phi.clamp(max=F)
+    c0 = fl.index_select(0, (row + f0).view(-1)).view(B, I)
+    c1 = fl.index_select(0, (row + (phi + 1).clamp(max=F)).view(-1)).view(B, I)
+    r0 = torch.where(phi < F, (fa + c1) / (fa + c0 - 1.0), torch.ones_like(c0))  # (B, I)
+    # per token: the table of its old word over buckets f, before / after its move q0 -> q1
+    po = phi.gather(1, oldc)
+    q0, q1 = po.clamp(max=F), (po - 1).clamp(max=F)
+    fs = torch.arange(F + 1, device=dev)
+    tab = fl.index_select(0, (own_e.clamp(min=0) * (F + 1))[:, :, None].add(fs).view(-1)
+                          ).view(*own_e.shape, F + 1)
+    moved = tab - (fs == q0[:, :, None]).to(dt) + (fs == q1[:, :, None]).to(dt)
+    nxt_f = torch.cat([fs[1:], fs[-1:]])
+    base = (fa + tab[:, :, nxt_f]) / (fa + tab - 1.0)
+    fix = (fa + moved[:, :, nxt_f]) / (fa + moved - 1.0) / base  # (B, Jb, F + 1)
+    fix[:, :, F] = 1.0
+    k = fix.gather(2, f0[:, None, :].expand(-1, fix.shape[1], -1))
+    fac = torch.where(same, k, torch.ones_like(k)).mul_(r0[:, None, :])
+    # the old position itself: phi - 1 with the moved table
+    r_own = torch.where(po - 1 < F, (fa + moved.gather(2, q0[:, :, None])[..., 0]) /
+                        (fa + moved.gather(2, q1.clamp(min=0)[:, :, None])[..., 0] - 1.0),
+                        torch.ones_like(q0, dtype=dt))
+    keep = fac.gather(2, oldc[:, :, None])[..., 0]
+    fac.scatter_(2, oldc[:, :, None], torch.where(linked, r_own, keep)[:, :, None])
+    return fac
+
+
+def _sweep_block(b, a, C, cfg, stage, v_obs, js, generator, marg):
+    """Sample the tokens at positions js of batch b at once, update a and C in place;
+    with marg (B, J, I), add their normalised conditionals to it."""
+    w, pn = block_conditional(b, a, C, cfg, stage, v_obs, js)
+    B, Jb, I = w.shape
+    cum = w.cumsum(2)
+    total = cum[:, :, -1] + pn
+    u = torch.rand(B, Jb, generator=generator, device=w.device, dtype=w.dtype) * total
+    new = torch.searchsorted(cum, u[:, :, None], right=True)[:, :, 0]
+    valid = torch.arange(a.shape[1], device=a.device)[js][None] < b["n_obs"][:, None]
+    new = torch.where((new >= b["n_gen"][:, None]) | ~valid, -1, new)
+    if marg is not None:
+        marg[:, js, :].addcmul_(w, (1.0 / total)[:, :, None])
+    before = state_counts(b, a, cfg, stage, js)
+    a[:, js] = new
+    _add(C, before, -1)
+    _add(C, state_counts(b, a, cfg, stage, js), 1)
+
+
+def batched_direction(corpus, batches, priors, cfg, its, *, rev, generator, v_obs,
+                      dtype=torch.float32):
+    """All samplers of one direction with the batched sampler (batches from make_batches).
+
+    Cost O(n_samplers * sweeps * padded cells) time; memory: the batches' marginals (4 bytes
+    per padded cell) plus count tables in `dtype` (the (P,) lexical one dominates).
+    Returns the marginals (cells,) float32 numpy (averaged over samplers and post-burn-in
+    sweeps of the last stage) and the counts [lex, lex_den, null, jump, fert] (numpy,
+    averaged over samplers, priors included).
+    """
     dev = batches[0]["gen"].device if batches else torch.device("cpu")
-    sizes = {"P": len(corpus.keys), "Vg": len(priors[1]), "Vo": len(priors[2])}
-    marg = torch.zeros(len(corpus.pair), dtype=torch.float32, device=dev)
+    margs = [torch.zeros(b["pair"].shape, dtype=torch.float32, device=dev) for b in batches]
     n_acc = 0
     last = max(s for s in range(3) if its[s] > 0)
+    avg = None
     for _ in range(cfg.n_samplers):
         states = []
         for b in batches:
@@ -191,25 +350,36 @@ def batched_direction(corpus, batches, priors, cfg, its, *, rev, generator, v_ob
             u = torch.rand(B, J, generator=generator, device=dev, dtype=torch.float64)
             a = (u * b["n_gen"][:, None]).long()
             nul = torch.rand(B, J, generator=generator, device=dev, dtype=torch.float64)
-            states.append(torch.where(nul < cfg.p_null, torch.full_like(a, -1), a))
+            valid = torch.arange(J, device=dev)[None] < b["n_obs"][:, None]
+            states.append(torch.where((nul < cfg.p_null) | ~valid, -1, a))
+        C = None
         for stage in range(1, 4):
             n = its[stage - 1]
             if n == 0:
                 continue
-            C = [torch.as_tensor(np.asarray(x, dtype=np.float64), device=dev).clone()
-                 for x in (priors[0], priors[1], priors[2], priors[3], priors[4])]
+            C = [torch.as_tensor(np.asarray(x if x is not None else np.zeros(len(corpus.keys))),
+                                 device=dev).to(dtype).clone() for x in priors]
             for b, a in zip(batches, states, strict=True):
-                for c, d in zip(C, _counts(b, a, cfg, stage, sizes), strict=True):
-                    c += d
+                _add(C, state_counts(b, a, cfg, stage), 1)
+            blocks = [slice(None)] if stage == 1 else [slice(0, None, 2), slice(1, None, 2)]
             start_acc = int(np.floor(cfg.burn_in * n))
             for it in range(n):
                 acc = stage - 1 == last and it >= start_acc
-                for b, a in zip(batches, states, strict=True):
-                    before = _counts(b, a, cfg, stage, sizes)
-                    _sweep_batch(b, a, C, cfg, stage, generator, marg, acc, v_obs)
-                    for c, d0, d1 in zip(C, before, _counts(b, a, cfg, stage, sizes),
-                                         strict=True):
-                        c += d1 - d0
+                for b, a, m in zip(batches, states, margs, strict=True):
+                    for js in blocks:
+                        _sweep_block(b, a, C, cfg, stage, v_obs, js, generator,
+                                     m if acc else None)
                 n_acc += acc
-    marg /= max(1, n_acc)
-    return marg.cpu().numpy(), [c.cpu().numpy() for c in C]
+        c64 = [c.double() / cfg.n_samplers for c in C]
+        avg = c64 if avg is None else [x + y for x, y in zip(avg, c64, strict=True)]
+    out = torch.zeros(len(corpus.pair), dtype=torch.float32, device=dev)
+    for b, m in zip(batches, margs, strict=True):
+        ng, no = b["n_gen"].cpu().numpy(), b["n_obs"].cpu().numpy()
+        B, J, I = m.shape
+        cells = torch.as_tensor(_cells(corpus.cell_off[b["rows"].cpu().numpy()], ng, no, I, J,
+                                       rev), device=dev)
+        ok = (torch.arange(I, device=dev)[None, None] < b["n_gen"][:, None, None]) & \
+             (torch.arange(J, device=dev)[None, :, None] < b["n_obs"][:, None, None])
+        out[cells[ok]] = m[ok]
+    out /= max(1, n_acc)
+    return out.cpu().numpy(), [c.cpu().numpy() for c in avg]

@@ -292,14 +292,15 @@ class BayesAligner:
         if cfg.sampler == "batched":
             import torch
 
-            from aligners.models.bayes.batched import batched_direction, make_batches
+            from aligners.models.bayes.batched import batched_direction, cpu_threads, make_batches
 
             gen_rng = torch.Generator(device=cfg.device)
             gen_rng.manual_seed(2 * seed + (0 if fwd else 1))
             batches = make_batches(corpus, rev=not fwd, max_cells=cfg.batch_cells,
                                    device=cfg.device)
-            marg, c = batched_direction(corpus, batches, priors, cfg, its, rev=not fwd,
-                                        generator=gen_rng, v_obs=v_obs)
+            with cpu_threads(cfg.device):  # directions on 2 threads, 1 torch thread each
+                marg, c = batched_direction(corpus, batches, priors, cfg, its, rev=not fwd,
+                                            generator=gen_rng, v_obs=v_obs)
             return (_from_dense(corpus, marg, not fwd, _n_slots(cfg, len(obs))),
                     BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4]))
         n_gen_sent = np.diff(gen_off)
@@ -394,7 +395,7 @@ class BayesAligner:
         jobs = [(d, seed, self._priors(corpus, d, lazy=exact)) for d in ("fwd", "rev")]
         if exact:
             corpus.drop_keys()  # 8 bytes per pair, not read while sampling: rebuilt after
-        if self.config.threads >= 2 and exact:
+        if self.config.threads >= 2:
             with ThreadPoolExecutor(max_workers=2) as pool:
                 out = list(pool.map(lambda d: self._direction(corpus, d[0], its, d[1], d[2]),
                                     jobs))
