@@ -10,7 +10,8 @@ Dirichlet pseudo-counts (priors) while the new text is sampled (eflomal's priors
 no retraining of the old text. Decoding: argmax of the averaged marginals per direction
 (`--decoding viterbi`, the default) or a posterior threshold (`--decoding posterior`), then
 --symmetrize (default grow-diag-final-and). `--posteriors` writes `i-j:p` with the averaged
-marginals (mean of both directions for symmetrized links).
+marginals (mean of both directions for symmetrized links). `--sampler batched --device cuda`
+runs the approximate block sampler (aligners/models/bayes/batched.py) on a GPU.
 """
 
 from __future__ import annotations
@@ -34,12 +35,17 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
                    help="1 IBM1, 2 +HMM, 3 +fertility (default 3)")
     b.add_argument("--sampler-threads", type=int, choices=(1, 2), default=2,
                    help="2: both directions in parallel (default)")
+    b.add_argument("--sampler", choices=("exact", "batched"), default=None,
+                   help="exact: the sequential numba sampler (default, CPU); batched: the "
+                        "approximate block sampler on torch tensors (runs on --device)")
 
 
 def _config(args):
     from aligners.models.bayes import BayesConfig
 
-    kw = {"threads": args.sampler_threads, "lowercase": True}
+    kw = {"threads": args.sampler_threads, "lowercase": True, "device": args.device}
+    if args.sampler is not None:
+        kw["sampler"] = args.sampler
     for flag, name in (("samplers", "n_samplers"), ("length", "rel_iterations"),
                        ("null_prior", "p_null"), ("stages", "model")):
         if getattr(args, flag) is not None:
@@ -59,9 +65,15 @@ def run_bayes(args: argparse.Namespace, pairs, write) -> int:
     from aligners.models.bayes.io import load_bayes_aligner, save_bayes_aligner
     from aligners.symmetrize import HEURISTICS
 
-    if args.device != "cpu":
+    if args.device != "cpu" and args.sampler != "batched":
         raise AlignersInputError(f"--device {args.device}: the Bayesian aligner's exact "
-                                 "sampler runs on the CPU; use --device cpu")
+                                 "sampler runs on the CPU; use --device cpu, or "
+                                 "--sampler batched")
+    if args.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise AlignersInputError(f"--device {args.device}: torch sees no CUDA device")
     if args.decoding == "agreement":
         raise AlignersInputError("--decoding agreement is for --model hmm; the Bayesian "
                                  "model decodes by viterbi (argmax) or posterior")
@@ -70,6 +82,9 @@ def run_bayes(args: argparse.Namespace, pairs, write) -> int:
         model = load_bayes_aligner(args.load_model)
         decoding = model.decoding
         model.config.threads = args.sampler_threads
+        model.config.device = args.device
+        if args.sampler is not None:
+            model.config.sampler = args.sampler
     else:
         model = BayesAligner(_config(args))
     method = args.decoding or decoding.get("method", "viterbi")
