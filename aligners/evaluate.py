@@ -5,18 +5,14 @@ Uses the configs shipped inside the package (see `aligners.train`); the top-leve
 `evaluate.py` is a thin wrapper around `main`.
 """
 
-from pathlib import Path
-
 import hydra
 from omegaconf import DictConfig
 
 from aligners.run import evaluate
 from aligners.run import main as run_main
+from aligners.train import CONFIGS  # the one absolute configs folder
 
 __all__ = ["CONFIGS", "main"]
-
-# an absolute folder: the same whether this runs as `-m`, from a wrapper or from a wheel
-CONFIGS = str(Path(__file__).resolve().parent / "configs")
 
 
 @hydra.main(version_base="1.3", config_path=CONFIGS, config_name="evaluate")
