@@ -87,27 +87,39 @@ PAIRS = [("a b c a".split(), "x y z y w".split()), ("b a".split(), "y x x".split
          ("c".split(), "z w".split())]
 
 
+def random_alignments(rng, direction="fwd", pairs=PAIRS):
+    """A random state [[v]] of `pairs` in `direction`: v in -1 (NULL) .. I-1 per token."""
+    lens = [(len(s), len(t)) for s, t in pairs]
+    if direction == "rev":
+        lens = [(j, i) for i, j in lens]
+    return [[int(v) for v in rng.integers(-1, i, size=j)] for i, j in lens]
+
+
+def brute_conditional(sents, a_lists, k, x, cfg, stage, v_obs, nb):
+    """Token x of sentence k: its normalised conditional (I + 1,), positions then NULL, as
+    ratios of the enumerated joint with only that token's value changed."""
+    logs = []
+    for v in [*range(len(sents[k][0])), -1]:
+        alt = [list(al) for al in a_lists]
+        alt[k][x] = v
+        logs.append(log_joint(sents, alt, cfg, stage, v_obs, nb))
+    p = np.exp(np.array(logs) - max(logs))
+    return p / p.sum()
+
+
 @pytest.mark.parametrize("direction", ["fwd", "rev"])
 @pytest.mark.parametrize("stage", [1, 2, 3])
 def test_token_conditional_equals_brute_force(direction, stage):
     rng = np.random.default_rng(stage)
-    lens = [(len(s), len(t)) for s, t in PAIRS]
-    if direction == "rev":
-        lens = [(j, i) for i, j in lens]
-    a_lists = [[int(v) for v in rng.integers(-1, i, size=j)] for i, j in lens]
+    a_lists = random_alignments(rng, direction)
     arrays, sents, v_obs, nb = _setup(PAIRS, direction, a_lists, stage)
     before = [x.copy() for x in arrays[8:] if isinstance(x, np.ndarray)]
     for k, (gen, obs) in enumerate(sents):
         for x in range(len(obs)):
             out = np.zeros(len(gen) + 1)
             K.token_conditional(k, x, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
-            logs = []
-            for v in [*range(len(gen)), -1]:
-                alt = [list(al) for al in a_lists]
-                alt[k][x] = v
-                logs.append(log_joint(sents, alt, CFG, stage, v_obs, nb))
-            exact = np.exp(np.array(logs) - max(logs))
-            np.testing.assert_allclose(out / out.sum(), exact / exact.sum(), rtol=1e-9)
+            exact = brute_conditional(sents, a_lists, k, x, CFG, stage, v_obs, nb)
+            np.testing.assert_allclose(out / out.sum(), exact, rtol=1e-9)
     after = [x for x in arrays[8:] if isinstance(x, np.ndarray)]
     for b, c in zip(before, after, strict=True):  # the state is left unchanged
         np.testing.assert_array_equal(b, c)
@@ -128,11 +140,8 @@ def test_brute_force_oracle_can_fail():
 def test_sweep_uses_the_same_conditional(direction, stage):
     """The sweep's inlined conditional equals token_conditional (checked by brute force
     above): the marginal a sweep adds for the first token is its normalised conditional."""
-    lens = [(len(s), len(t)) for s, t in PAIRS]
-    if direction == "rev":
-        lens = [(j, i) for i, j in lens]
     rng = np.random.default_rng(11 + stage)
-    a_lists = [[int(v) for v in rng.integers(-1, i, size=j)] for i, j in lens]
+    a_lists = random_alignments(rng, direction)
     arrays, sents, v_obs, nb = _setup(PAIRS, direction, a_lists, stage)
     n_gen = len(sents[0][0])
     out = np.zeros(n_gen + 1)
@@ -180,11 +189,8 @@ def test_sweep_equals_token_by_token_reference(direction, stage):
     counts change, swept in two chunks) give the same alignments as the reference that
     recomputes everything per token, and its slots (K >= I) hold the same summed
     conditionals."""
-    lens = [(len(s), len(t)) for s, t in PAIRS]
-    if direction == "rev":
-        lens = [(j, i) for i, j in lens]
     rng = np.random.default_rng(5 + stage)
-    a_lists = [[int(v) for v in rng.integers(-1, i, size=j)] for i, j in lens]
+    a_lists = random_alignments(rng, direction)
     fast, sents, v_obs, nb = _setup(PAIRS, direction, a_lists, stage)
     ref = _setup(PAIRS, direction, a_lists, stage)[0]
     n_tok = len(fast[8])
@@ -214,9 +220,7 @@ def test_few_slots_keep_the_argmax_and_lower_bound_the_dense_marginals():
     """K = 2 slots on sentences of up to 4 positions: the chain is the same (slots never feed
     back), every kept mass is <= the dense (K >= I) one, NULL's mass is exact, and the
     per-token argmax (vs NULL) is the same as the dense one."""
-    lens = [(len(s), len(t)) for s, t in PAIRS]
-    rng = np.random.default_rng(3)
-    a_lists = [[int(v) for v in rng.integers(-1, i, size=j)] for i, j in lens]
+    a_lists = random_alignments(np.random.default_rng(3))
     runs = []
     for n_slots in (8, 2):
         arrays, sents, v_obs, nb = _setup(PAIRS, "fwd", a_lists, 3)
