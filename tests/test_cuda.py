@@ -11,10 +11,10 @@ valid structures with the right frequencies. The backtrack and the scan run unde
 on machines without a GPU).
 """
 
-import os
 
 import pytest
 import torch
+from cuda_device import CUDA_MARKS, DEVICE
 
 from aligners.lattices import _chain_scan as scan
 from aligners.lattices import (
@@ -36,13 +36,7 @@ from aligners.lattices.linear_chain import LinearChain
 from aligners.lattices.semimarkov import SemiMarkov
 from aligners.semirings import EntropySemiring, KMaxSemiring, LogSemiring, MaxSemiring
 
-_FORCED = os.environ.get("ALIGNERS_TEST_DEVICE")
-DEVICE = torch.device(_FORCED or "cuda")
-pytestmark = [
-    pytest.mark.cuda,
-    pytest.mark.skipif(_FORCED is None and not torch.cuda.is_available(),
-                       reason="no CUDA GPU: the cuda tests compare GPU with CPU results"),
-]
+pytestmark = CUDA_MARKS
 
 
 class _no_sync:  # noqa: N801

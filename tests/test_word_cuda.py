@@ -8,10 +8,10 @@ on the CPU over the model's pair table, then moved once to the model's device).
 ``ALIGNERS_TEST_DEVICE=cpu`` runs the same comparisons CPU-vs-CPU (a self-check here).
 """
 
-import os
 
 import pytest
 import torch
+from cuda_device import CUDA_MARKS, DEVICE
 from word_toy import toy_corpus
 
 from aligners.cli import main
@@ -20,13 +20,7 @@ from aligners.data.vocab import WordIds
 from aligners.models.word.agreement import WordAlignConfig, WordAligner
 from aligners.models.word.saved import load_word_aligner
 
-_FORCED = os.environ.get("ALIGNERS_TEST_DEVICE")
-DEVICE = torch.device(_FORCED or "cuda")
-pytestmark = [
-    pytest.mark.cuda,
-    pytest.mark.skipif(_FORCED is None and not torch.cuda.is_available(),
-                       reason="no CUDA GPU: the cuda tests compare GPU with CPU results"),
-]
+pytestmark = CUDA_MARKS
 TABLES = ("t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd")
 
 
