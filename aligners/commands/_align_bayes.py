@@ -65,15 +65,14 @@ def run_bayes(args: argparse.Namespace, pairs, write) -> int:
     from aligners.models.bayes.io import load_bayes_aligner, save_bayes_aligner
     from aligners.symmetrize import HEURISTICS
 
-    if args.device != "cpu" and args.sampler != "batched":
-        raise AlignersInputError(f"--device {args.device}: the Bayesian aligner's exact "
-                                 "sampler runs on the CPU; use --device cpu, or "
-                                 "--sampler batched")
-    if args.device.startswith("cuda"):
-        import torch
+    if args.device != "cpu":
+        if args.sampler != "batched":
+            raise AlignersInputError(f"--device {args.device}: the Bayesian aligner's exact "
+                                     "sampler runs on the CPU; use --device cpu, or "
+                                     "--sampler batched")
+        from aligners.commands._device import torch_device
 
-        if not torch.cuda.is_available():
-            raise AlignersInputError(f"--device {args.device}: torch sees no CUDA device")
+        torch_device(args.device)
     if args.decoding == "agreement":
         raise AlignersInputError("--decoding agreement is for --model hmm; the Bayesian "
                                  "model decodes by viterbi (argmax) or posterior")

@@ -216,10 +216,10 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from tqdm import tqdm
 
+    from aligners.commands._device import torch_device
     from aligners.inference.decode import decode_lines
 
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        raise AlignersInputError(f"--device {args.device}: CUDA is not available")
+    torch_device(args.device)
     torch.set_num_threads(max(1, args.threads))
     for dest, flag in ((args.forward_links, "-f"), (args.reverse_links, "-r"),
                        (args.output, "-o")):

@@ -96,17 +96,12 @@ def run(args: argparse.Namespace) -> int:
     pairs = _read_pairs(args)  # bad input fails fast, before torch is imported
     import torch
 
+    from aligners.commands._device import torch_device
     from aligners.export import load
     from aligners.models.mono.aligner import MonoAligner
 
     torch.set_num_threads(args.threads)
-    device = getattr(args, "device", "cpu") or "cpu"
-    try:
-        device = torch.device(device)
-    except RuntimeError:
-        raise AlignersInputError(f"--device: not a torch device: {device!r}") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise AlignersInputError("--device cuda: no CUDA device is available here")
+    device = torch_device(getattr(args, "device", "cpu") or "cpu")
     aligner = load(args.model)
     if not isinstance(aligner, MonoAligner):
         raise AlignersInputError("not a monolingual aligner (expected a model folder of kind "
