@@ -98,13 +98,16 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
                 tot_g += torch.bincount(u, minlength=cand.n_gappy)
         total = dict(zip(cl, tot_c.tolist()))
         top_c = rank_phrases(aligned, total, top=config.n_contiguous,
-                             discount=config.discount)
+                             discount=config.discount, min_count=config.min_count,
+                             rule=config.rank)
         top_g = []
         if config.gappy:
             gl = [tuple(x) for x in cand.gappy.tolist()]
             galigned = dict(zip(gl, gc.tolist()))
             top_g = rank_phrases(galigned, dict(zip(gl, tot_g.tolist())), top=config.n_gappy,
-                                 discount=config.discount)
+                                 discount=config.discount if config.gappy_discount is None
+                                 else config.gappy_discount, min_count=config.gappy_min_count,
+                                 rule=config.gappy_rank or config.rank)
         lists[side] = PhraseList(_to_list(top_c, L),
                                  torch.tensor(top_g, dtype=torch.long).view(-1, 2), V[side], L)
         stats[f"{side}_contiguous_candidates"] = cand.n_contiguous

@@ -60,9 +60,14 @@ class PhrasalConfig:
     agreement: bool = True
     iterations: int = 5
     discount: float = 0.5  # of the discounted probability that ranks mined phrases
+    min_count: int = 1  # occurrences a contiguous phrase needs to be ranked
+    rank: str = "probability"  # or "count" (phrase_lists.RANK_RULES)
+    gappy_discount: float | None = None  # None: `discount`
+    gappy_min_count: int = 1  # occurrences a gappy phrase needs to be ranked
+    gappy_rank: str | None = None  # None: `rank`
 
     def __post_init__(self):
-        from aligners.models.phrasal.phrase_lists import MAX_PHRASE_LEN
+        from aligners.models.phrasal.phrase_lists import MAX_PHRASE_LEN, RANK_RULES
 
         checks = [(0.0 <= self.p0 < 1.0, "p0 must be in [0, 1)"),
                   (1 <= self.max_phrase_len <= MAX_PHRASE_LEN,
@@ -70,7 +75,11 @@ class PhrasalConfig:
                   (self.eta > 0 and self.lam > 0, "eta and lam must be > 0"),
                   (self.n_contiguous >= 0 and self.n_gappy >= 0, "phrase counts must be >= 0"),
                   (self.iterations >= 0, "iterations must be >= 0"),
-                  (self.discount >= 0, "discount must be >= 0")]
+                  (self.discount >= 0, "discount must be >= 0"),
+                  (self.min_count >= 1 and self.gappy_min_count >= 1, "min counts must be >= 1"),
+                  ((self.gappy_discount or 0) >= 0, "gappy_discount must be >= 0"),
+                  (self.rank in RANK_RULES and (self.gappy_rank or self.rank) in RANK_RULES,
+                   f"rank and gappy_rank must be one of {RANK_RULES}")]
         for ok, msg in checks:
             if not ok:
                 raise ValueError(f"PhrasalConfig: {msg}")

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["MAX_PHRASE_LEN", "PhraseList", "span_hashes", "mine_candidates", "rank_phrases"]
+__all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "PhraseList", "span_hashes", "mine_candidates",
+           "rank_phrases"]
 
 _HASH_SEED = 20110619
 MAX_PHRASE_LEN = 16  # longest phrase the span hash supports
+RANK_RULES = ("probability", "count")  # how `rank_phrases` orders the mined candidates
 
 
 def _multipliers(L: int) -> torch.Tensor:
@@ -163,13 +165,21 @@ def mine_candidates(obs: torch.Tensor, align: torch.Tensor, lengths: torch.Tenso
     return contiguous, (keys, where)
 
 
-def rank_phrases(aligned: dict, total: dict, *, top: int, discount: float) -> list:
-    """Top `top` phrases by the discounted probability (aligned - discount) / total (only
-    positive scores); ties by aligned count, then the phrase itself. Cost O(n log n)."""
+def rank_phrases(aligned: dict, total: dict, *, top: int, discount: float,
+                 min_count: int = 1, rule: str = "probability") -> list:
+    """Top `top` phrases of the mined candidates. aligned / total: {phrase: count} of the
+    instances aligned to one state / of all occurrences. Only phrases with total >=
+    `min_count` and aligned > `discount` are ranked. rule "probability" (the paper, sec. 5):
+    by the discounted probability (aligned - discount) / total, ties by aligned count;
+    rule "count": by the discounted aligned count aligned - discount, ties by the
+    probability. Then by the phrase itself. Cost O(n log n)."""
+    if rule not in RANK_RULES:
+        raise ValueError(f"rank rule must be one of {RANK_RULES}, got {rule!r}")
     scored = []
     for ph, c in aligned.items():
         t = total.get(ph, 0)
-        if t > 0 and c - discount > 0:
-            scored.append(((c - discount) / t, c, ph))
+        if t > 0 and t >= min_count and c - discount > 0:
+            p = (c - discount) / t
+            scored.append((p, c, ph) if rule == "probability" else (c - discount, p, ph))
     scored.sort(key=lambda x: (-x[0], -x[1], x[2]))
     return [ph for _, _, ph in scored[:top]]
