@@ -80,3 +80,23 @@ def test_the_task_runs_end_to_end_and_its_saved_model_evaluates(tmp_path):
     assert (tmp_path / "eval" / "metrics.json").is_file()
     scored = json.dumps(got)
     assert "aer" in scored, scored
+
+
+def test_every_phrasal_config_key_reaches_the_model():
+    """The task keeps only PhrasalConfig fields of `model.phrasal`: a key in the yaml that is
+    not a field (a typo, an option the model lost) would be dropped silently."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    for exp in ("bansal2011_hansards", "bansal2011_hansards_20k"):
+        with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
+            cfg = compose(config_name="train", overrides=[
+                f"experiment={exp}", "model.phrasal.min_count=7",
+                "model.phrasal.gappy_rank=count"])
+        keys = OmegaConf.to_container(cfg.model.phrasal)
+        assert set(keys) <= set(PhrasalConfig.__dataclass_fields__), exp
+        pc = PhrasalConfig(**keys)
+        assert (pc.min_count, pc.gappy_rank) == (7, "count")
