@@ -28,6 +28,7 @@ Cost per position: O(B * C * (D + W + 4) + B * P * G^2) time and memory; the lay
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 
 import torch
@@ -47,10 +48,9 @@ class JumpLayout:
     end: torch.Tensor         # (B, C) long
     group: torch.Tensor       # (B, P, G) long: spans ending at p (C = the semiring-zero slot)
     slot: torch.Tensor        # (B, C) long: p * G + g of each span (P * G elsewhere)
-    window: torch.Tensor      # (B, C, D + W) long: position start - D + o (P outside 0..P-1)
-    own: torch.Tensor         # (B, C, D + W) bool: the column where that position == end[c]
-    left: torch.Tensor        # (B, C) long: prefix index start - 1 - D (P when < 0)
-    right: torch.Tensor       # (B, C) long: suffix index start + W (P when >= P)
+    index: torch.Tensor       # (B, C, T) long: each message term's slot in the source row
+    role: torch.Tensor        # (B, C, T) long: its weight (0..D+W-1 window offset, D+W far
+    #                           left, +1 far right, +2 same, +3 from NULL, +4 to NULL; -1 none)
     max_jump: int
     width: int                # W
 
@@ -88,16 +88,31 @@ class JumpLayout:
         group = group[:, : P * G].view(B, P, G)
         slot = torch.full((B, C), P * G, dtype=torch.long, device=dev)
         slot.scatter_(1, order, flat)
-        offs = torch.arange(D + W, device=dev)
+        # source row (see `JumpTransition.message`): alpha (C) | leave-one-out (P*G) | A (P)
+        # | prefix (P) | suffix (P) | NULL | total | semiring zero
+        b_loo, b_A = C, C + P * G
+        b_pre, b_suf = b_A + P, b_A + 2 * P
+        i_null, i_total, i_pad = b_A + 3 * P, b_A + 3 * P + 1, b_A + 3 * P + 2
+        Wn = D + W
+        offs = torch.arange(Wn, device=dev)
         pos = start[..., None] - D + offs
-        window = torch.where((pos >= 0) & (pos < P) & span[..., None], pos,
-                             torch.full_like(pos, P))
-        own = (pos == end[..., None]) & span[..., None]
-        lpos = start - 1 - D
-        left = torch.where((lpos >= 0) & span, lpos.clamp(max=P - 1), torch.full_like(lpos, P))
-        rpos = start + W
-        right = torch.where((rpos < P) & span, rpos.clamp(min=0), torch.full_like(rpos, P))
-        return JumpLayout(kind, start, end, group, slot, window, own, left, right, D, W)
+        win = torch.where((pos >= 0) & (pos < P), b_A + pos.clamp(0, P - 1), i_pad)
+        win = torch.where(pos == end[..., None], b_loo + slot[..., None], win)
+        lpos, rpos = start - 1 - D, start + W
+        far_l = torch.where(lpos >= 0, b_pre + lpos.clamp(0, P - 1), i_pad)
+        far_r = torch.where(rpos < P, b_suf + rpos.clamp(0, P - 1), i_pad)
+        ids = torch.arange(C, device=dev).expand(B, C)
+        index = torch.cat([win, far_l[..., None], far_r[..., None], ids[..., None],
+                           torch.full_like(ids, i_null)[..., None]], -1)  # (B, C, Wn + 4)
+        role = torch.arange(Wn + 4, device=dev).expand(B, C, Wn + 4)
+        null_row = torch.full_like(index, i_pad)
+        null_row[..., 0] = i_total
+        null_role = torch.full_like(role, -1)
+        null_role[..., 0] = Wn + 4
+        is_null, absent = (kind == 1)[..., None], (kind == 0)[..., None]
+        index = torch.where(is_null, null_row, torch.where(absent, i_pad, index))
+        role = torch.where(is_null, null_role, torch.where(absent, -1, role))
+        return JumpLayout(kind, start, end, group, slot, index, role, D, W)
 
     def to(self, device) -> JumpLayout:
         """The layout with every table on `device`."""
@@ -164,40 +179,42 @@ class JumpTransition:
         """(B,) labels -> (B, C) transition scores into each from every c'. O(B * C)."""
         return self._gather_w(self.buckets(c_next))
 
+    @functools.cached_property
+    def _term_weights(self) -> torch.Tensor:
+        """(B, C, T) weight of each message term (0 where none); once per transition."""
+        L, D = self.layout, self.layout.max_jump
+        Wn = D + L.width
+        offs = torch.arange(Wn, device=L.role.device)
+        bucket = torch.cat([self.jump0 + D + (D - 1 - offs).clamp(-D, D),
+                            torch.tensor([self.jump0 + 2 * D, self.jump0, self.same,
+                                          self.from_null, self.to_null], device=offs.device)])
+        w = self._w()
+        B, C, T = L.role.shape
+        idx = bucket[L.role.clamp(min=0)].view(B, C * T)
+        vals = w.gather(1, idx).view(B, C, T)
+        return torch.where(L.role >= 0, vals, torch.zeros_like(vals))
+
     def message(self, alpha: torch.Tensor, *, reduce_max: bool = False) -> torch.Tensor:
         """alpha (B, C) -> (B, C) m[c] = (+)_{c'} alpha[c'] (x) trans[c, c'] under Log
-        (reduce_max=False) or Max. O(B * C * (D + W + 4) + B * P * G^2)."""
-        L, D = self.layout, self.layout.max_jump
+        (reduce_max=False) or Max: one source row per batch item (alpha, the leave-one-out
+        and full (+) of each end position's group, their prefix and suffix (+), NULL, total),
+        then ONE gather of (B, C, D + W + 4) terms and one reduction.
+        O(B * (C * (D + W + 4) + P * G^2))."""
+        L = self.layout
         B, C = alpha.shape
         P, G = L.group.shape[1], L.group.shape[2]
         zero = semiring_zero(alpha.dtype)
-        w = self._w().to(alpha.dtype)
         pad = alpha.new_full((B, 1), zero)
-        present = L.kind > 0
-        a_ext = torch.cat([alpha, pad], 1)
-        grouped = a_ext.gather(1, L.group.view(B, P * G)).view(B, P, G)
+        grouped = torch.cat([alpha, pad], 1).gather(1, L.group.view(B, P * G)).view(B, P, G)
         A = _red(grouped, -1, reduce_max)  # (B, P)
         eye = torch.eye(G, dtype=torch.bool, device=alpha.device)
         loo = _red(grouped[:, :, None, :].masked_fill(eye, zero), -1, reduce_max)  # (B, P, G)
-        loo = torch.cat([loo.reshape(B, P * G), pad], 1).gather(1, L.slot)  # (B, C)
-        A_ext = torch.cat([A, pad], 1)
-        if reduce_max:
-            pre, suf = A.cummax(-1).values, A.flip(-1).cummax(-1).values.flip(-1)
-        else:
-            pre, suf = A.logcumsumexp(-1), A.flip(-1).logcumsumexp(-1).flip(-1)
-        Wn = D + L.width
-        win = A_ext.gather(1, L.window.view(B, C * Wn)).view(B, C, Wn)
-        win = torch.where(L.own, loo[..., None], win)
-        offs = torch.arange(Wn, device=alpha.device)
-        win = win + w[:, self.jump0 + D + (D - 1 - offs).clamp(-D, D)][:, None, :]
-        far_l = torch.cat([pre, pad], 1).gather(1, L.left) + w[:, self.jump0 + 2 * D, None]
-        far_r = torch.cat([suf, pad], 1).gather(1, L.right) + w[:, self.jump0, None]
-        null_mask = L.kind == 1
-        from_null = _red(alpha.masked_fill(~null_mask, zero), -1, reduce_max)
-        terms = torch.cat([win, far_l[..., None], far_r[..., None],
-                           (alpha + w[:, self.same, None])[..., None],
-                           (from_null + w[:, self.from_null])[:, None, None].expand(B, C, 1)], -1)
-        span_msg = _red(terms, -1, reduce_max)
-        to_null = _red(alpha.masked_fill(~present, zero), -1, reduce_max) + w[:, self.to_null]
-        out = torch.where(L.kind == 2, span_msg, to_null[:, None].expand(B, C))
-        return torch.where(present, out, torch.full_like(out, zero))
+        both = torch.cat([A, A.flip(-1)], 0)
+        both = both.cummax(-1).values if reduce_max else both.logcumsumexp(-1)
+        pre, suf = both[:B], both[B:].flip(-1)
+        from_null = _red(alpha.masked_fill(L.kind != 1, zero), -1, reduce_max)[:, None]
+        total = _red(torch.cat([pre[:, -1:], from_null], 1), -1, reduce_max)[:, None]
+        source = torch.cat([alpha, loo.view(B, P * G), A, pre, suf, from_null, total, pad], 1)
+        T = L.index.shape[-1]
+        terms = source.gather(1, L.index.view(B, C * T)).view(B, C, T)
+        return _red(terms + self._term_weights.to(alpha.dtype), -1, reduce_max)

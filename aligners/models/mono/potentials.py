@@ -20,6 +20,7 @@ from aligners.features.monolingual import (
     feature_names,
     featurize_states,
 )
+from aligners.lattices.jump_transition import JumpLayout
 from aligners.models.mono.states import num_states, state_table
 from aligners.semirings import semiring_zero
 
@@ -66,7 +67,8 @@ def prepare(src: Sequence[str], tgt: Sequence[str], links=None, *, max_src_len: 
 @dataclass
 class MonoBatch:
     """Padded batch. emit (B,I,Ls,C,F), null (B,I,F0), valid/gold_ok (B,I,Ls,C) bool,
-    cost (B,I,Ls,C), trans_idx (B,C,C) [c_next, c_prev], start_idx (B,C), lengths (B,) = I_b+1."""
+    cost (B,I,Ls,C), trans_idx (B,C,C) [c_next, c_prev], start_idx (B,C), lengths (B,) = I_b+1;
+    jump: the same transition buckets as a `JumpLayout` (NULL / target-phrase spans)."""
 
     emit: torch.Tensor | None
     null: torch.Tensor
@@ -78,6 +80,7 @@ class MonoBatch:
     gold_ok: torch.Tensor | None
     examples: list[MonoExample]
     max_tgt_len: int
+    jump: JumpLayout | None = None
 
     def to(self, device) -> "MonoBatch":
         """The batch with every tensor on `device`, the examples' features included (so
@@ -87,7 +90,8 @@ class MonoBatch:
         examples = [replace(e, emit=mv(e.emit), null=mv(e.null)) for e in self.examples]
         return MonoBatch(mv(self.emit), mv(self.null), mv(self.valid), mv(self.trans_idx),
                          mv(self.start_idx), mv(self.lengths), mv(self.cost),
-                         mv(self.gold_ok), examples, self.max_tgt_len)
+                         mv(self.gold_ok), examples, self.max_tgt_len,
+                         None if self.jump is None else self.jump.to(device))
 
 
 @lru_cache(maxsize=4096)
@@ -147,6 +151,7 @@ def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1
     valid = torch.zeros(B, I, Ls, C, dtype=torch.bool)
     trans = torch.zeros(B, C, C, dtype=torch.long)
     first = torch.zeros(B, C, dtype=torch.long)
+    kind, span_start, span_end = (torch.zeros(B, C, dtype=torch.long) for _ in range(3))
     with_gold = with_gold and all(e.gold is not None for e in examples)
     cost = torch.zeros(B, I, Ls, C) if with_gold else None
     ok = torch.zeros(B, I, Ls, C, dtype=torch.bool) if with_gold else None
@@ -161,13 +166,17 @@ def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1
         v[:, 1:, 0] = False  # NULL segments have length 1
         valid[b, :Ib, :, :Cb] = v
         trans[b, :Cb, :Cb], first[b, :Cb] = _transition_buckets(J, max_tgt_len)
+        kind[b, :Cb] = torch.where(st["length"] == 0, 1, 2)
+        span_start[b, :Cb], span_end[b, :Cb] = st["start"], st["end0"]
         if with_gold:
             c_tok, ok_tok = _gold_tables(e, max_tgt_len, fp_cost, fn_cost)
             cost[b, :Ib, :, :Cb] = _segment_sum(c_tok, Ls)
             bad = _segment_sum((~ok_tok).float(), Ls)
             ok[b, :Ib, :, :Cb] = (bad == 0) & v
     lengths = torch.tensor([len(e.src) + 1 for e in examples])
-    return MonoBatch(emit, null, valid, trans, first, lengths, cost, ok, examples, max_tgt_len)
+    jump = JumpLayout.build(kind, span_start, span_end.clamp(min=0), max_jump=4)
+    return MonoBatch(emit, null, valid, trans, first, lengths, cost, ok, examples, max_tgt_len,
+                     jump)
 
 
 class MonoAlignerBase(nn.Module):
@@ -210,12 +219,18 @@ class MonoAlignerBase(nn.Module):
         keep = batch.valid & batch.gold_ok if gold_only else batch.valid
         emit = emit.masked_fill(~keep, neg)
         emit = torch.cat([torch.full_like(emit[:, :, :1], neg), emit], dim=2)
-        return emit, self.w_trans[batch.trans_idx], self.w_trans[batch.start_idx]
+        return emit, self.transition(batch), self.w_trans[batch.start_idx]
+
+    def transition(self, batch: MonoBatch):
+        """The (B, C, C) [c_next, c_prev] transition scores w_trans[bucket]. O(B*C^2)."""
+        return self.w_trans[batch.trans_idx]
 
     def log_potentials(self, batch: MonoBatch, *, cost_weight: float = 0.0,
                        gold_only: bool = False) -> torch.Tensor:
         """(B, I, Ls+1, C, C) torch-struct semi-Markov log-potentials. O(B*I*Ls*C^2)."""
         emit, trans, start = self.factors(batch, cost_weight=cost_weight, gold_only=gold_only)
+        if not torch.is_tensor(trans):  # a JumpTransition
+            trans = trans.dense()
         lp = emit.unsqueeze(-1) + trans[:, None, None]
         lp0 = torch.full_like(lp[:, 0], semiring_zero(lp.dtype))
         lp0[..., 0] = emit[:, 0] + start[:, None, :]
