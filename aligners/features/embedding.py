@@ -9,8 +9,7 @@ Without the package, `MiniLMEmbedder()` raises ImportError with the install comm
 aligner runs without it.
 Cost: one encoder pass per distinct sentence (memoised in `encode`; `vectors` recomputes, with
 gradients when enabled, for fine-tuning), sentences batched in word-piece length order;
-O(I*J*D) per pair
-for the cosine.
+O(I*J*D) per pair for the cosine.
 """
 
 import os
