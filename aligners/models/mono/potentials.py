@@ -24,7 +24,8 @@ from aligners.lattices.jump_transition import JumpLayout
 from aligners.models.mono.states import num_states, state_table
 from aligners.semirings import semiring_zero
 
-__all__ = ["MonoExample", "MonoBatch", "prepare", "collate", "MonoAlignerBase", "N_TRANS"]
+__all__ = ["MonoExample", "MonoBatch", "prepare", "collate", "jump_layout", "MonoAlignerBase",
+           "N_TRANS"]
 
 # transition buckets: to NULL, from NULL, jumps -4..4, same state, start at 0..4, start NULL
 N_TRANS = 18
@@ -68,7 +69,7 @@ def prepare(src: Sequence[str], tgt: Sequence[str], links=None, *, max_src_len: 
 class MonoBatch:
     """Padded batch. emit (B,I,Ls,C,F), null (B,I,F0), valid/gold_ok (B,I,Ls,C) bool,
     cost (B,I,Ls,C), trans_idx (B,C,C) [c_next, c_prev], start_idx (B,C), lengths (B,) = I_b+1;
-    jump: the same transition buckets as a `JumpLayout` (NULL / target-phrase spans)."""
+    jump: the same transition buckets as a `JumpLayout` (built on demand: `jump_layout`)."""
 
     emit: torch.Tensor | None
     null: torch.Tensor
@@ -151,7 +152,6 @@ def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1
     valid = torch.zeros(B, I, Ls, C, dtype=torch.bool)
     trans = torch.zeros(B, C, C, dtype=torch.long)
     first = torch.zeros(B, C, dtype=torch.long)
-    kind, span_start, span_end = (torch.zeros(B, C, dtype=torch.long) for _ in range(3))
     with_gold = with_gold and all(e.gold is not None for e in examples)
     cost = torch.zeros(B, I, Ls, C) if with_gold else None
     ok = torch.zeros(B, I, Ls, C, dtype=torch.bool) if with_gold else None
@@ -166,17 +166,29 @@ def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1
         v[:, 1:, 0] = False  # NULL segments have length 1
         valid[b, :Ib, :, :Cb] = v
         trans[b, :Cb, :Cb], first[b, :Cb] = _transition_buckets(J, max_tgt_len)
-        kind[b, :Cb] = torch.where(st["length"] == 0, 1, 2)
-        span_start[b, :Cb], span_end[b, :Cb] = st["start"], st["end0"]
         if with_gold:
             c_tok, ok_tok = _gold_tables(e, max_tgt_len, fp_cost, fn_cost)
             cost[b, :Ib, :, :Cb] = _segment_sum(c_tok, Ls)
             bad = _segment_sum((~ok_tok).float(), Ls)
             ok[b, :Ib, :, :Cb] = (bad == 0) & v
     lengths = torch.tensor([len(e.src) + 1 for e in examples])
-    jump = JumpLayout.build(kind, span_start, span_end.clamp(min=0), max_jump=4)
-    return MonoBatch(emit, null, valid, trans, first, lengths, cost, ok, examples, max_tgt_len,
-                     jump)
+    return MonoBatch(emit, null, valid, trans, first, lengths, cost, ok, examples, max_tgt_len)
+
+
+def jump_layout(batch: MonoBatch) -> JumpLayout:
+    """The batch's transition buckets (`_transition_buckets`) as a `JumpLayout` (NULL, then
+    target-phrase spans [start, end0]; padding absent), built on first use and kept on the
+    batch. O(B * C)."""
+    if batch.jump is None:
+        B, C = batch.trans_idx.shape[:2]
+        kind, start, end = (torch.zeros(B, C, dtype=torch.long) for _ in range(3))
+        for b, e in enumerate(batch.examples):
+            st = state_table(tgt_len=len(e.tgt), max_tgt_len=batch.max_tgt_len)
+            Cb = st["start"].shape[0]
+            kind[b, :Cb] = torch.where(st["length"] == 0, 1, 2)
+            start[b, :Cb], end[b, :Cb] = st["start"], st["end0"].clamp(min=0)
+        batch.jump = JumpLayout.build(kind, start, end, max_jump=4).to(batch.trans_idx.device)
+    return batch.jump
 
 
 class MonoAlignerBase(nn.Module):

@@ -11,7 +11,7 @@ import torch
 
 from aligners.lattices.factored_semimarkov import factored_log_partition, factored_viterbi
 from aligners.lattices.jump_transition import JumpTransition
-from aligners.models.mono.potentials import MonoAlignerBase, MonoBatch
+from aligners.models.mono.potentials import MonoAlignerBase, MonoBatch, jump_layout
 from aligners.models.mono.states import state_phrase
 
 __all__ = ["PhraseCRFAligner", "segments_to_output", "JUMP_MIN_STATES"]
@@ -48,8 +48,8 @@ class PhraseCRFAligner(MonoAlignerBase):
     def transition(self, batch: MonoBatch):
         """The label transition: dense (B, C, C) w_trans[bucket], or the same buckets as a
         `JumpTransition` when C >= `JUMP_MIN_STATES` (module constant)."""
-        if batch.jump is not None and batch.valid.shape[-1] >= JUMP_MIN_STATES:
-            return JumpTransition(self.w_trans, batch.jump)
+        if batch.valid.shape[-1] >= JUMP_MIN_STATES:
+            return JumpTransition(self.w_trans, jump_layout(batch))
         return self.w_trans[batch.trans_idx]
 
     def log_partition(self, factors, lengths: torch.Tensor) -> torch.Tensor:
