@@ -12,7 +12,9 @@ score + Viterbi on featurised examples whose vectors are attached: `predict`), a
 them (`_nosparse`: `featurize_states` replaced by all-zero tensors of the same shapes, so no
 word / WordNet look-ups run; the outputs are then not the trained model's, only the speed of
 an aligner without sparse featurisation is meant). `--bf16`: the encoder alone under CPU bf16
-autocast as well (different vectors: a speed ceiling only). Prints one JSON line per setting.
+autocast as well (different vectors: a speed ceiling only). Prints one JSON line per setting:
+pairs per wall second, and pairs per process CPU second (`*_per_cpu_s`: all threads summed;
+on a loaded machine the 1-thread CPU figure is the better estimate of an idle core).
 """
 
 import argparse
@@ -37,10 +39,17 @@ from aligners.models.mono import potentials  # noqa: E402
 from aligners.models.mono.aligner import featurise, predict  # noqa: E402
 
 
-def _clock(fn):
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+class _Clock:
+    """Wall and process CPU seconds of each timed part (CPU: every thread of the process)."""
+
+    def __init__(self):
+        self.cpu: dict[str, float] = {}
+
+    def __call__(self, name, n, out, fn):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        out[name] = n / (time.perf_counter() - t0)
+        self.cpu[name] = n / max(time.process_time() - c0, 1e-9)
 
 
 def _zero_features(src, tgt, *, max_src_len, max_tgt_len, embedder=None, phrase_cues=False):
@@ -58,29 +67,29 @@ def _parts(aligner, pairs, batch, bf16) -> dict:
     sents = list(dict.fromkeys([tuple(p.src) for p in pairs] + [tuple(p.tgt) for p in pairs]))
     n = len(pairs)
     out = {"pairs": n, "distinct_sentences": len(sents)}
+    clock = _Clock()
     with torch.inference_mode():
         enc.vectors(sents[:8])  # warm-up (allocator, kernels)
-        out["encoder"] = n / _clock(lambda: enc.vectors(sents))
+        clock("encoder", n, out, lambda: enc.vectors(sents))
         if bf16:
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 enc.vectors(sents[:8])
-                out["encoder_bf16"] = n / _clock(lambda: enc.vectors(sents))
+                clock("encoder_bf16", n, out, lambda: enc.vectors(sents))
     kw = {"max_src_len": model.max_src_len, "max_tgt_len": model.max_tgt_len}
     clear_caches()
-    out["sparse_cold"] = n / _clock(lambda: [featurize_states(p.src, p.tgt, **kw)
-                                             for p in pairs])
-    out["sparse_warm"] = n / _clock(lambda: [featurize_states(p.src, p.tgt, **kw)
-                                             for p in pairs])
+    clock("sparse_cold", n, out, lambda: [featurize_states(p.src, p.tgt, **kw) for p in pairs])
+    clock("sparse_warm", n, out, lambda: [featurize_states(p.src, p.tgt, **kw) for p in pairs])
     examples = featurise(pairs, model)
-    out["scorer_viterbi"] = n / _clock(lambda: predict(model, examples, batch_size=batch))
+    clock("scorer_viterbi", n, out, lambda: predict(model, examples, batch_size=batch))
     for sparse in (True, False):
         potentials.featurize_states = featurize_states if sparse else _zero_features
         enc._cache.clear()
         clear_caches()
         tag = "" if sparse else "_nosparse"
-        out[f"align_cold{tag}"] = n / _clock(lambda: aligner.align(pairs, batch_size=batch))
-        out[f"align_warm{tag}"] = n / _clock(lambda: aligner.align(pairs, batch_size=batch))
+        for state in ("cold", "warm"):
+            clock(f"align_{state}{tag}", n, out, lambda: aligner.align(pairs, batch_size=batch))
     potentials.featurize_states = featurize_states
+    out.update({f"{k}_per_cpu_s": v for k, v in clock.cpu.items()})
     return {k: (round(v, 1) if isinstance(v, float) else v) for k, v in out.items()}
 
 
