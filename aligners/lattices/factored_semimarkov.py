@@ -100,17 +100,19 @@ def _factored_scan(emit: torch.Tensor, trans, start: torch.Tensor,
 
 def factored_log_partition(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor, *,
                            lengths: torch.Tensor) -> torch.Tensor:
-    """emit (B, N-1, K, C), trans (B, C, C), start (B, C), lengths (B,) -> log Z (B,).
+    """emit (B, N-1, K, C), trans (B, C, C) or a `JumpTransition`, start (B, C), lengths (B,)
+    -> log Z (B,).
 
-    O(B*N*(C^2 + K*C)) time, O(B*N*K*C) memory; differentiable (marginals = gradients)."""
+    O(B*N*(C^2 + K*C)) time (JumpTransition: O(B*N*C*(K + D + W))), O(B*N*K*C) memory;
+    differentiable (marginals = gradients)."""
     return _factored_scan(emit, trans, start, lengths, reduce_max=False)[0]
 
 
 @torch.no_grad()
 def factored_viterbi(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor, *,
                      lengths: torch.Tensor):
-    """emit (B, N-1, K, C), trans (B, C, C), start (B, C), lengths (B,) ->
-    (best scores (B,), per row the segments [(start point, length k, label), ...]).
+    """emit (B, N-1, K, C), trans (B, C, C) or a `JumpTransition`, start (B, C), lengths (B,)
+    -> (best scores (B,), per row the segments [(start point, length k, label), ...]).
 
     O(B*N*(C^2 + K*C)) time, O(B*N*K*C) integer backpointers; the backtrack is vectorised
     over the batch (`_core.backtrack`), then one host transfer builds the lists."""
