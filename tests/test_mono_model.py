@@ -200,3 +200,31 @@ def test_unpadded_features_give_the_same_loss_and_gradient():
         grads.append((loss.item(), m.w_emit.grad.clone()))
     assert grads[0][0] == pytest.approx(grads[1][0], rel=1e-5)
     assert torch.allclose(grads[0][1], grads[1][1], atol=1e-4)
+
+
+@pytest.mark.parametrize("Ls,Lt", [(1, 1), (3, 3), (2, 3)])
+def test_jump_transition_path_equals_dense_path(monkeypatch, Ls, Lt):
+    """The bucketed transition (`JumpTransition`, forced on with JUMP_MIN_STATES = 0) gives
+    the dense path's loss, gradients (float64, 1e-10) and Viterbi output; its dense form is
+    w_trans[trans_idx] on every row's real states."""
+    import aligners.models.mono.semicrf as semicrf
+
+    m = _model(PhraseCRFAligner, Ls, Lt, seed=3).double()
+    b = _batch(Ls, Lt)
+    res = []
+    for threshold in (10**9, 0):
+        monkeypatch.setattr(semicrf, "JUMP_MIN_STATES", threshold)
+        m.zero_grad()
+        loss = m.loss(b, cost_weight=1.0)
+        loss.backward()
+        res.append((loss.detach(), [p.grad.clone() for p in m.parameters()], m.decode(b),
+                    m.factors(b)[1]))
+    assert torch.is_tensor(res[0][3]) and not torch.is_tensor(res[1][3])
+    assert torch.allclose(res[0][0], res[1][0], atol=1e-10, rtol=0)
+    for g0, g1 in zip(res[0][1], res[1][1]):
+        assert torch.allclose(g0, g1, atol=1e-10, rtol=0)
+    assert res[0][2] == res[1][2]
+    dense = res[1][3].dense()
+    for n, ex in enumerate(b.examples):
+        C = ex.emit.shape[2]
+        assert torch.equal(dense[n, :C, :C], res[0][3][n, :C, :C])

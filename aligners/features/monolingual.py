@@ -17,6 +17,7 @@ Cost: I*J memoised word-pair look-ups + O(Ls*Lt*I*J*F) tensor work.
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from aligners.features.string_sim import (
@@ -65,8 +66,17 @@ def feature_names(*, max_src_len: int, max_tgt_len: int, embedding: bool = False
 def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
     """(I, J, Ft) token-pair features incl. context and relative position."""
     I, J = len(src), len(tgt)
-    rows = [word_pair_features(a, b) for a in src for b in tgt]  # memoised per type pair
-    base = torch.tensor(rows, dtype=torch.float32).view(I, J, len(TOKEN_PAIR_FEATURES))
+    # one look-up per distinct (source word, target word) pair (memoised across pairs too),
+    # converted through numpy (the same float32 rounding, several times faster than
+    # torch.tensor on a list of tuples), then expanded to the sentence positions
+    us, ut = dict.fromkeys(src), dict.fromkeys(tgt)
+    rows = [word_pair_features(a, b) for a in us for b in ut]
+    nf = len(TOKEN_PAIR_FEATURES)
+    table = torch.from_numpy(np.asarray(rows, dtype=np.float32).reshape(len(us), len(ut), nf))
+    if len(us) < I or len(ut) < J:
+        pos_s, pos_t = {w: n for n, w in enumerate(us)}, {w: n for n, w in enumerate(ut)}
+        table = table[[pos_s[w] for w in src]][:, [pos_t[w] for w in tgt]]
+    base = table
     low = base[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
     dice = base[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
     ctx = torch.zeros(I, J, 4)

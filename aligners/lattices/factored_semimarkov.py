@@ -16,6 +16,13 @@ Cost: O(B*N*(C^2 + K*C)) time and O(B*N*K*C) memory (the generic lattice is
 O(B*N*K*C^2)): the (C, C) transition is reduced once per position instead of once per
 (position, length). 10-19x faster than `aligners.lattices.semimarkov` on the materialised
 potentials in one measurement on Edinburgh++ (Ls = Lt = 3, C ~ 90). Sequential over points.
+
+``trans`` may instead be a `aligners.lattices.jump_transition.JumpTransition` (bucket weights +
+a jump bucket function over span labels): the per-position (C, C) reduction then costs
+O(C * (D + W)) (see that module), so the lattice is O(B*N*C*(K + D + W)); Log results equal
+the dense path up to float rounding, Max results bit for bit (same backpointers, ties broken
+toward the lowest previous label as the dense path: the backtrack takes one dense row per
+segment, O(B*N*C)).
 """
 
 from __future__ import annotations
@@ -24,11 +31,12 @@ import torch
 
 from aligners.errors import AlignersInputError
 from aligners.lattices._core import backtrack, semiring_zero
+from aligners.lattices.jump_transition import JumpTransition
 
 __all__ = ["factored_log_partition", "factored_viterbi", "materialise"]
 
 
-def _check(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor,
+def _check(emit: torch.Tensor, trans, start: torch.Tensor,
            lengths: torch.Tensor) -> None:
     if emit.dim() != 4 or emit.shape[2] < 2:
         raise AlignersInputError(f"emit must be (B, N-1, K>=2, C), got {tuple(emit.shape)}")
@@ -41,11 +49,13 @@ def _check(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor,
         raise AlignersInputError(f"lengths must be (B,) = ({B},) in 2..{N1 + 1}")
 
 
-def _factored_scan(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor,
+def _factored_scan(emit: torch.Tensor, trans, start: torch.Tensor,
                    lengths: torch.Tensor, reduce_max: bool):
     """Forward recursion under Log (reduce_max=False) or Max; returns the (B, C) chart at
-    each row's last point and, under Max, backpointers [(k (B, K, C) ... )] per point."""
+    each row's last point and, under Max, backpointers [(k (B, K, C) ... )] per point
+    (a `JumpTransition`: k only, and the stacked (B, N-1, C) charts)."""
     _check(emit, trans, start, lengths)
+    jump = isinstance(trans, JumpTransition)
     B, N1, K, C = emit.shape
     rows = emit.unbind(1)
     outgoing, out_arg, alphas, pointers = [], [], [], []
@@ -57,8 +67,11 @@ def _factored_scan(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor,
             cand = torch.stack([outgoing[t - k][:, k] for k in ks], dim=1)  # (B, k, C)
             if reduce_max:
                 alpha, kbest = cand.max(1)
-                prev = torch.stack([out_arg[t - k][:, k] for k in ks], dim=1)
-                pointers.append((kbest + 1, prev.gather(1, kbest.unsqueeze(1)).squeeze(1)))
+                if jump:
+                    pointers.append(kbest + 1)
+                else:
+                    prev = torch.stack([out_arg[t - k][:, k] for k in ks], dim=1)
+                    pointers.append((kbest + 1, prev.gather(1, kbest.unsqueeze(1)).squeeze(1)))
             else:
                 alpha = torch.logsumexp(cand, 1)
             alphas.append(alpha)
@@ -67,6 +80,9 @@ def _factored_scan(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor,
         if t == 0:
             outgoing.append(rows[0] + start[:, None, :])
             out_arg.append(zero_ptr)
+            continue
+        if jump:
+            outgoing.append(rows[t] + trans.message(alpha, reduce_max=reduce_max)[:, None, :])
             continue
         scores = alpha[:, None, :] + trans  # (B, C, C')
         if reduce_max:
@@ -78,28 +94,32 @@ def _factored_scan(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor,
     stacked = torch.stack(alphas, dim=1)  # (B, N-1, C): alphas[t-1] = chart at point t
     last = stacked[torch.arange(B), lengths - 2]
     if reduce_max:
-        return last, pointers
+        return last, (pointers, stacked) if jump else pointers
     return torch.logsumexp(last, -1), None
 
 
 def factored_log_partition(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor, *,
                            lengths: torch.Tensor) -> torch.Tensor:
-    """emit (B, N-1, K, C), trans (B, C, C), start (B, C), lengths (B,) -> log Z (B,).
+    """emit (B, N-1, K, C), trans (B, C, C) or a `JumpTransition`, start (B, C), lengths (B,)
+    -> log Z (B,).
 
-    O(B*N*(C^2 + K*C)) time, O(B*N*K*C) memory; differentiable (marginals = gradients)."""
+    O(B*N*(C^2 + K*C)) time (JumpTransition: O(B*N*C*(K + D + W))), O(B*N*K*C) memory;
+    differentiable (marginals = gradients)."""
     return _factored_scan(emit, trans, start, lengths, reduce_max=False)[0]
 
 
 @torch.no_grad()
 def factored_viterbi(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor, *,
                      lengths: torch.Tensor):
-    """emit (B, N-1, K, C), trans (B, C, C), start (B, C), lengths (B,) ->
-    (best scores (B,), per row the segments [(start point, length k, label), ...]).
+    """emit (B, N-1, K, C), trans (B, C, C) or a `JumpTransition`, start (B, C), lengths (B,)
+    -> (best scores (B,), per row the segments [(start point, length k, label), ...]).
 
     O(B*N*(C^2 + K*C)) time, O(B*N*K*C) integer backpointers; the backtrack is vectorised
     over the batch (`_core.backtrack`), then one host transfer builds the lists."""
     last, pointers = _factored_scan(emit, trans, start, lengths, reduce_max=True)
     score, label = last.max(-1)
+    if isinstance(trans, JumpTransition):
+        return score, _jump_paths(*pointers, trans, lengths, label)
     labels, seg_len = backtrack(torch.stack([k for k, _ in pointers], 1),
                                 torch.stack([c for _, c in pointers], 1),
                                 last=lengths - 1, label=label)
@@ -109,9 +129,34 @@ def factored_viterbi(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tenso
     return score, paths
 
 
-def materialise(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+def _jump_paths(kptr: list[torch.Tensor], charts: torch.Tensor, trans: JumpTransition,
+                lengths: torch.Tensor, label: torch.Tensor) -> list[list[tuple[int, int, int]]]:
+    """Backtrack of the `JumpTransition` Viterbi: k from the pointers, the previous label as
+    the first argmax of chart[start point] + the dense transition row into the label (as the
+    dense path's max). O(B*N*C), vectorised over the batch; one host transfer."""
+    kp = torch.stack(kptr, 1)  # (B, N-1, C): k of the best segment ending at point t (t-1)
+    B = kp.shape[0]
+    rows = torch.arange(B, device=kp.device)
+    pos, lab = (lengths - 1).long().to(kp.device), label.long()
+    steps = []
+    for _ in range(kp.shape[1]):
+        active = pos > 0
+        k = torch.where(active, kp[rows, (pos - 1).clamp(min=0), lab], torch.zeros_like(pos))
+        begin = pos - k
+        scores = charts[rows, (begin - 1).clamp(min=0)] + trans.row(lab).to(charts.dtype)
+        prev = torch.where(begin > 0, scores.argmax(-1), torch.zeros_like(lab))
+        steps.append(torch.stack([begin, k, lab], -1))
+        pos, lab = begin, torch.where(active, prev, lab)
+    table = torch.stack(steps, 1).tolist()  # (B, steps, 3), one transfer
+    return [[tuple(s) for s in reversed(row) if s[1] > 0] for row in table]
+
+
+def materialise(emit: torch.Tensor, trans, start: torch.Tensor) -> torch.Tensor:
     """The generic (B, N-1, K, C, C) log-potentials these factors stand for (module
-    docstring); O(B*N*K*C^2) memory, for tests and small sizes."""
+    docstring; a `JumpTransition` is made dense); O(B*N*K*C^2) memory, for tests and small
+    sizes."""
+    if isinstance(trans, JumpTransition):
+        trans = trans.dense()
     zero = semiring_zero(emit.dtype)
     lp = emit.unsqueeze(-1) + trans[:, None, None]
     lp0 = torch.full_like(lp[:, 0], zero)

@@ -17,7 +17,9 @@ work per pair, then Viterbi O(Ls * Lt^2 * I * J^2) per pair (token model: O(I * 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -97,23 +99,58 @@ def shared_embedder():
 def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, direction: str = "s2t",
               gold_links: str = "possible", embedder=None) -> list[MonoExample]:
     """Pairs -> MonoExamples for `model` (t2s swaps the sentences; gold links kept when
-    present: S∪P with `gold_links="possible"`, S with "sure"). Cost: see module docstring."""
+    present: S∪P with `gold_links="possible"`, S with "sure"). Cost: see module docstring.
+    A model with `attach` (the neural aligner: encoder vectors from the sentences alone) runs
+    it in a second thread on sentence-only examples while this one computes the sparse
+    features (2 cores: wall ~ max instead of sum), then copies the features in."""
     if model.embedding and embedder is None:
         embedder = shared_embedder()
     if embedder is not None and hasattr(embedder, "encode"):
         embedder.encode([p.src for p in pairs] + [p.tgt for p in pairs])  # batched, memoised
+    oriented = [flip(p) if direction == "t2s" else p for p in pairs]
+    attach = getattr(model, "attach", None)  # the neural model adds its encoder's vectors
+    vectors = None
+    if attach is not None:  # the encoder (torch: no GIL) runs while this thread featurises
+        stubs = [MonoExample(tuple(p.src), tuple(p.tgt), None, None, None) for p in oriented]
+        vectors = _Background(attach, stubs)
     out = []
     with one_thread():
-        for p in pairs:
-            p = flip(p) if direction == "t2s" else p
+        for p in oriented:
             links = None
             if p.alignment is not None:
                 links = p.alignment.possible if gold_links == "possible" else p.alignment.sure
             out.append(prepare(p.src, p.tgt, links, max_src_len=model.max_src_len,
                                max_tgt_len=model.max_tgt_len, embedder=embedder,
                                phrase_cues=getattr(model, "phrase_cues", False)))
-    attach = getattr(model, "attach", None)  # the neural model adds its encoder's vectors
-    return attach(out) if attach is not None else out
+    if vectors is None:
+        return out
+    return [dataclasses.replace(v, emit=e.emit, null=e.null, gold=e.gold)
+            for v, e in zip(vectors.result(), out)]
+
+
+class _Background(threading.Thread):
+    """`fn(*args)` in a second thread with the caller's torch intra-op thread count (a new
+    thread would otherwise start from the default); `result()` joins and returns it (or
+    re-raises its exception)."""
+
+    def __init__(self, fn, *args):
+        super().__init__(daemon=True)
+        self._fn, self._args, self._out, self._err = fn, args, None, None
+        self._threads = torch.get_num_threads()
+        self.start()
+
+    def run(self):
+        try:
+            torch.set_num_threads(self._threads)
+            self._out = self._fn(*self._args)
+        except BaseException as err:  # re-raised in the caller's thread
+            self._err = err
+
+    def result(self):
+        self.join()
+        if self._err is not None:
+            raise self._err
+        return self._out
 
 
 def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,

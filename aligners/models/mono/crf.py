@@ -23,6 +23,10 @@ class TokenCRFAligner(PhraseCRFAligner):
     def __init__(self, *, embedding: bool = False, **_ignored):
         super().__init__(max_src_len=1, max_tgt_len=1, embedding=embedding)
 
+    def transition(self, batch):
+        """Always the dense (B, C, C) transition (the linear-chain lattice takes no other)."""
+        return self.w_trans[batch.trans_idx]
+
     @staticmethod
     def chain_potentials(factors) -> torch.Tensor:
         """Factored (emit (B,I,2,C), trans, start) -> linear-chain (B, I, C, C)."""

@@ -20,10 +20,12 @@ from aligners.features.monolingual import (
     feature_names,
     featurize_states,
 )
+from aligners.lattices.jump_transition import JumpLayout
 from aligners.models.mono.states import num_states, state_table
 from aligners.semirings import semiring_zero
 
-__all__ = ["MonoExample", "MonoBatch", "prepare", "collate", "MonoAlignerBase", "N_TRANS"]
+__all__ = ["MonoExample", "MonoBatch", "prepare", "collate", "jump_layout", "MonoAlignerBase",
+           "N_TRANS"]
 
 # transition buckets: to NULL, from NULL, jumps -4..4, same state, start at 0..4, start NULL
 N_TRANS = 18
@@ -66,7 +68,8 @@ def prepare(src: Sequence[str], tgt: Sequence[str], links=None, *, max_src_len: 
 @dataclass
 class MonoBatch:
     """Padded batch. emit (B,I,Ls,C,F), null (B,I,F0), valid/gold_ok (B,I,Ls,C) bool,
-    cost (B,I,Ls,C), trans_idx (B,C,C) [c_next, c_prev], start_idx (B,C), lengths (B,) = I_b+1."""
+    cost (B,I,Ls,C), trans_idx (B,C,C) [c_next, c_prev], start_idx (B,C), lengths (B,) = I_b+1;
+    jump: the same transition buckets as a `JumpLayout` (built on demand: `jump_layout`)."""
 
     emit: torch.Tensor | None
     null: torch.Tensor
@@ -78,6 +81,7 @@ class MonoBatch:
     gold_ok: torch.Tensor | None
     examples: list[MonoExample]
     max_tgt_len: int
+    jump: JumpLayout | None = None
 
     def to(self, device) -> "MonoBatch":
         """The batch with every tensor on `device`, the examples' features included (so
@@ -87,7 +91,8 @@ class MonoBatch:
         examples = [replace(e, emit=mv(e.emit), null=mv(e.null)) for e in self.examples]
         return MonoBatch(mv(self.emit), mv(self.null), mv(self.valid), mv(self.trans_idx),
                          mv(self.start_idx), mv(self.lengths), mv(self.cost),
-                         mv(self.gold_ok), examples, self.max_tgt_len)
+                         mv(self.gold_ok), examples, self.max_tgt_len,
+                         None if self.jump is None else self.jump.to(device))
 
 
 @lru_cache(maxsize=4096)
@@ -170,6 +175,22 @@ def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1
     return MonoBatch(emit, null, valid, trans, first, lengths, cost, ok, examples, max_tgt_len)
 
 
+def jump_layout(batch: MonoBatch) -> JumpLayout:
+    """The batch's transition buckets (`_transition_buckets`) as a `JumpLayout` (NULL, then
+    target-phrase spans [start, end0]; padding absent), built on first use and kept on the
+    batch. O(B * C)."""
+    if batch.jump is None:
+        B, C = batch.trans_idx.shape[:2]
+        kind, start, end = (torch.zeros(B, C, dtype=torch.long) for _ in range(3))
+        for b, e in enumerate(batch.examples):
+            st = state_table(tgt_len=len(e.tgt), max_tgt_len=batch.max_tgt_len)
+            Cb = st["start"].shape[0]
+            kind[b, :Cb] = torch.where(st["length"] == 0, 1, 2)
+            start[b, :Cb], end[b, :Cb] = st["start"], st["end0"].clamp(min=0)
+        batch.jump = JumpLayout.build(kind, start, end, max_jump=4).to(batch.trans_idx.device)
+    return batch.jump
+
+
 class MonoAlignerBase(nn.Module):
     """Parameters and potential builder shared by the token and the phrasal CRF aligner."""
 
@@ -210,12 +231,18 @@ class MonoAlignerBase(nn.Module):
         keep = batch.valid & batch.gold_ok if gold_only else batch.valid
         emit = emit.masked_fill(~keep, neg)
         emit = torch.cat([torch.full_like(emit[:, :, :1], neg), emit], dim=2)
-        return emit, self.w_trans[batch.trans_idx], self.w_trans[batch.start_idx]
+        return emit, self.transition(batch), self.w_trans[batch.start_idx]
+
+    def transition(self, batch: MonoBatch):
+        """The (B, C, C) [c_next, c_prev] transition scores w_trans[bucket]. O(B*C^2)."""
+        return self.w_trans[batch.trans_idx]
 
     def log_potentials(self, batch: MonoBatch, *, cost_weight: float = 0.0,
                        gold_only: bool = False) -> torch.Tensor:
         """(B, I, Ls+1, C, C) torch-struct semi-Markov log-potentials. O(B*I*Ls*C^2)."""
         emit, trans, start = self.factors(batch, cost_weight=cost_weight, gold_only=gold_only)
+        if not torch.is_tensor(trans):  # a JumpTransition
+            trans = trans.dense()
         lp = emit.unsqueeze(-1) + trans[:, None, None]
         lp0 = torch.full_like(lp[:, 0], semiring_zero(lp.dtype))
         lp0[..., 0] = emit[:, 0] + start[:, None, :]

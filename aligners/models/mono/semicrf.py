@@ -10,10 +10,18 @@ side a sum over every path consistent with the gold links.
 import torch
 
 from aligners.lattices.factored_semimarkov import factored_log_partition, factored_viterbi
-from aligners.models.mono.potentials import MonoAlignerBase, MonoBatch
+from aligners.lattices.jump_transition import JumpTransition
+from aligners.models.mono.potentials import MonoAlignerBase, MonoBatch, jump_layout
 from aligners.models.mono.states import state_phrase
 
-__all__ = ["PhraseCRFAligner", "segments_to_output"]
+__all__ = ["PhraseCRFAligner", "segments_to_output", "JUMP_MIN_STATES"]
+
+# batches with at least this many target states C reduce the transition with the bucketed
+# `JumpTransition` (O(C) per position) instead of the dense (C, C) one (same results: exact up
+# to float rounding, Viterbi bit-equal). On the CPU the lattice is bound by per-operation
+# overhead, so the O(C^2) path stays faster up to C ~ 150-200 at 8 pairs x 30 words
+# (`python benchmarks/mono_jump_lattice.py`, BENCHMARKS.md "Issue 13: speed").
+JUMP_MIN_STATES = 200
 
 
 def segments_to_output(segments, *, tgt_len: int, max_tgt_len: int):
@@ -36,6 +44,13 @@ class PhraseCRFAligner(MonoAlignerBase):
                  phrase_cues: bool = False):
         super().__init__(max_src_len=max_src_len, max_tgt_len=max_tgt_len, embedding=embedding,
                          phrase_cues=phrase_cues)
+
+    def transition(self, batch: MonoBatch):
+        """The label transition: dense (B, C, C) w_trans[bucket], or the same buckets as a
+        `JumpTransition` when C >= `JUMP_MIN_STATES` (module constant)."""
+        if batch.valid.shape[-1] >= JUMP_MIN_STATES:
+            return JumpTransition(self.w_trans, jump_layout(batch))
+        return self.w_trans[batch.trans_idx]
 
     def log_partition(self, factors, lengths: torch.Tensor) -> torch.Tensor:
         """(emit, trans, start) -> log Z (B,)."""
