@@ -26,7 +26,8 @@ one bilinear form: W [a, b, a*b, (a-b)^2] = (W_a a + W_d a^2) + (W_b b + W_d b^2
 (B, I*Ls*h, d) x (B, d, C) with no (B, I, Ls, C, d) tensor.
 
 Shapes: per batch the scorer builds (B, I, Ls, h, C) hidden units, C = 1 + J * Lt.
-Cost per pair: encoder O(pieces) + O(I * Ls * C * d * h) multiply-adds + the lattice's
+Cost per pair: encoder O(pieces) (context pair: one pass over both sentences) + O(I * Ls * C
+* d * h) multiply-adds (+ O(I * Ls * C * D) with cosine) + the lattice's
 O(I * (C^2 + Ls * C)); decoding as `PhraseCRFAligner`.
 """
 
@@ -180,7 +181,7 @@ class NeuralCRFAligner(PhraseCRFAligner):
 
     def span_scores(self, batch: MonoBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, I, Ls, C) span-pair scores (column 0 = 0) and (B, I) NULL scores.
-        O(B * I * Ls * C * proj * hidden)."""
+        O(B * I * Ls * C * proj * hidden), + O(B * I * Ls * C * D) with `cosine`."""
         B, I, Ls, C = batch.valid.shape
         w = self.proj.weight
         src, tgt = self._vectors(batch.examples)
