@@ -21,8 +21,11 @@ WORDS = ("the a cat cats dog sat on mat rug was sitting is big small house home 
 
 @pytest.fixture(scope="module")
 def encoder_dir(tmp_path_factory):
+    return tiny_encoder(tmp_path_factory.mktemp("tiny_bert"))
+
+
+def tiny_encoder(d):
     """A 2-layer, 16-d random BERT + word-piece tokenizer saved as a Hugging Face folder."""
-    d = tmp_path_factory.mktemp("tiny_bert")
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, "##s", "##ing"]
     (d / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     tok = transformers.BertTokenizerFast(vocab_file=str(d / "vocab.txt"), do_lower_case=True)

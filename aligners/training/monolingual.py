@@ -41,11 +41,12 @@ from aligners.models.mono.aligner import (
     shared_embedder,
 )
 
-__all__ = ["KINDS", "LitMonoAligner", "train", "evaluate", "flatten_report"]
+__all__ = ["KINDS", "LitMonoAligner", "train", "evaluate", "flatten_report",
+           "add_nonident_cost"]
 
 KINDS = ("mono-token-crf", "mono-phrase-crf", "mono-neural-crf")  # what evaluate() loads
 # model.* keys of the neural aligner passed to `build_model` (configs/model/mono_neural.yaml)
-NEURAL_KEYS = ("encoder", "proj", "hidden", "sparse", "finetune")
+NEURAL_KEYS = ("encoder", "proj", "hidden", "sparse", "finetune", "context", "cosine")
 
 
 class LitMonoAligner(pl.LightningModule):
@@ -71,6 +72,7 @@ class LitMonoAligner(pl.LightningModule):
         self.evaluations = 0
         self.select, self.best_state, self.best_epoch, self.best_f1 = select, None, -1, -1.0
         self.select_log: list[float] = []
+        self.select_nonident: list[float] = []  # non-identical micro F1 per epoch (reported)
         self.model = build_model(kind=kind, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
                                  embedding=embedding, phrase_cues=phrase_cues, **(neural or {}))
         if optimizer == "adamw" and not hasattr(self.model, "trainable_groups"):
@@ -83,9 +85,15 @@ class LitMonoAligner(pl.LightningModule):
         examples, golds = self.select
         out = predict(self.model, examples, batch_size=self.hparams.decode_batch)
         self.model.train()
-        f1 = evaluate_alignments(golds, [set(o[1]) for o in out]).micro.f1
+        rep = evaluate_alignments(golds, [set(o[1]) for o in out],
+                                  src_tokens=[e.src for e in examples],
+                                  tgt_tokens=[e.tgt for e in examples])
+        f1 = rep.micro.f1
+        nonident = flatten_report(rep.to_dict()).get("breakdown/non-identical/micro/f1", -1.0)
         self.select_log.append(round(float(f1), 5))
-        print(f"  epoch {self.current_epoch}: selection micro F1 {f1:.4f}", flush=True)
+        self.select_nonident.append(round(float(nonident), 5))
+        print(f"  epoch {self.current_epoch}: selection micro F1 {f1:.4f} (non-identical "
+              f"{nonident:.4f})", flush=True)
         if f1 > self.best_f1:
             self.best_f1, self.best_epoch = f1, int(self.current_epoch)
             self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
@@ -207,6 +215,8 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_
     t_feat = time.time() - t0
     batches, _ = chunks(examples, max_tgt_len=lit.model.max_tgt_len, batch_size=t.batch_size,
                         cost=(t.fp_cost, t.fn_cost))
+    for b in batches:  # recall errors on paraphrase links cost more (0: plain Hamming cost)
+        add_nonident_cost(b, float(t.get("nonident_fn_cost", 0.0)))
     data = [batches] if t.optimizer == "lbfgs" else [[b] for b in batches]
     if t.optimizer == "adamw" and t.get("lr_decay", False):
         lit.hparams.total_steps = len(data) * int(t.epochs)
@@ -223,11 +233,37 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_
         lit.model.load_state_dict(lit.best_state)
         timing.update({"best_epoch": lit.best_epoch, "select_f1": round(lit.best_f1, 5)})
         timing.update({f"select_f1_epoch{n}": v for n, v in enumerate(lit.select_log)})
+        timing.update({f"select_nonident_f1_epoch{n}": v
+                       for n, v in enumerate(lit.select_nonident)})
     return lit.model.cpu().eval(), timing
 
 
 def _identity(x):
     return x
+
+
+def add_nonident_cost(batch, weight: float) -> None:
+    """Add `weight` per missed gold link whose two words differ (case-folded) to the
+    softmax-margin cost `batch.cost` (B, I, Ls, C) in place: a segment labelled with state c
+    costs `weight` for each non-identical gold link of its words outside c's target phrase.
+    O(B * I * Ls * C)."""
+    from aligners.models.mono.potentials import _segment_sum
+    from aligners.models.mono.states import state_table
+
+    if not weight or batch.cost is None:
+        return
+    Ls = batch.cost.shape[2]
+    for b, e in enumerate(batch.examples):
+        I, J = len(e.src), len(e.tgt)
+        differ = torch.tensor([[s.lower() != t.lower() for t in e.tgt] for s in e.src],
+                              dtype=torch.bool).reshape(I, J)
+        g = (e.gold.bool() & differ).float()  # (I, J) non-identical gold links
+        st = state_table(tgt_len=J, max_tgt_len=batch.max_tgt_len)
+        s0, ln = st["start"].clamp(min=0), st["length"]
+        cs = torch.cat([torch.zeros(I, 1), g.cumsum(1)], 1)
+        inside = torch.where(st["valid"], cs[:, (s0 + ln).clamp(max=J)] - cs[:, s0], 0.0)
+        missed = g.sum(1, keepdim=True) - inside  # (I, C)
+        batch.cost[b, :I, :, : missed.shape[1]] += weight * _segment_sum(missed, Ls)
 
 
 def flatten_report(report: dict, prefix: str = "") -> dict[str, float]:
@@ -251,8 +287,8 @@ def _check_cfg(cfg: DictConfig) -> None:
     for key in ("lr", "sparse_lr", "encoder_lr"):
         if key in t and not float(t[key]) > 0:
             raise AlignersInputError(f"training.{key} must be > 0, got {t[key]!r}")
-    for key in ("l2", "cost_weight", "fp_cost", "fn_cost"):
-        if not float(t[key]) >= 0:
+    for key in ("l2", "cost_weight", "fp_cost", "fn_cost", "nonident_fn_cost"):
+        if key in t and not float(t[key]) >= 0:
             raise AlignersInputError(f"training.{key} must be >= 0, got {t[key]!r}")
     if t.gold_links not in ("possible", "sure"):
         raise AlignersInputError(f"training.gold_links must be possible or sure, "

@@ -15,6 +15,10 @@ default: `aligners.features.embedding.MiniLMEmbedder`, mean of word pieces, unit
 Frozen encoder (default): vectors are computed once per sentence (batched, memoised) and
 stored on the examples. `finetune=True`: the encoder is a submodule, re-run (batched) on every
 forward pass and trained with the rest.
+`context`: word vectors from each sentence alone ("separate"), from both sentences in one
+encoder pass ("pair": `[CLS] src [SEP] tgt [SEP]`, `neural_pair`), or the two concatenated
+("both"). `cosine=True`: the cosine of the raw (unprojected) span means and of the projected
+span means are two more inputs of the span-pair hidden layer and of the score.
 
 The squared difference (not |a - b|) makes the MLP's first layer a sum of per-span terms and
 one bilinear form: W [a, b, a*b, (a-b)^2] = (W_a a + W_d a^2) + (W_b b + W_d b^2)
@@ -22,7 +26,8 @@ one bilinear form: W [a, b, a*b, (a-b)^2] = (W_a a + W_d a^2) + (W_b b + W_d b^2
 (B, I*Ls*h, d) x (B, d, C) with no (B, I, Ls, C, d) tensor.
 
 Shapes: per batch the scorer builds (B, I, Ls, h, C) hidden units, C = 1 + J * Lt.
-Cost per pair: encoder O(pieces) + O(I * Ls * C * d * h) multiply-adds + the lattice's
+Cost per pair: encoder O(pieces) (context pair: one pass over both sentences) + O(I * Ls * C
+* d * h) multiply-adds (+ O(I * Ls * C * D) with cosine) + the lattice's
 O(I * (C^2 + Ls * C)); decoding as `PhraseCRFAligner`.
 """
 
@@ -34,6 +39,7 @@ import torch
 from torch import nn
 
 from aligners.errors import AlignersInputError
+from aligners.models.mono.neural_pair import PairMemo, pair_vectors
 from aligners.models.mono.potentials import MonoBatch, MonoExample
 from aligners.models.mono.semicrf import PhraseCRFAligner
 from aligners.models.mono.states import state_table
@@ -44,7 +50,10 @@ __all__ = ["NeuralExample", "NeuralCRFAligner", "make_encoder", "encoder_source"
 CHUNK = 1 << 23
 # the hyper-parameters saved in a model folder's config ("model" entry)
 HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues", "dim", "proj", "hidden",
-           "sparse", "finetune")
+           "sparse", "finetune", "context", "cosine")
+# where the word vectors come from: each sentence alone, both in one pass (`neural_pair`), or
+# the two concatenated (2 D inputs to the projection)
+CONTEXTS = ("separate", "pair", "both")
 
 
 @dataclass
@@ -85,16 +94,21 @@ class NeuralCRFAligner(PhraseCRFAligner):
     def __init__(self, *, encoder, max_src_len: int = 3, max_tgt_len: int = 3, proj: int = 64,
                  hidden: int = 64, sparse: bool = True, finetune: bool = False,
                  embedding: bool = False, phrase_cues: bool = False,
-                 source: dict | None = None, dim: int | None = None):
+                 source: dict | None = None, dim: int | None = None,
+                 context: str = "separate", cosine: bool = False):
         super().__init__(max_src_len=max_src_len, max_tgt_len=max_tgt_len, embedding=embedding,
                          phrase_cues=phrase_cues)
         self.dim = int(encoder.dim)
         if dim is not None and int(dim) != self.dim:
             raise AlignersInputError(f"the encoder gives {self.dim}-d vectors, the model "
                                      f"expects {dim}")
+        if context not in CONTEXTS:
+            raise AlignersInputError(f"model.context must be one of {list(CONTEXTS)}, "
+                                     f"got {context!r}")
         self.proj_dim, self.hidden, self.sparse, self.finetune = proj, hidden, sparse, finetune
+        self.context, self.cosine = context, bool(cosine)
         self.source = dict(source) if source is not None else None
-        self.proj = nn.Linear(self.dim, proj)
+        self.proj = nn.Linear(self.dim * (2 if context == "both" else 1), proj)
         self.src_len = nn.Embedding(max_src_len, proj)
         self.tgt_len = nn.Embedding(max_tgt_len, proj)
         # first layer of the span-pair MLP over [a, b, a*b, (a-b)^2], split by block so that
@@ -104,6 +118,10 @@ class NeuralCRFAligner(PhraseCRFAligner):
         self.w_diff = nn.Linear(proj, hidden, bias=False)
         self.out = nn.Linear(hidden, 1)
         self.null_mlp = nn.Sequential(nn.Linear(proj, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        if self.cosine:  # span cosines (raw encoder vectors, projected vectors) as inputs
+            self.w_cos = nn.Linear(2, hidden, bias=False)  # into the hidden units
+            self.out_cos = nn.Linear(2, 1, bias=False)  # and straight into the score
+        self._pair_memo = PairMemo()
         if not sparse:
             self.w_emit.requires_grad_(False)
         if finetune:
@@ -116,7 +134,8 @@ class NeuralCRFAligner(PhraseCRFAligner):
         return {"max_src_len": self.max_src_len, "max_tgt_len": self.max_tgt_len,
                 "embedding": self.embedding, "phrase_cues": self.phrase_cues, "dim": self.dim,
                 "proj": self.proj_dim, "hidden": self.hidden, "sparse": self.sparse,
-                "finetune": self.finetune, "encoder": encoder_source(self.source)}
+                "finetune": self.finetune, "context": self.context, "cosine": self.cosine,
+                "encoder": encoder_source(self.source)}
 
     def _apply(self, fn, *args, **kwargs):
         """`.to(device)` / `.double()` also move a frozen (non-submodule) encoder."""
@@ -133,39 +152,56 @@ class NeuralCRFAligner(PhraseCRFAligner):
         memoised per sentence) and stored on the CPU. O(distinct sentences) encoder passes."""
         if self.finetune:
             return [NeuralExample(**vars(e)) for e in examples]
-        vecs = self.encoder.encode([e.src for e in examples] + [e.tgt for e in examples])
-        n = len(examples)
-        return [NeuralExample(**vars(e), src_vec=vecs[i], tgt_vec=vecs[n + i])
-                for i, e in enumerate(examples)]
+        src, tgt = self._encode(examples, frozen=True)
+        return [NeuralExample(**vars(e), src_vec=a, tgt_vec=b)
+                for e, a, b in zip(examples, src, tgt)]
+
+    def _encode(self, examples, *, frozen: bool):
+        """Word vectors of `examples` by `context` (frozen: memoised on the CPU; else
+        recomputed with gradients)."""
+        n, src, tgt = len(examples), [], []
+        if self.context in ("separate", "both"):
+            sents = [e.src for e in examples] + [e.tgt for e in examples]
+            vecs = self.encoder.encode(sents) if frozen else self.encoder.vectors(sents)
+            src, tgt = [vecs[: n]], [vecs[n:]]
+        if self.context in ("pair", "both"):
+            pairs = [(e.src, e.tgt) for e in examples]
+            pv = (self._pair_memo(self.encoder, pairs) if frozen
+                  else pair_vectors(self.encoder, pairs))
+            src.append([a for a, _ in pv])
+            tgt.append([b for _, b in pv])
+        if len(src) == 1:
+            return src[0], tgt[0]
+        return ([torch.cat(v, -1) for v in zip(*src)], [torch.cat(v, -1) for v in zip(*tgt)])
 
     def _vectors(self, examples) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         if self.finetune or any(getattr(e, "src_vec", None) is None for e in examples):
-            if not self.finetune:
-                vecs = self.encoder.encode([e.src for e in examples] + [e.tgt for e in examples])
-            else:
-                vecs = self.encoder.vectors([e.src for e in examples] +
-                                            [e.tgt for e in examples])
-            return vecs[: len(examples)], vecs[len(examples):]
+            return self._encode(examples, frozen=not self.finetune)
         return [e.src_vec for e in examples], [e.tgt_vec for e in examples]
 
     def span_scores(self, batch: MonoBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, I, Ls, C) span-pair scores (column 0 = 0) and (B, I) NULL scores.
-        O(B * I * Ls * C * proj * hidden)."""
+        O(B * I * Ls * C * proj * hidden), + O(B * I * Ls * C * D) with `cosine`."""
         B, I, Ls, C = batch.valid.shape
         w = self.proj.weight
         src, tgt = self._vectors(batch.examples)
         pad = nn.utils.rnn.pad_sequence
-        S = self.proj(pad([v.to(w.device, w.dtype) for v in src], batch_first=True))
-        T = self.proj(pad([v.to(w.device, w.dtype) for v in tgt], batch_first=True))
-        if S.shape[1] < I:  # (B, I, d) even when the batch is padded beyond its sentences
-            S = torch.cat([S, S.new_zeros(B, I - S.shape[1], S.shape[2])], 1)
+        Rs = pad([v.to(w.device, w.dtype) for v in src], batch_first=True)
+        Rt = pad([v.to(w.device, w.dtype) for v in tgt], batch_first=True)
+        if Rs.shape[1] < I:  # (B, I, D) even when the batch is padded beyond its sentences
+            Rs = torch.cat([Rs, Rs.new_zeros(B, I - Rs.shape[1], Rs.shape[2])], 1)
+        S, T = self.proj(Rs), self.proj(Rt)
         # source spans [n, n+k): cumulative sums, mean + length embedding -> (B, I, Ls, d)
-        cs = torch.cat([S.new_zeros(B, 1, S.shape[2]), S.cumsum(1)], 1)
         n = torch.arange(I, device=w.device)
         k = torch.arange(1, Ls + 1, device=w.device)
         end = (n[:, None] + k[None, :]).clamp(max=I)
-        a = (cs[:, end] - cs[:, n][:, :, None]) / k[None, None, :, None].to(w.dtype)
-        a = a + self.src_len.weight[None, None]
+
+        def src_spans(X):  # (B, I, D) -> (B, I, Ls, D) span means
+            cs = torch.cat([X.new_zeros(B, 1, X.shape[2]), X.cumsum(1)], 1)
+            return (cs[:, end] - cs[:, n][:, :, None]) / k[None, None, :, None].to(w.dtype)
+
+        a_mean = src_spans(S)
+        a = a_mean + self.src_len.weight[None, None]
         # target states -> (start, length): mean over the phrase + length embedding (B, C, d)
         starts = torch.zeros(B, C, dtype=torch.long)
         lens = torch.zeros(B, C, dtype=torch.long)
@@ -176,10 +212,21 @@ class NeuralCRFAligner(PhraseCRFAligner):
             lens[b, :Cb] = st["length"]
         starts, lens = starts.to(w.device), lens.to(w.device)
         ends = (starts + lens).clamp(max=T.shape[1])
-        ct = torch.cat([T.new_zeros(B, 1, T.shape[2]), T.cumsum(1)], 1)
         rows = torch.arange(B, device=w.device)[:, None]
-        bvec = (ct[rows, ends] - ct[rows, starts]) / lens.clamp(min=1)[..., None].to(w.dtype)
-        bvec = bvec + self.tgt_len.weight[(lens - 1).clamp(min=0)]
+
+        def tgt_spans(X):  # (B, J, D) -> (B, C, D) state phrase means (0 for NULL)
+            ct = torch.cat([X.new_zeros(B, 1, X.shape[2]), X.cumsum(1)], 1)
+            return (ct[rows, ends] - ct[rows, starts]) / lens.clamp(min=1)[..., None].to(w.dtype)
+
+        b_mean = tgt_spans(T)
+        bvec = b_mean + self.tgt_len.weight[(lens - 1).clamp(min=0)]
+        cos = None
+        if self.cosine:  # (B, I, Ls, C, 2): cosine of the raw and of the projected span means
+            unit = nn.functional.normalize
+            cos = torch.stack([
+                torch.einsum("bnkd,bcd->bnkc", unit(src_spans(Rs), dim=-1),
+                             unit(tgt_spans(Rt), dim=-1)),
+                torch.einsum("bnkd,bcd->bnkc", unit(a_mean, dim=-1), unit(b_mean, dim=-1))], -1)
         # MLP over [a, b, a*b, (a-b)^2]: per-span terms + one bilinear matrix product, over
         # blocks of source positions so that the hidden units stay under CHUNK elements
         d, H = a.shape[-1], self.hidden
@@ -193,9 +240,14 @@ class NeuralCRFAligner(PhraseCRFAligner):
             n1 = min(I, n0 + step)
             aw = (a[:, n0:n1].unsqueeze(-2) * mix).reshape(B, (n1 - n0) * Ls * H, d)
             h = torch.bmm(aw, bt).view(B, n1 - n0, Ls, H, C)
-            h = torch.relu(h + per_a[:, n0:n1, ..., None] + per_b)
+            h = h + per_a[:, n0:n1, ..., None] + per_b
+            if cos is not None:
+                h = h + self.w_cos(cos[:, n0:n1]).transpose(-1, -2)
+            h = torch.relu(h)
             parts.append(torch.matmul(self.out.weight[0], h))  # (B, n1-n0, Ls, C)
         pair = torch.cat(parts, 1) + self.out.bias
+        if cos is not None:
+            pair = pair + self.out_cos(cos).squeeze(-1)
         pair = pair.masked_fill((lens == 0)[:, None, None, :], 0.0)  # NULL column
         null = self.null_mlp(S).squeeze(-1)
         return pair, null
