@@ -43,6 +43,7 @@ class LitPhrasalAligner(pl.LightningModule):
         self.automatic_optimization = False
         self.model, self.index = model, index
         self.history: list[list[float]] = []
+        self._prepared: dict = {}  # batch number -> PhrasalAligner.prepare(...)
         self._anchor = torch.nn.Parameter(torch.zeros(1))
         self.save_hyperparameters(model.hparams())
 
@@ -59,10 +60,12 @@ class LitPhrasalAligner(pl.LightningModule):
         self.model.reset_counts()
 
     def training_step(self, k, batch_idx):
-        b = self.index.batch(int(k))
-        m = self.model
-        m.accumulate(b, make_layout(b.to(m.word_keys.device), m.src_list, m.tgt_list,
-                                    gappy=m.config.gappy))
+        k, m = int(k), self.model
+        if k not in self._prepared:  # fixed E-step parts, built in the first epoch
+            b = self.index.batch(k).to(m.word_keys.device)
+            self._prepared[k] = m.prepare(b, make_layout(b, m.src_list, m.tgt_list,
+                                                         gappy=m.config.gappy))
+        m.accumulate(prepared=self._prepared[k])
 
     def on_train_epoch_end(self):
         ll = self.model.m_step()

@@ -24,14 +24,18 @@ METHODS = ("agreement", "posterior", "viterbi")
 def fit_phrasal(model: PhrasalAligner, index: PairIndex, *, progress=None,
                 route: bool = True) -> list:
     """The remaining EM iterations on one process; per-iteration log-likelihoods (2,).
+    Each batch is prepared once (`PhrasalAligner.prepare`) and reused by every iteration.
     `route=False`: every pair on the phrasal lattice (see `PhrasalAligner.accumulate`)."""
-    history = []
+    history, prepared = [], {}  # each batch's fixed E-step parts, built in the first pass
     for it in range(int(model.iteration), model.config.iterations):
         model.reset_counts()
         for k in range(len(index)):
-            b = index.batch(k).to(model.word_keys.device)
-            model.accumulate(b, make_layout(b, model.src_list, model.tgt_list,
-                                            gappy=model.config.gappy), route=route)
+            if k not in prepared:
+                b = index.batch(k).to(model.word_keys.device)
+                prepared[k] = model.prepare(b, make_layout(b, model.src_list, model.tgt_list,
+                                                           gappy=model.config.gappy),
+                                            route=route)
+            model.accumulate(prepared=prepared[k])
             if progress is not None:
                 progress(it, k)
         history.append(model.m_step().tolist())
