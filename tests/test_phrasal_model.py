@@ -291,3 +291,55 @@ def test_mixed_batches_give_the_same_counts_and_links_routed_or_not(trained, dty
             assert x.shape == y.shape
             assert torch.allclose(x.to(y.dtype), y, atol=tol, rtol=tol)
     assert mixed >= 1
+
+
+def _tight_keys_reference(f, b, I, J, ss, st, sw, tw, Ut):
+    """The keys of one pair from `aligners.symmetrize` and dictionaries (the definition)."""
+    from aligners.symmetrize import symmetrize
+
+    links = symmetrize([(i, j) for j, i in enumerate(f[:J]) if i >= 0],
+                       [(i, j) for i, j in enumerate(b[:I]) if j >= 0], "grow-diag-final")
+    by_s, by_t, keys = {}, {}, []
+    for i, j in links:
+        by_s.setdefault(i, []).append(j)
+        by_t.setdefault(j, []).append(i)
+    for i, js in by_s.items():
+        lo, hi = min(js), max(js)
+        if hi > lo and all(by_t.get(j, [i]) == [i] for j in range(lo, hi + 1)):
+            if hi - lo < st.shape[1] and st[hi, hi - lo] >= 0:
+                keys.append(sw[i] * Ut + int(st[hi, hi - lo]))
+    for j, is_ in by_t.items():
+        lo, hi = min(is_), max(is_)
+        if hi > lo and all(by_s.get(i, [j]) == [j] for i in range(lo, hi + 1)):
+            if hi - lo < ss.shape[1] and ss[hi, hi - lo] >= 0:
+                keys.append(int(ss[hi, hi - lo]) * Ut + tw[j])
+    return sorted(keys)
+
+
+def test_tight_phrase_keys_kernel_equals_the_symmetrize_reference():
+    from aligners.models.phrasal._init_kernel import tight_phrase_keys
+
+    g = np.random.default_rng(3)
+    R, I, J, L, Ut = 300, 9, 10, 4, 50
+    sl, tl = g.integers(1, I + 1, R), g.integers(1, J + 1, R)
+    # Viterbi-like alignments: mostly near the diagonal, some NULL (-1), some 1-many runs
+    f = np.where(g.random((R, J)) < 0.2, -1, np.clip(np.arange(J)[None] * sl[:, None] // tl[
+        :, None] + g.integers(-1, 2, (R, J)), 0, None))
+    f = np.where(f < sl[:, None], f, -1)
+    b = np.where(g.random((R, I)) < 0.2, -1, np.clip(np.arange(I)[None] * tl[:, None] // sl[
+        :, None] + g.integers(-1, 2, (R, I)), 0, None))
+    b = np.where(b < tl[:, None], b, -1)
+    ss = np.where(g.random((R, I, L)) < 0.5, g.integers(0, Ut, (R, I, L)), -1)
+    st = np.where(g.random((R, J, L)) < 0.5, g.integers(0, Ut, (R, J, L)), -1)
+    ss[:, :, 0] = st[:, :, 0] = -1
+    sw, tw = g.integers(0, 40, (R, I)), g.integers(0, Ut, (R, J))
+    got = tight_phrase_keys(f, b, sl, tl, ss, st, sw, tw, Ut)
+    want = [k for r in range(R) for k in _tight_keys_reference(
+        f[r], b[r], sl[r], tl[r], ss[r], st[r], sw[r], tw[r], Ut)]
+    assert len(want) > 100
+    assert sorted(got.tolist()) == sorted(want)
+    for r in range(20):  # per pair too
+        one = tight_phrase_keys(f[r:r + 1], b[r:r + 1], sl[r:r + 1], tl[r:r + 1], ss[r:r + 1],
+                                st[r:r + 1], sw[r:r + 1], tw[r:r + 1], Ut)
+        assert sorted(one.tolist()) == _tight_keys_reference(
+            f[r], b[r], sl[r], tl[r], ss[r], st[r], sw[r], tw[r], Ut)

@@ -37,6 +37,7 @@ def _item(ew, se, sn, sk, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, 
         for i in range(Ib):
             if jump[k, i] > _NEG:
                 A[k, i] = np.exp(jump[k, i])
+    AT = np.ascontiguousarray(A.T)
     ns = np.zeros(Ib)
     for k in range(Ib):
         if nstay[k] > _NEG:
@@ -133,11 +134,14 @@ def _item(ew, se, sn, sk, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, 
             if pv[p]:
                 bw[pfirst[p]] += PW[p] * EP[s, p] * bex[s, plast[p]] * f1
         bn = EN[s] * f1
+        # bex[n, k] = ns[k] bn bex[s, k] + sum_i A[k, i] bw[i], summed over i in order for
+        # every k (the loop over k innermost: contiguous in AT, vectorised)
         for k in range(Ib):
-            acc = ns[k] * bn * bex[s, k]
-            for i in range(Ib):
-                acc += A[k, i] * bw[i]
-            bex[n, k] = acc
+            bex[n, k] = ns[k] * bn * bex[s, k]
+        for i in range(Ib):
+            b = bw[i]
+            for k in range(Ib):
+                bex[n, k] += AT[i, k] * b
     # posteriors
     for e in range(Jb):
         f1 = np.exp(C[e] - C[e + 1])

@@ -19,10 +19,10 @@ from __future__ import annotations
 import torch
 
 from aligners.data.bitext import PairIndex
+from aligners.models.phrasal._init_kernel import tight_phrase_keys
 from aligners.models.phrasal.model import PhrasalAligner, PhrasalConfig, make_layout
 from aligners.models.phrasal.phrase_lists import PhraseList, mine_candidates, rank_phrases
 from aligners.models.phrasal.routing import phrase_rows
-from aligners.symmetrize import symmetrize
 
 __all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_aligner"]
 
@@ -148,31 +148,12 @@ def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list) -> torch.Te
         f, b = vit[k]
         src, tgt = bt.src.long(), bt.tgt.long()
         # a pair adds keys only through its listed spans: rows without a phrase state add
-        # none, and only the others are read back as Python lists
+        # none; the others go through the numba grow-diag-final + tight-pair kernel
         rows = phrase_rows(lay).nonzero()[:, 0]
-        fl, bl = f[rows].tolist(), b[rows].tolist()
-        ss, st = lay.span_src[rows].numpy(), lay.span_tgt[rows].numpy()  # read per link
-        sw, tw = src[rows].tolist(), tgt[rows].tolist()
-        sls, tls = bt.src_lengths[rows].tolist(), bt.tgt_lengths[rows].tolist()
-        for r in range(rows.numel()):
-            I, J = sls[r], tls[r]
-            links = symmetrize([(i, j) for j, i in enumerate(fl[r][:J]) if i >= 0],
-                               [(i, j) for i, j in enumerate(bl[r][:I]) if j >= 0],
-                               "grow-diag-final")
-            by_s, by_t = {}, {}
-            for i, j in links:
-                by_s.setdefault(i, []).append(j)
-                by_t.setdefault(j, []).append(i)
-            for i, js in by_s.items():  # word i -> target span
-                lo, hi = min(js), max(js)
-                if hi > lo and all(by_t.get(j, [i]) == [i] for j in range(lo, hi + 1)):
-                    if hi - lo < st.shape[2] and st[r, hi, hi - lo] >= 0:
-                        keys.append(sw[r][i] * Ut + int(st[r, hi, hi - lo]))
-            for j, is_ in by_t.items():  # source span -> word j
-                lo, hi = min(is_), max(is_)
-                if hi > lo and all(by_s.get(i, [j]) == [j] for i in range(lo, hi + 1)):
-                    if hi - lo < ss.shape[2] and ss[r, hi, hi - lo] >= 0:
-                        keys.append(int(ss[r, hi, hi - lo]) * Ut + tw[r][j])
+        if rows.numel():
+            keys.append(torch.from_numpy(tight_phrase_keys(
+                f[rows], b[rows], bt.src_lengths[rows], bt.tgt_lengths[rows],
+                lay.span_src[rows], lay.span_tgt[rows], src[rows], tgt[rows], Ut)))
         if model.config.gappy:
             for obs, al, ln, lst, fwd in ((bt.src, b, bt.src_lengths, model.src_list, True),
                                           (bt.tgt, f, bt.tgt_lengths, model.tgt_list, False)):
@@ -184,10 +165,10 @@ def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list) -> torch.Te
                 ok = unit >= 0
                 other = (tgt if fwd else src)[rb[ok], state[ok]]
                 key = unit[ok] * Ut + other if fwd else other * Ut + unit[ok]
-                keys.extend(key.tolist())
+                keys.append(key.long())
     counts = torch.zeros(model.phrase_keys.numel(), dtype=torch.float32)
     if keys:
-        kt = torch.tensor(keys, dtype=torch.long)
+        kt = torch.cat(keys)
         pos = model.phrase_ids(kt // Ut, kt % Ut) - P - 1
         pos = pos[pos >= 0]
         counts.index_add_(0, pos, torch.ones(pos.numel()))

@@ -298,7 +298,7 @@ class PhrasalAligner(nn.Module):
         """E-step of rows without a phrase state through the word HMM lattice."""
         post = word_row_posteriors(self, batch)
         (qf, qb), nf, nb = word_row_counts(post, batch, agreement=self.config.agreement)
-        ids = batch.pair_ids.reshape(-1).long()
+        ids = batch.pair_ids.reshape(-1)  # int32: same sums, faster than int64
         self.c_fwd.index_add_(0, ids, qf.reshape(-1).to(self.c_fwd.dtype))
         self.c_bwd.index_add_(0, ids, qb.reshape(-1).to(self.c_bwd.dtype))
         self.c_null_tgt.index_add_(0, batch.tgt.reshape(-1).long(),
