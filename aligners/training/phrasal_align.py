@@ -192,11 +192,16 @@ def train(cfg: DictConfig) -> dict:
 
     def report(name, model, seconds):
         mats = {k: link_matrices(model, ix) for k, ix in subs.items()}
-        vmats = {k: link_matrices(model, ix, viterbi=True) for k, ix in subs.items()}
+        # Viterbi links: dev, trial (decoding choice), test (the Viterbi row); all 447 only
+        # when the trial-chosen decoding is Viterbi (below)
+        vmats = {k: link_matrices(model, ix, viterbi=True) for k, ix in subs.items()
+                 if k != "all"}
         dec, dev_aer = choose(mats["dev"], vmats["dev"], dev, grid)
         use = vmats if dec["method"] == "viterbi" else mats
         s = _score(test_rest, decode(use["test"], **dec))
         dec_t, _ = choose(mats["trial"], vmats["trial"], tune, grid)
+        if dec_t["method"] == "viterbi":
+            vmats["all"] = link_matrices(model, subs["all"], viterbi=True)
         use_t = vmats if dec_t["method"] == "viterbi" else mats
         links_all = decode(use_t["all"], **dec_t)
         s_all = _score(test, links_all)

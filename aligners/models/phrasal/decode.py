@@ -22,11 +22,14 @@ METHODS = ("agreement", "posterior", "viterbi")
 
 
 def fit_phrasal(model: PhrasalAligner, index: PairIndex, *, progress=None,
-                route: bool = True) -> list:
+                route: bool = True, prepared: dict | None = None) -> list:
     """The remaining EM iterations on one process; per-iteration log-likelihoods (2,).
     Each batch is prepared once (`PhrasalAligner.prepare`) and reused by every iteration.
-    `route=False`: every pair on the phrasal lattice (see `PhrasalAligner.accumulate`)."""
-    history, prepared = [], {}  # each batch's fixed E-step parts, built in the first pass
+    `route=False`: every pair on the phrasal lattice (see `PhrasalAligner.accumulate`).
+    `prepared`: a dict (batch number -> prepared batch) kept across calls (same model
+    structure and `route`); filled here where empty."""
+    history = []
+    prepared = {} if prepared is None else prepared  # built in the first pass, then reused
     for it in range(int(model.iteration), model.config.iterations):
         model.reset_counts()
         for k in range(len(index)):
