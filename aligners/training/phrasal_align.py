@@ -244,6 +244,7 @@ def train(cfg: DictConfig) -> dict:
         init_s, init_cpu = time.time() - t0, time.process_time() - c0
         lit = LitPhrasalAligner(model, index)
         _fit(cfg, lit, model.config.iterations)
+        lit._prepared.clear()  # the prepared batches of this model: not needed any more
         times[name] = time.time() - t0
         cpu[name] = time.process_time() - c0
         stats[name] = {**st, "init_seconds": init_s, "init_cpu_seconds": init_cpu}
