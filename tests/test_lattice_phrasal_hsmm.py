@@ -310,3 +310,29 @@ def test_explicit_posteriors_equal_autograd(dtype, tol):
     assert float(ex.phrase.sum()) > 0.1 and float(ex.word[:, :, 1:].sum()) > 0.1
     with pytest.raises(AlignersInputError, match="method"):
         phrasal_hsmm_posteriors(pot, src_lengths=sl, tgt_lengths=tl, method="numba")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("ties", [False, True])
+def test_numba_word_hmm_viterbi_equals_the_torch_viterbi(dtype, ties):
+    """The numba Viterbi of the Och-Ney word HMM used by the phrasal mining pass gives the
+    same states and scores as `alignment_hmm_viterbi`, bit for bit (ties: first maximum)."""
+    from aligners.lattices._alignment_hmm_viterbi_kernel import alignment_hmm_viterbi_cpu
+    from aligners.lattices.alignment_hmm import alignment_hmm_viterbi
+
+    g = torch.Generator().manual_seed(7)
+    B, I, J = 40, 7, 9
+    if ties:  # few distinct values: many exact ties between paths
+        link = torch.randint(0, 3, (B, I, J), generator=g).to(dtype) / 4
+        null = torch.randint(1, 3, (B, J), generator=g).to(dtype) / 4
+        jumps = torch.randint(1, 3, (I + 1, I), generator=g).to(dtype)
+    else:
+        link = torch.rand(B, I, J, generator=g, dtype=dtype)
+        null = torch.rand(B, J, generator=g, dtype=dtype)
+        jumps = torch.rand(I + 1, I, generator=g, dtype=dtype)
+    sl = torch.randint(1, I + 1, (B,), generator=g)
+    tl = torch.randint(1, J + 1, (B,), generator=g)
+    want = alignment_hmm_viterbi(link, null, jumps, src_lengths=sl, tgt_lengths=tl, p0=0.2)
+    got = alignment_hmm_viterbi_cpu(link, null, jumps, src_lengths=sl, tgt_lengths=tl, p0=0.2)
+    assert torch.equal(got.states, want.states)
+    assert torch.equal(got.score, want.score)

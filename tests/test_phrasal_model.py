@@ -343,3 +343,13 @@ def test_tight_phrase_keys_kernel_equals_the_symmetrize_reference():
                                 st[r:r + 1], sw[r:r + 1], tw[r:r + 1], Ut)
         assert sorted(one.tolist()) == _tight_keys_reference(
             f[r], b[r], sl[r], tl[r], ss[r], st[r], sw[r], tw[r], Ut)
+
+
+def test_mining_viterbi_equals_the_word_models_viterbi(trained):
+    from aligners.models.phrasal.init import word_viterbi
+
+    wa, index = trained[6], trained[3]
+    got = word_viterbi(wa, index)
+    for k in range(len(index)):
+        f, b = wa.viterbi(index.batch(k))
+        assert torch.equal(got[k][0], f.int()) and torch.equal(got[k][1], b.int())
