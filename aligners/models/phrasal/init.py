@@ -150,14 +150,19 @@ def _unique(parts):
 
 
 def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
-                gappy: bool) -> tuple[torch.Tensor, float]:
-    """(sorted phrase keys (Q,), mean number of phrase states matched per pair)."""
+                gappy: bool, spans: list | None = None) -> tuple[torch.Tensor, float]:
+    """(sorted phrase keys (Q,), mean number of phrase states matched per pair). `spans`: a
+    list that receives per batch (phrase rows (R,), their span_src, span_tgt) for
+    `_init_counts` (no second matching pass)."""
     Ut = tgt_list.n_units
     merged, parts, matched = torch.zeros(0, dtype=torch.long), [], 0
     for k in range(len(index)):
         bt = index.batch(k)
         lay = make_layout(bt, src_list, tgt_list, gappy=gappy)
         matched += lay.n_matched()
+        if spans is not None:
+            rows = phrase_rows(lay).nonzero()[:, 0]
+            spans.append((rows, lay.span_src[rows], lay.span_tgt[rows]))
         for ph, words, ln, fwd in ((lay.ph_fwd, bt.tgt, bt.tgt_lengths, True),
                                    (lay.ph_bwd, bt.src, bt.src_lengths, False)):
             unit = ph[2]
@@ -171,22 +176,29 @@ def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
     return _unique([merged, *parts]), matched / max(1, index.n_sentences)
 
 
-def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list) -> torch.Tensor:
-    """(Q,) counts of the tight 1-k / k-1 grow-diag-final pairs and reversed gappy links."""
+def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list,
+                 spans: list | None = None) -> torch.Tensor:
+    """(Q,) counts of the tight 1-k / k-1 grow-diag-final pairs and reversed gappy links.
+    `spans`: per batch (phrase rows, span_src, span_tgt) from `phrase_keys` (else matched
+    here)."""
     Ut, P = model.n_tgt_units, model.word_keys.numel()
     keys = []
     for k in range(len(index)):
         bt = index.batch(k)
-        lay = make_layout(bt, model.src_list, model.tgt_list, gappy=model.config.gappy)
+        if spans is None:
+            lay = make_layout(bt, model.src_list, model.tgt_list, gappy=model.config.gappy)
+            rows = phrase_rows(lay).nonzero()[:, 0]
+            ss, st = lay.span_src[rows], lay.span_tgt[rows]
+        else:
+            rows, ss, st = spans[k]
         f, b = vit[k]
         src, tgt = bt.src.long(), bt.tgt.long()
         # a pair adds keys only through its listed spans: rows without a phrase state add
         # none; the others go through the numba grow-diag-final + tight-pair kernel
-        rows = phrase_rows(lay).nonzero()[:, 0]
         if rows.numel():
             keys.append(torch.from_numpy(tight_phrase_keys(
-                f[rows], b[rows], bt.src_lengths[rows], bt.tgt_lengths[rows],
-                lay.span_src[rows], lay.span_tgt[rows], src[rows], tgt[rows], Ut)))
+                f[rows], b[rows], bt.src_lengths[rows], bt.tgt_lengths[rows], ss, st,
+                src[rows], tgt[rows], Ut)))
         if model.config.gappy:
             for obs, al, ln, lst, fwd in ((bt.src, b, bt.src_lengths, model.src_list, True),
                                           (bt.tgt, f, bt.tgt_lengths, model.tgt_list, False)):
@@ -266,12 +278,14 @@ def build_phrasal_aligner(word_model, index: PairIndex, config: PhrasalConfig):
     """(PhrasalAligner initialised from `word_model`, stats dict). Runs on CPU tensors."""
     vit = word_viterbi(word_model, index)
     src_list, tgt_list, stats = mine_phrase_lists(index, vit, config)
-    pk, mean_matched = phrase_keys(index, src_list, tgt_list, gappy=config.gappy)
+    spans = []  # phrase rows' span tables, matched once for keys and initial counts
+    pk, mean_matched = phrase_keys(index, src_list, tgt_list, gappy=config.gappy, spans=spans)
     model = PhrasalAligner(word_keys=word_model.keys, phrase_keys=pk,
                            n_src_words=index.n_src_words, n_tgt_words=index.n_tgt_words,
                            src_list=src_list, tgt_list=tgt_list, jump_fwd=word_model.jump_fwd,
                            jump_bwd=word_model.jump_bwd, config=config)
-    counts = _init_counts(model, index, vit)
+    counts = _init_counts(model, index, vit, spans)
+    del spans
     n_src = torch.zeros(index.n_src_words, dtype=torch.long)
     n_tgt = torch.zeros(index.n_tgt_words, dtype=torch.long)
     for k in range(len(index)):
