@@ -166,10 +166,13 @@ def sparse_agreement_counts(pf, pb, df, db, *, agreement: bool):
     if not agreement:
         return (EdgeCounts((pf.word, pf.seg), pf.phrase, pf.null),
                 EdgeCounts((pb.word, pb.seg), pb.phrase, pb.null))
+    from aligners.models.phrasal.prepared import memberships
+
     Fww = pf.word.transpose(1, 2)  # (B, I, J)
     Gww = pb.word  # (B, I, J)
-    Fgap = torch.bmm(df.ends.transpose(1, 2), pf.phrase.transpose(1, 2))  # (B, I, J)
-    Ggap = torch.bmm(pb.phrase, db.ends)  # (B, I, J)
+    Fgap = torch.bmm(memberships(df, pf.word.dtype)[1].transpose(1, 2),
+                     pf.phrase.transpose(1, 2))  # (B, I, J)
+    Ggap = torch.bmm(pb.phrase, memberships(db, pb.word.dtype)[1])  # (B, I, J)
 
     def seg_q(post, other_phrase, d):  # segment x mirror phrase state (at listed spans)
         if d.seg_item.numel() == 0:
@@ -212,7 +215,9 @@ def _sparse_links(word, seg, phrase, d):
     for pos, rows in d.cover:
         flat[pos] += seg[rows]
     if phrase.shape[-1]:
-        out = out + torch.bmm(phrase, d.members)
+        from aligners.models.phrasal.prepared import memberships
+
+        out = out + torch.bmm(phrase, memberships(d, phrase.dtype)[0])
     return out
 
 

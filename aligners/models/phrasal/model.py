@@ -29,7 +29,13 @@ from aligners.lattices.phrasal_hsmm_sparse import (
 )
 from aligners.models.phrasal.agreement import sparse_agreement_counts, sparse_link_posteriors
 from aligners.models.phrasal.phrase_lists import PhraseList
-from aligners.models.phrasal.prepared import DirectionConst, PreparedBatch, prepare_batch
+from aligners.models.phrasal.prepared import (
+    DirectionConst,
+    PreparedBatch,
+    jump_potentials,
+    prepare_batch,
+    word_slots,
+)
 from aligners.models.phrasal.routing import take_rows, word_row_counts, word_row_posteriors
 
 __all__ = ["PhrasalConfig", "Layout", "PhrasalAligner", "make_layout"]
@@ -190,15 +196,16 @@ class PhrasalAligner(nn.Module):
         weights and config are unchanged."""
         return prepare_batch(self, batch, lay, route=route)
 
-    def _potentials(self, d: DirectionConst, *, forward: bool) -> SparsePhrasalPotentials:
-        """Sparse potentials of one direction from the current tables: word (B,O,S),
-        listed long segments (M,S), null (B,O), phrase (B,O,P)."""
-        table = self._log_table(self.t_fwd if forward else self.t_bwd)
-        null_t = self._log_table(self.null_tgt if forward else self.null_src)
+    def _potentials(self, d: DirectionConst, pbatch: Batch) -> SparsePhrasalPotentials:
+        """Sparse potentials of one direction of the phrase rows `pbatch` from the current
+        tables: word (B,O,S), listed long segments (M,S), null (B,O), phrase (B,O,P)."""
+        table = self._log_table(self.t_fwd if d.forward else self.t_bwd)
+        null_t = self._log_table(self.null_tgt if d.forward else self.null_src)
         return SparsePhrasalPotentials(
-            _take(table, d.ids0), d.seg_item, d.seg_end, d.seg_len,
+            _take(table, word_slots(d, pbatch)), d.seg_item, d.seg_end, d.seg_len,
             _take(table, d.ids_s) + d.seg_lam, _take(null_t, d.obs), _take(table, d.ids_p),
-            d.jump_init, d.jump, d.null_init, d.null_stay, d.phrase_weight, d.first, d.last)
+            *jump_potentials(self, d), d.null_init, d.null_stay, d.phrase_weight, d.first,
+            d.last)
 
     def _log_table(self, table: torch.Tensor) -> torch.Tensor:
         """log(table), computed once per table object (the M-step replaces the tables):
@@ -211,12 +218,13 @@ class PhrasalAligner(nn.Module):
             hit = cache[id(table)] = (table, torch.log(table))
         return hit[1]
 
-    def _sparse(self, prep: PreparedBatch, *, viterbi: bool = False):
-        """Both directions' sparse posteriors (or Viterbi indicators) of the phrase rows."""
+    def _sparse(self, prep: PreparedBatch, pbatch: Batch, *, viterbi: bool = False):
+        """Both directions' sparse posteriors (or Viterbi indicators) of the phrase rows
+        `pbatch` (= prep.phrase_batch())."""
         out = []
-        for forward, d in ((True, prep.fwd), (False, prep.bwd)):
+        for d in (prep.fwd, prep.bwd):
             out.append(phrasal_hsmm_sparse_posteriors(
-                self._potentials(d, forward=forward), max_len=self.config.max_phrase_len,
+                self._potentials(d, pbatch), max_len=self.config.max_phrase_len,
                 src_lengths=d.state_lengths, tgt_lengths=d.obs_lengths, viterbi=viterbi))
         return out
 
@@ -226,10 +234,9 @@ class PhrasalAligner(nn.Module):
         every row on the phrasal lattice: ((fwd PhrasalPosteriors, None, None), (bwd ...)),
         word (B,O,L,S). For tests and inspection; training uses the sparse form."""
         prep = self.prepare(batch, lay, route=False)
-        L = self.config.max_phrase_len
-        return [(sparse_posteriors_to_dense(p, self._potentials(d, forward=fw), L), None, None)
-                for p, d, fw in zip(self._sparse(prep, viterbi=viterbi), (prep.fwd, prep.bwd),
-                                    (True, False))]
+        pb, L = prep.phrase_batch(), self.config.max_phrase_len
+        return [(sparse_posteriors_to_dense(p, self._potentials(d, pb), L), None, None)
+                for p, d in zip(self._sparse(prep, pb, viterbi=viterbi), (prep.fwd, prep.bwd))]
 
     def link_posteriors(self, batch: Batch | None = None, lay: Layout | None = None, *,
                         viterbi: bool = False, route: bool = True,
@@ -241,16 +248,17 @@ class PhrasalAligner(nn.Module):
         prep = prepared if prepared is not None else self.prepare(batch, lay, route=route)
         batch = prep.batch
         if prep.word_rows is None:
-            pf, pb = self._sparse(prep, viterbi=viterbi)
+            pf, pb = self._sparse(prep, batch, viterbi=viterbi)
             return sparse_link_posteriors(pf, pb, prep.fwd, prep.bwd)
         out = [torch.zeros(batch.pair_ids.shape, dtype=self.t_fwd.dtype,
                            device=batch.src.device) for _ in range(2)]
         wb = take_rows(batch, prep.word_rows)
         wp = word_row_posteriors(self, wb, viterbi=viterbi)
         parts = [(prep.word_rows, wb, (wp.links_fwd, wp.links_bwd))]
-        if prep.pbatch is not None:
-            pf, pb = self._sparse(prep, viterbi=viterbi)
-            parts.append((prep.phrase_rows, prep.pbatch,
+        pbatch = prep.phrase_batch()
+        if pbatch is not None:
+            pf, pb = self._sparse(prep, pbatch, viterbi=viterbi)
+            parts.append((prep.phrase_rows, pbatch,
                           sparse_link_posteriors(pf, pb, prep.fwd, prep.bwd)))
         for rows, b, links in parts:
             I, J = b.src.shape[1], b.tgt.shape[1]
@@ -277,15 +285,15 @@ class PhrasalAligner(nn.Module):
         prep = prepared if prepared is not None else self.prepare(batch, lay, route=route)
         if prep.word_rows is not None:
             self._accumulate_word_rows(take_rows(prep.batch, prep.word_rows))
-        if prep.pbatch is None:
+        pb_ = prep.phrase_batch()
+        if pb_ is None:
             return
-        pb_ = prep.pbatch
-        pf, pb = self._sparse(prep)
+        pf, pb = self._sparse(prep, pb_)
         qf, qb = sparse_agreement_counts(pf, pb, prep.fwd, prep.bwd,
                                          agreement=self.config.agreement)
         for cnt, d, q in ((self.c_fwd, prep.fwd, qf), (self.c_bwd, prep.bwd, qb)):
             word, seg = q.word
-            cnt.index_add_(0, d.ids0.reshape(-1), word.reshape(-1).to(cnt.dtype))
+            cnt.index_add_(0, word_slots(d, pb_).reshape(-1), word.reshape(-1).to(cnt.dtype))
             cnt.index_add_(0, d.ids_s.reshape(-1), seg.reshape(-1).to(cnt.dtype))
             cnt.index_add_(0, d.ids_p.reshape(-1), q.phrase.reshape(-1).to(cnt.dtype))
         self.c_null_tgt.index_add_(0, pb_.tgt.reshape(-1).long(),
