@@ -353,3 +353,83 @@ def test_mining_viterbi_equals_the_word_models_viterbi(trained):
     for k in range(len(index)):
         f, b = wa.viterbi(index.batch(k))
         assert torch.equal(got[k][0], f.int()) and torch.equal(got[k][1], b.int())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sparse_agreement_and_links_equal_the_dense_functions(trained, dtype):
+    """The E-step's sparse agreement counts and link posteriors equal `agreement_counts` /
+    `link_posteriors` on the dense form of the same posteriors, bit for bit."""
+    from aligners.lattices.phrasal_hsmm_sparse import sparse_posteriors_to_dense
+    from aligners.models.phrasal.agreement import (
+        link_posteriors,
+        sparse_agreement_counts,
+        sparse_link_posteriors,
+    )
+
+    model = _double_copy(trained[0]).to(dtype)
+    index, L = trained[3], model.config.max_phrase_len
+    segs = 0
+    for k in range(len(index)):
+        b = index.batch(k)
+        lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
+        prep = model.prepare(b, lay, route=False)
+        pf, pb = model._sparse(prep, b)
+        df, db = prep.fwd, prep.bwd
+        dense = [sparse_posteriors_to_dense(p, model._potentials(d, b), L)
+                 for p, d in ((pf, df), (pb, db))]
+        for agree in (True, False):
+            qf, qb = sparse_agreement_counts(pf, pb, df, db, agreement=agree)
+            rf, rb = agreement_counts(*dense, lay, agreement=agree, src_lengths=b.src_lengths,
+                                      tgt_lengths=b.tgt_lengths)
+            for q, r, d in ((qf, rf, df), (qb, rb, db)):
+                word, seg = q.word
+                assert torch.equal(word, r.word[:, :, 0])
+                assert torch.equal(seg, r.word[d.seg_item, d.seg_end, d.seg_len])
+                assert torch.equal(q.phrase, r.phrase) and torch.equal(q.null, r.null)
+                mask = torch.ones_like(r.word, dtype=torch.bool)
+                mask[:, :, 0] = False
+                mask[d.seg_item, d.seg_end, d.seg_len] = False
+                assert float(r.word[mask].abs().sum()) == 0  # nothing outside the listed spans
+        for x, y in zip(sparse_link_posteriors(pf, pb, df, db), link_posteriors(*dense, lay)):
+            assert torch.equal(x, y)
+        segs += df.seg_item.numel() + db.seg_item.numel()
+    assert segs > 10
+
+
+def test_prepared_batches_reused_across_iterations_give_the_same_training(trained):
+    """fit_phrasal with batches prepared once (the default) equals preparing every batch
+    again in every iteration (tables and log-likelihoods, bit for bit)."""
+    import copy
+
+    model0, index = trained[0], trained[3]
+    a, b = copy.deepcopy(model0), copy.deepcopy(model0)
+    for m in (a, b):
+        m.iteration.zero_()
+        m.config.iterations = 3
+        m.reset_counts()
+    ha = fit_phrasal(a, index)
+    hb = []
+    for _ in range(3):  # fresh preparation per iteration
+        b.reset_counts()
+        for k in range(len(index)):
+            bt = index.batch(k)
+            b.accumulate(bt, make_layout(bt, b.src_list, b.tgt_list, gappy=True))
+        hb.append(b.m_step().tolist())
+    assert ha == hb
+    assert torch.equal(a.t_fwd, b.t_fwd) and torch.equal(a.t_bwd, b.t_bwd)
+    assert torch.equal(a.null_tgt, b.null_tgt)
+
+
+def test_log_tables_follow_in_place_changes(trained):
+    model = _double_copy(trained[0])
+    index = trained[3]
+    b = index.batch(0)
+    lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
+    before = model.link_posteriors(b, lay, route=False)  # every row on the phrasal lattice
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    model.t_fwd.mul_(0.5).add_(1e-3)  # in place: the cached log table must not be reused
+    changed = model.link_posteriors(b, lay, route=False)
+    assert not torch.equal(before[0], changed[0])
+    model.load_state_dict(state)
+    assert all(torch.equal(x, y) for x, y in zip(model.link_posteriors(b, lay, route=False),
+                                                 before))

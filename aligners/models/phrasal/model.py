@@ -208,15 +208,16 @@ class PhrasalAligner(nn.Module):
             d.last)
 
     def _log_table(self, table: torch.Tensor) -> torch.Tensor:
-        """log(table), computed once per table object (the M-step replaces the tables):
-        gathering from it equals the log of the gathered probabilities."""
+        """log(table), computed once per table object and version (the M-step replaces the
+        tables; an in-place change such as load_state_dict bumps the version): gathering
+        from it equals the log of the gathered probabilities."""
         cache = self.__dict__.setdefault("_log_cache", {})
         hit = cache.get(id(table))
-        if hit is None or hit[0] is not table:
+        if hit is None or hit[0] is not table or hit[1] != table._version:
             if len(cache) > 8:
                 cache.clear()
-            hit = cache[id(table)] = (table, torch.log(table))
-        return hit[1]
+            hit = cache[id(table)] = (table, table._version, torch.log(table))
+        return hit[2]
 
     def _sparse(self, prep: PreparedBatch, pbatch: Batch, *, viterbi: bool = False):
         """Both directions' sparse posteriors (or Viterbi indicators) of the phrase rows
