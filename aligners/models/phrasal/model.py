@@ -16,6 +16,7 @@ into the product; its normaliser is constant per pair and omitted). The DP is
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import asdict, dataclass
 
 import torch
@@ -199,24 +200,25 @@ class PhrasalAligner(nn.Module):
     def _potentials(self, d: DirectionConst, pbatch: Batch) -> SparsePhrasalPotentials:
         """Sparse potentials of one direction of the phrase rows `pbatch` from the current
         tables: word (B,O,S), listed long segments (M,S), null (B,O), phrase (B,O,P)."""
-        table = self._log_table(self.t_fwd if d.forward else self.t_bwd)
-        null_t = self._log_table(self.null_tgt if d.forward else self.null_src)
+        table = self._log_table("t_fwd" if d.forward else "t_bwd")
+        null_t = self._log_table("null_tgt" if d.forward else "null_src")
         return SparsePhrasalPotentials(
             _take(table, word_slots(d, pbatch)), d.seg_item, d.seg_end, d.seg_len,
             _take(table, d.ids_s) + d.seg_lam, _take(null_t, d.obs), _take(table, d.ids_p),
             *jump_potentials(self, d), d.null_init, d.null_stay, d.phrase_weight, d.first,
             d.last)
 
-    def _log_table(self, table: torch.Tensor) -> torch.Tensor:
-        """log(table), computed once per table object and version (the M-step replaces the
-        tables; an in-place change such as load_state_dict bumps the version): gathering
-        from it equals the log of the gathered probabilities."""
+    def _log_table(self, name: str) -> torch.Tensor:
+        """log of the table `name` (t_fwd, t_bwd, null_tgt, null_src), computed once per
+        table object and version (the M-step replaces the tables; an in-place change such
+        as load_state_dict bumps the version); one cached log per name, only a weak reference
+        to the table kept. Gathering from it equals the log of the gathered probabilities."""
+        table = getattr(self, name)
         cache = self.__dict__.setdefault("_log_cache", {})
-        hit = cache.get(id(table))
-        if hit is None or hit[0] is not table or hit[1] != table._version:
-            if len(cache) > 8:
-                cache.clear()
-            hit = cache[id(table)] = (table, table._version, torch.log(table))
+        hit = cache.get(name)
+        if hit is None or hit[0]() is not table or hit[1] != table._version:
+            cache.pop(name, None)
+            hit = cache[name] = (weakref.ref(table), table._version, torch.log(table))
         return hit[2]
 
     def _sparse(self, prep: PreparedBatch, pbatch: Batch, *, viterbi: bool = False):

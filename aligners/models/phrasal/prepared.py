@@ -34,9 +34,9 @@ class DirectionConst(NamedTuple):
     """One direction's fixed part (small: O(B (S + O P) + M S); the (B,O,S) word slots are
     the phrase rows' pair ids, the (B,S,S) jumps and (B,P,S) memberships are recomputed per
     use by `word_slots`, `jump_potentials`, `memberships`). seg_item, seg_end, seg_len (M,)
-    the listed observation spans (order of `span.nonzero()`); ids_s (M,S) their slots per
-    state word; seg_lam (M,1) l log(lambda); ids_p (B,O,P) int32 phrase-state slots; obs
-    (B,O) observation words; jump_norm (B,S+1) the jump normalisers; null_init, null_stay
+    the listed observation spans (order of `span.nonzero()`); ids_s (M,S) int32 their slots
+    per state word; seg_lam (M,1) l log(lambda); ids_p (B,O,P) int32 phrase-state slots; obs
+    (B,O) int32 observation words; jump_norm (B,S+1) the jump normalisers; null_init, null_stay
     (B,S), phrase_weight (B,P) log potentials; first, last, gap (B,P) phrase states (-1
     pad); mirror (M,) the other direction's phrase column that is each segment's span;
     partner (B,P) the other direction's segment row of each contiguous phrase state (-1
@@ -194,7 +194,7 @@ def direction_const(model, batch: Batch, lay, *, forward: bool) -> DirectionCons
     ln = (la - f).clamp(0, at.shape[2] - 1)
     bidx = torch.arange(B, device=dev)[:, None]
     partner = torch.where(pvalid & (gap <= 0), at[bidx, la, ln], torch.full_like(first, -1))
-    return DirectionConst(hb, hn, hl, ids_s, seg_lam, ids_p.int(), ob.long(), Z, null_init,
+    return DirectionConst(hb, hn, hl, ids_s.int(), seg_lam, ids_p.int(), ob.int(), Z, null_init,
                           null_stay, lpw, first, last, gap, mirror, partner,
                           _cover(hb, hn, hl, O, L), sl, ol, forward)
 
