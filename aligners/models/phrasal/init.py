@@ -274,9 +274,13 @@ def _init_table(model, word_model, counts, n_occ, *, forward: bool) -> torch.Ten
     return table.clamp_min(_TINY)
 
 
-def build_phrasal_aligner(word_model, index: PairIndex, config: PhrasalConfig):
-    """(PhrasalAligner initialised from `word_model`, stats dict). Runs on CPU tensors."""
-    vit = word_viterbi(word_model, index)
+def build_phrasal_aligner(word_model, index: PairIndex, config: PhrasalConfig, *,
+                          vit: list | None = None):
+    """(PhrasalAligner initialised from `word_model`, stats dict). Runs on CPU tensors.
+    `vit`: `word_viterbi(word_model, index)` computed earlier (e.g. shared by the
+    contiguous and the gappy model of one word model); computed here when None."""
+    if vit is None:
+        vit = word_viterbi(word_model, index)
     src_list, tgt_list, stats = mine_phrase_lists(index, vit, config)
     spans = []  # phrase rows' span tables, matched once for keys and initial counts
     pk, mean_matched = phrase_keys(index, src_list, tgt_list, gappy=config.gappy, spans=spans)
