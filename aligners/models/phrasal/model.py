@@ -11,7 +11,10 @@ the phrase keys `u_s * Ut + u_t` (slots P+1..P+Q). Transitions: the word HMM's j
 s(w) (kept fixed), p(a | prev) = (1 - p0) s(first(a) - last(prev)) eta^N(a) / Z(last(prev)),
 NULL with p0 (Och-Ney); lambda^(l-1) per emitted target phrase of length l (p_f(K|J) moved
 into the product; its normaliser is constant per pair and omitted). The DP is
-`aligners.lattices.phrasal_hsmm`.
+`aligners.lattices.phrasal_hsmm` in its sparse form (`phrasal_hsmm_sparse`: a word state's
+multi-word segments only at listed spans). Per batch the fixed parts (routing split, slots,
+jump normalisers, agreement maps) are built once (`prepare`, `prepared.py`) and reused by
+every EM iteration; only the tables change.
 """
 
 from __future__ import annotations
