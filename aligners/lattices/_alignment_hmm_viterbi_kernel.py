@@ -32,24 +32,28 @@ def _item(dw0, dn0, ltrans, lw, ln, log_p0, valid, neg, T, states):
     arg = np.zeros((max(T - 1, 0), I), dtype=np.int64)
     nul = np.zeros((max(T - 1, 0), I), dtype=np.bool_)
     m = np.empty_like(dw)
-    nw = np.empty_like(dw)
+    top = np.empty_like(dw)  # best predecessor score per next position i
+    at = np.zeros(I, dtype=np.int64)
     for j in range(1, T):
         for k in range(I):
             nul[j - 1, k] = dn[k] > dw[k]
             m[k] = max(dw[k], dn[k])
+        # predecessors k in increasing order, positions i innermost (contiguous rows of
+        # ltrans, vectorised); a strictly greater score replaces: the first maximum wins
         for i in range(I):
-            best = m[0] + ltrans[0, i]
-            a = 0
-            for k in range(1, I):
-                v = m[k] + ltrans[k, i]
-                if v > best:
-                    best = v
-                    a = k
-            nw[i] = best + lw[j, i]
-            arg[j - 1, i] = a
+            top[i] = m[0] + ltrans[0, i]
+            at[i] = 0
+        for k in range(1, I):
+            mk = m[k]
+            for i in range(I):
+                v = mk + ltrans[k, i]
+                if v > top[i]:
+                    top[i] = v
+                    at[i] = k
         for i in range(I):
-            dw[i] = nw[i]
+            arg[j - 1, i] = at[i]
             dn[i] = (m[i] + log_p0) + ln[j] if valid[i] else neg
+            dw[i] = top[i] + lw[j, i]
     best = dw[0]
     z = 0
     for s in range(1, 2 * I):
