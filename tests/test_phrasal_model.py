@@ -433,3 +433,19 @@ def test_log_tables_follow_in_place_changes(trained):
     model.load_state_dict(state)
     assert all(torch.equal(x, y) for x, y in zip(model.link_posteriors(b, lay, route=False),
                                                  before))
+
+
+def test_gappy_candidate_totals_equal_match_gappy_counts():
+    from aligners.models.phrasal.init import _gappy_totals
+
+    g = torch.Generator().manual_seed(5)
+    V, B, N = 12, 30, 9
+    words = torch.randint(0, V, (B, N), generator=g)
+    lengths = torch.randint(1, N + 1, (B,), generator=g)
+    keys = torch.unique(torch.randint(0, V * V, (40,), generator=g))
+    lst = PhraseList(torch.zeros(0, 3, dtype=torch.long), torch.stack([keys // V, keys % V], 1),
+                     V, 3)
+    gp = lst.match_gappy(words, lengths)
+    want = torch.bincount(gp[gp >= 0] - V, minlength=keys.numel())
+    got = _gappy_totals(words, lengths, keys, V)
+    assert want.sum() > 20 and torch.equal(got, want)
