@@ -310,3 +310,134 @@ def test_explicit_posteriors_equal_autograd(dtype, tol):
     assert float(ex.phrase.sum()) > 0.1 and float(ex.word[:, :, 1:].sum()) > 0.1
     with pytest.raises(AlignersInputError, match="method"):
         phrasal_hsmm_posteriors(pot, src_lengths=sl, tgt_lengths=tl, method="numba")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("ties", [False, True])
+def test_numba_word_hmm_viterbi_equals_the_torch_viterbi(dtype, ties):
+    """The numba Viterbi of the Och-Ney word HMM used by the phrasal mining pass gives the
+    same states and scores as `alignment_hmm_viterbi`, bit for bit (ties: first maximum)."""
+    from aligners.lattices._alignment_hmm_viterbi_kernel import alignment_hmm_viterbi_cpu
+    from aligners.lattices.alignment_hmm import alignment_hmm_viterbi
+
+    g = torch.Generator().manual_seed(7)
+    B, I, J = 40, 7, 9
+    if ties:  # few distinct values: many exact ties between paths
+        link = torch.randint(0, 3, (B, I, J), generator=g).to(dtype) / 4
+        null = torch.randint(1, 3, (B, J), generator=g).to(dtype) / 4
+        jumps = torch.randint(1, 3, (I + 1, I), generator=g).to(dtype)
+    else:
+        link = torch.rand(B, I, J, generator=g, dtype=dtype)
+        null = torch.rand(B, J, generator=g, dtype=dtype)
+        jumps = torch.rand(I + 1, I, generator=g, dtype=dtype)
+    sl = torch.randint(1, I + 1, (B,), generator=g)
+    tl = torch.randint(1, J + 1, (B,), generator=g)
+    want = alignment_hmm_viterbi(link, null, jumps, src_lengths=sl, tgt_lengths=tl, p0=0.2)
+    got = alignment_hmm_viterbi_cpu(link, null, jumps, src_lengths=sl, tgt_lengths=tl, p0=0.2)
+    assert torch.equal(got.states, want.states)
+    assert torch.equal(got.score, want.score)
+
+
+def _sparse_random(B, I, J, L, phrases, *, seed, dtype=torch.float64, keep=0.3):
+    """Dense random potentials whose long segments are scored only at a few (end, length)
+    per item (the model's case), and their sparse form."""
+    from aligners.lattices.phrasal_hsmm_sparse import to_sparse
+    from aligners.semirings import semiring_zero
+
+    pot = _random(B, I, J, L, phrases, seed=seed, dtype=dtype)
+    g = torch.Generator().manual_seed(seed + 1)
+    listed = torch.rand(B, J, L, 1, generator=g) < keep
+    listed[:, :, 0] = True
+    ew = torch.where(listed, pot.log_emit_word, semiring_zero(dtype))
+    pot = pot._replace(log_emit_word=ew)
+    return pot, to_sparse(pot)
+
+
+@pytest.mark.parametrize("I,J,phr", [(2, 3, [(0, 1)]), (3, 4, [(0, 2), (0, 1)]),
+                                     (3, 4, [(0, 2), (2, 2)])])
+def test_sparse_form_brute_force_and_viterbi(I, J, phr):
+    """Sparse long segments: posteriors and Viterbi equal brute-force enumeration over the
+    dense form with the unlisted segments at the semiring zero (gappy phrase included)."""
+    from aligners.lattices.phrasal_hsmm_sparse import (
+        phrasal_hsmm_sparse_posteriors,
+        sparse_posteriors_to_dense,
+    )
+
+    L = 3
+    pot, spot = _sparse_random(1, I, J, L, [phr], seed=I * 10 + J, keep=0.5)
+    assert spot.seg_item.numel() > 0
+    sl, tl = torch.tensor([I]), torch.tensor([J])
+    paths = [p for p in _brute(pot, 0, I, J) if p[0] > -1e20]
+    scores = torch.tensor([s for s, _ in paths], dtype=torch.float64)
+    logz = torch.logsumexp(scores, 0)
+    post = phrasal_hsmm_sparse_posteriors(spot, max_len=L, src_lengths=sl, tgt_lengths=tl)
+    assert torch.allclose(post.log_likelihood[0], logz, atol=1e-10)
+    dense = sparse_posteriors_to_dense(post, spot, L)
+    word = torch.zeros_like(dense.word)
+    for p, (_, segs) in zip(torch.exp(scores - logz), paths):
+        for kind, idx, ln, n in segs:
+            if kind == "w":
+                word[0, n, ln - 1, idx] += p
+    assert torch.allclose(dense.word, word, atol=1e-10)
+    vit = phrasal_hsmm_sparse_posteriors(spot, max_len=L, src_lengths=sl, tgt_lengths=tl,
+                                         viterbi=True)
+    assert math.isclose(float(vit.log_likelihood[0]), float(scores.max()), abs_tol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sparse_form_equals_dense_and_batched_equals_one_by_one(dtype):
+    from aligners.lattices.phrasal_hsmm_sparse import (
+        phrasal_hsmm_sparse_posteriors,
+        to_dense,
+    )
+
+    B, I, J, L = 6, 6, 9, 4
+    g = torch.Generator().manual_seed(4)
+    sl = torch.randint(1, I + 1, (B,), generator=g)
+    tl = torch.randint(1, J + 1, (B,), generator=g)
+    phrases = [[(0, min(2, int(n) - 1)), (-1, -1)] for n in sl]
+    pot, spot = _sparse_random(B, I, J, L, phrases, seed=21, dtype=dtype)
+    readable = (torch.arange(L)[None, :] <= torch.arange(J)[:, None])[None, :, :, None]
+    assert torch.equal(torch.where(readable, to_dense(spot, L).log_emit_word, 0),
+                       torch.where(readable, pot.log_emit_word, 0))  # l > n is never read
+    sp = phrasal_hsmm_sparse_posteriors(spot, max_len=L, src_lengths=sl, tgt_lengths=tl)
+    de = phrasal_hsmm_posteriors(pot, src_lengths=sl, tgt_lengths=tl, method="autograd")
+    tol = 2e-5 if dtype == torch.float32 else 1e-10
+    assert torch.allclose(sp.log_likelihood, de.log_likelihood, atol=tol, rtol=tol)
+    assert torch.allclose(sp.word, de.word[:, :, 0], atol=tol)
+    assert torch.allclose(sp.seg, de.word[spot.seg_item, spot.seg_end, spot.seg_len], atol=tol)
+    assert torch.allclose(sp.null, de.null, atol=tol) and torch.allclose(sp.phrase, de.phrase,
+                                                                         atol=tol)
+    assert float(sp.seg.sum()) > 0.1
+    for b in range(B):  # one item at a time: the same numbers
+        m = spot.seg_item == b
+        one = spot._replace(log_emit_word=spot.log_emit_word[b:b + 1],
+                            seg_item=spot.seg_item[m] * 0, seg_end=spot.seg_end[m],
+                            seg_len=spot.seg_len[m], log_emit_seg=spot.log_emit_seg[m],
+                            **{f: getattr(spot, f)[b:b + 1] for f in spot._fields[5:]})
+        p1 = phrasal_hsmm_sparse_posteriors(one, max_len=L, src_lengths=sl[b:b + 1],
+                                            tgt_lengths=tl[b:b + 1])
+        assert torch.equal(p1.word[0], sp.word[b]) and torch.equal(p1.seg, sp.seg[m])
+        assert torch.equal(p1.log_likelihood[0], sp.log_likelihood[b])
+
+
+def test_sparse_form_bad_input_is_a_clear_error():
+    from aligners.lattices.phrasal_hsmm_sparse import phrasal_hsmm_sparse_posteriors
+
+    _, spot = _sparse_random(2, 3, 4, 3, [[(0, 1)], [(0, 2)]], seed=1, keep=1.0)
+    sl, tl = torch.tensor([3, 3]), torch.tensor([4, 4])
+    kw = dict(max_len=3, src_lengths=sl, tgt_lengths=tl)
+    order = torch.arange(spot.seg_item.numel() - 1, -1, -1)
+    bad = spot._replace(seg_item=spot.seg_item[order], seg_end=spot.seg_end[order],
+                        seg_len=spot.seg_len[order], log_emit_seg=spot.log_emit_seg[order])
+    with pytest.raises(AlignersInputError, match="sorted"):
+        phrasal_hsmm_sparse_posteriors(bad, **kw)
+    with pytest.raises(AlignersInputError, match="seg_len"):
+        phrasal_hsmm_sparse_posteriors(spot._replace(seg_len=spot.seg_len + 2), **kw)
+    dup = spot._replace(seg_item=spot.seg_item[[0, 0]], seg_end=spot.seg_end[[0, 0]],
+                        seg_len=spot.seg_len[[0, 0]], log_emit_seg=spot.log_emit_seg[[0, 0]])
+    with pytest.raises(AlignersInputError, match="at most one"):
+        phrasal_hsmm_sparse_posteriors(dup, **kw)
+    with pytest.raises(AlignersInputError, match="log_emit_seg"):
+        phrasal_hsmm_sparse_posteriors(spot._replace(log_emit_seg=spot.log_emit_seg[:, :2]),
+                                       **kw)

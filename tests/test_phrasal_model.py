@@ -291,3 +291,161 @@ def test_mixed_batches_give_the_same_counts_and_links_routed_or_not(trained, dty
             assert x.shape == y.shape
             assert torch.allclose(x.to(y.dtype), y, atol=tol, rtol=tol)
     assert mixed >= 1
+
+
+def _tight_keys_reference(f, b, I, J, ss, st, sw, tw, Ut):
+    """The keys of one pair from `aligners.symmetrize` and dictionaries (the definition)."""
+    from aligners.symmetrize import symmetrize
+
+    links = symmetrize([(i, j) for j, i in enumerate(f[:J]) if i >= 0],
+                       [(i, j) for i, j in enumerate(b[:I]) if j >= 0], "grow-diag-final")
+    by_s, by_t, keys = {}, {}, []
+    for i, j in links:
+        by_s.setdefault(i, []).append(j)
+        by_t.setdefault(j, []).append(i)
+    for i, js in by_s.items():
+        lo, hi = min(js), max(js)
+        if hi > lo and all(by_t.get(j, [i]) == [i] for j in range(lo, hi + 1)):
+            if hi - lo < st.shape[1] and st[hi, hi - lo] >= 0:
+                keys.append(sw[i] * Ut + int(st[hi, hi - lo]))
+    for j, is_ in by_t.items():
+        lo, hi = min(is_), max(is_)
+        if hi > lo and all(by_s.get(i, [j]) == [j] for i in range(lo, hi + 1)):
+            if hi - lo < ss.shape[1] and ss[hi, hi - lo] >= 0:
+                keys.append(int(ss[hi, hi - lo]) * Ut + tw[j])
+    return sorted(keys)
+
+
+def test_tight_phrase_keys_kernel_equals_the_symmetrize_reference():
+    from aligners.models.phrasal._init_kernel import tight_phrase_keys
+
+    g = np.random.default_rng(3)
+    R, I, J, L, Ut = 300, 9, 10, 4, 50
+    sl, tl = g.integers(1, I + 1, R), g.integers(1, J + 1, R)
+    # Viterbi-like alignments: mostly near the diagonal, some NULL (-1), some 1-many runs
+    f = np.where(g.random((R, J)) < 0.2, -1, np.clip(np.arange(J)[None] * sl[:, None] // tl[
+        :, None] + g.integers(-1, 2, (R, J)), 0, None))
+    f = np.where(f < sl[:, None], f, -1)
+    b = np.where(g.random((R, I)) < 0.2, -1, np.clip(np.arange(I)[None] * tl[:, None] // sl[
+        :, None] + g.integers(-1, 2, (R, I)), 0, None))
+    b = np.where(b < tl[:, None], b, -1)
+    ss = np.where(g.random((R, I, L)) < 0.5, g.integers(0, Ut, (R, I, L)), -1)
+    st = np.where(g.random((R, J, L)) < 0.5, g.integers(0, Ut, (R, J, L)), -1)
+    ss[:, :, 0] = st[:, :, 0] = -1
+    sw, tw = g.integers(0, 40, (R, I)), g.integers(0, Ut, (R, J))
+    got = tight_phrase_keys(f, b, sl, tl, ss, st, sw, tw, Ut)
+    want = [k for r in range(R) for k in _tight_keys_reference(
+        f[r], b[r], sl[r], tl[r], ss[r], st[r], sw[r], tw[r], Ut)]
+    assert len(want) > 100
+    assert sorted(got.tolist()) == sorted(want)
+    for r in range(20):  # per pair too
+        one = tight_phrase_keys(f[r:r + 1], b[r:r + 1], sl[r:r + 1], tl[r:r + 1], ss[r:r + 1],
+                                st[r:r + 1], sw[r:r + 1], tw[r:r + 1], Ut)
+        assert sorted(one.tolist()) == _tight_keys_reference(
+            f[r], b[r], sl[r], tl[r], ss[r], st[r], sw[r], tw[r], Ut)
+
+
+def test_mining_viterbi_equals_the_word_models_viterbi(trained):
+    from aligners.models.phrasal.init import word_viterbi
+
+    wa, index = trained[6], trained[3]
+    got = word_viterbi(wa, index)
+    for k in range(len(index)):
+        f, b = wa.viterbi(index.batch(k))
+        assert torch.equal(got[k][0], f.int()) and torch.equal(got[k][1], b.int())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sparse_agreement_and_links_equal_the_dense_functions(trained, dtype):
+    """The E-step's sparse agreement counts and link posteriors equal `agreement_counts` /
+    `link_posteriors` on the dense form of the same posteriors, bit for bit."""
+    from aligners.lattices.phrasal_hsmm_sparse import sparse_posteriors_to_dense
+    from aligners.models.phrasal.agreement import (
+        link_posteriors,
+        sparse_agreement_counts,
+        sparse_link_posteriors,
+    )
+
+    model = _double_copy(trained[0]).to(dtype)
+    index, L = trained[3], model.config.max_phrase_len
+    segs = 0
+    for k in range(len(index)):
+        b = index.batch(k)
+        lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
+        prep = model.prepare(b, lay, route=False)
+        pf, pb = model._sparse(prep, b)
+        df, db = prep.fwd, prep.bwd
+        dense = [sparse_posteriors_to_dense(p, model._potentials(d, b), L)
+                 for p, d in ((pf, df), (pb, db))]
+        for agree in (True, False):
+            qf, qb = sparse_agreement_counts(pf, pb, df, db, agreement=agree)
+            rf, rb = agreement_counts(*dense, lay, agreement=agree, src_lengths=b.src_lengths,
+                                      tgt_lengths=b.tgt_lengths)
+            for q, r, d in ((qf, rf, df), (qb, rb, db)):
+                word, seg = q.word
+                assert torch.equal(word, r.word[:, :, 0])
+                assert torch.equal(seg, r.word[d.seg_item, d.seg_end, d.seg_len])
+                assert torch.equal(q.phrase, r.phrase) and torch.equal(q.null, r.null)
+                mask = torch.ones_like(r.word, dtype=torch.bool)
+                mask[:, :, 0] = False
+                mask[d.seg_item, d.seg_end, d.seg_len] = False
+                assert float(r.word[mask].abs().sum()) == 0  # nothing outside the listed spans
+        for x, y in zip(sparse_link_posteriors(pf, pb, df, db), link_posteriors(*dense, lay)):
+            assert torch.equal(x, y)
+        segs += df.seg_item.numel() + db.seg_item.numel()
+    assert segs > 10
+
+
+def test_prepared_batches_reused_across_iterations_give_the_same_training(trained):
+    """fit_phrasal with batches prepared once (the default) equals preparing every batch
+    again in every iteration (tables and log-likelihoods, bit for bit)."""
+    import copy
+
+    model0, index = trained[0], trained[3]
+    a, b = copy.deepcopy(model0), copy.deepcopy(model0)
+    for m in (a, b):
+        m.iteration.zero_()
+        m.config.iterations = 3
+        m.reset_counts()
+    ha = fit_phrasal(a, index)
+    hb = []
+    for _ in range(3):  # fresh preparation per iteration
+        b.reset_counts()
+        for k in range(len(index)):
+            bt = index.batch(k)
+            b.accumulate(bt, make_layout(bt, b.src_list, b.tgt_list, gappy=True))
+        hb.append(b.m_step().tolist())
+    assert ha == hb
+    assert torch.equal(a.t_fwd, b.t_fwd) and torch.equal(a.t_bwd, b.t_bwd)
+    assert torch.equal(a.null_tgt, b.null_tgt)
+
+
+def test_log_tables_follow_in_place_changes(trained):
+    model = _double_copy(trained[0])
+    index = trained[3]
+    b = index.batch(0)
+    lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
+    before = model.link_posteriors(b, lay, route=False)  # every row on the phrasal lattice
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    model.t_fwd.mul_(0.5).add_(1e-3)  # in place: the cached log table must not be reused
+    changed = model.link_posteriors(b, lay, route=False)
+    assert not torch.equal(before[0], changed[0])
+    model.load_state_dict(state)
+    assert all(torch.equal(x, y) for x, y in zip(model.link_posteriors(b, lay, route=False),
+                                                 before))
+
+
+def test_gappy_candidate_totals_equal_match_gappy_counts():
+    from aligners.models.phrasal.init import _gappy_totals
+
+    g = torch.Generator().manual_seed(5)
+    V, B, N = 12, 30, 9
+    words = torch.randint(0, V, (B, N), generator=g)
+    lengths = torch.randint(1, N + 1, (B,), generator=g)
+    keys = torch.unique(torch.randint(0, V * V, (40,), generator=g))
+    lst = PhraseList(torch.zeros(0, 3, dtype=torch.long), torch.stack([keys // V, keys % V], 1),
+                     V, 3)
+    gp = lst.match_gappy(words, lengths)
+    want = torch.bincount(gp[gp >= 0] - V, minlength=keys.numel())
+    got = _gappy_totals(words, lengths, keys, V)
+    assert want.sum() > 20 and torch.equal(got, want)

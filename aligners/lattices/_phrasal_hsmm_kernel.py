@@ -1,10 +1,12 @@
 """Explicit scaled forward-backward of the phrasal HSMM lattice on CPU (numba), per item.
 
-Shapes as `aligners.lattices.phrasal_hsmm.PhrasalPotentials`: log_emit_word (B,J,L,I),
-log_emit_null (B,J), log_emit_phrase (B,J,P), jumps (B,I) / (B,I,I), phrase weights and
-positions (B,P). Returns the segment posteriors (same shapes as the emissions) and log Z (B,).
-Cost O(B J (I^2 + L I + P)) time, O(J (I + P)) extra memory per item; float64 inside
-(inputs and posteriors float32 or float64).
+Sparse long segments (`aligners.lattices.phrasal_hsmm.SparsePhrasalPotentials`): one-word
+word segments log_emit_word (B,J,I); the listed longer ones as rows (M,I) with their item,
+end position and extra length (sorted by item); NULL (B,J), phrases (B,J,P), jumps (B,I) /
+(B,I,I), phrase weights and positions (B,P). Returns log Z (B,) and the posteriors in the
+same layout (one-word (B,J,I), segment rows (M,I), NULL, phrase). Cost O(B J (I^2 + P) +
+M I) time (segment lengths without a listed segment at a position are skipped), O(J (L I +
+P)) extra memory per item; float64 inside (inputs and posteriors float32 or float64).
 
 Scaling: the exit masses (paths covering target words 0..n whose last state ends at n, per
 last source position) are normalised at every n by c_n; C[n] = sum of log c_m over m < n.
@@ -27,15 +29,15 @@ _NEG = -700.0  # below this a log score is treated as probability 0
 
 
 @njit(cache=True, error_model="numpy")
-def _item(ew, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, Ib, Jb,
-          out_w, out_n, out_p):
-    L = ew.shape[1]
+def _item(ew, se, sn, sk, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, Ib, Jb, L,
+          out_w, out_s, out_n, out_p):
     P = ep.shape[1]
     A = np.zeros((Ib, Ib))
     for k in range(Ib):
         for i in range(Ib):
             if jump[k, i] > _NEG:
                 A[k, i] = np.exp(jump[k, i])
+    AT = np.ascontiguousarray(A.T)
     ns = np.zeros(Ib)
     for k in range(Ib):
         if nstay[k] > _NEG:
@@ -47,13 +49,22 @@ def _item(ew, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, Ib, Jb,
         if f >= 0 and la < Ib and f <= la and pw[p] > _NEG:
             pv[p] = True
             PW[p] = np.exp(pw[p])
-    # emission probabilities, exponentiated once (0 = never scored)
+    # emission probabilities, exponentiated once (0 = never scored); has[n, lk]: a segment
+    # of length lk + 1 ending at n is listed (the others are skipped: exact)
     E = np.zeros((Jb, L, Ib))
+    has = np.zeros((Jb, L), dtype=np.bool_)
     for n in range(Jb):
-        for lk in range(min(L, n + 1)):
+        has[n, 0] = True
+        for i in range(Ib):
+            if ew[n, i] > _NEG:
+                E[n, 0, i] = np.exp(ew[n, i])
+    for m in range(se.shape[0]):
+        n, lk = sn[m], sk[m]
+        if n < Jb and 1 <= lk <= n and lk < L:
+            has[n, lk] = True
             for i in range(Ib):
-                if ew[n, lk, i] > _NEG:
-                    E[n, lk, i] = np.exp(ew[n, lk, i])
+                if se[m, i] > _NEG:
+                    E[n, lk, i] = np.exp(se[m, i])
     EN = np.zeros(Jb)
     EP = np.zeros((Jb, P))
     for n in range(Jb):
@@ -88,6 +99,8 @@ def _item(ew, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, Ib, Jb,
         for i in range(Ib):
             ex[i] = Nin[n, i] * EN[n]
         for lk in range(min(L, n + 1)):
+            if not has[n, lk]:
+                continue
             s = n - lk
             f = np.exp(C[s] - C[n])
             for i in range(Ib):
@@ -111,6 +124,8 @@ def _item(ew, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, Ib, Jb,
         bw = np.zeros(Ib)  # entry-side backward of word states starting at s
         for lk in range(min(L, Jb - s)):
             e = s + lk
+            if not has[e, lk]:
+                continue
             f = np.exp(C[s] - C[e + 1])
             for i in range(Ib):
                 bw[i] += E[e, lk, i] * bex[e, i] * f
@@ -119,11 +134,14 @@ def _item(ew, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, Ib, Jb,
             if pv[p]:
                 bw[pfirst[p]] += PW[p] * EP[s, p] * bex[s, plast[p]] * f1
         bn = EN[s] * f1
+        # bex[n, k] = ns[k] bn bex[s, k] + sum_i A[k, i] bw[i], summed over i in order for
+        # every k (the loop over k innermost: contiguous in AT, vectorised)
         for k in range(Ib):
-            acc = ns[k] * bn * bex[s, k]
-            for i in range(Ib):
-                acc += A[k, i] * bw[i]
-            bex[n, k] = acc
+            bex[n, k] = ns[k] * bn * bex[s, k]
+        for i in range(Ib):
+            b = bw[i]
+            for k in range(Ib):
+                bex[n, k] += AT[i, k] * b
     # posteriors
     for e in range(Jb):
         f1 = np.exp(C[e] - C[e + 1])
@@ -134,40 +152,50 @@ def _item(ew, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, Ib, Jb,
         for p in range(P):
             if pv[p]:
                 out_p[e, p] = Pin[e, p] * EP[e, p] * bex[e, plast[p]] * f1
-        for lk in range(min(L, e + 1)):
+        for i in range(Ib):
+            out_w[e, i] = Win[e, i] * E[e, 0, i] * bex[e, i] * f1
+    for m in range(se.shape[0]):
+        e, lk = sn[m], sk[m]
+        if e < Jb and 1 <= lk <= e and lk < L:
             s = e - lk
             f = np.exp(C[s] - C[e + 1])
             for i in range(Ib):
-                out_w[e, lk, i] = Win[s, i] * E[e, lk, i] * bex[e, i] * f
+                out_s[m, i] = Win[s, i] * E[e, lk, i] * bex[e, i] * f
     return C[Jb]
 
 
 @njit(cache=True, error_model="numpy")
-def _batch(ew, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, sl, tl,
-           out_w, out_n, out_p, out_ll):
+def _batch(ew, se, sn, sk, off, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, sl, tl,
+           L, out_w, out_s, out_n, out_p, out_ll):
     for b in range(ew.shape[0]):
-        out_ll[b] = _item(ew[b], en[b], ep[b], jinit[b], jump[b], ninit[b], nstay[b], pw[b],
-                          pfirst[b], plast[b], sl[b], tl[b], out_w[b], out_n[b], out_p[b])
+        m0, m1 = off[b], off[b + 1]
+        out_ll[b] = _item(ew[b], se[m0:m1], sn[m0:m1], sk[m0:m1], en[b], ep[b], jinit[b],
+                          jump[b], ninit[b], nstay[b], pw[b], pfirst[b], plast[b], sl[b], tl[b],
+                          L, out_w[b], out_s[m0:m1], out_n[b], out_p[b])
 
 
-def phrasal_forward_backward(pot, sl, tl):
-    """(log Z (B,) float64, word (B,J,L,I), null (B,J), phrase (B,J,P)) numpy posteriors (in
-    the potentials' dtype, float32 unless float64) of CPU potentials `pot` (torch tensors);
-    sl, tl (B,) lengths."""
-    dt = np.float64 if pot.log_emit_word.dtype == torch.float64 else np.float32
+def phrasal_forward_backward(spot, sl, tl, max_len: int):
+    """(log Z (B,) float64, word (B,J,I), segments (M,I), null (B,J), phrase (B,J,P)) numpy
+    posteriors (in the potentials' dtype, float32 unless float64) of CPU sparse potentials
+    `spot` (torch tensors; segments sorted by item); sl, tl (B,) lengths; segments of
+    length <= max_len."""
+    dt = np.float64 if spot.log_emit_word.dtype == torch.float64 else np.float32
 
     def f64(x):  # the inputs' own float dtype (float32 or float64); sums run in float64
         return np.ascontiguousarray(x.detach().cpu().numpy(), dtype=dt)
 
-    ew, en, ep = f64(pot.log_emit_word), f64(pot.log_emit_null), f64(pot.log_emit_phrase)
+    def i64(x):
+        return np.ascontiguousarray(x.cpu().numpy(), dtype=np.int64)
+
+    ew, se = f64(spot.log_emit_word), f64(spot.log_emit_seg)
+    en, ep = f64(spot.log_emit_null), f64(spot.log_emit_phrase)
     B = ew.shape[0]
-    out_w, out_n, out_p = (np.zeros(x.shape, dtype=dt) for x in (ew, en, ep))
+    item = i64(spot.seg_item)
+    off = np.searchsorted(item, np.arange(B + 1)).astype(np.int64)
+    out_w, out_s, out_n, out_p = (np.zeros(x.shape, dtype=dt) for x in (ew, se, en, ep))
     out_ll = np.zeros(B)
-    i64 = np.int64
-    _batch(ew, en, ep, f64(pot.log_jump_init), f64(pot.log_jump), f64(pot.log_null_init),
-           f64(pot.log_null_stay), f64(pot.log_phrase_weight),
-           np.ascontiguousarray(pot.phrase_first.cpu().numpy(), dtype=i64),
-           np.ascontiguousarray(pot.phrase_last.cpu().numpy(), dtype=i64),
-           np.ascontiguousarray(sl.cpu().numpy(), dtype=i64),
-           np.ascontiguousarray(tl.cpu().numpy(), dtype=i64), out_w, out_n, out_p, out_ll)
-    return out_ll, out_w, out_n, out_p
+    _batch(ew, se, i64(spot.seg_end), i64(spot.seg_len), off, en, ep, f64(spot.log_jump_init),
+           f64(spot.log_jump), f64(spot.log_null_init), f64(spot.log_null_stay),
+           f64(spot.log_phrase_weight), i64(spot.phrase_first), i64(spot.phrase_last), i64(sl),
+           i64(tl), int(max_len), out_w, out_s, out_n, out_p, out_ll)
+    return out_ll, out_w, out_s, out_n, out_p

@@ -26,7 +26,8 @@ relative masses down to e^-87 within a position or a jump row, float64 far below
 "max" semiring (Viterbi) runs in log space; both are tested equal to a plain log-space
 recursion. Segments of length > 1 scored at the semiring zero everywhere in the batch are
 skipped (exact). Cost O(B J (I^2 + L I + P I)) time. Posteriors on CPU tensors: an
-explicit scaled forward-backward per item in float64 (numba, `_phrasal_hsmm_kernel`);
+explicit scaled forward-backward per item in float64 (numba, `_phrasal_hsmm_kernel`, on
+the sparse form of `phrasal_hsmm_sparse`: only scored long segments);
 elsewhere (CUDA) and with method="autograd": autograd of log Z (O(B J (L I + P)) memory for
 the potentials' gradients, O(B J I) activations); all tested equal. Viterbi: autograd of
 the "max" score.
@@ -347,10 +348,17 @@ def phrasal_hsmm_posteriors(pot: PhrasalPotentials, *, src_lengths: torch.Tensor
     if method == "autograd" or not cpu:
         return _grad_marginals(pot, sl, tl, "log")
     from aligners.lattices._phrasal_hsmm_kernel import phrasal_forward_backward
+    from aligners.lattices.phrasal_hsmm_sparse import (
+        SparsePhrasalPosteriors,
+        sparse_posteriors_to_dense,
+        to_sparse,
+    )
 
-    ll, w, n, p = phrasal_forward_backward(pot, sl, tl)
+    spot = to_sparse(pot)  # the listed (scored) long segments only; exact
+    out = phrasal_forward_backward(spot, sl, tl, pot.log_emit_word.shape[2])
     dtype = pot.log_emit_word.dtype
-    return PhrasalPosteriors(*(torch.from_numpy(x).to(dtype) for x in (ll, w, n, p)))
+    post = SparsePhrasalPosteriors(*(torch.from_numpy(x).to(dtype) for x in out))
+    return sparse_posteriors_to_dense(post, spot, pot.log_emit_word.shape[2])
 
 
 def phrasal_hsmm_viterbi(pot: PhrasalPotentials, *, src_lengths: torch.Tensor,

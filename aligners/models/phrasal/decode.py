@@ -22,16 +22,23 @@ METHODS = ("agreement", "posterior", "viterbi")
 
 
 def fit_phrasal(model: PhrasalAligner, index: PairIndex, *, progress=None,
-                route: bool = True) -> list:
+                route: bool = True, prepared: dict | None = None) -> list:
     """The remaining EM iterations on one process; per-iteration log-likelihoods (2,).
-    `route=False`: every pair on the phrasal lattice (see `PhrasalAligner.accumulate`)."""
+    Each batch is prepared once (`PhrasalAligner.prepare`) and reused by every iteration.
+    `route=False`: every pair on the phrasal lattice (see `PhrasalAligner.accumulate`).
+    `prepared`: a dict (batch number -> prepared batch) kept across calls (same model
+    structure and `route`); filled here where empty."""
     history = []
+    prepared = {} if prepared is None else prepared  # built in the first pass, then reused
     for it in range(int(model.iteration), model.config.iterations):
         model.reset_counts()
         for k in range(len(index)):
-            b = index.batch(k).to(model.word_keys.device)
-            model.accumulate(b, make_layout(b, model.src_list, model.tgt_list,
-                                            gappy=model.config.gappy), route=route)
+            if k not in prepared:
+                b = index.batch(k).to(model.word_keys.device)
+                prepared[k] = model.prepare(b, make_layout(b, model.src_list, model.tgt_list,
+                                                           gappy=model.config.gappy),
+                                            route=route)
+            model.accumulate(prepared=prepared[k])
             if progress is not None:
                 progress(it, k)
         history.append(model.m_step().tolist())

@@ -19,22 +19,55 @@ from __future__ import annotations
 import torch
 
 from aligners.data.bitext import PairIndex
+from aligners.models.phrasal._init_kernel import tight_phrase_keys
 from aligners.models.phrasal.model import PhrasalAligner, PhrasalConfig, make_layout
 from aligners.models.phrasal.phrase_lists import PhraseList, mine_candidates, rank_phrases
 from aligners.models.phrasal.routing import phrase_rows
-from aligners.symmetrize import symmetrize
 
 __all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_aligner"]
 
 _TINY = 1e-20
 
 
-def word_viterbi(word_model, index: PairIndex) -> list:
-    """Per batch (forward (B,J), backward (B,I)) word-HMM Viterbi alignments (-1 = NULL)."""
+def _hmm_viterbi_cpu(word_model, batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """`word_model.viterbi(batch)` of an Och-Ney word HMM on CPU through the numba Viterbi
+    (`aligners.lattices._alignment_hmm_viterbi_kernel`, identical paths)."""
+    from aligners.lattices._alignment_hmm_viterbi_kernel import alignment_hmm_viterbi_cpu
+    from aligners.models.word.hmm import jump_buckets
+
+    ids = batch.pair_ids
+    c = word_model.config
+
+    def take(t, x):
+        return t.index_select(0, x.reshape(-1)).view(x.shape)
+
     out = []
+    for link, null, jw, sl, tl in (
+            (take(word_model.t_fwd, ids), take(word_model.null_tgt, batch.tgt),
+             word_model.jump_fwd, batch.src_lengths, batch.tgt_lengths),
+            (take(word_model.t_bwd, ids).transpose(1, 2), take(word_model.null_src, batch.src),
+             word_model.jump_bwd, batch.tgt_lengths, batch.src_lengths)):
+        B, I, J = link.shape
+        K = (jw.numel() - 1) // 2
+        scores = jw.to(link.dtype)[jump_buckets(n_src=I, max_jump=K, device=link.device)]
+        path, _ = alignment_hmm_viterbi_cpu(link, null, scores, src_lengths=sl, tgt_lengths=tl,
+                                            p0=c.p0)
+        jvalid = torch.arange(J)[None, :] < tl[:, None]
+        out.append(torch.where((path < I) & jvalid & (path >= 0), path,
+                               torch.full_like(path, -1)))
+    return out[0], out[1]
+
+
+def word_viterbi(word_model, index: PairIndex) -> list:
+    """Per batch (forward (B,J), backward (B,I)) word-HMM Viterbi alignments (-1 = NULL).
+    An Och-Ney word HMM on CPU runs the numba Viterbi (same paths); else `.viterbi`."""
+    out = []
+    fast = (word_model.keys.device.type == "cpu" and word_model.stage == "hmm"
+            and word_model.config.lattice == "och_ney")
     with torch.no_grad():
         for k in range(len(index)):
-            f, b = word_model.viterbi(index.batch(k))
+            bt = index.batch(k)
+            f, b = _hmm_viterbi_cpu(word_model, bt) if fast else word_model.viterbi(bt)
             out.append((f.cpu().int(), b.cpu().int()))
     return out
 
@@ -59,6 +92,24 @@ def _count_rows(parts: dict, width: int) -> tuple[torch.Tensor, list, list]:
         counts.extend(c.tolist())
     t = torch.cat(rows) if rows else torch.zeros(0, width, dtype=torch.long)
     return t, tuples, counts
+
+
+def _gappy_totals(words: torch.Tensor, lengths: torch.Tensor, keys: torch.Tensor,
+                  V: int) -> torch.Tensor:
+    """(G,) occurrences in one batch (words (B,N), lengths (B,)) of the gappy candidates with
+    sorted keys w1 * V + w2 (G,): pairs a < c - 1 of one sentence. The counts of
+    `PhraseList.match_gappy` without its (B,N,N) unit table. O(B N^2 log G)."""
+    w = words.long()
+    N = w.shape[1]
+    ar = torch.arange(N, device=w.device)
+    live = ar[None, :] < lengths[:, None]
+    a_ok = torch.isin(w, torch.unique(keys // V)) & live
+    c_ok = torch.isin(w, torch.unique(keys % V)) & live
+    b, a, c = (a_ok[:, :, None] & c_ok[:, None, :] & (ar[:, None] + 1 < ar[None, :])).nonzero(
+        as_tuple=True)
+    q = w[b, a] * V + w[b, c]
+    pos = torch.searchsorted(keys, q).clamp(max=keys.numel() - 1)
+    return torch.bincount(pos[keys[pos] == q], minlength=keys.numel())
 
 
 def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
@@ -93,9 +144,7 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
             u = sp[sp >= 0] - V[side]
             tot_c += torch.bincount(u, minlength=cand.n_contiguous)
             if config.gappy and cand.n_gappy:
-                gp = cand.match_gappy(words, ln)
-                u = gp[gp >= 0] - V[side] - cand.n_contiguous
-                tot_g += torch.bincount(u, minlength=cand.n_gappy)
+                tot_g += _gappy_totals(words, ln, gu, V[side])
         total = dict(zip(cl, tot_c.tolist()))
         top_c = rank_phrases(aligned, total, top=config.n_contiguous,
                              discount=config.discount, min_count=config.min_count,
@@ -120,14 +169,19 @@ def _unique(parts):
 
 
 def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
-                gappy: bool) -> tuple[torch.Tensor, float]:
-    """(sorted phrase keys (Q,), mean number of phrase states matched per pair)."""
+                gappy: bool, spans: list | None = None) -> tuple[torch.Tensor, float]:
+    """(sorted phrase keys (Q,), mean number of phrase states matched per pair). `spans`: a
+    list that receives per batch (phrase rows (R,), their span_src, span_tgt) for
+    `_init_counts` (no second matching pass)."""
     Ut = tgt_list.n_units
     merged, parts, matched = torch.zeros(0, dtype=torch.long), [], 0
     for k in range(len(index)):
         bt = index.batch(k)
         lay = make_layout(bt, src_list, tgt_list, gappy=gappy)
         matched += lay.n_matched()
+        if spans is not None:
+            rows = phrase_rows(lay).nonzero()[:, 0]
+            spans.append((rows, lay.span_src[rows], lay.span_tgt[rows]))
         for ph, words, ln, fwd in ((lay.ph_fwd, bt.tgt, bt.tgt_lengths, True),
                                    (lay.ph_bwd, bt.src, bt.src_lengths, False)):
             unit = ph[2]
@@ -141,41 +195,29 @@ def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
     return _unique([merged, *parts]), matched / max(1, index.n_sentences)
 
 
-def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list) -> torch.Tensor:
-    """(Q,) counts of the tight 1-k / k-1 grow-diag-final pairs and reversed gappy links."""
+def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list,
+                 spans: list | None = None) -> torch.Tensor:
+    """(Q,) counts of the tight 1-k / k-1 grow-diag-final pairs and reversed gappy links.
+    `spans`: per batch (phrase rows, span_src, span_tgt) from `phrase_keys` (else matched
+    here)."""
     Ut, P = model.n_tgt_units, model.word_keys.numel()
     keys = []
     for k in range(len(index)):
         bt = index.batch(k)
-        lay = make_layout(bt, model.src_list, model.tgt_list, gappy=model.config.gappy)
+        if spans is None:
+            lay = make_layout(bt, model.src_list, model.tgt_list, gappy=model.config.gappy)
+            rows = phrase_rows(lay).nonzero()[:, 0]
+            ss, st = lay.span_src[rows], lay.span_tgt[rows]
+        else:
+            rows, ss, st = spans[k]
         f, b = vit[k]
         src, tgt = bt.src.long(), bt.tgt.long()
         # a pair adds keys only through its listed spans: rows without a phrase state add
-        # none, and only the others are read back as Python lists
-        rows = phrase_rows(lay).nonzero()[:, 0]
-        fl, bl = f[rows].tolist(), b[rows].tolist()
-        ss, st = lay.span_src[rows].numpy(), lay.span_tgt[rows].numpy()  # read per link
-        sw, tw = src[rows].tolist(), tgt[rows].tolist()
-        sls, tls = bt.src_lengths[rows].tolist(), bt.tgt_lengths[rows].tolist()
-        for r in range(rows.numel()):
-            I, J = sls[r], tls[r]
-            links = symmetrize([(i, j) for j, i in enumerate(fl[r][:J]) if i >= 0],
-                               [(i, j) for i, j in enumerate(bl[r][:I]) if j >= 0],
-                               "grow-diag-final")
-            by_s, by_t = {}, {}
-            for i, j in links:
-                by_s.setdefault(i, []).append(j)
-                by_t.setdefault(j, []).append(i)
-            for i, js in by_s.items():  # word i -> target span
-                lo, hi = min(js), max(js)
-                if hi > lo and all(by_t.get(j, [i]) == [i] for j in range(lo, hi + 1)):
-                    if hi - lo < st.shape[2] and st[r, hi, hi - lo] >= 0:
-                        keys.append(sw[r][i] * Ut + int(st[r, hi, hi - lo]))
-            for j, is_ in by_t.items():  # source span -> word j
-                lo, hi = min(is_), max(is_)
-                if hi > lo and all(by_s.get(i, [j]) == [j] for i in range(lo, hi + 1)):
-                    if hi - lo < ss.shape[2] and ss[r, hi, hi - lo] >= 0:
-                        keys.append(int(ss[r, hi, hi - lo]) * Ut + tw[r][j])
+        # none; the others go through the numba grow-diag-final + tight-pair kernel
+        if rows.numel():
+            keys.append(torch.from_numpy(tight_phrase_keys(
+                f[rows], b[rows], bt.src_lengths[rows], bt.tgt_lengths[rows], ss, st,
+                src[rows], tgt[rows], Ut)))
         if model.config.gappy:
             for obs, al, ln, lst, fwd in ((bt.src, b, bt.src_lengths, model.src_list, True),
                                           (bt.tgt, f, bt.tgt_lengths, model.tgt_list, False)):
@@ -187,10 +229,10 @@ def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list) -> torch.Te
                 ok = unit >= 0
                 other = (tgt if fwd else src)[rb[ok], state[ok]]
                 key = unit[ok] * Ut + other if fwd else other * Ut + unit[ok]
-                keys.extend(key.tolist())
+                keys.append(key.long())
     counts = torch.zeros(model.phrase_keys.numel(), dtype=torch.float32)
     if keys:
-        kt = torch.tensor(keys, dtype=torch.long)
+        kt = torch.cat(keys)
         pos = model.phrase_ids(kt // Ut, kt % Ut) - P - 1
         pos = pos[pos >= 0]
         counts.index_add_(0, pos, torch.ones(pos.numel()))
@@ -251,16 +293,22 @@ def _init_table(model, word_model, counts, n_occ, *, forward: bool) -> torch.Ten
     return table.clamp_min(_TINY)
 
 
-def build_phrasal_aligner(word_model, index: PairIndex, config: PhrasalConfig):
-    """(PhrasalAligner initialised from `word_model`, stats dict). Runs on CPU tensors."""
-    vit = word_viterbi(word_model, index)
+def build_phrasal_aligner(word_model, index: PairIndex, config: PhrasalConfig, *,
+                          vit: list | None = None):
+    """(PhrasalAligner initialised from `word_model`, stats dict). Runs on CPU tensors.
+    `vit`: `word_viterbi(word_model, index)` computed earlier (e.g. shared by the
+    contiguous and the gappy model of one word model); computed here when None."""
+    if vit is None:
+        vit = word_viterbi(word_model, index)
     src_list, tgt_list, stats = mine_phrase_lists(index, vit, config)
-    pk, mean_matched = phrase_keys(index, src_list, tgt_list, gappy=config.gappy)
+    spans = []  # phrase rows' span tables, matched once for keys and initial counts
+    pk, mean_matched = phrase_keys(index, src_list, tgt_list, gappy=config.gappy, spans=spans)
     model = PhrasalAligner(word_keys=word_model.keys, phrase_keys=pk,
                            n_src_words=index.n_src_words, n_tgt_words=index.n_tgt_words,
                            src_list=src_list, tgt_list=tgt_list, jump_fwd=word_model.jump_fwd,
                            jump_bwd=word_model.jump_bwd, config=config)
-    counts = _init_counts(model, index, vit)
+    counts = _init_counts(model, index, vit, spans)
+    del spans
     n_src = torch.zeros(index.n_src_words, dtype=torch.long)
     n_tgt = torch.zeros(index.n_tgt_words, dtype=torch.long)
     for k in range(len(index)):

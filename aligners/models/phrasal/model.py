@@ -11,34 +11,36 @@ the phrase keys `u_s * Ut + u_t` (slots P+1..P+Q). Transitions: the word HMM's j
 s(w) (kept fixed), p(a | prev) = (1 - p0) s(first(a) - last(prev)) eta^N(a) / Z(last(prev)),
 NULL with p0 (Och-Ney); lambda^(l-1) per emitted target phrase of length l (p_f(K|J) moved
 into the product; its normaliser is constant per pair and omitted). The DP is
-`aligners.lattices.phrasal_hsmm`.
+`aligners.lattices.phrasal_hsmm` in its sparse form (`phrasal_hsmm_sparse`: a word state's
+multi-word segments only at listed spans). Per batch the fixed parts (routing split, slots,
+jump normalisers, agreement maps) are built once (`prepare`, `prepared.py`) and reused by
+every EM iteration; only the tables change.
 """
 
 from __future__ import annotations
 
-import math
+import weakref
 from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 
 from aligners.data.bitext import Batch
-from aligners.lattices.phrasal_hsmm import (
-    PhrasalPotentials,
-    phrasal_hsmm_posteriors,
-    phrasal_hsmm_viterbi,
+from aligners.lattices.phrasal_hsmm_sparse import (
+    SparsePhrasalPotentials,
+    phrasal_hsmm_sparse_posteriors,
+    sparse_posteriors_to_dense,
 )
-from aligners.models.phrasal.agreement import agreement_counts, link_posteriors
+from aligners.models.phrasal.agreement import sparse_agreement_counts, sparse_link_posteriors
 from aligners.models.phrasal.phrase_lists import PhraseList
-from aligners.models.phrasal.routing import (
-    phrase_rows,
-    take_layout,
-    take_rows,
-    word_row_counts,
-    word_row_posteriors,
+from aligners.models.phrasal.prepared import (
+    DirectionConst,
+    PreparedBatch,
+    jump_potentials,
+    prepare_batch,
+    word_slots,
 )
-from aligners.models.word.hmm import jump_buckets
-from aligners.semirings import semiring_zero
+from aligners.models.phrasal.routing import take_rows, word_row_counts, word_row_posteriors
 
 __all__ = ["PhrasalConfig", "Layout", "PhrasalAligner", "make_layout"]
 
@@ -83,6 +85,12 @@ class PhrasalConfig:
         for ok, msg in checks:
             if not ok:
                 raise ValueError(f"PhrasalConfig: {msg}")
+
+
+def _take(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """table[ids] (any shape) by one index_select (CPU: about 10x faster than advanced
+    indexing for large index tensors; the same values)."""
+    return table.index_select(0, ids.reshape(-1)).view(ids.shape)
 
 
 @dataclass
@@ -149,21 +157,6 @@ def make_layout(batch: Batch, src_list: PhraseList, tgt_list: PhraseList, *, gap
     return Layout(span_src, span_tgt, ph_fwd, ph_bwd, st_src, st_tgt)
 
 
-def _split(batch: Batch, lay: Layout):
-    """None when every row has a phrase state; else ((word rows (R,), their sub-batch),
-    (phrase rows or None, their sub-batch or None, their Layout or None))."""
-    has = phrase_rows(lay)
-    if bool(has.all()):
-        return None
-    wrows = (~has).nonzero()[:, 0]
-    word = (wrows, take_rows(batch, wrows))
-    if not bool(has.any()):
-        return word, (None, None, None)
-    prows = has.nonzero()[:, 0]
-    pb = take_rows(batch, prows)
-    return word, (prows, pb, take_layout(lay, prows, pb.src.shape[1], pb.tgt.shape[1]))
-
-
 class PhrasalAligner(nn.Module):
     """Buffers: word_keys (P,), phrase_keys (Q,) sorted; t_fwd, t_bwd (P+1+Q,) p(tgt unit |
     src unit), p(src unit | tgt unit); null_tgt (Vt,), null_src (Vs,); jump_fwd, jump_bwd
@@ -209,94 +202,79 @@ class PhrasalAligner(nn.Module):
         return torch.where(hit, pos + P + 1, torch.full_like(pos, P))
 
     # ------------------------------------------------------------------ potentials
-    def _direction(self, batch: Batch, lay: Layout, *, forward: bool):
-        """Potentials and emission slots of one direction; shapes with S = state length,
-        O = observation length: word (B,O,L,S), null (B,O), phrase (B,O,P)."""
-        c = self.config
-        L = c.max_phrase_len
-        if forward:
-            st, ob, sl, ol = batch.src, batch.tgt, batch.src_lengths, batch.tgt_lengths
-            ww = batch.pair_ids.transpose(1, 2)  # (B, O, S)
-            span, ph, table = lay.span_tgt, lay.ph_fwd, self.t_fwd
-            null_t, jump = self.null_tgt, self.jump_fwd
-        else:
-            st, ob, sl, ol = batch.tgt, batch.src, batch.tgt_lengths, batch.src_lengths
-            ww = batch.pair_ids
-            span, ph, table = lay.span_src, lay.ph_bwd, self.t_bwd
-            null_t, jump = self.null_src, self.jump_bwd
-        B, S = st.shape
-        O = ob.shape[1]
-        dtype, dev = table.dtype, table.device
-        zero = semiring_zero(dtype)
+    def prepare(self, batch: Batch, lay: Layout, *, route: bool = True) -> PreparedBatch:
+        """The batch's fixed E-step parts (routing split, slots, transitions, agreement
+        maps; `prepared.prepare_batch`): build once per batch, pass to `accumulate` and
+        `link_posteriors` in every iteration. Valid while the phrase lists, keys, jump
+        weights and config are unchanged."""
+        return prepare_batch(self, batch, lay, route=route)
 
-        def key(state_unit, obs_unit):
-            return (self.phrase_ids(state_unit, obs_unit) if forward
-                    else self.phrase_ids(obs_unit, state_unit))
+    def _potentials(self, d: DirectionConst, pbatch: Batch) -> SparsePhrasalPotentials:
+        """Sparse potentials of one direction of the phrase rows `pbatch` from the current
+        tables: word (B,O,S), listed long segments (M,S), null (B,O), phrase (B,O,P)."""
+        table = self._log_table("t_fwd" if d.forward else "t_bwd")
+        null_t = self._log_table("null_tgt" if d.forward else "null_src")
+        return SparsePhrasalPotentials(
+            _take(table, word_slots(d, pbatch)), d.seg_item, d.seg_end, d.seg_len,
+            _take(table, d.ids_s) + d.seg_lam, _take(null_t, d.obs), _take(table, d.ids_p),
+            *jump_potentials(self, d), d.null_init, d.null_stay, d.phrase_weight, d.first,
+            d.last)
 
-        ids0 = ww.long()  # (B, O, S) word -> word slots
-        lw = torch.full((B, O, L, S), zero, dtype=dtype, device=dev)
-        lw[:, :, 0] = torch.log(table[ids0])
-        hb, hn, hl = (span >= 0).nonzero(as_tuple=True)  # listed target phrases (l >= 1)
-        ids_s = key(st[hb].long(), span[hb, hn, hl][:, None].expand(-1, S))  # (M, S)
-        lw[hb, hn, hl] = torch.log(table[ids_s]) + hl[:, None].to(dtype) * torch.log(
-            torch.tensor(c.lam, dtype=dtype))
-        ids_w = (ids0, (hb, hn, hl), ids_s)
-        first, last, unit, gap = ph
-        ids_p = key(unit[:, None, :].expand(B, O, -1), ob.long()[:, :, None].expand(
-            -1, -1, unit.shape[1]))
-        lp = torch.log(table[ids_p])
-        ln_null = torch.log(null_t[ob.long()])
-        # transitions: fixed word-HMM jump weights, eta per covered state word
-        K = (jump.numel() - 1) // 2
-        valid = torch.arange(S, device=dev)[None, :] < sl[:, None]
-        w = jump.to(dtype)[jump_buckets(n_src=S, max_jump=K, device=dev)][None] * valid[:, None]
-        n_words = torch.where(gap > 0, 2, last - first + 1).clamp_min(1)
-        pvalid = first >= 0
-        pw = torch.where(pvalid, torch.tensor(c.eta, dtype=dtype) ** (n_words - 1).to(dtype),
-                         torch.zeros((), dtype=dtype))
-        to_phrase = w.gather(2, first.clamp_min(0)[:, None, :].expand(-1, S + 1, -1))
-        Z = (w.sum(-1) + (to_phrase * pw[:, None, :]).sum(-1)) * c.eta
-        lj = torch.log(((1 - c.p0) * c.eta * w / Z.clamp_min(_TINY)[..., None]).clamp_min(_TINY))
-        lj = torch.where(valid[:, None, :], lj, torch.full((), zero, dtype=dtype, device=dev))
-        null_init = torch.log(c.p0 / sl.to(dtype))[:, None].expand(B, S)
-        null_stay = torch.full((B, S), math.log(c.p0), dtype=dtype,
-                               device=dev)
-        lpw = torch.where(pvalid, torch.log(pw.clamp_min(_TINY)),
-                          torch.full((), zero, dtype=dtype, device=dev))
-        pot = PhrasalPotentials(lw, ln_null, lp, lj[:, 0], lj[:, 1:], null_init, null_stay,
-                                lpw, first, last)
-        return pot, ids_w, ids_p, sl, ol
+    def _log_table(self, name: str) -> torch.Tensor:
+        """log of the table `name` (t_fwd, t_bwd, null_tgt, null_src), computed once per
+        table object and version (the M-step replaces the tables; an in-place change such
+        as load_state_dict bumps the version); one cached log per name, only a weak reference
+        to the table kept. Gathering from it equals the log of the gathered probabilities."""
+        table = getattr(self, name)
+        cache = self.__dict__.setdefault("_log_cache", {})
+        hit = cache.get(name)
+        if hit is None or hit[0]() is not table or hit[1] != table._version:
+            cache.pop(name, None)
+            hit = cache[name] = (weakref.ref(table), table._version, torch.log(table))
+        return hit[2]
+
+    def _sparse(self, prep: PreparedBatch, pbatch: Batch, *, viterbi: bool = False):
+        """Both directions' sparse posteriors (or Viterbi indicators) of the phrase rows
+        `pbatch` (= prep.phrase_batch())."""
+        out = []
+        for d in (prep.fwd, prep.bwd):
+            out.append(phrasal_hsmm_sparse_posteriors(
+                self._potentials(d, pbatch), max_len=self.config.max_phrase_len,
+                src_lengths=d.state_lengths, tgt_lengths=d.obs_lengths, viterbi=viterbi))
+        return out
 
     # ------------------------------------------------------------------ E-step
     def posteriors(self, batch: Batch, lay: Layout, *, viterbi: bool = False):
-        """Both directions' segment posteriors (or Viterbi indicators) of one batch:
-        ((fwd PhrasalPosteriors, ids_w, ids_p), (bwd ...)). Cost: two lattice passes."""
-        batch = batch.to(self.word_keys.device)
-        out = []
-        for forward in (True, False):
-            pot, ids_w, ids_p, sl, ol = self._direction(batch, lay, forward=forward)
-            fn = phrasal_hsmm_viterbi if viterbi else phrasal_hsmm_posteriors
-            out.append((fn(pot, src_lengths=sl, tgt_lengths=ol), ids_w, ids_p))
-        return out
+        """Both directions' dense segment posteriors (or Viterbi indicators) of one batch,
+        every row on the phrasal lattice: ((fwd PhrasalPosteriors, None, None), (bwd ...)),
+        word (B,O,L,S). For tests and inspection; training uses the sparse form."""
+        prep = self.prepare(batch, lay, route=False)
+        pb, L = prep.phrase_batch(), self.config.max_phrase_len
+        return [(sparse_posteriors_to_dense(p, self._potentials(d, pb), L), None, None)
+                for p, d in zip(self._sparse(prep, pb, viterbi=viterbi), (prep.fwd, prep.bwd))]
 
-    def link_posteriors(self, batch: Batch, lay: Layout, *, viterbi: bool = False,
-                        route: bool = True):
+    def link_posteriors(self, batch: Batch | None = None, lay: Layout | None = None, *,
+                        viterbi: bool = False, route: bool = True,
+                        prepared: PreparedBatch | None = None):
         """(forward, backward) link posteriors (B, I, J) of every source-target word link
         (a phrasal edge counts for each of its word links; a gappy one for its two ends).
-        `route`: rows without a phrase state run the word HMM lattice (`routing`)."""
-        batch = batch.to(self.word_keys.device)
-        split = _split(batch, lay) if route else None
-        if split is None:
-            (pf, _, _), (pb, _, _) = self.posteriors(batch, lay, viterbi=viterbi)
-            return link_posteriors(pf, pb, lay)
-        (wrows, wb), (prows, pbatch, play) = split
+        `route`: rows without a phrase state run the word HMM lattice (`routing`).
+        `prepared`: `self.prepare(batch, lay, route=route)` made earlier (then lay unused)."""
+        prep = prepared if prepared is not None else self.prepare(batch, lay, route=route)
+        batch = prep.batch
+        if prep.word_rows is None:
+            pf, pb = self._sparse(prep, batch, viterbi=viterbi)
+            return sparse_link_posteriors(pf, pb, prep.fwd, prep.bwd)
         out = [torch.zeros(batch.pair_ids.shape, dtype=self.t_fwd.dtype,
                            device=batch.src.device) for _ in range(2)]
+        wb = take_rows(batch, prep.word_rows)
         wp = word_row_posteriors(self, wb, viterbi=viterbi)
-        parts = [(wrows, wb, (wp.links_fwd, wp.links_bwd))]
-        if prows is not None:
-            (pf, _, _), (pb, _, _) = self.posteriors(pbatch, play, viterbi=viterbi)
-            parts.append((prows, pbatch, link_posteriors(pf, pb, play)))
+        parts = [(prep.word_rows, wb, (wp.links_fwd, wp.links_bwd))]
+        pbatch = prep.phrase_batch()
+        if pbatch is not None:
+            pf, pb = self._sparse(prep, pbatch, viterbi=viterbi)
+            parts.append((prep.phrase_rows, pbatch,
+                          sparse_link_posteriors(pf, pb, prep.fwd, prep.bwd)))
         for rows, b, links in parts:
             I, J = b.src.shape[1], b.tgt.shape[1]
             for o, x in zip(out, links):
@@ -312,29 +290,30 @@ class PhrasalAligner(nn.Module):
         self.c_null_src = torch.zeros(self.n_src_words, dtype=dt, device=dev)
         self.c_loglik = torch.zeros(2, dtype=torch.float64, device=dev)
 
-    def accumulate(self, batch: Batch, lay: Layout, *, route: bool = True) -> None:
+    def accumulate(self, batch: Batch | None = None, lay: Layout | None = None, *,
+                   route: bool = True,
+                   prepared: PreparedBatch | None = None) -> None:
         """E-step of one batch (with agreement when configured) into the count buffers.
         `route`: rows without a phrase state run the word HMM lattice (`routing`; same
-        counts), the others the phrasal lattice; False: every row the phrasal lattice."""
-        batch = batch.to(self.word_keys.device)
-        split = _split(batch, lay) if route else None
-        if split is not None:
-            (_, wb), (_, pbatch, play) = split
-            self._accumulate_word_rows(wb)
-            if pbatch is None:
-                return
-            batch, lay = pbatch, play
-        (pf, wf, phf), (pb, wb, phb) = self.posteriors(batch, lay)
-        qf, qb = agreement_counts(pf, pb, lay, agreement=self.config.agreement,
-                                  src_lengths=batch.src_lengths, tgt_lengths=batch.tgt_lengths)
-        for cnt, ids_w, ids_p, q in ((self.c_fwd, wf, phf, qf), (self.c_bwd, wb, phb, qb)):
-            ids0, (hb, hn, hl), ids_s = ids_w
-            cnt.index_add_(0, ids0.reshape(-1), q.word[:, :, 0].reshape(-1).to(cnt.dtype))
-            cnt.index_add_(0, ids_s.reshape(-1), q.word[hb, hn, hl].reshape(-1).to(cnt.dtype))
-            cnt.index_add_(0, ids_p.reshape(-1), q.phrase.reshape(-1).to(cnt.dtype))
-        self.c_null_tgt.index_add_(0, batch.tgt.reshape(-1).long(),
+        counts), the others the phrasal lattice; False: every row the phrasal lattice.
+        `prepared`: `self.prepare(batch, lay, route=route)` made earlier (then lay unused)."""
+        prep = prepared if prepared is not None else self.prepare(batch, lay, route=route)
+        if prep.word_rows is not None:
+            self._accumulate_word_rows(take_rows(prep.batch, prep.word_rows))
+        pb_ = prep.phrase_batch()
+        if pb_ is None:
+            return
+        pf, pb = self._sparse(prep, pb_)
+        qf, qb = sparse_agreement_counts(pf, pb, prep.fwd, prep.bwd,
+                                         agreement=self.config.agreement)
+        for cnt, d, q in ((self.c_fwd, prep.fwd, qf), (self.c_bwd, prep.bwd, qb)):
+            word, seg = q.word
+            cnt.index_add_(0, word_slots(d, pb_).reshape(-1), word.reshape(-1).to(cnt.dtype))
+            cnt.index_add_(0, d.ids_s.reshape(-1), seg.reshape(-1).to(cnt.dtype))
+            cnt.index_add_(0, d.ids_p.reshape(-1), q.phrase.reshape(-1).to(cnt.dtype))
+        self.c_null_tgt.index_add_(0, pb_.tgt.reshape(-1).long(),
                                    qf.null.reshape(-1).to(self.c_null_tgt.dtype))
-        self.c_null_src.index_add_(0, batch.src.reshape(-1).long(),
+        self.c_null_src.index_add_(0, pb_.src.reshape(-1).long(),
                                    qb.null.reshape(-1).to(self.c_null_src.dtype))
         self.c_loglik += torch.stack([pf.log_likelihood.sum(), pb.log_likelihood.sum()]).double()
 
@@ -342,7 +321,7 @@ class PhrasalAligner(nn.Module):
         """E-step of rows without a phrase state through the word HMM lattice."""
         post = word_row_posteriors(self, batch)
         (qf, qb), nf, nb = word_row_counts(post, batch, agreement=self.config.agreement)
-        ids = batch.pair_ids.reshape(-1).long()
+        ids = batch.pair_ids.reshape(-1)  # int32: same sums, faster than int64
         self.c_fwd.index_add_(0, ids, qf.reshape(-1).to(self.c_fwd.dtype))
         self.c_bwd.index_add_(0, ids, qb.reshape(-1).to(self.c_bwd.dtype))
         self.c_null_tgt.index_add_(0, batch.tgt.reshape(-1).long(),

@@ -1,0 +1,110 @@
+"""Viterbi of the Och-Ney alignment HMM on CPU (numba), per item: the same path and score
+as `aligners.lattices.alignment_hmm.alignment_hmm_viterbi`.
+
+Shapes as there: link_probs (B, I, J), null_probs (B, J), jump_scores (I+1, I), lengths (B,).
+The log potentials are built by the same torch expressions in the same dtype; the
+recursion runs per item in that dtype with the same operations in the same order (max
+over predecessors keeps the first maximum, as torch's max; a word predecessor wins an
+exact tie with the NULL state remembering the same position), so states and scores are
+identical (tested bit for bit). Cost O(B J I^2) time without (B, I, I) temporaries per
+step, O(J I) backpointers per item. Used by the phrasal aligner's mining pass
+(`aligners.models.phrasal.init.word_viterbi`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit
+
+from aligners.lattices._core import length_mask
+from aligners.lattices.alignment_hmm import AlignmentHMMViterbi, _check, _jump_rows
+from aligners.semirings import log_or_zero, semiring_zero
+
+__all__ = ["alignment_hmm_viterbi_cpu"]
+
+
+@njit(cache=True)
+def _item(dw0, dn0, ltrans, lw, ln, log_p0, valid, neg, T, states):
+    I = dw0.shape[0]
+    dw = dw0.copy()
+    dn = dn0.copy()
+    arg = np.zeros((max(T - 1, 0), I), dtype=np.int64)
+    nul = np.zeros((max(T - 1, 0), I), dtype=np.bool_)
+    m = np.empty_like(dw)
+    top = np.empty_like(dw)  # best predecessor score per next position i
+    at = np.zeros(I, dtype=np.int64)
+    for j in range(1, T):
+        for k in range(I):
+            nul[j - 1, k] = dn[k] > dw[k]
+            m[k] = max(dw[k], dn[k])
+        # predecessors k in increasing order, positions i innermost (contiguous rows of
+        # ltrans, vectorised); a strictly greater score replaces: the first maximum wins
+        for i in range(I):
+            top[i] = m[0] + ltrans[0, i]
+            at[i] = 0
+        for k in range(1, I):
+            mk = m[k]
+            for i in range(I):
+                v = mk + ltrans[k, i]
+                if v > top[i]:
+                    top[i] = v
+                    at[i] = k
+        for i in range(I):
+            arg[j - 1, i] = at[i]
+            dn[i] = (m[i] + log_p0) + ln[j] if valid[i] else neg
+            dw[i] = top[i] + lw[j, i]
+    best = dw[0]
+    z = 0
+    for s in range(1, 2 * I):
+        v = dw[s] if s < I else dn[s - I]
+        if v > best:
+            best = v
+            z = s
+    states[T - 1] = z
+    for j in range(T - 1, 0, -1):
+        p = arg[j - 1, z] if z < I else z - I
+        z = p + I if nul[j - 1, p] else p
+        states[j - 1] = z
+    return best
+
+
+@njit(cache=True)
+def _batch(dw0, dn0, ltrans, lw, ln, log_p0, valid, neg, tl, states, score):
+    for b in range(dw0.shape[0]):
+        score[b] = _item(dw0[b], dn0[b], ltrans[b], lw[b], ln[b], log_p0, valid[b], neg, tl[b],
+                         states[b])
+
+
+def alignment_hmm_viterbi_cpu(link_probs: torch.Tensor, null_probs: torch.Tensor,
+                              jump_scores: torch.Tensor, *, src_lengths: torch.Tensor,
+                              tgt_lengths: torch.Tensor, p0: float) -> AlignmentHMMViterbi:
+    """`alignment_hmm_viterbi` on CPU tensors (see the module docstring): states (B, J)
+    (i word, I+i NULL, -1 past the target length) and score (B,)."""
+    _check(link_probs, null_probs, jump_scores, src_lengths, tgt_lengths)
+    B, I, J = link_probs.shape
+    dtype = link_probs.dtype
+    neg = semiring_zero(dtype)
+    valid = length_mask(src_lengths, I)
+    S, _, norm, _ = _jump_rows(jump_scores, valid, dtype)
+    q = 1.0 - p0
+    lw = log_or_zero(link_probs.transpose(1, 2)).masked_fill(~valid[:, None, :], neg)
+    ln = log_or_zero(null_probs)
+    log_q = log_or_zero(torch.tensor(q, dtype=dtype))
+    log_p0 = log_or_zero(torch.tensor(p0, dtype=dtype))
+    ltrans = (log_or_zero(S[1:][None] / norm[:, 1:, None]) + log_q).masked_fill(
+        ~valid[:, None, :], neg)
+    dw = (log_or_zero(S[0][None] / norm[:, :1]) + log_q + lw[:, 0]).masked_fill(~valid, neg)
+    init_n = log_or_zero(p0 / src_lengths.clamp_min(1).to(dtype))
+    dn = (init_n[:, None] + ln[:, :1]).expand(B, I).masked_fill(~valid, neg)
+    npdt = np.float64 if dtype == torch.float64 else np.float32
+
+    def a(x):
+        return np.ascontiguousarray(x.detach().numpy(), dtype=npdt)
+
+    states = np.full((B, J), -1, dtype=np.int64)
+    score = np.zeros(B, dtype=npdt)
+    _batch(a(dw), a(dn), a(ltrans), a(lw), a(ln), npdt(log_p0.item()),
+           np.ascontiguousarray(valid.numpy()), npdt(neg), np.ascontiguousarray(
+               tgt_lengths.numpy(), dtype=np.int64), states, score)
+    return AlignmentHMMViterbi(torch.from_numpy(states), torch.from_numpy(score))

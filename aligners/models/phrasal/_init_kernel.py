@@ -1,0 +1,148 @@
+"""Tight 1-k / k-1 phrase pairs of grow-diag-final word-HMM Viterbi links (numba), per pair.
+
+Used by `aligners.models.phrasal.init` (initial phrasal emissions, Bansal et al. 2011, sec.
+7.1). Per pair: forward Viterbi f (J,) (source position of each target word, -1 NULL) and
+backward b (I,) (target position of each source word, -1 NULL) are symmetrised with
+grow-diag-final exactly as `aligners.symmetrize.symmetrize` (atools order: sweeps over the
+not-yet-added union points in (i, j) order, added points count at once; then the forward
+points, then the backward ones, in (i, j) order). Then every source word i whose links
+span targets lo..hi (hi > lo) with no other source linked inside gives the key
+src_word(i) * Ut + (listed target span unit ending at hi, length hi - lo + 1), when that
+span is listed; likewise every target word j with a source span. Cost O(I J) per pair
+(dense link matrices) plus O(U^2) for the sweeps (U union points); tested equal to the
+Python reference in tests/test_phrasal_model.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["tight_phrase_keys"]
+
+
+@njit(cache=True)
+def _gdf(f, b, I, J):
+    """(I, J) bool grow-diag-final links of forward f (J,) and backward b (I,)."""
+    F = np.zeros((I, J), dtype=np.bool_)
+    R = np.zeros((I, J), dtype=np.bool_)
+    for j in range(J):
+        if 0 <= f[j] < I:
+            F[f[j], j] = True
+    for i in range(I):
+        if 0 <= b[i] < J:
+            R[i, b[i]] = True
+    res = F & R
+    sa = np.zeros(I, dtype=np.bool_)
+    ta = np.zeros(J, dtype=np.bool_)
+    n = 0
+    for i in range(I):
+        for j in range(J):
+            if res[i, j]:
+                sa[i] = True
+                ta[j] = True
+            elif F[i, j] or R[i, j]:
+                n += 1
+    pi = np.empty(n, dtype=np.int64)
+    pj = np.empty(n, dtype=np.int64)
+    n = 0
+    for i in range(I):  # candidates in (i, j) order
+        for j in range(J):
+            if (F[i, j] or R[i, j]) and not res[i, j]:
+                pi[n] = i
+                pj[n] = j
+                n += 1
+    while n > 0:
+        m = 0
+        added = False
+        for c in range(n):
+            i, j = pi[c], pj[c]
+            ok = False
+            if not sa[i] or not ta[j]:
+                for di in range(-1, 2):
+                    for dj in range(-1, 2):
+                        if di == 0 and dj == 0:
+                            continue
+                        a, z = i + di, j + dj
+                        if 0 <= a < I and 0 <= z < J and res[a, z]:
+                            ok = True
+            if ok:
+                res[i, j] = True
+                sa[i] = True
+                ta[j] = True
+                added = True
+            else:
+                pi[m] = i
+                pj[m] = j
+                m += 1
+        if not added:
+            break
+        n = m
+    for M in (F, R):  # final: forward points, then backward points, in (i, j) order
+        for i in range(I):
+            for j in range(J):
+                if M[i, j] and not res[i, j] and (not sa[i] or not ta[j]):
+                    res[i, j] = True
+                    sa[i] = True
+                    ta[j] = True
+    return res
+
+
+@njit(cache=True)
+def _pair(f, b, I, J, ss, st, sw, tw, Ut, out, k):
+    res = _gdf(f, b, I, J)
+    L = st.shape[1]
+    for i in range(I):  # word i -> target span
+        lo, hi = J, -1
+        for j in range(J):
+            if res[i, j]:
+                lo = min(lo, j)
+                hi = max(hi, j)
+        if hi > lo and hi - lo < L and st[hi, hi - lo] >= 0:
+            ok = True
+            for j in range(lo, hi + 1):
+                for a in range(I):
+                    if a != i and res[a, j]:
+                        ok = False
+            if ok:
+                out[k] = sw[i] * Ut + st[hi, hi - lo]
+                k += 1
+    for j in range(J):  # source span -> word j
+        lo, hi = I, -1
+        for i in range(I):
+            if res[i, j]:
+                lo = min(lo, i)
+                hi = max(hi, i)
+        if hi > lo and hi - lo < L and ss[hi, hi - lo] >= 0:
+            ok = True
+            for i in range(lo, hi + 1):
+                for z in range(J):
+                    if z != j and res[i, z]:
+                        ok = False
+            if ok:
+                out[k] = ss[hi, hi - lo] * Ut + tw[j]
+                k += 1
+    return k
+
+
+@njit(cache=True)
+def _batch(f, b, sl, tl, ss, st, sw, tw, Ut):
+    n = 0
+    for r in range(f.shape[0]):
+        n += sl[r] + tl[r]
+    out = np.empty(n, dtype=np.int64)
+    k = 0
+    for r in range(f.shape[0]):
+        k = _pair(f[r], b[r], sl[r], tl[r], ss[r], st[r], sw[r], tw[r], Ut, out, k)
+    return out[:k]
+
+
+def tight_phrase_keys(f, b, sl, tl, ss, st, sw, tw, Ut: int) -> np.ndarray:
+    """int64 keys (see the module docstring) of R pairs: f (R,J), b (R,I) Viterbi positions,
+    sl, tl (R,) lengths, ss (R,I,L) / st (R,J,L) listed span units (-1 none), sw (R,I) /
+    tw (R,J) word ids (numpy or CPU torch integer arrays)."""
+    def a(x):
+        x = x.numpy() if hasattr(x, "numpy") else x
+        return np.ascontiguousarray(x, dtype=np.int64)
+
+    return _batch(a(f), a(b), a(sl), a(tl), a(ss), a(st), a(sw), a(tw), int(Ut))
