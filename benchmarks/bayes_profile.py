@@ -152,7 +152,8 @@ def main(argv: list[str]) -> None:
     c1 = os.times()
     prof.stop()
     cpu = c1.user - c0.user + c1.system - c0.system
-    print(f"status {status}; whole command: wall {wall:.1f} s, CPU {cpu:.1f} s (user {c1.user - c0.user:.1f}, sys {c1.system - c0.system:.1f}), "
+    print(f"status {status}; whole command: wall {wall:.1f} s, CPU {cpu:.1f} s "
+          f"(user {c1.user - c0.user:.1f}, sys {c1.system - c0.system:.1f}), "
           f"VmHWM {_rss_mib('VmHWM'):.0f} MiB")
     print(f"{'phase':<40} {'wall s':>8} {'CPU s':>8} {'calls':>6} {'peak RSS MiB':>13}")
     for name in prof.wall:

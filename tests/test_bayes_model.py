@@ -278,9 +278,10 @@ def test_dense_marginals_to_slots_keep_the_top_positions():
             assert one.mass[t0 + x, 0] == cells[:, x].max()
 
 
-def test_pair_ids_first_occurrence_and_keys_rebuilt():
-    """Pair ids: one id per distinct (s, t), numbered in corpus order, split in 3 bytes;
-    keys dropped for sampling are rebuilt identically from the ids."""
+def test_pair_ids_by_frequency_and_keys_rebuilt():
+    """Pair ids: one id per distinct (s, t), numbered by decreasing number of cells (ties in
+    corpus order), split in 3 bytes; keys dropped for sampling are rebuilt identically from
+    the ids; the hashing pass alone numbers in corpus order."""
     from aligners.data.vocab import WordIds
     from aligners.models.bayes.corpus import _pair_ids, encode_bitext
 
@@ -296,16 +297,20 @@ def test_pair_ids_first_occurrence_and_keys_rebuilt():
     full = np.concatenate(full)
     np.testing.assert_array_equal(c.keys[pid], full)
     assert len(np.unique(c.keys)) == len(c.keys) == c.n_pairs
-    first = np.unique(full, return_index=True)[1]
-    np.testing.assert_array_equal(np.sort(first), first[np.argsort(pid[first])])
+    uniq, first, inv = np.unique(full, return_index=True, return_inverse=True)
+    order = np.lexsort((first, -np.bincount(inv)))  # most cells first, ties: corpus order
+    np.testing.assert_array_equal(c.keys, uniq[order])
+    n_cells = np.bincount(pid, minlength=c.n_pairs)
+    assert n_cells[0] > 1 and np.all(np.diff(n_cells) <= 0)
     keys = c.keys.copy()
     c.drop_keys()
     c.restore_keys()
     np.testing.assert_array_equal(c.keys, keys)
     lo, hi = np.empty_like(c.pair_lo), np.empty(len(pid), np.uint16)
     buf, n = _pair_ids(c.src, c.src_off, c.tgt, c.tgt_off, np.int64(c.n_tgt_words), lo, hi)
-    np.testing.assert_array_equal(buf[:n], keys)
-    np.testing.assert_array_equal(lo.astype(np.int64) | (hi.astype(np.int64) << 16), pid)
+    first_occ = lo.astype(np.int64) | (hi.astype(np.int64) << 16)
+    np.testing.assert_array_equal(np.sort(first), first[np.argsort(first_occ[first])])
+    np.testing.assert_array_equal(buf[:n][first_occ], full)
 
 
 def test_pair_table_grows_past_its_first_size():

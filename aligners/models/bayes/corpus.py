@@ -10,6 +10,7 @@ Both sampling directions and the link marginals use this one layout (Östling & 
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -17,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from aligners.data.heap import release_free_heap
-from aligners.data.vocab import WordIds
+from aligners.data.vocab import UNK, WordIds
 from aligners.errors import AlignersInputError
 
 __all__ = ["EncodedBitext", "encode_bitext"]
@@ -148,14 +149,63 @@ def _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
     return keys, np.int64(n)
 
 
+_COUNT_CAP = 0xFFFF  # pairs with more cells than this share the first rank class
+
+
+@njit(nogil=True, cache=True)
+def _frequency_ids(lo, hi, n_pairs):
+    """(P,) int32 new id of every pair id: by decreasing number of cells, counted up to
+    _COUNT_CAP (pairs above it rank first), ties kept in the current id order.
+
+    A stable counting sort: (P,) uint16 counts + a (_COUNT_CAP + 1,) histogram. Cost
+    O(cells + P) time, 6 bytes per pair.
+    """
+    cnt = np.zeros(n_pairs, np.uint16)
+    for c in range(len(lo)):
+        p = np.int64(lo[c]) | (np.int64(hi[c]) << 16)
+        if cnt[p] < _COUNT_CAP:
+            cnt[p] += 1
+    start = np.zeros(_COUNT_CAP + 2, np.int64)
+    for p in range(n_pairs):
+        start[_COUNT_CAP - np.int64(cnt[p]) + 1] += 1
+    for v in range(1, _COUNT_CAP + 2):
+        start[v] += start[v - 1]
+    new_id = np.empty(n_pairs, np.int32)
+    for p in range(n_pairs):
+        v = _COUNT_CAP - np.int64(cnt[p])
+        new_id[p] = start[v]
+        start[v] += 1
+    return new_id
+
+
+@njit(nogil=True, cache=True)
+def _renumber(lo, hi, new_id):
+    """Replace every cell's pair id p by new_id[p] (in place). Cost O(cells)."""
+    for c in range(len(lo)):
+        q = new_id[np.int64(lo[c]) | (np.int64(hi[c]) << 16)]
+        lo[c] = q & 0xFFFF
+        hi[c] = q >> 16
+
+
 def _build_pairs(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
-    """`_pair_ids` with the keys trimmed to P (the hash table is freed first); None when an
-    id does not fit hi."""
+    """The pair ids of every cell into lo / hi, renumbered by decreasing frequency
+    (`_frequency_ids`), and the (P,) keys by id; None when an id does not fit hi.
+
+    The sampler reads the (P,) count array at every cell's id: with the most frequent
+    pairs first, the reads concentrate on a small, cache-resident prefix of that array
+    (ids are names only: counts, conditionals and links do not change). The hashing pass's
+    key buffer is freed before renumbering and the keys are rebuilt from the new ids, so
+    the peak stays at the hashing pass's.
+    """
     buf, n = _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi)
+    del buf
     if n < 0:
         return None
-    keys = buf[:n].copy()
-    del buf
+    if n > np.iinfo(np.int32).max:
+        raise AlignersInputError(f"{n} distinct word pairs: more than the 2^31 - 1 supported")
+    _renumber(lo, hi, _frequency_ids(lo, hi, n))
+    keys = np.empty(n, np.int64)
+    _keys_from_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi, keys)
     return keys
 
 
@@ -171,11 +221,19 @@ def _keys_from_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi, keys):
                 c += 1
 
 
-def _flat(seqs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    off = np.zeros(len(seqs) + 1, dtype=np.int64)
-    np.cumsum([len(s) for s in seqs], out=off[1:])
-    flat = np.concatenate(seqs).astype(np.int32) if seqs else np.zeros(0, np.int32)
-    return flat, off
+def _ids(ids: WordIds, tokens: Sequence[str]) -> list[int]:
+    """`WordIds.encode` as a list (no per-sentence array object): new words are added
+    unless the map is frozen (then -> UNK)."""
+    d = ids.index
+    if ids.frozen:
+        return [d.get(w, UNK) for w in tokens]
+    return [d.setdefault(w, len(d)) for w in tokens]
+
+
+def _flat(buf: array, lengths: array) -> tuple[np.ndarray, np.ndarray]:
+    off = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(np.frombuffer(lengths, np.int64), out=off[1:])
+    return np.frombuffer(buf, np.int32).copy(), off
 
 
 def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids: WordIds,
@@ -183,19 +241,23 @@ def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids:
     """Encode token pairs (new words are added to the vocabularies) and build the pair table.
 
     Cost O(total cells) expected time (one hashing pass, `_pair_ids`; two passes from 2^24
-    distinct pairs on); the largest temporaries are the hash table and key buffer (about
-    14-22 bytes per distinct pair); freed heap pages go back to the OS before returning.
-    Raises AlignersInputError for an empty corpus.
+    distinct pairs on); tokens go straight into two flat int32 buffers (no per-sentence
+    objects that would outlive the line and fragment the heap); the largest temporaries
+    are the hash table and key buffer (about 14-22 bytes per distinct pair); freed heap
+    pages go back to the OS before returning. Raises AlignersInputError for an empty corpus.
     """
-    src_seqs, tgt_seqs = [], []
+    bufs = (array("i"), array("i"))
+    lens = (array("q"), array("q"))
     for s, t in pairs:
-        src_seqs.append(src_ids.encode(s))
-        tgt_seqs.append(tgt_ids.encode(t))
-    if not src_seqs:
+        for side, ids, toks in ((0, src_ids, s), (1, tgt_ids, t)):
+            enc = _ids(ids, toks)
+            bufs[side].extend(enc)
+            lens[side].append(len(enc))
+    if not lens[0]:
         raise AlignersInputError("the bitext is empty: expected at least one sentence pair")
-    src, src_off = _flat(src_seqs)
-    tgt, tgt_off = _flat(tgt_seqs)
-    del src_seqs, tgt_seqs
+    src, src_off = _flat(bufs[0], lens[0])
+    tgt, tgt_off = _flat(bufs[1], lens[1])
+    del bufs, lens
     if len(src) == 0 or len(tgt) == 0:
         raise AlignersInputError("every sentence pair has an empty side: nothing to align")
     cells = np.diff(src_off) * np.diff(tgt_off)
