@@ -345,3 +345,23 @@ def test_marginal_slots_auto_and_explicit(monkeypatch):
     assert BayesAligner(BayesConfig(**FAST)).align(pairs).fwd_slots.pos.shape[1] == 2
     with pytest.raises(ValueError, match="marginal_slots"):
         BayesConfig(marginal_slots=-1).check()
+
+
+def test_restore_keys_releasing_pairs_block_by_block():
+    """Keys rebuilt in blocks of sentences while the pair ids' pages are dropped equal the
+    keys of the encoder; the ids are released after; dropped pages read as zeros (Linux)."""
+    import sys
+
+    from aligners.data.vocab import WordIds
+    from aligners.models.bayes.corpus import _drop_pages, encode_bitext
+
+    c = encode_bitext(_pairs(40), WordIds(), WordIds())
+    keys = c.keys.copy()
+    c.drop_keys()
+    c.restore_keys(release_pairs=True)
+    np.testing.assert_array_equal(c.keys, keys)
+    assert len(c.pair_lo) == len(c.pair_hi) == 0
+    big = np.ones(1 << 22, np.uint8)
+    dropped = _drop_pages(big[1000:])
+    if sys.platform.startswith("linux"):
+        assert dropped and big[:1000].all() and not big[1 << 21]

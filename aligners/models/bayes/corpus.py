@@ -10,6 +10,9 @@ Both sampling directions and the link marginals use this one layout (Östling & 
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import mmap
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +32,9 @@ class EncodedBitext:
     """Flat int32 token ids with int64 offsets (K + 1,); per-cell pair ids (cells,) split into
     pair_lo uint16 + pair_hi uint8 (uint16 from 2^24 pairs on); keys (P,) int64.
 
-    Memory: 4 bytes per token, 3 per cell (sum_k I_k * J_k), 8 per distinct pair. keys may
+    Pair ids are numbered by decreasing number of cells; the first n_shared occur in two
+    cells or more, the others in one cell each. Memory: 4 bytes per token, 3 per cell
+    (sum_k I_k * J_k), 8 per distinct pair. keys may
     be set to None while sampling (`drop_keys`) and rebuilt from the pair ids
     (`restore_keys`); `release_pairs` frees the pair ids.
     """
@@ -45,6 +50,7 @@ class EncodedBitext:
     n_src_words: int
     n_tgt_words: int
     n_pairs: int
+    n_shared: int = -1  # ids from here on occur in one cell each (-1: unknown)
     _pair: np.ndarray | None = field(default=None, repr=False)
 
     @property
@@ -59,12 +65,30 @@ class EncodedBitext:
         """Free keys (8 bytes per pair) while sampling; `restore_keys` rebuilds them."""
         self.keys = None
 
-    def restore_keys(self) -> None:
-        """Rebuild keys from the pair ids (before they are released). Cost O(cells)."""
+    def restore_keys(self, *, release_pairs: bool = False) -> None:
+        """Rebuild keys from the pair ids (before they are released). Cost O(cells).
+
+        With `release_pairs` the ids are read in blocks of sentences and each block's
+        memory pages go back to the OS once read (`_drop_pages`), then the ids are released
+        (`release_pairs`): the keys (8 bytes per pair) never add to the ids' 3 bytes per
+        cell at the peak.
+        """
         if self.keys is None:
             self.keys = np.empty(self.n_pairs, np.int64)
-            _keys_from_ids(self.src, self.src_off, self.tgt, self.tgt_off,
-                           np.int64(self.n_tgt_words), self.pair_lo, self.pair_hi, self.keys)
+            n = self.n_sentences
+            step = n if not release_pairs else max(1, n // 16)
+            for k0 in range(0, n, step):
+                k1 = min(n, k0 + step)
+                c0, c1 = int(self.cell_off[k0]), int(self.cell_off[k1])
+                lo, hi = self.pair_lo[c0:c1], self.pair_hi[c0:c1]
+                _keys_from_ids(self.src, self.src_off[k0:k1 + 1], self.tgt,
+                               self.tgt_off[k0:k1 + 1], np.int64(self.n_tgt_words), lo, hi,
+                               self.keys)
+                if release_pairs:
+                    _drop_pages(lo)
+                    _drop_pages(hi)
+        if release_pairs:
+            self.release_pairs()
 
     def release_pairs(self) -> None:
         """Free the per-cell pair ids (3 bytes per cell); not needed to decode."""
@@ -80,6 +104,22 @@ class EncodedBitext:
         """(I, J) of sentence k."""
         return (int(self.src_off[k + 1] - self.src_off[k]),
                 int(self.tgt_off[k + 1] - self.tgt_off[k]))
+
+
+def _drop_pages(view: np.ndarray) -> bool:
+    """Give the whole memory pages inside `view` (a contiguous array slice that will not be
+    read again) back to the OS (Linux madvise MADV_DONTNEED: they read as zeros after);
+    False where unavailable (the memory is then freed with the array only)."""
+    page = mmap.PAGESIZE
+    start = -(-view.ctypes.data // page) * page
+    stop = (view.ctypes.data + view.nbytes) // page * page
+    if stop <= start:
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(stop - start), 4) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 _MULT = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing of the int64 pair keys
@@ -154,8 +194,10 @@ _COUNT_CAP = 0xFFFF  # pairs with more cells than this share the first rank clas
 
 @njit(nogil=True, cache=True)
 def _frequency_ids(lo, hi, n_pairs):
-    """(P,) int32 new id of every pair id: by decreasing number of cells, counted up to
-    _COUNT_CAP (pairs above it rank first), ties kept in the current id order.
+    """((P,) int32 new id of every pair id, n_shared): ids by decreasing number of cells,
+    counted up to _COUNT_CAP (pairs above it rank first), ties kept in the current id
+    order; the n_shared pairs seen in two cells or more come first, the pairs of a
+    single cell after them.
 
     A stable counting sort: (P,) uint16 counts + a (_COUNT_CAP + 1,) histogram. Cost
     O(cells + P) time, 6 bytes per pair.
@@ -175,7 +217,11 @@ def _frequency_ids(lo, hi, n_pairs):
         v = _COUNT_CAP - np.int64(cnt[p])
         new_id[p] = start[v]
         start[v] += 1
-    return new_id
+    n_shared = 0
+    for p in range(n_pairs):
+        if cnt[p] >= 2:
+            n_shared += 1
+    return new_id, n_shared
 
 
 @njit(nogil=True, cache=True)
@@ -189,7 +235,8 @@ def _renumber(lo, hi, new_id):
 
 def _build_pairs(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
     """The pair ids of every cell into lo / hi, renumbered by decreasing frequency
-    (`_frequency_ids`), and the (P,) keys by id; None when an id does not fit hi.
+    (`_frequency_ids`); returns ((P,) keys by id, n_shared), or None when an id does not
+    fit hi.
 
     The sampler reads the (P,) count array at every cell's id: with the most frequent
     pairs first, the reads concentrate on a small, cache-resident prefix of that array
@@ -203,10 +250,12 @@ def _build_pairs(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
         return None
     if n > np.iinfo(np.int32).max:
         raise AlignersInputError(f"{n} distinct word pairs: more than the 2^31 - 1 supported")
-    _renumber(lo, hi, _frequency_ids(lo, hi, n))
+    new_id, n_shared = _frequency_ids(lo, hi, n)
+    _renumber(lo, hi, new_id)
+    del new_id
     keys = np.empty(n, np.int64)
     _keys_from_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi, keys)
-    return keys
+    return keys, int(n_shared)
 
 
 @njit(nogil=True, cache=True)
@@ -265,10 +314,11 @@ def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids:
     np.cumsum(cells, out=cell_off[1:])
     lo = np.empty(int(cell_off[-1]), np.uint16)
     hi = np.empty(int(cell_off[-1]), np.uint8)
-    keys = _build_pairs(src, src_off, tgt, tgt_off, np.int64(len(tgt_ids)), lo, hi)
-    if keys is None:  # 2^24 distinct pairs or more: 16 high bits
+    built = _build_pairs(src, src_off, tgt, tgt_off, np.int64(len(tgt_ids)), lo, hi)
+    if built is None:  # 2^24 distinct pairs or more: 16 high bits
         hi = np.empty(int(cell_off[-1]), np.uint16)
-        keys = _build_pairs(src, src_off, tgt, tgt_off, np.int64(len(tgt_ids)), lo, hi)
+        built = _build_pairs(src, src_off, tgt, tgt_off, np.int64(len(tgt_ids)), lo, hi)
+    keys, n_shared = built
     release_free_heap()
     return EncodedBitext(src, src_off, tgt, tgt_off, cell_off, lo, hi, keys,
-                         len(src_ids), len(tgt_ids), len(keys))
+                         len(src_ids), len(tgt_ids), len(keys), n_shared)

@@ -315,6 +315,8 @@ class BayesAligner:
         phi = np.zeros(len(gen), small_int)
         a = np.empty(len(obs), small_int)
         chunks = _token_chunks(obs_off)
+        # counts of single-cell pairs are not read while sampling unless a prior fills them
+        n_shared = corpus.n_shared if priors[0] is None else -1
         finals = []  # the earlier samplers' final alignments (2 bytes per token, not a lex copy)
         n_acc = 0
         lex = None
@@ -352,7 +354,7 @@ class BayesAligner:
                     for k0, k1 in chunks:  # one uniform stream, drawn a chunk at a time
                         u = rng.random(int(obs_off[k1] - obs_off[k0]))
                         _k.sweep(*args, k0, k1, u, slots.pos, slots.mass, since, slots.null,
-                                 acc, n_acc, stage, *hyper, buf)
+                                 acc, n_acc, stage, *hyper, buf, n_shared)
                     n_acc += acc
             # the small count arrays averaged in float64; lex from the final alignments below
             part = [x.astype(np.float64) / cfg.n_samplers for x in (null, jump, fert)]
@@ -401,10 +403,10 @@ class BayesAligner:
                                     jobs))
         else:
             out = [self._direction(corpus, d, its, s, p) for d, s, p in jobs]
-        corpus.restore_keys()
+        # keys rebuilt while the pair ids (3 bytes per cell, not needed to decode) are freed
+        corpus.restore_keys(release_pairs=True)
         self.keys = corpus.keys
         self.counts = {"fwd": out[0][1], "rev": out[1][1]}
-        corpus.release_pairs()  # 3 bytes per cell, not needed to decode: freed
         return BayesMarginals(corpus, out[0][0], out[1][0], its)
 
     # ------------------------------------------------------------------ export

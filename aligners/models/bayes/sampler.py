@@ -51,6 +51,15 @@ def _pid(pair_lo, pair_hi, c):
 
 
 @njit(inline="always", cache=True, error_model="numpy")
+def _lex(lex, p, lim):
+    """lex[p] for a pair id p < lim, else 0 without reading lex (branch-free). Pair ids from
+    lim on occur in one cell each: with the token's own count removed (and no prior) their
+    count is exactly 0, and reading it would be a cache miss (one per such cell per sweep)."""
+    v = lex[p if p < lim else 0]
+    return v if p < lim else np.float32(0.0)
+
+
+@njit(inline="always", cache=True, error_model="numpy")
 def _cell(g, x, n_gen, n_obs, rev):
     if rev:
         return x * n_gen + g
@@ -207,7 +216,7 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
           lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, k0, k1, uniforms,
           spos, smass, since, snull, accumulate, cur, stage, p_null,
           lex_alpha, lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b,
-          fert_alpha, max_jump, max_fert, buf):
+          fert_alpha, max_jump, max_fert, buf, n_shared=-1):
     """One Gibbs sweep over the observed tokens of sentences [k0, k1), in corpus order;
     updates a and the counts.
 
@@ -220,8 +229,11 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
     Rao-Blackwellised marginals. buf (2, max I + 1) float64 scratch: the conditional and,
     per position, the factor `_weight` (kept up to date as counts change, so the inner loop
     reads one array).
+    n_shared >= 0: pair ids from n_shared on occur in a single cell of the corpus and lex
+    holds no prior for them (0): their count is not read (see `_lex`); -1 reads every id.
     Cost O(sum_k I_k * J_k) time.
     """
+    lim = n_shared if n_shared >= 0 else lex.shape[0]
     u0 = obs_off[k0]
     cond = buf[0]
     w = buf[1]
@@ -285,7 +297,8 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
             total = 0.0
             if stage == 1:
                 for g in range(n_gen):
-                    pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * w[g]
+                    c = cb + g * gstep
+                    pr = (lex_alpha + _lex(lex, _pid(pair_lo, pair_hi, c), lim)) * w[g]
                     cond[g] = pr
                     total += pr
                 pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0]) * \
@@ -297,7 +310,8 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                 if prev <= max_jump and n_gen - 1 - prev <= max_jump and nxt <= max_jump \
                         and n_gen - 1 - nxt <= max_jump:  # no clamping: no branches
                     for g in range(n_gen):
-                        pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * \
+                        c = cb + g * gstep
+                        pr = (lex_alpha + _lex(lex, _pid(pair_lo, pair_hi, c), lim)) * \
                             w[g] * (jump_alpha + jump[o1 + g]) * (jump_alpha + jump[o2 - g])
                         cond[g] = pr
                         total += pr
@@ -313,7 +327,8 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                         b1 = _bucket(g - prev, max_jump)
                         b2 = _bucket(nxt - g, max_jump)
                         c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
-                        pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * \
+                        c = cb + g * gstep
+                        pr = (lex_alpha + _lex(lex, _pid(pair_lo, pair_hi, c), lim)) * \
                             w[g] * (jump_alpha + jump[b1]) * (jump_alpha + c2)
                         cond[g] = pr
                         total += pr
@@ -426,4 +441,4 @@ def _warm() -> None:
         add_counts(*state, 3, 1, 2, 1.0, 0.5)
         sweep(*state, 0, 1, np.zeros(1), np.full((1, 2), -1, pos_t), np.zeros((1, 2), f32),
               np.zeros((1, 2), since_t), np.zeros(1, f32), True, 0, 3, 0.2, 0.1, 1.0, 0.1, 1.0,
-              0.5, 1.5, 0.5, 1, 2, np.zeros((2, 2)))
+              0.5, 1.5, 0.5, 1, 2, np.zeros((2, 2)), 1)
