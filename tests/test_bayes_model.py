@@ -365,3 +365,38 @@ def test_restore_keys_releasing_pairs_block_by_block():
     dropped = _drop_pages(big[1000:])
     if sys.platform.startswith("linux"):
         assert dropped and big[:1000].all() and not big[1 << 21]
+
+
+def test_single_cell_pairs_not_kept_while_sampling_same_result(monkeypatch):
+    """Sampling with the single-cell pairs' counts left out (lex holds the n_shared shared
+    ids) gives the same marginals and the same saved counts as keeping every pair's count
+    (n_shared = -1, the path used with priors)."""
+    import aligners.models.bayes.model as M
+
+    pairs = _pairs(40) + [([f"q{k}", f"u{k}"], [f"r{k}", f"v{k}"]) for k in range(6)]
+    runs = []
+    for keep_all in (False, True):
+        encode = M.encode_bitext
+
+        def enc(*a, _encode=encode, _keep=keep_all, **k):
+            c = _encode(*a, **k)
+            if _keep:
+                c.n_shared = -1
+            else:
+                assert 0 < c.n_shared < c.n_pairs
+            return c
+
+        monkeypatch.setattr(M, "encode_bitext", enc)
+        model = BayesAligner(BayesConfig(**FAST))
+        m = model.align(pairs, seed=4)
+        runs.append((m, model))
+        monkeypatch.setattr(M, "encode_bitext", encode)
+    (m1, a1), (m2, a2) = runs
+    for d in ("fwd_slots", "rev_slots"):
+        for f in ("pos", "mass", "null"):
+            np.testing.assert_array_equal(getattr(getattr(m1, d), f), getattr(getattr(m2, d), f))
+    np.testing.assert_array_equal(a1.keys, a2.keys)
+    for d in ("fwd", "rev"):
+        for f in ("lex", "null", "jump", "fert"):
+            np.testing.assert_array_equal(getattr(a1.counts[d], f), getattr(a2.counts[d], f))
+    assert a1.counts["fwd"].lex[m1.corpus.n_shared:].sum() > 0  # single-cell counts kept

@@ -315,8 +315,10 @@ class BayesAligner:
         phi = np.zeros(len(gen), small_int)
         a = np.empty(len(obs), small_int)
         chunks = _token_chunks(obs_off)
-        # counts of single-cell pairs are not read while sampling unless a prior fills them
-        n_shared = corpus.n_shared if priors[0] is None else -1
+        # without a prior, single-cell pairs' counts are neither read nor kept while
+        # sampling (always 0 when read, sampler.sweep): lex holds the n_lex shared ids only
+        n_lex = max(1, corpus.n_shared) if priors[0] is None and corpus.n_shared >= 0 else \
+            corpus.n_pairs
         finals = []  # the earlier samplers' final alignments (2 bytes per token, not a lex copy)
         n_acc = 0
         lex = None
@@ -338,7 +340,7 @@ class BayesAligner:
                 if n == 0:
                     continue
                 # reset the counts to the priors in place: one (P,) lex array per direction
-                lex = _reset(lex, priors[0], corpus.n_pairs)
+                lex = _reset(lex, priors[0], n_lex)
                 lex_den, null, jump, fert = (x.copy() for x in priors[1:])
                 null_den = np.array([null.sum()])
                 jump_tot = np.array([jump.sum()])
@@ -347,14 +349,14 @@ class BayesAligner:
                         jump_tot, fert, np.zeros(len(lex_den)),
                         np.zeros((len(lex_den), cfg.max_fert)))
                 _k.add_counts(*args, stage, cfg.max_jump, cfg.max_fert, cfg.lex_alpha * v_obs,
-                              cfg.fert_alpha)
+                              cfg.fert_alpha, n_lex)
                 start_acc = int(math.floor(cfg.burn_in * n))
                 for it in range(n):
                     acc = stage - 1 == last and it >= start_acc
                     for k0, k1 in chunks:  # one uniform stream, drawn a chunk at a time
                         u = rng.random(int(obs_off[k1] - obs_off[k0]))
                         _k.sweep(*args, k0, k1, u, slots.pos, slots.mass, since, slots.null,
-                                 acc, n_acc, stage, *hyper, buf, n_shared)
+                                 acc, n_acc, stage, *hyper, buf, n_lex)
                     n_acc += acc
             # the small count arrays averaged in float64; lex from the final alignments below
             part = [x.astype(np.float64) / cfg.n_samplers for x in (null, jump, fert)]
@@ -364,15 +366,25 @@ class BayesAligner:
         # lex holds prior + counts of the last sampler; add the others' counts (and priors),
         # then average in float32, in place
         v_gen = len(priors[1])
+        n_prior_samplers = len(finals)
         for a_s in finals:
             _k.add_counts(gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo,
                           corpus.pair_hi, not fwd, a_s, phi, lex,
                           np.zeros(v_gen), np.zeros(v_obs), np.zeros(1), np.zeros(len(jump)),
                           np.zeros(1), np.zeros((v_gen, cfg.max_fert + 1)), np.zeros(v_gen),
                           np.zeros((v_gen, cfg.max_fert)), 1, cfg.max_jump, cfg.max_fert,
-                          cfg.lex_alpha * v_obs, cfg.fert_alpha)
-        if priors[0] is not None and finals:
-            lex += np.float32(len(finals)) * priors[0]
+                          cfg.lex_alpha * v_obs, cfg.fert_alpha, n_lex)
+        del since, buf, phi
+        if n_lex < corpus.n_pairs:  # the single-cell pairs' counts of every sampler's end
+            full = np.zeros(corpus.n_pairs, np.float32)
+            full[:n_lex] = lex
+            lex = full
+            for a_s in [*finals, a]:
+                _k.add_single_counts(gen_off, obs_off, corpus.cell_off, corpus.pair_lo,
+                                     corpus.pair_hi, not fwd, a_s, lex, n_lex)
+        del finals, a
+        if priors[0] is not None and n_prior_samplers:
+            lex += np.float32(n_prior_samplers) * priors[0]
         lex *= np.float32(1.0 / cfg.n_samplers)
         scale = np.float32(1.0 / max(1, n_acc))
         slots.mass *= scale

@@ -32,7 +32,7 @@ from numba import njit
 
 from aligners.models.bayes.slots import _accumulate
 
-__all__ = ["sweep", "add_counts", "token_conditional"]
+__all__ = ["sweep", "add_counts", "add_single_counts", "token_conditional"]
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -229,8 +229,10 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
     Rao-Blackwellised marginals. buf (2, max I + 1) float64 scratch: the conditional and,
     per position, the factor `_weight` (kept up to date as counts change, so the inner loop
     reads one array).
-    n_shared >= 0: pair ids from n_shared on occur in a single cell of the corpus and lex
-    holds no prior for them (0): their count is not read (see `_lex`); -1 reads every id.
+    n_shared >= 0: pair ids from n_shared on occur in a single cell of the corpus and have
+    no prior: their count is 0 whenever it is read (the token's own count removed), so it is
+    neither read (see `_lex`) nor kept, and lex may hold only the first n_shared ids;
+    -1: every id is read and updated.
     Cost O(sum_k I_k * J_k) time.
     """
     lim = n_shared if n_shared >= 0 else lex.shape[0]
@@ -264,7 +266,9 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                         break
             if old >= 0:  # (inlined _update: numba calls with many arrays are slow)
                 e0 = gen_flat[gs + old]
-                lex[_pid(pair_lo, pair_hi, cb + old * gstep)] -= 1
+                p = _pid(pair_lo, pair_hi, cb + old * gstep)
+                if p < lim:  # (a single-cell pair's count is not kept: always 0 here)
+                    lex[p] -= 1
                 lex_den[e0] -= 1
                 lex_inv[e0] = 1.0 / (lex_alpha_v + lex_den[e0])
                 if stage >= 2:
@@ -351,7 +355,9 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
             a[os_ + x] = v
             if v >= 0:  # (inlined _update: numba calls with many arrays are slow)
                 e0 = gen_flat[gs + v]
-                lex[_pid(pair_lo, pair_hi, cb + v * gstep)] += 1
+                p = _pid(pair_lo, pair_hi, cb + v * gstep)
+                if p < lim:
+                    lex[p] += 1
                 lex_den[e0] += 1
                 lex_inv[e0] = 1.0 / (lex_alpha_v + lex_den[e0])
                 if stage >= 2:
@@ -383,12 +389,15 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
 @njit(nogil=True, cache=True, error_model="numpy")
 def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev, a, phi,
                lex, lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, stage,
-               max_jump, max_fert, lex_alpha_v, fert_alpha):
+               max_jump, max_fert, lex_alpha_v, fert_alpha, n_shared=-1):
     """Add the counts of alignment a (stage's statistics) to the count arrays (prior-filled)
     and fill the caches lex_inv (V_gen,) and fert_ratio (V_gen, max_fert).
 
+    n_shared >= 0: lex counts of pair ids from n_shared on are not added (see `sweep`).
+
     phi (generator tokens,) is overwritten with the fertilities. Cost O(sum I + sum J + V).
     """
+    lim = n_shared if n_shared >= 0 else lex.shape[0]
     n_sent = gen_off.shape[0] - 1
     for k in range(n_sent):
         gs = gen_off[k]
@@ -405,7 +414,9 @@ def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi,
             v = a[os_ + x]
             if v >= 0:
                 e = gen_flat[gs + v]
-                lex[_pid(pair_lo, pair_hi, co + _cell(v, x, n_gen, n_obs, rev))] += 1
+                p = _pid(pair_lo, pair_hi, co + _cell(v, x, n_gen, n_obs, rev))
+                if p < lim:
+                    lex[p] += 1
                 lex_den[e] += 1
                 phi[gs + v] += 1
                 if stage >= 2:
@@ -427,6 +438,24 @@ def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi,
             fert_ratio[e, f] = (fert_alpha + fert[e, f + 1]) / (fert_alpha + fert[e, f] - 1.0)
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def add_single_counts(gen_off, obs_off, cell_off, pair_lo, pair_hi, rev, a, lex, n_shared):
+    """Add 1 to lex[p] for every observed token of alignment a whose cell's pair id p is
+    n_shared or more (the single-cell pairs `sweep` does not keep). Cost O(tokens)."""
+    for k in range(gen_off.shape[0] - 1):
+        gs = gen_off[k]
+        n_gen = gen_off[k + 1] - gs
+        os_ = obs_off[k]
+        n_obs = obs_off[k + 1] - os_
+        co = cell_off[k]
+        for x in range(n_obs):
+            v = a[os_ + x]
+            if v >= 0:
+                p = _pid(pair_lo, pair_hi, co + _cell(v, x, n_gen, n_obs, rev))
+                if p >= n_shared:
+                    lex[p] += 1
+
+
 def _warm() -> None:
     """Compile the kernels on a 1-sentence corpus (so timed runs measure sampling only)."""
     i32, f64 = np.int32, np.float64
@@ -438,7 +467,8 @@ def _warm() -> None:
                  np.zeros(1, f32), np.zeros(3, f64), np.zeros(3, f64), np.zeros(1, f64),
                  np.zeros(3, f64), np.zeros(1, f64), np.zeros((3, 3), f64), np.zeros(3, f64),
                  np.zeros((3, 2), f64))
-        add_counts(*state, 3, 1, 2, 1.0, 0.5)
+        add_counts(*state, 3, 1, 2, 1.0, 0.5, 1)
+        add_single_counts(off, off, off, lo, hi, False, state[8], state[10], 1)
         sweep(*state, 0, 1, np.zeros(1), np.full((1, 2), -1, pos_t), np.zeros((1, 2), f32),
               np.zeros((1, 2), since_t), np.zeros(1, f32), True, 0, 3, 0.2, 0.1, 1.0, 0.1, 1.0,
               0.5, 1.5, 0.5, 1, 2, np.zeros((2, 2)), 1)
