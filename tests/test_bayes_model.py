@@ -307,7 +307,8 @@ def test_pair_ids_by_frequency_and_keys_rebuilt():
     c.restore_keys()
     np.testing.assert_array_equal(c.keys, keys)
     lo, hi = np.empty_like(c.pair_lo), np.empty(len(pid), np.uint16)
-    buf, n = _pair_ids(c.src, c.src_off, c.tgt, c.tgt_off, np.int64(c.n_tgt_words), lo, hi)
+    buf, n, _, _ = _pair_ids(c.src, c.src_off, c.tgt, c.tgt_off, np.int64(c.n_tgt_words), lo,
+                             hi)
     first_occ = lo.astype(np.int64) | (hi.astype(np.int64) << 16)
     np.testing.assert_array_equal(np.sort(first), first[np.argsort(first_occ[first])])
     np.testing.assert_array_equal(buf[:n][first_occ], full)
@@ -400,3 +401,20 @@ def test_single_cell_pairs_not_kept_while_sampling_same_result(monkeypatch):
         for f in ("lex", "null", "jump", "fert"):
             np.testing.assert_array_equal(getattr(a1.counts[d], f), getattr(a2.counts[d], f))
     assert a1.counts["fwd"].lex[m1.corpus.n_shared:].sum() > 0  # single-cell counts kept
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 50])
+def test_pair_table_on_two_threads_equals_one_pass(n):
+    """The pair table built on two halves at once (merged ids, then counting, renumbering
+    and key rebuild per half) equals the one-thread build: the same ids in every cell, the
+    same keys and n_shared."""
+    from aligners.data.vocab import WordIds
+    from aligners.models.bayes.corpus import _halves, encode_bitext
+
+    pairs = _pairs(max(n, 2), seed=n)[:n] + [(["zz"], ["yy", "zz"])]
+    one = encode_bitext(pairs, WordIds(), WordIds(), threads=1)
+    assert len(_halves(one.cell_off, 2)) == 2
+    two = encode_bitext(pairs, WordIds(), WordIds(), threads=2)
+    for f in ("pair_lo", "pair_hi", "keys", "src", "tgt", "cell_off"):
+        np.testing.assert_array_equal(getattr(one, f), getattr(two, f))
+    assert (one.n_pairs, one.n_shared) == (two.n_pairs, two.n_shared)

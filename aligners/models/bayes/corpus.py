@@ -15,6 +15,7 @@ import ctypes.util
 import mmap
 from array import array
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -134,7 +135,8 @@ def _slot_of(key, bits):
 def _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
     """Fill the pair ids of every cell, numbered in order of first occurrence (corpus order),
     as lo (cells,) uint16 low bits and hi (cells,) uint8/uint16 high bits; returns (buffer,
-    P): keys = buffer[:P] int64 = s * n_tgt_words + t by id; P = -1 when an id does not fit.
+    P, table, bits): keys = buffer[:P] int64 = s * n_tgt_words + t by id (P = -1 when an id
+    does not fit) and the hash table (2^bits,) int32 of ids.
 
     One pass with an open-addressing hash table (key -> id, linear probing; the table
     doubles at load 0.7, the key buffer grows by 1.25x). Cost O(cells) expected time; extra
@@ -162,7 +164,7 @@ def _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
                     h = (h + 1) & mask
                 if slot < 0:
                     if n == limit:
-                        return keys, np.int64(-1)
+                        return keys, np.int64(-1), table, bits
                     if n == len(keys):
                         bigger = np.empty(len(keys) + len(keys) // 4, np.int64)
                         bigger[:n] = keys[:n]
@@ -186,39 +188,74 @@ def _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
                 lo[c] = slot & 0xFFFF
                 hi[c] = slot >> 16
                 c += 1
-    return keys, np.int64(n)
+    return keys, np.int64(n), table, bits
+
+
+@njit(nogil=True, cache=True)
+def _merge_ids(keys_a, n_a, table_a, bits_a, keys_b, n_b):
+    """Global ids of a later part's local ids (first occurrence over both parts): a key of
+    part b found in part a's hash table keeps part a's id, the others are numbered n_a, n_a
+    + 1, ... in part b's order. Returns ((n_b,) int32 map, P). Cost O(n_b) expected."""
+    mask = (np.int64(1) << bits_a) - 1
+    out = np.empty(n_b, np.int32)
+    m = n_a
+    for q in range(n_b):
+        key = keys_b[q]
+        h = _slot_of(key, bits_a)
+        while True:
+            slot = table_a[h]
+            if slot < 0 or keys_a[slot] == key:
+                break
+            h = (h + 1) & mask
+        if slot >= 0:
+            out[q] = slot
+        else:
+            out[q] = m
+            m += 1
+    return out, m
 
 
 _COUNT_CAP = 0xFFFF  # pairs with more cells than this share the first rank class
 
 
 @njit(nogil=True, cache=True)
-def _frequency_ids(lo, hi, n_pairs):
-    """((P,) int32 new id of every pair id, n_shared): ids by decreasing number of cells,
-    counted up to _COUNT_CAP (pairs above it rank first), ties kept in the current id
-    order; the n_shared pairs seen in two cells or more come first, the pairs of a
-    single cell after them.
-
-    A stable counting sort: (P,) uint16 counts + a (_COUNT_CAP + 1,) histogram. Cost
-    O(cells + P) time, 6 bytes per pair.
-    """
-    cnt = np.zeros(n_pairs, np.uint16)
+def _count_cells(lo, hi, cnt):
+    """cnt[p] += number of cells with pair id p, saturating at _COUNT_CAP. Cost O(cells)."""
     for c in range(len(lo)):
         p = np.int64(lo[c]) | (np.int64(hi[c]) << 16)
         if cnt[p] < _COUNT_CAP:
             cnt[p] += 1
+
+
+@njit(nogil=True, cache=True)
+def _add_counts_sat(cnt, other):
+    """cnt += other, saturating at _COUNT_CAP (uint16 arrays). Cost O(P)."""
+    for p in range(len(cnt)):
+        cnt[p] = min(np.int64(cnt[p]) + np.int64(other[p]), _COUNT_CAP)
+
+
+@njit(nogil=True, cache=True)
+def _frequency_ids(cnt):
+    """((P,) int32 new id of every pair id, n_shared) from cnt (P,) uint16 cells per id
+    (saturated at _COUNT_CAP): ids by decreasing count (pairs at the cap rank first), ties
+    kept in the current id order; the n_shared pairs seen in two cells or more come first,
+    the pairs of a single cell after them.
+
+    A stable counting sort over a (_COUNT_CAP + 2,) histogram. Cost O(P) time, 4 bytes per
+    pair (the new ids).
+    """
+    n_pairs = len(cnt)
     start = np.zeros(_COUNT_CAP + 2, np.int64)
     for p in range(n_pairs):
         start[_COUNT_CAP - np.int64(cnt[p]) + 1] += 1
     for v in range(1, _COUNT_CAP + 2):
         start[v] += start[v - 1]
     new_id = np.empty(n_pairs, np.int32)
+    n_shared = 0
     for p in range(n_pairs):
         v = _COUNT_CAP - np.int64(cnt[p])
         new_id[p] = start[v]
         start[v] += 1
-    n_shared = 0
-    for p in range(n_pairs):
         if cnt[p] >= 2:
             n_shared += 1
     return new_id, n_shared
@@ -233,28 +270,68 @@ def _renumber(lo, hi, new_id):
         hi[c] = q >> 16
 
 
-def _build_pairs(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
+def _halves(cell_off: np.ndarray, parts: int) -> list[tuple[int, int]]:
+    """Sentence ranges [k0, k1) splitting the cells into `parts` about equal parts."""
+    n = len(cell_off) - 1
+    cuts = [0] + [int(np.searchsorted(cell_off, cell_off[-1] * q // parts)) for q in
+                  range(1, parts)] + [n]
+    cuts = sorted(set(min(max(c, 0), n) for c in cuts))
+    return [(k0, k1) for k0, k1 in zip(cuts, cuts[1:], strict=False) if k1 > k0]
+
+
+def _build_pairs(src, src_off, tgt, tgt_off, cell_off, n_tgt_words, lo, hi, threads=2):
     """The pair ids of every cell into lo / hi, renumbered by decreasing frequency
     (`_frequency_ids`); returns ((P,) keys by id, n_shared), or None when an id does not
     fit hi.
 
-    The sampler reads the (P,) count array at every cell's id: with the most frequent
-    pairs first, the reads concentrate on a small, cache-resident prefix of that array
-    (ids are names only: counts, conditionals and links do not change). The hashing pass's
-    key buffer is freed before renumbering and the keys are rebuilt from the new ids, so
-    the peak stays at the hashing pass's.
+    With 2 threads the hashing pass runs on the two halves of the corpus at once and the
+    second half's ids are merged into the first's (`_merge_ids`: the same first-occurrence
+    numbering as one pass); counting, renumbering and the key rebuild run on both halves
+    too. The sampler reads the (P,) count array at every cell's id: with the most frequent
+    pairs first, the reads concentrate on a small, cache-resident prefix of that array (ids
+    are names only: counts, conditionals and links do not change). The key buffers are
+    freed before renumbering and the keys are rebuilt from the new ids.
     """
-    buf, n = _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi)
-    del buf
-    if n < 0:
-        return None
-    if n > np.iinfo(np.int32).max:
-        raise AlignersInputError(f"{n} distinct word pairs: more than the 2^31 - 1 supported")
-    new_id, n_shared = _frequency_ids(lo, hi, n)
-    _renumber(lo, hi, new_id)
-    del new_id
-    keys = np.empty(n, np.int64)
-    _keys_from_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi, keys)
+    parts = _halves(cell_off, 2 if threads >= 2 else 1)
+    spans = [(int(cell_off[k0]), int(cell_off[k1])) for k0, k1 in parts]
+    offs = [(src_off[k0:k1 + 1], tgt_off[k0:k1 + 1]) for k0, k1 in parts]
+    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+        def each(fn):  # fn(part index) on every part at once
+            return list(pool.map(fn, range(len(parts))))
+
+        hashed = each(lambda q: _pair_ids(src, offs[q][0], tgt, offs[q][1], n_tgt_words,
+                                          lo[spans[q][0]:spans[q][1]],
+                                          hi[spans[q][0]:spans[q][1]]))
+        if any(h[1] < 0 for h in hashed):
+            return None
+        n = int(hashed[0][1])
+        if len(parts) == 2:
+            (keys_a, n_a, table_a, bits_a), (keys_b, n_b) = hashed[0], hashed[1][:2]
+            hashed = None
+            mapped, n = _merge_ids(keys_a, n_a, table_a, bits_a, keys_b, n_b)
+            del keys_a, table_a, keys_b
+            if n > np.int64(1) << (16 + 8 * hi.itemsize):
+                return None
+            _renumber(lo[spans[1][0]:], hi[spans[1][0]:], mapped)
+            del mapped
+        hashed = None
+        if n > np.iinfo(np.int32).max:
+            raise AlignersInputError(f"{n} distinct word pairs: more than the 2^31 - 1 "
+                                     "supported")
+        counts = [np.zeros(n, np.uint16) for _ in parts]
+        each(lambda q: _count_cells(lo[spans[q][0]:spans[q][1]], hi[spans[q][0]:spans[q][1]],
+                                    counts[q]))
+        for other in counts[1:]:
+            _add_counts_sat(counts[0], other)
+        new_id, n_shared = _frequency_ids(counts[0])
+        counts = None
+        each(lambda q: _renumber(lo[spans[q][0]:spans[q][1]], hi[spans[q][0]:spans[q][1]],
+                                 new_id))
+        new_id = None
+        keys = np.empty(n, np.int64)  # (two parts may write the same id: the same value)
+        each(lambda q: _keys_from_ids(src, offs[q][0], tgt, offs[q][1], n_tgt_words,
+                                      lo[spans[q][0]:spans[q][1]],
+                                      hi[spans[q][0]:spans[q][1]], keys))
     return keys, int(n_shared)
 
 
@@ -286,7 +363,7 @@ def _flat(buf: array, lengths: array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids: WordIds,
-                  tgt_ids: WordIds) -> EncodedBitext:
+                  tgt_ids: WordIds, *, threads: int = 2) -> EncodedBitext:
     """Encode token pairs (new words are added to the vocabularies) and build the pair table.
 
     Cost O(total cells) expected time (one hashing pass, `_pair_ids`; two passes from 2^24
@@ -314,10 +391,12 @@ def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids:
     np.cumsum(cells, out=cell_off[1:])
     lo = np.empty(int(cell_off[-1]), np.uint16)
     hi = np.empty(int(cell_off[-1]), np.uint8)
-    built = _build_pairs(src, src_off, tgt, tgt_off, np.int64(len(tgt_ids)), lo, hi)
+    built = _build_pairs(src, src_off, tgt, tgt_off, cell_off, np.int64(len(tgt_ids)), lo, hi,
+                         threads)
     if built is None:  # 2^24 distinct pairs or more: 16 high bits
         hi = np.empty(int(cell_off[-1]), np.uint16)
-        built = _build_pairs(src, src_off, tgt, tgt_off, np.int64(len(tgt_ids)), lo, hi)
+        built = _build_pairs(src, src_off, tgt, tgt_off, cell_off, np.int64(len(tgt_ids)), lo,
+                             hi, threads)
     keys, n_shared = built
     release_free_heap()
     return EncodedBitext(src, src_off, tgt, tgt_off, cell_off, lo, hi, keys,

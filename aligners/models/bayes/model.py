@@ -402,7 +402,7 @@ class BayesAligner:
         self._vt_saved = len(self.tgt_ids)
         if self.config.lowercase:
             pairs = (([w.lower() for w in s], [w.lower() for w in t]) for s, t in pairs)
-        corpus = encode_bitext(pairs, self.src_ids, self.tgt_ids)
+        corpus = encode_bitext(pairs, self.src_ids, self.tgt_ids, threads=self.config.threads)
         its = schedule(self.config, corpus.n_sentences)
         _k._warm()
         exact = self.config.sampler == "exact"
