@@ -77,7 +77,7 @@ class EncodedBitext:
         if self.keys is None:
             self.keys = np.empty(self.n_pairs, np.int64)
             n = self.n_sentences
-            step = n if not release_pairs else max(1, n // 16)
+            step = n if not release_pairs else max(1, n // 64)
             for k0 in range(0, n, step):
                 k1 = min(n, k0 + step)
                 c0, c1 = int(self.cell_off[k0]), int(self.cell_off[k1])

@@ -302,7 +302,7 @@ class BayesAligner:
                 marg, c = batched_direction(corpus, batches, priors, cfg, its, rev=not fwd,
                                             generator=gen_rng, v_obs=v_obs)
             return (_from_dense(corpus, marg, not fwd, _n_slots(cfg, len(obs))),
-                    BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4]))
+                    BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4]), None)
         n_gen_sent = np.diff(gen_off)
         max_gen = int(n_gen_sent.max())
         last = max(s for s in range(3) if its[s] > 0)
@@ -375,21 +375,26 @@ class BayesAligner:
                           np.zeros((v_gen, cfg.max_fert)), 1, cfg.max_jump, cfg.max_fert,
                           cfg.lex_alpha * v_obs, cfg.fert_alpha, n_lex)
         del since, buf, phi
-        if n_lex < corpus.n_pairs:  # the single-cell pairs' counts of every sampler's end
-            full = np.zeros(corpus.n_pairs, np.float32)
-            full[:n_lex] = lex
-            lex = full
-            for a_s in [*finals, a]:
-                _k.add_single_counts(gen_off, obs_off, corpus.cell_off, corpus.pair_lo,
-                                     corpus.pair_hi, not fwd, a_s, lex, n_lex)
+        singles = None
+        if n_lex < corpus.n_pairs:  # the single-cell pairs' counts of every sampler's end,
+            # kept sparse (ids, counts) until the pair ids are freed (BayesAligner.align)
+            ids = np.empty(len(a), np.int64)
+            got = [ids[:_k.single_pair_ids(gen_off, obs_off, corpus.cell_off, corpus.pair_lo,
+                                            corpus.pair_hi, not fwd, a_s, n_lex, ids)].copy()
+                   for a_s in [*finals, a]]
+            del ids
+            singles = np.unique(np.concatenate(got), return_counts=True)
         del finals, a
         if priors[0] is not None and n_prior_samplers:
             lex += np.float32(n_prior_samplers) * priors[0]
-        lex *= np.float32(1.0 / cfg.n_samplers)
+        inv = np.float32(1.0 / cfg.n_samplers)
+        lex *= inv
+        if singles is not None:
+            singles = (singles[0], singles[1].astype(np.float32) * inv)
         scale = np.float32(1.0 / max(1, n_acc))
         slots.mass *= scale
         slots.null *= scale
-        return slots, BayesCounts(lex, *small)
+        return slots, BayesCounts(lex, *small), singles
 
     def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]], *,
               seed: int = 0) -> BayesMarginals:
@@ -418,6 +423,12 @@ class BayesAligner:
         # keys rebuilt while the pair ids (3 bytes per cell, not needed to decode) are freed
         corpus.restore_keys(release_pairs=True)
         self.keys = corpus.keys
+        for _, counts, singles in out:  # full (P,) lex counts, now that the ids are gone
+            if singles is not None:
+                full = np.zeros(corpus.n_pairs, np.float32)
+                full[:len(counts.lex)] = counts.lex
+                full[singles[0]] = singles[1]
+                counts.lex = full
         self.counts = {"fwd": out[0][1], "rev": out[1][1]}
         return BayesMarginals(corpus, out[0][0], out[1][0], its)
 

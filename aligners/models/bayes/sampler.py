@@ -32,7 +32,7 @@ from numba import njit
 
 from aligners.models.bayes.slots import _accumulate
 
-__all__ = ["sweep", "add_counts", "add_single_counts", "token_conditional"]
+__all__ = ["sweep", "add_counts", "single_pair_ids", "token_conditional"]
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -204,11 +204,34 @@ def _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
 
 
 @njit(inline="always", cache=True, error_model="numpy")
-def _refresh(w, e, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
-    """Recompute w[g] for every position of the sentence whose word is e. Cost O(I)."""
+def _refresh(w, p, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
+    """Recompute w[g] for every position g of the sentence with the word of position p,
+    walking the sentence's same-word ring from p (see `_same_word_rings`). Cost O(number of
+    such positions)."""
+    g = p
+    while True:
+        w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+        g = ring[g]
+        if g == p:
+            break
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _same_word_rings(ring, last, gs, n_gen, gen_flat):
+    """ring[g] = the next position after g (cyclically) with the same word as g, for the
+    sentence's n_gen generator positions; last (V_gen,) is -1 everywhere before and after
+    (scratch). Cost O(I)."""
     for g in range(n_gen):
-        if gen_flat[gs + g] == e:
-            w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+        e = gen_flat[gs + g]
+        h = last[e]
+        if h >= 0:  # insert g after the word's latest position (the ring stays in order)
+            ring[g] = ring[h]
+            ring[h] = g
+        else:
+            ring[g] = g
+        last[e] = g
+    for g in range(n_gen):
+        last[gen_flat[gs + g]] = -1
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -228,7 +251,8 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
     (T,) NULL mass; `cur` numbers this accumulating sweep; see `_accumulate`):
     Rao-Blackwellised marginals. buf (2, max I + 1) float64 scratch: the conditional and,
     per position, the factor `_weight` (kept up to date as counts change, so the inner loop
-    reads one array).
+    reads one array; a change reaches the positions of one word through per-sentence rings
+    of same-word positions, not a scan of the sentence).
     n_shared >= 0: pair ids from n_shared on occur in a single cell of the corpus and have
     no prior: their count is 0 whenever it is read (the token's own count removed), so it is
     neither read (see `_lex`) nor kept, and lex may hold only the first n_shared ids;
@@ -239,6 +263,8 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
     u0 = obs_off[k0]
     cond = buf[0]
     w = buf[1]
+    ring = np.empty(buf.shape[1], np.int64)  # same-word rings of the sentence's positions
+    last = np.full(lex_inv.shape[0], -1, np.int64)
     for k in range(k0, k1):
         gs = gen_off[k]
         n_gen = gen_off[k + 1] - gs
@@ -249,6 +275,7 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
         co = cell_off[k]
         for g in range(n_gen):
             w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+        _same_word_rings(ring, last, gs, n_gen, gen_flat)
         gstep = 1 if rev else n_obs
         for x in range(n_obs):
             t = obs_flat[os_ + x]
@@ -288,7 +315,7 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                             fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
                                 fert_alpha + fert[e0, f2] - 1.0)
                     phi[gs + old] = f1
-                _refresh(w, e0, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+                _refresh(w, old, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
             else:
                 null_lex[t] -= 1
                 null_den[0] -= 1
@@ -377,7 +404,7 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                             fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
                                 fert_alpha + fert[e0, f2] - 1.0)
                     phi[gs + v] = f1
-                _refresh(w, e0, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+                _refresh(w, v, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
             else:
                 null_lex[t] += 1
                 null_den[0] += 1
@@ -439,9 +466,11 @@ def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi,
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def add_single_counts(gen_off, obs_off, cell_off, pair_lo, pair_hi, rev, a, lex, n_shared):
-    """Add 1 to lex[p] for every observed token of alignment a whose cell's pair id p is
-    n_shared or more (the single-cell pairs `sweep` does not keep). Cost O(tokens)."""
+def single_pair_ids(gen_off, obs_off, cell_off, pair_lo, pair_hi, rev, a, n_shared, out):
+    """Write into out the pair id of every observed token of alignment a whose cell's pair
+    id is n_shared or more (a single-cell pair, whose count `sweep` does not keep); returns
+    how many. Cost O(tokens)."""
+    n = 0
     for k in range(gen_off.shape[0] - 1):
         gs = gen_off[k]
         n_gen = gen_off[k + 1] - gs
@@ -453,7 +482,9 @@ def add_single_counts(gen_off, obs_off, cell_off, pair_lo, pair_hi, rev, a, lex,
             if v >= 0:
                 p = _pid(pair_lo, pair_hi, co + _cell(v, x, n_gen, n_obs, rev))
                 if p >= n_shared:
-                    lex[p] += 1
+                    out[n] = p
+                    n += 1
+    return n
 
 
 def _warm() -> None:
@@ -468,7 +499,7 @@ def _warm() -> None:
                  np.zeros(3, f64), np.zeros(1, f64), np.zeros((3, 3), f64), np.zeros(3, f64),
                  np.zeros((3, 2), f64))
         add_counts(*state, 3, 1, 2, 1.0, 0.5, 1)
-        add_single_counts(off, off, off, lo, hi, False, state[8], state[10], 1)
+        single_pair_ids(off, off, off, lo, hi, False, state[8], 1, np.zeros(1, np.int64))
         sweep(*state, 0, 1, np.zeros(1), np.full((1, 2), -1, pos_t), np.zeros((1, 2), f32),
               np.zeros((1, 2), since_t), np.zeros(1, f32), True, 0, 3, 0.2, 0.1, 1.0, 0.1, 1.0,
               0.5, 1.5, 0.5, 1, 2, np.zeros((2, 2)), 1)
