@@ -204,34 +204,11 @@ def _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
 
 
 @njit(inline="always", cache=True, error_model="numpy")
-def _refresh(w, p, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
-    """Recompute w[g] for every position g of the sentence with the word of position p,
-    walking the sentence's same-word ring from p (see `_same_word_rings`). Cost O(number of
-    such positions)."""
-    g = p
-    while True:
-        w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
-        g = ring[g]
-        if g == p:
-            break
-
-
-@njit(inline="always", cache=True, error_model="numpy")
-def _same_word_rings(ring, last, gs, n_gen, gen_flat):
-    """ring[g] = the next position after g (cyclically) with the same word as g, for the
-    sentence's n_gen generator positions; last (V_gen,) is -1 everywhere before and after
-    (scratch). Cost O(I)."""
+def _refresh(w, e, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
+    """Recompute w[g] for every position of the sentence whose word is e. Cost O(I)."""
     for g in range(n_gen):
-        e = gen_flat[gs + g]
-        h = last[e]
-        if h >= 0:  # insert g after the word's latest position (the ring stays in order)
-            ring[g] = ring[h]
-            ring[h] = g
-        else:
-            ring[g] = g
-        last[e] = g
-    for g in range(n_gen):
-        last[gen_flat[gs + g]] = -1
+        if gen_flat[gs + g] == e:
+            w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -251,8 +228,7 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
     (T,) NULL mass; `cur` numbers this accumulating sweep; see `_accumulate`):
     Rao-Blackwellised marginals. buf (2, max I + 1) float64 scratch: the conditional and,
     per position, the factor `_weight` (kept up to date as counts change, so the inner loop
-    reads one array; a change reaches the positions of one word through per-sentence rings
-    of same-word positions, not a scan of the sentence).
+    reads one array).
     n_shared >= 0: pair ids from n_shared on occur in a single cell of the corpus and have
     no prior: their count is 0 whenever it is read (the token's own count removed), so it is
     neither read (see `_lex`) nor kept, and lex may hold only the first n_shared ids;
@@ -263,8 +239,6 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
     u0 = obs_off[k0]
     cond = buf[0]
     w = buf[1]
-    ring = np.empty(buf.shape[1], np.int64)  # same-word rings of the sentence's positions
-    last = np.full(lex_inv.shape[0], -1, np.int64)
     for k in range(k0, k1):
         gs = gen_off[k]
         n_gen = gen_off[k + 1] - gs
@@ -275,7 +249,6 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
         co = cell_off[k]
         for g in range(n_gen):
             w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
-        _same_word_rings(ring, last, gs, n_gen, gen_flat)
         gstep = 1 if rev else n_obs
         for x in range(n_obs):
             t = obs_flat[os_ + x]
@@ -315,7 +288,7 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                             fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
                                 fert_alpha + fert[e0, f2] - 1.0)
                     phi[gs + old] = f1
-                _refresh(w, old, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+                _refresh(w, e0, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
             else:
                 null_lex[t] -= 1
                 null_den[0] -= 1
@@ -404,7 +377,7 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                             fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
                                 fert_alpha + fert[e0, f2] - 1.0)
                     phi[gs + v] = f1
-                _refresh(w, v, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+                _refresh(w, e0, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
             else:
                 null_lex[t] += 1
                 null_den[0] += 1
