@@ -3,7 +3,8 @@
 Sentence k has I_k source and J_k target tokens; its I_k * J_k cells (source-major:
 cell = i * J_k + j) start at `cell_off[k]`, and `pair[cell_off[k] + i * J_k + j]` is the id of
 the co-occurring word pair (s_i, t_j) in the table `keys` (s * n_tgt_words + t), numbered
-in order of first occurrence (not sorted).
+by decreasing number of cells (ties in order of first occurrence): the pairs of two cells or
+more first (`n_shared` of them), then the single-cell pairs.
 Both sampling directions and the link marginals use this one layout (Östling & Tiedemann
 2016, section 4: per-sentence index tables into the co-occurrence table, no hash map).
 """

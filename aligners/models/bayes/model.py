@@ -235,9 +235,11 @@ class BayesAligner:
     Memory while aligning: 3 bytes per cell for the pair ids (freed before `align` returns;
     4 from 2^24 distinct pairs on), no other per-cell array; per observed token and
     direction 8 bytes per marginal slot + 4 (NULL) + 2 (alignment) + 2 per earlier sampler
-    (its final alignment, to average the counts); per direction one (P,) float32 working
-    count array (it becomes the samplers' average), plus one for saved priors; the (P,)
-    int64 pair keys are dropped while sampling and rebuilt after.
+    (its final alignment, to average the counts); per direction one float32 working count
+    array (it becomes the samplers' average) over the pairs seen in two cells or more
+    (without saved priors; over all P pairs with them, plus one for the priors); the (P,)
+    int64 pair keys are dropped while sampling and rebuilt after, as the pair ids are
+    freed, and only then are the (P,) count arrays completed with the single-cell pairs.
     """
 
     def __init__(self, config: BayesConfig | None = None, *, src_words: Sequence[str] = (),
@@ -270,7 +272,7 @@ class BayesAligner:
             vt_old = self._vt_saved
             s_old, t_old = self.keys // vt_old, self.keys % vt_old
             rekey = s_old * corpus.n_tgt_words + t_old
-            order = np.argsort(corpus.keys)  # keys are in first-occurrence order
+            order = np.argsort(corpus.keys)  # keys are in frequency order, not sorted
             pos = np.searchsorted(corpus.keys, rekey, sorter=order)
             pos_c = order[np.minimum(pos, len(corpus.keys) - 1)]
             hit = corpus.keys[pos_c] == rekey
