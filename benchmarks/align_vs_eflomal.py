@@ -39,15 +39,16 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def timed(cmd: list[str], *, threads: int | None) -> dict:
+def timed(cmd: list[str], *, threads: int | None, repo: Path = REPO) -> dict:
     """Run cmd under GNU time -v; wall s, CPU s, peak RSS MB. threads=None: the tool's own
-    default (OMP_NUM_THREADS unset: eflomal uses every core)."""
+    default (OMP_NUM_THREADS unset: eflomal uses every core). `repo`: the checkout whose
+    `aligners` package runs (PYTHONPATH and working folder)."""
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = str(repo)
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
     proc = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True,
-                          env=env, cwd=REPO)
+                          env=env, cwd=repo)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-2000:] + proc.stderr[-4000:])
         raise SystemExit(f"failed: {' '.join(cmd)}")
@@ -106,28 +107,36 @@ def suite(args) -> None:
         lo, hi = len(train), len(train) + len(test)
         gold = [p.alignment for p in test]
         wanted = args.systems.split(",")
-        systems = {k: [] for k in ("eflomal", "ours-bayes", "ours-em") if k in wanted}
+        if args.baseline:
+            wanted.append("base-bayes")
+        systems = {k: [] for k in ("eflomal", "ours-bayes", "base-bayes", "ours-em")
+                   if k in wanted}
         for seed in range(args.seeds):
-            runs = [("eflomal", [EFLOMAL, "--overwrite"]),
-                    ("ours-bayes", [sys.executable, "-m", "aligners", "align", "--quiet",
-                                    "--model", "bayesian", "--seed", str(seed)])]
+            bayes = [sys.executable, "-m", "aligners", "align", "--quiet", "--model",
+                     "bayesian", "--seed", str(seed)]
+            runs = [("eflomal", [EFLOMAL, "--overwrite"]), ("ours-bayes", bayes),
+                    ("base-bayes", bayes)]
             if seed == 0:
                 runs.append(("ours-em", [sys.executable, "-m", "aligners", "align", "--quiet",
                                          "--threads", str(args.threads)]))
             for sys_name, cmd in [r for r in runs if r[0] in systems]:
                 f, r = work / f"{sys_name}.{seed}.fwd", work / f"{sys_name}.{seed}.rev"
                 t = timed([*cmd, "-s", str(src_f), "-t", str(tgt_f), "-f", str(f),
-                           "-r", str(r)], threads=None)  # each tool's own default threads
+                           "-r", str(r)], threads=None,  # each tool's own default threads
+                          repo=Path(args.baseline) if sys_name == "base-bayes" else REPO)
                 fl, rl = read_links(f), read_links(r)
                 for h in HEURISTICS:
                     links = symmetrize_corpus(fl, rl, h)[lo:hi]
                     t[h] = evaluate_alignments(gold, links, breakdowns=False).micro.aer
                 systems[sys_name].append(t)
+                print(f"  run {name} {sys_name} seed {seed}: AER {t['intersect']:.4f} / "
+                      f"{t['grow-diag-final-and']:.4f}, wall {t['wall']:.1f} s, CPU "
+                      f"{t['cpu']:.1f} s, RSS {t['rss_mb']:.0f} MiB", flush=True)
         results[name] = systems
         print(f"== {name}: {len(train)} training + {len(test)} test + {len(trial)} trial "
               f"pairs; {args.seeds} runs (EM: 1, deterministic); {os.cpu_count()} cores")
         print(f"{'system':<11} {'AER inter':>9} {'AER gdfa':>9} {'wall s':>8} {'CPU s':>8} "
-              f"{'RSS MB':>7}")
+              f"{'RSS MiB':>7}")
         med = {}
         for sys_name, rs in systems.items():
             m = {k: statistics.median(r[k] for r in rs) for k in ("wall", "cpu", "rss_mb")}
@@ -135,7 +144,8 @@ def suite(args) -> None:
             aer = [statistics.mean(r[h] for r in rs) for h in HEURISTICS]
             print(f"{sys_name:<11} {aer[0]:9.4f} {aer[1]:9.4f} {m['wall']:8.1f} "
                   f"{m['cpu']:8.1f} {m['rss_mb']:7.0f}")
-        for ours in [k for k in ("ours-bayes", "ours-em") if k in med and "eflomal" in med]:
+        for ours in [k for k in ("ours-bayes", "base-bayes", "ours-em")
+                     if k in med and "eflomal" in med]:
             a, e = med[ours], med["eflomal"]
             print(f"ratio {ours}/eflomal: wall {a['wall'] / e['wall']:.2f}x, CPU "
                   f"{a['cpu'] / e['cpu']:.2f}x, RSS {a['rss_mb'] / e['rss_mb']:.2f}x")
@@ -159,6 +169,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--systems", default="eflomal,ours-bayes,ours-em",
                     help="--suite: comma-separated subset of eflomal, ours-bayes, ours-em")
+    ap.add_argument("--baseline", default=None, metavar="CHECKOUT",
+                    help="--suite: also run `aligners align --model bayesian` from this other "
+                         "checkout (e.g. main's code in a `git archive` folder) as base-bayes, "
+                         "in the same loop, for a before/after comparison")
     args = ap.parse_args()
     for tool in ("eflomal-align", "/usr/bin/time"):  # before any temporary folder exists
         if shutil.which(tool) is None:

@@ -278,9 +278,10 @@ def test_dense_marginals_to_slots_keep_the_top_positions():
             assert one.mass[t0 + x, 0] == cells[:, x].max()
 
 
-def test_pair_ids_first_occurrence_and_keys_rebuilt():
-    """Pair ids: one id per distinct (s, t), numbered in corpus order, split in 3 bytes;
-    keys dropped for sampling are rebuilt identically from the ids."""
+def test_pair_ids_by_frequency_and_keys_rebuilt():
+    """Pair ids: one id per distinct (s, t), numbered by decreasing number of cells (ties in
+    corpus order), split in 3 bytes; keys dropped for sampling are rebuilt identically from
+    the ids; the hashing pass alone numbers in corpus order."""
     from aligners.data.vocab import WordIds
     from aligners.models.bayes.corpus import _pair_ids, encode_bitext
 
@@ -296,16 +297,21 @@ def test_pair_ids_first_occurrence_and_keys_rebuilt():
     full = np.concatenate(full)
     np.testing.assert_array_equal(c.keys[pid], full)
     assert len(np.unique(c.keys)) == len(c.keys) == c.n_pairs
-    first = np.unique(full, return_index=True)[1]
-    np.testing.assert_array_equal(np.sort(first), first[np.argsort(pid[first])])
+    uniq, first, inv = np.unique(full, return_index=True, return_inverse=True)
+    order = np.lexsort((first, -np.bincount(inv)))  # most cells first, ties: corpus order
+    np.testing.assert_array_equal(c.keys, uniq[order])
+    n_cells = np.bincount(pid, minlength=c.n_pairs)
+    assert n_cells[0] > 1 and np.all(np.diff(n_cells) <= 0)
     keys = c.keys.copy()
     c.drop_keys()
     c.restore_keys()
     np.testing.assert_array_equal(c.keys, keys)
     lo, hi = np.empty_like(c.pair_lo), np.empty(len(pid), np.uint16)
-    buf, n = _pair_ids(c.src, c.src_off, c.tgt, c.tgt_off, np.int64(c.n_tgt_words), lo, hi)
-    np.testing.assert_array_equal(buf[:n], keys)
-    np.testing.assert_array_equal(lo.astype(np.int64) | (hi.astype(np.int64) << 16), pid)
+    buf, n, _, _ = _pair_ids(c.src, c.src_off, c.tgt, c.tgt_off, np.int64(c.n_tgt_words), lo,
+                             hi)
+    first_occ = lo.astype(np.int64) | (hi.astype(np.int64) << 16)
+    np.testing.assert_array_equal(np.sort(first), first[np.argsort(first_occ[first])])
+    np.testing.assert_array_equal(buf[:n][first_occ], full)
 
 
 def test_pair_table_grows_past_its_first_size():
@@ -340,3 +346,75 @@ def test_marginal_slots_auto_and_explicit(monkeypatch):
     assert BayesAligner(BayesConfig(**FAST)).align(pairs).fwd_slots.pos.shape[1] == 2
     with pytest.raises(ValueError, match="marginal_slots"):
         BayesConfig(marginal_slots=-1).check()
+
+
+def test_restore_keys_releasing_pairs_block_by_block():
+    """Keys rebuilt in blocks of sentences while the pair ids' pages are dropped equal the
+    keys of the encoder; the ids are released after; dropped pages read as zeros (Linux)."""
+    import sys
+
+    from aligners.data.vocab import WordIds
+    from aligners.models.bayes.corpus import _drop_pages, encode_bitext
+
+    c = encode_bitext(_pairs(40), WordIds(), WordIds())
+    keys = c.keys.copy()
+    c.drop_keys()
+    c.restore_keys(release_pairs=True)
+    np.testing.assert_array_equal(c.keys, keys)
+    assert len(c.pair_lo) == len(c.pair_hi) == 0
+    big = np.ones(1 << 22, np.uint8)
+    dropped = _drop_pages(big[1000:])
+    if sys.platform.startswith("linux"):
+        assert dropped and big[:1000].all() and not big[1 << 21]
+
+
+def test_single_cell_pairs_not_kept_while_sampling_same_result(monkeypatch):
+    """Sampling with the single-cell pairs' counts left out (lex holds the n_shared shared
+    ids) gives the same marginals and the same saved counts as keeping every pair's count
+    (n_shared = -1, the path used with priors)."""
+    import aligners.models.bayes.model as M
+
+    pairs = _pairs(40) + [([f"q{k}", f"u{k}"], [f"r{k}", f"v{k}"]) for k in range(6)]
+    runs = []
+    for keep_all in (False, True):
+        encode = M.encode_bitext
+
+        def enc(*a, _encode=encode, _keep=keep_all, **k):
+            c = _encode(*a, **k)
+            if _keep:
+                c.n_shared = -1
+            else:
+                assert 0 < c.n_shared < c.n_pairs
+            return c
+
+        monkeypatch.setattr(M, "encode_bitext", enc)
+        model = BayesAligner(BayesConfig(**FAST))
+        m = model.align(pairs, seed=4)
+        runs.append((m, model))
+        monkeypatch.setattr(M, "encode_bitext", encode)
+    (m1, a1), (m2, a2) = runs
+    for d in ("fwd_slots", "rev_slots"):
+        for f in ("pos", "mass", "null"):
+            np.testing.assert_array_equal(getattr(getattr(m1, d), f), getattr(getattr(m2, d), f))
+    np.testing.assert_array_equal(a1.keys, a2.keys)
+    for d in ("fwd", "rev"):
+        for f in ("lex", "null", "jump", "fert"):
+            np.testing.assert_array_equal(getattr(a1.counts[d], f), getattr(a2.counts[d], f))
+    assert a1.counts["fwd"].lex[m1.corpus.n_shared:].sum() > 0  # single-cell counts kept
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 50])
+def test_pair_table_on_two_threads_equals_one_pass(n):
+    """The pair table built on two halves at once (merged ids, then counting, renumbering
+    and key rebuild per half) equals the one-thread build: the same ids in every cell, the
+    same keys and n_shared."""
+    from aligners.data.vocab import WordIds
+    from aligners.models.bayes.corpus import _halves, encode_bitext
+
+    pairs = _pairs(max(n, 2), seed=n)[:n] + [(["zz"], ["yy", "zz"])]
+    one = encode_bitext(pairs, WordIds(), WordIds(), threads=1)
+    assert len(_halves(one.cell_off, 2)) == 2
+    two = encode_bitext(pairs, WordIds(), WordIds(), threads=2)
+    for f in ("pair_lo", "pair_hi", "keys", "src", "tgt", "cell_off"):
+        np.testing.assert_array_equal(getattr(one, f), getattr(two, f))
+    assert (one.n_pairs, one.n_shared) == (two.n_pairs, two.n_shared)

@@ -216,6 +216,36 @@ def test_sweep_equals_token_by_token_reference(direction, stage):
         off += len(obs)
 
 
+@pytest.mark.parametrize("direction", ["fwd", "rev"])
+def test_single_cell_pairs_are_not_read_and_the_chain_is_unchanged(direction):
+    """Pair ids from n_shared on occur in exactly one cell (the ids before it in two or
+    more); sweeps that skip reading their counts (n_shared) give the same alignments and
+    slots as sweeps that read every id (-1), at every stage; skipping shared ids too
+    (n_shared = 0) changes the chain (the comparison can fail)."""
+    c = encode_bitext(PAIRS, WordIds(), WordIds())
+    cells = np.bincount(c.pair, minlength=c.n_pairs)
+    assert 0 < c.n_shared < c.n_pairs
+    assert (cells[:c.n_shared] >= 2).all() and (cells[c.n_shared:] == 1).all()
+    a_lists = random_alignments(np.random.default_rng(21), direction)
+    differs = False
+    for stage in (1, 2, 3):
+        runs = []
+        for lim in (-1, c.n_shared, 0):
+            arrays, sents, v_obs, nb = _setup(PAIRS, direction, a_lists, stage)
+            slots = _slots(len(arrays[8]), 8)
+            r = np.random.default_rng(stage)
+            for it in range(30):
+                K.sweep(*arrays, 0, len(sents), r.random(len(arrays[8])), *slots, True, it,
+                        stage, *_hyper(CFG, v_obs, nb), np.zeros((2, 8)), lim)
+            runs.append((arrays[8].copy(), slots))
+        (a_all, s_all), (a_skip, s_skip), (a_zero, _) = runs
+        np.testing.assert_array_equal(a_all, a_skip)
+        for x, y in zip(s_all, s_skip, strict=True):
+            np.testing.assert_array_equal(x, y)
+        differs |= not np.array_equal(a_all, a_zero)
+    assert differs
+
+
 def test_few_slots_keep_the_argmax_and_lower_bound_the_dense_marginals():
     """K = 2 slots on sentences of up to 4 positions: the chain is the same (slots never feed
     back), every kept mass is <= the dense (K >= I) one, NULL's mass is exact, and the

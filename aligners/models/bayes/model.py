@@ -235,9 +235,11 @@ class BayesAligner:
     Memory while aligning: 3 bytes per cell for the pair ids (freed before `align` returns;
     4 from 2^24 distinct pairs on), no other per-cell array; per observed token and
     direction 8 bytes per marginal slot + 4 (NULL) + 2 (alignment) + 2 per earlier sampler
-    (its final alignment, to average the counts); per direction one (P,) float32 working
-    count array (it becomes the samplers' average), plus one for saved priors; the (P,)
-    int64 pair keys are dropped while sampling and rebuilt after.
+    (its final alignment, to average the counts); per direction one float32 working count
+    array (it becomes the samplers' average) over the pairs seen in two cells or more
+    (without saved priors; over all P pairs with them, plus one for the priors); the (P,)
+    int64 pair keys are dropped while sampling and rebuilt after, as the pair ids are
+    freed, and only then are the (P,) count arrays completed with the single-cell pairs.
     """
 
     def __init__(self, config: BayesConfig | None = None, *, src_words: Sequence[str] = (),
@@ -270,7 +272,7 @@ class BayesAligner:
             vt_old = self._vt_saved
             s_old, t_old = self.keys // vt_old, self.keys % vt_old
             rekey = s_old * corpus.n_tgt_words + t_old
-            order = np.argsort(corpus.keys)  # keys are in first-occurrence order
+            order = np.argsort(corpus.keys)  # keys are in frequency order, not sorted
             pos = np.searchsorted(corpus.keys, rekey, sorter=order)
             pos_c = order[np.minimum(pos, len(corpus.keys) - 1)]
             hit = corpus.keys[pos_c] == rekey
@@ -302,7 +304,7 @@ class BayesAligner:
                 marg, c = batched_direction(corpus, batches, priors, cfg, its, rev=not fwd,
                                             generator=gen_rng, v_obs=v_obs)
             return (_from_dense(corpus, marg, not fwd, _n_slots(cfg, len(obs))),
-                    BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4]))
+                    BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4]), None)
         n_gen_sent = np.diff(gen_off)
         max_gen = int(n_gen_sent.max())
         last = max(s for s in range(3) if its[s] > 0)
@@ -315,6 +317,10 @@ class BayesAligner:
         phi = np.zeros(len(gen), small_int)
         a = np.empty(len(obs), small_int)
         chunks = _token_chunks(obs_off)
+        # without a prior, single-cell pairs' counts are neither read nor kept while
+        # sampling (always 0 when read, sampler.sweep): lex holds the n_lex shared ids only
+        n_lex = max(1, corpus.n_shared) if priors[0] is None and corpus.n_shared >= 0 else \
+            corpus.n_pairs
         finals = []  # the earlier samplers' final alignments (2 bytes per token, not a lex copy)
         n_acc = 0
         lex = None
@@ -336,7 +342,7 @@ class BayesAligner:
                 if n == 0:
                     continue
                 # reset the counts to the priors in place: one (P,) lex array per direction
-                lex = _reset(lex, priors[0], corpus.n_pairs)
+                lex = _reset(lex, priors[0], n_lex)
                 lex_den, null, jump, fert = (x.copy() for x in priors[1:])
                 null_den = np.array([null.sum()])
                 jump_tot = np.array([jump.sum()])
@@ -345,14 +351,14 @@ class BayesAligner:
                         jump_tot, fert, np.zeros(len(lex_den)),
                         np.zeros((len(lex_den), cfg.max_fert)))
                 _k.add_counts(*args, stage, cfg.max_jump, cfg.max_fert, cfg.lex_alpha * v_obs,
-                              cfg.fert_alpha)
+                              cfg.fert_alpha, n_lex)
                 start_acc = int(math.floor(cfg.burn_in * n))
                 for it in range(n):
                     acc = stage - 1 == last and it >= start_acc
                     for k0, k1 in chunks:  # one uniform stream, drawn a chunk at a time
                         u = rng.random(int(obs_off[k1] - obs_off[k0]))
                         _k.sweep(*args, k0, k1, u, slots.pos, slots.mass, since, slots.null,
-                                 acc, n_acc, stage, *hyper, buf)
+                                 acc, n_acc, stage, *hyper, buf, n_lex)
                     n_acc += acc
             # the small count arrays averaged in float64; lex from the final alignments below
             part = [x.astype(np.float64) / cfg.n_samplers for x in (null, jump, fert)]
@@ -362,20 +368,35 @@ class BayesAligner:
         # lex holds prior + counts of the last sampler; add the others' counts (and priors),
         # then average in float32, in place
         v_gen = len(priors[1])
+        n_prior_samplers = len(finals)
         for a_s in finals:
             _k.add_counts(gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo,
                           corpus.pair_hi, not fwd, a_s, phi, lex,
                           np.zeros(v_gen), np.zeros(v_obs), np.zeros(1), np.zeros(len(jump)),
                           np.zeros(1), np.zeros((v_gen, cfg.max_fert + 1)), np.zeros(v_gen),
                           np.zeros((v_gen, cfg.max_fert)), 1, cfg.max_jump, cfg.max_fert,
-                          cfg.lex_alpha * v_obs, cfg.fert_alpha)
-        if priors[0] is not None and finals:
-            lex += np.float32(len(finals)) * priors[0]
-        lex *= np.float32(1.0 / cfg.n_samplers)
+                          cfg.lex_alpha * v_obs, cfg.fert_alpha, n_lex)
+        del since, buf, phi
+        singles = None
+        if n_lex < corpus.n_pairs:  # the single-cell pairs' counts of every sampler's end,
+            # kept sparse (ids, counts) until the pair ids are freed (BayesAligner.align)
+            ids = np.empty(len(a), np.int64)
+            got = [ids[:_k.single_pair_ids(gen_off, obs_off, corpus.cell_off, corpus.pair_lo,
+                                            corpus.pair_hi, not fwd, a_s, n_lex, ids)].copy()
+                   for a_s in [*finals, a]]
+            del ids
+            singles = np.unique(np.concatenate(got), return_counts=True)
+        del finals, a
+        if priors[0] is not None and n_prior_samplers:
+            lex += np.float32(n_prior_samplers) * priors[0]
+        inv = np.float32(1.0 / cfg.n_samplers)
+        lex *= inv
+        if singles is not None:
+            singles = (singles[0], singles[1].astype(np.float32) * inv)
         scale = np.float32(1.0 / max(1, n_acc))
         slots.mass *= scale
         slots.null *= scale
-        return slots, BayesCounts(lex, *small)
+        return slots, BayesCounts(lex, *small), singles
 
     def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]], *,
               seed: int = 0) -> BayesMarginals:
@@ -388,7 +409,7 @@ class BayesAligner:
         self._vt_saved = len(self.tgt_ids)
         if self.config.lowercase:
             pairs = (([w.lower() for w in s], [w.lower() for w in t]) for s, t in pairs)
-        corpus = encode_bitext(pairs, self.src_ids, self.tgt_ids)
+        corpus = encode_bitext(pairs, self.src_ids, self.tgt_ids, threads=self.config.threads)
         its = schedule(self.config, corpus.n_sentences)
         _k._warm()
         exact = self.config.sampler == "exact"
@@ -401,10 +422,16 @@ class BayesAligner:
                                     jobs))
         else:
             out = [self._direction(corpus, d, its, s, p) for d, s, p in jobs]
-        corpus.restore_keys()
+        # keys rebuilt while the pair ids (3 bytes per cell, not needed to decode) are freed
+        corpus.restore_keys(release_pairs=True)
         self.keys = corpus.keys
+        for _, counts, singles in out:  # full (P,) lex counts, now that the ids are gone
+            if singles is not None:
+                full = np.zeros(corpus.n_pairs, np.float32)
+                full[:len(counts.lex)] = counts.lex
+                full[singles[0]] = singles[1]
+                counts.lex = full
         self.counts = {"fwd": out[0][1], "rev": out[1][1]}
-        corpus.release_pairs()  # 3 bytes per cell, not needed to decode: freed
         return BayesMarginals(corpus, out[0][0], out[1][0], its)
 
     # ------------------------------------------------------------------ export

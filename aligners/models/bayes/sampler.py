@@ -32,7 +32,7 @@ from numba import njit
 
 from aligners.models.bayes.slots import _accumulate
 
-__all__ = ["sweep", "add_counts", "token_conditional"]
+__all__ = ["sweep", "add_counts", "single_pair_ids", "token_conditional"]
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -48,6 +48,15 @@ def _bucket(m, max_jump):
 def _pid(pair_lo, pair_hi, c):
     """The pair id of cell c: 16 low bits in pair_lo, the high bits in pair_hi."""
     return np.int64(pair_lo[c]) | (np.int64(pair_hi[c]) << 16)
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _lex(lex, p, lim):
+    """lex[p] for a pair id p < lim, else 0 without reading lex (branch-free). Pair ids from
+    lim on occur in one cell each: with the token's own count removed (and no prior) their
+    count is exactly 0, and reading it would be a cache miss (one per such cell per sweep)."""
+    v = lex[p if p < lim else 0]
+    return v if p < lim else np.float32(0.0)
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -207,7 +216,7 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
           lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, k0, k1, uniforms,
           spos, smass, since, snull, accumulate, cur, stage, p_null,
           lex_alpha, lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b,
-          fert_alpha, max_jump, max_fert, buf):
+          fert_alpha, max_jump, max_fert, buf, n_shared=-1):
     """One Gibbs sweep over the observed tokens of sentences [k0, k1), in corpus order;
     updates a and the counts.
 
@@ -220,8 +229,13 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
     Rao-Blackwellised marginals. buf (2, max I + 1) float64 scratch: the conditional and,
     per position, the factor `_weight` (kept up to date as counts change, so the inner loop
     reads one array).
+    n_shared >= 0: pair ids from n_shared on occur in a single cell of the corpus and have
+    no prior: their count is 0 whenever it is read (the token's own count removed), so it is
+    neither read (see `_lex`) nor kept, and lex may hold only the first n_shared ids;
+    -1: every id is read and updated.
     Cost O(sum_k I_k * J_k) time.
     """
+    lim = n_shared if n_shared >= 0 else lex.shape[0]
     u0 = obs_off[k0]
     cond = buf[0]
     w = buf[1]
@@ -252,7 +266,9 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                         break
             if old >= 0:  # (inlined _update: numba calls with many arrays are slow)
                 e0 = gen_flat[gs + old]
-                lex[_pid(pair_lo, pair_hi, cb + old * gstep)] -= 1
+                p = _pid(pair_lo, pair_hi, cb + old * gstep)
+                if p < lim:  # (a single-cell pair's count is not kept: always 0 here)
+                    lex[p] -= 1
                 lex_den[e0] -= 1
                 lex_inv[e0] = 1.0 / (lex_alpha_v + lex_den[e0])
                 if stage >= 2:
@@ -285,7 +301,8 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
             total = 0.0
             if stage == 1:
                 for g in range(n_gen):
-                    pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * w[g]
+                    c = cb + g * gstep
+                    pr = (lex_alpha + _lex(lex, _pid(pair_lo, pair_hi, c), lim)) * w[g]
                     cond[g] = pr
                     total += pr
                 pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0]) * \
@@ -297,7 +314,8 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                 if prev <= max_jump and n_gen - 1 - prev <= max_jump and nxt <= max_jump \
                         and n_gen - 1 - nxt <= max_jump:  # no clamping: no branches
                     for g in range(n_gen):
-                        pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * \
+                        c = cb + g * gstep
+                        pr = (lex_alpha + _lex(lex, _pid(pair_lo, pair_hi, c), lim)) * \
                             w[g] * (jump_alpha + jump[o1 + g]) * (jump_alpha + jump[o2 - g])
                         cond[g] = pr
                         total += pr
@@ -313,7 +331,8 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                         b1 = _bucket(g - prev, max_jump)
                         b2 = _bucket(nxt - g, max_jump)
                         c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
-                        pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, cb + g * gstep)]) * \
+                        c = cb + g * gstep
+                        pr = (lex_alpha + _lex(lex, _pid(pair_lo, pair_hi, c), lim)) * \
                             w[g] * (jump_alpha + jump[b1]) * (jump_alpha + c2)
                         cond[g] = pr
                         total += pr
@@ -336,7 +355,9 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
             a[os_ + x] = v
             if v >= 0:  # (inlined _update: numba calls with many arrays are slow)
                 e0 = gen_flat[gs + v]
-                lex[_pid(pair_lo, pair_hi, cb + v * gstep)] += 1
+                p = _pid(pair_lo, pair_hi, cb + v * gstep)
+                if p < lim:
+                    lex[p] += 1
                 lex_den[e0] += 1
                 lex_inv[e0] = 1.0 / (lex_alpha_v + lex_den[e0])
                 if stage >= 2:
@@ -368,12 +389,15 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
 @njit(nogil=True, cache=True, error_model="numpy")
 def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev, a, phi,
                lex, lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, stage,
-               max_jump, max_fert, lex_alpha_v, fert_alpha):
+               max_jump, max_fert, lex_alpha_v, fert_alpha, n_shared=-1):
     """Add the counts of alignment a (stage's statistics) to the count arrays (prior-filled)
     and fill the caches lex_inv (V_gen,) and fert_ratio (V_gen, max_fert).
 
+    n_shared >= 0: lex counts of pair ids from n_shared on are not added (see `sweep`).
+
     phi (generator tokens,) is overwritten with the fertilities. Cost O(sum I + sum J + V).
     """
+    lim = n_shared if n_shared >= 0 else lex.shape[0]
     n_sent = gen_off.shape[0] - 1
     for k in range(n_sent):
         gs = gen_off[k]
@@ -390,7 +414,9 @@ def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi,
             v = a[os_ + x]
             if v >= 0:
                 e = gen_flat[gs + v]
-                lex[_pid(pair_lo, pair_hi, co + _cell(v, x, n_gen, n_obs, rev))] += 1
+                p = _pid(pair_lo, pair_hi, co + _cell(v, x, n_gen, n_obs, rev))
+                if p < lim:
+                    lex[p] += 1
                 lex_den[e] += 1
                 phi[gs + v] += 1
                 if stage >= 2:
@@ -412,6 +438,28 @@ def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi,
             fert_ratio[e, f] = (fert_alpha + fert[e, f + 1]) / (fert_alpha + fert[e, f] - 1.0)
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def single_pair_ids(gen_off, obs_off, cell_off, pair_lo, pair_hi, rev, a, n_shared, out):
+    """Write into out the pair id of every observed token of alignment a whose cell's pair
+    id is n_shared or more (a single-cell pair, whose count `sweep` does not keep); returns
+    how many. Cost O(tokens)."""
+    n = 0
+    for k in range(gen_off.shape[0] - 1):
+        gs = gen_off[k]
+        n_gen = gen_off[k + 1] - gs
+        os_ = obs_off[k]
+        n_obs = obs_off[k + 1] - os_
+        co = cell_off[k]
+        for x in range(n_obs):
+            v = a[os_ + x]
+            if v >= 0:
+                p = _pid(pair_lo, pair_hi, co + _cell(v, x, n_gen, n_obs, rev))
+                if p >= n_shared:
+                    out[n] = p
+                    n += 1
+    return n
+
+
 def _warm() -> None:
     """Compile the kernels on a 1-sentence corpus (so timed runs measure sampling only)."""
     i32, f64 = np.int32, np.float64
@@ -423,7 +471,8 @@ def _warm() -> None:
                  np.zeros(1, f32), np.zeros(3, f64), np.zeros(3, f64), np.zeros(1, f64),
                  np.zeros(3, f64), np.zeros(1, f64), np.zeros((3, 3), f64), np.zeros(3, f64),
                  np.zeros((3, 2), f64))
-        add_counts(*state, 3, 1, 2, 1.0, 0.5)
+        add_counts(*state, 3, 1, 2, 1.0, 0.5, 1)
+        single_pair_ids(off, off, off, lo, hi, False, state[8], 1, np.zeros(1, np.int64))
         sweep(*state, 0, 1, np.zeros(1), np.full((1, 2), -1, pos_t), np.zeros((1, 2), f32),
               np.zeros((1, 2), since_t), np.zeros(1, f32), True, 0, 3, 0.2, 0.1, 1.0, 0.1, 1.0,
-              0.5, 1.5, 0.5, 1, 2, np.zeros((2, 2)))
+              0.5, 1.5, 0.5, 1, 2, np.zeros((2, 2)), 1)
