@@ -96,6 +96,7 @@ def main(argv: list[str]) -> None:
     import aligners.models.bayes.corpus as corpus_mod
     import aligners.models.bayes.model as model_mod
     from aligners.cli import main as cli_main
+    from aligners.models.bayes import counts
     from aligners.models.bayes import sampler as kernels
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -115,8 +116,8 @@ def main(argv: list[str]) -> None:
 
     # tag=False for calls made from the sampling threads (the main thread's phase stays)
     model_mod._k.sweep = prof.wrap(sweep_name, sweep, tag=False)
-    model_mod._k.add_counts = prof.wrap("add_counts", kernels.add_counts, tag=False)
-    model_mod._k._warm = prof.wrap("numba warm-up (cache load)", kernels._warm)
+    model_mod._c.add_counts = prof.wrap("add_counts", counts.add_counts, tag=False)
+    model_mod._c.warmup = prof.wrap("numba warm-up (cache load)", counts.warmup)
     corpus_mod._build_pairs = prof.wrap("pair table (hash pass)", corpus_mod._build_pairs)
     corpus_mod.release_free_heap = prof.wrap("malloc_trim", corpus_mod.release_free_heap)
     encode = model_mod.encode_bitext

@@ -261,14 +261,14 @@ def test_streamed_link_lines_equal_set_based_decoding():
 def test_dense_marginals_to_slots_keep_the_top_positions():
     """The batched sampler's dense marginals become slots: with K >= I the dense view is
     unchanged and NULL = 1 - sum; with K = 1 each token keeps its largest value."""
-    from aligners.models.bayes.model import _from_dense
+    from aligners.models.bayes.slots import from_dense
 
     pairs = _pairs(20)
     m = BayesAligner(BayesConfig(**FAST, marginal_slots=8)).align(pairs, seed=1)
     dense = m.fwd
-    full = _from_dense(m.corpus, dense, False, 8)
+    full = from_dense(m.corpus, dense, False, 8)
     np.testing.assert_allclose(full.null, m.fwd_slots.null, atol=1e-5)
-    one = _from_dense(m.corpus, dense, False, 1)
+    one = from_dense(m.corpus, dense, False, 1)
     c = m.corpus
     for k in range(c.n_sentences):
         cells = m.cells(k, "fwd")

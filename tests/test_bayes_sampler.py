@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from aligners.data.vocab import WordIds
+from aligners.models.bayes import counts as C
 from aligners.models.bayes import sampler as K
 from aligners.models.bayes.corpus import encode_bitext
 from aligners.models.bayes.model import BayesConfig
@@ -70,7 +71,7 @@ def _setup(pairs, direction, a_lists, stage, cfg=CFG):
               np.zeros(len(gen), np.int32), np.zeros(corpus.n_pairs, np.float32),
               np.zeros(v_gen), np.zeros(v_obs), np.zeros(1), np.zeros(nb), np.zeros(1),
               np.zeros((v_gen, cfg.max_fert + 1)), np.zeros(v_gen), np.zeros((v_gen, cfg.max_fert))]
-    K.add_counts(*arrays, stage, cfg.max_jump, cfg.max_fert, cfg.lex_alpha * v_obs,
+    C.add_counts(*arrays, stage, cfg.max_jump, cfg.max_fert, cfg.lex_alpha * v_obs,
                  cfg.fert_alpha)
     sents = [(gen[gen_off[k]:gen_off[k + 1]].tolist(), obs[obs_off[k]:obs_off[k + 1]].tolist())
              for k in range(len(gen_off) - 1)]
@@ -177,7 +178,7 @@ def _reference_sweep(arrays, sents, stage, v_obs, nb, u, acc):
             a[off + x] = -1 if new >= len(gen) else new
             for arr in arrays[10:19]:
                 arr[...] = 0
-            K.add_counts(*arrays, stage, CFG.max_jump, CFG.max_fert, CFG.lex_alpha * v_obs,
+            C.add_counts(*arrays, stage, CFG.max_jump, CFG.max_fert, CFG.lex_alpha * v_obs,
                          CFG.fert_alpha)
         off += len(obs)
 

@@ -1,7 +1,7 @@
 """Links from the averaged marginals of the Bayesian aligner: argmax (NULL included) or
 posterior threshold per direction, atools symmetrization, and `i-j:p` posterior lines.
 
-The marginals are sparse (model.TokenMarginals: K slots per observed token plus NULL's
+The marginals are sparse (slots.TokenMarginals: K slots per observed token plus NULL's
 mass). A forward link (i, j) is the most probable value of a_j when it beats NULL; a reverse
 link likewise per source word. With a threshold, every (i, j) whose kept marginal in that
 direction reaches it is a link. Symmetrized links carry p = (p_fwd + p_rev) / 2 in
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from aligners.models.bayes.model import BayesMarginals
+from aligners.models.bayes.slots import BayesMarginals
 from aligners.symmetrize import symmetrize, symmetrize_corpus
 
 __all__ = ["token_links", "direction_links", "symmetrized_links", "link_lines", "posterior_lines"]

@@ -23,20 +23,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
+from aligners.models.bayes import counts as _c
 from aligners.models.bayes import sampler as _k
 from aligners.models.bayes.corpus import EncodedBitext, encode_bitext
-from aligners.models.bayes.slots import dense_to_slots
+from aligners.models.bayes.slots import BayesMarginals, from_dense, new_slots
 
 _CHUNK_TOKENS = 1 << 18  # observed tokens per sweep call (bounds the uniforms' memory)
 
-__all__ = ["BayesConfig", "BayesCounts", "BayesMarginals", "TokenMarginals", "BayesAligner",
-           "schedule"]
+__all__ = ["BayesConfig", "BayesCounts", "BayesAligner", "schedule"]
 
 
 @dataclass
@@ -115,24 +115,6 @@ def _n_slots(cfg: BayesConfig, n_tokens: int) -> int:
     return 3 if n_tokens < _AUTO_SLOTS_TOKENS else 2
 
 
-def _new_slots(n_tokens: int, n_slots: int, max_gen: int) -> TokenMarginals:
-    dt = np.int16 if max_gen < np.iinfo(np.int16).max else np.int32
-    return TokenMarginals(np.full((n_tokens, n_slots), -1, dt),
-                          np.zeros((n_tokens, n_slots), np.float32),
-                          np.zeros(n_tokens, np.float32))
-
-
-def _from_dense(corpus: EncodedBitext, marg: np.ndarray, rev: bool,
-                n_slots: int) -> TokenMarginals:
-    """TokenMarginals (top n_slots per token) of dense marginals (cells,)."""
-    obs_off, gen_off = (corpus.src_off, corpus.tgt_off) if rev else (corpus.tgt_off,
-                                                                      corpus.src_off)
-    out = _new_slots(int(obs_off[-1]), n_slots, int(np.diff(gen_off).max()))
-    dense_to_slots(corpus.src_off, corpus.tgt_off, corpus.cell_off, marg, rev, out.pos,
-                   out.mass, out.null)
-    return out
-
-
 def _token_chunks(obs_off: np.ndarray, tokens: int = _CHUNK_TOKENS) -> list[tuple[int, int]]:
     """Sentence ranges [k0, k1) of about `tokens` observed tokens (at least one sentence)."""
     out, k0, n = [], 0, len(obs_off) - 1
@@ -165,68 +147,6 @@ class BayesCounts:
     null: np.ndarray
     jump: np.ndarray
     fert: np.ndarray
-
-
-@dataclass
-class TokenMarginals:
-    """Sparse averaged link marginals of one direction, per observed token t (T tokens):
-    pos (T, K) int16/int32 generator positions (-1 = free slot), mass (T, K) float32 their
-    probabilities p(a_t = pos), null (T,) float32 p(a_t = NULL). Memory 6-8 bytes per slot
-    plus 4 per token (no per-cell array)."""
-
-    pos: np.ndarray
-    mass: np.ndarray
-    null: np.ndarray
-
-    def dense(self, t: int, n_gen: int) -> np.ndarray:
-        """(n_gen,) float32 marginals of token t (0 where no slot is kept)."""
-        out = np.zeros(n_gen, np.float32)
-        keep = self.pos[t] >= 0
-        out[self.pos[t][keep]] = self.mass[t][keep]
-        return out
-
-
-@dataclass
-class BayesMarginals:
-    """fwd, rev TokenMarginals: p(a_j = i) per target token j and p(a_i = j) per source token
-    i (Rao-Blackwellised, averaged over samplers and post-burn-in sweeps), kept sparse.
-
-    The corpus's per-cell pair ids are released (empty) once sampling is done."""
-
-    corpus: EncodedBitext
-    fwd_slots: TokenMarginals
-    rev_slots: TokenMarginals
-    schedule: list[int] = field(default_factory=list)
-
-    def cells(self, k: int, direction: str = "fwd") -> np.ndarray:
-        """(I, J) float32 link marginals of sentence k for one direction (dense view)."""
-        i, j = self.corpus.lengths(k)
-        out = np.zeros((i, j), np.float32)
-        tm = self.fwd_slots if direction == "fwd" else self.rev_slots
-        if direction == "fwd":
-            t0 = int(self.corpus.tgt_off[k])
-            for x in range(j):
-                out[:, x] = tm.dense(t0 + x, i)
-        else:
-            t0 = int(self.corpus.src_off[k])
-            for x in range(i):
-                out[x, :] = tm.dense(t0 + x, j)
-        return out
-
-    def _flat(self, direction: str) -> np.ndarray:
-        return np.concatenate([self.cells(k, direction).ravel()
-                               for k in range(self.corpus.n_sentences)] or [np.zeros(0)])
-
-    @property
-    def fwd(self) -> np.ndarray:
-        """(cells,) dense forward marginals in the corpus cell layout (O(cells) memory: for
-        small corpora and tests)."""
-        return self._flat("fwd")
-
-    @property
-    def rev(self) -> np.ndarray:
-        """(cells,) dense reverse marginals, like `fwd`."""
-        return self._flat("rev")
 
 
 class BayesAligner:
@@ -303,13 +223,13 @@ class BayesAligner:
             with cpu_threads(cfg.device):  # directions on 2 threads, 1 torch thread each
                 marg, c = batched_direction(corpus, batches, priors, cfg, its, rev=not fwd,
                                             generator=gen_rng, v_obs=v_obs)
-            return (_from_dense(corpus, marg, not fwd, _n_slots(cfg, len(obs))),
+            return (from_dense(corpus, marg, not fwd, _n_slots(cfg, len(obs))),
                     BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4]), None)
         n_gen_sent = np.diff(gen_off)
         max_gen = int(n_gen_sent.max())
         last = max(s for s in range(3) if its[s] > 0)
         n_acc_all = cfg.n_samplers * (its[last] - int(math.floor(cfg.burn_in * its[last])))
-        slots = _new_slots(len(obs), _n_slots(cfg, len(obs)), max_gen)
+        slots = new_slots(len(obs), _n_slots(cfg, len(obs)), max_gen)
         since = np.zeros(slots.pos.shape, np.uint16 if n_acc_all < 65535 else np.int32)
         buf = np.zeros((2, max_gen + 1), np.float64)
         # alignments and fertilities in 2 bytes per token when sentences are short enough
@@ -350,7 +270,7 @@ class BayesAligner:
                         corpus.pair_hi, not fwd, a, phi, lex, lex_den, null, null_den, jump,
                         jump_tot, fert, np.zeros(len(lex_den)),
                         np.zeros((len(lex_den), cfg.max_fert)))
-                _k.add_counts(*args, stage, cfg.max_jump, cfg.max_fert, cfg.lex_alpha * v_obs,
+                _c.add_counts(*args, stage, cfg.max_jump, cfg.max_fert, cfg.lex_alpha * v_obs,
                               cfg.fert_alpha, n_lex)
                 start_acc = int(math.floor(cfg.burn_in * n))
                 for it in range(n):
@@ -370,7 +290,7 @@ class BayesAligner:
         v_gen = len(priors[1])
         n_prior_samplers = len(finals)
         for a_s in finals:
-            _k.add_counts(gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo,
+            _c.add_counts(gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo,
                           corpus.pair_hi, not fwd, a_s, phi, lex,
                           np.zeros(v_gen), np.zeros(v_obs), np.zeros(1), np.zeros(len(jump)),
                           np.zeros(1), np.zeros((v_gen, cfg.max_fert + 1)), np.zeros(v_gen),
@@ -381,7 +301,7 @@ class BayesAligner:
         if n_lex < corpus.n_pairs:  # the single-cell pairs' counts of every sampler's end,
             # kept sparse (ids, counts) until the pair ids are freed (BayesAligner.align)
             ids = np.empty(len(a), np.int64)
-            got = [ids[:_k.single_pair_ids(gen_off, obs_off, corpus.cell_off, corpus.pair_lo,
+            got = [ids[:_c.single_pair_ids(gen_off, obs_off, corpus.cell_off, corpus.pair_lo,
                                             corpus.pair_hi, not fwd, a_s, n_lex, ids)].copy()
                    for a_s in [*finals, a]]
             del ids
@@ -411,7 +331,7 @@ class BayesAligner:
             pairs = (([w.lower() for w in s], [w.lower() for w in t]) for s, t in pairs)
         corpus = encode_bitext(pairs, self.src_ids, self.tgt_ids, threads=self.config.threads)
         its = schedule(self.config, corpus.n_sentences)
-        _k._warm()
+        _c.warmup()
         exact = self.config.sampler == "exact"
         jobs = [(d, seed, self._priors(corpus, d, lazy=exact)) for d in ("fwd", "rev")]
         if exact:

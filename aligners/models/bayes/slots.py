@@ -11,10 +11,14 @@ direction.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 from numba import njit
 
-__all__ = ["dense_to_slots"]
+from aligners.models.bayes.corpus import EncodedBitext
+
+__all__ = ["TokenMarginals", "BayesMarginals", "new_slots", "from_dense", "dense_to_slots"]
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -108,3 +112,85 @@ def dense_to_slots(src_off, tgt_off, cell_off, marg, rev, pos, mass, null):
                     mass[t, s] = p
             null[t] = max(0.0, 1.0 - tot) if n_gen > 0 else 0.0
             t += 1
+
+
+@dataclass
+class TokenMarginals:
+    """Sparse averaged link marginals of one direction, per observed token t (T tokens):
+    pos (T, K) int16/int32 generator positions (-1 = free slot), mass (T, K) float32 their
+    probabilities p(a_t = pos), null (T,) float32 p(a_t = NULL). Memory 6-8 bytes per slot
+    plus 4 per token (no per-cell array)."""
+
+    pos: np.ndarray
+    mass: np.ndarray
+    null: np.ndarray
+
+    def dense(self, t: int, n_gen: int) -> np.ndarray:
+        """(n_gen,) float32 marginals of token t (0 where no slot is kept)."""
+        out = np.zeros(n_gen, np.float32)
+        keep = self.pos[t] >= 0
+        out[self.pos[t][keep]] = self.mass[t][keep]
+        return out
+
+
+@dataclass
+class BayesMarginals:
+    """fwd, rev TokenMarginals: p(a_j = i) per target token j and p(a_i = j) per source token
+    i (Rao-Blackwellised, averaged over samplers and post-burn-in sweeps), kept sparse.
+
+    The corpus's per-cell pair ids are released (empty) once sampling is done."""
+
+    corpus: EncodedBitext
+    fwd_slots: TokenMarginals
+    rev_slots: TokenMarginals
+    schedule: list[int] = field(default_factory=list)
+
+    def cells(self, k: int, direction: str = "fwd") -> np.ndarray:
+        """(I, J) float32 link marginals of sentence k for one direction (dense view)."""
+        i, j = self.corpus.lengths(k)
+        out = np.zeros((i, j), np.float32)
+        tm = self.fwd_slots if direction == "fwd" else self.rev_slots
+        if direction == "fwd":
+            t0 = int(self.corpus.tgt_off[k])
+            for x in range(j):
+                out[:, x] = tm.dense(t0 + x, i)
+        else:
+            t0 = int(self.corpus.src_off[k])
+            for x in range(i):
+                out[x, :] = tm.dense(t0 + x, j)
+        return out
+
+    def _flat(self, direction: str) -> np.ndarray:
+        return np.concatenate([self.cells(k, direction).ravel()
+                               for k in range(self.corpus.n_sentences)] or [np.zeros(0)])
+
+    @property
+    def fwd(self) -> np.ndarray:
+        """(cells,) dense forward marginals in the corpus cell layout (O(cells) memory: for
+        small corpora and tests)."""
+        return self._flat("fwd")
+
+    @property
+    def rev(self) -> np.ndarray:
+        """(cells,) dense reverse marginals, like `fwd`."""
+        return self._flat("rev")
+
+
+def new_slots(n_tokens: int, n_slots: int, max_gen: int) -> TokenMarginals:
+    """Empty TokenMarginals: n_slots free slots per token for n_tokens observed tokens
+    (positions int16 when every generator sentence is shorter than 2^15, else int32)."""
+    dt = np.int16 if max_gen < np.iinfo(np.int16).max else np.int32
+    return TokenMarginals(np.full((n_tokens, n_slots), -1, dt),
+                          np.zeros((n_tokens, n_slots), np.float32),
+                          np.zeros(n_tokens, np.float32))
+
+
+def from_dense(corpus: EncodedBitext, marg: np.ndarray, rev: bool,
+                n_slots: int) -> TokenMarginals:
+    """TokenMarginals (top n_slots per token) of dense marginals (cells,)."""
+    obs_off, gen_off = (corpus.src_off, corpus.tgt_off) if rev else (corpus.tgt_off,
+                                                                      corpus.src_off)
+    out = new_slots(int(obs_off[-1]), n_slots, int(np.diff(gen_off).max()))
+    dense_to_slots(corpus.src_off, corpus.tgt_off, corpus.cell_off, marg, rev, out.pos,
+                   out.mass, out.null)
+    return out
