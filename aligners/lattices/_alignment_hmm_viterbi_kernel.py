@@ -2,7 +2,7 @@
 as `aligners.lattices.alignment_hmm.alignment_hmm_viterbi`.
 
 Shapes as there: link_probs (B, I, J), null_probs (B, J), jump_scores (I+1, I), lengths (B,).
-The log potentials are built by the same torch expressions in the same dtype; the
+The log potentials come from the same function (`alignment_hmm._viterbi_potentials`); the
 recursion runs per item in that dtype with the same operations in the same order (max
 over predecessors keeps the first maximum, as torch's max; a word predecessor wins an
 exact tie with the NULL state remembering the same position), so states and scores are
@@ -17,9 +17,8 @@ import numpy as np
 import torch
 from numba import njit
 
-from aligners.lattices._core import length_mask
-from aligners.lattices.alignment_hmm import AlignmentHMMViterbi, _check, _jump_rows
-from aligners.semirings import log_or_zero, semiring_zero
+from aligners.lattices.alignment_hmm import AlignmentHMMViterbi, _check, _viterbi_potentials
+from aligners.semirings import semiring_zero
 
 __all__ = ["alignment_hmm_viterbi_cpu"]
 
@@ -85,18 +84,8 @@ def alignment_hmm_viterbi_cpu(link_probs: torch.Tensor, null_probs: torch.Tensor
     B, I, J = link_probs.shape
     dtype = link_probs.dtype
     neg = semiring_zero(dtype)
-    valid = length_mask(src_lengths, I)
-    S, _, norm, _ = _jump_rows(jump_scores, valid, dtype)
-    q = 1.0 - p0
-    lw = log_or_zero(link_probs.transpose(1, 2)).masked_fill(~valid[:, None, :], neg)
-    ln = log_or_zero(null_probs)
-    log_q = log_or_zero(torch.tensor(q, dtype=dtype))
-    log_p0 = log_or_zero(torch.tensor(p0, dtype=dtype))
-    ltrans = (log_or_zero(S[1:][None] / norm[:, 1:, None]) + log_q).masked_fill(
-        ~valid[:, None, :], neg)
-    dw = (log_or_zero(S[0][None] / norm[:, :1]) + log_q + lw[:, 0]).masked_fill(~valid, neg)
-    init_n = log_or_zero(p0 / src_lengths.clamp_min(1).to(dtype))
-    dn = (init_n[:, None] + ln[:, :1]).expand(B, I).masked_fill(~valid, neg)
+    valid, lw, ln, log_p0, ltrans, dw, dn = _viterbi_potentials(
+        link_probs, null_probs, jump_scores, src_lengths, p0)
     npdt = np.float64 if dtype == torch.float64 else np.float32
 
     def a(x):

@@ -258,6 +258,30 @@ def _posteriors_differentiable(link_probs, null_probs, jump_scores, *, src_lengt
 
 
 
+def _viterbi_potentials(link_probs, null_probs, jump_scores, src_lengths, p0):
+    """The Viterbi recursion's log potentials (shapes as `alignment_hmm_viterbi`): valid
+    (B, I) source mask; lw (B, J, I) word emissions; ln (B, J) NULL emissions; log_p0 (0-d);
+    ltrans (B, I, I) [k, i] word jumps k -> i times (1 - p0); dw, dn (B, I) the word and NULL
+    scores at the first target position. Padded source positions hold the semiring zero.
+    Shared by the torch recursion and the CPU kernel (`_alignment_hmm_viterbi_kernel`), so
+    both start from the same numbers."""
+    I = link_probs.shape[1]
+    dtype = link_probs.dtype
+    neg = semiring_zero(dtype)
+    valid = length_mask(src_lengths, I)
+    S, _, norm, _ = _jump_rows(jump_scores, valid, dtype)
+    lw = log_or_zero(link_probs.transpose(1, 2)).masked_fill(~valid[:, None, :], neg)
+    ln = log_or_zero(null_probs)
+    log_q = log_or_zero(torch.tensor(1.0 - p0, dtype=dtype))
+    log_p0 = log_or_zero(torch.tensor(p0, dtype=dtype))
+    ltrans = (log_or_zero(S[1:][None] / norm[:, 1:, None]) + log_q).masked_fill(
+        ~valid[:, None, :], neg)
+    dw = (log_or_zero(S[0][None] / norm[:, :1]) + log_q + lw[:, 0]).masked_fill(~valid, neg)
+    init_n = log_or_zero(p0 / src_lengths.clamp_min(1).to(dtype))
+    dn = (init_n[:, None] + ln[:, :1]).expand(-1, I).masked_fill(~valid, neg)
+    return valid, lw, ln, log_p0, ltrans, dw, dn
+
+
 def alignment_hmm_viterbi(
     link_probs: torch.Tensor,
     null_probs: torch.Tensor,
@@ -277,22 +301,11 @@ def alignment_hmm_viterbi(
     """
     _check(link_probs, null_probs, jump_scores, src_lengths, tgt_lengths)
     B, I, J = link_probs.shape
-    dtype = link_probs.dtype
     dev = link_probs.device
-    neg = semiring_zero(dtype)
-    valid = length_mask(src_lengths, I)
+    neg = semiring_zero(link_probs.dtype)
     jvalid = length_mask(tgt_lengths, J)
-    S, _, norm, _ = _jump_rows(jump_scores, valid, dtype)
-    q = 1.0 - p0
-    lw = log_or_zero(link_probs.transpose(1, 2)).masked_fill(~valid[:, None, :], neg)  # (B, J, I)
-    ln = log_or_zero(null_probs)  # (B, J)
-    log_q = log_or_zero(torch.tensor(q, dtype=dtype))
-    log_p0 = log_or_zero(torch.tensor(p0, dtype=dtype))
-    ltrans = (log_or_zero(S[1:][None] / norm[:, 1:, None]) + log_q).masked_fill(
-        ~valid[:, None, :], neg)
-    dw = (log_or_zero(S[0][None] / norm[:, :1]) + log_q + lw[:, 0]).masked_fill(~valid, neg)
-    init_n = log_or_zero(p0 / src_lengths.clamp_min(1).to(dtype))
-    dn = (init_n[:, None] + ln[:, :1]).expand(B, I).masked_fill(~valid, neg)
+    valid, lw, ln, log_p0, ltrans, dw, dn = _viterbi_potentials(
+        link_probs, null_probs, jump_scores, src_lengths, p0)
     args, from_null = [], []
     live = jvalid.unbind(1)
     for j in range(1, J):
