@@ -11,7 +11,12 @@ transformers = pytest.importorskip("transformers")
 
 from aligners.errors import AlignersInputError  # noqa: E402
 from aligners.models.mono.aligner import MonoAligner, chunks, featurise  # noqa: E402
-from tests.test_mono_neural import model, pairs, tiny_encoder  # noqa: E402
+from tests.test_mono_neural import (  # noqa: E402
+    assert_central_differences,
+    model,
+    pairs,
+    tiny_encoder,
+)
 
 
 @pytest.fixture(scope="module")
@@ -59,16 +64,7 @@ def test_gradients_match_finite_differences(encoder_dir, context, cosine):
     if cosine:
         params += [(m.w_cos.weight, (0, 0)), (m.w_cos.weight, (3, 1)),
                    (m.out_cos.weight, (0, 0)), (m.out_cos.weight, (0, 1))]
-    for p, idx in params:
-        grad = float(p.grad[idx])
-        with torch.no_grad():
-            old = float(p[idx])
-            p[idx] = old + 1e-6
-            up = float(m.loss(batch))
-            p[idx] = old - 1e-6
-            down = float(m.loss(batch))
-            p[idx] = old
-        assert math.isclose(grad, (up - down) / 2e-6, rel_tol=1e-4, abs_tol=1e-6), (p.shape, idx)
+    assert_central_differences(m, batch, params)
     if cosine:
         assert float(m.w_cos.weight.grad.abs().sum()) > 0
 
