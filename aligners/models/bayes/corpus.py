@@ -132,6 +132,19 @@ def _slot_of(key, bits):
     return np.int64((np.uint64(key) * _MULT) >> np.uint64(64 - bits))
 
 
+@njit(inline="always", cache=True)
+def _probe(table, keys, key, bits):
+    """(slot h of key in the open-addressing table, its id or -1 when absent): linear probing
+    from _slot_of(key, bits) to the key or the first free slot."""
+    mask = (np.int64(1) << bits) - 1
+    h = _slot_of(key, bits)
+    while True:
+        slot = table[h]
+        if slot < 0 or keys[slot] == key:
+            return h, slot
+        h = (h + 1) & mask
+
+
 @njit(nogil=True, cache=True)
 def _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
     """Fill the pair ids of every cell, numbered in order of first occurrence (corpus order),
@@ -156,13 +169,7 @@ def _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
             s = np.int64(src[i]) * n_tgt_words
             for j in range(tgt_off[k], tgt_off[k + 1]):
                 key = s + tgt[j]
-                mask = (1 << bits) - 1
-                h = _slot_of(key, bits)
-                while True:
-                    slot = table[h]
-                    if slot < 0 or keys[slot] == key:
-                        break
-                    h = (h + 1) & mask
+                h, slot = _probe(table, keys, key, bits)
                 if slot < 0:
                     if n == limit:
                         return keys, np.int64(-1), table, bits
@@ -197,17 +204,10 @@ def _merge_ids(keys_a, n_a, table_a, bits_a, keys_b, n_b):
     """Global ids of a later part's local ids (first occurrence over both parts): a key of
     part b found in part a's hash table keeps part a's id, the others are numbered n_a, n_a
     + 1, ... in part b's order. Returns ((n_b,) int32 map, P). Cost O(n_b) expected."""
-    mask = (np.int64(1) << bits_a) - 1
     out = np.empty(n_b, np.int32)
     m = n_a
     for q in range(n_b):
-        key = keys_b[q]
-        h = _slot_of(key, bits_a)
-        while True:
-            slot = table_a[h]
-            if slot < 0 or keys_a[slot] == key:
-                break
-            h = (h + 1) & mask
+        _, slot = _probe(table_a, keys_a, keys_b[q], bits_a)
         if slot >= 0:
             out[q] = slot
         else:
