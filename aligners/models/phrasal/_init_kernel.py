@@ -89,40 +89,36 @@ def _gdf(f, b, I, J):
 
 
 @njit(cache=True)
-def _pair(f, b, I, J, ss, st, sw, tw, Ut, out, k):
-    res = _gdf(f, b, I, J)
-    L = st.shape[1]
-    for i in range(I):  # word i -> target span
-        lo, hi = J, -1
-        for j in range(J):
-            if res[i, j]:
-                lo = min(lo, j)
-                hi = max(hi, j)
-        if hi > lo and hi - lo < L and st[hi, hi - lo] >= 0:
+def _word_to_span(res, spans, words, Ut, word_first, out, k):
+    """Append the keys of every row word r of res (R, C) whose links span columns lo..hi
+    (hi > lo) with no other row linked inside, when spans[hi, hi - lo] is listed: words[r] *
+    Ut + span if word_first, else span * Ut + words[r]. Returns the new fill k."""
+    R, C = res.shape
+    L = spans.shape[1]
+    for r in range(R):
+        lo, hi = C, -1
+        for c in range(C):
+            if res[r, c]:
+                lo = min(lo, c)
+                hi = max(hi, c)
+        if hi > lo and hi - lo < L and spans[hi, hi - lo] >= 0:
             ok = True
-            for j in range(lo, hi + 1):
-                for a in range(I):
-                    if a != i and res[a, j]:
+            for c in range(lo, hi + 1):
+                for a in range(R):
+                    if a != r and res[a, c]:
                         ok = False
             if ok:
-                out[k] = sw[i] * Ut + st[hi, hi - lo]
-                k += 1
-    for j in range(J):  # source span -> word j
-        lo, hi = I, -1
-        for i in range(I):
-            if res[i, j]:
-                lo = min(lo, i)
-                hi = max(hi, i)
-        if hi > lo and hi - lo < L and ss[hi, hi - lo] >= 0:
-            ok = True
-            for i in range(lo, hi + 1):
-                for z in range(J):
-                    if z != j and res[i, z]:
-                        ok = False
-            if ok:
-                out[k] = ss[hi, hi - lo] * Ut + tw[j]
+                span = spans[hi, hi - lo]
+                out[k] = words[r] * Ut + span if word_first else span * Ut + words[r]
                 k += 1
     return k
+
+
+@njit(cache=True)
+def _pair(f, b, I, J, ss, st, sw, tw, Ut, out, k):
+    res = _gdf(f, b, I, J)
+    k = _word_to_span(res, st, sw, Ut, True, out, k)  # source word i -> target span
+    return _word_to_span(res.T, ss, tw, Ut, False, out, k)  # source span -> target word j
 
 
 @njit(cache=True)
