@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 import torch
+from phrasal_dense_agreement import agreement_counts, link_posteriors
 
 import aligners
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
 from aligners.export import write_model
 from aligners.models.phrasal import PhrasalConfig, PhraseList, build_phrasal_aligner, make_layout
-from aligners.models.phrasal.agreement import agreement_counts
 from aligners.models.phrasal.decode import decode, fit_phrasal, link_matrices
 from aligners.models.phrasal.io import phrasal_parts
 from aligners.models.phrasal.model import PhrasalAligner
@@ -357,14 +357,11 @@ def test_mining_viterbi_equals_the_word_models_viterbi(trained):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_sparse_agreement_and_links_equal_the_dense_functions(trained, dtype):
-    """The E-step's sparse agreement counts and link posteriors equal `agreement_counts` /
-    `link_posteriors` on the dense form of the same posteriors, bit for bit."""
+    """The E-step's sparse agreement counts and link posteriors equal the dense oracle's
+    `agreement_counts` / `link_posteriors` on the dense form of the same posteriors, bit for
+    bit."""
     from aligners.lattices.phrasal_hsmm_sparse import sparse_posteriors_to_dense
-    from aligners.models.phrasal.agreement import (
-        link_posteriors,
-        sparse_agreement_counts,
-        sparse_link_posteriors,
-    )
+    from aligners.models.phrasal.agreement import sparse_agreement_counts, sparse_link_posteriors
 
     model = _double_copy(trained[0]).to(dtype)
     index, L = trained[3], model.config.max_phrase_len

@@ -10,8 +10,10 @@ A gappy edge has no mirror; it is multiplied by the min of the two word edges (a
 bound of its mirror's posterior), and the other direction's word edges j->i1, j->i2 take
 the gappy edge's posterior into their partner mass ("mixed", sec. 4). A direction's NULL
 count of an observation word is 1 minus the q of all edges covering it (clamped at 0).
-Shapes: forward posteriors word (B,J,L,I), phrase (B,J,Pf), null (B,J); backward word
-(B,I,L,J), phrase (B,I,Pb), null (B,I). Cost O(B I J (L + Pf + Pb)).
+Computed on the E-step's sparse form (`SparsePhrasalPosteriors`: one-word edges word
+(B,O,S), the listed longer segments seg (M,S), phrase (B,O,P), null (B,O)); the same
+quantities on the dense form (word (B,O,L,S)) are the tests' oracle,
+tests/phrasal_dense_agreement.py (equal bit for bit). Cost O(B I J (1 + Pf + Pb) + M I).
 """
 
 from __future__ import annotations
@@ -20,22 +22,16 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["EdgeCounts", "agreement_counts", "link_posteriors", "sparse_agreement_counts",
-           "sparse_link_posteriors"]
+__all__ = ["EdgeCounts", "sparse_agreement_counts", "sparse_link_posteriors"]
 
 
 class EdgeCounts(NamedTuple):
-    """Expected counts of one direction's edges: word (B,O,L,S), phrase (B,O,P), null (B,O)."""
+    """Expected counts of one direction's edges: word = (one-word edges (B,O,S), listed
+    longer segments (M,S)) (the dense oracle: (B,O,L,S)), phrase (B,O,P), null (B,O)."""
 
     word: torch.Tensor
     phrase: torch.Tensor
     null: torch.Tensor
-
-
-def _onehot(pos, n, mask):
-    """(B,P) positions -> (B,P,n) float one-hot, zero where ~mask."""
-    ar = torch.arange(n, device=pos.device)
-    return ((pos[..., None] == ar) & mask[..., None]).float()
 
 
 def _members(ph, n, dtype):
@@ -49,108 +45,10 @@ def _members(ph, n, dtype):
     return ((contig | ends) & valid[..., None]).to(dtype)
 
 
-def _gappy_ends(ph, n, dtype):
-    first, last, _, gap = ph
-    m = (first >= 0) & (gap > 0)
-    return (_onehot(first, n, m) + _onehot(last, n, m)).to(dtype)
-
-
-def _span_agreement(word, other_phrase, span_state):
-    """word (B,O,L,S) posteriors of one direction; returns a copy whose segments of length
-    > 1 are multiplied by the posterior of their mirror phrase state (other_phrase (B,S,P):
-    the other direction's phrase posteriors over its observation positions S), computed only
-    at the listed spans (span_state (B,O,L) >= 0; every other long segment has posterior 0)."""
-    out = word.clone()
-    out[:, :, 1:] = 0
-    hb, hn, hl = (span_state >= 0).nonzero(as_tuple=True)
-    if hb.numel():
-        mirror = other_phrase.transpose(1, 2)[hb, span_state[hb, hn, hl]]  # (M, S)
-        out[hb, hn, hl] = word[hb, hn, hl] * mirror
-    return out
-
-
-def _phrase_partner(ph, other_word, ww_other):
-    """Mirror posterior (B,P,O) of each phrase state of one direction emitting observation
-    o: contiguous -> the other direction's word o emitting that span (other_word (B,S,L,O)
-    indexed [span end, span length-1]); gappy -> min of ww_other (B,S,O) at the two ends."""
-    first, last, _, gap = ph
-    B = first.shape[0]
-    bidx = torch.arange(B, device=first.device)[:, None]
-    f, la = first.clamp_min(0), last.clamp_min(0)
-    ln = (la - f).clamp(0, other_word.shape[2] - 1)
-    contig = other_word[bidx, la, ln]  # (B, P, O)
-    gp = torch.minimum(ww_other[bidx, f], ww_other[bidx, la])
-    out = torch.where((gap > 0)[..., None], gp, contig)
-    return out * (first >= 0)[..., None].to(out.dtype)
-
-
-def _coverage(word, phrase):
-    """(B,O) total count of the edges covering each observation word."""
-    cov = phrase.sum(-1) + word[:, :, 0].sum(-1)
-    O = word.shape[1]
-    for ln in range(1, word.shape[2]):
-        s = word[:, :, ln].sum(-1)  # segment ending at n, length ln + 1
-        for k in range(ln + 1):
-            if k < O:
-                cov[:, :O - k] += s[:, k:]
-    return cov
-
-
-def agreement_counts(pf, pb, lay, *, agreement: bool, src_lengths, tgt_lengths):
-    """(forward EdgeCounts, backward EdgeCounts) of one batch; see the module docstring."""
-    if not agreement:
-        return (EdgeCounts(pf.word, pf.phrase, pf.null), EdgeCounts(pb.word, pb.phrase, pb.null))
-    dtype = pf.word.dtype
-    I, J = pb.word.shape[1], pf.word.shape[1]
-    Fww = pf.word[:, :, 0, :].transpose(1, 2)  # (B, I, J)
-    Gww = pb.word[:, :, 0, :]  # (B, I, J)
-    Fgap = torch.bmm(_gappy_ends(lay.ph_fwd, I, dtype).transpose(1, 2),
-                     pf.phrase.transpose(1, 2))  # (B, I, J)
-    Ggap = torch.bmm(pb.phrase, _gappy_ends(lay.ph_bwd, J, dtype))  # (B, I, J)
-    # forward
-    fw = _span_agreement(pf.word, pb.phrase, lay.span_state_tgt)
-    fw[:, :, 0] = (Fww * (Gww + Ggap)).transpose(1, 2)
-    fp = pf.phrase * _phrase_partner(lay.ph_fwd, pb.word, Gww).transpose(1, 2)
-    # backward
-    bw = _span_agreement(pb.word, pf.phrase, lay.span_state_src)
-    bw[:, :, 0] = Gww * (Fww + Fgap)
-    bp = pb.phrase * _phrase_partner(lay.ph_bwd, pf.word, Fww.transpose(1, 2)).transpose(1, 2)
-    jv = (torch.arange(J, device=fw.device)[None, :] < tgt_lengths[:, None]).to(dtype)
-    iv = (torch.arange(I, device=fw.device)[None, :] < src_lengths[:, None]).to(dtype)
-    fn = (1 - _coverage(fw, fp)).clamp_min(0) * jv
-    bn = (1 - _coverage(bw, bp)).clamp_min(0) * iv
-    return EdgeCounts(fw, fp, fn), EdgeCounts(bw, bp, bn)
-
-
-def _links(word, phrase, ph, n_states):
-    """(B,O,S) link posteriors of one direction from its edge posteriors."""
-    O = word.shape[1]
-    out = word[:, :, 0].clone()
-    for ln in range(1, word.shape[2]):
-        s = word[:, :, ln]
-        for k in range(ln + 1):
-            if k < O:
-                out[:, :O - k] += s[:, k:]
-    if phrase.shape[-1]:
-        out = out + torch.bmm(phrase, _members(ph, n_states, phrase.dtype))
-    return out
-
-
-def link_posteriors(pf, pb, lay):
-    """(forward (B,I,J), backward (B,I,J)) word-link posteriors (or 0/1 Viterbi links):
-    a word->phrase or phrase->word edge counts for each of its links, a gappy edge for its
-    two ends. Cost O(B I J (L + P))."""
-    I = pb.word.shape[1]
-    J = pf.word.shape[1]
-    lf = _links(pf.word, pf.phrase, lay.ph_fwd, I).transpose(1, 2)
-    lb = _links(pb.word, pb.phrase, lay.ph_bwd, J)
-    return lf, lb
-
-
-# ---------------------------------------------------------------- sparse long segments
 def _sparse_coverage(word, seg, phrase, d):
-    """(B,O) as `_coverage` on sparse posteriors (word (B,O,S), seg (M,S)); the same
-    additions in the same order (per extra length, then offset)."""
+    """(B,O) total count of the edges covering each observation word, on sparse posteriors
+    (word (B,O,S), seg (M,S)); the dense oracle's additions in the same order (per extra
+    length, then offset)."""
     cov = phrase.sum(-1) + word.sum(-1)
     flat = cov.view(-1)
     s = seg.sum(-1)
@@ -162,7 +60,7 @@ def _sparse_coverage(word, seg, phrase, d):
 def sparse_agreement_counts(pf, pb, df, db, *, agreement: bool):
     """(forward EdgeCounts, backward EdgeCounts) of sparse posteriors (`SparsePhrasalPosteriors`
     pf, pb) with the batch's `DirectionConst`s df, db; EdgeCounts.word is (word (B,O,S),
-    seg (M,S)). Same counts as `agreement_counts` on the dense form. O(B I J (1 + P) + M I)."""
+    seg (M,S)). Same counts as the dense oracle (module docstring). O(B I J (1 + P) + M I)."""
     if not agreement:
         return (EdgeCounts((pf.word, pf.seg), pf.phrase, pf.null),
                 EdgeCounts((pb.word, pb.seg), pb.phrase, pb.null))
@@ -222,8 +120,9 @@ def _sparse_links(word, seg, phrase, d):
 
 
 def sparse_link_posteriors(pf, pb, df, db):
-    """(forward (B,I,J), backward (B,I,J)) word-link posteriors of sparse posteriors, as
-    `link_posteriors`. O(B I J (1 + P) + M I)."""
+    """(forward (B,I,J), backward (B,I,J)) word-link posteriors of sparse posteriors: a
+    word->phrase or phrase->word edge counts for each of its links, a gappy edge for its two
+    ends (0/1 links under Viterbi). O(B I J (1 + P) + M I)."""
     lf = _sparse_links(pf.word, pf.seg, pf.phrase, df).transpose(1, 2)
     lb = _sparse_links(pb.word, pb.seg, pb.phrase, db)
     return lf, lb

@@ -1,7 +1,7 @@
 """Decoding and the plain EM loop of the phrasal aligner (no Lightning).
 
 Link matrices per sentence come from either model family: a `PhrasalAligner` (its phrasal
-edges expanded to word links, `agreement.link_posteriors`) or a `WordAligner`. Methods:
+edges expanded to word links, `agreement.sparse_link_posteriors`) or a `WordAligner`. Methods:
 "agreement" (product of the two directions' link posteriors > threshold; many-to-many),
 "posterior" (each direction > threshold, then an atools heuristic), "viterbi" (each
 direction's best structure, then the heuristic).
