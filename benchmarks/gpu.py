@@ -113,6 +113,8 @@ class Bench:
                "note": note}
         row.update(result or {})
         self.rows.append(row)
+        print(f"row: {case} | {impl} | ms {row['ms']} | peak MiB {row['peak_mib']} | "
+              f"{note}", file=sys.stderr, flush=True)  # kept if a later case is cut off
         return row
 
     def oom(self, err: BaseException | None = None) -> str:
@@ -239,9 +241,14 @@ def _timed(bench: Bench, run) -> float:
     return time.perf_counter() - t
 
 
-def _word_em(bench: Bench, index, device: torch.device, config) -> dict:
-    """EM (the whole schedule) of the word aligner on `device`: seconds, peak MiB, loglik."""
-    from aligners.models.word.agreement import WordAligner
+def _word_em(bench: Bench, index, ids, device: torch.device, config, test) -> dict:
+    """EM (the whole schedule) of the word aligner on `device`, then the default decoding
+    (agreement, threshold 0.3) of the `test` pairs: seconds of EM, peak MiB, loglik, AER.
+    `ids`: the (source, target) WordIds the index was built with."""
+    from aligners.data.bitext import build_index
+    from aligners.inference.decode import combine, decode_corpus
+    from aligners.metrics import evaluate_alignments
+    from aligners.models.word.agreement import WordAligner, WordDecoding
 
     model = WordAligner.from_index(index, config).to(device)
     model.reset_counts()
@@ -258,31 +265,43 @@ def _word_em(bench: Bench, index, device: torch.device, config) -> dict:
     finally:
         bench.device = saved
     index.to("cpu")
-    return {"ms": sec * 1e3, "peak_mib": peak, "loglik_fwd": hist[-1][0]}
+    dec = WordDecoding()
+    test_index = build_index([(p.src, p.tgt) for p in test], *ids,
+                             keys=model.keys)
+    test_index.to(device)
+    links = combine(decode_corpus(model, test_index, method=dec.method,
+                                  threshold=dec.threshold), dec.symmetrize)
+    aer = evaluate_alignments([p.alignment for p in test], links, breakdowns=False).micro.aer
+    return {"ms": sec * 1e3, "peak_mib": peak, "loglik_fwd": hist[-1][0], "aer": aer}
 
 
 def case_word_aligner(bench: Bench) -> None:
-    """Word aligner (IBM1 x5 -> HMM x5, agreement) EM on the first 200k Hansards pairs: on
-    the device vs the same box's CPU (all its threads); --quick: 500 pairs, 1 + 1 iterations.
-    Peak MiB: device memory on CUDA, the process's RSS high-water mark on CPU. One run each."""
+    """Word aligner (IBM1 x5 -> HMM x5, agreement) EM on the first 200k Hansards training
+    pairs + the 447 test pairs (trained on the text it aligns): on the device vs the same
+    box's CPU (all its threads); then the test AER of the default decoding (agreement > 0.3).
+    --quick: 500 pairs, 1 + 1 iterations. Peak MiB: device memory on CUDA, the process's
+    RSS high-water mark on CPU. One run each; ms = EM only (no indexing, no decoding)."""
     import itertools
 
     from aligners.data.bitext import build_index
-    from aligners.data.datasets import iter_parallel
+    from aligners.data.datasets import iter_parallel, load
     from aligners.data.vocab import WordIds
     from aligners.models.word.agreement import WordAlignConfig
 
     n = 500 if bench.quick else 200_000
     config = WordAlignConfig(ibm1_iterations=1, hmm_iterations=1) if bench.quick else (
         WordAlignConfig())
-    pairs = itertools.islice(iter_parallel("hansards-enfr", "train"), n)
-    index = build_index(pairs, WordIds(), WordIds())
+    test = load("hansards-enfr", "test")
+    pairs = itertools.chain(itertools.islice(iter_parallel("hansards-enfr", "train"), n),
+                            ((p.src, p.tgt) for p in test))
+    ids = (WordIds(), WordIds())
+    index = build_index(pairs, *ids)
     name = f"word aligner EM, {index.n_sentences} Hansards pairs ({len(index)} batches)"
     devices = [bench.device] + ([torch.device("cpu")] if bench.device.type != "cpu" else [])
     base = None
     for device in devices:
-        res = _word_em(bench, index, device, config)
-        note = f"loglik fwd {res['loglik_fwd']:.6g}"
+        res = _word_em(bench, index, ids, device, config, test)
+        note = f"loglik fwd {res['loglik_fwd']:.6g}; test AER {res['aer']:.4f}"
         if base is not None:
             note += f"; {res['ms'] / base:.2f}x the {bench.device.type} time"
         base = base or res["ms"]
@@ -326,11 +345,61 @@ def case_mono_phrase_crf(bench: Bench) -> None:
               {"ms": sec * 1e3, "test_f1": f1}, note)
 
 
+def _cli_align(bench: Bench, label: str, flags: list[str]) -> None:
+    """`aligners align FLAGS --device D` on the first 20k Hansards training pairs + the 447
+    test pairs (--quick: 500 + test), as a subprocess: wall seconds of the whole command
+    (indexing, training, decoding) and the test AER of its default output."""
+    import itertools
+    import subprocess
+    import tempfile
+
+    from aligners.data.datasets import iter_parallel, load
+    from aligners.metrics import evaluate_alignments
+
+    n = 500 if bench.quick else 20_000
+    test = load("hansards-enfr", "test")
+    train = list(itertools.islice(iter_parallel("hansards-enfr", "train"), n))
+    with tempfile.TemporaryDirectory(prefix="gpu-bench-align-") as work:
+        src, tgt, out = (Path(work) / x for x in ("c.src", "c.tgt", "links"))
+        rows = train + [(p.src, p.tgt) for p in test]
+        src.write_text("".join(" ".join(s) + "\n" for s, _ in rows), encoding="utf-8")
+        tgt.write_text("".join(" ".join(t) + "\n" for _, t in rows), encoding="utf-8")
+        cmd = [sys.executable, "-m", "aligners", "align", "--quiet", "-s", str(src),
+               "-t", str(tgt), "-o", str(out), "--device", bench.device.type, *flags]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [str(ROOT)] + [x for x in [os.environ.get("PYTHONPATH")] if x]))
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+        sec = time.perf_counter() - start
+        if proc.returncode != 0:
+            bench.row(f"{label}, {len(rows)} Hansards pairs", f"ours ({bench.device.type})",
+                      None, "failed: " + proc.stderr.strip().splitlines()[-1][:200])
+            return
+        lines = out.read_text(encoding="utf-8").splitlines()
+    links = [[tuple(int(x) for x in lk.split("-")) for lk in line.split()]
+             for line in lines[len(train):len(train) + len(test)]]
+    aer = evaluate_alignments([p.alignment for p in test], links, breakdowns=False).micro.aer
+    bench.row(f"{label}, {len(rows)} Hansards pairs", f"ours ({bench.device.type})",
+              {"ms": sec * 1e3, "aer": aer},
+              f"`aligners align {' '.join(flags)}` whole command; test AER {aer:.4f}")
+
+
+def case_phrasal_hsmm(bench: Bench) -> None:
+    """Gappy phrasal HSMM by agreement (Bansal et al. 2011), the CLI's default schedule."""
+    _cli_align(bench, "gappy phrasal HSMM align", ["--model", "gappy-hsmm"])
+
+
+def case_bayes_batched(bench: Bench) -> None:
+    """Bayesian aligner, the batched (block) sampler: the one that runs on a GPU."""
+    _cli_align(bench, "Bayesian align (batched sampler)",
+               ["--model", "bayesian", "--sampler", "batched", "--seed", "0"])
+
+
 # HOOKS: append a function ``case_x(bench: Bench) -> None`` that calls ``bench.row(...)``
 # (word aligner 200k GPU vs CPU, monolingual training/decoding, ...) to this list.
 CASES = [case_linear_small, case_semi_small, case_linear_large, case_semi_large,
          case_factored_hmm]
-CASES += [case_word_aligner, case_mono_phrase_crf]
+CASES += [case_word_aligner, case_mono_phrase_crf, case_phrasal_hsmm, case_bayes_batched]
 
 
 def _table(rows: list) -> str:

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The one prepared command for a lent GPU machine (issue 15): the `cuda` tests, then
+# benchmarks/gpu.py case by case, each under its own time limit, every log and JSON in OUTDIR.
+#
+#   bash benchmarks/gpu_session.sh OUTDIR
+#
+# On a machine that has torch with CUDA but not the rest: put the missing wheels in .whl/
+# (torch-struct, hydra-core, omegaconf, antlr4-python3-runtime, highspy) and they are installed
+# into /tmp/site first; put the data as .gpudata/data.tar.xz (folders data/ = ALIGNERS_DATA,
+# wordnet/ = WNSEARCHDIR) and it is unpacked into /tmp/gpud. Both folders are optional: a
+# machine set up like CI needs neither. A case cut off by its limit keeps the rows it printed
+# ("row: ..." lines in its log).
+set -uo pipefail
+OUTDIR=${1:?usage: bash benchmarks/gpu_session.sh OUTDIR}
+mkdir -p "$OUTDIR"
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+if compgen -G ".whl/*.whl" >/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+fi
+if [ -f .gpudata/data.tar.xz ]; then
+  mkdir -p /tmp/gpud && tar xJf .gpudata/data.tar.xz -C /tmp/gpud || exit 1
+  export ALIGNERS_DATA=/tmp/gpud/data WNSEARCHDIR=/tmp/gpud/wordnet
+fi
+nvidia-smi -L 2>&1 | head -2
+"$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())'
+
+stage() {  # stage NAME SECONDS COMMAND...: run under `timeout`, log to OUTDIR/NAME.log
+  local name=$1 limit=$2 start rc
+  shift 2
+  start=$(date +%s)
+  echo "== $name (limit $limit s)"
+  timeout "$limit" "$@" >"$OUTDIR/$name.log" 2>&1
+  rc=$?
+  tail -n 25 "$OUTDIR/$name.log"
+  echo "== $name: exit $rc after $(( $(date +%s) - start )) s"
+}
+
+# limits (s) per stage, and gpu.py's device flags (a dry run here: BENCH="--device cpu --quick"
+# ALIGNERS_TEST_DEVICE=cpu); at most 8 files land in OUTDIR (what a lent machine returns)
+CUDA_T=${CUDA_T:-80} LAT_T=${LAT_T:-70} WORD_T=${WORD_T:-150} MONO_T=${MONO_T:-130}
+MODELS_T=${MODELS_T:-70}
+read -r -a BENCH <<<"${BENCH:---device cuda}"
+stage tests "$CUDA_T" "$PY" -m pytest -q -m cuda -p no:cacheprovider \
+  tests/test_cuda.py tests/test_word_cuda.py
+stage lattices "$LAT_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" --methods \
+  --json "$OUTDIR/lattices.json" --cases case_linear_small case_semi_small case_linear_large \
+  case_semi_large case_factored_hmm
+stage word "$WORD_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" --json "$OUTDIR/word.json" \
+  --cases case_word_aligner
+stage mono "$MONO_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" --cases case_mono_phrase_crf
+stage models "$MODELS_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" \
+  --cases case_phrasal_hsmm case_bayes_batched
