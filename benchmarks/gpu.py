@@ -345,10 +345,12 @@ def case_mono_phrase_crf(bench: Bench) -> None:
               {"ms": sec * 1e3, "test_f1": f1}, note)
 
 
-def _cli_align(bench: Bench, label: str, flags: list[str]) -> None:
+def _cli_align(bench: Bench, label: str, flags: list[str], quick: list[str]) -> None:
     """`aligners align FLAGS --device D` on the first 20k Hansards training pairs + the 447
-    test pairs (--quick: 500 + test), as a subprocess: wall seconds of the whole command
-    (indexing, training, decoding) and the test AER of its default output."""
+    test pairs (--quick: 500 + test, and the `quick` flags added), as a subprocess: wall
+    seconds of the whole command (indexing, training, decoding) and the test AER of its
+    default output."""
+    flags = flags + (quick if bench.quick else [])
     import itertools
     import subprocess
     import tempfile
@@ -386,13 +388,15 @@ def _cli_align(bench: Bench, label: str, flags: list[str]) -> None:
 
 def case_phrasal_hsmm(bench: Bench) -> None:
     """Gappy phrasal HSMM by agreement (Bansal et al. 2011), the CLI's default schedule."""
-    _cli_align(bench, "gappy phrasal HSMM align", ["--model", "gappy-hsmm"])
+    _cli_align(bench, "gappy phrasal HSMM align", ["--model", "gappy-hsmm"],
+               ["--ibm1-iterations", "1", "--hmm-iterations", "1", "--phrasal-iterations", "1"])
 
 
 def case_bayes_batched(bench: Bench) -> None:
     """Bayesian aligner, the batched (block) sampler: the one that runs on a GPU."""
     _cli_align(bench, "Bayesian align (batched sampler)",
-               ["--model", "bayesian", "--sampler", "batched", "--seed", "0"])
+               ["--model", "bayesian", "--sampler", "batched", "--seed", "0"],
+               ["--samplers", "1", "--length", "0.05"])
 
 
 # HOOKS: append a function ``case_x(bench: Bench) -> None`` that calls ``bench.row(...)``

@@ -39,15 +39,16 @@ from aligners.lattices._core import length_mask, semiring_zero
 
 __all__ = ["METHODS", "scan_log_partition", "scan_sum", "step_matrices", "use_scan"]
 
-METHODS = ("auto", "loop", "scan")
+METHODS = ("auto", "loop", "scan", "graph")
 
 
 def use_scan(method: str, spans: torch.Tensor) -> bool:
-    """``method`` in METHODS; "auto": scan only on CUDA with S <= 2 and S·C <= 256."""
+    """``method`` in METHODS; "auto": scan only on CUDA with S <= 2 and S·C <= 256; "graph":
+    the scan, replayed as a CUDA graph where ``_chain_graph.wants_graph`` (Log semiring)."""
     if method not in METHODS:
         raise AlignersInputError(f"method must be one of {METHODS}, got {method!r}")
     if method != "auto":
-        return method == "scan"
+        return method in ("scan", "graph")
     _, _, size, c, _ = spans.shape
     return spans.is_cuda and size <= 2 and size * c <= 256
 
@@ -164,7 +165,7 @@ def scan_log_partition(spans: torch.Tensor, lengths: torch.Tensor):
     eye = torch.full((d, d), zero, dtype=dt, device=spans.device)
     eye.diagonal().fill_(0.0)
     bounds = torch.full((2,), zero / 4, dtype=dt, device=spans.device)
-    bounds[1] = limit  # a fill on the device: no host-to-device copy
+    bounds[1:].fill_(limit)  # a fill kernel: no host-to-device copy (``bounds[1] = x`` syncs)
     padded = 1 << (t - 1).bit_length()  # identity steps up to a power of two: no odd levels
     if padded > t:
         mats = torch.cat([mats, eye.expand(batch, padded - t, d, d)], 1)

@@ -11,6 +11,7 @@ import torch
 from torch_struct import semirings as _ts
 
 from aligners.lattices import _chain_core as core
+from aligners.lattices import _chain_graph as graph
 from aligners.lattices import _chain_scan as scan
 from aligners.semirings import (
     EntropySemiring,
@@ -41,8 +42,10 @@ class ChainStruct:
 
     ``method``: "loop" (per-position recursion, explicit backward: fewest flops, the CPU
     choice), "scan" (log-depth parallel scan, ``_chain_scan``: few large kernels, for GPUs)
-    or "auto" (the scan on CUDA for small windows S·C <= 256 with S <= 2 under the Log
-    semiring, else the loop). Both give the same numbers (tested)."""
+    "graph" (the scan replayed as a CUDA graph, ``_chain_graph``: for small problems on a GPU,
+    which are launch-bound; the plain scan elsewhere) or "auto" (the scan on CUDA for small
+    windows S·C <= 256 with S <= 2 under the Log semiring, else the loop). All give the same
+    numbers (tested)."""
 
     #: number of trailing event dimensions of the log-potentials (after B)
     event_dims = 3
@@ -86,7 +89,9 @@ class ChainStruct:
 
     def _scan_log_partition(self, log_potentials, lengths):
         """log Z (B,) by the GEMM scan; items it flags are recomputed by the loop."""
-        log_z, flag = scan.scan_log_partition(self._spans(log_potentials), lengths)
+        run = (graph.graphed_scan_log_partition if self.method == "graph"
+               else scan.scan_log_partition)
+        log_z, flag = run(self._spans(log_potentials), lengths)
         if bool(flag.any()):  # one host sync per call (never inside the scan)
             idx = flag.nonzero().squeeze(1)
             loop = core.log_partition(self._raw_spans(log_potentials)[idx], lengths[idx],
