@@ -51,6 +51,8 @@ class Bench:
     torch_struct: bool = True
     cap_gib: float = 8.0
     methods: bool = False
+    word_cells: list = field(default_factory=list)  # empty: the case's default budgets
+    cpu_baseline: bool = True
     rows: list = field(default_factory=list)
 
     def sync(self) -> None:
@@ -150,8 +152,30 @@ def _fwd_bwd(fn, lp):
     return run
 
 
+def _graph_capture(bench: Bench, run) -> str:
+    """Method "graph" on CUDA: the first call captures the CUDA graphs. Its allocation peak
+    and the memory the graphs' private pool keeps reserved afterwards (the replays' "peak
+    MiB" excludes that pool), as a note."""
+    if bench.device.type != "cuda":
+        return ""
+    from aligners.lattices import _chain_graph
+
+    _chain_graph.clear()
+    gc.collect()
+    torch.cuda.empty_cache()
+    reserved = torch.cuda.memory_reserved(bench.device)
+    torch.cuda.reset_peak_memory_stats(bench.device)
+    base = torch.cuda.memory_allocated(bench.device)
+    run()
+    bench.sync()
+    peak = (torch.cuda.max_memory_allocated(bench.device) - base) / 2**20
+    kept = (torch.cuda.memory_reserved(bench.device) - reserved) / 2**20
+    return f"capture peak {peak:.1f} MiB; graph pool keeps {kept:.1f} MiB reserved"
+
+
 def _chain_case(bench: Bench, name: str, shape: tuple, ts_bytes: float) -> None:
-    """Ours (auto method; and the loop when auto picks the scan) vs torch-struct."""
+    """Ours (auto method; and the loop when auto picks the scan; with --methods every other
+    method: loop, scan, graph) vs torch-struct."""
     from aligners.lattices import _chain_scan, linear_chain, semimarkov
 
     linear = len(shape) == 4
@@ -163,10 +187,12 @@ def _chain_case(bench: Bench, name: str, shape: tuple, ts_bytes: float) -> None:
     ours = bench.measure(_fwd_bwd(mod.log_partition, lp))
     z = mod.log_partition(lp).detach()
     top = bench.row(name, f"ours (auto: {auto})", ours)
-    if auto == "scan" or bench.methods:  # the other method, for the per-size choice
-        other = "loop" if auto == "scan" else "scan"
-        res = bench.measure(_fwd_bwd(lambda x: mod.log_partition(x, method=other), lp))
-        bench.row(name, f"ours ({other})", res)
+    others = [m for m in ("loop", "scan", "graph") if m != auto and (
+        bench.methods or (auto == "scan" and m == "loop"))]
+    for other in others:  # the other methods, for the per-size choice
+        run = _fwd_bwd(lambda x, m=other: mod.log_partition(x, method=m), lp)
+        note = _graph_capture(bench, run) if other == "graph" else ""
+        bench.row(name, f"ours ({other})", bench.measure(run), note)
     if not bench.torch_struct:
         return
     try:
@@ -277,12 +303,15 @@ def _word_em(bench: Bench, index, ids, device: torch.device, config, test) -> di
 
 def case_word_aligner(bench: Bench) -> None:
     """Word aligner (IBM1 x5 -> HMM x5, agreement) EM on the first 200k Hansards training
-    pairs + the 447 test pairs (trained on the text it aligns): on the device vs the same
-    box's CPU (all its threads); then the test AER of the default decoding (agreement > 0.3).
-    --quick: 500 pairs, 1 + 1 iterations. Peak MiB: device memory on CUDA, the process's
-    RSS high-water mark on CPU. One run each; ms = EM only (no indexing, no decoding)."""
+    pairs + the 447 test pairs (trained on the text it aligns), once per batch budget in
+    ``bench.word_cells`` (padded cells per batch; default: 1M, and on CUDA also 4M, 16M,
+    32M), then the test AER of the default decoding (agreement > 0.3); at 1M cells also the
+    same box's CPU (all its threads) unless ``--no-cpu-baseline``. --quick: 500 pairs,
+    1 + 1 iterations. Peak MiB: device memory on CUDA, the process's RSS high-water mark on
+    CPU. One run each; ms = EM only (no indexing, no decoding)."""
     import itertools
 
+    from aligners.data import DEFAULT_CELLS
     from aligners.data.bitext import build_index
     from aligners.data.datasets import iter_parallel, load
     from aligners.data.vocab import WordIds
@@ -292,20 +321,28 @@ def case_word_aligner(bench: Bench) -> None:
     config = WordAlignConfig(ibm1_iterations=1, hmm_iterations=1) if bench.quick else (
         WordAlignConfig())
     test = load("hansards-enfr", "test")
-    pairs = itertools.chain(itertools.islice(iter_parallel("hansards-enfr", "train"), n),
-                            ((p.src, p.tgt) for p in test))
-    ids = (WordIds(), WordIds())
-    index = build_index(pairs, *ids)
-    name = f"word aligner EM, {index.n_sentences} Hansards pairs ({len(index)} batches)"
-    devices = [bench.device] + ([torch.device("cpu")] if bench.device.type != "cpu" else [])
-    base = None
-    for device in devices:
-        res = _word_em(bench, index, ids, device, config, test)
-        note = f"loglik fwd {res['loglik_fwd']:.6g}; test AER {res['aer']:.4f}"
-        if base is not None:
-            note += f"; {res['ms'] / base:.2f}x the {bench.device.type} time"
-        base = base or res["ms"]
-        bench.row(name, f"ours ({device.type})", res, note)
+    pairs = list(itertools.islice(iter_parallel("hansards-enfr", "train"), n))
+    pairs += [(p.src, p.tgt) for p in test]
+    budgets = bench.word_cells or ([DEFAULT_CELLS] + (
+        [4 * DEFAULT_CELLS, 16 * DEFAULT_CELLS, 32 * DEFAULT_CELLS]
+        if bench.device.type == "cuda" else []))
+    for cells in budgets:
+        ids = (WordIds(), WordIds())
+        index = build_index(pairs, *ids, cells=cells)
+        name = (f"word aligner EM, {index.n_sentences} Hansards pairs, {cells / 1e6:g}M "
+                f"cells/batch ({len(index)} batches)")
+        devices = [bench.device]
+        if bench.device.type != "cpu" and cells == DEFAULT_CELLS and bench.cpu_baseline:
+            devices.append(torch.device("cpu"))
+        base = None
+        for device in devices:
+            res = _word_em(bench, index, ids, device, config, test)
+            note = f"loglik fwd {res['loglik_fwd']:.6g}; test AER {res['aer']:.4f}"
+            if base is not None:
+                note += f"; {res['ms'] / base:.2f}x the {bench.device.type} time"
+            base = base or res["ms"]
+            bench.row(name, f"ours ({device.type})", res, note)
+        del index
 
 
 def case_mono_phrase_crf(bench: Bench) -> None:
@@ -428,8 +465,14 @@ def main(argv=None) -> dict:
                         help="CPU: do not start torch-struct above this memory estimate")
     parser.add_argument("--no-torch-struct", action="store_true")
     parser.add_argument("--methods", action="store_true",
-                        help="also time the chain lattices with method=loop and method=scan")
+                        help="also time the chain lattices with every other method (loop, "
+                             "scan, graph)")
     parser.add_argument("--cases", nargs="*", help="names of case functions (default: all)")
+    parser.add_argument("--word-cells", type=float, nargs="*", default=[],
+                        help="word aligner: padded cells per batch to try (default: 1e6, "
+                             "and on CUDA also 4e6 1.6e7 3.2e7)")
+    parser.add_argument("--no-cpu-baseline", action="store_true",
+                        help="word aligner on CUDA: skip the same box's CPU run")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no CUDA device (use --device cpu)")
@@ -438,7 +481,8 @@ def main(argv=None) -> dict:
     bench = Bench(torch.device(args.device), quick=args.quick,
                   repeats=args.repeats or (3 if args.quick else 10),
                   torch_struct=not args.no_torch_struct, cap_gib=args.cap_gib,
-                  methods=args.methods)
+                  methods=args.methods, word_cells=[int(c) for c in args.word_cells],
+                  cpu_baseline=not args.no_cpu_baseline)
     cases = [c for c in CASES if not args.cases or c.__name__ in args.cases]
     machine = (torch.cuda.get_device_name() if args.device == "cuda" else
                f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "

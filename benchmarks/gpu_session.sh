@@ -39,18 +39,25 @@ stage() {  # stage NAME SECONDS COMMAND...: run under `timeout`, log to OUTDIR/N
   echo "== $name: exit $rc after $(( $(date +%s) - start )) s"
 }
 
-# limits (s) per stage, and gpu.py's device flags (a dry run here: BENCH="--device cpu --quick"
-# ALIGNERS_TEST_DEVICE=cpu); at most 8 files land in OUTDIR (what a lent machine returns)
+# limits (s) per stage, gpu.py's device flags (a dry run here: BENCH="--device cpu --quick"
+# ALIGNERS_TEST_DEVICE=cpu), the stages to run (STAGES), extra flags of the word-aligner case
+# (WORD_FLAGS, e.g. "--no-cpu-baseline --word-cells 1e6 1.6e7") and the CLI cases (MODEL_CASES);
+# at most 8 files land in OUTDIR (what a lent machine returns)
 CUDA_T=${CUDA_T:-80} LAT_T=${LAT_T:-70} WORD_T=${WORD_T:-150} MONO_T=${MONO_T:-130}
 MODELS_T=${MODELS_T:-70}
+STAGES=" ${STAGES:-tests lattices word mono models} "
 read -r -a BENCH <<<"${BENCH:---device cuda}"
-stage tests "$CUDA_T" "$PY" -m pytest -q -m cuda -p no:cacheprovider \
+read -r -a WORD_FLAGS <<<"${WORD_FLAGS:-}"
+read -r -a MODEL_CASES <<<"${MODEL_CASES:-case_phrasal_hsmm case_bayes_batched}"
+want() { [[ $STAGES == *" $1 "* ]]; }
+want tests && stage tests "$CUDA_T" "$PY" -m pytest -q -m cuda -p no:cacheprovider \
   tests/test_cuda.py tests/test_word_cuda.py
-stage lattices "$LAT_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" --methods \
+want lattices && stage lattices "$LAT_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" --methods \
   --json "$OUTDIR/lattices.json" --cases case_linear_small case_semi_small case_linear_large \
   case_semi_large case_factored_hmm
-stage word "$WORD_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" --json "$OUTDIR/word.json" \
-  --cases case_word_aligner
-stage mono "$MONO_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" --cases case_mono_phrase_crf
-stage models "$MODELS_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" \
-  --cases case_phrasal_hsmm case_bayes_batched
+want word && stage word "$WORD_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" \
+  --json "$OUTDIR/word.json" --cases case_word_aligner "${WORD_FLAGS[@]}"
+want mono && stage mono "$MONO_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" --cases case_mono_phrase_crf
+want models && stage models "$MODELS_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" \
+  --cases "${MODEL_CASES[@]}"
+exit 0

@@ -9,7 +9,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from aligners.commands.align import add_arguments
-from aligners.data import DEFAULT_CELLS
+from aligners.data import DEFAULT_CELLS, GPU_CELLS, default_cells
 from aligners.models.word.config import WordAlignConfig, WordDecoding
 
 YAML = Path(__file__).resolve().parents[1] / "configs" / "model" / "hmm_agreement.yaml"
@@ -31,8 +31,15 @@ def test_cli_defaults_are_the_dataclass_defaults():
     c = WordAlignConfig()
     assert (a.ibm1_iterations, a.hmm_iterations, a.p0, a.max_jump, a.alpha) == (
         c.ibm1_iterations, c.hmm_iterations, c.p0, c.max_jump, c.alpha)
-    assert a.no_agreement is (not c.agreement) and a.batch_cells == DEFAULT_CELLS
+    assert a.no_agreement is (not c.agreement) and a.batch_cells is None
     # decoding defaults come from the saved model or WordDecoding at run time
     assert a.decoding is None and a.threshold is None
     text = p.format_help()
     assert f"else {WordDecoding().method}" in text and f"else {WordDecoding().threshold}" in text
+
+
+def test_batch_budget_follows_the_device():
+    """The CLI's --batch-cells (None) resolves per device: 1M cells on the CPU, 16M on a GPU
+    (each batch costs a fixed number of kernel launches there)."""
+    assert default_cells("cpu") == DEFAULT_CELLS == 1_000_000
+    assert default_cells("cuda") == default_cells("cuda:1") == GPU_CELLS == 16 * DEFAULT_CELLS

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from aligners.data import DEFAULT_CELLS
+from aligners.data import DEFAULT_CELLS, GPU_CELLS, default_cells
 from aligners.errors import AlignersInputError
 from aligners.models.word.config import WordAlignConfig, WordDecoding
 
@@ -105,8 +105,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("running")
     r.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     r.add_argument("--threads", type=_int_at_least(1), default=1, help="torch CPU threads")
-    r.add_argument("--batch-cells", type=_int_at_least(1), default=DEFAULT_CELLS,
-                   help="padded source x target cells per batch (default %(default)s)")
+    r.add_argument("--batch-cells", type=_int_at_least(1), default=None,
+                   help=f"padded source x target cells per batch (default {DEFAULT_CELLS} on "
+                        f"the CPU, {GPU_CELLS} on a GPU)")
     r.add_argument("--cache-dir", default=None,
                    help="keep the pair-id index in memory-mapped files here (large corpora)")
     r.add_argument("-q", "--quiet", "--no-progress", dest="quiet", action="store_true",
@@ -221,6 +222,8 @@ def run(args: argparse.Namespace) -> int:
 
     torch_device(args.device)
     torch.set_num_threads(max(1, args.threads))
+    if args.batch_cells is None:
+        args.batch_cells = default_cells(args.device)
     for dest, flag in ((args.forward_links, "-f"), (args.reverse_links, "-r"),
                        (args.output, "-o")):
         _check_writable_file(dest, flag)

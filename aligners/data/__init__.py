@@ -15,9 +15,20 @@ from aligners.data.types import AlignedPair, Alignment, Link
 # padded source x target cells per batch of the bitext path (`aligners.data.bitext`); kept
 # here, free of torch, so that the CLI's argument parser can show it
 DEFAULT_CELLS = 1_000_000
+# the same on a GPU, where each batch costs a fixed ~2,000 kernel launches: fewer, larger
+# batches (BENCHMARKS.md, "GPU: the one-command benchmark on an H100")
+GPU_CELLS = 16_000_000
+
+
+def default_cells(device: str) -> int:
+    """The default batch budget on `device` ("cpu", "cuda", "cuda:1", ...)."""
+    return DEFAULT_CELLS if str(device).split(":")[0] == "cpu" else GPU_CELLS
+
 
 __all__ = [
     "DEFAULT_CELLS",
+    "GPU_CELLS",
+    "default_cells",
     "AlignedPair",
     "Alignment",
     "Link",

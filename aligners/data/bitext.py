@@ -135,7 +135,7 @@ class PairIndex:
         n_tgt_words: int,
         keys: torch.Tensor | None = None,
         cells: int = DEFAULT_CELLS,
-        max_batch: int = 4096,
+        max_batch: int | None = None,
         cache_dir: str | None = None,
     ):
         if len(src) != len(tgt):
@@ -153,6 +153,8 @@ class PairIndex:
         for r in long:
             sys.stderr.write(f"aligners: warning: line {r + 1}: {src_len[r]} x {tgt_len[r]} "
                              f"tokens, over the {MAX_TOKENS}-token limit: left unaligned\n")
+        if max_batch is None:  # 4096 pairs per 1M cells: short pairs fill larger budgets too
+            max_batch = max(4096, 4096 * cells // DEFAULT_CELLS)
         plans = plan_batches(src_len, tgt_len, cells=cells, max_batch=max_batch)
         self._words = [self._pad(rows, src, tgt) for rows in plans]
         if keys is None:
