@@ -110,23 +110,23 @@ def test_chain_float32_auto_equals_cpu_loop(kind):
 
 @pytest.mark.parametrize("kind", ["linear", "semi"])
 def test_graph_replays_new_inputs_and_keeps_earlier_results(kind):
-    """The CUDA-graph scan (method "graph"): a second call with new values of the same shape
-    replays the captured graph; each call's log Z and gradient equal the CPU loop's, and the
-    first call's results are not overwritten by the replay."""
+    """The CUDA-graph scan (method "graph"): the second call of a shape captures the graph,
+    later calls with new values replay it; each call's log Z and gradient equal the CPU
+    loop's, and earlier results are not overwritten by a replay."""
     from aligners.lattices import _chain_graph
 
     _chain_graph.clear()
     struct, lp1, lengths = _chain(kind, torch.float32, B=8, N=16, C=6, seed=1)
-    lp2 = _chain(kind, torch.float32, B=8, N=16, C=6, seed=2)[1]
+    lp2, lp3 = (_chain(kind, torch.float32, B=8, N=16, C=6, seed=s)[1] for s in (2, 3))
     len_d = _dev(lengths)[0]
-    outs = []
-    for lp in (lp1, lp2, lp1):
+    outs, inputs = [], (lp1, lp2, lp3, lp1)  # eager, capture + replay, replay, replay
+    for lp in inputs:
         x = lp.to(DEVICE).clone().requires_grad_(True)  # a fresh leaf per call
         z = struct(LogSemiring, "graph").sum(x, len_d)
         z.sum().backward()
         outs.append((z.detach(), x.grad))
     assert len(_chain_graph._GRAPHS) == (1 if DEVICE.type == "cuda" else 0)
-    for (z, grad), lp in zip(outs, (lp1, lp2, lp1)):
+    for (z, grad), lp in zip(outs, inputs):
         _close(z, struct(LogSemiring, "loop").sum(lp, lengths), atol=0.0, rtol=1e-5)
         _close(grad, struct(LogSemiring, "loop").marginals(lp, lengths), atol=1e-4)
     assert not torch.equal(outs[0][0], outs[1][0])

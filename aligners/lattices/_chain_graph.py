@@ -8,10 +8,12 @@ scan's forward and its backward once per input shape with
 same kernels, the same numbers (tests/test_cuda.py).
 
 When a graph is used: the spans are on CUDA, require grad, grad mode is on (not inference
-mode), no capture is under way, and the step matrices are small (B·T·D² <= ``MAX_CELLS``;
-larger problems are not launch-bound, and each graph keeps its own memory pool). Otherwise
-the plain scan runs. Captured graphs live in an LRU cache of ``CACHE_SIZE`` shapes
-(``clear()`` empties it); capturing costs a few eager runs (warm-up + capture).
+mode), no capture is under way, the step matrices are small (B·T·D² <= ``MAX_CELLS``: larger
+problems are not launch-bound) and the same input shape was seen before (a one-off shape
+is not worth a capture, which costs ~3 eager runs). Otherwise the plain scan runs. Captured
+graphs live in an LRU cache whose estimated memory (``POOL_FACTOR`` x the step matrices'
+bytes per graph, about what a pool held on an H100) stays under ``POOL_BUDGET`` bytes;
+``clear()`` empties it.
 """
 
 from __future__ import annotations
@@ -22,20 +24,24 @@ import torch
 
 from aligners.lattices._chain_scan import scan_log_partition
 
-__all__ = ["CACHE_SIZE", "MAX_CELLS", "clear", "graphed_scan_log_partition", "wants_graph"]
+__all__ = ["MAX_CELLS", "POOL_BUDGET", "POOL_FACTOR", "clear", "graphed_scan_log_partition",
+           "wants_graph"]
 
-CACHE_SIZE = 8
 MAX_CELLS = 1 << 23  # B·T·D² of the step matrices (32 MiB in float32)
-_GRAPHS: OrderedDict = OrderedDict()
+POOL_FACTOR = 8  # a graph's pool ~ 8x the step matrices (B32 N40 C40 float32: ~56 MiB)
+POOL_BUDGET = 2 << 30  # bytes of graph pools kept (estimated)
+_GRAPHS: OrderedDict = OrderedDict()  # key -> (graphed callable, estimated bytes)
+_SEEN: OrderedDict = OrderedDict()  # keys seen once (bounded)
 
 
 def clear() -> None:
-    """Drop every captured graph (and its memory pool once unreferenced)."""
+    """Drop every captured graph (and its memory pool once unreferenced) and the seen shapes."""
     _GRAPHS.clear()
+    _SEEN.clear()
 
 
 def wants_graph(spans: torch.Tensor) -> bool:
-    """spans (B, T, S, C, C): whether ``graphed_scan_log_partition`` would replay a graph."""
+    """spans (B, T, S, C, C): whether a graph may serve this call (device, autograd, size)."""
     batch, t, size, c, _ = spans.shape
     return (spans.is_cuda and spans.requires_grad and torch.is_grad_enabled()
             and not torch.is_inference_mode_enabled()
@@ -43,22 +49,35 @@ def wants_graph(spans: torch.Tensor) -> bool:
             and batch * t * (size * c) ** 2 <= MAX_CELLS)
 
 
+def _graph_for(spans: torch.Tensor, lengths: torch.Tensor):
+    """The cached graphed scan of this input shape; captured on the shape's second call;
+    None on its first."""
+    key = (tuple(spans.shape), spans.dtype, spans.device, lengths.dtype)
+    if key in _GRAPHS:
+        _GRAPHS.move_to_end(key)
+        return _GRAPHS[key][0]
+    if key not in _SEEN:
+        _SEEN[key] = True
+        while len(_SEEN) > 1024:
+            _SEEN.popitem(last=False)
+        return None
+    del _SEEN[key]
+    sample = (spans.detach().clone().requires_grad_(True), lengths.clone())
+    graphed = torch.cuda.make_graphed_callables(scan_log_partition, sample, num_warmup_iters=2)
+    batch, t, size, c, _ = spans.shape
+    _GRAPHS[key] = (graphed, POOL_FACTOR * batch * t * (size * c) ** 2 * spans.element_size())
+    while len(_GRAPHS) > 1 and sum(b for _, b in _GRAPHS.values()) > POOL_BUDGET:
+        _GRAPHS.popitem(last=False)
+    return graphed
+
+
 def graphed_scan_log_partition(spans: torch.Tensor, lengths: torch.Tensor):
     """``scan_log_partition`` (log Z (B,), flag (B,) bool; differentiable w.r.t. spans
-    (B, T, S, C, C)) through a cached CUDA graph where ``wants_graph``, else eagerly.
-    The outputs are fresh tensors (the graph's static outputs are copied out)."""
-    if not wants_graph(spans):
-        return scan_log_partition(spans, lengths)
-    key = (tuple(spans.shape), spans.dtype, spans.device, lengths.dtype)
-    graphed = _GRAPHS.get(key)
+    (B, T, S, C, C)) through a cached CUDA graph where ``wants_graph`` and the shape was seen
+    before, else eagerly. The outputs are fresh tensors (the graph's static outputs are
+    copied out)."""
+    graphed = _graph_for(spans, lengths) if wants_graph(spans) else None
     if graphed is None:
-        sample = (spans.detach().clone().requires_grad_(True), lengths.clone())
-        graphed = torch.cuda.make_graphed_callables(scan_log_partition, sample,
-                                                    num_warmup_iters=2)
-        _GRAPHS[key] = graphed
-        while len(_GRAPHS) > CACHE_SIZE:
-            _GRAPHS.popitem(last=False)
-    else:
-        _GRAPHS.move_to_end(key)
+        return scan_log_partition(spans, lengths)
     log_z, flag = graphed(spans, lengths)
     return log_z.clone(), flag.clone()

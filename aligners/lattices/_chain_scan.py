@@ -25,7 +25,8 @@ The GEMMs follow torch's float32 matmul precision: with TF32 enabled by the user
 
 ``use_scan`` is the automatic choice: the loop on CPU (fewer flops, no launch overhead to
 save), the scan on CUDA when S <= 2 and D <= 256 (then its memory stays within a small
-multiple of the potentials'; larger windows keep the loop).
+multiple of the potentials'; larger windows keep the loop); there, small problems under
+autograd replay it as a CUDA graph (``_chain_graph``).
 """
 
 from __future__ import annotations

@@ -42,10 +42,10 @@ class ChainStruct:
 
     ``method``: "loop" (per-position recursion, explicit backward: fewest flops, the CPU
     choice), "scan" (log-depth parallel scan, ``_chain_scan``: few large kernels, for GPUs)
-    "graph" (the scan replayed as a CUDA graph, ``_chain_graph``: for small problems on a GPU,
-    which are launch-bound; the plain scan elsewhere) or "auto" (the scan on CUDA for small
-    windows S·C <= 256 with S <= 2 under the Log semiring, else the loop). All give the same
-    numbers (tested)."""
+    "graph" (the scan, replayed as a CUDA graph where ``_chain_graph.wants_graph``: small,
+    launch-bound problems on a GPU under autograd) or "auto" (under the Log semiring on CUDA
+    with S <= 2 and S·C <= 256: "graph", which falls back to the scan; else the loop). All
+    give the same numbers (tested)."""
 
     #: number of trailing event dimensions of the log-potentials (after B)
     event_dims = 3
@@ -89,7 +89,7 @@ class ChainStruct:
 
     def _scan_log_partition(self, log_potentials, lengths):
         """log Z (B,) by the GEMM scan; items it flags are recomputed by the loop."""
-        run = (graph.graphed_scan_log_partition if self.method == "graph"
+        run = (graph.graphed_scan_log_partition if self.method in ("auto", "graph")
                else scan.scan_log_partition)
         log_z, flag = run(self._spans(log_potentials), lengths)
         if bool(flag.any()):  # one host sync per call (never inside the scan)
