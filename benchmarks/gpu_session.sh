@@ -48,7 +48,7 @@ MODELS_T=${MODELS_T:-70}
 STAGES=" ${STAGES:-tests lattices word mono models} "
 read -r -a BENCH <<<"${BENCH:---device cuda}"
 read -r -a WORD_FLAGS <<<"${WORD_FLAGS:-}"
-read -r -a MODEL_CASES <<<"${MODEL_CASES:-case_phrasal_hsmm case_bayes_batched}"
+read -r -a MODEL_CASES <<<"${MODEL_CASES:-case_phrasal_hsmm}"
 want() { [[ $STAGES == *" $1 "* ]]; }
 want tests && stage tests "$CUDA_T" "$PY" -m pytest -q -m cuda -p no:cacheprovider \
   tests/test_cuda.py tests/test_word_cuda.py
