@@ -315,8 +315,8 @@ def case_word_aligner(bench: Bench) -> None:
     ``bench.word_cells`` (padded cells per batch; default: the CPU's 1M, and on CUDA also the
     GPU default 16M), then the test AER of the default decoding (agreement > 0.3); at 1M
     cells also the same box's CPU (all its threads) unless ``--no-cpu-baseline``. --quick:
-    500 pairs, 1 + 1 iterations. Peak MiB: device memory on CUDA, the process's RSS high-water mark on
-    CPU. One run each; ms = EM only (no indexing, no decoding)."""
+    500 pairs, 1 + 1 iterations. Peak MiB: device memory on CUDA, the process's RSS
+    high-water mark on CPU. One run each; ms = EM only (no indexing, no decoding)."""
     import itertools
 
     from aligners.data import DEFAULT_CELLS, GPU_CELLS
