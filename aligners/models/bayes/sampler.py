@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from aligners.models.bayes.prefetch import prefetch
 from aligners.models.bayes.slots import _accumulate
 
 __all__ = ["sweep", "token_conditional"]
@@ -57,6 +58,15 @@ def _lex(lex, p, lim):
     count is exactly 0, and reading it would be a cache miss (one per such cell per sweep)."""
     v = lex[p if p < lim else 0]
     return v if p < lim else np.float32(0.0)
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _prefetch_row(lex, pair_lo, pair_hi, c0, step, n, lim):
+    """Prefetch hints for the counts of the n cells c0, c0 + step, ... (ids from lim on are
+    not read: they hint lex[0]). Changes no value. Cost O(n)."""
+    for g in range(n):
+        p = _pid(pair_lo, pair_hi, c0 + g * step)
+        prefetch(lex, p if p < lim else 0)
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -254,6 +264,16 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
             t = obs_flat[os_ + x]
             old = a[os_ + x]
             cb = co + (x * n_gen if rev else x)  # cell of (g, x) = cb + g * gstep
+            # the next token's count reads, hinted now: their memory latency overlaps this
+            # token's work (the next sentence's first token after the last one)
+            if x + 1 < n_obs:
+                _prefetch_row(lex, pair_lo, pair_hi, cb + (n_gen if rev else 1), gstep, n_gen,
+                              lim)
+            elif k + 1 < k1:
+                n_gen2 = gen_off[k + 2] - gen_off[k + 1]
+                n_obs2 = obs_off[k + 2] - obs_off[k + 1]
+                _prefetch_row(lex, pair_lo, pair_hi, cell_off[k + 1], 1 if rev else n_obs2,
+                              n_gen2 if n_obs2 > 0 else 0, lim)
             prev, nxt = -1, n_gen
             if stage >= 2:  # (inlined _neighbours)
                 for y in range(x - 1, -1, -1):
