@@ -35,6 +35,8 @@ from aligners.models.bayes.slots import _accumulate
 
 __all__ = ["sweep", "token_conditional"]
 
+_AHEAD = 2
+
 
 @njit(inline="always", cache=True, error_model="numpy")
 def _bucket(m, max_jump):
@@ -266,14 +268,18 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
             cb = co + (x * n_gen if rev else x)  # cell of (g, x) = cb + g * gstep
             # the next token's count reads, hinted now: their memory latency overlaps this
             # token's work (the next sentence's first token after the last one)
-            if x + 1 < n_obs:
-                _prefetch_row(lex, pair_lo, pair_hi, cb + (n_gen if rev else 1), gstep, n_gen,
-                              lim)
+            if x + _AHEAD < n_obs:
+                xa = x + _AHEAD
+                _prefetch_row(lex, pair_lo, pair_hi, co + (xa * n_gen if rev else xa), gstep,
+                              n_gen, lim)
             elif k + 1 < k1:
+                xa = x + _AHEAD - n_obs
                 n_gen2 = gen_off[k + 2] - gen_off[k + 1]
                 n_obs2 = obs_off[k + 2] - obs_off[k + 1]
-                _prefetch_row(lex, pair_lo, pair_hi, cell_off[k + 1], 1 if rev else n_obs2,
-                              n_gen2 if n_obs2 > 0 else 0, lim)
+                if xa < n_obs2:
+                    _prefetch_row(lex, pair_lo, pair_hi,
+                                  cell_off[k + 1] + (xa * n_gen2 if rev else xa),
+                                  1 if rev else n_obs2, n_gen2, lim)
             prev, nxt = -1, n_gen
             if stage >= 2:  # (inlined _neighbours)
                 for y in range(x - 1, -1, -1):
