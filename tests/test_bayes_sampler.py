@@ -334,3 +334,57 @@ def test_release_free_heap_returns_pages_and_falls_back(monkeypatch):
 
     monkeypatch.setattr(ctypes, "CDLL", no_libc)
     assert release_free_heap() is False
+
+
+def test_rings_link_each_sentence_position_to_its_same_word_positions():
+    """ring's cycles are exactly the groups of equal words of each sentence (a word that occurs
+    once points to itself); the stamps of one sentence do not leak into the next."""
+    from numba import njit
+
+    @njit
+    def rings_of(gen, off, v):
+        stamp = np.full(v, -1, np.int64)
+        last = np.empty(v, np.int64)
+        out = np.empty(len(gen), np.int64)
+        ring = np.empty(len(gen), np.int64)
+        for k in range(len(off) - 1):
+            K._rings(ring, k, off[k], off[k + 1] - off[k], gen, stamp, last)
+            out[off[k]:off[k + 1]] = ring[:off[k + 1] - off[k]]
+        return out
+
+    rng = np.random.default_rng(0)
+    lens = rng.integers(1, 12, size=40)
+    off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    gen = rng.integers(0, 6, size=off[-1]).astype(np.int32)
+    rings = rings_of(gen, off, 6)
+    for k in range(len(lens)):
+        words, ring = gen[off[k]:off[k + 1]], rings[off[k]:off[k + 1]]
+        for g in range(len(words)):
+            cycle, h = [g], int(ring[g])
+            while h != g:
+                assert len(cycle) <= len(words), "not a cycle"
+                cycle.append(h)
+                h = int(ring[h])
+            assert sorted(cycle) == np.flatnonzero(words == words[g]).tolist()
+
+
+def test_prefetch_hint_changes_no_value():
+    """prefetch is a hint: a gather that prefetches ahead (also past the end) sums the same."""
+    from numba import njit
+
+    from aligners.models.bayes.prefetch import prefetch
+
+    @njit
+    def gather(x, idx, ahead):
+        s = 0.0
+        for i in range(idx.shape[0]):
+            prefetch(x, idx[min(i + ahead, idx.shape[0] - 1)])
+            prefetch(x, x.shape[0] + 64)
+            s += x[idx[i]]
+        return s
+
+    rng = np.random.default_rng(1)
+    for dtype in (np.float32, np.float64, np.int64):
+        x = rng.integers(0, 100, size=5000).astype(dtype)
+        idx = rng.integers(0, 5000, size=20000)
+        assert gather(x, idx, 8) == float(x[idx].astype(np.float64).sum())

@@ -215,12 +215,32 @@ def _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
     return r
 
 
+@njit(cache=True, error_model="numpy")
+def _refresh_others(w, g0, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
+    """Recompute w[g] for the other positions of the sentence with position g0's word: the
+    cycle ring[g0] -> ... -> g0 (see `_rings`). Cost O(occurrences of the word). Not inlined:
+    the sweep calls it only for repeated words, and a loop in its token loop slows it."""
+    g = ring[g0]
+    while g != g0:
+        w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+        g = ring[g]
+
+
 @njit(inline="always", cache=True, error_model="numpy")
-def _refresh(w, e, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
-    """Recompute w[g] for every position of the sentence whose word is e. Cost O(I)."""
+def _rings(ring, k, gs, n_gen, gen_flat, stamp, last):
+    """ring[g] := the next position of the sentence with position g's word, cyclically (g
+    itself for a word that occurs once). stamp / last (V_gen,) scratch: the sentence that
+    last saw word e (k marks this one) and where. Cost O(I)."""
     for g in range(n_gen):
-        if gen_flat[gs + g] == e:
-            w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+        e = gen_flat[gs + g]
+        if stamp[e] == k:  # seen before in this sentence: join its cycle after last[e]
+            h = last[e]
+            ring[g] = ring[h]
+            ring[h] = g
+        else:
+            stamp[e] = k
+            ring[g] = g
+        last[e] = g
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -240,7 +260,9 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
     (T,) NULL mass; `cur` numbers this accumulating sweep; see `_accumulate`):
     Rao-Blackwellised marginals. buf (2, max I + 1) float64 scratch: the conditional and,
     per position, the factor `_weight` (kept up to date as counts change, so the inner loop
-    reads one array).
+    reads one array: a count change of word e refreshes the positions with word e, found
+    through the sentence's same-word cycles `_rings`). The next-but-one token's count reads
+    are prefetched (`prefetch`: a hint, no value changes). Scratch O(V_gen + max I).
     n_shared >= 0: pair ids from n_shared on occur in a single cell of the corpus and have
     no prior: their count is 0 whenever it is read (the token's own count removed), so it is
     neither read (see `_lex`) nor kept, and lex may hold only the first n_shared ids;
@@ -251,6 +273,9 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
     u0 = obs_off[k0]
     cond = buf[0]
     w = buf[1]
+    ring = np.empty(buf.shape[1], np.int64)
+    stamp = np.full(lex_den.shape[0], -1, np.int64)
+    last = np.empty(lex_den.shape[0], np.int64)
     for k in range(k0, k1):
         gs = gen_off[k]
         n_gen = gen_off[k + 1] - gs
@@ -261,6 +286,7 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
         co = cell_off[k]
         for g in range(n_gen):
             w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+        _rings(ring, k, gs, n_gen, gen_flat, stamp, last)
         gstep = 1 if rev else n_obs
         for x in range(n_obs):
             t = obs_flat[os_ + x]
@@ -314,7 +340,10 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                             fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
                                 fert_alpha + fert[e0, f2] - 1.0)
                     phi[gs + old] = f1
-                _refresh(w, e0, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+                w[old] = _weight(old, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+                if ring[old] != old:  # the word occurs elsewhere in the sentence
+                    _refresh_others(w, old, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage,
+                                    max_fert)
             else:
                 null_lex[t] -= 1
                 null_den[0] -= 1
@@ -403,7 +432,10 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                             fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
                                 fert_alpha + fert[e0, f2] - 1.0)
                     phi[gs + v] = f1
-                _refresh(w, e0, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+                w[v] = _weight(v, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+                if ring[v] != v:  # the word occurs elsewhere in the sentence
+                    _refresh_others(w, v, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage,
+                                    max_fert)
             else:
                 null_lex[t] += 1
                 null_den[0] += 1
