@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from aligners.data.vocab import WordIds
+from aligners.models.bayes import conditional as TC
 from aligners.models.bayes import counts as C
 from aligners.models.bayes import sampler as K
 from aligners.models.bayes.corpus import encode_bitext
@@ -118,7 +119,7 @@ def test_token_conditional_equals_brute_force(direction, stage):
     for k, (gen, obs) in enumerate(sents):
         for x in range(len(obs)):
             out = np.zeros(len(gen) + 1)
-            K.token_conditional(k, x, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
+            TC.token_conditional(k, x, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
             exact = brute_conditional(sents, a_lists, k, x, CFG, stage, v_obs, nb)
             np.testing.assert_allclose(out / out.sum(), exact, rtol=1e-9)
     after = [x for x in arrays[8:] if isinstance(x, np.ndarray)]
@@ -146,7 +147,7 @@ def test_sweep_uses_the_same_conditional(direction, stage):
     arrays, sents, v_obs, nb = _setup(PAIRS, direction, a_lists, stage)
     n_gen = len(sents[0][0])
     out = np.zeros(n_gen + 1)
-    K.token_conditional(0, 0, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
+    TC.token_conditional(0, 0, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
     slots = _slots(len(arrays[8]), 8)
     K.sweep(*arrays, 0, len(sents), rng.random(len(arrays[8])), *slots, True, 0, stage,
             *_hyper(CFG, v_obs, nb), np.zeros((2, 8)))
@@ -171,7 +172,7 @@ def _reference_sweep(arrays, sents, stage, v_obs, nb, u, acc):
     for k, (gen, obs) in enumerate(sents):
         for x in range(len(obs)):
             out = np.zeros(len(gen) + 1)
-            K.token_conditional(k, x, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
+            TC.token_conditional(k, x, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
             p = out / out.sum()
             acc[off + x, :len(gen) + 1] += p
             new = int(np.searchsorted(np.cumsum(out), u[off + x] * out.sum(), side="right"))
