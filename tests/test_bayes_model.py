@@ -418,3 +418,24 @@ def test_pair_table_on_two_threads_equals_one_pass(n):
     for f in ("pair_lo", "pair_hi", "keys", "src", "tgt", "cell_off"):
         np.testing.assert_array_equal(getattr(one, f), getattr(two, f))
     assert (one.n_pairs, one.n_shared) == (two.n_pairs, two.n_shared)
+
+
+def test_compile_child_warms_every_kernel_and_is_skipped_when_cached(monkeypatch):
+    """warm_all compiles every kernel a run calls; a child starts only when the cache lacks
+    them (and never inside the child itself), exits 0, and is waited for once."""
+    from aligners.models.bayes import jit
+
+    jit.warm_all()
+    assert all(k.signatures for k in jit._kernels())
+    assert jit.wait_compile_child() is None  # none started
+    monkeypatch.setattr(jit, "kernels_cached", lambda: False)
+    monkeypatch.setenv(jit._ENV, "1")
+    assert jit.start_compile_child() is False  # the child does not start a grandchild
+    monkeypatch.delenv(jit._ENV)
+    assert jit.start_compile_child() is True
+    assert jit.start_compile_child() is False  # one at a time
+    assert jit.wait_compile_child() == 0
+    assert jit.wait_compile_child() is None
+    monkeypatch.undo()
+    monkeypatch.setattr(jit, "_kernels", lambda: (object(),))  # numba internals moved
+    assert jit.kernels_cached() is False

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from aligners.data.vocab import WordIds
+from aligners.models.bayes import conditional as TC
 from aligners.models.bayes import counts as C
 from aligners.models.bayes import sampler as K
 from aligners.models.bayes.corpus import encode_bitext
@@ -118,7 +119,7 @@ def test_token_conditional_equals_brute_force(direction, stage):
     for k, (gen, obs) in enumerate(sents):
         for x in range(len(obs)):
             out = np.zeros(len(gen) + 1)
-            K.token_conditional(k, x, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
+            TC.token_conditional(k, x, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
             exact = brute_conditional(sents, a_lists, k, x, CFG, stage, v_obs, nb)
             np.testing.assert_allclose(out / out.sum(), exact, rtol=1e-9)
     after = [x for x in arrays[8:] if isinstance(x, np.ndarray)]
@@ -146,7 +147,7 @@ def test_sweep_uses_the_same_conditional(direction, stage):
     arrays, sents, v_obs, nb = _setup(PAIRS, direction, a_lists, stage)
     n_gen = len(sents[0][0])
     out = np.zeros(n_gen + 1)
-    K.token_conditional(0, 0, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
+    TC.token_conditional(0, 0, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
     slots = _slots(len(arrays[8]), 8)
     K.sweep(*arrays, 0, len(sents), rng.random(len(arrays[8])), *slots, True, 0, stage,
             *_hyper(CFG, v_obs, nb), np.zeros((2, 8)))
@@ -171,7 +172,7 @@ def _reference_sweep(arrays, sents, stage, v_obs, nb, u, acc):
     for k, (gen, obs) in enumerate(sents):
         for x in range(len(obs)):
             out = np.zeros(len(gen) + 1)
-            K.token_conditional(k, x, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
+            TC.token_conditional(k, x, *arrays, stage, *_hyper(CFG, v_obs, nb), out)
             p = out / out.sum()
             acc[off + x, :len(gen) + 1] += p
             new = int(np.searchsorted(np.cumsum(out), u[off + x] * out.sum(), side="right"))
@@ -334,3 +335,57 @@ def test_release_free_heap_returns_pages_and_falls_back(monkeypatch):
 
     monkeypatch.setattr(ctypes, "CDLL", no_libc)
     assert release_free_heap() is False
+
+
+def test_rings_link_each_sentence_position_to_its_same_word_positions():
+    """ring's cycles are exactly the groups of equal words of each sentence (a word that occurs
+    once points to itself); the stamps of one sentence do not leak into the next."""
+    from numba import njit
+
+    @njit
+    def rings_of(gen, off, v):
+        stamp = np.full(v, -1, np.int64)
+        last = np.empty(v, np.int64)
+        out = np.empty(len(gen), np.int64)
+        ring = np.empty(len(gen), np.int64)
+        for k in range(len(off) - 1):
+            K._rings(ring, k, off[k], off[k + 1] - off[k], gen, stamp, last)
+            out[off[k]:off[k + 1]] = ring[:off[k + 1] - off[k]]
+        return out
+
+    rng = np.random.default_rng(0)
+    lens = rng.integers(1, 12, size=40)
+    off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    gen = rng.integers(0, 6, size=off[-1]).astype(np.int32)
+    rings = rings_of(gen, off, 6)
+    for k in range(len(lens)):
+        words, ring = gen[off[k]:off[k + 1]], rings[off[k]:off[k + 1]]
+        for g in range(len(words)):
+            cycle, h = [g], int(ring[g])
+            while h != g:
+                assert len(cycle) <= len(words), "not a cycle"
+                cycle.append(h)
+                h = int(ring[h])
+            assert sorted(cycle) == np.flatnonzero(words == words[g]).tolist()
+
+
+def test_prefetch_hint_changes_no_value():
+    """prefetch is a hint: a gather that prefetches ahead (also past the end) sums the same."""
+    from numba import njit
+
+    from aligners.models.bayes.prefetch import prefetch
+
+    @njit
+    def gather(x, idx, ahead):
+        s = 0.0
+        for i in range(idx.shape[0]):
+            prefetch(x, idx[min(i + ahead, idx.shape[0] - 1)])
+            prefetch(x, x.shape[0] + 64)
+            s += x[idx[i]]
+        return s
+
+    rng = np.random.default_rng(1)
+    for dtype in (np.float32, np.float64, np.int64):
+        x = rng.integers(0, 100, size=5000).astype(dtype)
+        idx = rng.integers(0, 5000, size=20000)
+        assert gather(x, idx, 8) == float(x[idx].astype(np.float64).sum())

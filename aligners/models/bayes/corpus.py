@@ -25,6 +25,7 @@ from numba import njit
 from aligners.data.heap import release_free_heap
 from aligners.data.vocab import UNK, WordIds
 from aligners.errors import AlignersInputError
+from aligners.models.bayes.jit import wait_compile_child
 
 __all__ = ["EncodedBitext", "encode_bitext"]
 
@@ -382,6 +383,7 @@ def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids:
             lens[side].append(len(enc))
     if not lens[0]:
         raise AlignersInputError("the bitext is empty: expected at least one sentence pair")
+    wait_compile_child()  # (jit.py: kernels compiled in a child load from the cache)
     src, src_off = _flat(bufs[0], lens[0])
     tgt, tgt_off = _flat(bufs[1], lens[1])
     del bufs, lens

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from aligners.models.bayes.jit import wait_compile_child
 from aligners.models.bayes.sampler import _bucket, _cell, _pid, sweep
 
 __all__ = ["add_counts", "single_pair_ids", "warmup"]
@@ -92,6 +93,7 @@ def single_pair_ids(gen_off, obs_off, cell_off, pair_lo, pair_hi, rev, a, n_shar
 def warmup() -> None:
     """Compile the sweep and the count kernels on a 1-sentence corpus (so timed runs measure
     sampling only)."""
+    wait_compile_child()
     i32, f64 = np.int32, np.float64
     ids, off = np.array([2], i32), np.array([0, 1], np.int64)
     lo, f32 = np.zeros(1, np.uint16), np.float32

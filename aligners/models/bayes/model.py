@@ -32,6 +32,7 @@ from aligners.errors import AlignersInputError
 from aligners.models.bayes import counts as _c
 from aligners.models.bayes import sampler as _k
 from aligners.models.bayes.corpus import EncodedBitext, encode_bitext
+from aligners.models.bayes.jit import start_compile_child
 from aligners.models.bayes.slots import BayesMarginals, from_dense, new_slots
 
 _CHUNK_TOKENS = 1 << 18  # observed tokens per sweep call (bounds the uniforms' memory)
@@ -329,10 +330,12 @@ class BayesAligner:
         self._vt_saved = len(self.tgt_ids)
         if self.config.lowercase:
             pairs = (([w.lower() for w in s], [w.lower() for w in t]) for s, t in pairs)
+        exact = self.config.sampler == "exact"
+        if exact:  # uncached kernels compile in a child while the text is read (jit.py)
+            start_compile_child()
         corpus = encode_bitext(pairs, self.src_ids, self.tgt_ids, threads=self.config.threads)
         its = schedule(self.config, corpus.n_sentences)
         _c.warmup()
-        exact = self.config.sampler == "exact"
         jobs = [(d, seed, self._priors(corpus, d, lazy=exact)) for d in ("fwd", "rev")]
         if exact:
             corpus.drop_keys()  # 8 bytes per pair, not read while sampling: rebuilt after

@@ -19,10 +19,11 @@ The model (stage 1 IBM1, 2 HMM, 3 HMM + fertility), with every parameter collaps
   clamped jump buckets (Och & Ney's NULL: a NULL token keeps the previous position);
 - fertility (stage 3): the number of tokens aligned to a generator position, clamped at
   max_fert, ~ Dirichlet(fert_alpha) per generator word.
-The conditional of one token is exact under this collapsed model (the paper approximates the
-two jump draws as independent and samples pi instead of collapsing it; here both are exact,
-so the sampler's stationary distribution is the model's posterior, which the tests check by
-enumeration).
+The per-token reference conditional (`token_conditional`, tested against brute force) is in
+conditional.py. The conditional of one token is exact under this collapsed model (the paper
+approximates the two jump draws as independent and samples pi instead of collapsing it; here
+both are exact, so the sampler's stationary distribution is the model's posterior, which the
+tests check by enumeration).
 """
 
 from __future__ import annotations
@@ -30,9 +31,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from aligners.models.bayes.prefetch import prefetch
 from aligners.models.bayes.slots import _accumulate
 
-__all__ = ["sweep", "token_conditional"]
+__all__ = ["sweep"]
+
+_AHEAD = 2  # sweep prefetches the counts of the token this far ahead (A/B at 200k:
+# 2 beat 1 by 2%, 3 lost 4%)
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -60,134 +65,19 @@ def _lex(lex, p, lim):
 
 
 @njit(inline="always", cache=True, error_model="numpy")
+def _prefetch_row(lex, pair_lo, pair_hi, c0, step, n, lim):
+    """Prefetch hints for the counts of the n cells c0, c0 + step, ... (ids from lim on are
+    not read: they hint lex[0]). Changes no value. Cost O(n)."""
+    for g in range(n):
+        p = _pid(pair_lo, pair_hi, c0 + g * step)
+        prefetch(lex, p if p < lim else 0)
+
+
+@njit(inline="always", cache=True, error_model="numpy")
 def _cell(g, x, n_gen, n_obs, rev):
     if rev:
         return x * n_gen + g
     return g * n_obs + x
-
-
-@njit(inline="always", cache=True, error_model="numpy")
-def _neighbours(a, os_, x, n_obs, n_gen):
-    prev = -1
-    for y in range(x - 1, -1, -1):
-        if a[os_ + y] >= 0:
-            prev = a[os_ + y]
-            break
-    nxt = n_gen
-    for y in range(x + 1, n_obs):
-        if a[os_ + y] >= 0:
-            nxt = a[os_ + y]
-            break
-    return prev, nxt
-
-
-@njit(inline="always", cache=True, error_model="numpy")
-def _update(sign, v, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair_lo,
-            pair_hi, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
-            max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha):
-    """Add (sign=+1) or remove (-1) token x's counts for the value v; keep the cached
-    reciprocal denominators lex_inv and fertility ratios fert_ratio up to date."""
-    if v >= 0:
-        e = gen_flat[gs + v]
-        lex[_pid(pair_lo, pair_hi, co + _cell(v, x, n_gen, n_obs, rev))] += sign
-        lex_den[e] += sign
-        lex_inv[e] = 1.0 / (lex_alpha_v + lex_den[e])
-        if stage >= 2:
-            jump[_bucket(v - prev, max_jump)] += sign
-            jump[_bucket(nxt - v, max_jump)] += sign
-            jump_tot[0] += 2 * sign
-        if stage >= 3:
-            f = phi[gs + v]
-            nf = f + sign
-            b0 = min(f, max_fert)
-            b1 = min(nf, max_fert)
-            if b0 != b1:
-                fert[e, b0] -= 1
-                fert[e, b1] += 1
-                lo = max(min(b0, b1) - 1, 0)
-                hi = min(max(b0, b1), max_fert - 1)
-                for f2 in range(lo, hi + 1):
-                    fert_ratio[e, f2] = (fert_alpha + fert[e, f2 + 1]) / (
-                        fert_alpha + fert[e, f2] - 1.0)
-            phi[gs + v] = nf
-    else:
-        null_lex[t] += sign
-        null_den[0] += sign
-        if stage >= 2:
-            jump[_bucket(nxt - prev, max_jump)] += sign
-            jump_tot[0] += sign
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def token_conditional(k, x, gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi,
-                      rev, a, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv,
-                      fert_ratio, stage, p_null,
-                      lex_alpha, lex_alpha_v, null_alpha, null_alpha_v, jump_alpha,
-                      jump_alpha_b, fert_alpha, max_jump, max_fert, out):
-    """Unnormalised conditional of token x of sentence k into out (I + 1,): positions, NULL.
-
-    Removes the token's counts first and puts them back after: the state is unchanged.
-    Cost O(I + J).
-    """
-    gs = gen_off[k]
-    n_gen = gen_off[k + 1] - gs
-    os_ = obs_off[k]
-    n_obs = obs_off[k + 1] - os_
-    co = cell_off[k]
-    t = obs_flat[os_ + x]
-    old = a[os_ + x]
-    prev, nxt = -1, n_gen
-    if stage >= 2:
-        prev, nxt = _neighbours(a, os_, x, n_obs, n_gen)
-    _update(-1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair_lo,
-            pair_hi, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
-            max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)
-    _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair_lo, pair_hi, phi,
-          lex, lex_inv, null_lex, null_den, jump, jump_tot, fert_ratio, p_null, lex_alpha,
-          lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump,
-          max_fert)
-    _update(1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair_lo,
-            pair_hi, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
-            max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair_lo, pair_hi, phi,
-          lex, lex_inv, null_lex, null_den, jump, jump_tot, fert_ratio, p_null, lex_alpha,
-          lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump,
-          max_fert):
-    """Unnormalised conditional (I + 1,) from the base counts (token and its jumps removed);
-    returns its sum."""
-    inv1 = 1.0
-    inv2 = 1.0
-    if stage >= 2:
-        tot = jump_tot[0] + jump_alpha_b
-        inv1 = 1.0 / tot
-        inv2 = 1.0 / (tot + 1.0)
-    uniform = (1.0 - p_null) / n_gen
-    total = 0.0
-    for g in range(n_gen):
-        e = gen_flat[gs + g]
-        c = co + _cell(g, x, n_gen, n_obs, rev)
-        pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, c)]) * lex_inv[e]
-        if stage == 1:
-            pr *= uniform
-        else:
-            b1 = _bucket(g - prev, max_jump)
-            b2 = _bucket(nxt - g, max_jump)
-            c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
-            pr *= (1.0 - p_null) * (jump_alpha + jump[b1]) * inv1 * (jump_alpha + c2) * inv2
-            if stage >= 3:
-                f = phi[gs + g]
-                if f < max_fert:
-                    pr *= fert_ratio[e, f]
-        out[g] = pr
-        total += pr
-    pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0])
-    if stage >= 2:
-        pn *= (jump_alpha + jump[_bucket(nxt - prev, max_jump)]) * inv1
-    out[n_gen] = pn
-    return total + pn
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -203,12 +93,32 @@ def _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
     return r
 
 
+@njit(cache=True, error_model="numpy")
+def _refresh_others(w, g0, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
+    """Recompute w[g] for the other positions of the sentence with position g0's word: the
+    cycle ring[g0] -> ... -> g0 (see `_rings`). Cost O(occurrences of the word). Not inlined:
+    the sweep calls it only for repeated words, and a loop in its token loop slows it."""
+    g = ring[g0]
+    while g != g0:
+        w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+        g = ring[g]
+
+
 @njit(inline="always", cache=True, error_model="numpy")
-def _refresh(w, e, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
-    """Recompute w[g] for every position of the sentence whose word is e. Cost O(I)."""
+def _rings(ring, k, gs, n_gen, gen_flat, stamp, last):
+    """ring[g] := the next position of the sentence with position g's word, cyclically (g
+    itself for a word that occurs once). stamp / last (V_gen,) scratch: the sentence that
+    last saw word e (k marks this one) and where. Cost O(I)."""
     for g in range(n_gen):
-        if gen_flat[gs + g] == e:
-            w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+        e = gen_flat[gs + g]
+        if stamp[e] == k:  # seen before in this sentence: join its cycle after last[e]
+            h = last[e]
+            ring[g] = ring[h]
+            ring[h] = g
+        else:
+            stamp[e] = k
+            ring[g] = g
+        last[e] = g
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -228,7 +138,9 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
     (T,) NULL mass; `cur` numbers this accumulating sweep; see `_accumulate`):
     Rao-Blackwellised marginals. buf (2, max I + 1) float64 scratch: the conditional and,
     per position, the factor `_weight` (kept up to date as counts change, so the inner loop
-    reads one array).
+    reads one array: a count change of word e refreshes the positions with word e, found
+    through the sentence's same-word cycles `_rings`). The next-but-one token's count reads
+    are prefetched (`prefetch`: a hint, no value changes). Scratch O(V_gen + max I).
     n_shared >= 0: pair ids from n_shared on occur in a single cell of the corpus and have
     no prior: their count is 0 whenever it is read (the token's own count removed), so it is
     neither read (see `_lex`) nor kept, and lex may hold only the first n_shared ids;
@@ -239,6 +151,9 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
     u0 = obs_off[k0]
     cond = buf[0]
     w = buf[1]
+    ring = np.empty(buf.shape[1], np.int64)
+    stamp = np.full(lex_den.shape[0], -1, np.int64)
+    last = np.empty(lex_den.shape[0], np.int64)
     for k in range(k0, k1):
         gs = gen_off[k]
         n_gen = gen_off[k + 1] - gs
@@ -249,11 +164,26 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
         co = cell_off[k]
         for g in range(n_gen):
             w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+        _rings(ring, k, gs, n_gen, gen_flat, stamp, last)
         gstep = 1 if rev else n_obs
         for x in range(n_obs):
             t = obs_flat[os_ + x]
             old = a[os_ + x]
             cb = co + (x * n_gen if rev else x)  # cell of (g, x) = cb + g * gstep
+            # token x + _AHEAD's count reads, hinted now: their memory latency overlaps the
+            # work of the tokens in between (the next sentence's first tokens at the end)
+            if x + _AHEAD < n_obs:
+                xa = x + _AHEAD
+                _prefetch_row(lex, pair_lo, pair_hi, co + (xa * n_gen if rev else xa), gstep,
+                              n_gen, lim)
+            elif k + 1 < k1:
+                xa = x + _AHEAD - n_obs
+                n_gen2 = gen_off[k + 2] - gen_off[k + 1]
+                n_obs2 = obs_off[k + 2] - obs_off[k + 1]
+                if xa < n_obs2:
+                    _prefetch_row(lex, pair_lo, pair_hi,
+                                  cell_off[k + 1] + (xa * n_gen2 if rev else xa),
+                                  1 if rev else n_obs2, n_gen2, lim)
             prev, nxt = -1, n_gen
             if stage >= 2:  # (inlined _neighbours)
                 for y in range(x - 1, -1, -1):
@@ -288,7 +218,10 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                             fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
                                 fert_alpha + fert[e0, f2] - 1.0)
                     phi[gs + old] = f1
-                _refresh(w, e0, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+                w[old] = _weight(old, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+                if ring[old] != old:  # the word occurs elsewhere in the sentence
+                    _refresh_others(w, old, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage,
+                                    max_fert)
             else:
                 null_lex[t] -= 1
                 null_den[0] -= 1
@@ -377,7 +310,10 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
                             fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
                                 fert_alpha + fert[e0, f2] - 1.0)
                     phi[gs + v] = f1
-                _refresh(w, e0, gs, n_gen, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+                w[v] = _weight(v, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+                if ring[v] != v:  # the word occurs elsewhere in the sentence
+                    _refresh_others(w, v, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage,
+                                    max_fert)
             else:
                 null_lex[t] += 1
                 null_den[0] += 1
