@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["tight_phrase_keys"]
+__all__ = ["tight_phrase_keys", "gappy_occurrences"]
 
 
 @njit(cache=True)
@@ -142,3 +142,41 @@ def tight_phrase_keys(f, b, sl, tl, ss, st, sw, tw, Ut: int) -> np.ndarray:
         return np.ascontiguousarray(x, dtype=np.int64)
 
     return _batch(a(f), a(b), a(sl), a(tl), a(ss), a(st), a(sw), a(tw), int(Ut))
+
+
+@njit(cache=True)
+def _gappy_count(words, lengths, keys, first_ok, last_ok, V, counts):
+    G = keys.shape[0]
+    for r in range(words.shape[0]):
+        n = lengths[r]
+        for a in range(n):
+            wa = words[r, a]
+            if not first_ok[wa]:
+                continue
+            for c in range(a + 2, n):
+                wc = words[r, c]
+                if not last_ok[wc]:
+                    continue
+                q = wa * V + wc
+                lo, hi = 0, G  # first key >= q
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if keys[mid] < q:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < G and keys[lo] == q:
+                    counts[lo] += 1
+
+
+def gappy_occurrences(words, lengths, keys: np.ndarray, first_ok: np.ndarray,
+                      last_ok: np.ndarray, V: int, counts: np.ndarray) -> None:
+    """Add to counts (G,) int64 the occurrences in words (B,N) (lengths (B,)) of the gappy
+    pairs with sorted int64 keys w1 * V + w2 (G,): positions a < c - 1 of one sentence.
+    first_ok / last_ok (V,) bool: the words that start / end a key (the others skipped).
+    Cost O(B N^2) comparisons plus O(log G) per candidate position pair."""
+    def a(x):
+        x = x.numpy() if hasattr(x, "numpy") else x
+        return np.ascontiguousarray(x, dtype=np.int64)
+
+    _gappy_count(a(words), a(lengths), keys, first_ok, last_ok, int(V), counts)

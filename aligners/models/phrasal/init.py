@@ -16,10 +16,11 @@ Cost: two Viterbi passes and three matching passes over the bitext (O(cells) eac
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from aligners.data.bitext import PairIndex
-from aligners.models.phrasal._init_kernel import tight_phrase_keys
+from aligners.models.phrasal._init_kernel import gappy_occurrences, tight_phrase_keys
 from aligners.models.phrasal.model import PhrasalAligner, PhrasalConfig, make_layout
 from aligners.models.phrasal.phrase_lists import PhraseList, mine_candidates, rank_phrases
 from aligners.models.phrasal.routing import phrase_rows
@@ -98,7 +99,8 @@ def _gappy_totals(words: torch.Tensor, lengths: torch.Tensor, keys: torch.Tensor
                   V: int) -> torch.Tensor:
     """(G,) occurrences in one batch (words (B,N), lengths (B,)) of the gappy candidates with
     sorted keys w1 * V + w2 (G,): pairs a < c - 1 of one sentence. The counts of
-    `PhraseList.match_gappy` without its (B,N,N) unit table. O(B N^2 log G)."""
+    `PhraseList.match_gappy` without its (B,N,N) unit table. O(B N^2 log G). The reference
+    of `_GappyCounter` (tests)."""
     w = words.long()
     N = w.shape[1]
     ar = torch.arange(N, device=w.device)
@@ -110,6 +112,27 @@ def _gappy_totals(words: torch.Tensor, lengths: torch.Tensor, keys: torch.Tensor
     q = w[b, a] * V + w[b, c]
     pos = torch.searchsorted(keys, q).clamp(max=keys.numel() - 1)
     return torch.bincount(pos[keys[pos] == q], minlength=keys.numel())
+
+
+class _GappyCounter:
+    """Occurrences of the gappy candidates (sorted keys (G,), w1 * V + w2) summed over
+    batches: `add(words, lengths)` per batch, `counts` (G,) int64. Same counts as summing
+    `_gappy_totals` (integers), by the numba kernel `_init_kernel.gappy_occurrences`
+    without (B,N,N) temporaries; the first / last word filters are built once."""
+
+    def __init__(self, keys: torch.Tensor, V: int):
+        k = np.ascontiguousarray(keys.numpy(), dtype=np.int64)
+        self.keys, self.V = k, int(V)
+        self.first_ok = np.zeros(V, dtype=np.bool_)
+        self.last_ok = np.zeros(V, dtype=np.bool_)
+        self.first_ok[k // V] = True
+        self.last_ok[k % V] = True
+        self.counts = np.zeros(k.shape[0], dtype=np.int64)
+
+    def add(self, words: torch.Tensor, lengths: torch.Tensor) -> None:
+        if self.keys.shape[0]:
+            gappy_occurrences(words, lengths, self.keys, self.first_ok, self.last_ok, self.V,
+                              self.counts)
 
 
 def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
@@ -136,7 +159,7 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
                   else (torch.zeros(0, dtype=torch.long),) * 2)
         cand = PhraseList(rows, torch.stack([gu // V[side], gu % V[side]], 1), V[side], L)
         tot_c = torch.zeros(cand.n_contiguous, dtype=torch.long)
-        tot_g = torch.zeros(cand.n_gappy, dtype=torch.long)
+        tot_g = _GappyCounter(gu, V[side])
         for k in range(len(index)):
             bt = index.batch(k)
             words, ln = (bt.src, bt.src_lengths) if side == "src" else (bt.tgt, bt.tgt_lengths)
@@ -144,7 +167,7 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
             u = sp[sp >= 0] - V[side]
             tot_c += torch.bincount(u, minlength=cand.n_contiguous)
             if config.gappy and cand.n_gappy:
-                tot_g += _gappy_totals(words, ln, gu, V[side])
+                tot_g.add(words, ln)
         total = dict(zip(cl, tot_c.tolist()))
         top_c = rank_phrases(aligned, total, top=config.n_contiguous,
                              discount=config.discount, min_count=config.min_count,
@@ -153,7 +176,8 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
         if config.gappy:
             gl = [tuple(x) for x in cand.gappy.tolist()]
             galigned = dict(zip(gl, gc.tolist()))
-            top_g = rank_phrases(galigned, dict(zip(gl, tot_g.tolist())), top=config.n_gappy,
+            top_g = rank_phrases(galigned, dict(zip(gl, tot_g.counts.tolist())),
+                                 top=config.n_gappy,
                                  discount=config.discount if config.gappy_discount is None
                                  else config.gappy_discount, min_count=config.gappy_min_count,
                                  rule=config.gappy_rank or config.rank)

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from aligners.data.bitext import Batch, PairIndex
+from aligners.models._scatter import scatter_add_
 from aligners.models.word.config import WordAlignConfig, WordDecoding
 from aligners.models.word.hmm import hmm_direction_posteriors, hmm_direction_viterbi, jump_m_step
 from aligners.models.word.ibm1 import ibm1_posteriors
@@ -147,17 +148,17 @@ class WordAligner(nn.Module):
         if self.config.agreement:
             q = post.links_fwd * post.links_bwd
             flat = q.reshape(-1)
-            self.c_fwd.index_add_(0, ids, flat)  # c_bwd is the same tensor
+            scatter_add_(self.c_fwd, ids, flat)  # c_bwd is the same tensor
             jv = torch.arange(q.shape[2], device=q.device)[None, :] < batch.tgt_lengths[:, None]
             iv = torch.arange(q.shape[1], device=q.device)[None, :] < batch.src_lengths[:, None]
             null_f = (1 - q.sum(1)).clamp_min(0) * jv
             null_b = (1 - q.sum(2)).clamp_min(0) * iv
         else:
-            self.c_fwd.index_add_(0, ids, post.links_fwd.reshape(-1))
-            self.c_bwd.index_add_(0, ids, post.links_bwd.reshape(-1))
+            scatter_add_(self.c_fwd, ids, post.links_fwd.reshape(-1))
+            scatter_add_(self.c_bwd, ids, post.links_bwd.reshape(-1))
             null_f, null_b = post.null_fwd, post.null_bwd
-        self.c_null_tgt.index_add_(0, batch.tgt.reshape(-1), null_f.reshape(-1))
-        self.c_null_src.index_add_(0, batch.src.reshape(-1), null_b.reshape(-1))
+        scatter_add_(self.c_null_tgt, batch.tgt.reshape(-1), null_f.reshape(-1))
+        scatter_add_(self.c_null_src, batch.src.reshape(-1), null_b.reshape(-1))
         if post.jumps_fwd is not None:
             self.c_jump[0] += post.jumps_fwd
             self.c_jump[1] += post.jumps_bwd
