@@ -31,7 +31,7 @@ from aligners.lattices.phrasal_hsmm_sparse import (
     phrasal_hsmm_sparse_posteriors,
     sparse_posteriors_to_dense,
 )
-from aligners.models._scatter import scatter_add_
+from aligners.models._scatter import scatter_add2_, scatter_add_
 from aligners.models.phrasal.agreement import sparse_agreement_counts, sparse_link_posteriors
 from aligners.models.phrasal.phrase_lists import PhraseList
 from aligners.models.phrasal.prepared import (
@@ -285,8 +285,9 @@ class PhrasalAligner(nn.Module):
     # ------------------------------------------------------------------ EM
     def reset_counts(self) -> None:
         n, dev, dt = self.t_fwd.numel(), self.t_fwd.device, self.t_fwd.dtype
-        self.c_fwd = torch.zeros(n, dtype=dt, device=dev)
-        self.c_bwd = torch.zeros(n, dtype=dt, device=dev)
+        # both directions' counts interleaved (one cache line per slot in the scatters)
+        self.c_lex = torch.zeros(n, 2, dtype=dt, device=dev)
+        self.c_fwd, self.c_bwd = self.c_lex[:, 0], self.c_lex[:, 1]
         self.c_null_tgt = torch.zeros(self.n_tgt_words, dtype=dt, device=dev)
         self.c_null_src = torch.zeros(self.n_src_words, dtype=dt, device=dev)
         self.c_loglik = torch.zeros(2, dtype=torch.float64, device=dev)
@@ -321,8 +322,7 @@ class PhrasalAligner(nn.Module):
         post = word_row_posteriors(self, batch)
         (qf, qb), nf, nb = word_row_counts(post, batch, agreement=self.config.agreement)
         ids = batch.pair_ids.reshape(-1)  # int32: same sums, faster than int64
-        scatter_add_(self.c_fwd, ids, qf.to(self.c_fwd.dtype))
-        scatter_add_(self.c_bwd, ids, qb.to(self.c_bwd.dtype))
+        scatter_add2_(self.c_lex, ids, qf.to(self.c_lex.dtype), qb.to(self.c_lex.dtype))
         scatter_add_(self.c_null_tgt, batch.tgt, nf.to(self.c_null_tgt.dtype))
         scatter_add_(self.c_null_src, batch.src, nb.to(self.c_null_src.dtype))
         self.c_loglik += torch.stack([post.loglik_fwd.sum(), post.loglik_bwd.sum()]).double()
