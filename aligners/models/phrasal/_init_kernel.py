@@ -145,38 +145,35 @@ def tight_phrase_keys(f, b, sl, tl, ss, st, sw, tw, Ut: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def _gappy_count(words, lengths, keys, first_ok, last_ok, V, counts):
-    G = keys.shape[0]
+def _gappy_count(words, lengths, keys, start, V, counts):
     for r in range(words.shape[0]):
         n = lengths[r]
         for a in range(n):
             wa = words[r, a]
-            if not first_ok[wa]:
+            k0, k1 = start[wa], start[wa + 1]  # the keys whose first word is wa
+            if k0 == k1:
                 continue
             for c in range(a + 2, n):
-                wc = words[r, c]
-                if not last_ok[wc]:
-                    continue
-                q = wa * V + wc
-                lo, hi = 0, G  # first key >= q
+                q = wa * V + words[r, c]
+                lo, hi = k0, k1  # first key >= q among them
                 while lo < hi:
                     mid = (lo + hi) // 2
                     if keys[mid] < q:
                         lo = mid + 1
                     else:
                         hi = mid
-                if lo < G and keys[lo] == q:
+                if lo < k1 and keys[lo] == q:
                     counts[lo] += 1
 
 
-def gappy_occurrences(words, lengths, keys: np.ndarray, first_ok: np.ndarray,
-                      last_ok: np.ndarray, V: int, counts: np.ndarray) -> None:
+def gappy_occurrences(words, lengths, keys: np.ndarray, start: np.ndarray, V: int,
+                      counts: np.ndarray) -> None:
     """Add to counts (G,) int64 the occurrences in words (B,N) (lengths (B,)) of the gappy
     pairs with sorted int64 keys w1 * V + w2 (G,): positions a < c - 1 of one sentence.
-    first_ok / last_ok (V,) bool: the words that start / end a key (the others skipped).
-    Cost O(B N^2) comparisons plus O(log G) per candidate position pair."""
+    start (V+1,) int64: keys[start[w]:start[w+1]] are those with first word w. Cost O(B N^2
+    log G_w) (G_w: the keys of one first word)."""
     def a(x):
         x = x.numpy() if hasattr(x, "numpy") else x
         return np.ascontiguousarray(x, dtype=np.int64)
 
-    _gappy_count(a(words), a(lengths), keys, first_ok, last_ok, int(V), counts)
+    _gappy_count(a(words), a(lengths), keys, start, int(V), counts)
