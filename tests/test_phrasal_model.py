@@ -464,3 +464,22 @@ def test_gappy_counter_kernel_equals_the_torch_totals():
     empty = _GappyCounter(torch.zeros(0, dtype=torch.long), V)
     empty.add(words, lengths)
     assert empty.counts.shape == (0,)
+
+
+def test_gappy_units_equal_the_match_gappy_table():
+    from aligners.models.phrasal.init import _gappy_units
+
+    g = torch.Generator().manual_seed(7)
+    V, B, N = 10, 25, 8
+    words = torch.randint(0, V, (B, N), generator=g)
+    lengths = torch.randint(1, N + 1, (B,), generator=g)
+    keys = torch.unique(torch.randint(0, V * V, (30,), generator=g))
+    lst = PhraseList(torch.tensor([[1, 2, -1]]), torch.stack([keys // V, keys % V], 1), V, 3)
+    table = lst.match_gappy(words, lengths)
+    rb, ra, rc = torch.ones(B, N, N, dtype=torch.bool).nonzero(as_tuple=True)
+    ok = (ra + 1 < rc) & (rc < lengths[rb])
+    rb, ra, rc = rb[ok], ra[ok], rc[ok]
+    got = _gappy_units(lst, words, rb, ra, rc)
+    assert (got >= 0).sum() > 10 and torch.equal(got, table[rb, ra, rc])
+    empty = PhraseList(torch.tensor([[1, 2, -1]]), torch.zeros(0, 2, dtype=torch.long), V, 3)
+    assert bool((_gappy_units(empty, words, rb, ra, rc) == -1).all())

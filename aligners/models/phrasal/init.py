@@ -131,8 +131,11 @@ class _GappyCounter:
             gappy_occurrences(words, lengths, self.keys, self.start, self.V, self.counts)
 
 
-def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
-    """(source PhraseList, target PhraseList, stats dict) from the Viterbi alignments."""
+def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
+                      gappy_where: list | None = None):
+    """(source PhraseList, target PhraseList, stats dict) from the Viterbi alignments.
+    `gappy_where`: a list that receives per batch {"src": where, "tgt": where}, the gappy
+    instances of `mine_candidates` (for `_init_counts`: no second mining pass)."""
     L = config.max_phrase_len
     V = {"src": index.n_src_words, "tgt": index.n_tgt_words}
     spans = {s: {ln: [] for ln in range(2, L + 1)} for s in ("src", "tgt")}
@@ -140,12 +143,16 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
     for k in range(len(index)):
         bt = index.batch(k)
         f, b = vit[k]
+        where_k = {}
         for side, obs, al, ln in (("tgt", bt.tgt, f, bt.tgt_lengths),
                                   ("src", bt.src, b, bt.src_lengths)):
-            contig, (gk, _) = mine_candidates(obs, al.long(), ln, max_len=L, n_words=V[side])
+            contig, (gk, where_k[side]) = mine_candidates(obs, al.long(), ln, max_len=L,
+                                                          n_words=V[side])
             for length, words in contig.items():
                 spans[side][length].append(words)
             gkeys[side].append(gk)
+        if gappy_where is not None:
+            gappy_where.append(where_k)
     lists, stats = {}, {}
     for side in ("src", "tgt"):
         rows, cl, counts = _count_rows(spans[side], L)
@@ -215,10 +222,24 @@ def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
     return _unique([merged, *parts]), matched / max(1, index.n_sentences)
 
 
+def _gappy_units(lst: PhraseList, words: torch.Tensor, rb, ra, rc) -> torch.Tensor:
+    """Unit of the listed gappy phrase words[rb, ra] ? words[rb, rc] (or -1) per instance:
+    `lst.match_gappy(words, ...)[rb, ra, rc]` without its (B,N,N) table. O(M log Pg)."""
+    _, gk, order = lst._tables(words.device)
+    if gk.numel() == 0 or rb.numel() == 0:
+        return torch.full_like(rb, -1)
+    w = words.long()
+    keys = w[rb, ra] * lst.n_words + w[rb, rc]
+    pos = torch.searchsorted(gk, keys).clamp(max=gk.numel() - 1)
+    return torch.where(gk[pos] == keys, order[pos] + lst.n_words + lst.n_contiguous,
+                       torch.full_like(pos, -1))
+
+
 def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list,
-                 spans: list | None = None) -> torch.Tensor:
+                 spans: list | None = None, gappy_where: list | None = None) -> torch.Tensor:
     """(Q,) counts of the tight 1-k / k-1 grow-diag-final pairs and reversed gappy links.
     `spans`: per batch (phrase rows, span_src, span_tgt) from `phrase_keys` (else matched
+    here); `gappy_where`: per batch the gappy instances of `mine_phrase_lists` (else mined
     here)."""
     Ut, P = model.n_tgt_units, model.word_keys.numel()
     keys = []
@@ -241,11 +262,13 @@ def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list,
         if model.config.gappy:
             for obs, al, ln, lst, fwd in ((bt.src, b, bt.src_lengths, model.src_list, True),
                                           (bt.tgt, f, bt.tgt_lengths, model.tgt_list, False)):
-                _, (_, where) = mine_candidates(obs, al.long(), ln, max_len=1,
-                                                n_words=lst.n_words)
-                gap = lst.match_gappy(obs, ln)
+                if gappy_where is None:
+                    _, (_, where) = mine_candidates(obs, al.long(), ln, max_len=1,
+                                                    n_words=lst.n_words)
+                else:
+                    where = gappy_where[k]["src" if fwd else "tgt"]
                 rb, ra, rc, state = where.unbind(1)
-                unit = gap[rb, ra, rc]
+                unit = _gappy_units(lst, obs, rb, ra, rc)
                 ok = unit >= 0
                 other = (tgt if fwd else src)[rb[ok], state[ok]]
                 key = unit[ok] * Ut + other if fwd else other * Ut + unit[ok]
@@ -320,15 +343,16 @@ def build_phrasal_aligner(word_model, index: PairIndex, config: PhrasalConfig, *
     contiguous and the gappy model of one word model); computed here when None."""
     if vit is None:
         vit = word_viterbi(word_model, index)
-    src_list, tgt_list, stats = mine_phrase_lists(index, vit, config)
+    where = [] if config.gappy else None  # gappy instances, mined once
+    src_list, tgt_list, stats = mine_phrase_lists(index, vit, config, gappy_where=where)
     spans = []  # phrase rows' span tables, matched once for keys and initial counts
     pk, mean_matched = phrase_keys(index, src_list, tgt_list, gappy=config.gappy, spans=spans)
     model = PhrasalAligner(word_keys=word_model.keys, phrase_keys=pk,
                            n_src_words=index.n_src_words, n_tgt_words=index.n_tgt_words,
                            src_list=src_list, tgt_list=tgt_list, jump_fwd=word_model.jump_fwd,
                            jump_bwd=word_model.jump_bwd, config=config)
-    counts = _init_counts(model, index, vit, spans)
-    del spans
+    counts = _init_counts(model, index, vit, spans, where)
+    del spans, where
     n_src = torch.zeros(index.n_src_words, dtype=torch.long)
     n_tgt = torch.zeros(index.n_tgt_words, dtype=torch.long)
     for k in range(len(index)):
