@@ -20,7 +20,11 @@ import numpy as np
 import torch
 
 from aligners.data.bitext import PairIndex
-from aligners.models.phrasal._init_kernel import gappy_occurrences, tight_phrase_keys
+from aligners.models.phrasal._init_kernel import (
+    gappy_occurrences,
+    hash_table,
+    tight_phrase_keys,
+)
 from aligners.models.phrasal.model import PhrasalAligner, PhrasalConfig, make_layout
 from aligners.models.phrasal.phrase_lists import PhraseList, mine_candidates, rank_phrases
 from aligners.models.phrasal.routing import phrase_rows
@@ -118,17 +122,22 @@ class _GappyCounter:
     """Occurrences of the gappy candidates (sorted keys (G,), w1 * V + w2) summed over
     batches: `add(words, lengths)` per batch, `counts` (G,) int64. Same counts as summing
     `_gappy_totals` (integers), by the numba kernel `_init_kernel.gappy_occurrences`
-    without (B,N,N) temporaries; each first word's keys are located once (`start`)."""
+    without (B,N,N) temporaries: a hash table of the keys, first / last word filters."""
 
     def __init__(self, keys: torch.Tensor, V: int):
         k = np.ascontiguousarray(keys.numpy(), dtype=np.int64)
         self.keys, self.V = k, int(V)
-        self.start = np.searchsorted(k, np.arange(V + 1, dtype=np.int64) * V).astype(np.int64)
+        self.table = hash_table(k) if k.shape[0] else None
+        self.first_ok = np.zeros(V, dtype=np.bool_)
+        self.last_ok = np.zeros(V, dtype=np.bool_)
+        self.first_ok[k // V] = True
+        self.last_ok[k % V] = True
         self.counts = np.zeros(k.shape[0], dtype=np.int64)
 
     def add(self, words: torch.Tensor, lengths: torch.Tensor) -> None:
         if self.keys.shape[0]:
-            gappy_occurrences(words, lengths, self.keys, self.start, self.V, self.counts)
+            gappy_occurrences(words, lengths, self.keys, self.table, self.first_ok,
+                              self.last_ok, self.V, self.counts)
 
 
 def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
