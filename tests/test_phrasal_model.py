@@ -483,3 +483,27 @@ def test_gappy_units_equal_the_match_gappy_table():
     assert (got >= 0).sum() > 10 and torch.equal(got, table[rb, ra, rc])
     empty = PhraseList(torch.tensor([[1, 2, -1]]), torch.zeros(0, 2, dtype=torch.long), V, 3)
     assert bool((_gappy_units(empty, words, rb, ra, rc) == -1).all())
+
+
+def test_span_counter_equals_the_match_spans_counts():
+    from aligners.models.phrasal.init import _SpanCounter
+
+    g = torch.Generator().manual_seed(8)
+    V, L = 6, 4
+    words = [torch.randint(0, V, (B, N), generator=g) for B, N in ((30, 9), (12, 5), (3, 2))]
+    lengths = [torch.randint(1, w.shape[1] + 1, (w.shape[0],), generator=g) for w in words]
+    rows = []  # every span of the first batch up to length L, deduplicated
+    for w, ln in zip(words[:1], lengths[:1]):
+        for b in range(w.shape[0]):
+            for a in range(int(ln[b])):
+                for m in range(2, L + 1):
+                    if a + m <= int(ln[b]):
+                        rows.append(tuple(w[b, a:a + m].tolist()) + (-1,) * (L - m))
+    rows = torch.tensor(sorted(set(rows)))
+    cand = PhraseList(rows, torch.zeros(0, 2, dtype=torch.long), V, L)
+    counter, want = _SpanCounter(rows, L), torch.zeros(rows.shape[0], dtype=torch.long)
+    for w, ln in zip(words, lengths):
+        counter.add(w, ln)
+        sp = cand.match_spans(w, ln)
+        want += torch.bincount(sp[sp >= 0] - V, minlength=rows.shape[0])
+    assert want.sum() > 100 and np.array_equal(counter.counts, want.numpy())

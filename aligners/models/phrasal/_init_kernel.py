@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["tight_phrase_keys", "hash_table", "gappy_occurrences"]
+__all__ = ["tight_phrase_keys", "hash_table", "gappy_occurrences", "key_occurrences"]
 
 
 @njit(cache=True)
@@ -205,3 +205,29 @@ def gappy_occurrences(words, lengths, keys: np.ndarray, table: tuple, first_ok: 
 
     _gappy_count(a(words), a(lengths), keys, table[0], table[1], first_ok, last_ok, int(V),
                  counts)
+
+
+@njit(cache=True)
+def _count_keys(q, valid, keys, slots, bits, counts):
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    for r in range(q.shape[0]):
+        for c in range(q.shape[1]):
+            if valid[r, c]:
+                x = q[r, c]
+                h = _slot(x, shift, mask)
+                while slots[h] >= 0:
+                    if keys[slots[h]] == x:
+                        counts[slots[h]] += 1
+                        break
+                    h = (h + 1) & mask
+
+
+def key_occurrences(q, valid, keys: np.ndarray, table: tuple, counts: np.ndarray) -> None:
+    """Add to counts (G,) int64 the occurrences of keys (G,) int64 (distinct; table =
+    hash_table(keys)) among q (B,W) int64 where valid (B,W) bool (numpy or CPU torch).
+    Cost O(B W) with O(1) expected per look-up."""
+    q = np.ascontiguousarray(q.numpy() if hasattr(q, "numpy") else q, dtype=np.int64)
+    v = np.ascontiguousarray(valid.numpy() if hasattr(valid, "numpy") else valid,
+                             dtype=np.bool_)
+    _count_keys(q, v, keys, table[0], table[1], counts)

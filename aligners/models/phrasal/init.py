@@ -23,10 +23,16 @@ from aligners.data.bitext import PairIndex
 from aligners.models.phrasal._init_kernel import (
     gappy_occurrences,
     hash_table,
+    key_occurrences,
     tight_phrase_keys,
 )
 from aligners.models.phrasal.model import PhrasalAligner, PhrasalConfig, make_layout
-from aligners.models.phrasal.phrase_lists import PhraseList, mine_candidates, rank_phrases
+from aligners.models.phrasal.phrase_lists import (
+    PhraseList,
+    mine_candidates,
+    rank_phrases,
+    span_hashes,
+)
 from aligners.models.phrasal.routing import phrase_rows
 
 __all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_aligner"]
@@ -140,6 +146,35 @@ class _GappyCounter:
                               self.last_ok, self.V, self.counts)
 
 
+class _SpanCounter:
+    """Occurrences of the contiguous candidates (rows (G, L) word ids, -1 padded, lengths
+    >= 2) summed over batches: `add(words, lengths)` per batch, `counts` (G,) int64. Spans
+    are identified by `phrase_lists.span_hashes` as in `PhraseList.match_spans` (whose
+    bincount per batch it equals), looked up in a hash table (`_init_kernel`) instead of a
+    binary search over the sorted candidate hashes."""
+
+    def __init__(self, rows: torch.Tensor, max_len: int):
+        lens = (rows >= 0).sum(1)
+        self.max_len = max_len
+        keys = torch.zeros(rows.shape[0], dtype=torch.long)
+        self.lengths = []
+        for ln in range(2, max_len + 1):
+            sel = (lens == ln).nonzero()[:, 0]
+            if sel.numel():
+                keys[sel] = span_hashes(rows[sel, :ln], torch.full((sel.numel(),), ln),
+                                        length=ln)[0][:, 0]
+                self.lengths.append(ln)
+        self.keys = np.ascontiguousarray(keys.numpy())
+        self.table = hash_table(self.keys) if self.keys.shape[0] else None
+        self.counts = np.zeros(self.keys.shape[0], dtype=np.int64)
+
+    def add(self, words: torch.Tensor, lengths: torch.Tensor) -> None:
+        for ln in self.lengths:
+            h, valid = span_hashes(words, lengths, length=ln)
+            if h.numel():
+                key_occurrences(h, valid, self.keys, self.table, self.counts)
+
+
 def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
                       gappy_where: list | None = None):
     """(source PhraseList, target PhraseList, stats dict) from the Viterbi alignments.
@@ -170,17 +205,15 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
         gu, gc = (torch.unique(torch.cat(gkeys[side]), return_counts=True) if gkeys[side]
                   else (torch.zeros(0, dtype=torch.long),) * 2)
         cand = PhraseList(rows, torch.stack([gu // V[side], gu % V[side]], 1), V[side], L)
-        tot_c = torch.zeros(cand.n_contiguous, dtype=torch.long)
+        tot_c = _SpanCounter(rows, L)
         tot_g = _GappyCounter(gu, V[side])
         for k in range(len(index)):
             bt = index.batch(k)
             words, ln = (bt.src, bt.src_lengths) if side == "src" else (bt.tgt, bt.tgt_lengths)
-            sp = cand.match_spans(words, ln)
-            u = sp[sp >= 0] - V[side]
-            tot_c += torch.bincount(u, minlength=cand.n_contiguous)
+            tot_c.add(words, ln)
             if config.gappy and cand.n_gappy:
                 tot_g.add(words, ln)
-        total = dict(zip(cl, tot_c.tolist()))
+        total = dict(zip(cl, tot_c.counts.tolist()))
         top_c = rank_phrases(aligned, total, top=config.n_contiguous,
                              discount=config.discount, min_count=config.min_count,
                              rule=config.rank)
