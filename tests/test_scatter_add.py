@@ -82,3 +82,10 @@ def test_scatter_add_into_a_column_view():
     ref = both[:, 1].clone().index_add_(0, ids, v)
     scatter_add_(both[:, 1], ids, v)
     assert torch.equal(both[:, 1], ref)
+
+
+def test_scatter_add2_falls_back_to_index_add_per_column():
+    c = torch.zeros(3, 2, dtype=torch.float16)
+    v0 = torch.tensor([1.0, 2.0], dtype=torch.float16)
+    scatter_add2_(c, torch.tensor([2, 0]), v0, 2 * v0)
+    assert c.tolist() == [[2.0, 4.0], [0.0, 0.0], [1.0, 2.0]]
