@@ -14,6 +14,13 @@ building the phrasal model (mining + initialisation) and the share of pairs with
 state (the others run the word HMM lattice). `--unrouted` also times the phrasal iteration
 with every pair on the phrasal lattice (the path before issue 10), interleaved.
 `python benchmarks/phrasal.py --pairs 5000 --repeats 3`
+Stage mode (`--stages N`, 0 = all 200k pairs): the phrasal pipeline of `train.py
+experiment=bansal2011_hansards` (its model config; training text = the first N Hansards
+pairs + the test and trial text, lowercased), stage by stage without Lightning: word HMM by
+agreement (the baseline), word HMM without agreement, the mining Viterbi, building the gappy
+model (mining + initialisation), its first EM iteration (prepares every batch) and the
+other four; CPU seconds per stage and pipeline / baseline. `--profile DIR` writes one
+cProfile file per stage (process-time clock). `python benchmarks/phrasal.py --stages 20000`
 """
 
 import argparse
@@ -88,6 +95,69 @@ def corpus_mode(a) -> None:
               f"CPU {mc[k] / mc['word_hmm_agreement']:.2f}")
 
 
+def stages_mode(a) -> None:
+    import cProfile
+    import itertools
+
+    from omegaconf import OmegaConf
+
+    from aligners.data.bitext import build_index
+    from aligners.data.datasets import iter_parallel, load
+    from aligners.data.vocab import WordIds
+    from aligners.models.phrasal import PhrasalConfig, build_phrasal_aligner
+    from aligners.models.phrasal.decode import fit_phrasal
+    from aligners.models.phrasal.init import word_viterbi
+    from aligners.models.word.agreement import WordAlignConfig, WordAligner
+    from aligners.training.phrasal_align import _warm_up_kernels
+
+    m = OmegaConf.load("configs/model/phrasal_hsmm.yaml")
+    extra = [(tuple(w.lower() for w in p.src), tuple(w.lower() for w in p.tgt))
+             for split in ("test", "trial") for p in load("hansards-enfr", split)]
+
+    def stream():
+        it = iter_parallel("hansards-enfr", "train", lowercase=True)
+        yield from (itertools.islice(it, a.stages) if a.stages > 0 else it)
+        for s, t in extra:
+            yield list(s), list(t)
+
+    index = build_index(stream(), WordIds(), WordIds(), cells=int(m.batch_cells))
+    print(f"pairs={index.n_sentences} batches={len(index)}", flush=True)
+    wcfg = {k: m.word[k] for k in m.word}
+    pcfg = {k: v for k, v in OmegaConf.to_container(m.phrasal).items()
+            if k in PhrasalConfig.__dataclass_fields__}
+    cpu = {}
+    _warm_up_kernels()
+
+    def stage(name, f):
+        prof = cProfile.Profile(time.process_time) if a.profile else None
+        c0 = time.process_time()
+        if prof:
+            prof.enable()
+        out = f()
+        if prof:
+            prof.disable()
+            prof.dump_stats(f"{a.profile}/{name}.prof")
+        cpu[name] = time.process_time() - c0
+        print(f"{name:<22} {cpu[name]:8.2f} s CPU", flush=True)
+        return out
+
+    stage("word_hmm_agreement", lambda: WordAligner.from_index(
+        index, WordAlignConfig(**{**wcfg, "agreement": True})).fit(index))
+    word = WordAligner.from_index(index, WordAlignConfig(**{**wcfg, "agreement": False}))
+    stage("word_hmm_no_agreement", lambda: word.fit(index))
+    vit = stage("mining_viterbi", lambda: word_viterbi(word, index))
+    model, _ = stage("build_gappy", lambda: build_phrasal_aligner(
+        word, index, PhrasalConfig(**{**pcfg, "gappy": True}), vit=vit))
+    prepared, iters = {}, model.config.iterations
+    model.config.iterations = 1
+    stage("gappy_iteration_1", lambda: fit_phrasal(model, index, prepared=prepared))
+    model.config.iterations = iters
+    stage("gappy_iterations_2_5", lambda: fit_phrasal(model, index, prepared=prepared))
+    pipe = sum(v for k, v in cpu.items() if k != "word_hmm_agreement")
+    print(f"pipeline (no-agreement HMM + gappy model) {pipe:.2f} s CPU = "
+          f"{pipe / cpu['word_hmm_agreement']:.2f}x the word HMM by agreement")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=64)
@@ -99,8 +169,13 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=0, help="corpus mode: Hansards pairs")
     ap.add_argument("--unrouted", action="store_true",
                     help="corpus mode: also time every pair on the phrasal lattice")
+    ap.add_argument("--stages", type=int, default=None,
+                    help="stage mode: Hansards pairs (0 = all) + test and trial text")
+    ap.add_argument("--profile", default=None, help="stage mode: cProfile folder")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    if a.stages is not None:
+        return stages_mode(a)
     if a.pairs:
         return corpus_mode(a)
     g = torch.Generator().manual_seed(0)

@@ -446,3 +446,64 @@ def test_gappy_candidate_totals_equal_match_gappy_counts():
     want = torch.bincount(gp[gp >= 0] - V, minlength=keys.numel())
     got = _gappy_totals(words, lengths, keys, V)
     assert want.sum() > 20 and torch.equal(got, want)
+
+
+def test_gappy_counter_kernel_equals_the_torch_totals():
+    from aligners.models.phrasal.init import _gappy_totals, _GappyCounter
+
+    g = torch.Generator().manual_seed(6)
+    V = 15
+    keys = torch.unique(torch.randint(0, V * V, (50,), generator=g))
+    counter, want = _GappyCounter(keys, V), torch.zeros(keys.numel(), dtype=torch.long)
+    for B, N in ((20, 7), (11, 13), (1, 1)):  # several batches, padded rows, a 1-word one
+        words = torch.randint(0, V, (B, N), generator=g)
+        lengths = torch.randint(1, N + 1, (B,), generator=g)
+        counter.add(words, lengths)
+        want += _gappy_totals(words, lengths, keys, V)
+    assert want.sum() > 30 and np.array_equal(counter.counts, want.numpy())
+    empty = _GappyCounter(torch.zeros(0, dtype=torch.long), V)
+    empty.add(words, lengths)
+    assert empty.counts.shape == (0,)
+
+
+def test_gappy_units_equal_the_match_gappy_table():
+    from aligners.models.phrasal.init import _gappy_units
+
+    g = torch.Generator().manual_seed(7)
+    V, B, N = 10, 25, 8
+    words = torch.randint(0, V, (B, N), generator=g)
+    lengths = torch.randint(1, N + 1, (B,), generator=g)
+    keys = torch.unique(torch.randint(0, V * V, (30,), generator=g))
+    lst = PhraseList(torch.tensor([[1, 2, -1]]), torch.stack([keys // V, keys % V], 1), V, 3)
+    table = lst.match_gappy(words, lengths)
+    rb, ra, rc = torch.ones(B, N, N, dtype=torch.bool).nonzero(as_tuple=True)
+    ok = (ra + 1 < rc) & (rc < lengths[rb])
+    rb, ra, rc = rb[ok], ra[ok], rc[ok]
+    got = _gappy_units(lst, words, rb, ra, rc)
+    assert (got >= 0).sum() > 10 and torch.equal(got, table[rb, ra, rc])
+    empty = PhraseList(torch.tensor([[1, 2, -1]]), torch.zeros(0, 2, dtype=torch.long), V, 3)
+    assert bool((_gappy_units(empty, words, rb, ra, rc) == -1).all())
+
+
+def test_span_counter_equals_the_match_spans_counts():
+    from aligners.models.phrasal.init import _SpanCounter
+
+    g = torch.Generator().manual_seed(8)
+    V, L = 6, 4
+    words = [torch.randint(0, V, (B, N), generator=g) for B, N in ((30, 9), (12, 5), (3, 2))]
+    lengths = [torch.randint(1, w.shape[1] + 1, (w.shape[0],), generator=g) for w in words]
+    rows = []  # every span of the first batch up to length L, deduplicated
+    for w, ln in zip(words[:1], lengths[:1]):
+        for b in range(w.shape[0]):
+            for a in range(int(ln[b])):
+                for m in range(2, L + 1):
+                    if a + m <= int(ln[b]):
+                        rows.append(tuple(w[b, a:a + m].tolist()) + (-1,) * (L - m))
+    rows = torch.tensor(sorted(set(rows)))
+    cand = PhraseList(rows, torch.zeros(0, 2, dtype=torch.long), V, L)
+    counter, want = _SpanCounter(rows, L), torch.zeros(rows.shape[0], dtype=torch.long)
+    for w, ln in zip(words, lengths):
+        counter.add(w, ln)
+        sp = cand.match_spans(w, ln)
+        want += torch.bincount(sp[sp >= 0] - V, minlength=rows.shape[0])
+    assert want.sum() > 100 and np.array_equal(counter.counts, want.numpy())

@@ -78,6 +78,7 @@ def _item(ew, se, sn, sk, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, 
     Pin = np.zeros((Jb, P))
     aex = np.zeros((Jb, Ib))  # normalised exit mass at n per last position
     C = np.zeros(Jb + 1)
+    ex = np.empty(Ib)  # exit mass at n (fully written per n)
     for n in range(Jb):
         if n == 0:
             for i in range(Ib):
@@ -95,7 +96,6 @@ def _item(ew, se, sn, sk, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, 
         for p in range(P):
             if pv[p]:
                 Pin[n, p] = Win[n, pfirst[p]] * PW[p]
-        ex = np.zeros(Ib)
         for i in range(Ib):
             ex[i] = Nin[n, i] * EN[n]
         for lk in range(min(L, n + 1)):
@@ -119,9 +119,10 @@ def _item(ew, se, sn, sk, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, 
     bex = np.zeros((Jb, Ib))
     for k in range(Ib):
         bex[Jb - 1, k] = 1.0
+    bw = np.empty(Ib)  # entry-side backward of word states starting at s
     for n in range(Jb - 2, -1, -1):
         s = n + 1
-        bw = np.zeros(Ib)  # entry-side backward of word states starting at s
+        bw[:] = 0.0
         for lk in range(min(L, Jb - s)):
             e = s + lk
             if not has[e, lk]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["tight_phrase_keys"]
+__all__ = ["tight_phrase_keys", "hash_table", "gappy_occurrences", "key_occurrences"]
 
 
 @njit(cache=True)
@@ -142,3 +142,92 @@ def tight_phrase_keys(f, b, sl, tl, ss, st, sw, tw, Ut: int) -> np.ndarray:
         return np.ascontiguousarray(x, dtype=np.int64)
 
     return _batch(a(f), a(b), a(sl), a(tl), a(ss), a(st), a(sw), a(tw), int(Ut))
+
+
+_GOLD = np.uint64(11400714819323198485)  # 2^64 / golden ratio (multiplicative hashing)
+
+
+@njit(cache=True)
+def _slot(q, shift, mask):
+    return np.int64((np.uint64(q) * _GOLD) >> shift) & mask
+
+
+@njit(cache=True)
+def hash_table(keys):
+    """Open-addressing table of distinct int64 keys: (slots (2^b,) int64 key index or -1,
+    b) with 2^b >= 2 len(keys)."""
+    bits = 1
+    while (1 << bits) < 2 * keys.shape[0]:
+        bits += 1
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    slots = np.full(1 << bits, -1, dtype=np.int64)
+    for k in range(keys.shape[0]):
+        h = _slot(keys[k], shift, mask)
+        while slots[h] >= 0:
+            h = (h + 1) & mask
+        slots[h] = k
+    return slots, bits
+
+
+@njit(cache=True)
+def _gappy_count(words, lengths, keys, slots, bits, first_ok, last_ok, V, counts):
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    for r in range(words.shape[0]):
+        n = lengths[r]
+        for a in range(n):
+            wa = words[r, a]
+            if not first_ok[wa]:
+                continue
+            for c in range(a + 2, n):
+                wc = words[r, c]
+                if not last_ok[wc]:
+                    continue
+                q = wa * V + wc
+                h = _slot(q, shift, mask)
+                while slots[h] >= 0:
+                    if keys[slots[h]] == q:
+                        counts[slots[h]] += 1
+                        break
+                    h = (h + 1) & mask
+
+
+def gappy_occurrences(words, lengths, keys: np.ndarray, table: tuple, first_ok: np.ndarray,
+                      last_ok: np.ndarray, V: int, counts: np.ndarray) -> None:
+    """Add to counts (G,) int64 the occurrences in words (B,N) (lengths (B,)) of the gappy
+    pairs with distinct int64 keys w1 * V + w2 (G,): positions a < c - 1 of one sentence.
+    table = hash_table(keys); first_ok / last_ok (V,) bool: the words that start / end a
+    key (the others skipped). Cost O(B N^2) with O(1) expected per look-up."""
+    def a(x):
+        x = x.numpy() if hasattr(x, "numpy") else x
+        return np.ascontiguousarray(x, dtype=np.int64)
+
+    _gappy_count(a(words), a(lengths), keys, table[0], table[1], first_ok, last_ok, int(V),
+                 counts)
+
+
+@njit(cache=True)
+def _count_keys(q, valid, keys, slots, bits, counts):
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    for r in range(q.shape[0]):
+        for c in range(q.shape[1]):
+            if valid[r, c]:
+                x = q[r, c]
+                h = _slot(x, shift, mask)
+                while slots[h] >= 0:
+                    if keys[slots[h]] == x:
+                        counts[slots[h]] += 1
+                        break
+                    h = (h + 1) & mask
+
+
+def key_occurrences(q, valid, keys: np.ndarray, table: tuple, counts: np.ndarray) -> None:
+    """Add to counts (G,) int64 the occurrences of keys (G,) int64 (distinct; table =
+    hash_table(keys)) among q (B,W) int64 where valid (B,W) bool (numpy or CPU torch).
+    Cost O(B W) with O(1) expected per look-up."""
+    q = np.ascontiguousarray(q.numpy() if hasattr(q, "numpy") else q, dtype=np.int64)
+    v = np.ascontiguousarray(valid.numpy() if hasattr(valid, "numpy") else valid,
+                             dtype=np.bool_)
+    _count_keys(q, v, keys, table[0], table[1], counts)

@@ -16,12 +16,23 @@ Cost: two Viterbi passes and three matching passes over the bitext (O(cells) eac
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from aligners.data.bitext import PairIndex
-from aligners.models.phrasal._init_kernel import tight_phrase_keys
+from aligners.models.phrasal._init_kernel import (
+    gappy_occurrences,
+    hash_table,
+    key_occurrences,
+    tight_phrase_keys,
+)
 from aligners.models.phrasal.model import PhrasalAligner, PhrasalConfig, make_layout
-from aligners.models.phrasal.phrase_lists import PhraseList, mine_candidates, rank_phrases
+from aligners.models.phrasal.phrase_lists import (
+    PhraseList,
+    mine_candidates,
+    rank_phrases,
+    span_hashes,
+)
 from aligners.models.phrasal.routing import phrase_rows
 
 __all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_aligner"]
@@ -98,7 +109,8 @@ def _gappy_totals(words: torch.Tensor, lengths: torch.Tensor, keys: torch.Tensor
                   V: int) -> torch.Tensor:
     """(G,) occurrences in one batch (words (B,N), lengths (B,)) of the gappy candidates with
     sorted keys w1 * V + w2 (G,): pairs a < c - 1 of one sentence. The counts of
-    `PhraseList.match_gappy` without its (B,N,N) unit table. O(B N^2 log G)."""
+    `PhraseList.match_gappy` without its (B,N,N) unit table. O(B N^2 log G). The reference
+    of `_GappyCounter` (tests)."""
     w = words.long()
     N = w.shape[1]
     ar = torch.arange(N, device=w.device)
@@ -112,8 +124,62 @@ def _gappy_totals(words: torch.Tensor, lengths: torch.Tensor, keys: torch.Tensor
     return torch.bincount(pos[keys[pos] == q], minlength=keys.numel())
 
 
-def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
-    """(source PhraseList, target PhraseList, stats dict) from the Viterbi alignments."""
+class _GappyCounter:
+    """Occurrences of the gappy candidates (sorted keys (G,), w1 * V + w2) summed over
+    batches: `add(words, lengths)` per batch, `counts` (G,) int64. Same counts as summing
+    `_gappy_totals` (integers), by the numba kernel `_init_kernel.gappy_occurrences`
+    without (B,N,N) temporaries: a hash table of the keys, first / last word filters."""
+
+    def __init__(self, keys: torch.Tensor, V: int):
+        k = np.ascontiguousarray(keys.numpy(), dtype=np.int64)
+        self.keys, self.V = k, int(V)
+        self.table = hash_table(k) if k.shape[0] else None
+        self.first_ok = np.zeros(V, dtype=np.bool_)
+        self.last_ok = np.zeros(V, dtype=np.bool_)
+        self.first_ok[k // V] = True
+        self.last_ok[k % V] = True
+        self.counts = np.zeros(k.shape[0], dtype=np.int64)
+
+    def add(self, words: torch.Tensor, lengths: torch.Tensor) -> None:
+        if self.keys.shape[0]:
+            gappy_occurrences(words, lengths, self.keys, self.table, self.first_ok,
+                              self.last_ok, self.V, self.counts)
+
+
+class _SpanCounter:
+    """Occurrences of the contiguous candidates (rows (G, L) word ids, -1 padded, lengths
+    >= 2) summed over batches: `add(words, lengths)` per batch, `counts` (G,) int64. Spans
+    are identified by `phrase_lists.span_hashes` as in `PhraseList.match_spans` (whose
+    bincount per batch it equals), looked up in a hash table (`_init_kernel`) instead of a
+    binary search over the sorted candidate hashes."""
+
+    def __init__(self, rows: torch.Tensor, max_len: int):
+        lens = (rows >= 0).sum(1)
+        self.max_len = max_len
+        keys = torch.zeros(rows.shape[0], dtype=torch.long)
+        self.lengths = []
+        for ln in range(2, max_len + 1):
+            sel = (lens == ln).nonzero()[:, 0]
+            if sel.numel():
+                keys[sel] = span_hashes(rows[sel, :ln], torch.full((sel.numel(),), ln),
+                                        length=ln)[0][:, 0]
+                self.lengths.append(ln)
+        self.keys = np.ascontiguousarray(keys.numpy())
+        self.table = hash_table(self.keys) if self.keys.shape[0] else None
+        self.counts = np.zeros(self.keys.shape[0], dtype=np.int64)
+
+    def add(self, words: torch.Tensor, lengths: torch.Tensor) -> None:
+        for ln in self.lengths:
+            h, valid = span_hashes(words, lengths, length=ln)
+            if h.numel():
+                key_occurrences(h, valid, self.keys, self.table, self.counts)
+
+
+def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
+                      gappy_where: list | None = None):
+    """(source PhraseList, target PhraseList, stats dict) from the Viterbi alignments.
+    `gappy_where`: a list that receives per batch {"src": where, "tgt": where}, the gappy
+    instances of `mine_candidates` (for `_init_counts`: no second mining pass)."""
     L = config.max_phrase_len
     V = {"src": index.n_src_words, "tgt": index.n_tgt_words}
     spans = {s: {ln: [] for ln in range(2, L + 1)} for s in ("src", "tgt")}
@@ -121,12 +187,16 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
     for k in range(len(index)):
         bt = index.batch(k)
         f, b = vit[k]
+        where_k = {}
         for side, obs, al, ln in (("tgt", bt.tgt, f, bt.tgt_lengths),
                                   ("src", bt.src, b, bt.src_lengths)):
-            contig, (gk, _) = mine_candidates(obs, al.long(), ln, max_len=L, n_words=V[side])
+            contig, (gk, where_k[side]) = mine_candidates(obs, al.long(), ln, max_len=L,
+                                                          n_words=V[side])
             for length, words in contig.items():
                 spans[side][length].append(words)
             gkeys[side].append(gk)
+        if gappy_where is not None:
+            gappy_where.append(where_k)
     lists, stats = {}, {}
     for side in ("src", "tgt"):
         rows, cl, counts = _count_rows(spans[side], L)
@@ -135,17 +205,15 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
         gu, gc = (torch.unique(torch.cat(gkeys[side]), return_counts=True) if gkeys[side]
                   else (torch.zeros(0, dtype=torch.long),) * 2)
         cand = PhraseList(rows, torch.stack([gu // V[side], gu % V[side]], 1), V[side], L)
-        tot_c = torch.zeros(cand.n_contiguous, dtype=torch.long)
-        tot_g = torch.zeros(cand.n_gappy, dtype=torch.long)
+        tot_c = _SpanCounter(rows, L)
+        tot_g = _GappyCounter(gu, V[side])
         for k in range(len(index)):
             bt = index.batch(k)
             words, ln = (bt.src, bt.src_lengths) if side == "src" else (bt.tgt, bt.tgt_lengths)
-            sp = cand.match_spans(words, ln)
-            u = sp[sp >= 0] - V[side]
-            tot_c += torch.bincount(u, minlength=cand.n_contiguous)
+            tot_c.add(words, ln)
             if config.gappy and cand.n_gappy:
-                tot_g += _gappy_totals(words, ln, gu, V[side])
-        total = dict(zip(cl, tot_c.tolist()))
+                tot_g.add(words, ln)
+        total = dict(zip(cl, tot_c.counts.tolist()))
         top_c = rank_phrases(aligned, total, top=config.n_contiguous,
                              discount=config.discount, min_count=config.min_count,
                              rule=config.rank)
@@ -153,7 +221,8 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig):
         if config.gappy:
             gl = [tuple(x) for x in cand.gappy.tolist()]
             galigned = dict(zip(gl, gc.tolist()))
-            top_g = rank_phrases(galigned, dict(zip(gl, tot_g.tolist())), top=config.n_gappy,
+            top_g = rank_phrases(galigned, dict(zip(gl, tot_g.counts.tolist())),
+                                 top=config.n_gappy,
                                  discount=config.discount if config.gappy_discount is None
                                  else config.gappy_discount, min_count=config.gappy_min_count,
                                  rule=config.gappy_rank or config.rank)
@@ -195,10 +264,24 @@ def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
     return _unique([merged, *parts]), matched / max(1, index.n_sentences)
 
 
+def _gappy_units(lst: PhraseList, words: torch.Tensor, rb, ra, rc) -> torch.Tensor:
+    """Unit of the listed gappy phrase words[rb, ra] ? words[rb, rc] (or -1) per instance:
+    `lst.match_gappy(words, ...)[rb, ra, rc]` without its (B,N,N) table. O(M log Pg)."""
+    _, gk, order = lst._tables(words.device)
+    if gk.numel() == 0 or rb.numel() == 0:
+        return torch.full_like(rb, -1)
+    w = words.long()
+    keys = w[rb, ra] * lst.n_words + w[rb, rc]
+    pos = torch.searchsorted(gk, keys).clamp(max=gk.numel() - 1)
+    return torch.where(gk[pos] == keys, order[pos] + lst.n_words + lst.n_contiguous,
+                       torch.full_like(pos, -1))
+
+
 def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list,
-                 spans: list | None = None) -> torch.Tensor:
+                 spans: list | None = None, gappy_where: list | None = None) -> torch.Tensor:
     """(Q,) counts of the tight 1-k / k-1 grow-diag-final pairs and reversed gappy links.
     `spans`: per batch (phrase rows, span_src, span_tgt) from `phrase_keys` (else matched
+    here); `gappy_where`: per batch the gappy instances of `mine_phrase_lists` (else mined
     here)."""
     Ut, P = model.n_tgt_units, model.word_keys.numel()
     keys = []
@@ -221,11 +304,13 @@ def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list,
         if model.config.gappy:
             for obs, al, ln, lst, fwd in ((bt.src, b, bt.src_lengths, model.src_list, True),
                                           (bt.tgt, f, bt.tgt_lengths, model.tgt_list, False)):
-                _, (_, where) = mine_candidates(obs, al.long(), ln, max_len=1,
-                                                n_words=lst.n_words)
-                gap = lst.match_gappy(obs, ln)
+                if gappy_where is None:
+                    _, (_, where) = mine_candidates(obs, al.long(), ln, max_len=1,
+                                                    n_words=lst.n_words)
+                else:
+                    where = gappy_where[k]["src" if fwd else "tgt"]
                 rb, ra, rc, state = where.unbind(1)
-                unit = gap[rb, ra, rc]
+                unit = _gappy_units(lst, obs, rb, ra, rc)
                 ok = unit >= 0
                 other = (tgt if fwd else src)[rb[ok], state[ok]]
                 key = unit[ok] * Ut + other if fwd else other * Ut + unit[ok]
@@ -300,15 +385,16 @@ def build_phrasal_aligner(word_model, index: PairIndex, config: PhrasalConfig, *
     contiguous and the gappy model of one word model); computed here when None."""
     if vit is None:
         vit = word_viterbi(word_model, index)
-    src_list, tgt_list, stats = mine_phrase_lists(index, vit, config)
+    where = [] if config.gappy else None  # gappy instances, mined once
+    src_list, tgt_list, stats = mine_phrase_lists(index, vit, config, gappy_where=where)
     spans = []  # phrase rows' span tables, matched once for keys and initial counts
     pk, mean_matched = phrase_keys(index, src_list, tgt_list, gappy=config.gappy, spans=spans)
     model = PhrasalAligner(word_keys=word_model.keys, phrase_keys=pk,
                            n_src_words=index.n_src_words, n_tgt_words=index.n_tgt_words,
                            src_list=src_list, tgt_list=tgt_list, jump_fwd=word_model.jump_fwd,
                            jump_bwd=word_model.jump_bwd, config=config)
-    counts = _init_counts(model, index, vit, spans)
-    del spans
+    counts = _init_counts(model, index, vit, spans, where)
+    del spans, where
     n_src = torch.zeros(index.n_src_words, dtype=torch.long)
     n_tgt = torch.zeros(index.n_tgt_words, dtype=torch.long)
     for k in range(len(index)):

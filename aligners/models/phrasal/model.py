@@ -31,6 +31,7 @@ from aligners.lattices.phrasal_hsmm_sparse import (
     phrasal_hsmm_sparse_posteriors,
     sparse_posteriors_to_dense,
 )
+from aligners.models._scatter import scatter_add2_, scatter_add_
 from aligners.models.phrasal.agreement import sparse_agreement_counts, sparse_link_posteriors
 from aligners.models.phrasal.phrase_lists import PhraseList
 from aligners.models.phrasal.prepared import (
@@ -284,8 +285,9 @@ class PhrasalAligner(nn.Module):
     # ------------------------------------------------------------------ EM
     def reset_counts(self) -> None:
         n, dev, dt = self.t_fwd.numel(), self.t_fwd.device, self.t_fwd.dtype
-        self.c_fwd = torch.zeros(n, dtype=dt, device=dev)
-        self.c_bwd = torch.zeros(n, dtype=dt, device=dev)
+        # both directions' counts interleaved (one cache line per slot in the scatters)
+        self.c_lex = torch.zeros(n, 2, dtype=dt, device=dev)
+        self.c_fwd, self.c_bwd = self.c_lex[:, 0], self.c_lex[:, 1]
         self.c_null_tgt = torch.zeros(self.n_tgt_words, dtype=dt, device=dev)
         self.c_null_src = torch.zeros(self.n_src_words, dtype=dt, device=dev)
         self.c_loglik = torch.zeros(2, dtype=torch.float64, device=dev)
@@ -308,13 +310,11 @@ class PhrasalAligner(nn.Module):
                                          agreement=self.config.agreement)
         for cnt, d, q in ((self.c_fwd, prep.fwd, qf), (self.c_bwd, prep.bwd, qb)):
             word, seg = q.word
-            cnt.index_add_(0, word_slots(d, pb_).reshape(-1), word.reshape(-1).to(cnt.dtype))
-            cnt.index_add_(0, d.ids_s.reshape(-1), seg.reshape(-1).to(cnt.dtype))
-            cnt.index_add_(0, d.ids_p.reshape(-1), q.phrase.reshape(-1).to(cnt.dtype))
-        self.c_null_tgt.index_add_(0, pb_.tgt.reshape(-1).long(),
-                                   qf.null.reshape(-1).to(self.c_null_tgt.dtype))
-        self.c_null_src.index_add_(0, pb_.src.reshape(-1).long(),
-                                   qb.null.reshape(-1).to(self.c_null_src.dtype))
+            scatter_add_(cnt, word_slots(d, pb_), word.to(cnt.dtype))
+            scatter_add_(cnt, d.ids_s, seg.to(cnt.dtype))
+            scatter_add_(cnt, d.ids_p, q.phrase.to(cnt.dtype))
+        scatter_add_(self.c_null_tgt, pb_.tgt, qf.null.to(self.c_null_tgt.dtype))
+        scatter_add_(self.c_null_src, pb_.src, qb.null.to(self.c_null_src.dtype))
         self.c_loglik += torch.stack([pf.log_likelihood.sum(), pb.log_likelihood.sum()]).double()
 
     def _accumulate_word_rows(self, batch: Batch) -> None:
@@ -322,12 +322,9 @@ class PhrasalAligner(nn.Module):
         post = word_row_posteriors(self, batch)
         (qf, qb), nf, nb = word_row_counts(post, batch, agreement=self.config.agreement)
         ids = batch.pair_ids.reshape(-1)  # int32: same sums, faster than int64
-        self.c_fwd.index_add_(0, ids, qf.reshape(-1).to(self.c_fwd.dtype))
-        self.c_bwd.index_add_(0, ids, qb.reshape(-1).to(self.c_bwd.dtype))
-        self.c_null_tgt.index_add_(0, batch.tgt.reshape(-1).long(),
-                                   nf.reshape(-1).to(self.c_null_tgt.dtype))
-        self.c_null_src.index_add_(0, batch.src.reshape(-1).long(),
-                                   nb.reshape(-1).to(self.c_null_src.dtype))
+        scatter_add2_(self.c_lex, ids, qf.to(self.c_lex.dtype), qb.to(self.c_lex.dtype))
+        scatter_add_(self.c_null_tgt, batch.tgt, nf.to(self.c_null_tgt.dtype))
+        scatter_add_(self.c_null_src, batch.src, nb.to(self.c_null_src.dtype))
         self.c_loglik += torch.stack([post.loglik_fwd.sum(), post.loglik_bwd.sum()]).double()
 
     def givens(self, *, forward: bool) -> torch.Tensor:

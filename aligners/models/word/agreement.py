@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from aligners.data.bitext import Batch, PairIndex
+from aligners.models._scatter import scatter_add2_, scatter_add_
 from aligners.models.word.config import WordAlignConfig, WordDecoding
 from aligners.models.word.hmm import hmm_direction_posteriors, hmm_direction_viterbi, jump_m_step
 from aligners.models.word.ibm1 import ibm1_posteriors
@@ -131,9 +132,14 @@ class WordAligner(nn.Module):
     # ----------------------------------------------------------------- EM
     def reset_counts(self) -> None:
         P, K, dev = self.keys.numel(), self.config.max_jump, self.keys.device
-        self.c_fwd = torch.zeros(P + 1, device=dev)
-        # with agreement both directions share one count vector (same link counts)
-        self.c_bwd = self.c_fwd if self.config.agreement else torch.zeros(P + 1, device=dev)
+        # with agreement both directions share one count vector (same link counts); without,
+        # the two are the columns of one (P+1, 2) tensor (one cache line per pair id in the
+        # E-step's scatter; same sums)
+        if self.config.agreement:
+            self.c_lex = self.c_fwd = self.c_bwd = torch.zeros(P + 1, device=dev)
+        else:
+            self.c_lex = torch.zeros(P + 1, 2, device=dev)
+            self.c_fwd, self.c_bwd = self.c_lex[:, 0], self.c_lex[:, 1]
         self.c_null_tgt = torch.zeros(self.n_tgt_words, device=dev)
         self.c_null_src = torch.zeros(self.n_src_words, device=dev)
         self.c_jump = torch.zeros(2, 2, 2 * K + 1, dtype=torch.float64, device=dev)
@@ -147,17 +153,16 @@ class WordAligner(nn.Module):
         if self.config.agreement:
             q = post.links_fwd * post.links_bwd
             flat = q.reshape(-1)
-            self.c_fwd.index_add_(0, ids, flat)  # c_bwd is the same tensor
+            scatter_add_(self.c_fwd, ids, flat)  # c_bwd is the same tensor
             jv = torch.arange(q.shape[2], device=q.device)[None, :] < batch.tgt_lengths[:, None]
             iv = torch.arange(q.shape[1], device=q.device)[None, :] < batch.src_lengths[:, None]
             null_f = (1 - q.sum(1)).clamp_min(0) * jv
             null_b = (1 - q.sum(2)).clamp_min(0) * iv
         else:
-            self.c_fwd.index_add_(0, ids, post.links_fwd.reshape(-1))
-            self.c_bwd.index_add_(0, ids, post.links_bwd.reshape(-1))
+            scatter_add2_(self.c_lex, ids, post.links_fwd, post.links_bwd)
             null_f, null_b = post.null_fwd, post.null_bwd
-        self.c_null_tgt.index_add_(0, batch.tgt.reshape(-1), null_f.reshape(-1))
-        self.c_null_src.index_add_(0, batch.src.reshape(-1), null_b.reshape(-1))
+        scatter_add_(self.c_null_tgt, batch.tgt.reshape(-1), null_f.reshape(-1))
+        scatter_add_(self.c_null_src, batch.src.reshape(-1), null_b.reshape(-1))
         if post.jumps_fwd is not None:
             self.c_jump[0] += post.jumps_fwd
             self.c_jump[1] += post.jumps_bwd
@@ -166,8 +171,7 @@ class WordAligner(nn.Module):
 
     def count_tensors(self) -> list[torch.Tensor]:
         """The count buffers, in a fixed order (what DDP all-reduces)."""
-        lex = [self.c_fwd] if self.c_bwd is self.c_fwd else [self.c_fwd, self.c_bwd]
-        return [*lex, self.c_null_tgt, self.c_null_src, self.c_jump, self.c_loglik]
+        return [self.c_lex, self.c_null_tgt, self.c_null_src, self.c_jump, self.c_loglik]
 
     def all_reduce_counts(self) -> None:
         """Sum the counts over all processes (no-op without torch.distributed)."""
