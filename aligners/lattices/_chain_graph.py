@@ -7,13 +7,13 @@ scan's forward and its backward once per input shape with
 ``torch.cuda.make_graphed_callables`` and then replays them: one graph launch each way, the
 same kernels, the same numbers (tests/test_cuda.py).
 
-When a graph is used: the spans are on CUDA, require grad, grad mode is on (not inference
-mode), no capture is under way, the step matrices are small (B·T·D² <= ``MAX_CELLS``: larger
-problems are not launch-bound) and the same input shape was seen before (a one-off shape
-is not worth a capture, which costs ~3 eager runs). Otherwise the plain scan runs. Captured
-graphs live in an LRU cache whose estimated memory (``POOL_FACTOR`` x the step matrices'
-bytes per graph, about what a pool held on an H100) stays under ``POOL_BUDGET`` bytes;
-``clear()`` empties it.
+When a graph is used: the spans are on the current CUDA device, require grad, grad mode is
+on (not inference mode, not autocast), no capture is under way, the step matrices are small
+(B·T·D² <= ``MAX_CELLS``: larger problems are not launch-bound) and the same input shape
+was seen before (a one-off shape is not worth a capture, which costs ~3 eager runs).
+Otherwise the plain scan runs. Captured graphs live in an LRU cache whose estimated memory
+(``POOL_FACTOR`` x the step matrices' bytes per graph) stays under ``POOL_BUDGET`` bytes;
+``clear()`` empties it. On an H100 a pool kept 18-20x the step matrices' bytes (BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ __all__ = ["MAX_CELLS", "POOL_BUDGET", "POOL_FACTOR", "clear", "graphed_scan_log
            "wants_graph"]
 
 MAX_CELLS = 1 << 23  # B·T·D² of the step matrices (32 MiB in float32)
-POOL_FACTOR = 8  # a graph's pool ~ 8x the step matrices (B32 N40 C40 float32: ~56 MiB)
+POOL_FACTOR = 20  # pool bytes per step-matrix byte: 20.3x and 17.9x measured on an H100
 POOL_BUDGET = 2 << 30  # bytes of graph pools kept (estimated)
 _GRAPHS: OrderedDict = OrderedDict()  # key -> (graphed callable, estimated bytes)
 _SEEN: OrderedDict = OrderedDict()  # keys seen once (bounded)
@@ -45,6 +45,8 @@ def wants_graph(spans: torch.Tensor) -> bool:
     batch, t, size, c, _ = spans.shape
     return (spans.is_cuda and spans.requires_grad and torch.is_grad_enabled()
             and not torch.is_inference_mode_enabled()
+            and not torch.is_autocast_enabled()  # CUDA autocast: graphs need its cache off
+            and spans.device.index == torch.cuda.current_device()  # captures on this device
             and not torch.cuda.is_current_stream_capturing()
             and batch * t * (size * c) ** 2 <= MAX_CELLS)
 
