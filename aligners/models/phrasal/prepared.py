@@ -32,8 +32,9 @@ _TINY = 1e-20
 
 class DirectionConst(NamedTuple):
     """One direction's fixed part (small: O(B (S + O P) + M S); the (B,O,S) word slots are
-    the phrase rows' pair ids, the (B,S,S) jumps and (B,P,S) memberships are recomputed per
-    use by `word_slots`, `jump_potentials`, `memberships`). seg_item, seg_end, seg_len (M,)
+    the phrase rows' pair ids and the (B,S,S) jumps are recomputed per use by `word_slots`
+    and `jump_potentials`; the (B,P,S) memberships are kept, `members` / `gends`, in the
+    model's dtype: `memberships`). seg_item, seg_end, seg_len (M,)
     the listed observation spans (order of `span.nonzero()`); ids_s (M,S) int32 their slots
     per state word; seg_lam (M,1) l log(lambda); ids_p (B,O,P) int32 phrase-state slots; obs
     (B,O) int32 observation words; jump_norm (B,S+1) the jump normalisers; null_init, null_stay
@@ -63,6 +64,8 @@ class DirectionConst(NamedTuple):
     state_lengths: torch.Tensor
     obs_lengths: torch.Tensor
     forward: bool
+    members: torch.Tensor | None = None  # (B,P,S) `_members` in the model's dtype
+    gends: torch.Tensor | None = None  # (B,P,S) gappy ends, likewise
 
 
 @dataclass
@@ -106,16 +109,18 @@ def jump_potentials(model, d: DirectionConst):
     dtype = model.t_fwd.dtype
     jw = model.jump_fwd if d.forward else model.jump_bwd
     w, valid = _jump_weights(jw, d.state_lengths, S, dtype)
-    lj = torch.log(((1 - c.p0) * c.eta * w / d.jump_norm.clamp_min(_TINY)[..., None])
-                   .clamp_min(_TINY))
-    lj = torch.where(valid[:, None, :], lj, torch.full((), semiring_zero(dtype), dtype=dtype,
-                                                       device=lj.device))
+    # in place on the fresh (B,S+1,S) tensor w: the same operations and values as
+    # log(((1 - p0) eta w / Z).clamp_min(tiny)) masked by `valid`, without temporaries
+    lj = w.mul_((1 - c.p0) * c.eta).div_(d.jump_norm.clamp_min(_TINY)[..., None])
+    lj = lj.clamp_min_(_TINY).log_().masked_fill_(~valid[:, None, :], semiring_zero(dtype))
     return lj[:, 0], lj[:, 1:]
 
 
 def memberships(d: DirectionConst, dtype):
     """((B,P,S) membership of each state position in each phrase state, (B,P,S) gappy
-    ends); see `_members`."""
+    ends); see `_members`. Kept in `d` when built in `dtype` (`direction_const`)."""
+    if d.members is not None and d.members.dtype == dtype:
+        return d.members, d.gends
     return _members(d.first, d.last, d.gap, d.null_stay.shape[1], dtype)
 
 
@@ -196,7 +201,8 @@ def direction_const(model, batch: Batch, lay, *, forward: bool) -> DirectionCons
     partner = torch.where(pvalid & (gap <= 0), at[bidx, la, ln], torch.full_like(first, -1))
     return DirectionConst(hb, hn, hl, ids_s.int(), seg_lam, ids_p.int(), ob.int(), Z, null_init,
                           null_stay, lpw, first, last, gap, mirror, partner,
-                          _cover(hb, hn, hl, O, L), sl, ol, forward)
+                          _cover(hb, hn, hl, O, L), sl, ol, forward,
+                          *_members(first, last, gap, S, dtype))
 
 
 def prepare_batch(model, batch: Batch, lay, *, route: bool = True) -> PreparedBatch:
