@@ -32,6 +32,7 @@ from aligners.lattices.phrasal_hsmm_sparse import (
     sparse_posteriors_to_dense,
 )
 from aligners.models._scatter import scatter_add2_, scatter_add_
+from aligners.models.phrasal._counts_kernel import scatter_word_slots_
 from aligners.models.phrasal.agreement import sparse_agreement_counts, sparse_link_posteriors
 from aligners.models.phrasal.phrase_lists import PhraseList
 from aligners.models.phrasal.prepared import (
@@ -308,10 +309,10 @@ class PhrasalAligner(nn.Module):
         pf, pb = self._sparse(prep, pb_)
         qf, qb = sparse_agreement_counts(pf, pb, prep.fwd, prep.bwd,
                                          agreement=self.config.agreement)
+        dt = self.c_lex.dtype  # word slots of both directions in one pass (same sums)
+        scatter_word_slots_(self.c_lex, pb_.pair_ids, qf.word[0].to(dt), qb.word[0].to(dt))
         for cnt, d, q in ((self.c_fwd, prep.fwd, qf), (self.c_bwd, prep.bwd, qb)):
-            word, seg = q.word
-            scatter_add_(cnt, word_slots(d, pb_), word.to(cnt.dtype))
-            scatter_add_(cnt, d.ids_s, seg.to(cnt.dtype))
+            scatter_add_(cnt, d.ids_s, q.word[1].to(cnt.dtype))
             scatter_add_(cnt, d.ids_p, q.phrase.to(cnt.dtype))
         scatter_add_(self.c_null_tgt, pb_.tgt, qf.null.to(self.c_null_tgt.dtype))
         scatter_add_(self.c_null_src, pb_.src, qb.null.to(self.c_null_src.dtype))
