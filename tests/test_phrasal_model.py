@@ -530,3 +530,22 @@ def test_word_slot_scatter_of_both_directions_equals_two_index_adds(dtype):
         scatter_word_slots_(start.clone(), ids + P, fwd, bwd)
     with pytest.raises(ValueError, match="needs fwd"):
         scatter_word_slots_(start.clone(), ids, bwd, bwd)
+
+
+def test_cached_givens_follow_the_keys(trained):
+    model = _double_copy(trained[0])
+    for forward in (True, False):
+        g = model.givens(forward=forward)
+        cached = model._givens_index(forward)
+        assert cached.dtype == torch.int32 and torch.equal(cached.long(), g)
+        assert model._givens_index(forward) is cached  # reused by the next M-step
+        counts = torch.rand(g.numel(), dtype=model.t_fwd.dtype)
+        tot = torch.zeros(int(g.max()) + 1, dtype=counts.dtype).index_add_(0, g, counts)
+        want = (counts / tot[g]).clamp_min(1e-20)
+        want[model.word_keys.numel()] = 1e-20
+        assert torch.equal(model.normalise(counts, forward=forward), want)
+    keys = model.phrase_keys.clone()
+    model.phrase_keys.add_(model.n_tgt_units)  # in place: every phrase key one source unit up
+    assert torch.equal(model._givens_index(True).long(), model.givens(forward=True))
+    assert not torch.equal(model._givens_index(True).long()[-1:], (keys // model.n_tgt_units)[-1:])
+    model.phrase_keys.copy_(keys)
