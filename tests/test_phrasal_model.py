@@ -549,3 +549,31 @@ def test_cached_givens_follow_the_keys(trained):
     assert torch.equal(model._givens_index(True).long(), model.givens(forward=True))
     assert not torch.equal(model._givens_index(True).long()[-1:], (keys // model.n_tgt_units)[-1:])
     model.phrase_keys.copy_(keys)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gather2_equals_index_select_of_each_column(dtype):
+    from aligners.models.phrasal._counts_kernel import gather2
+
+    g = torch.Generator().manual_seed(5)
+    tables = torch.rand(50, 2, generator=g, dtype=dtype)
+    ids = torch.randint(0, 50, (3, 4, 6), generator=g, dtype=torch.int32)
+    a, b = gather2(tables, ids)
+    assert a.shape == ids.shape and a.dtype == dtype
+    assert torch.equal(a, tables[:, 0].index_select(0, ids.reshape(-1)).view(ids.shape))
+    assert torch.equal(b, tables[:, 1].index_select(0, ids.reshape(-1)).view(ids.shape))
+    assert not torch.equal(a, b)
+    with pytest.raises(IndexError, match="outside"):
+        gather2(tables, ids + 50)
+
+
+def test_pair_tables_follow_the_tables(trained):
+    model = _double_copy(trained[0])
+    tab = model.pair_tables()
+    assert torch.equal(tab, torch.stack([model.t_fwd, model.t_bwd], 1))
+    assert torch.equal(model.pair_tables(log=True), torch.stack(
+        [torch.log(model.t_fwd), torch.log(model.t_bwd)], 1))
+    assert model.pair_tables() is tab
+    model.t_bwd.mul_(0.5)
+    assert torch.equal(model.pair_tables()[:, 1], model.t_bwd)
+    assert torch.equal(model.pair_tables(log=True)[:, 1], torch.log(model.t_bwd))

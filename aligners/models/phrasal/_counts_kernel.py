@@ -1,4 +1,5 @@
-"""Both directions' word-slot count scatter of the phrasal E-step in one pass (issue 10).
+"""Both directions' word-slot count scatter of the phrasal E-step in one pass, and both
+directions' table gather likewise (issue 10).
 
 Shapes: counts (P, 2) (the forward / backward counts interleaved, `PhrasalAligner.c_lex`),
 ids (B, I, J) int32/int64 pair slots, fwd (B, J, I) forward counts (observation-major),
@@ -8,6 +9,9 @@ and counts[ids[b,i,j], 1] += bwd[b,i,j] in (b, i, j) order: per column the order
 sums are the same bit for bit; both directions of one item run back to back, so the second
 pass finds the item's slots (one cache line per slot for both columns) still in cache.
 Cost O(B I J) time, no extra memory. Other devices / dtypes: the two `scatter_add_` calls.
+`gather2(tables, ids)`: tables (N, 2) (e.g. t_fwd, t_bwd interleaved), ids int32/int64 of
+any shape -> (tables[ids, 0], tables[ids, 1]) shaped like ids: the values `index_select`
+gives, one cache line per id instead of two. O(|ids|).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from numba import njit
 
 from aligners.models._scatter import scatter_add_
 
-__all__ = ["scatter_word_slots_"]
+__all__ = ["scatter_word_slots_", "gather2"]
 
 
 @njit(cache=True)
@@ -35,6 +39,36 @@ def _word_slots(counts, ids, fwd, bwd):
             for i in range(ids.shape[1]):
                 counts[ids[b, i, j], 0] += fwd[b, j, i]
     return -1
+
+
+@njit(cache=True)
+def _gather2(tables, ids, out0, out1):
+    n = tables.shape[0]
+    for k in range(ids.shape[0]):
+        s = ids[k]
+        if s < 0 or s >= n:
+            return k
+        out0[k] = tables[s, 0]
+        out1[k] = tables[s, 1]
+    return -1
+
+
+def gather2(tables: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(tables[ids, 0], tables[ids, 1]), each shaped like ids; tables (N, 2). See the
+    module docstring."""
+    if tables.dim() != 2 or tables.shape[1] != 2:
+        raise ValueError(f"gather2: tables must be (N, 2), got {tuple(tables.shape)}")
+    if not (tables.device.type == "cpu" and ids.device.type == "cpu" and tables.is_contiguous()
+            and ids.dtype in (torch.int32, torch.int64) and not tables.requires_grad):
+        flat = ids.reshape(-1)
+        return tuple(tables[:, c].index_select(0, flat).view(ids.shape) for c in (0, 1))
+    flat = np.ascontiguousarray(ids.reshape(-1).numpy())
+    out0 = torch.empty(ids.shape, dtype=tables.dtype)
+    out1 = torch.empty(ids.shape, dtype=tables.dtype)
+    bad = _gather2(tables.numpy(), flat, out0.view(-1).numpy(), out1.view(-1).numpy())
+    if bad >= 0:
+        raise IndexError(f"gather2: id {int(flat[bad])} outside [0, {tables.shape[0]})")
+    return out0, out1
 
 
 def scatter_word_slots_(counts: torch.Tensor, ids: torch.Tensor, fwd: torch.Tensor,

@@ -32,7 +32,7 @@ from aligners.lattices.phrasal_hsmm_sparse import (
     sparse_posteriors_to_dense,
 )
 from aligners.models._scatter import scatter_add2_, scatter_add_
-from aligners.models.phrasal._counts_kernel import scatter_word_slots_
+from aligners.models.phrasal._counts_kernel import gather2, scatter_word_slots_
 from aligners.models.phrasal.agreement import sparse_agreement_counts, sparse_link_posteriors
 from aligners.models.phrasal.phrase_lists import PhraseList
 from aligners.models.phrasal.prepared import (
@@ -211,16 +211,35 @@ class PhrasalAligner(nn.Module):
         weights and config are unchanged."""
         return prepare_batch(self, batch, lay, route=route)
 
-    def _potentials(self, d: DirectionConst, pbatch: Batch) -> SparsePhrasalPotentials:
+    def _potentials(self, d: DirectionConst, pbatch: Batch,
+                    word: torch.Tensor | None = None) -> SparsePhrasalPotentials:
         """Sparse potentials of one direction of the phrase rows `pbatch` from the current
-        tables: word (B,O,S), listed long segments (M,S), null (B,O), phrase (B,O,P)."""
-        table = self._log_table("t_fwd" if d.forward else "t_bwd")
+        tables: word (B,O,S), listed long segments (M,S), null (B,O), phrase (B,O,P).
+        `word`: the (B,O,S) word-slot log potentials when gathered already (`_sparse`)."""
+        table = self.pair_tables(log=True)[:, 0 if d.forward else 1]
         null_t = self._log_table("null_tgt" if d.forward else "null_src")
+        if word is None:
+            word = _take(table, word_slots(d, pbatch))
         return SparsePhrasalPotentials(
-            _take(table, word_slots(d, pbatch)), d.seg_item, d.seg_end, d.seg_len,
+            word, d.seg_item, d.seg_end, d.seg_len,
             _take(table, d.ids_s) + d.seg_lam, _take(null_t, d.obs), _take(table, d.ids_p),
             *jump_potentials(self, d), d.null_init, d.null_stay, d.phrase_weight, d.first,
             d.last)
+
+    def pair_tables(self, *, log: bool = False) -> torch.Tensor:
+        """(P+1+Q, 2) t_fwd and t_bwd interleaved (log: their logs, each `torch.log` of its
+        own table, so the same values as gathering then taking the log), built once per
+        table objects and versions (as `_log_table`); gathered by `gather2`, one cache line
+        for both directions' slot. Memory 2 (P+1+Q) floats per form."""
+        tabs = (self.t_fwd, self.t_bwd)
+        cache = self.__dict__.setdefault("_pair_cache", {})
+        hit = cache.get(log)
+        if hit is None or any(r() is not t or v != t._version for (r, v), t in zip(hit[0], tabs)):
+            cache.pop(log, None)
+            stamp = [(weakref.ref(t), t._version) for t in tabs]
+            cols = [torch.log(t) for t in tabs] if log else tabs
+            hit = cache[log] = (stamp, torch.stack(cols, 1))
+        return hit[1]
 
     def _log_table(self, name: str) -> torch.Tensor:
         """log of the table `name` (t_fwd, t_bwd, null_tgt, null_src), computed once per
@@ -239,9 +258,10 @@ class PhrasalAligner(nn.Module):
         """Both directions' sparse posteriors (or Viterbi indicators) of the phrase rows
         `pbatch` (= prep.phrase_batch())."""
         out = []
-        for d in (prep.fwd, prep.bwd):
+        wb, wf = gather2(self.pair_tables(log=True), pbatch.pair_ids)[::-1]
+        for d, w in ((prep.fwd, wf.transpose(1, 2)), (prep.bwd, wb)):  # (B,O,S) each
             out.append(phrasal_hsmm_sparse_posteriors(
-                self._potentials(d, pbatch), max_len=self.config.max_phrase_len,
+                self._potentials(d, pbatch, w), max_len=self.config.max_phrase_len,
                 src_lengths=d.state_lengths, tgt_lengths=d.obs_lengths, viterbi=viterbi))
         return out
 

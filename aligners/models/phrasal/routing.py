@@ -20,6 +20,7 @@ import torch
 
 from aligners.data.bitext import Batch
 from aligners.lattices.alignment_hmm import alignment_hmm_posteriors, alignment_hmm_viterbi
+from aligners.models.phrasal._counts_kernel import gather2
 from aligners.models.word.hmm import jump_buckets
 
 __all__ = ["WordRowPosteriors", "phrase_rows", "take_rows", "take_layout",
@@ -62,20 +63,18 @@ def take_layout(lay, rows: torch.Tensor, I: int, J: int):
                      ph(lay.ph_bwd), lay.span_state_src[rows, :I], lay.span_state_tgt[rows, :J])
 
 
-def _direction_inputs(model, batch: Batch, *, forward: bool):
+def _direction_inputs(model, batch: Batch, link, *, forward: bool):
     """(link probs (B,S,O) state x observation, null probs (B,O), jump scores (S+1,S),
-    state lengths, observation lengths) of one direction from the model's word slots."""
-    ids = batch.pair_ids.reshape(-1)
-
+    state lengths, observation lengths) of one direction; `link` this direction's (B,I,J)
+    word-slot probabilities (`gather2` of `model.pair_tables()`)."""
     def take(table, idx, shape):  # table[idx] by one index_select (same values, faster)
         return table.index_select(0, idx.reshape(-1)).view(shape)
 
     if forward:
-        link = take(model.t_fwd, ids, batch.pair_ids.shape)
         null = take(model.null_tgt, batch.tgt, batch.tgt.shape)
         jump, sl, ol = model.jump_fwd, batch.src_lengths, batch.tgt_lengths
     else:
-        link = take(model.t_bwd, ids, batch.pair_ids.shape).transpose(1, 2)
+        link = link.transpose(1, 2)
         null = take(model.null_src, batch.src, batch.src.shape)
         jump, sl, ol = model.jump_bwd, batch.tgt_lengths, batch.src_lengths
     S = link.shape[1]
@@ -102,8 +101,9 @@ def word_row_posteriors(model, batch: Batch, *, viterbi: bool = False) -> WordRo
     in (B, I, J) orientation. Cost O(B J I^2 + B I J^2)."""
     p0 = model.config.p0
     out = []
-    for forward in (True, False):
-        link, null, scores, sl, ol = _direction_inputs(model, batch, forward=forward)
+    links = gather2(model.pair_tables(), batch.pair_ids)  # both directions' word slots
+    for forward, lk in zip((True, False), links):
+        link, null, scores, sl, ol = _direction_inputs(model, batch, lk, forward=forward)
         if viterbi:
             lk, nu, ll = _viterbi_links(link, null, scores, sl, ol, p0)
         else:
