@@ -577,3 +577,28 @@ def test_pair_tables_follow_the_tables(trained):
     model.t_bwd.mul_(0.5)
     assert torch.equal(model.pair_tables()[:, 1], model.t_bwd)
     assert torch.equal(model.pair_tables(log=True)[:, 1], torch.log(model.t_bwd))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_normalise_kernel_equals_the_torch_expression(dtype):
+    from aligners.models.phrasal._counts_kernel import normalise_counts
+
+    g = torch.Generator().manual_seed(7)
+    n, N = 6, 200
+    givens = torch.randint(0, n - 1, (N,), generator=g)  # unit n-1: no slot, total 0
+    counts = torch.rand(N, 2, generator=g, dtype=dtype) * 10 ** torch.randint(
+        -8, 8, (N, 2), generator=g).to(dtype)
+    counts[givens == 2] = 0  # a unit with total 0: its slots get the floor
+    col = counts[:, 1]  # strided, as the model's c_bwd
+    tot = torch.zeros(n, dtype=dtype).index_add_(0, givens, col)
+    den = tot[givens]
+    want = torch.where(den > 0, col / den.clamp_min(torch.finfo(dtype).tiny),
+                       torch.zeros((), dtype=dtype))
+    want[5] = 1e-20
+    want = want.clamp_min(1e-20)
+    for ids in (givens, givens.int()):
+        got = normalise_counts(col, ids, n, 5, 1e-20)
+        assert torch.equal(got, want)
+    assert normalise_counts(col, givens.float(), n, 5, 1e-20) is None  # torch path then
+    with pytest.raises(ValueError, match="outside"):
+        normalise_counts(col, givens + n, n, 5, 1e-20)

@@ -11,7 +11,10 @@ pass finds the item's slots (one cache line per slot for both columns) still in 
 Cost O(B I J) time, no extra memory. Other devices / dtypes: the two `scatter_add_` calls.
 `gather2(tables, ids)`: tables (N, 2) (e.g. t_fwd, t_bwd interleaved), ids int32/int64 of
 any shape -> (tables[ids, 0], tables[ids, 1]) shaped like ids: the values `index_select`
-gives, one cache line per id instead of two. O(|ids|).
+gives, one cache line per id instead of two. O(|ids|). `normalise_counts(counts, givens, n,
+floor_slot, floor)`: the M-step's conditional table in two passes (the torch expression of
+`PhrasalAligner.normalise`, the same values: the totals added in index order as
+`index_add_` does, the division and clamps in the counts' dtype). O(N + n).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from numba import njit
 
 from aligners.models._scatter import scatter_add_
 
-__all__ = ["scatter_word_slots_", "gather2"]
+__all__ = ["scatter_word_slots_", "gather2", "normalise_counts"]
 
 
 @njit(cache=True)
@@ -93,3 +96,36 @@ def scatter_word_slots_(counts: torch.Tensor, ids: torch.Tensor, fwd: torch.Tens
     if bad >= 0:
         raise ValueError(f"scatter_word_slots_: id {int(bad)} outside [0, {counts.shape[0]})")
     return counts
+
+
+@njit(cache=True)
+def _normalise(counts, g, tot, out, floor_slot, floor, tiny):
+    for k in range(counts.shape[0]):
+        tot[g[k]] += counts[k]
+    zero = counts[0] - counts[0]
+    for k in range(counts.shape[0]):
+        d = tot[g[k]]
+        v = counts[k] / max(d, tiny) if d > 0 else zero
+        out[k] = max(v, floor)
+    out[floor_slot] = floor
+
+
+def normalise_counts(counts: torch.Tensor, givens: torch.Tensor, n: int, floor_slot: int,
+                     floor: float) -> torch.Tensor | None:
+    """(N,) table: counts / (total of the counts with the same givens id; 0 where that is
+    0), clamped below at `floor`, slot `floor_slot` = floor; None where the inputs are not
+    CPU float32/float64 with int32/int64 givens (the caller runs torch then)."""
+    if not (counts.device.type == "cpu" and givens.device.type == "cpu" and counts.dim() == 1
+            and counts.dtype in (torch.float32, torch.float64) and counts.numel() > 0
+            and givens.dtype in (torch.int32, torch.int64) and not counts.requires_grad
+            and givens.shape == counts.shape):
+        return None
+    c = counts.numpy()
+    g = givens.numpy()
+    if int(g.min()) < 0 or int(g.max()) >= n:
+        raise ValueError(f"normalise_counts: givens outside [0, {n})")
+    tot = np.zeros(n, dtype=c.dtype)
+    out = torch.empty_like(counts, memory_format=torch.contiguous_format)
+    fl = c.dtype.type(floor)
+    _normalise(c, g, tot, out.numpy(), floor_slot, fl, c.dtype.type(np.finfo(c.dtype).tiny))
+    return out

@@ -32,7 +32,7 @@ from aligners.lattices.phrasal_hsmm_sparse import (
     sparse_posteriors_to_dense,
 )
 from aligners.models._scatter import scatter_add2_, scatter_add_
-from aligners.models.phrasal._counts_kernel import gather2, scatter_word_slots_
+from aligners.models.phrasal._counts_kernel import gather2, normalise_counts, scatter_word_slots_
 from aligners.models.phrasal.agreement import sparse_agreement_counts, sparse_link_posteriors
 from aligners.models.phrasal.phrase_lists import PhraseList
 from aligners.models.phrasal.prepared import (
@@ -376,6 +376,9 @@ class PhrasalAligner(nn.Module):
         """Conditional table from counts (P+1+Q,); slot P and empty rows get the floor."""
         g = self._givens_index(forward)
         n = self.src_list.n_units if forward else self.tgt_list.n_units
+        fast = normalise_counts(counts, g, n, self.word_keys.numel(), _TINY)
+        if fast is not None:  # CPU: the same values in two passes
+            return fast
         tot = torch.zeros(n, dtype=counts.dtype, device=counts.device).index_add_(0, g, counts)
         den = tot[g]
         out = torch.where(den > 0, counts / den.clamp_min(torch.finfo(den.dtype).tiny),
