@@ -532,25 +532,6 @@ def test_word_slot_scatter_of_both_directions_equals_two_index_adds(dtype):
         scatter_word_slots_(start.clone(), ids, bwd, bwd)
 
 
-def test_cached_givens_follow_the_keys(trained):
-    model = _double_copy(trained[0])
-    for forward in (True, False):
-        g = model.givens(forward=forward)
-        cached = model._givens_index(forward)
-        assert cached.dtype == torch.int32 and torch.equal(cached.long(), g)
-        assert model._givens_index(forward) is cached  # reused by the next M-step
-        counts = torch.rand(g.numel(), dtype=model.t_fwd.dtype)
-        tot = torch.zeros(int(g.max()) + 1, dtype=counts.dtype).index_add_(0, g, counts)
-        want = (counts / tot[g]).clamp_min(1e-20)
-        want[model.word_keys.numel()] = 1e-20
-        assert torch.equal(model.normalise(counts, forward=forward), want)
-    keys = model.phrase_keys.clone()
-    model.phrase_keys.add_(model.n_tgt_units)  # in place: every phrase key one source unit up
-    assert torch.equal(model._givens_index(True).long(), model.givens(forward=True))
-    assert not torch.equal(model._givens_index(True).long()[-1:], (keys // model.n_tgt_units)[-1:])
-    model.phrase_keys.copy_(keys)
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_gather2_equals_index_select_of_each_column(dtype):
     from aligners.models.phrasal._counts_kernel import gather2
@@ -580,25 +561,31 @@ def test_pair_tables_follow_the_tables(trained):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_normalise_kernel_equals_the_torch_expression(dtype):
+def test_normalise_kernel_equals_the_torch_expression(trained, dtype):
     from aligners.models.phrasal._counts_kernel import normalise_counts
 
+    model = trained[0]
+    P = model.word_keys.numel()
     g = torch.Generator().manual_seed(7)
-    n, N = 6, 200
-    givens = torch.randint(0, n - 1, (N,), generator=g)  # unit n-1: no slot, total 0
-    counts = torch.rand(N, 2, generator=g, dtype=dtype) * 10 ** torch.randint(
-        -8, 8, (N, 2), generator=g).to(dtype)
-    counts[givens == 2] = 0  # a unit with total 0: its slots get the floor
-    col = counts[:, 1]  # strided, as the model's c_bwd
-    tot = torch.zeros(n, dtype=dtype).index_add_(0, givens, col)
-    den = tot[givens]
-    want = torch.where(den > 0, col / den.clamp_min(torch.finfo(dtype).tiny),
-                       torch.zeros((), dtype=dtype))
-    want[5] = 1e-20
-    want = want.clamp_min(1e-20)
-    for ids in (givens, givens.int()):
-        got = normalise_counts(col, ids, n, 5, 1e-20)
+    for forward in (True, False):
+        givens = model.givens(forward=forward)
+        n = model.src_list.n_units if forward else model.tgt_list.n_units
+        counts = torch.rand(givens.numel(), 2, generator=g, dtype=dtype) * 10 ** torch.randint(
+            -8, 8, (givens.numel(), 2), generator=g).to(dtype)
+        counts[givens == givens[0]] = 0  # a unit with total 0: its slots get the floor
+        col = counts[:, 1]  # strided, as the model's c_bwd
+        tot = torch.zeros(n, dtype=dtype).index_add_(0, givens, col)
+        den = tot[givens]
+        want = torch.where(den > 0, col / den.clamp_min(torch.finfo(dtype).tiny),
+                           torch.zeros((), dtype=dtype))
+        want[P] = 1e-20
+        want = want.clamp_min(1e-20)
+        got = normalise_counts(col, model.word_keys, model.phrase_keys, model.n_tgt_words,
+                               model.n_tgt_units, n, 1e-20, forward=forward)
         assert torch.equal(got, want)
-    assert normalise_counts(col, givens.float(), n, 5, 1e-20) is None  # torch path then
-    with pytest.raises(ValueError, match="outside"):
-        normalise_counts(col, givens + n, n, 5, 1e-20)
+        assert normalise_counts(col, model.word_keys.int(), model.phrase_keys,
+                                model.n_tgt_words, model.n_tgt_units, n, 1e-20,
+                                forward=forward) is None  # the torch path then
+        with pytest.raises(ValueError, match="outside"):
+            normalise_counts(col, model.word_keys, model.phrase_keys, model.n_tgt_words,
+                             model.n_tgt_units, 1, 1e-20, forward=forward)

@@ -270,6 +270,7 @@ def train(cfg: DictConfig) -> dict:
               f"{times[name]:.1f} s (CPU {cpu[name]:.1f} s); "
               f"loglik {lit.history}", flush=True)
         report(f"+{name}", model, times["word_hmm_no_agreement"] + times[name])
+        model.clear_caches()  # its cached tables: not kept while the next model trains
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     metrics["run"] = {"index_seconds": index_s, "peak_rss_mb": rss_mb,
                       "training_pairs": index.n_sentences, **{f"{k}_seconds": v

@@ -12,7 +12,7 @@ Cost O(B I J) time, no extra memory. Other devices / dtypes: the two `scatter_ad
 `gather2(tables, ids)`: tables (N, 2) (e.g. t_fwd, t_bwd interleaved), ids int32/int64 of
 any shape -> (tables[ids, 0], tables[ids, 1]) shaped like ids: the values `index_select`
 gives, one cache line per id instead of two. O(|ids|). `normalise_counts(counts, givens, n,
-floor_slot, floor)`: the M-step's conditional table in two passes (the torch expression of
+...)`: the M-step's conditional table in two passes (the torch expression of
 `PhrasalAligner.normalise`, the same values: the totals added in index order as
 `index_add_` does, the division and clamps in the counts' dtype). O(N + n).
 """
@@ -99,33 +99,52 @@ def scatter_word_slots_(counts: torch.Tensor, ids: torch.Tensor, fwd: torch.Tens
 
 
 @njit(cache=True)
-def _normalise(counts, g, tot, out, floor_slot, floor, tiny):
+def _unit(k, wkeys, pkeys, vt, ut, forward):
+    P = wkeys.shape[0]
+    if k < P:
+        return wkeys[k] // vt if forward else wkeys[k] % vt
+    if k == P:
+        return 0
+    return pkeys[k - P - 1] // ut if forward else pkeys[k - P - 1] % ut
+
+
+@njit(cache=True)
+def _normalise(counts, wkeys, pkeys, vt, ut, forward, tot, out, floor, tiny):
+    n = tot.shape[0]
     for k in range(counts.shape[0]):
-        tot[g[k]] += counts[k]
+        g = _unit(k, wkeys, pkeys, vt, ut, forward)
+        if g < 0 or g >= n:
+            return k
+        tot[g] += counts[k]
     zero = counts[0] - counts[0]
     for k in range(counts.shape[0]):
-        d = tot[g[k]]
+        d = tot[_unit(k, wkeys, pkeys, vt, ut, forward)]
         v = counts[k] / max(d, tiny) if d > 0 else zero
         out[k] = max(v, floor)
-    out[floor_slot] = floor
+    out[wkeys.shape[0]] = floor
+    return -1
 
 
-def normalise_counts(counts: torch.Tensor, givens: torch.Tensor, n: int, floor_slot: int,
-                     floor: float) -> torch.Tensor | None:
-    """(N,) table: counts / (total of the counts with the same givens id; 0 where that is
-    0), clamped below at `floor`, slot `floor_slot` = floor; None where the inputs are not
-    CPU float32/float64 with int32/int64 givens (the caller runs torch then)."""
-    if not (counts.device.type == "cpu" and givens.device.type == "cpu" and counts.dim() == 1
-            and counts.dtype in (torch.float32, torch.float64) and counts.numel() > 0
-            and givens.dtype in (torch.int32, torch.int64) and not counts.requires_grad
-            and givens.shape == counts.shape):
+def normalise_counts(counts: torch.Tensor, word_keys: torch.Tensor, phrase_keys: torch.Tensor,
+                     n_tgt_words: int, n_tgt_units: int, n: int, floor: float, *,
+                     forward: bool) -> torch.Tensor | None:
+    """(P+1+Q,) table from counts (P+1+Q,): counts / (total of the counts with the same
+    conditioning unit; 0 where that is 0), clamped below at `floor`, slot P = floor. The
+    unit of a slot (`PhrasalAligner.givens`: key // width forward, key % width backward;
+    slot P unit 0) is computed on the fly, no (P+1+Q,) index kept. None where the inputs
+    are not CPU float32/float64 counts and int64 keys (the caller runs torch then)."""
+    P, Q = word_keys.numel(), phrase_keys.numel()
+    if not (counts.device.type == "cpu" and word_keys.device.type == "cpu"
+            and counts.dim() == 1 and counts.numel() == P + 1 + Q
+            and counts.dtype in (torch.float32, torch.float64) and not counts.requires_grad
+            and word_keys.dtype == torch.int64 and phrase_keys.dtype == torch.int64):
         return None
     c = counts.numpy()
-    g = givens.numpy()
-    if int(g.min()) < 0 or int(g.max()) >= n:
-        raise ValueError(f"normalise_counts: givens outside [0, {n})")
     tot = np.zeros(n, dtype=c.dtype)
-    out = torch.empty_like(counts, memory_format=torch.contiguous_format)
-    fl = c.dtype.type(floor)
-    _normalise(c, g, tot, out.numpy(), floor_slot, fl, c.dtype.type(np.finfo(c.dtype).tiny))
+    out = torch.empty(counts.shape, dtype=counts.dtype)
+    bad = _normalise(c, word_keys.numpy(), phrase_keys.numpy(), n_tgt_words, n_tgt_units,
+                     forward, tot, out.numpy(), c.dtype.type(floor),
+                     c.dtype.type(np.finfo(c.dtype).tiny))
+    if bad >= 0:
+        raise ValueError(f"normalise_counts: the unit of slot {bad} is outside [0, {n})")
     return out

@@ -241,6 +241,12 @@ class PhrasalAligner(nn.Module):
             hit = cache[log] = (stamp, torch.stack(cols, 1))
         return hit[1]
 
+    def clear_caches(self) -> None:
+        """Drop the cached log tables and interleaved pair tables (rebuilt on next use):
+        frees 4 (P+1+Q) floats and more once a model is trained and evaluated."""
+        for name in ("_log_cache", "_pair_cache"):
+            self.__dict__.pop(name, None)
+
     def _log_table(self, name: str) -> torch.Tensor:
         """log of the table `name` (t_fwd, t_bwd, null_tgt, null_src), computed once per
         table object and version (the M-step replaces the tables; an in-place change such
@@ -357,28 +363,14 @@ class PhrasalAligner(nn.Module):
             w, p = self.word_keys % Vt, self.phrase_keys % Ut
         return torch.cat([w, w.new_zeros(1), p])
 
-    def _givens_index(self, forward: bool) -> torch.Tensor:
-        """`givens` as int32 (the same ids; int64 if a unit id does not fit), computed once
-        per direction while word_keys and phrase_keys are the same tensors and versions
-        (the M-step reuses it every iteration; 4 bytes per slot)."""
-        cache = self.__dict__.setdefault("_givens_cache", {})
-        stamp = [(weakref.ref(t), t._version) for t in (self.word_keys, self.phrase_keys)]
-        hit = cache.get(forward)
-        if hit is None or any(r() is not t or v != t._version for (r, v), t in zip(
-                hit[0], (self.word_keys, self.phrase_keys))):
-            g = self.givens(forward=forward)
-            if g.numel() and int(g.max()) < 2 ** 31:
-                g = g.int()
-            hit = cache[forward] = (stamp, g)
-        return hit[1]
-
     def normalise(self, counts: torch.Tensor, *, forward: bool) -> torch.Tensor:
         """Conditional table from counts (P+1+Q,); slot P and empty rows get the floor."""
-        g = self._givens_index(forward)
         n = self.src_list.n_units if forward else self.tgt_list.n_units
-        fast = normalise_counts(counts, g, n, self.word_keys.numel(), _TINY)
-        if fast is not None:  # CPU: the same values in two passes
+        fast = normalise_counts(counts, self.word_keys, self.phrase_keys, self.n_tgt_words,
+                                self.n_tgt_units, n, _TINY, forward=forward)
+        if fast is not None:  # CPU: the same values in two passes, no givens index
             return fast
+        g = self.givens(forward=forward)
         tot = torch.zeros(n, dtype=counts.dtype, device=counts.device).index_add_(0, g, counts)
         den = tot[g]
         out = torch.where(den > 0, counts / den.clamp_min(torch.finfo(den.dtype).tiny),
