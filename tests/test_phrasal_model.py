@@ -589,3 +589,19 @@ def test_normalise_kernel_equals_the_torch_expression(trained, dtype):
         with pytest.raises(ValueError, match="outside"):
             normalise_counts(col, model.word_keys, model.phrase_keys, model.n_tgt_words,
                              model.n_tgt_units, 1, 1e-20, forward=forward)
+
+
+def test_phrase_ids_equal_a_dictionary_lookup(trained):
+    model = trained[0]
+    P, Ut = model.word_keys.numel(), model.n_tgt_units
+    slot = {int(k): P + 1 + n for n, k in enumerate(model.phrase_keys.tolist())}
+    g = torch.Generator().manual_seed(11)
+    hits = model.phrase_keys[torch.randint(0, model.phrase_keys.numel(), (40,), generator=g)]
+    su = torch.cat([hits // Ut, torch.randint(-2, model.src_list.n_units, (60,), generator=g)])
+    tu = torch.cat([hits % Ut, torch.randint(-2, Ut, (60,), generator=g)])
+    su, tu = su.view(4, 25), tu.view(4, 25)
+    got = model.phrase_ids(su, tu)
+    want = [slot.get(int(s) * Ut + int(t), P) if s >= 0 and t >= 0 else P
+            for s, t in zip(su.reshape(-1).tolist(), tu.reshape(-1).tolist())]
+    assert got.shape == su.shape and got.reshape(-1).tolist() == want
+    assert int((got > P).sum()) >= 40

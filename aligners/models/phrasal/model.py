@@ -199,9 +199,12 @@ class PhrasalAligner(nn.Module):
         ok = (src_unit >= 0) & (tgt_unit >= 0)
         if Q == 0:
             return torch.full_like(key, P)
-        pos = torch.searchsorted(self.phrase_keys, key.reshape(-1)).clamp(max=Q - 1).view_as(key)
-        hit = (self.phrase_keys[pos] == key) & ok
-        return torch.where(hit, pos + P + 1, torch.full_like(pos, P))
+        out = torch.full((key.numel(),), P, dtype=torch.long, device=key.device)
+        idx = ok.reshape(-1).nonzero()[:, 0]  # only valid units are searched (padding is not)
+        k = key.reshape(-1)[idx]
+        pos = torch.searchsorted(self.phrase_keys, k).clamp(max=Q - 1)
+        out[idx] = torch.where(self.phrase_keys[pos] == k, pos + P + 1, torch.full_like(pos, P))
+        return out.view(key.shape)
 
     # ------------------------------------------------------------------ potentials
     def prepare(self, batch: Batch, lay: Layout, *, route: bool = True) -> PreparedBatch:
