@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from numba import njit
 
-__all__ = ["scatter_add_", "scatter_add2_"]
+__all__ = ["kernel_ready", "scatter_add_", "scatter_add2_"]
 
 
 @njit(cache=True)
@@ -48,7 +48,9 @@ def _scatter2(counts, ids, v0, v1):
 _DTYPES = (torch.float32, torch.float64)
 
 
-def _fast(counts, ids, values) -> bool:
+def kernel_ready(counts, ids, values) -> bool:
+    """Whether the numba loops may serve these tensors: CPU, float32/float64 counts and
+    values of one dtype, int32/int64 ids, no autograd (else the caller uses torch)."""
     return (counts.device.type == "cpu" and counts.dtype in _DTYPES
             and not counts.requires_grad and ids.device.type == "cpu"
             and ids.dtype in (torch.int32, torch.int64)
@@ -74,7 +76,7 @@ def _check_sizes(ids, values) -> None:
 def scatter_add_(counts: torch.Tensor, ids: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     """counts[ids[n]] += values[n] for n in order (ids, values flattened); returns counts.
     See the module docstring (shapes, cost, exactness)."""
-    if counts.dim() != 1 or not _fast(counts, ids, (values,)):
+    if counts.dim() != 1 or not kernel_ready(counts, ids, (values,)):
         return counts.index_add_(0, ids.reshape(-1), values.reshape(-1))
     _check_sizes(ids, (values,))
     i = _np(ids)
@@ -88,7 +90,7 @@ def scatter_add2_(counts: torch.Tensor, ids: torch.Tensor, v0: torch.Tensor,
     (P, 2); returns counts. Equal to `scatter_add_` on each column (module docstring)."""
     if counts.dim() != 2 or counts.shape[1] != 2:
         raise ValueError(f"scatter_add2_: counts must be (P, 2), got {tuple(counts.shape)}")
-    if not _fast(counts, ids, (v0, v1)):
+    if not kernel_ready(counts, ids, (v0, v1)):
         for col, v in enumerate((v0, v1)):
             counts[:, col].index_add_(0, ids.reshape(-1), v.reshape(-1))
         return counts

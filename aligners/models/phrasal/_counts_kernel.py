@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from aligners.models._scatter import scatter_add_
+from aligners.models._scatter import kernel_ready, scatter_add_
 
 __all__ = ["scatter_word_slots_", "gather2", "normalise_counts"]
 
@@ -82,11 +82,8 @@ def scatter_word_slots_(counts: torch.Tensor, ids: torch.Tensor, fwd: torch.Tens
     if tuple(fwd.shape) != (B, J, I) or tuple(bwd.shape) != (B, I, J):
         raise ValueError(f"scatter_word_slots_: ids {(B, I, J)} needs fwd {(B, J, I)} and bwd "
                          f"{(B, I, J)}, got {tuple(fwd.shape)}, {tuple(bwd.shape)}")
-    fast = (counts.dim() == 2 and counts.shape[1] == 2 and counts.device.type == "cpu"
-            and counts.is_contiguous() and counts.dtype in (torch.float32, torch.float64)
-            and ids.device.type == "cpu" and ids.dtype in (torch.int32, torch.int64)
-            and all(v.device.type == "cpu" and v.dtype == counts.dtype and not v.requires_grad
-                    for v in (fwd, bwd)) and not counts.requires_grad)
+    fast = (counts.dim() == 2 and counts.shape[1] == 2 and counts.is_contiguous()
+            and kernel_ready(counts, ids, (fwd, bwd)))
     if not fast:
         scatter_add_(counts[:, 0], ids.transpose(1, 2), fwd)
         scatter_add_(counts[:, 1], ids, bwd)
