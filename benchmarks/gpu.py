@@ -168,13 +168,9 @@ def _graph_capture(bench: Bench, run) -> str:
     gc.collect()
     torch.cuda.empty_cache()
     reserved = torch.cuda.memory_reserved(bench.device)
-    torch.cuda.reset_peak_memory_stats(bench.device)
-    base = torch.cuda.memory_allocated(bench.device)
-    run()  # second call: capture, then replay
-    bench.sync()
+    peak = bench.peak_mib(run)  # second call: capture, then replay
     if not _chain_graph._GRAPHS:
         return "no graph: above MAX_CELLS, the plain scan ran"
-    peak = (torch.cuda.max_memory_allocated(bench.device) - base) / 2**20
     gc.collect()
     torch.cuda.empty_cache()  # the warm-up's cached blocks go; the graph's pool stays
     kept = (torch.cuda.memory_reserved(bench.device) - reserved) / 2**20
@@ -275,13 +271,32 @@ def _timed(bench: Bench, run) -> float:
     return time.perf_counter() - t
 
 
+def _hansards(n: int):
+    """(the first n Hansards training pairs + the 447 test pairs as (src, tgt) token lists,
+    the test pairs with their gold alignments): unsupervised aligners train on what they
+    align."""
+    import itertools
+
+    from aligners.data.datasets import iter_parallel, load
+
+    test = load("hansards-enfr", "test")
+    pairs = list(itertools.islice(iter_parallel("hansards-enfr", "train"), n))
+    return pairs + [(p.src, p.tgt) for p in test], test
+
+
+def _test_aer(test, links) -> float:
+    """Micro AER of links (one list of (i, j) per test pair) against the test gold."""
+    from aligners.metrics import evaluate_alignments
+
+    return evaluate_alignments([p.alignment for p in test], links, breakdowns=False).micro.aer
+
+
 def _word_em(bench: Bench, index, ids, device: torch.device, config, test) -> dict:
     """EM (the whole schedule) of the word aligner on `device`, then the default decoding
     (agreement, threshold 0.3) of the `test` pairs: seconds of EM, peak MiB, loglik, AER.
     `ids`: the (source, target) WordIds the index was built with."""
     from aligners.data.bitext import build_index
     from aligners.inference.decode import combine, decode_corpus
-    from aligners.metrics import evaluate_alignments
     from aligners.models.word.agreement import WordAligner, WordDecoding
 
     model = WordAligner.from_index(index, config).to(device)
@@ -305,8 +320,8 @@ def _word_em(bench: Bench, index, ids, device: torch.device, config, test) -> di
     test_index.to(device)
     links = combine(decode_corpus(model, test_index, method=dec.method,
                                   threshold=dec.threshold), dec.symmetrize)
-    aer = evaluate_alignments([p.alignment for p in test], links, breakdowns=False).micro.aer
-    return {"ms": sec * 1e3, "peak_mib": peak, "loglik_fwd": hist[-1][0], "aer": aer}
+    return {"ms": sec * 1e3, "peak_mib": peak, "loglik_fwd": hist[-1][0],
+            "aer": _test_aer(test, links)}
 
 
 def case_word_aligner(bench: Bench) -> None:
@@ -317,20 +332,15 @@ def case_word_aligner(bench: Bench) -> None:
     cells also the same box's CPU (all its threads) unless ``--no-cpu-baseline``. --quick:
     500 pairs, 1 + 1 iterations. Peak MiB: device memory on CUDA, the process's RSS
     high-water mark on CPU. One run each; ms = EM only (no indexing, no decoding)."""
-    import itertools
-
     from aligners.data import DEFAULT_CELLS, GPU_CELLS
     from aligners.data.bitext import build_index
-    from aligners.data.datasets import iter_parallel, load
     from aligners.data.vocab import WordIds
     from aligners.models.word.agreement import WordAlignConfig
 
     n = 500 if bench.quick else 200_000
     config = WordAlignConfig(ibm1_iterations=1, hmm_iterations=1) if bench.quick else (
         WordAlignConfig())
-    test = load("hansards-enfr", "test")
-    pairs = list(itertools.islice(iter_parallel("hansards-enfr", "train"), n))
-    pairs += [(p.src, p.tgt) for p in test]
+    pairs, test = _hansards(n)
     budgets = bench.word_cells or ([DEFAULT_CELLS] + (
         [GPU_CELLS] if bench.device.type == "cuda" else []))
     for cells in budgets:
@@ -394,20 +404,14 @@ def _cli_align(bench: Bench, label: str, flags: list[str], quick: list[str]) -> 
     test pairs (--quick: 500 + test, and the `quick` flags added), as a subprocess: wall
     seconds of the whole command (indexing, training, decoding) and the test AER of its
     default output."""
-    flags = flags + (quick if bench.quick else [])
-    import itertools
     import subprocess
     import tempfile
 
-    from aligners.data.datasets import iter_parallel, load
-    from aligners.metrics import evaluate_alignments
-
+    flags = flags + (quick if bench.quick else [])
     n = 500 if bench.quick else 20_000
-    test = load("hansards-enfr", "test")
-    train = list(itertools.islice(iter_parallel("hansards-enfr", "train"), n))
+    rows, test = _hansards(n)
     with tempfile.TemporaryDirectory(prefix="gpu-bench-align-") as work:
         src, tgt, out = (Path(work) / x for x in ("c.src", "c.tgt", "links"))
-        rows = train + [(p.src, p.tgt) for p in test]
         src.write_text("".join(" ".join(s) + "\n" for s, _ in rows), encoding="utf-8")
         tgt.write_text("".join(" ".join(t) + "\n" for _, t in rows), encoding="utf-8")
         cmd = [sys.executable, "-m", "aligners", "align", "--quiet", "-s", str(src),
@@ -422,9 +426,10 @@ def _cli_align(bench: Bench, label: str, flags: list[str], quick: list[str]) -> 
                       None, "failed: " + proc.stderr.strip().splitlines()[-1][:200])
             return
         lines = out.read_text(encoding="utf-8").splitlines()
-    links = [[tuple(int(x) for x in lk.split("-")) for lk in line.split()]
-             for line in lines[len(train):len(train) + len(test)]]
-    aer = evaluate_alignments([p.alignment for p in test], links, breakdowns=False).micro.aer
+    from aligners.data.pharaoh import parse_pharaoh_line
+
+    aer = _test_aer(test, [sorted(parse_pharaoh_line(line).sure)
+                           for line in lines[len(rows) - len(test):]])
     bench.row(f"{label}, {len(rows)} Hansards pairs", f"ours ({bench.device.type})",
               {"ms": sec * 1e3, "aer": aer},
               f"`aligners align {' '.join(flags)}` whole command; test AER {aer:.4f}")
