@@ -40,15 +40,20 @@ def clear() -> None:
     _SEEN.clear()
 
 
+def _step_cells(spans: torch.Tensor) -> int:
+    """B·T·D² of the scan's step matrices for spans (B, T, S, C, C), D = S·C."""
+    batch, t, size, c, _ = spans.shape
+    return batch * t * (size * c) ** 2
+
+
 def wants_graph(spans: torch.Tensor) -> bool:
     """spans (B, T, S, C, C): whether a graph may serve this call (device, autograd, size)."""
-    batch, t, size, c, _ = spans.shape
     return (spans.is_cuda and spans.requires_grad and torch.is_grad_enabled()
             and not torch.is_inference_mode_enabled()
             and not torch.is_autocast_enabled()  # CUDA autocast: graphs need its cache off
             and spans.device.index == torch.cuda.current_device()  # captures on this device
             and not torch.cuda.is_current_stream_capturing()
-            and batch * t * (size * c) ** 2 <= MAX_CELLS)
+            and _step_cells(spans) <= MAX_CELLS)
 
 
 def _graph_for(spans: torch.Tensor, lengths: torch.Tensor):
@@ -66,8 +71,7 @@ def _graph_for(spans: torch.Tensor, lengths: torch.Tensor):
     del _SEEN[key]
     sample = (spans.detach().clone().requires_grad_(True), lengths.clone())
     graphed = torch.cuda.make_graphed_callables(scan_log_partition, sample, num_warmup_iters=2)
-    batch, t, size, c, _ = spans.shape
-    _GRAPHS[key] = (graphed, POOL_FACTOR * batch * t * (size * c) ** 2 * spans.element_size())
+    _GRAPHS[key] = (graphed, POOL_FACTOR * _step_cells(spans) * spans.element_size())
     while len(_GRAPHS) > 1 and sum(b for _, b in _GRAPHS.values()) > POOL_BUDGET:
         _GRAPHS.popitem(last=False)
     return graphed
