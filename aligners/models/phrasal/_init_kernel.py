@@ -171,6 +171,22 @@ def hash_table(keys):
 
 
 @njit(cache=True)
+def _find(x, keys, slots, shift, mask):
+    """The index of key x in a `hash_table` (slots, shift = 64 - b, mask = 2^b - 1), or -1."""
+    h = _slot(x, shift, mask)
+    while slots[h] >= 0:
+        if keys[slots[h]] == x:
+            return slots[h]
+        h = (h + 1) & mask
+    return -1
+
+
+def _int64(x) -> np.ndarray:
+    """numpy or CPU torch -> a contiguous int64 numpy array."""
+    return np.ascontiguousarray(x.numpy() if hasattr(x, "numpy") else x, dtype=np.int64)
+
+
+@njit(cache=True)
 def _gappy_count(words, lengths, keys, slots, bits, first_ok, last_ok, V, counts):
     mask = (1 << bits) - 1
     shift = np.uint64(64 - bits)
@@ -184,13 +200,9 @@ def _gappy_count(words, lengths, keys, slots, bits, first_ok, last_ok, V, counts
                 wc = words[r, c]
                 if not last_ok[wc]:
                     continue
-                q = wa * V + wc
-                h = _slot(q, shift, mask)
-                while slots[h] >= 0:
-                    if keys[slots[h]] == q:
-                        counts[slots[h]] += 1
-                        break
-                    h = (h + 1) & mask
+                k = _find(wa * V + wc, keys, slots, shift, mask)
+                if k >= 0:
+                    counts[k] += 1
 
 
 def gappy_occurrences(words, lengths, keys: np.ndarray, table: tuple, first_ok: np.ndarray,
@@ -199,12 +211,8 @@ def gappy_occurrences(words, lengths, keys: np.ndarray, table: tuple, first_ok: 
     pairs with distinct int64 keys w1 * V + w2 (G,): positions a < c - 1 of one sentence.
     table = hash_table(keys); first_ok / last_ok (V,) bool: the words that start / end a
     key (the others skipped). Cost O(B N^2) with O(1) expected per look-up."""
-    def a(x):
-        x = x.numpy() if hasattr(x, "numpy") else x
-        return np.ascontiguousarray(x, dtype=np.int64)
-
-    _gappy_count(a(words), a(lengths), keys, table[0], table[1], first_ok, last_ok, int(V),
-                 counts)
+    _gappy_count(_int64(words), _int64(lengths), keys, table[0], table[1], first_ok,
+                 last_ok, int(V), counts)
 
 
 @njit(cache=True)
@@ -214,20 +222,16 @@ def _count_keys(q, valid, keys, slots, bits, counts):
     for r in range(q.shape[0]):
         for c in range(q.shape[1]):
             if valid[r, c]:
-                x = q[r, c]
-                h = _slot(x, shift, mask)
-                while slots[h] >= 0:
-                    if keys[slots[h]] == x:
-                        counts[slots[h]] += 1
-                        break
-                    h = (h + 1) & mask
+                k = _find(q[r, c], keys, slots, shift, mask)
+                if k >= 0:
+                    counts[k] += 1
 
 
 def key_occurrences(q, valid, keys: np.ndarray, table: tuple, counts: np.ndarray) -> None:
     """Add to counts (G,) int64 the occurrences of keys (G,) int64 (distinct; table =
     hash_table(keys)) among q (B,W) int64 where valid (B,W) bool (numpy or CPU torch).
     Cost O(B W) with O(1) expected per look-up."""
-    q = np.ascontiguousarray(q.numpy() if hasattr(q, "numpy") else q, dtype=np.int64)
+    q = _int64(q)
     v = np.ascontiguousarray(valid.numpy() if hasattr(valid, "numpy") else valid,
                              dtype=np.bool_)
     _count_keys(q, v, keys, table[0], table[1], counts)
