@@ -13,6 +13,7 @@ from aligners.errors import AlignersInputError
 from aligners.lattices import semimarkov
 from aligners.lattices.factored_semimarkov import (
     factored_log_partition,
+    factored_marginals,
     factored_viterbi,
     materialise,
 )
@@ -269,3 +270,58 @@ def test_jump_layout_bad_input_raises():
         JumpLayout.build(kind, torch.tensor([[0, 2, 0]]), torch.tensor([[0, 1, 0]]))
     with pytest.raises(AlignersInputError):
         JumpLayout.build(kind, torch.tensor([[0, 0]]), torch.tensor([[0, 1]]))
+
+
+def _brute_marginals(emit, trans, start, length, K, C):
+    """Segment marginals (N-1, K, C) of one row by enumerating every labelled segmentation."""
+    paths = list(_paths(length, K, C))
+    scores = torch.tensor([_score(p, emit, trans, start) for p in paths], dtype=torch.float64)
+    probs = torch.softmax(scores, 0)
+    out = torch.zeros(emit.shape, dtype=torch.float64)
+    for p, pr in zip(paths, probs):
+        for s, k, c in p:
+            out[s, k, c] += pr
+    return out
+
+
+@pytest.mark.parametrize("N,K,C", [(2, 2, 1), (3, 2, 2), (4, 3, 2), (5, 4, 3), (5, 2, 3)])
+def test_marginals_match_brute_force_and_sum_correctly(N, K, C):
+    emit, trans, start = _factors(3, N, K, C, seed=7 * N + K)
+    lengths = torch.tensor([N, max(2, N - 1), 2])
+    mu = factored_marginals(emit, trans, start, lengths=lengths)
+    assert mu.shape == emit.shape and mu.dtype == torch.float64 and not mu.requires_grad
+    for b in range(3):
+        n = int(lengths[b])
+        want = _brute_marginals(emit[b], trans[b], start[b], n, K, C)
+        assert torch.allclose(mu[b], want, atol=1e-10, rtol=0)
+        assert float(mu[b, n - 1:].abs().sum()) == 0.0  # nothing past the row's length
+        # every point 0..n-2 is covered by exactly one segment: coverage sums to 1
+        cover = torch.zeros(n - 1, dtype=torch.float64)
+        for k in range(1, K):
+            for d in range(min(k, n - 1)):  # segment [s, s+k) covers point s + d
+                cover[d:] += mu[b, : n - 1 - d, k].sum(-1)
+        assert torch.allclose(cover, torch.ones_like(cover), atol=1e-10, rtol=0)
+    assert float(mu[:, :, 0].abs().sum()) == 0.0  # the unused k = 0 slot
+
+
+def test_marginals_batched_equal_one_by_one_and_jump_equals_dense():
+    B, N, K, C, P = 5, 7, 4, 16, 5
+    emit, jt, start = _jump_factors(B, N, K, C, P, seed=13)
+    lengths = torch.tensor([7, 3, 6, 2, 5])
+    mu = factored_marginals(emit, jt, start, lengths=lengths)
+    dense = factored_marginals(emit, jt.dense(), start, lengths=lengths)
+    assert torch.allclose(mu, dense, atol=1e-10, rtol=0)
+    trans = jt.dense()
+    for b in range(B):
+        n = int(lengths[b])
+        one = factored_marginals(emit[b:b + 1, : n - 1], trans[b:b + 1], start[b:b + 1],
+                                 lengths=torch.tensor([n]))
+        assert torch.allclose(mu[b, : n - 1], one[0], atol=1e-10, rtol=0)
+
+
+def test_marginals_run_under_no_grad_and_leave_inputs_alone():
+    emit, trans, start = _factors(2, 5, 3, 3, seed=1)
+    emit.requires_grad_()
+    with torch.no_grad():
+        mu = factored_marginals(emit, trans, start, lengths=torch.tensor([5, 4]))
+    assert emit.grad is None and torch.isfinite(mu).all()

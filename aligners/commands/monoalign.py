@@ -8,6 +8,10 @@ links (0-based, source-target order, also for a t2s model); `--blocks` appends
 tokens t..t+l-1, 0-based, in source-target order like the links); `--score` appends
 ` ||| ` and the Viterbi score divided by the number of tokens on the model's observation side.
 `--device cuda` decodes on the GPU (the neural aligner's encoder too, batched).
+`--decode posterior --threshold T` replaces Viterbi by posterior (minimum-Bayes-risk)
+decoding: every link whose marginal probability under the model exceeds T (blocks: the span
+pairs whose own marginal exceeds T; score: the summed posteriors of the output links divided
+by the number of observation-side tokens). Default: `--decode viterbi`.
 Example: `echo "the cat sat on the mat ||| a cat was sitting on the mat" |
 aligners monoalign --model RUN/model --blocks`
 """
@@ -39,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pairs decoded together (>= 1)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch intra-op threads (>= 1)")
+    parser.add_argument("--decode", choices=("viterbi", "posterior"), default="viterbi",
+                        help="viterbi (best path, default) or posterior (links whose posterior "
+                             "exceeds --threshold)")
+    parser.add_argument("--threshold", type=float, default=0.5,
+                        help="posterior decoding: keep links with posterior > T, 0 <= T < 1 "
+                             "(default 0.5)")
     parser.add_argument("--device", default="cpu",
                         help="torch device that decodes (cpu, cuda, cuda:1; default cpu)")
 
@@ -90,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
         raise AlignersInputError(f"--threads must be >= 1, got {args.threads}")
     from pathlib import Path
 
+    decode, threshold = getattr(args, "decode", "viterbi"), getattr(args, "threshold", 0.5)
+    if not 0.0 <= threshold < 1.0:  # (NaN fails too)
+        raise AlignersInputError(f"--threshold must be in [0, 1), got {threshold}")
     if not Path(args.model).is_dir():  # before the input is read and torch is imported
         raise AlignersInputError("no model folder here (expected the `model` folder of a "
                                  "monolingual training run)", path=args.model)
@@ -108,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
                                  "mono-token-crf, mono-phrase-crf or mono-neural-crf)",
                                  path=args.model)
     aligner.to(device)
-    out = aligner.align(pairs, direction=args.direction, batch_size=args.batch_size)
+    out = aligner.align(pairs, direction=args.direction, batch_size=args.batch_size,
+                        decode=decode, threshold=threshold)
     for blocks, links, score in out:
         line = " ".join(f"{i}-{j}" for i, j in links)
         if args.blocks:

@@ -33,7 +33,7 @@ from aligners.errors import AlignersInputError
 from aligners.lattices._core import backtrack, semiring_zero
 from aligners.lattices.jump_transition import JumpTransition
 
-__all__ = ["factored_log_partition", "factored_viterbi", "materialise"]
+__all__ = ["factored_log_partition", "factored_marginals", "factored_viterbi", "materialise"]
 
 
 def _check(emit: torch.Tensor, trans, start: torch.Tensor,
@@ -106,6 +106,22 @@ def factored_log_partition(emit: torch.Tensor, trans: torch.Tensor, start: torch
     O(B*N*(C^2 + K*C)) time (JumpTransition: O(B*N*C*(K + D + W))), O(B*N*K*C) memory;
     differentiable (marginals = gradients)."""
     return _factored_scan(emit, trans, start, lengths, reduce_max=False)[0]
+
+
+def factored_marginals(emit: torch.Tensor, trans, start: torch.Tensor, *,
+                       lengths: torch.Tensor) -> torch.Tensor:
+    """emit (B, N-1, K, C), trans (B, C, C) or a `JumpTransition`, start (B, C), lengths (B,)
+    -> segment marginals (B, N-1, K, C): P(segment [n, n+k) carries label c), 0 past a row's
+    length and on masked (semiring-zero) entries.
+
+    The gradient of log Z w.r.t. `emit` (one backward pass through the Log scan): O(B*N*(C^2 +
+    K*C)) time, O(B*N*K*C) memory; never differentiable itself (the result is detached). Use
+    float64 potentials where the marginals are summed further (link posteriors)."""
+    with torch.enable_grad():
+        leaf = emit.detach().requires_grad_(True)
+        log_z = factored_log_partition(leaf, trans, start, lengths=lengths)
+        (grad,) = torch.autograd.grad(log_z.sum(), leaf)
+    return grad
 
 
 @torch.no_grad()

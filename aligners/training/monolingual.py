@@ -34,6 +34,7 @@ from aligners.models.mono.aligner import (
     DIRECTIONS,
     MonoAligner,
     build_model,
+    check_decode,
     chunks,
     featurise,
     flip,
@@ -280,6 +281,7 @@ def flatten_report(report: dict, prefix: str = "") -> dict[str, float]:
 
 def _check_cfg(cfg: DictConfig) -> None:
     t = cfg.training
+    check_decode(cfg.model.get("decode", "viterbi"), cfg.model.get("threshold", 0.5))
     for key in ("batch_size", "decode_batch", "threads", "epochs", "max_iter", "max_train_len"):
         if t.get(key) is not None and (not isinstance(t[key], int)
                                        or isinstance(t[key], bool) or t[key] < 1):
@@ -413,13 +415,16 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner, timing: dict,
     if timing:
         metrics["train"] = {f"{d}/{k}": v for d, row in timing.items() for k, v in row.items()}
     batch = int(cfg.training.get("decode_batch", 64))
+    decode = {"decode": cfg.model.get("decode", "viterbi"),
+              "threshold": float(cfg.model.get("threshold", 0.5))}
     for split, pairs in _eval_splits(cfg).items():
         if not pairs:
             raise AlignersInputError(f"the {split} split has no pairs to score")
         preds = {}
         for d in aligner.directions:
             t0 = time.time()
-            out = aligner.align(pairs, direction=d, batch_size=batch, embedder=embedder)
+            out = aligner.align(pairs, direction=d, batch_size=batch, embedder=embedder,
+                                **decode)
             dt = time.time() - t0
             preds[d] = [set(o[1]) for o in out]
             print(f"== {label} {split} {d} ({len(pairs)} pairs, {len(pairs) / dt:.0f} pairs/s "

@@ -12,6 +12,8 @@ config names its encoder source, and its tensors hold the encoder only when fine
 
 Cost of `align`: featurisation O(I * J) memoised word-pair look-ups + O(Ls*Lt*I*J*F) tensor
 work per pair, then Viterbi O(Ls * Lt^2 * I * J^2) per pair (token model: O(I * J^2)).
+`decode="posterior"` replaces Viterbi by a forward-backward pass of the same order (float64)
+and keeps the links whose posterior exceeds `threshold` (`PhraseCRFAligner.decode_posterior`).
 """
 
 from __future__ import annotations
@@ -32,12 +34,14 @@ from aligners.models.mono.crf import TokenCRFAligner
 from aligners.models.mono.potentials import MonoExample, collate, prepare
 from aligners.models.mono.semicrf import PhraseCRFAligner
 
-__all__ = ["KINDS", "DIRECTIONS", "MonoAligner", "build_model", "flip", "one_thread",
-           "featurise", "chunks", "predict", "shared_embedder", "load_mono"]
+__all__ = ["KINDS", "DIRECTIONS", "DECODES", "MonoAligner", "build_model", "flip",
+           "one_thread", "featurise", "chunks", "predict", "posteriors", "check_decode",
+           "shared_embedder", "load_mono"]
 
 # model.kind -> export kind (aligners.export.LOADERS)
 KINDS = {"token": "mono-token-crf", "phrase": "mono-phrase-crf", "neural": "mono-neural-crf"}
 DIRECTIONS = ("s2t", "t2s")
+DECODES = ("viterbi", "posterior")
 _HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues")
 
 Block = tuple[int, int, int, int]
@@ -169,20 +173,59 @@ def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
     return batches, order
 
 
-@torch.no_grad()
-def predict(model: PhraseCRFAligner, examples: list[MonoExample], *, batch_size: int = 64):
-    """Decode in length buckets on the model's device; per example (blocks, links,
-    normalised score = Viterbi score / I), in the model's own (observation-first) order."""
+def check_decode(decode: str, threshold: float) -> tuple[str, float]:
+    """(decode, threshold) if `decode` is one of `DECODES` and 0 <= threshold < 1, else
+    AlignersInputError with a one-line message."""
+    if decode not in DECODES:
+        raise AlignersInputError(f"decode must be one of {list(DECODES)}, got {decode!r}")
+    try:
+        t = float(threshold)
+    except (TypeError, ValueError):
+        t = float("nan")
+    if not 0.0 <= t < 1.0:
+        raise AlignersInputError(f"threshold must be a number in [0, 1), got {threshold!r}")
+    return decode, t
+
+
+def _batched(model: PhraseCRFAligner, examples: list[MonoExample], fn, batch_size: int):
+    """`fn(batch)` over length buckets on the model's device, results in `examples` order."""
     model.eval()
     device = model.w_emit.device
     batches, order = chunks(examples, max_tgt_len=model.max_tgt_len, batch_size=batch_size,
                             with_gold=False, pad_features=False)
     out = [None] * len(examples)
     with one_thread():
-        flat = [r for b in batches for r in model.decode(b.to(device))]
+        flat = [r for b in batches for r in fn(b.to(device))]
     for n, r in zip(order, flat):
         out[n] = r
     return out
+
+
+@torch.no_grad()
+def predict(model: PhraseCRFAligner, examples: list[MonoExample], *, batch_size: int = 64,
+            decode: str = "viterbi", threshold: float = 0.5):
+    """Decode in length buckets on the model's device; per example (blocks, links,
+    normalised score), in the model's own (observation-first) order. `decode="viterbi"`:
+    the best path (score = Viterbi score / I); "posterior": the links whose posterior exceeds
+    `threshold` (`PhraseCRFAligner.decode_posterior`)."""
+    decode, threshold = check_decode(decode, threshold)
+    if decode == "posterior":
+        return _batched(model, examples,
+                        lambda b: model.decode_posterior(b, threshold=threshold), batch_size)
+    return _batched(model, examples, model.decode, batch_size)
+
+
+def posteriors(model: PhraseCRFAligner, examples: list[MonoExample], *,
+               batch_size: int = 64) -> list[torch.Tensor]:
+    """Per example the (I, J) float64 link-posterior matrix on the CPU (model order), for
+    threshold sweeps without re-decoding. Cost: `PhraseCRFAligner.link_posteriors`."""
+    return _batched(model, examples, lambda b: [p.cpu() for p in model.link_posteriors(b)],
+                    batch_size)
+
+
+def _as_pairs(pairs) -> list[AlignedPair]:
+    return [p if isinstance(p, AlignedPair) else AlignedPair(tuple(p[0]), tuple(p[1]))
+            for p in pairs]
 
 
 def _flip_output(blocks: list[Block], links: list[Link]) -> tuple[list[Block], list[Link]]:
@@ -211,23 +254,41 @@ class MonoAligner:
             m.to(device)
         return self
 
-    def align(self, pairs: Sequence[AlignedPair | tuple[Sequence[str], Sequence[str]]], *,
-              direction: str | None = None, batch_size: int = 64, embedder=None):
-        """Per pair (blocks [(src_start, src_len, tgt_start, tgt_len)], links [(i, j)] sorted,
-        normalised score), in source-target order for either direction (default: the first
-        saved one). Cost: see module docstring."""
+    def _direction(self, direction: str | None) -> str:
         direction = direction or self.directions[0]
         if direction not in self.models:
             raise AlignersInputError(f"this model has no {direction!r} direction; it has "
                                      f"{self.directions}")
-        pairs = [p if isinstance(p, AlignedPair) else AlignedPair(tuple(p[0]), tuple(p[1]))
-                 for p in pairs]
+        return direction
+
+    def align(self, pairs: Sequence[AlignedPair | tuple[Sequence[str], Sequence[str]]], *,
+              direction: str | None = None, batch_size: int = 64, embedder=None,
+              decode: str = "viterbi", threshold: float = 0.5):
+        """Per pair (blocks [(src_start, src_len, tgt_start, tgt_len)], links [(i, j)] sorted,
+        normalised score), in source-target order for either direction (default: the first
+        saved one; one direction decodes, none are combined). `decode`: "viterbi" (default)
+        or "posterior" with `threshold` (see `predict`). Cost: see module docstring."""
+        check_decode(decode, threshold)
+        direction = self._direction(direction)
+        pairs = _as_pairs(pairs)
         model = self.models[direction]
         out = predict(model, featurise(pairs, model, direction=direction, embedder=embedder),
-                      batch_size=batch_size)
+                      batch_size=batch_size, decode=decode, threshold=threshold)
         if direction == "t2s":
             out = [(*_flip_output(b, l), s) for b, l, s in out]
         return out
+
+    def posteriors(self, pairs: Sequence[AlignedPair | tuple[Sequence[str], Sequence[str]]],
+                   *, direction: str | None = None, batch_size: int = 64,
+                   embedder=None) -> list[torch.Tensor]:
+        """Per pair the (I, J) float64 link-posterior matrix [source word, target word] (a
+        t2s model's is transposed back to source-target order). Cost: as `align`."""
+        direction = self._direction(direction)
+        pairs = _as_pairs(pairs)
+        model = self.models[direction]
+        out = posteriors(model, featurise(pairs, model, direction=direction, embedder=embedder),
+                         batch_size=batch_size)
+        return [p.T.contiguous() for p in out] if direction == "t2s" else out
 
     def save(self, folder: str | Path, *, config: dict[str, Any] | None = None,
              extras: dict[str, Any] | None = None) -> Path:

@@ -4,17 +4,23 @@ Source segments of length <= Ls are labelled with target states: NULL, token sta
 phrasal states of length <= Lt (linearised as in `_mono_states`), so ls:lt blocks are one
 label. Decoding is the semi-Markov Viterbi in O(Ls * Lt^2 * I * J^2) per pair; training is
 softmax-margin (Hamming cost inside the partition function, Gimpel & Smith 2010) with the gold
-side a sum over every path consistent with the gold links.
+side a sum over every path consistent with the gold links. Posterior (minimum-Bayes-risk)
+decoding keeps every link whose marginal probability exceeds a threshold (`decode_posterior`):
+one forward-backward pass of the same lattice, O(Ls * Lt^2 * I * J^2) per pair as Viterbi.
 """
 
 import torch
 
-from aligners.lattices.factored_semimarkov import factored_log_partition, factored_viterbi
+from aligners.lattices.factored_semimarkov import (
+    factored_log_partition,
+    factored_marginals,
+    factored_viterbi,
+)
 from aligners.lattices.jump_transition import JumpTransition
 from aligners.models.mono.potentials import MonoAlignerBase, MonoBatch, jump_layout
-from aligners.models.mono.states import state_phrase
+from aligners.models.mono.states import state_phrase, state_table
 
-__all__ = ["PhraseCRFAligner", "segments_to_output", "JUMP_MIN_STATES"]
+__all__ = ["PhraseCRFAligner", "segments_to_output", "link_matrix", "JUMP_MIN_STATES"]
 
 # batches with at least this many target states C reduce the transition with the bucketed
 # `JumpTransition` (O(C) per position) instead of the dense (C, C) one (same results: exact up
@@ -35,6 +41,14 @@ def segments_to_output(segments, *, tgt_len: int, max_tgt_len: int):
         blocks.append((s, k, end - lt, lt))
         links += [(i, j) for i in range(s, s + k) for j in range(end - lt, end)]
     return blocks, sorted(links)
+
+
+def link_matrix(*, tgt_len: int, max_tgt_len: int) -> torch.Tensor:
+    """(C, J) bool: state c covers target word j (NULL and invalid states cover none)."""
+    st = state_table(tgt_len=tgt_len, max_tgt_len=max_tgt_len)
+    j = torch.arange(tgt_len)
+    real = (st["length"] > 0) & st["valid"]
+    return real[:, None] & (st["start"][:, None] <= j) & (j <= st["end0"][:, None])
 
 
 class PhraseCRFAligner(MonoAlignerBase):
@@ -79,4 +93,54 @@ class PhraseCRFAligner(MonoAlignerBase):
             blocks, links = segments_to_output(segs, tgt_len=len(ex.tgt),
                                                max_tgt_len=self.max_tgt_len)
             out.append((blocks, links, sc / max(len(ex.src), 1)))
+        return out
+
+    @torch.no_grad()
+    def segment_marginals(self, batch: MonoBatch) -> torch.Tensor:
+        """(B, I, Ls+1, C) float64: P(source span [n, n+k) is one segment labelled with state
+        c) under the model (`factored_marginals` of the float64 factors; 0 on padding and
+        invalid states; the token CRF's linear chain is this lattice with Ls = 1).
+        O(B * I * (C^2 + Ls*C)) time (O(B*I*C*(Ls + D + W)) with the jump transition)."""
+        emit, trans, start = self.factors(batch)
+        if isinstance(trans, JumpTransition):
+            trans = JumpTransition(trans.weights.double(), trans.layout)
+        else:
+            trans = trans.double()
+        return factored_marginals(emit.double(), trans, start.double(), lengths=batch.lengths)
+
+    @torch.no_grad()
+    def link_posteriors(self, batch: MonoBatch, marginals: torch.Tensor | None = None):
+        """Per pair an (I_b, J_b) float64 matrix: P(source word i is linked to target word j)
+        = the sum of the segment marginals whose source span covers i and whose target phrase
+        covers j (NULL excluded); each entry in [0, 1], row i sums to E[target phrase length
+        of word i]. O(B * I * Ls * C) + O(I_b * C * J_b) per pair on top of the marginals."""
+        mu = self.segment_marginals(batch) if marginals is None else marginals
+        B, I, K, C = mu.shape
+        cover = torch.zeros(B, I, C, dtype=mu.dtype, device=mu.device)  # P(i has state c)
+        for k in range(1, K):
+            for d in range(min(k, I)):  # span [n, n+k) covers word n + d
+                cover[:, d:] += mu[:, : I - d, k]
+        out = []
+        for b, ex in enumerate(batch.examples):
+            M = link_matrix(tgt_len=len(ex.tgt), max_tgt_len=self.max_tgt_len)
+            out.append(cover[b, : len(ex.src), : M.shape[0]] @ M.to(mu.device, mu.dtype))
+        return out
+
+    @torch.no_grad()
+    def decode_posterior(self, batch: MonoBatch, threshold: float = 0.5):
+        """Posterior (MBR) decoding: per pair (blocks = the span pairs whose own marginal
+        exceeds `threshold`, token links = the word pairs whose link posterior exceeds it,
+        normalised score = the summed posteriors of those links / I, i.e. the expected
+        number of correct output links per source word). Links are not constrained to one
+        path: lowering the threshold trades precision for recall. Cost: `link_posteriors`."""
+        mu = self.segment_marginals(batch)
+        out = []
+        for b, (ex, post) in enumerate(zip(batch.examples, self.link_posteriors(batch, mu))):
+            keep = post > threshold
+            links = sorted((i, j) for i, j in keep.nonzero().tolist())
+            segs = [(n, k, c) for n, k, c in (mu[b] > threshold).nonzero().tolist()
+                    if c != 0 and k > 0]
+            blocks, _ = segments_to_output(segs, tgt_len=len(ex.tgt),
+                                           max_tgt_len=self.max_tgt_len)
+            out.append((sorted(blocks), links, float(post[keep].sum()) / max(len(ex.src), 1)))
         return out
