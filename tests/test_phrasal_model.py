@@ -605,3 +605,35 @@ def test_phrase_ids_equal_a_dictionary_lookup(trained):
             for s, t in zip(su.reshape(-1).tolist(), tu.reshape(-1).tolist())]
     assert got.shape == su.shape and got.reshape(-1).tolist() == want
     assert int((got > P).sum()) >= 40
+
+
+def test_layouts_handed_over_by_the_build_equal_matching_again_and_train_the_same():
+    """build_phrasal_aligner(layouts=) hands each batch's compact layout to the first EM
+    iteration: every expanded layout equals make_layout's (each field, dtype and shape), and
+    fit_phrasal with them trains bit for bit as without; each used entry is dropped."""
+    src, tgt = phrasal_toy()
+    wa, index, _, _ = _word_model(src, tgt)
+    cfg = PhrasalConfig(n_contiguous=10, n_gappy=4, iterations=2)
+    layouts = []
+    a, _ = build_phrasal_aligner(wa, index, cfg, layouts=layouts)
+    b, _ = build_phrasal_aligner(wa, index, cfg)
+    assert len(layouts) == len(index) and len(index) > 1
+    n_spans = 0
+    for k in range(len(index)):
+        bt = index.batch(k)
+        ref = make_layout(bt, a.src_list, a.tgt_list, gappy=True)
+        got = layouts[k].expand()
+        for x, y in zip((got.span_src, got.span_tgt, got.span_state_src, got.span_state_tgt,
+                         *got.ph_fwd, *got.ph_bwd),
+                        (ref.span_src, ref.span_tgt, ref.span_state_src, ref.span_state_tgt,
+                         *ref.ph_fwd, *ref.ph_bwd)):
+            assert x.dtype == y.dtype and torch.equal(x, y)
+        n_spans += int((ref.span_tgt >= 0).sum() + (ref.span_state_tgt >= 0).sum()
+                       + (ref.ph_fwd[0] >= 0).sum() + (ref.ph_bwd[0] >= 0).sum())
+    assert n_spans > 0
+    ha = fit_phrasal(a, index, layouts=layouts)
+    hb = fit_phrasal(b, index)
+    assert all(x is None for x in layouts)
+    assert ha == hb
+    for name in ("t_fwd", "t_bwd", "null_tgt", "null_src"):
+        assert torch.equal(getattr(a, name), getattr(b, name))

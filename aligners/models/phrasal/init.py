@@ -238,16 +238,20 @@ def _unique(parts):
 
 
 def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
-                gappy: bool, spans: list | None = None) -> tuple[torch.Tensor, float]:
+                gappy: bool, spans: list | None = None,
+                layouts: list | None = None) -> tuple[torch.Tensor, float]:
     """(sorted phrase keys (Q,), mean number of phrase states matched per pair). `spans`: a
     list that receives per batch (phrase rows (R,), their span_src, span_tgt) for
-    `_init_counts` (no second matching pass)."""
+    `_init_counts` (no second matching pass); `layouts`: a list that receives per batch
+    its `Layout.compact()` (for the first EM iteration: no second matching pass)."""
     Ut = tgt_list.n_units
     merged, parts, matched = torch.zeros(0, dtype=torch.long), [], 0
     for k in range(len(index)):
         bt = index.batch(k)
         lay = make_layout(bt, src_list, tgt_list, gappy=gappy)
         matched += lay.n_matched()
+        if layouts is not None:
+            layouts.append(lay.compact())
         if spans is not None:
             rows = phrase_rows(lay).nonzero()[:, 0]
             spans.append((rows, lay.span_src[rows], lay.span_tgt[rows]))
@@ -379,16 +383,19 @@ def _init_table(model, word_model, counts, n_occ, *, forward: bool) -> torch.Ten
 
 
 def build_phrasal_aligner(word_model, index: PairIndex, config: PhrasalConfig, *,
-                          vit: list | None = None):
+                          vit: list | None = None, layouts: list | None = None):
     """(PhrasalAligner initialised from `word_model`, stats dict). Runs on CPU tensors.
     `vit`: `word_viterbi(word_model, index)` computed earlier (e.g. shared by the
-    contiguous and the gappy model of one word model); computed here when None."""
+    contiguous and the gappy model of one word model); computed here when None.
+    `layouts`: a list that receives each batch's `CompactLayout` (matched here anyway), to
+    hand to `fit_phrasal(layouts=)` / the training task's first iteration."""
     if vit is None:
         vit = word_viterbi(word_model, index)
     where = [] if config.gappy else None  # gappy instances, mined once
     src_list, tgt_list, stats = mine_phrase_lists(index, vit, config, gappy_where=where)
     spans = []  # phrase rows' span tables, matched once for keys and initial counts
-    pk, mean_matched = phrase_keys(index, src_list, tgt_list, gappy=config.gappy, spans=spans)
+    pk, mean_matched = phrase_keys(index, src_list, tgt_list, gappy=config.gappy, spans=spans,
+                                   layouts=layouts)
     model = PhrasalAligner(word_keys=word_model.keys, phrase_keys=pk,
                            n_src_words=index.n_src_words, n_tgt_words=index.n_tgt_words,
                            src_list=src_list, tgt_list=tgt_list, jump_fwd=word_model.jump_fwd,

@@ -44,7 +44,7 @@ from aligners.models.phrasal.prepared import (
 )
 from aligners.models.phrasal.routing import take_rows, word_row_counts, word_row_posteriors
 
-__all__ = ["PhrasalConfig", "Layout", "PhrasalAligner", "make_layout"]
+__all__ = ["PhrasalConfig", "Layout", "CompactLayout", "PhrasalAligner", "make_layout"]
 
 _TINY = 1e-20
 
@@ -112,6 +112,46 @@ class Layout:
 
     def n_matched(self) -> int:
         return int((self.ph_fwd[0] >= 0).sum() + (self.ph_bwd[0] >= 0).sum())
+
+    def compact(self) -> CompactLayout:
+        """This layout kept sparsely (the span tables' entries >= 0 only, on the CPU):
+        `expand()` gives it back exactly. Memory O(matched spans + B P) instead of
+        O(B (I + J) L). Cost O(B (I + J) L)."""
+        def sparse(t):
+            flat = t.reshape(-1)
+            pos = (flat >= 0).nonzero()[:, 0]
+            return tuple(t.shape), pos.cpu(), flat[pos].cpu()
+
+        return CompactLayout(tuple(sparse(t) for t in (self.span_src, self.span_tgt,
+                                                       self.span_state_src,
+                                                       self.span_state_tgt)),
+                             tuple(x.cpu() for x in self.ph_fwd),
+                             tuple(x.cpu() for x in self.ph_bwd))
+
+
+@dataclass
+class CompactLayout:
+    """A `Layout` without its dense span tables: tables = ((shape, flat positions, values)
+    of span_src, span_tgt, span_state_src, span_state_tgt) (every other cell -1); ph_fwd,
+    ph_bwd as in `Layout`. Made by `Layout.compact()`; lets the layouts matched while the
+    model is built be handed to its first EM iteration (`build_phrasal_aligner(layouts=)`)
+    without keeping O(B (I + J) L) tables per batch."""
+
+    tables: tuple
+    ph_fwd: tuple
+    ph_bwd: tuple
+
+    def expand(self, device=None) -> Layout:
+        """The `Layout` (long tensors, the same values as the one compacted) on `device`
+        (default CPU). Cost O(B (I + J) L)."""
+        dense = []
+        for shape, pos, val in self.tables:
+            t = torch.full(shape, -1, dtype=val.dtype)
+            t.view(-1)[pos] = val
+            dense.append(t.to(device) if device is not None else t)
+        ph = [tuple(x.to(device) if device is not None else x for x in p)
+              for p in (self.ph_fwd, self.ph_bwd)]
+        return Layout(dense[0], dense[1], ph[0], ph[1], dense[2], dense[3])
 
 
 def _pack(b, first, last, unit, gappy, B):
