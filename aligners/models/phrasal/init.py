@@ -90,19 +90,32 @@ def _to_list(rows: list, width: int) -> torch.Tensor:
     return t
 
 
-def _count_rows(parts: dict, width: int) -> tuple[torch.Tensor, list, list]:
+def _count_rows(parts: dict, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     """{length: [(M, length) word-id tensors]} -> (distinct phrases (N, width) -1 padded,
-    their tuples, their counts). One torch.unique per length (no per-instance Python)."""
-    rows, tuples, counts = [], [], []
+    their counts (N,) int64). One torch.unique per length (no per-instance Python)."""
+    rows, counts = [], []
     for ln, ps in sorted(parts.items()):
         if not ps:
             continue
         u, c = torch.unique(torch.cat(ps), dim=0, return_counts=True)
         rows.append(torch.cat([u, u.new_full((u.shape[0], width - ln), -1)], 1))
-        tuples.extend(map(tuple, u.tolist()))
-        counts.extend(c.tolist())
+        counts.append(c)
     t = torch.cat(rows) if rows else torch.zeros(0, width, dtype=torch.long)
-    return t, tuples, counts
+    return t, torch.cat(counts) if counts else torch.zeros(0, dtype=torch.long)
+
+
+def _rankable(rows: torch.Tensor, aligned, total, *, min_count: int,
+              discount: float) -> tuple[dict, dict]:
+    """({phrase tuple: aligned}, {phrase tuple: total}) of the candidates `rank_phrases`
+    can rank (total >= 1 and >= min_count, aligned - discount > 0), from rows (N, W) (-1
+    padded) and the counts (N,) of all candidates: the same ranking as passing every
+    candidate, without a Python tuple per candidate."""
+    a = np.asarray(aligned, dtype=np.int64)
+    t = np.asarray(total, dtype=np.int64)
+    keep = np.nonzero((t > 0) & (t >= min_count) & (a - discount > 0))[0]
+    sub = rows[torch.from_numpy(keep)].tolist()
+    phs = [tuple(w for w in r if w >= 0) for r in sub]
+    return dict(zip(phs, a[keep].tolist())), dict(zip(phs, t[keep].tolist()))
 
 
 def _gappy_totals(words: torch.Tensor, lengths: torch.Tensor, keys: torch.Tensor,
@@ -199,9 +212,8 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
             gappy_where.append(where_k)
     lists, stats = {}, {}
     for side in ("src", "tgt"):
-        rows, cl, counts = _count_rows(spans[side], L)
+        rows, counts = _count_rows(spans[side], L)
         spans[side] = None
-        aligned = dict(zip(cl, counts))
         gu, gc = (torch.unique(torch.cat(gkeys[side]), return_counts=True) if gkeys[side]
                   else (torch.zeros(0, dtype=torch.long),) * 2)
         cand = PhraseList(rows, torch.stack([gu // V[side], gu % V[side]], 1), V[side], L)
@@ -213,18 +225,18 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
             tot_c.add(words, ln)
             if config.gappy and cand.n_gappy:
                 tot_g.add(words, ln)
-        total = dict(zip(cl, tot_c.counts.tolist()))
+        aligned, total = _rankable(rows, counts.numpy(), tot_c.counts,
+                                   min_count=config.min_count, discount=config.discount)
         top_c = rank_phrases(aligned, total, top=config.n_contiguous,
                              discount=config.discount, min_count=config.min_count,
                              rule=config.rank)
         top_g = []
         if config.gappy:
-            gl = [tuple(x) for x in cand.gappy.tolist()]
-            galigned = dict(zip(gl, gc.tolist()))
-            top_g = rank_phrases(galigned, dict(zip(gl, tot_g.counts.tolist())),
-                                 top=config.n_gappy,
-                                 discount=config.discount if config.gappy_discount is None
-                                 else config.gappy_discount, min_count=config.gappy_min_count,
+            gd = config.discount if config.gappy_discount is None else config.gappy_discount
+            galigned, gtotal = _rankable(cand.gappy, gc.numpy(), tot_g.counts,
+                                         min_count=config.gappy_min_count, discount=gd)
+            top_g = rank_phrases(galigned, gtotal, top=config.n_gappy, discount=gd,
+                                 min_count=config.gappy_min_count,
                                  rule=config.gappy_rank or config.rank)
         lists[side] = PhraseList(_to_list(top_c, L),
                                  torch.tensor(top_g, dtype=torch.long).view(-1, 2), V[side], L)
