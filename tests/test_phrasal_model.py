@@ -637,3 +637,18 @@ def test_layouts_handed_over_by_the_build_equal_matching_again_and_train_the_sam
     assert ha == hb
     for name in ("t_fwd", "t_bwd", "null_tgt", "null_src"):
         assert torch.equal(getattr(a, name), getattr(b, name))
+
+
+@pytest.mark.parametrize("n,V", [(2, 3), (3, 40), (4, 50000), (5, 50000), (1, 7)])
+def test_unique_rows_equals_unique_dim(n, V):
+    """The packed-key unique of the mined spans: same rows, order, counts and dtypes as
+    torch.unique(dim=0) (n=5 with V=50000 takes the fallback)."""
+    from aligners.models.phrasal.init import _unique_rows
+
+    g = torch.Generator().manual_seed(n)
+    x = torch.randint(0, V, (3000, n), generator=g)
+    x[1000:1500] = x[:500]
+    want, got = torch.unique(x, dim=0, return_counts=True), _unique_rows(x)
+    for a, b in zip(want, got):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+    assert int(want[1].max()) > 1

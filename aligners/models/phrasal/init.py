@@ -90,6 +90,27 @@ def _to_list(rows: list, width: int) -> torch.Tensor:
     return t
 
 
+def _unique_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`torch.unique(x, dim=0, return_counts=True)` of non-negative rows x (M, n): each row
+    packed into one int64 key (base max + 1, first word most significant, so the key order
+    is the lexicographic row order), unique keys counted and unpacked. The same rows in
+    the same order and counts, faster than unique_dim; falls back to it when a key could
+    overflow (base^n >= 2^63)."""
+    M, n = x.shape
+    base = int(x.max()) + 1 if x.numel() else 1
+    if M == 0 or int(x.min()) < 0 or base ** n >= 2 ** 63:
+        return torch.unique(x, dim=0, return_counts=True)
+    k = torch.zeros(M, dtype=torch.long)
+    for c in range(n):
+        k = k * base + x[:, c]
+    u, counts = torch.unique(k, return_counts=True)
+    rows = torch.empty(u.numel(), n, dtype=x.dtype)
+    for c in range(n - 1, -1, -1):
+        rows[:, c] = u % base
+        u = u // base
+    return rows, counts
+
+
 def _count_rows(parts: dict, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     """{length: [(M, length) word-id tensors]} -> (distinct phrases (N, width) -1 padded,
     their counts (N,) int64). One torch.unique per length (no per-instance Python)."""
@@ -97,7 +118,7 @@ def _count_rows(parts: dict, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     for ln, ps in sorted(parts.items()):
         if not ps:
             continue
-        u, c = torch.unique(torch.cat(ps), dim=0, return_counts=True)
+        u, c = _unique_rows(torch.cat(ps))
         rows.append(torch.cat([u, u.new_full((u.shape[0], width - ln), -1)], 1))
         counts.append(c)
     t = torch.cat(rows) if rows else torch.zeros(0, width, dtype=torch.long)
