@@ -26,6 +26,7 @@ from aligners.models.phrasal._init_kernel import (
     key_occurrences,
     tight_phrase_keys,
 )
+from aligners.models.phrasal.mining_viterbi import word_viterbi
 from aligners.models.phrasal.model import PhrasalAligner, PhrasalConfig, make_layout
 from aligners.models.phrasal.phrase_lists import (
     PhraseList,
@@ -38,49 +39,6 @@ from aligners.models.phrasal.routing import phrase_rows
 __all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_aligner"]
 
 _TINY = 1e-20
-
-
-def _hmm_viterbi_cpu(word_model, batch) -> tuple[torch.Tensor, torch.Tensor]:
-    """`word_model.viterbi(batch)` of an Och-Ney word HMM on CPU through the numba Viterbi
-    (`aligners.lattices._alignment_hmm_viterbi_kernel`, identical paths)."""
-    from aligners.lattices._alignment_hmm_viterbi_kernel import alignment_hmm_viterbi_cpu
-    from aligners.models.word.hmm import jump_buckets
-
-    ids = batch.pair_ids
-    c = word_model.config
-
-    def take(t, x):
-        return t.index_select(0, x.reshape(-1)).view(x.shape)
-
-    out = []
-    for link, null, jw, sl, tl in (
-            (take(word_model.t_fwd, ids), take(word_model.null_tgt, batch.tgt),
-             word_model.jump_fwd, batch.src_lengths, batch.tgt_lengths),
-            (take(word_model.t_bwd, ids).transpose(1, 2), take(word_model.null_src, batch.src),
-             word_model.jump_bwd, batch.tgt_lengths, batch.src_lengths)):
-        B, I, J = link.shape
-        K = (jw.numel() - 1) // 2
-        scores = jw.to(link.dtype)[jump_buckets(n_src=I, max_jump=K, device=link.device)]
-        path, _ = alignment_hmm_viterbi_cpu(link, null, scores, src_lengths=sl, tgt_lengths=tl,
-                                            p0=c.p0)
-        jvalid = torch.arange(J)[None, :] < tl[:, None]
-        out.append(torch.where((path < I) & jvalid & (path >= 0), path,
-                               torch.full_like(path, -1)))
-    return out[0], out[1]
-
-
-def word_viterbi(word_model, index: PairIndex) -> list:
-    """Per batch (forward (B,J), backward (B,I)) word-HMM Viterbi alignments (-1 = NULL).
-    An Och-Ney word HMM on CPU runs the numba Viterbi (same paths); else `.viterbi`."""
-    out = []
-    fast = (word_model.keys.device.type == "cpu" and word_model.stage == "hmm"
-            and word_model.config.lattice == "och_ney")
-    with torch.no_grad():
-        for k in range(len(index)):
-            bt = index.batch(k)
-            f, b = _hmm_viterbi_cpu(word_model, bt) if fast else word_model.viterbi(bt)
-            out.append((f.cpu().int(), b.cpu().int()))
-    return out
 
 
 def _to_list(rows: list, width: int) -> torch.Tensor:
