@@ -603,7 +603,7 @@ def test_phrase_ids_equal_a_dictionary_lookup(trained):
     got = model.phrase_ids(su, tu)
     want = [slot.get(int(s) * Ut + int(t), P) if s >= 0 and t >= 0 else P
             for s, t in zip(su.reshape(-1).tolist(), tu.reshape(-1).tolist())]
-    assert got.shape == su.shape and got.reshape(-1).tolist() == want
+    assert got.shape == su.shape and got.dtype == torch.long and got.reshape(-1).tolist() == want
     assert int((got > P).sum()) >= 40
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -33,6 +34,7 @@ from aligners.lattices.phrasal_hsmm_sparse import (
 )
 from aligners.models._scatter import scatter_add2_, scatter_add_
 from aligners.models.phrasal._counts_kernel import gather2, normalise_counts, scatter_word_slots_
+from aligners.models.phrasal._init_kernel import hash_table, key_positions
 from aligners.models.phrasal.agreement import sparse_agreement_counts, sparse_link_posteriors
 from aligners.models.phrasal.phrase_lists import PhraseList
 from aligners.models.phrasal.prepared import (
@@ -239,12 +241,27 @@ class PhrasalAligner(nn.Module):
         ok = (src_unit >= 0) & (tgt_unit >= 0)
         if Q == 0:
             return torch.full_like(key, P)
+        if key.device.type == "cpu":  # hash-table look-up: the same slots, O(1) per key
+            pos = torch.from_numpy(key_positions(key.reshape(-1), ok.reshape(-1),
+                                                 *self._phrase_hash()))
+            return torch.where(pos >= 0, pos + P + 1, torch.full_like(pos, P)).view(key.shape)
         out = torch.full((key.numel(),), P, dtype=torch.long, device=key.device)
         idx = ok.reshape(-1).nonzero()[:, 0]  # only valid units are searched (padding is not)
         k = key.reshape(-1)[idx]
         pos = torch.searchsorted(self.phrase_keys, k).clamp(max=Q - 1)
         out[idx] = torch.where(self.phrase_keys[pos] == k, pos + P + 1, torch.full_like(pos, P))
         return out.view(key.shape)
+
+    def _phrase_hash(self) -> tuple:
+        """(phrase keys as int64 numpy, `_init_kernel.hash_table` of them), built once per
+        phrase_keys object and version (CPU). Memory ~ 4 Q int64."""
+        pk = self.phrase_keys
+        hit = self.__dict__.get("_hash_cache")
+        if hit is None or hit[0]() is not pk or hit[1] != pk._version:
+            keys = np.ascontiguousarray(pk.numpy(), dtype=np.int64)
+            hit = (weakref.ref(pk), pk._version, (keys, hash_table(keys)))
+            self.__dict__["_hash_cache"] = hit
+        return hit[2]
 
     # ------------------------------------------------------------------ potentials
     def prepare(self, batch: Batch, lay: Layout, *, route: bool = True) -> PreparedBatch:
@@ -287,7 +304,7 @@ class PhrasalAligner(nn.Module):
     def clear_caches(self) -> None:
         """Drop the cached log tables and interleaved pair tables (rebuilt on next use):
         frees 4 (P+1+Q) floats and more once a model is trained and evaluated."""
-        for name in ("_log_cache", "_pair_cache"):
+        for name in ("_log_cache", "_pair_cache", "_hash_cache"):
             self.__dict__.pop(name, None)
 
     def _log_table(self, name: str) -> torch.Tensor:
