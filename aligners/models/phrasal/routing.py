@@ -7,9 +7,8 @@ multi-word segments). A row that is not is exactly the word HMM: its phrasal lat
 only word and NULL states emitting one word each, jumps (1 - p0) s(w) / sum s (eta cancels),
 NULL p0 (Och-Ney), the same emission tables' word slots; and its agreement counts reduce
 to the word aligner's q = p_f * p_b. Such rows run through the explicit scaled
-forward-backward of `aligners.lattices.alignment_hmm` (O(B J I^2) as (B,I)x(I,I) GEMMs;
-on CPU its numba form `aligners.lattices.phrasal_hsmm_word_rows`, per item); only phrase
-rows run `aligners.lattices.phrasal_hsmm` (tested equal to 1e-6 on word rows).
+forward-backward of `aligners.lattices.alignment_hmm` (O(B J I^2) as (B,I)x(I,I) GEMMs);
+only phrase rows run `aligners.lattices.phrasal_hsmm` (tested equal to 1e-6 on word rows).
 Cost of the routing itself: O(B (I + J) P) for the row masks and the row gathers.
 """
 
@@ -21,7 +20,6 @@ import torch
 
 from aligners.data.bitext import Batch
 from aligners.lattices.alignment_hmm import alignment_hmm_posteriors, alignment_hmm_viterbi
-from aligners.lattices.phrasal_hsmm_word_rows import word_rows_posteriors_cpu
 from aligners.models.phrasal._counts_kernel import gather2
 from aligners.models.word.hmm import jump_buckets
 
@@ -100,21 +98,14 @@ def _viterbi_links(link, null, scores, sl, ol, p0):
 
 def word_row_posteriors(model, batch: Batch, *, viterbi: bool = False) -> WordRowPosteriors:
     """Both directions' posteriors (or Viterbi indicators) of word rows (no phrase state),
-    in (B, I, J) orientation. Cost O(B J I^2 + B I J^2). Posteriors of CPU tensors run the
-    numba forward-backward (`aligners.lattices.phrasal_hsmm_word_rows`; the same numbers
-    up to float rounding), others `alignment_hmm_posteriors`."""
+    in (B, I, J) orientation. Cost O(B J I^2 + B I J^2)."""
     p0 = model.config.p0
     out = []
     links = gather2(model.pair_tables(), batch.pair_ids)  # both directions' word slots
-    cpu = links[0].device.type == "cpu" and not (torch.is_grad_enabled()
-                                                 and links[0].requires_grad)
     for forward, lk in zip((True, False), links):
         link, null, scores, sl, ol = _direction_inputs(model, batch, lk, forward=forward)
         if viterbi:
             lk, nu, ll = _viterbi_links(link, null, scores, sl, ol, p0)
-        elif cpu:  # the numba forward-backward: no per-position torch calls
-            ll, lk, nu = word_rows_posteriors_cpu(link, null, scores, src_lengths=sl,
-                                                  tgt_lengths=ol, p0=p0)
         else:
             post = alignment_hmm_posteriors(link, null, scores, src_lengths=sl, tgt_lengths=ol,
                                             p0=p0, jump_counts=False)  # jumps fixed: unused
