@@ -652,3 +652,34 @@ def test_unique_rows_equals_unique_dim(n, V):
     for a, b in zip(want, got):
         assert a.dtype == b.dtype and torch.equal(a, b)
     assert int(want[1].max()) > 1
+
+
+def test_numba_mining_equals_mine_candidates():
+    """`_mine_kernel.mine_candidates_cpu` gives `mine_candidates`' outputs exactly (spans per
+    length in (item, start) order, gappy keys and instances in (item, a, c) order, dtypes),
+    on random and monotone alignments with ragged lengths, states beyond the observation
+    length, and max_len 1, 3, 5."""
+    from aligners.models.phrasal._mine_kernel import mine_candidates_cpu
+
+    g = torch.Generator().manual_seed(1)
+    n_gappy = n_spans = 0
+    for trial in range(30):
+        B = 17
+        N = int(torch.randint(1, 20, (1,), generator=g))
+        S = int(torch.randint(1, 25, (1,), generator=g))
+        obs = torch.randint(0, 50, (B, N), generator=g)
+        al = torch.randint(-1, S, (B, N), generator=g)
+        if trial % 2:
+            al = torch.sort(al, 1).values  # long runs of one state
+        ln = torch.randint(1, N + 1, (B,), generator=g)
+        for L in (1, 3, 5):
+            c1, (k1, w1) = mine_candidates(obs, al, ln, max_len=L, n_words=50)
+            c2, (k2, w2) = mine_candidates_cpu(obs, al, ln, max_len=L, n_words=50)
+            assert c1.keys() == c2.keys()
+            for k in c1:
+                assert c1[k].dtype == c2[k].dtype and torch.equal(c1[k], c2[k])
+                n_spans += c1[k].shape[0]
+            assert k1.dtype == k2.dtype and w1.dtype == w2.dtype
+            assert torch.equal(k1, k2) and torch.equal(w1, w2)
+            n_gappy += k1.numel()
+    assert n_gappy > 10 and n_spans > 10

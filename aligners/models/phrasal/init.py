@@ -26,6 +26,7 @@ from aligners.models.phrasal._init_kernel import (
     key_occurrences,
     tight_phrase_keys,
 )
+from aligners.models.phrasal._mine_kernel import mine_candidates_cpu
 from aligners.models.phrasal.mining_viterbi import word_viterbi
 from aligners.models.phrasal.model import PhrasalAligner, PhrasalConfig, make_layout
 from aligners.models.phrasal.phrase_lists import (
@@ -182,8 +183,8 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
         where_k = {}
         for side, obs, al, ln in (("tgt", bt.tgt, f, bt.tgt_lengths),
                                   ("src", bt.src, b, bt.src_lengths)):
-            contig, (gk, where_k[side]) = mine_candidates(obs, al.long(), ln, max_len=L,
-                                                          n_words=V[side])
+            mine = mine_candidates_cpu if obs.device.type == "cpu" else mine_candidates
+            contig, (gk, where_k[side]) = mine(obs, al.long(), ln, max_len=L, n_words=V[side])
             for length, words in contig.items():
                 spans[side][length].append(words)
             gkeys[side].append(gk)
