@@ -146,11 +146,13 @@ def stages_mode(a) -> None:
     word = WordAligner.from_index(index, WordAlignConfig(**{**wcfg, "agreement": False}))
     stage("word_hmm_no_agreement", lambda: word.fit(index))
     vit = stage("mining_viterbi", lambda: word_viterbi(word, index))
+    layouts = []  # handed from the build to the first iteration (as train.py does)
     model, _ = stage("build_gappy", lambda: build_phrasal_aligner(
-        word, index, PhrasalConfig(**{**pcfg, "gappy": True}), vit=vit))
+        word, index, PhrasalConfig(**{**pcfg, "gappy": True}), vit=vit, layouts=layouts))
     prepared, iters = {}, model.config.iterations
     model.config.iterations = 1
-    stage("gappy_iteration_1", lambda: fit_phrasal(model, index, prepared=prepared))
+    stage("gappy_iteration_1", lambda: fit_phrasal(model, index, prepared=prepared,
+                                                   layouts=layouts))
     model.config.iterations = iters
     stage("gappy_iterations_2_5", lambda: fit_phrasal(model, index, prepared=prepared))
     pipe = sum(v for k, v in cpu.items() if k != "word_hmm_agreement")

@@ -205,3 +205,23 @@ def test_inplace_e_step_equals_the_differentiable_path():
                 lp, nl, S, **kw)
             for a, b in zip(new, old):
                 torch.testing.assert_close(a, b, atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_jump_counts_flag_changes_nothing_else(grad):
+    """`jump_counts=False` (the phrasal aligner's word rows): jump_counts is None and every
+    other output is bit-identical to the default call, on both paths (in-place E-step and
+    differentiable), with ragged lengths including a one-word target."""
+    lp, nl, S, sl, tl = _random_lengths_case(7)
+    tl[1] = 1
+    kw = dict(src_lengths=sl, tgt_lengths=tl, p0=0.25)
+    args = [x.clone().requires_grad_(grad) for x in (lp, nl, S)]
+    full = alignment_hmm_posteriors(*args, **kw)
+    lean = alignment_hmm_posteriors(*args, **kw, jump_counts=False)
+    assert full.jump_counts is not None and lean.jump_counts is None
+    for a, b in zip(full, lean):
+        if b is not None:
+            assert torch.equal(a.detach(), b.detach())
+    if grad:  # the lean path still back-propagates the log-likelihood
+        lean.log_likelihood.sum().backward()
+        assert torch.isfinite(args[0].grad).all()

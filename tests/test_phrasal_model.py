@@ -603,5 +603,83 @@ def test_phrase_ids_equal_a_dictionary_lookup(trained):
     got = model.phrase_ids(su, tu)
     want = [slot.get(int(s) * Ut + int(t), P) if s >= 0 and t >= 0 else P
             for s, t in zip(su.reshape(-1).tolist(), tu.reshape(-1).tolist())]
-    assert got.shape == su.shape and got.reshape(-1).tolist() == want
+    assert got.shape == su.shape and got.dtype == torch.long and got.reshape(-1).tolist() == want
     assert int((got > P).sum()) >= 40
+
+
+def test_layouts_handed_over_by_the_build_equal_matching_again_and_train_the_same():
+    """build_phrasal_aligner(layouts=) hands each batch's compact layout to the first EM
+    iteration: every expanded layout equals make_layout's (each field, dtype and shape), and
+    fit_phrasal with them trains bit for bit as without; each used entry is dropped."""
+    src, tgt = phrasal_toy()
+    wa, index, _, _ = _word_model(src, tgt)
+    cfg = PhrasalConfig(n_contiguous=10, n_gappy=4, iterations=2)
+    layouts = []
+    a, _ = build_phrasal_aligner(wa, index, cfg, layouts=layouts)
+    b, _ = build_phrasal_aligner(wa, index, cfg)
+    assert len(layouts) == len(index) and len(index) > 1
+    n_spans = 0
+    for k in range(len(index)):
+        bt = index.batch(k)
+        ref = make_layout(bt, a.src_list, a.tgt_list, gappy=True)
+        got = layouts[k].expand()
+        for x, y in zip((got.span_src, got.span_tgt, got.span_state_src, got.span_state_tgt,
+                         *got.ph_fwd, *got.ph_bwd),
+                        (ref.span_src, ref.span_tgt, ref.span_state_src, ref.span_state_tgt,
+                         *ref.ph_fwd, *ref.ph_bwd)):
+            assert x.dtype == y.dtype and torch.equal(x, y)
+        n_spans += int((ref.span_tgt >= 0).sum() + (ref.span_state_tgt >= 0).sum()
+                       + (ref.ph_fwd[0] >= 0).sum() + (ref.ph_bwd[0] >= 0).sum())
+    assert n_spans > 0
+    ha = fit_phrasal(a, index, layouts=layouts)
+    hb = fit_phrasal(b, index)
+    assert all(x is None for x in layouts)
+    assert ha == hb
+    for name in ("t_fwd", "t_bwd", "null_tgt", "null_src"):
+        assert torch.equal(getattr(a, name), getattr(b, name))
+
+
+@pytest.mark.parametrize("n,V", [(2, 3), (3, 40), (4, 50000), (5, 50000), (1, 7)])
+def test_unique_rows_equals_unique_dim(n, V):
+    """The packed-key unique of the mined spans: same rows, order, counts and dtypes as
+    torch.unique(dim=0) (n=5 with V=50000 takes the fallback)."""
+    from aligners.models.phrasal.init import _unique_rows
+
+    g = torch.Generator().manual_seed(n)
+    x = torch.randint(0, V, (3000, n), generator=g)
+    x[1000:1500] = x[:500]
+    want, got = torch.unique(x, dim=0, return_counts=True), _unique_rows(x)
+    for a, b in zip(want, got):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+    assert int(want[1].max()) > 1
+
+
+def test_numba_mining_equals_mine_candidates():
+    """`_mine_kernel.mine_candidates_cpu` gives `mine_candidates`' outputs exactly (spans per
+    length in (item, start) order, gappy keys and instances in (item, a, c) order, dtypes),
+    on random and monotone alignments with ragged lengths, states beyond the observation
+    length, and max_len 1, 3, 5."""
+    from aligners.models.phrasal._mine_kernel import mine_candidates_cpu
+
+    g = torch.Generator().manual_seed(1)
+    n_gappy = n_spans = 0
+    for trial in range(30):
+        B = 17
+        N = int(torch.randint(1, 20, (1,), generator=g))
+        S = int(torch.randint(1, 25, (1,), generator=g))
+        obs = torch.randint(0, 50, (B, N), generator=g)
+        al = torch.randint(-1, S, (B, N), generator=g)
+        if trial % 2:
+            al = torch.sort(al, 1).values  # long runs of one state
+        ln = torch.randint(1, N + 1, (B,), generator=g)
+        for L in (1, 3, 5):
+            c1, (k1, w1) = mine_candidates(obs, al, ln, max_len=L, n_words=50)
+            c2, (k2, w2) = mine_candidates_cpu(obs, al, ln, max_len=L, n_words=50)
+            assert c1.keys() == c2.keys()
+            for k in c1:
+                assert c1[k].dtype == c2[k].dtype and torch.equal(c1[k], c2[k])
+                n_spans += c1[k].shape[0]
+            assert k1.dtype == k2.dtype and w1.dtype == w2.dtype
+            assert torch.equal(k1, k2) and torch.equal(w1, w2)
+            n_gappy += k1.numel()
+    assert n_gappy > 10 and n_spans > 10

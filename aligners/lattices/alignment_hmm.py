@@ -42,12 +42,13 @@ class AlignmentHMMPosteriors(NamedTuple):
     """log_likelihood (B,); link_posteriors (B, I, J); null_posteriors (B, J);
     jump_counts (B, I+1, I) expected word transitions out of the start (row 0) and out of each
     remembered position i' (row i'+1) into word state i; jump_norm (B, I+1) the per-row
-    normalisers sum_{i < I_b} S[row, i]."""
+    normalisers sum_{i < I_b} S[row, i]. jump_counts is None when not asked for
+    (`alignment_hmm_posteriors(..., jump_counts=False)`)."""
 
     log_likelihood: torch.Tensor
     link_posteriors: torch.Tensor
     null_posteriors: torch.Tensor
-    jump_counts: torch.Tensor
+    jump_counts: torch.Tensor | None
     jump_norm: torch.Tensor
 
 
@@ -87,6 +88,7 @@ def alignment_hmm_posteriors(
     src_lengths: torch.Tensor,
     tgt_lengths: torch.Tensor,
     p0: float,
+    jump_counts: bool = True,
 ) -> AlignmentHMMPosteriors:
     """Scaled forward-backward of the alignment HMM.
 
@@ -97,17 +99,22 @@ def alignment_hmm_posteriors(
     out-of-place torch ops: the log-likelihood may be back-propagated (its gradient w.r.t.
     log link/null probabilities = the posteriors); otherwise (the EM E-step) on preallocated
     time-major buffers written in place, about half the elementwise kernels per position
-    (same numbers up to rounding, tested).
+    (same numbers up to rounding, tested). `jump_counts=False`: the expected jump counts
+    (one (B, I, J) x (B, J, I) `bmm` and the buffers it reads) are not computed and
+    `jump_counts` is None; every other output is bit-identical (for callers with fixed jump
+    weights, e.g. the phrasal aligner's word rows).
     """
     _check(link_probs, null_probs, jump_scores, src_lengths, tgt_lengths)
-    kw = {"src_lengths": src_lengths, "tgt_lengths": tgt_lengths, "p0": p0}
+    kw = {"src_lengths": src_lengths, "tgt_lengths": tgt_lengths, "p0": p0,
+          "jump_counts": jump_counts}
     if torch.is_grad_enabled() and any(x.requires_grad for x in (link_probs, null_probs,
                                                                  jump_scores)):
         return _posteriors_differentiable(link_probs, null_probs, jump_scores, **kw)
     return _posteriors_inplace(link_probs, null_probs, jump_scores, **kw)
 
 
-def _posteriors_inplace(link_probs, null_probs, jump_scores, *, src_lengths, tgt_lengths, p0):
+def _posteriors_inplace(link_probs, null_probs, jump_scores, *, src_lengths, tgt_lengths, p0,
+                        jump_counts=True):
     """The E-step's path: preallocated time-major (J, B, I) buffers written in place, the
     constants folded into the jump matrix, about half the elementwise passes per position
     of `_posteriors_differentiable` (same numbers up to rounding; no autograd)."""
@@ -155,26 +162,30 @@ def _posteriors_inplace(link_probs, null_probs, jump_scores, *, src_lengths, tgt
         cs[j] = torch.where(jvalid[:, j], c, torch.ones_like(c))
     rcs = cs.reciprocal()[..., None]  # (J, B, 1)
     Bt = torch.empty(J, B, I, dtype=dtype, device=dev)
-    Gw = torch.empty(max(J - 1, 1), B, I, dtype=dtype, device=dev)  # Gw[j] for step j -> j+1
+    # Gw[j] for step j -> j+1 (kept for the jump counts; else one reused (B, I) buffer)
+    Gw = torch.empty(max(J - 1, 1) if jump_counts else 1, B, I, dtype=dtype, device=dev)
     Bt[J - 1] = 1.0
     last = torch.arange(J, device=dev)[None, :] >= (tgt_lengths - 1)[:, None]  # (B, J)
     none_last = (~last.any(0)).tolist()
     for j in range(J - 2, -1, -1):
         g = Bt[j + 1] * rcs[j + 1]
-        gw = torch.mul(ew[j + 1], g, out=Gw[j])
+        gw = torch.mul(ew[j + 1], g, out=Gw[j if jump_counts else 0])
         new = torch.addcmul(g.mul_(enp[j + 1]), inv, torch.mm(gw, SqT))
         if none_last[j]:
             Bt[j] = new
         else:
             lj = last[:, j, None]
             torch.where(lj, torch.ones_like(new), new, out=Bt[j])
-            gw.masked_fill_(lj, 0.0)
+            if jump_counts:
+                gw.masked_fill_(lj, 0.0)
     jm = jvalid.T[..., None].to(dtype)  # (J, B, 1)
     Bt.mul_(jm)
     link_post = (Aw * Bt).permute(1, 2, 0)  # (B, I, J)
     null_post = (An * Bt).sum(-1).T  # (B, J)
     loglik = torch.where(jvalid, (torch.log(cs) + torch.log(shift)).T,
                          torch.zeros(B, J, dtype=dtype, device=dev)).sum(1)
+    if not jump_counts:
+        return AlignmentHMMPosteriors(loglik, link_post, null_post, None, norm)
     first = (Aw[0] * Bt[0])[:, None]
     if J > 1:
         SV = (Aw[:-1] + An[:-1]).mul_(inv)  # (J-1, B, I)
@@ -186,7 +197,7 @@ def _posteriors_inplace(link_probs, null_probs, jump_scores, *, src_lengths, tgt
 
 
 def _posteriors_differentiable(link_probs, null_probs, jump_scores, *, src_lengths,
-                               tgt_lengths, p0):
+                               tgt_lengths, p0, jump_counts=True):
     """The same forward-backward from out-of-place ops (autograd flows through it)."""
     B, I, J = link_probs.shape
     dtype = link_probs.dtype
@@ -247,6 +258,8 @@ def _posteriors_differentiable(link_probs, null_probs, jump_scores, *, src_lengt
     link_post = (Aw * Bt * jm).transpose(1, 2)
     null_post = (An * Bt * jm).sum(-1)
     loglik = torch.where(jvalid, torch.log(cs) + torch.log(shift), torch.zeros_like(cs)).sum(1)
+    if not jump_counts:
+        return AlignmentHMMPosteriors(loglik, link_post, null_post, None, norm)
     first = (Aw[:, 0] * Bt[:, 0])[:, None]
     if J > 1:
         SV = (Aw[:, :-1] + An[:, :-1]) * inv[:, None, :]  # (B, J-1, I)

@@ -25,8 +25,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
-from aligners.models.phrasal import PhrasalConfig, build_phrasal_aligner, make_layout
-from aligners.models.phrasal.decode import decode, link_matrices
+from aligners.models.phrasal import PhrasalConfig, build_phrasal_aligner
+from aligners.models.phrasal.decode import batch_layout, decode, link_matrices
 from aligners.models.phrasal.init import word_viterbi
 from aligners.models.word.agreement import WordAlignConfig, WordAligner
 from aligners.training.word_align import LitWordAligner, ddp_strategy
@@ -39,10 +39,11 @@ KINDS = ("phrasal-hsmm",)  # what evaluate(ckpt_path=) loads
 class LitPhrasalAligner(pl.LightningModule):
     """Orchestration only: one batch's E-step per step, M-step per epoch (one process)."""
 
-    def __init__(self, model, index):
+    def __init__(self, model, index, layouts: list | None = None):
         super().__init__()
         self.automatic_optimization = False
         self.model, self.index = model, index
+        self._layouts = layouts  # per batch CompactLayout from build_phrasal_aligner or None
         self.history: list[list[float]] = []
         self._prepared: dict = {}  # batch number -> PhrasalAligner.prepare(...)
         self._anchor = torch.nn.Parameter(torch.zeros(1))
@@ -64,8 +65,7 @@ class LitPhrasalAligner(pl.LightningModule):
         k, m = int(k), self.model
         if k not in self._prepared:  # fixed E-step parts, built in the first epoch
             b = self.index.batch(k).to(m.word_keys.device)
-            self._prepared[k] = m.prepare(b, make_layout(b, m.src_list, m.tgt_list,
-                                                         gappy=m.config.gappy))
+            self._prepared[k] = m.prepare(b, batch_layout(m, b, self._layouts, k))
         m.accumulate(prepared=self._prepared[k])
 
     def on_train_epoch_end(self):
@@ -257,10 +257,11 @@ def train(cfg: DictConfig) -> dict:
     times["word_viterbi"], cpu["word_viterbi"] = vit_s, vit_cpu
     for name, gappy in (("contiguous", False), ("gappy", True)):
         t0, c0 = time.time() - vit_s, time.process_time() - vit_cpu
+        layouts = []  # each batch's layout, matched while building: reused by iteration 1
         model, st = build_phrasal_aligner(word, index, PhrasalConfig(**{**pcfg, "gappy": gappy}),
-                                          vit=vit)
+                                          vit=vit, layouts=layouts)
         init_s, init_cpu = time.time() - t0, time.process_time() - c0
-        lit = LitPhrasalAligner(model, index)
+        lit = LitPhrasalAligner(model, index, layouts)
         _fit(cfg, lit, model.config.iterations)
         lit._prepared.clear()  # the prepared batches of this model: not needed any more
         times[name] = time.time() - t0

@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["tight_phrase_keys", "hash_table", "gappy_occurrences", "key_occurrences"]
+__all__ = ["tight_phrase_keys", "hash_table", "gappy_occurrences", "key_occurrences",
+           "key_positions"]
 
 
 @njit(cache=True)
@@ -235,3 +236,23 @@ def key_occurrences(q, valid, keys: np.ndarray, table: tuple, counts: np.ndarray
     v = np.ascontiguousarray(valid.numpy() if hasattr(valid, "numpy") else valid,
                              dtype=np.bool_)
     _count_keys(q, v, keys, table[0], table[1], counts)
+
+
+@njit(cache=True)
+def _positions(q, valid, keys, slots, bits, out):
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    for n in range(q.shape[0]):
+        out[n] = _find(q[n], keys, slots, shift, mask) if valid[n] else -1
+
+
+def key_positions(q, valid, keys: np.ndarray, table: tuple) -> np.ndarray:
+    """(N,) int64 index of each q (N,) int64 among the distinct keys (G,) (table =
+    hash_table(keys)), -1 where absent or not valid (N,) bool (numpy or CPU torch). For
+    sorted keys the same as a binary search's hits. Cost O(N) expected."""
+    q = _int64(q)
+    v = np.ascontiguousarray(valid.numpy() if hasattr(valid, "numpy") else valid,
+                             dtype=np.bool_)
+    out = np.empty(q.shape[0], dtype=np.int64)
+    _positions(q, v, keys, table[0], table[1], out)
+    return out

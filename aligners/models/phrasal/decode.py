@@ -16,18 +16,21 @@ from aligners.data.bitext import PairIndex
 from aligners.models.phrasal.model import PhrasalAligner, make_layout
 from aligners.models.word.agreement import WordAligner
 
-__all__ = ["METHODS", "fit_phrasal", "link_matrices", "decode"]
+__all__ = ["METHODS", "fit_phrasal", "batch_layout", "link_matrices", "decode"]
 
 METHODS = ("agreement", "posterior", "viterbi")
 
 
 def fit_phrasal(model: PhrasalAligner, index: PairIndex, *, progress=None,
-                route: bool = True, prepared: dict | None = None) -> list:
+                route: bool = True, prepared: dict | None = None,
+                layouts: list | None = None) -> list:
     """The remaining EM iterations on one process; per-iteration log-likelihoods (2,).
     Each batch is prepared once (`PhrasalAligner.prepare`) and reused by every iteration.
     `route=False`: every pair on the phrasal lattice (see `PhrasalAligner.accumulate`).
     `prepared`: a dict (batch number -> prepared batch) kept across calls (same model
-    structure and `route`); filled here where empty."""
+    structure and `route`); filled here where empty. `layouts`: per batch its
+    `CompactLayout` from `build_phrasal_aligner(layouts=)` (used to prepare the batch instead
+    of matching it again; each entry is set to None once used)."""
     history = []
     prepared = {} if prepared is None else prepared  # built in the first pass, then reused
     for it in range(int(model.iteration), model.config.iterations):
@@ -35,14 +38,21 @@ def fit_phrasal(model: PhrasalAligner, index: PairIndex, *, progress=None,
         for k in range(len(index)):
             if k not in prepared:
                 b = index.batch(k).to(model.word_keys.device)
-                prepared[k] = model.prepare(b, make_layout(b, model.src_list, model.tgt_list,
-                                                           gappy=model.config.gappy),
-                                            route=route)
+                prepared[k] = model.prepare(b, batch_layout(model, b, layouts, k), route=route)
             model.accumulate(prepared=prepared[k])
             if progress is not None:
                 progress(it, k)
         history.append(model.m_step().tolist())
     return history
+
+
+def batch_layout(model: PhrasalAligner, b, layouts: list | None, k: int):
+    """The `Layout` of batch k (`b`): `layouts[k].expand()` when handed over (that entry is
+    then dropped), else matched (`make_layout`)."""
+    if layouts is not None and layouts[k] is not None:
+        lay, layouts[k] = layouts[k].expand(b.src.device), None
+        return lay
+    return make_layout(b, model.src_list, model.tgt_list, gappy=model.config.gappy)
 
 
 def _word_links(model: WordAligner, b, viterbi: bool):

@@ -26,6 +26,8 @@ from aligners.models.phrasal._init_kernel import (
     key_occurrences,
     tight_phrase_keys,
 )
+from aligners.models.phrasal._mine_kernel import mine_candidates_cpu
+from aligners.models.phrasal.mining_viterbi import word_viterbi
 from aligners.models.phrasal.model import PhrasalAligner, PhrasalConfig, make_layout
 from aligners.models.phrasal.phrase_lists import (
     PhraseList,
@@ -40,49 +42,6 @@ __all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_al
 _TINY = 1e-20
 
 
-def _hmm_viterbi_cpu(word_model, batch) -> tuple[torch.Tensor, torch.Tensor]:
-    """`word_model.viterbi(batch)` of an Och-Ney word HMM on CPU through the numba Viterbi
-    (`aligners.lattices._alignment_hmm_viterbi_kernel`, identical paths)."""
-    from aligners.lattices._alignment_hmm_viterbi_kernel import alignment_hmm_viterbi_cpu
-    from aligners.models.word.hmm import jump_buckets
-
-    ids = batch.pair_ids
-    c = word_model.config
-
-    def take(t, x):
-        return t.index_select(0, x.reshape(-1)).view(x.shape)
-
-    out = []
-    for link, null, jw, sl, tl in (
-            (take(word_model.t_fwd, ids), take(word_model.null_tgt, batch.tgt),
-             word_model.jump_fwd, batch.src_lengths, batch.tgt_lengths),
-            (take(word_model.t_bwd, ids).transpose(1, 2), take(word_model.null_src, batch.src),
-             word_model.jump_bwd, batch.tgt_lengths, batch.src_lengths)):
-        B, I, J = link.shape
-        K = (jw.numel() - 1) // 2
-        scores = jw.to(link.dtype)[jump_buckets(n_src=I, max_jump=K, device=link.device)]
-        path, _ = alignment_hmm_viterbi_cpu(link, null, scores, src_lengths=sl, tgt_lengths=tl,
-                                            p0=c.p0)
-        jvalid = torch.arange(J)[None, :] < tl[:, None]
-        out.append(torch.where((path < I) & jvalid & (path >= 0), path,
-                               torch.full_like(path, -1)))
-    return out[0], out[1]
-
-
-def word_viterbi(word_model, index: PairIndex) -> list:
-    """Per batch (forward (B,J), backward (B,I)) word-HMM Viterbi alignments (-1 = NULL).
-    An Och-Ney word HMM on CPU runs the numba Viterbi (same paths); else `.viterbi`."""
-    out = []
-    fast = (word_model.keys.device.type == "cpu" and word_model.stage == "hmm"
-            and word_model.config.lattice == "och_ney")
-    with torch.no_grad():
-        for k in range(len(index)):
-            bt = index.batch(k)
-            f, b = _hmm_viterbi_cpu(word_model, bt) if fast else word_model.viterbi(bt)
-            out.append((f.cpu().int(), b.cpu().int()))
-    return out
-
-
 def _to_list(rows: list, width: int) -> torch.Tensor:
     t = torch.full((len(rows), width), -1, dtype=torch.long)
     for r, ph in enumerate(rows):
@@ -90,19 +49,53 @@ def _to_list(rows: list, width: int) -> torch.Tensor:
     return t
 
 
-def _count_rows(parts: dict, width: int) -> tuple[torch.Tensor, list, list]:
+def _unique_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`torch.unique(x, dim=0, return_counts=True)` of non-negative rows x (M, n): each row
+    packed into one int64 key (base max + 1, first word most significant, so the key order
+    is the lexicographic row order), unique keys counted and unpacked. The same rows in
+    the same order and counts, faster than unique_dim; falls back to it when a key could
+    overflow (base^n >= 2^63)."""
+    M, n = x.shape
+    base = int(x.max()) + 1 if x.numel() else 1
+    if M == 0 or int(x.min()) < 0 or base ** n >= 2 ** 63:
+        return torch.unique(x, dim=0, return_counts=True)
+    k = torch.zeros(M, dtype=torch.long)
+    for c in range(n):
+        k = k * base + x[:, c]
+    u, counts = torch.unique(k, return_counts=True)
+    rows = torch.empty(u.numel(), n, dtype=x.dtype)
+    for c in range(n - 1, -1, -1):
+        rows[:, c] = u % base
+        u = u // base
+    return rows, counts
+
+
+def _count_rows(parts: dict, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     """{length: [(M, length) word-id tensors]} -> (distinct phrases (N, width) -1 padded,
-    their tuples, their counts). One torch.unique per length (no per-instance Python)."""
-    rows, tuples, counts = [], [], []
+    their counts (N,) int64). One torch.unique per length (no per-instance Python)."""
+    rows, counts = [], []
     for ln, ps in sorted(parts.items()):
         if not ps:
             continue
-        u, c = torch.unique(torch.cat(ps), dim=0, return_counts=True)
+        u, c = _unique_rows(torch.cat(ps))
         rows.append(torch.cat([u, u.new_full((u.shape[0], width - ln), -1)], 1))
-        tuples.extend(map(tuple, u.tolist()))
-        counts.extend(c.tolist())
+        counts.append(c)
     t = torch.cat(rows) if rows else torch.zeros(0, width, dtype=torch.long)
-    return t, tuples, counts
+    return t, torch.cat(counts) if counts else torch.zeros(0, dtype=torch.long)
+
+
+def _rankable(rows: torch.Tensor, aligned, total, *, min_count: int,
+              discount: float) -> tuple[dict, dict]:
+    """({phrase tuple: aligned}, {phrase tuple: total}) of the candidates `rank_phrases`
+    can rank (total >= 1 and >= min_count, aligned - discount > 0), from rows (N, W) (-1
+    padded) and the counts (N,) of all candidates: the same ranking as passing every
+    candidate, without a Python tuple per candidate."""
+    a = np.asarray(aligned, dtype=np.int64)
+    t = np.asarray(total, dtype=np.int64)
+    keep = np.nonzero((t > 0) & (t >= min_count) & (a - discount > 0))[0]
+    sub = rows[torch.from_numpy(keep)].tolist()
+    phs = [tuple(w for w in r if w >= 0) for r in sub]
+    return dict(zip(phs, a[keep].tolist())), dict(zip(phs, t[keep].tolist()))
 
 
 def _gappy_totals(words: torch.Tensor, lengths: torch.Tensor, keys: torch.Tensor,
@@ -190,8 +183,8 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
         where_k = {}
         for side, obs, al, ln in (("tgt", bt.tgt, f, bt.tgt_lengths),
                                   ("src", bt.src, b, bt.src_lengths)):
-            contig, (gk, where_k[side]) = mine_candidates(obs, al.long(), ln, max_len=L,
-                                                          n_words=V[side])
+            mine = mine_candidates_cpu if obs.device.type == "cpu" else mine_candidates
+            contig, (gk, where_k[side]) = mine(obs, al.long(), ln, max_len=L, n_words=V[side])
             for length, words in contig.items():
                 spans[side][length].append(words)
             gkeys[side].append(gk)
@@ -199,9 +192,8 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
             gappy_where.append(where_k)
     lists, stats = {}, {}
     for side in ("src", "tgt"):
-        rows, cl, counts = _count_rows(spans[side], L)
+        rows, counts = _count_rows(spans[side], L)
         spans[side] = None
-        aligned = dict(zip(cl, counts))
         gu, gc = (torch.unique(torch.cat(gkeys[side]), return_counts=True) if gkeys[side]
                   else (torch.zeros(0, dtype=torch.long),) * 2)
         cand = PhraseList(rows, torch.stack([gu // V[side], gu % V[side]], 1), V[side], L)
@@ -213,18 +205,18 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
             tot_c.add(words, ln)
             if config.gappy and cand.n_gappy:
                 tot_g.add(words, ln)
-        total = dict(zip(cl, tot_c.counts.tolist()))
+        aligned, total = _rankable(rows, counts.numpy(), tot_c.counts,
+                                   min_count=config.min_count, discount=config.discount)
         top_c = rank_phrases(aligned, total, top=config.n_contiguous,
                              discount=config.discount, min_count=config.min_count,
                              rule=config.rank)
         top_g = []
         if config.gappy:
-            gl = [tuple(x) for x in cand.gappy.tolist()]
-            galigned = dict(zip(gl, gc.tolist()))
-            top_g = rank_phrases(galigned, dict(zip(gl, tot_g.counts.tolist())),
-                                 top=config.n_gappy,
-                                 discount=config.discount if config.gappy_discount is None
-                                 else config.gappy_discount, min_count=config.gappy_min_count,
+            gd = config.discount if config.gappy_discount is None else config.gappy_discount
+            galigned, gtotal = _rankable(cand.gappy, gc.numpy(), tot_g.counts,
+                                         min_count=config.gappy_min_count, discount=gd)
+            top_g = rank_phrases(galigned, gtotal, top=config.n_gappy, discount=gd,
+                                 min_count=config.gappy_min_count,
                                  rule=config.gappy_rank or config.rank)
         lists[side] = PhraseList(_to_list(top_c, L),
                                  torch.tensor(top_g, dtype=torch.long).view(-1, 2), V[side], L)
@@ -238,16 +230,20 @@ def _unique(parts):
 
 
 def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
-                gappy: bool, spans: list | None = None) -> tuple[torch.Tensor, float]:
+                gappy: bool, spans: list | None = None,
+                layouts: list | None = None) -> tuple[torch.Tensor, float]:
     """(sorted phrase keys (Q,), mean number of phrase states matched per pair). `spans`: a
     list that receives per batch (phrase rows (R,), their span_src, span_tgt) for
-    `_init_counts` (no second matching pass)."""
+    `_init_counts` (no second matching pass); `layouts`: a list that receives per batch
+    its `Layout.compact()` (for the first EM iteration: no second matching pass)."""
     Ut = tgt_list.n_units
     merged, parts, matched = torch.zeros(0, dtype=torch.long), [], 0
     for k in range(len(index)):
         bt = index.batch(k)
         lay = make_layout(bt, src_list, tgt_list, gappy=gappy)
         matched += lay.n_matched()
+        if layouts is not None:
+            layouts.append(lay.compact())
         if spans is not None:
             rows = phrase_rows(lay).nonzero()[:, 0]
             spans.append((rows, lay.span_src[rows], lay.span_tgt[rows]))
@@ -379,16 +375,19 @@ def _init_table(model, word_model, counts, n_occ, *, forward: bool) -> torch.Ten
 
 
 def build_phrasal_aligner(word_model, index: PairIndex, config: PhrasalConfig, *,
-                          vit: list | None = None):
+                          vit: list | None = None, layouts: list | None = None):
     """(PhrasalAligner initialised from `word_model`, stats dict). Runs on CPU tensors.
     `vit`: `word_viterbi(word_model, index)` computed earlier (e.g. shared by the
-    contiguous and the gappy model of one word model); computed here when None."""
+    contiguous and the gappy model of one word model); computed here when None.
+    `layouts`: a list that receives each batch's `CompactLayout` (matched here anyway), to
+    hand to `fit_phrasal(layouts=)` / the training task's first iteration."""
     if vit is None:
         vit = word_viterbi(word_model, index)
     where = [] if config.gappy else None  # gappy instances, mined once
     src_list, tgt_list, stats = mine_phrase_lists(index, vit, config, gappy_where=where)
     spans = []  # phrase rows' span tables, matched once for keys and initial counts
-    pk, mean_matched = phrase_keys(index, src_list, tgt_list, gappy=config.gappy, spans=spans)
+    pk, mean_matched = phrase_keys(index, src_list, tgt_list, gappy=config.gappy, spans=spans,
+                                   layouts=layouts)
     model = PhrasalAligner(word_keys=word_model.keys, phrase_keys=pk,
                            n_src_words=index.n_src_words, n_tgt_words=index.n_tgt_words,
                            src_list=src_list, tgt_list=tgt_list, jump_fwd=word_model.jump_fwd,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -33,7 +34,9 @@ from aligners.lattices.phrasal_hsmm_sparse import (
 )
 from aligners.models._scatter import scatter_add2_, scatter_add_
 from aligners.models.phrasal._counts_kernel import gather2, normalise_counts, scatter_word_slots_
+from aligners.models.phrasal._init_kernel import hash_table, key_positions
 from aligners.models.phrasal.agreement import sparse_agreement_counts, sparse_link_posteriors
+from aligners.models.phrasal.layout import CompactLayout, Layout, make_layout
 from aligners.models.phrasal.phrase_lists import PhraseList
 from aligners.models.phrasal.prepared import (
     DirectionConst,
@@ -44,7 +47,7 @@ from aligners.models.phrasal.prepared import (
 )
 from aligners.models.phrasal.routing import take_rows, word_row_counts, word_row_posteriors
 
-__all__ = ["PhrasalConfig", "Layout", "PhrasalAligner", "make_layout"]
+__all__ = ["PhrasalConfig", "Layout", "CompactLayout", "PhrasalAligner", "make_layout"]
 
 _TINY = 1e-20
 
@@ -95,70 +98,6 @@ def _take(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     return table.index_select(0, ids.reshape(-1)).view(ids.shape)
 
 
-@dataclass
-class Layout:
-    """Matched phrases of one batch. span_src (B,I,L) / span_tgt (B,J,L): unit of the listed
-    contiguous phrase ending at each position (length l+1), -1 = none; ph_fwd / ph_bwd:
-    (first, last, unit, gappy) each (B,P) of the phrase states of each direction (-1 pad);
-    span_state_src (B,I,L): column in ph_fwd of the forward phrase state that is that
-    source span (-1 none); span_state_tgt (B,J,L): column in ph_bwd likewise."""
-
-    span_src: torch.Tensor
-    span_tgt: torch.Tensor
-    ph_fwd: tuple
-    ph_bwd: tuple
-    span_state_src: torch.Tensor
-    span_state_tgt: torch.Tensor
-
-    def n_matched(self) -> int:
-        return int((self.ph_fwd[0] >= 0).sum() + (self.ph_bwd[0] >= 0).sum())
-
-
-def _pack(b, first, last, unit, gappy, B):
-    """Items (M,) sorted by b -> padded (B, P) tensors (-1 pad) and each item's column."""
-    dev = b.device
-    span = int(torch.maximum(first.max(), last.max())) + 2 if b.numel() else 1
-    order = torch.argsort((b * span + first + 1) * span + last + 1, stable=True)
-    b, first, last, unit, gappy = b[order], first[order], last[order], unit[order], gappy[order]
-    counts = torch.bincount(b, minlength=B)
-    P = int(counts.max()) if b.numel() else 0
-    start = torch.cumsum(counts, 0) - counts
-    col = torch.arange(b.numel(), device=dev) - start[b]
-    out = [torch.full((B, P), -1, dtype=torch.long, device=dev) for _ in range(4)]
-    for o, v in zip(out, (first, last, unit, gappy.long())):
-        o[b, col] = v
-    return tuple(out), col, order
-
-
-def make_layout(batch: Batch, src_list: PhraseList, tgt_list: PhraseList, *, gappy: bool):
-    """The `Layout` of one batch. Cost O(B (I^2 + J^2) log Pg + B (I + J) L log Pc)."""
-    B = batch.src.shape[0]
-    sl, tl = batch.src_lengths, batch.tgt_lengths
-    span_src = src_list.match_spans(batch.src, sl)
-    span_tgt = tgt_list.match_spans(batch.tgt, tl)
-
-    def states(span, words, lengths, lst):
-        b, n, ln = (span >= 0).nonzero(as_tuple=True)
-        items = [b, n - ln, n, span[b, n, ln], torch.zeros_like(b, dtype=torch.bool)]
-        nc = b.numel()
-        if gappy and lst.n_gappy:
-            gap = lst.match_gappy(words, lengths)
-            gb, ga, gc = (gap >= 0).nonzero(as_tuple=True)
-            extra = [gb, ga, gc, gap[gb, ga, gc], torch.ones_like(gb, dtype=torch.bool)]
-            items = [torch.cat([x, y]) for x, y in zip(items, extra)]
-        packed, col, order = _pack(*items, B)
-        # column of each contiguous span state, placed back at its (b, end, len) cell
-        state_of_span = torch.full_like(span, -1)
-        inv = torch.empty_like(order)
-        inv[order] = torch.arange(order.numel(), device=order.device)
-        state_of_span[b, n, ln] = col[inv[:nc]]
-        return packed, state_of_span
-
-    ph_fwd, st_src = states(span_src, batch.src, sl, src_list)
-    ph_bwd, st_tgt = states(span_tgt, batch.tgt, tl, tgt_list)
-    return Layout(span_src, span_tgt, ph_fwd, ph_bwd, st_src, st_tgt)
-
-
 class PhrasalAligner(nn.Module):
     """Buffers: word_keys (P,), phrase_keys (Q,) sorted; t_fwd, t_bwd (P+1+Q,) p(tgt unit |
     src unit), p(src unit | tgt unit); null_tgt (Vt,), null_src (Vs,); jump_fwd, jump_bwd
@@ -199,12 +138,27 @@ class PhrasalAligner(nn.Module):
         ok = (src_unit >= 0) & (tgt_unit >= 0)
         if Q == 0:
             return torch.full_like(key, P)
+        if key.device.type == "cpu":  # hash-table look-up: the same slots, O(1) per key
+            pos = torch.from_numpy(key_positions(key.reshape(-1), ok.reshape(-1),
+                                                 *self._phrase_hash()))
+            return torch.where(pos >= 0, pos + P + 1, torch.full_like(pos, P)).view(key.shape)
         out = torch.full((key.numel(),), P, dtype=torch.long, device=key.device)
         idx = ok.reshape(-1).nonzero()[:, 0]  # only valid units are searched (padding is not)
         k = key.reshape(-1)[idx]
         pos = torch.searchsorted(self.phrase_keys, k).clamp(max=Q - 1)
         out[idx] = torch.where(self.phrase_keys[pos] == k, pos + P + 1, torch.full_like(pos, P))
         return out.view(key.shape)
+
+    def _phrase_hash(self) -> tuple:
+        """(phrase keys as int64 numpy, `_init_kernel.hash_table` of them), built once per
+        phrase_keys object and version (CPU). Memory ~ 4 Q int64."""
+        pk = self.phrase_keys
+        hit = self.__dict__.get("_hash_cache")
+        if hit is None or hit[0]() is not pk or hit[1] != pk._version:
+            keys = np.ascontiguousarray(pk.numpy(), dtype=np.int64)
+            hit = (weakref.ref(pk), pk._version, (keys, hash_table(keys)))
+            self.__dict__["_hash_cache"] = hit
+        return hit[2]
 
     # ------------------------------------------------------------------ potentials
     def prepare(self, batch: Batch, lay: Layout, *, route: bool = True) -> PreparedBatch:
@@ -247,7 +201,7 @@ class PhrasalAligner(nn.Module):
     def clear_caches(self) -> None:
         """Drop the cached log tables and interleaved pair tables (rebuilt on next use):
         frees 4 (P+1+Q) floats and more once a model is trained and evaluated."""
-        for name in ("_log_cache", "_pair_cache"):
+        for name in ("_log_cache", "_pair_cache", "_hash_cache"):
             self.__dict__.pop(name, None)
 
     def _log_table(self, name: str) -> torch.Tensor:

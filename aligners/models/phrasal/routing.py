@@ -108,7 +108,7 @@ def word_row_posteriors(model, batch: Batch, *, viterbi: bool = False) -> WordRo
             lk, nu, ll = _viterbi_links(link, null, scores, sl, ol, p0)
         else:
             post = alignment_hmm_posteriors(link, null, scores, src_lengths=sl, tgt_lengths=ol,
-                                            p0=p0)
+                                            p0=p0, jump_counts=False)  # jumps fixed: unused
             ll, lk, nu = post.log_likelihood, post.link_posteriors, post.null_posteriors
         out.append((ll, lk if forward else lk.transpose(1, 2), nu))
     (llf, lf, nf), (llb, lb, nb) = out
