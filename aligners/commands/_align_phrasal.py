@@ -75,12 +75,13 @@ def run_phrasal(args, pairs, show: bool) -> int:
         bar.close()
         word.cpu()
         config = PhrasalConfig(iterations=args.phrasal_iterations, gappy=not args.no_gappy)
-        model, _ = build_phrasal_aligner(word, index, config)
+        layouts = []  # each batch's phrase layout, matched by the build, reused by iteration 1
+        model, _ = build_phrasal_aligner(word, index, config, layouts=layouts)
         del word
         model.to(args.device)
         bar = tqdm(total=config.iterations * len(index), desc="phrasal EM", disable=not show,
                    file=sys.stderr)
-        fit_phrasal(model, index, progress=lambda it, k: bar.update(1))
+        fit_phrasal(model, index, progress=lambda it, k: bar.update(1), layouts=layouts)
         bar.close()
     method = args.decoding or saved.get("method", "agreement")
     threshold = args.threshold if args.threshold is not None else saved.get("threshold", 0.3)
