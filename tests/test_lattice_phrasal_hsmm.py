@@ -319,6 +319,7 @@ def test_numba_word_hmm_viterbi_equals_the_torch_viterbi(dtype, ties):
     same states and scores as `alignment_hmm_viterbi`, bit for bit (ties: first maximum)."""
     from aligners.lattices._alignment_hmm_viterbi_kernel import alignment_hmm_viterbi_cpu
     from aligners.lattices.alignment_hmm import alignment_hmm_viterbi
+    from aligners.semirings import log_or_zero
 
     g = torch.Generator().manual_seed(7)
     B, I, J = 40, 7, 9
@@ -336,6 +337,18 @@ def test_numba_word_hmm_viterbi_equals_the_torch_viterbi(dtype, ties):
     got = alignment_hmm_viterbi_cpu(link, null, jumps, src_lengths=sl, tgt_lengths=tl, p0=0.2)
     assert torch.equal(got.states, want.states)
     assert torch.equal(got.score, want.score)
+    # the same from the word log potentials (B, J, I), as the mining pass gathers them
+    logs = log_or_zero(link.transpose(1, 2)).contiguous()
+    got = alignment_hmm_viterbi_cpu(None, null, jumps, src_lengths=sl, tgt_lengths=tl, p0=0.2,
+                                    log_links=logs)
+    assert torch.equal(got.states, want.states)
+    assert torch.equal(got.score, want.score)
+    with pytest.raises(ValueError, match="exactly one"):
+        alignment_hmm_viterbi_cpu(link, null, jumps, src_lengths=sl, tgt_lengths=tl, p0=0.2,
+                                  log_links=logs)
+    with pytest.raises(ValueError, match="null_probs"):
+        alignment_hmm_viterbi_cpu(None, null[:, :-1], jumps, src_lengths=sl, tgt_lengths=tl,
+                                  p0=0.2, log_links=logs)
 
 
 def _sparse_random(B, I, J, L, phrases, *, seed, dtype=torch.float64, keep=0.3):

@@ -18,7 +18,7 @@ import torch
 from numba import njit
 
 from aligners.lattices.alignment_hmm import AlignmentHMMViterbi, _check, _viterbi_potentials
-from aligners.semirings import semiring_zero
+from aligners.semirings import log_or_zero, semiring_zero
 
 __all__ = ["alignment_hmm_viterbi_cpu"]
 
@@ -75,17 +75,25 @@ def _batch(dw0, dn0, ltrans, lw, ln, log_p0, valid, neg, tl, states, score):
                          states[b])
 
 
-def alignment_hmm_viterbi_cpu(link_probs: torch.Tensor, null_probs: torch.Tensor,
+def alignment_hmm_viterbi_cpu(link_probs: torch.Tensor | None, null_probs: torch.Tensor,
                               jump_scores: torch.Tensor, *, src_lengths: torch.Tensor,
-                              tgt_lengths: torch.Tensor, p0: float) -> AlignmentHMMViterbi:
+                              tgt_lengths: torch.Tensor, p0: float,
+                              log_links: torch.Tensor | None = None) -> AlignmentHMMViterbi:
     """`alignment_hmm_viterbi` on CPU tensors (see the module docstring): states (B, J)
-    (i word, I+i NULL, -1 past the target length) and score (B,)."""
-    _check(link_probs, null_probs, jump_scores, src_lengths, tgt_lengths)
-    B, I, J = link_probs.shape
-    dtype = link_probs.dtype
+    (i word, I+i NULL, -1 past the target length) and score (B,). `log_links` (B, J, I):
+    instead of `link_probs` (then None), their `log_or_zero` already transposed, e.g.
+    gathered from a log table (no (B, I, J) log pass and transposed copy); overwritten."""
+    if (link_probs is None) == (log_links is None):
+        raise ValueError("give link_probs or log_links (exactly one)")
+    _check(link_probs if log_links is None else log_links.transpose(1, 2), null_probs,
+           jump_scores, src_lengths, tgt_lengths)
+    if log_links is None:
+        log_links = log_or_zero(link_probs.transpose(1, 2))
+    B, J, I = log_links.shape
+    dtype = log_links.dtype
     neg = semiring_zero(dtype)
     valid, lw, ln, log_p0, ltrans, dw, dn = _viterbi_potentials(
-        link_probs, null_probs, jump_scores, src_lengths, p0)
+        log_links, null_probs, jump_scores, src_lengths, p0)
     npdt = np.float64 if dtype == torch.float64 else np.float32
 
     def a(x):

@@ -271,19 +271,20 @@ def _posteriors_differentiable(link_probs, null_probs, jump_scores, *, src_lengt
 
 
 
-def _viterbi_potentials(link_probs, null_probs, jump_scores, src_lengths, p0):
-    """The Viterbi recursion's log potentials (shapes as `alignment_hmm_viterbi`): valid
-    (B, I) source mask; lw (B, J, I) word emissions; ln (B, J) NULL emissions; log_p0 (0-d);
-    ltrans (B, I, I) [k, i] word jumps k -> i times (1 - p0); dw, dn (B, I) the word and NULL
-    scores at the first target position. Padded source positions hold the semiring zero.
-    Shared by the torch recursion and the CPU kernel (`_alignment_hmm_viterbi_kernel`), so
-    both start from the same numbers."""
-    I = link_probs.shape[1]
-    dtype = link_probs.dtype
+def _viterbi_potentials(log_links, null_probs, jump_scores, src_lengths, p0):
+    """The Viterbi recursion's log potentials from `log_links` (B, J, I) = log link_probs
+    transposed (`log_or_zero`): valid (B, I) source mask; lw (B, J, I) word emissions
+    (`log_links`, masked in place); ln (B, J) NULL emissions; log_p0 (0-d); ltrans (B, I, I)
+    [k, i] word jumps k -> i times (1 - p0); dw, dn (B, I) the word and NULL scores at the
+    first target position. Padded source positions hold the semiring zero. Shared by the
+    torch recursion and the CPU kernel (`_alignment_hmm_viterbi_kernel`), so both start from
+    the same numbers."""
+    I = log_links.shape[2]
+    dtype = log_links.dtype
     neg = semiring_zero(dtype)
     valid = length_mask(src_lengths, I)
     S, _, norm, _ = _jump_rows(jump_scores, valid, dtype)
-    lw = log_or_zero(link_probs.transpose(1, 2)).masked_fill(~valid[:, None, :], neg)
+    lw = log_links.masked_fill_(~valid[:, None, :], neg)
     ln = log_or_zero(null_probs)
     log_q = log_or_zero(torch.tensor(1.0 - p0, dtype=dtype))
     log_p0 = log_or_zero(torch.tensor(p0, dtype=dtype))
@@ -318,7 +319,7 @@ def alignment_hmm_viterbi(
     neg = semiring_zero(link_probs.dtype)
     jvalid = length_mask(tgt_lengths, J)
     valid, lw, ln, log_p0, ltrans, dw, dn = _viterbi_potentials(
-        link_probs, null_probs, jump_scores, src_lengths, p0)
+        log_or_zero(link_probs.transpose(1, 2)), null_probs, jump_scores, src_lengths, p0)
     args, from_null = [], []
     live = jvalid.unbind(1)
     for j in range(1, J):

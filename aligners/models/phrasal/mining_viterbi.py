@@ -6,30 +6,21 @@ Cost: one Viterbi pass over the bitext, O(B J I^2) per batch.
 
 from __future__ import annotations
 
-from functools import partial
-
-import numpy as np
 import torch
 
 from aligners.data.bitext import PairIndex
-from aligners.semirings import log_or_zero, semiring_zero
+from aligners.lattices._alignment_hmm_viterbi_kernel import alignment_hmm_viterbi_cpu
+from aligners.semirings import log_or_zero
 
 __all__ = ["word_viterbi"]
 
 
-def _np(x: torch.Tensor, *, dtype) -> np.ndarray:
-    return np.ascontiguousarray(x.detach().numpy(), dtype=dtype)
-
-
 def _hmm_viterbi_cpu(word_model, batch, log_t: tuple) -> tuple[torch.Tensor, torch.Tensor]:
     """`word_model.viterbi(batch)` of an Och-Ney word HMM on CPU through the numba Viterbi
-    (`aligners.lattices._alignment_hmm_viterbi_kernel`, identical paths). `log_t`: the
-    forward and backward tables' `log_or_zero`, gathered straight into the recursion's
-    (B, O, S) word log potentials (the log of the gathered probabilities, the same values
-    elementwise, without a (B, I, J) log pass and transposed copy per batch); the other
-    potentials come from `alignment_hmm._viterbi_potentials` on the first observation."""
-    from aligners.lattices._alignment_hmm_viterbi_kernel import _batch as viterbi_batch
-    from aligners.lattices.alignment_hmm import _viterbi_potentials
+    (`alignment_hmm_viterbi_cpu`, identical paths). `log_t`: the forward and backward
+    tables' `log_or_zero`, gathered straight into the recursion's (B, O, S) word log
+    potentials (the log of the gathered probabilities, the same values elementwise, without
+    a (B, I, J) log pass and transposed copy per batch)."""
     from aligners.models.word.hmm import jump_buckets
 
     ids = batch.pair_ids
@@ -39,30 +30,19 @@ def _hmm_viterbi_cpu(word_model, batch, log_t: tuple) -> tuple[torch.Tensor, tor
         return t.index_select(0, x.reshape(-1)).view(x.shape)
 
     out = []
-    for first, lw_ids, null, jw, sl, tl, lt in (
-            (take(word_model.t_fwd, ids[:, :, :1]), ids.transpose(1, 2),
-             take(word_model.null_tgt, batch.tgt), word_model.jump_fwd, batch.src_lengths,
-             batch.tgt_lengths, log_t[0]),
-            (take(word_model.t_bwd, ids[:, :1, :]).transpose(1, 2), ids,
-             take(word_model.null_src, batch.src), word_model.jump_bwd, batch.tgt_lengths,
-             batch.src_lengths, log_t[1])):
-        B, I, _ = first.shape
-        J = null.shape[1]
+    for lw_ids, null, jw, sl, tl, lt in (
+            (ids.transpose(1, 2), take(word_model.null_tgt, batch.tgt), word_model.jump_fwd,
+             batch.src_lengths, batch.tgt_lengths, log_t[0]),
+            (ids, take(word_model.null_src, batch.src), word_model.jump_bwd,
+             batch.tgt_lengths, batch.src_lengths, log_t[1])):
+        log_links = take(lt, lw_ids)  # (B, O, S)
+        I = log_links.shape[2]
         K = (jw.numel() - 1) // 2
-        dtype = first.dtype
-        scores = jw.to(dtype)[jump_buckets(n_src=I, max_jump=K, device=first.device)]
-        valid, _, ln, log_p0, ltrans, dw, dn = _viterbi_potentials(first, null, scores, sl,
-                                                                   c.p0)
-        lw = take(lt, lw_ids).masked_fill_(~valid[:, None, :], semiring_zero(dtype))
-        npdt = np.float64 if dtype == torch.float64 else np.float32
-        a = partial(_np, dtype=npdt)
-        path = np.full((B, J), -1, dtype=np.int64)
-        viterbi_batch(a(dw), a(dn), a(ltrans), a(lw), a(ln), npdt(log_p0.item()),
-                      np.ascontiguousarray(valid.numpy()), npdt(semiring_zero(dtype)),
-                      np.ascontiguousarray(tl.numpy(), dtype=np.int64), path,
-                      np.zeros(B, dtype=npdt))
-        path = torch.from_numpy(path)
-        jvalid = torch.arange(J)[None, :] < tl[:, None]
+        scores = jw.to(log_links.dtype)[jump_buckets(n_src=I, max_jump=K,
+                                                     device=log_links.device)]
+        path = alignment_hmm_viterbi_cpu(None, null, scores, src_lengths=sl, tgt_lengths=tl,
+                                         p0=c.p0, log_links=log_links).states
+        jvalid = torch.arange(path.shape[1])[None, :] < tl[:, None]
         out.append(torch.where((path < I) & jvalid & (path >= 0), path,
                                torch.full_like(path, -1)))
     return out[0], out[1]
