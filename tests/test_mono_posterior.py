@@ -18,6 +18,7 @@ from aligners.models.mono.crf import TokenCRFAligner
 from aligners.models.mono.potentials import collate, prepare
 from aligners.models.mono.semicrf import PhraseCRFAligner, link_matrix
 from aligners.models.mono.states import state_phrase
+from tests.test_mono_model import _enumerate
 
 PAIRS = [
     ("he passed away today".split(), "he died today".split()),
@@ -41,18 +42,6 @@ def _batch(Ls, Lt, pairs=PAIRS):
                    max_tgt_len=Lt, with_gold=False)
 
 
-def _segmentations(I, C, Ls):
-    def rec(t):
-        if t == I:
-            yield []
-            return
-        for k in range(1, min(Ls, I - t) + 1):
-            for c in range(C):
-                for rest in rec(t + k):
-                    yield [(t, k, c), *rest]
-    yield from rec(0)
-
-
 def _brute_link_posteriors(m, batch, b):
     """P(i ~ j) by enumerating every valid labelled segmentation of pair b (float64)."""
     lp = m.log_potentials(batch)[b].detach().double()
@@ -61,7 +50,7 @@ def _brute_link_posteriors(m, batch, b):
     C = 1 + J * Lt
     valid = batch.valid[b]
     scores, links = [], []
-    for segs in _segmentations(I, C, Ls):
+    for segs in _enumerate(I, C, Ls):
         if not all(valid[s, k - 1, c] for s, k, c in segs):
             continue
         prev = [0] + [c for _, _, c in segs[:-1]]

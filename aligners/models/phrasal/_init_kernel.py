@@ -182,9 +182,9 @@ def _find(x, keys, slots, shift, mask):
     return -1
 
 
-def _int64(x) -> np.ndarray:
-    """numpy or CPU torch -> a contiguous int64 numpy array."""
-    return np.ascontiguousarray(x.numpy() if hasattr(x, "numpy") else x, dtype=np.int64)
+def _array(x, dtype=np.int64) -> np.ndarray:
+    """numpy or CPU torch -> a contiguous numpy array of `dtype` (default int64)."""
+    return np.ascontiguousarray(x.numpy() if hasattr(x, "numpy") else x, dtype=dtype)
 
 
 @njit(cache=True)
@@ -212,7 +212,7 @@ def gappy_occurrences(words, lengths, keys: np.ndarray, table: tuple, first_ok: 
     pairs with distinct int64 keys w1 * V + w2 (G,): positions a < c - 1 of one sentence.
     table = hash_table(keys); first_ok / last_ok (V,) bool: the words that start / end a
     key (the others skipped). Cost O(B N^2) with O(1) expected per look-up."""
-    _gappy_count(_int64(words), _int64(lengths), keys, table[0], table[1], first_ok,
+    _gappy_count(_array(words), _array(lengths), keys, table[0], table[1], first_ok,
                  last_ok, int(V), counts)
 
 
@@ -232,9 +232,8 @@ def key_occurrences(q, valid, keys: np.ndarray, table: tuple, counts: np.ndarray
     """Add to counts (G,) int64 the occurrences of keys (G,) int64 (distinct; table =
     hash_table(keys)) among q (B,W) int64 where valid (B,W) bool (numpy or CPU torch).
     Cost O(B W) with O(1) expected per look-up."""
-    q = _int64(q)
-    v = np.ascontiguousarray(valid.numpy() if hasattr(valid, "numpy") else valid,
-                             dtype=np.bool_)
+    q = _array(q)
+    v = _array(valid, np.bool_)
     _count_keys(q, v, keys, table[0], table[1], counts)
 
 
@@ -250,9 +249,8 @@ def key_positions(q, valid, keys: np.ndarray, table: tuple) -> np.ndarray:
     """(N,) int64 index of each q (N,) int64 among the distinct keys (G,) (table =
     hash_table(keys)), -1 where absent or not valid (N,) bool (numpy or CPU torch). For
     sorted keys the same as a binary search's hits. Cost O(N) expected."""
-    q = _int64(q)
-    v = np.ascontiguousarray(valid.numpy() if hasattr(valid, "numpy") else valid,
-                             dtype=np.bool_)
+    q = _array(q)
+    v = _array(valid, np.bool_)
     out = np.empty(q.shape[0], dtype=np.int64)
     _positions(q, v, keys, table[0], table[1], out)
     return out

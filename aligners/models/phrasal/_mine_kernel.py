@@ -18,6 +18,20 @@ __all__ = ["mine_candidates_cpu"]
 
 
 @njit(cache=True)
+def _run(a, b, s, L):
+    """Length (<= L) of the run of observations from s of item b aligned to the state of s
+    (consecutive equal a[b, .]); 0 where s is unaligned (a < 0)."""
+    st = a[b, s]
+    if st < 0:
+        return 0
+    N = a.shape[1]
+    run = 1
+    while s + run < N and run < L and a[b, s + run] == st:
+        run += 1
+    return run
+
+
+@njit(cache=True)
 def _mine(obs, a, L, n_words):
     B, N = obs.shape
     n_c = np.zeros(L + 1, dtype=np.int64)
@@ -29,12 +43,7 @@ def _mine(obs, a, L, n_words):
     n_g = 0
     for b in range(B):  # pass 1: sizes
         for s in range(N):
-            st = a[b, s]
-            if st < 0:
-                continue
-            run = 1
-            while s + run < N and run < L and a[b, s + run] == st:
-                run += 1
+            run = _run(a, b, s, L)
             for ln in range(2, run + 1):
                 n_c[ln] += 1
         n_g += _gappy(obs, a, b, cnt, n_words, None, None, 0)
@@ -45,12 +54,7 @@ def _mine(obs, a, L, n_words):
     m = 0
     for b in range(B):  # pass 2: the same walk, written
         for s in range(N):
-            st = a[b, s]
-            if st < 0:
-                continue
-            run = 1
-            while s + run < N and run < L and a[b, s + run] == st:
-                run += 1
+            run = _run(a, b, s, L)
             for ln in range(2, run + 1):
                 row = spans[ln][fill[ln]]
                 for k in range(ln):
