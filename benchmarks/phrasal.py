@@ -19,7 +19,7 @@ experiment=bansal2011_hansards` (its model config; training text = the first N H
 pairs + the test and trial text, lowercased), stage by stage without Lightning: word HMM by
 agreement (the baseline), word HMM without agreement, the mining Viterbi, building the gappy
 model (mining + initialisation), its first EM iteration (prepares every batch) and the
-other four; CPU seconds per stage and pipeline / baseline. `--profile DIR` writes one
+other iterations; CPU seconds per stage and pipeline / baseline. `--profile DIR` writes one
 cProfile file per stage (process-time clock). `python benchmarks/phrasal.py --stages 20000`
 """
 
@@ -108,7 +108,7 @@ def stages_mode(a) -> None:
     from aligners.models.phrasal.decode import fit_phrasal
     from aligners.models.phrasal.init import word_viterbi
     from aligners.models.word.agreement import WordAlignConfig, WordAligner
-    from aligners.training.phrasal_align import _warm_up_kernels
+    from aligners.training.phrasal_align import _warm_up_kernels, start_config
 
     m = OmegaConf.load("configs/model/phrasal_hsmm.yaml")
     extra = [(tuple(w.lower() for w in p.src), tuple(w.lower() for w in p.tgt))
@@ -143,7 +143,7 @@ def stages_mode(a) -> None:
 
     stage("word_hmm_agreement", lambda: WordAligner.from_index(
         index, WordAlignConfig(**{**wcfg, "agreement": True})).fit(index))
-    word = WordAligner.from_index(index, WordAlignConfig(**{**wcfg, "agreement": False}))
+    word = WordAligner.from_index(index, start_config(m))
     stage("word_hmm_no_agreement", lambda: word.fit(index))
     vit = stage("mining_viterbi", lambda: word_viterbi(word, index))
     layouts = []  # handed from the build to the first iteration (as train.py does)
@@ -154,7 +154,7 @@ def stages_mode(a) -> None:
     stage("gappy_iteration_1", lambda: fit_phrasal(model, index, prepared=prepared,
                                                    layouts=layouts))
     model.config.iterations = iters
-    stage("gappy_iterations_2_5", lambda: fit_phrasal(model, index, prepared=prepared))
+    stage("gappy_later_iterations", lambda: fit_phrasal(model, index, prepared=prepared))
     pipe = sum(v for k, v in cpu.items() if k != "word_hmm_agreement")
     print(f"pipeline (no-agreement HMM + gappy model) {pipe:.2f} s CPU = "
           f"{pipe / cpu['word_hmm_agreement']:.2f}x the word HMM by agreement")

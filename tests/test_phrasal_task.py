@@ -62,6 +62,7 @@ def test_the_task_runs_end_to_end_and_its_saved_model_evaluates(tmp_path):
         cfg = compose(config_name="train", overrides=[
             "experiment=bansal2011_hansards_20k", "data.train_limit=300",
             "model.word.ibm1_iterations=1", "model.word.hmm_iterations=1",
+            "model.start.ibm1_iterations=1", "model.start.hmm_iterations=2",
             "model.phrasal.iterations=1", "model.phrasal.n_contiguous=50",
             "model.phrasal.n_gappy=10", "model.tune_grid.thresholds=[0.5]",
             "model.tune_grid.heuristics=[intersect]"])
@@ -73,6 +74,8 @@ def test_the_task_runs_end_to_end_and_its_saved_model_evaluates(tmp_path):
     for row in ("word_hmm_agreement", "+contiguous", "+gappy"):
         assert 0.0 <= saved[row]["aer"] <= 1.0 and saved[row]["aer"] == metrics[row]["aer"]
     assert saved["run"]["training_pairs"] == 300 + 447 + 37
+    run = saved["run"]  # the phrasal start ran model.start's counts, not model.word's
+    assert (run["start_ibm1_iterations"], run["start_hmm_iterations"]) == (1, 2), run
     with open_dict(cfg):
         cfg.ckpt_path = str(tmp_path / "run")
         cfg.paths.output_dir = str(tmp_path / "eval")
@@ -100,3 +103,24 @@ def test_every_phrasal_config_key_reaches_the_model():
         assert set(keys) <= set(PhrasalConfig.__dataclass_fields__), exp
         pc = PhrasalConfig(**keys)
         assert (pc.min_count, pc.gappy_rank) == (7, "count")
+
+
+def test_the_phrasal_start_takes_model_start_iteration_counts():
+    """`model.start` overrides only the iteration counts of `model.word` for the
+    no-agreement start; unknown keys are a clear error, not silently dropped."""
+    from omegaconf import OmegaConf
+
+    from aligners.training.phrasal_align import start_config
+
+    m = OmegaConf.create({"word": {"ibm1_iterations": 5, "hmm_iterations": 5, "p0": 0.2,
+                                   "max_jump": 7},
+                          "start": {"ibm1_iterations": 3, "hmm_iterations": 2}})
+    c = start_config(m)
+    assert (c.ibm1_iterations, c.hmm_iterations, c.p0, c.max_jump, c.agreement) == (
+        3, 2, 0.2, 7, False)
+    del m["start"]
+    c = start_config(m)
+    assert (c.ibm1_iterations, c.hmm_iterations, c.agreement) == (5, 5, False)
+    m.start = {"hmm_iteration": 2}
+    with pytest.raises(ValueError, match="model.start: unknown keys"):
+        start_config(m)

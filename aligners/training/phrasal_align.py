@@ -31,7 +31,8 @@ from aligners.models.phrasal.init import word_viterbi
 from aligners.models.word.agreement import WordAlignConfig, WordAligner
 from aligners.training.word_align import LitWordAligner, ddp_strategy
 
-__all__ = ["KINDS", "LitPhrasalAligner", "choose", "gappy_patterns", "train", "evaluate"]
+__all__ = ["KINDS", "LitPhrasalAligner", "choose", "gappy_patterns", "start_config", "train",
+           "evaluate"]
 
 KINDS = ("phrasal-hsmm",)  # what evaluate(ckpt_path=) loads
 
@@ -180,6 +181,17 @@ def _warm_up_kernels() -> None:
     scatter_add2_(torch.zeros(1, 2), ids, v, v)
 
 
+def start_config(m: DictConfig) -> WordAlignConfig:
+    """The phrasal model's start (sec. 7.1: Model 1 + word HMM, no agreement): `model.word`
+    with `model.start`'s iteration counts (Bansal et al. tuned them on dev, sec. 7.2)."""
+    start = dict(m.get("start") or {})
+    unknown = set(start) - {"ibm1_iterations", "hmm_iterations"}
+    if unknown:
+        raise ValueError(f"model.start: unknown keys {sorted(unknown)} (allowed: "
+                         "ibm1_iterations, hmm_iterations)")
+    return WordAlignConfig(**{**{k: m.word[k] for k in m.word}, **start, "agreement": False})
+
+
 def train(cfg: DictConfig) -> dict:
     """Run the four stages, print Table 1 and write metrics.json; returns the metrics."""
     from aligners.metrics import write_metrics_json
@@ -239,9 +251,9 @@ def train(cfg: DictConfig) -> dict:
     cpu["word_hmm_agreement"] = time.process_time() - c0
     report("word_hmm_agreement", base, times["word_hmm_agreement"])
     del base
-    # 2. word HMM without agreement
+    # 2. word HMM without agreement (its iteration counts: `model.start`, chosen on dev)
     t0, c0 = time.time(), time.process_time()
-    word = WordAligner.from_index(index, WordAlignConfig(**{**wcfg, "agreement": False}))
+    word = WordAligner.from_index(index, start_config(m))
     _fit(cfg, LitWordAligner.from_model(word, index), word.n_iterations)
     times["word_hmm_no_agreement"] = time.time() - t0
     cpu["word_hmm_no_agreement"] = time.process_time() - c0
@@ -274,6 +286,9 @@ def train(cfg: DictConfig) -> dict:
         model.clear_caches()  # its cached tables: not kept while the next model trains
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     metrics["run"] = {"index_seconds": index_s, "peak_rss_mb": rss_mb,
+                      "start_ibm1_iterations": word.config.ibm1_iterations,
+                      "start_hmm_iterations": word.config.hmm_iterations,
+                      "phrasal_iterations": int(m.phrasal.iterations),
                       "training_pairs": index.n_sentences, **{f"{k}_seconds": v
                                                               for k, v in times.items()},
                       **{f"{k}_cpu_seconds": v for k, v in cpu.items()}}
