@@ -14,6 +14,7 @@ test split with the decoding chosen on the tuning split only. Metrics go to
 
 from __future__ import annotations
 
+import gc
 import itertools
 import resource
 import time
@@ -24,6 +25,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from aligners.data.bitext import build_index
+from aligners.data.heap import release_free_heap
 from aligners.data.vocab import WordIds
 from aligners.models.phrasal import PhrasalConfig, build_phrasal_aligner
 from aligners.models.phrasal.decode import batch_layout, decode, link_matrices
@@ -251,9 +253,11 @@ def train(cfg: DictConfig) -> dict:
     cpu["word_hmm_agreement"] = time.process_time() - c0
     report("word_hmm_agreement", base, times["word_hmm_agreement"])
     del base
+    release_free_heap()  # the baseline's freed tables and E-step buffers back to the OS
     # 2. word HMM without agreement (its iteration counts: `model.start`, chosen on dev)
     t0, c0 = time.time(), time.process_time()
-    word = WordAligner.from_index(index, start_config(m))
+    start = start_config(m)
+    word = WordAligner.from_index(index, start)
     _fit(cfg, LitWordAligner.from_model(word, index), word.n_iterations)
     times["word_hmm_no_agreement"] = time.time() - t0
     cpu["word_hmm_no_agreement"] = time.process_time() - c0
@@ -272,6 +276,10 @@ def train(cfg: DictConfig) -> dict:
         layouts = []  # each batch's layout, matched while building: reused by iteration 1
         model, st = build_phrasal_aligner(word, index, PhrasalConfig(**{**pcfg, "gappy": gappy}),
                                           vit=vit, layouts=layouts)
+        if gappy:  # the start model and its Viterbi links: not needed after the last build
+            word = vit = None
+            gc.collect()
+            release_free_heap()
         init_s, init_cpu = time.time() - t0, time.process_time() - c0
         lit = LitPhrasalAligner(model, index, layouts)
         _fit(cfg, lit, model.config.iterations)
@@ -284,10 +292,15 @@ def train(cfg: DictConfig) -> dict:
               f"loglik {lit.history}", flush=True)
         report(f"+{name}", model, times["word_hmm_no_agreement"] + times[name])
         model.clear_caches()  # its cached tables: not kept while the next model trains
+        if not gappy:  # the contiguous model is done: its memory back before the next build
+            del lit
+            model = None
+            gc.collect()  # the Lightning module and its trainer hold each other
+            release_free_heap()
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     metrics["run"] = {"index_seconds": index_s, "peak_rss_mb": rss_mb,
-                      "start_ibm1_iterations": word.config.ibm1_iterations,
-                      "start_hmm_iterations": word.config.hmm_iterations,
+                      "start_ibm1_iterations": start.ibm1_iterations,
+                      "start_hmm_iterations": start.hmm_iterations,
                       "phrasal_iterations": int(m.phrasal.iterations),
                       "training_pairs": index.n_sentences, **{f"{k}_seconds": v
                                                               for k, v in times.items()},
