@@ -47,6 +47,9 @@ def main(argv=None) -> None:
                          "scored at each --hmm count")
     ap.add_argument("--baseline", action="store_true",
                     help="also time the word HMM by agreement (5 + 5 iterations)")
+    ap.add_argument("--vary", nargs="+", default=None, metavar=("FIELD", "VALUE"),
+                    help="a PhrasalConfig field and its values: one phrasal model per value "
+                         "at each HMM count (e.g. --vary p0 0.2 0.3 0.4)")
     ap.add_argument("--out", default=None, help="append JSON lines here too")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -68,6 +71,10 @@ def main(argv=None) -> None:
     wcfg = {**{k: m.word[k] for k in m.word}, "ibm1_iterations": a.ibm1}
     pcfg = {k: v for k, v in OmegaConf.to_container(m.phrasal).items()
             if k in PhrasalConfig.__dataclass_fields__}
+    field, values = (a.vary[0], a.vary[1:]) if a.vary else (None, [None])
+    if field is not None and (field not in PhrasalConfig.__dataclass_fields__ or not values):
+        ap.error(f"--vary: {field!r} is not a PhrasalConfig field, or no values given")
+    kind = type(PhrasalConfig.__dataclass_fields__[field].default) if field else None
     _warm_up_kernels()
 
     def emit(row):
@@ -102,30 +109,41 @@ def main(argv=None) -> None:
         c0 = time.process_time()
         start = copy.deepcopy(word)
         vit = word_viterbi(start, index)
-        layouts = []
-        model, _ = build_phrasal_aligner(
-            start, index, PhrasalConfig(**{**pcfg, "gappy": a.model == "gappy",
-                                           "iterations": 0}), vit=vit, layouts=layouts)
+        vit_cpu = time.process_time() - c0
+        for value in values:
+            one = {} if field is None else {field: kind(value)}
+            _phrasal_points(a, index, start, vit, vit_cpu, {**pcfg, **one}, dev_ix, dev, grid,
+                            word_cpu, base_cpu, h, one, emit)
         del vit, start
-        cpu = time.process_time() - c0
-        prepared = {}
-        for it in range(1, a.phrasal + 1):
-            c0 = time.process_time()
-            model.config.iterations = it
-            fit_phrasal(model, index, prepared=prepared, layouts=layouts)
-            cpu += time.process_time() - c0
-            mats = link_matrices(model, dev_ix)
-            vmats = link_matrices(model, dev_ix, viterbi=True)
-            dec, aer = choose(mats, vmats, dev, grid)
-            row = {"ibm1": a.ibm1, "hmm": h, "model": a.model, "phrasal_iterations": it,
-                   "dev_aer": round(aer, 5), "decoding": dec,
-                   "word_cpu": round(word_cpu, 2), "phrasal_cpu": round(cpu, 2),
-                   "pipeline_cpu": round(word_cpu + cpu, 2)}
-            if base_cpu:
-                row["ratio"] = round((word_cpu + cpu) / base_cpu, 3)
-            emit(row)
-        model.clear_caches()
-        del model, prepared, layouts
+
+
+def _phrasal_points(a, index, start, vit, vit_cpu, pcfg, dev_ix, dev, grid, word_cpu,
+                    base_cpu, h, one, emit) -> None:
+    """Build one phrasal model from `start` and train it, scoring dev after each iteration."""
+    c0 = time.process_time()
+    layouts = []
+    model, _ = build_phrasal_aligner(
+        start, index, PhrasalConfig(**{**pcfg, "gappy": a.model == "gappy",
+                                       "iterations": 0}), vit=vit, layouts=layouts)
+    cpu = vit_cpu + time.process_time() - c0
+    prepared = {}
+    for it in range(1, a.phrasal + 1):
+        c0 = time.process_time()
+        model.config.iterations = it
+        fit_phrasal(model, index, prepared=prepared, layouts=layouts)
+        cpu += time.process_time() - c0
+        mats = link_matrices(model, dev_ix)
+        vmats = link_matrices(model, dev_ix, viterbi=True)
+        dec, aer = choose(mats, vmats, dev, grid)
+        row = {"ibm1": a.ibm1, "hmm": h, "model": a.model, **one, "phrasal_iterations": it,
+               "dev_aer": round(aer, 5), "decoding": dec,
+               "word_cpu": round(word_cpu, 2), "phrasal_cpu": round(cpu, 2),
+               "pipeline_cpu": round(word_cpu + cpu, 2)}
+        if base_cpu:
+            row["ratio"] = round((word_cpu + cpu) / base_cpu, 3)
+        emit(row)
+    model.clear_caches()
+    del model, prepared, layouts
 
 
 if __name__ == "__main__":
