@@ -12,6 +12,9 @@ tokens t..t+l-1, 0-based, in source-target order like the links); `--score` appe
 decoding: every link whose marginal probability under the model exceeds T (blocks: the span
 pairs whose own marginal exceeds T; score: the summed posteriors of the output links divided
 by the number of observation-side tokens). Default: `--decode viterbi`.
+`--encoder-precision fp32|bf16|int8` (neural aligner only; others ignore it): the encoder's
+inference precision (bf16: autocast; int8: dynamically quantised linear layers, CPU only;
+default: the aligner's, `aligners.models.mono.aligner.DEFAULT_ENCODER_PRECISION`).
 Example: `echo "the cat sat on the mat ||| a cat was sitting on the mat" |
 aligners monoalign --model RUN/model --blocks`
 """
@@ -49,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold", type=float, default=0.5,
                         help="posterior decoding: keep links with posterior > T, 0 <= T < 1 "
                              "(default 0.5)")
+    parser.add_argument("--encoder-precision", choices=("fp32", "bf16", "int8"), default=None,
+                        help="neural aligner: the encoder's inference precision (default: "
+                             "the aligner's; int8 on the CPU only)")
     parser.add_argument("--device", default="cpu",
                         help="torch device that decodes (cpu, cuda, cuda:1; default cpu)")
 
@@ -122,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
                                  path=args.model)
     aligner.to(device)
     out = aligner.align(pairs, direction=args.direction, batch_size=args.batch_size,
-                        decode=decode, threshold=threshold)
+                        decode=decode, threshold=threshold,
+                        encoder_precision=getattr(args, "encoder_precision", None))
     for blocks, links, score in out:
         line = " ".join(f"{i}-{j}" for i, j in links)
         if args.blocks:

@@ -14,7 +14,10 @@ b = the same for the target phrase of state c; word vectors are the encoder's (M
 default: `aligners.features.embedding.MiniLMEmbedder`, mean of word pieces, unit norm).
 Frozen encoder (default): vectors are computed once per sentence (batched, memoised) and
 stored on the examples. `finetune=True`: the encoder is a submodule, re-run (batched) on every
-forward pass and trained with the rest.
+forward pass with gradients and trained with the rest; decoding (`attach(decoding=True)`, as
+`MonoAligner.align` does) computes its vectors once, without gradients, before the scorer.
+The encoder's inference precision (fp32 | bf16 | int8, decoding only) is the embedder's
+(`MiniLMEmbedder.set_precision`; `MonoAligner.align(encoder_precision=...)`).
 `context`: word vectors from each sentence alone ("separate"), from both sentences in one
 encoder pass ("pair": `[CLS] src [SEP] tgt [SEP]`, `neural_pair`), or the two concatenated
 ("both"). `cosine=True`: the cosine of the raw (unprojected) span means and of the projected
@@ -147,12 +150,20 @@ class NeuralCRFAligner(PhraseCRFAligner):
             enc.device = str(next(enc.model.parameters()).device)
         return self
 
-    def attach(self, examples: list[MonoExample]) -> list[NeuralExample]:
+    def attach(self, examples: list[MonoExample], *,
+               decoding: bool = False) -> list[NeuralExample]:
         """Examples -> NeuralExamples; a frozen encoder's vectors are computed (batched,
-        memoised per sentence) and stored on the CPU. O(distinct sentences) encoder passes."""
-        if self.finetune:
+        memoised per sentence) and stored on the CPU. A fine-tuned encoder's vectors are
+        left to the forward pass, except with `decoding=True` (examples that only decode):
+        then they are computed here too, without gradients and not memoised (the weights may
+        still change), so that `featurise` can run them beside the sparse features.
+        O(distinct sentences) encoder passes (context pair: one per pair)."""
+        if self.finetune and not decoding:
             return [NeuralExample(**vars(e)) for e in examples]
-        src, tgt = self._encode(examples, frozen=True)
+        with torch.no_grad():
+            src, tgt = self._encode(examples, frozen=not self.finetune)
+        src = [v.float().cpu() for v in src]
+        tgt = [v.float().cpu() for v in tgt]
         return [NeuralExample(**vars(e), src_vec=a, tgt_vec=b)
                 for e, a, b in zip(examples, src, tgt)]
 
@@ -175,9 +186,12 @@ class NeuralCRFAligner(PhraseCRFAligner):
         return ([torch.cat(v, -1) for v in zip(*src)], [torch.cat(v, -1) for v in zip(*tgt)])
 
     def _vectors(self, examples) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        if self.finetune or any(getattr(e, "src_vec", None) is None for e in examples):
-            return self._encode(examples, frozen=not self.finetune)
-        return [e.src_vec for e in examples], [e.tgt_vec for e in examples]
+        """Stored vectors when every example has them (a fine-tuned encoder's only without
+        gradients: with gradients it always re-runs), else the encoder's."""
+        stored = all(getattr(e, "src_vec", None) is not None for e in examples)
+        if stored and not (self.finetune and torch.is_grad_enabled()):
+            return [e.src_vec for e in examples], [e.tgt_vec for e in examples]
+        return self._encode(examples, frozen=not self.finetune)
 
     def span_scores(self, batch: MonoBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, I, Ls, C) span-pair scores (column 0 = 0) and (B, I) NULL scores.
