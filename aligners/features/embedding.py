@@ -108,7 +108,7 @@ class MiniLMEmbedder:
             from torch.ao.quantization import quantize_dynamic
 
             with warnings.catch_warnings():  # torch's notice that quantize_* will move
-                warnings.simplefilter("ignore", UserWarning)
+                warnings.simplefilter("ignore")  # and that torch.ao.quantization is deprecated
                 q = quantize_dynamic(copy.deepcopy(self.model).eval(), {torch.nn.Linear},
                                      dtype=torch.qint8)
             self._int8 = (key, q)

@@ -49,8 +49,10 @@ from aligners.models.mono.states import state_table
 
 __all__ = ["NeuralExample", "NeuralCRFAligner", "make_encoder", "encoder_source"]
 
-# the span-pair scorer's hidden units are built in blocks of at most this many elements
-CHUNK = 1 << 23
+# the span-pair scorer's hidden units are built in blocks of at most this many elements (at
+# least one source position): 2 MB float32 blocks stay in cache; 32 MB blocks (1 << 23) made
+# the scorer ~2x slower on the 2-core box (BENCHMARKS.md "Issue 13: decoding speed (neural4)")
+CHUNK = 1 << 19
 # the hyper-parameters saved in a model folder's config ("model" entry)
 HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues", "dim", "proj", "hidden",
            "sparse", "finetune", "context", "cosine")
@@ -160,8 +162,14 @@ class NeuralCRFAligner(PhraseCRFAligner):
         O(distinct sentences) encoder passes (context pair: one per pair)."""
         if self.finetune and not decoding:
             return [NeuralExample(**vars(e)) for e in examples]
-        with torch.no_grad():
-            src, tgt = self._encode(examples, frozen=not self.finetune)
+        net = self.encoder.model
+        was_training = net.training
+        net.eval()  # decoding vectors: no dropout, whatever mode the model is left in
+        try:
+            with torch.no_grad():
+                src, tgt = self._encode(examples, frozen=not self.finetune)
+        finally:
+            net.train(was_training)
         src = [v.float().cpu() for v in src]
         tgt = [v.float().cpu() for v in tgt]
         return [NeuralExample(**vars(e), src_vec=a, tgt_vec=b)
@@ -245,7 +253,8 @@ class NeuralCRFAligner(PhraseCRFAligner):
         # blocks of source positions so that the hidden units stay under CHUNK elements
         d, H = a.shape[-1], self.hidden
         per_a = self.w_a(a) + self.w_diff(a * a)  # (B, I, Ls, H)
-        per_b = (self.w_b(bvec) + self.w_diff(bvec * bvec)).transpose(1, 2)[:, None, None]
+        per_b = (self.w_b(bvec) + self.w_diff(bvec * bvec)).transpose(1, 2).contiguous()
+        per_b = per_b[:, None, None]  # (B, 1, 1, H, C), C fastest as the hidden blocks
         mix = self.w_ab.weight - 2 * self.w_diff.weight  # (H, d)
         bt = bvec.transpose(1, 2)  # (B, d, C)
         step = max(1, CHUNK // max(1, B * Ls * H * C))
@@ -253,11 +262,13 @@ class NeuralCRFAligner(PhraseCRFAligner):
         for n0 in range(0, I, step):
             n1 = min(I, n0 + step)
             aw = (a[:, n0:n1].unsqueeze(-2) * mix).reshape(B, (n1 - n0) * Ls * H, d)
-            h = torch.bmm(aw, bt).view(B, n1 - n0, Ls, H, C)
-            h = h + per_a[:, n0:n1, ..., None] + per_b
+            # per-span terms first, then the bilinear product accumulated into them in place
+            # (GEMM with beta = 1) and ReLU in place: one fresh block per step, not four
+            h = per_a[:, n0:n1, ..., None] + per_b  # (B, n1-n0, Ls, H, C)
             if cos is not None:
                 h = h + self.w_cos(cos[:, n0:n1]).transpose(-1, -2)
-            h = torch.relu(h)
+            h = h.reshape(B, (n1 - n0) * Ls * H, C).baddbmm_(aw, bt)
+            h = h.view(B, n1 - n0, Ls, H, C).relu_()
             parts.append(torch.matmul(self.out.weight[0], h))  # (B, n1-n0, Ls, C)
         pair = torch.cat(parts, 1) + self.out.bias
         if cos is not None:
