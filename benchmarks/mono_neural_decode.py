@@ -1,7 +1,8 @@
 """Decode throughput of a saved neural semi-CRF aligner next to a feature-based CRF (pairs/s).
 
     python benchmarks/mono_neural_decode.py --model RUN/model --peer-kind token \
-        --data multimwa-wiki --split test --limit 300 --threads 2 [--device cuda]
+        --data multimwa-wiki --split test --limit 300 --threads 2 [--device cuda] \
+        [--encoder-precision fp32|bf16|int8]
 
 For each model, on the same pairs in the same process: end to end `MonoAligner.align` with
 cold caches (sparse features + encoder + scorer + Viterbi), then again with warm caches (word /
@@ -27,9 +28,11 @@ from aligners.features.string_sim import clear_caches  # noqa: E402
 from aligners.models.mono.aligner import MonoAligner, build_model  # noqa: E402
 
 
-def _rate(aligner, pairs, batch):
+def _rate(aligner, pairs, batch, precision=None):
+    kw = {} if precision is None or aligner.kind != "neural" else {
+        "encoder_precision": precision}
     t0 = time.perf_counter()
-    aligner.align(pairs, batch_size=batch)
+    aligner.align(pairs, batch_size=batch, **kw)
     return len(pairs) / (time.perf_counter() - t0)
 
 
@@ -45,6 +48,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--encoder-precision", default=None, choices=("fp32", "bf16", "int8"),
+                    help="the neural encoder's (default: the aligner's)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     pairs = load(args.data, args.split)[: args.limit]
@@ -57,8 +62,8 @@ def main(argv=None) -> int:
         else:
             aligner = load_model(path).to(args.device)
         clear_caches()
-        cold = _rate(aligner, pairs, args.batch)
-        warm = _rate(aligner, pairs, args.batch)
+        cold = _rate(aligner, pairs, args.batch, args.encoder_precision)
+        warm = _rate(aligner, pairs, args.batch, args.encoder_precision)
         print(json.dumps({"model": path, "kind": aligner.kind, "pairs": len(pairs),
                           "device": args.device, "threads": args.threads,
                           "cold_pairs_per_s": round(cold, 1),

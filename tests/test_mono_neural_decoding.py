@@ -168,3 +168,16 @@ def test_bad_precision_and_cli_flag(encoder_dir, tmp_path, capsys):  # noqa: F81
         " ".join(f"{i}-{j}" for i, j in links) for _, links, _ in fp32]
     with pytest.raises(SystemExit):
         parser.parse_args(["--model", str(folder), "--encoder-precision", "fp16"])
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("finetune", [False, True])
+def test_batched_equals_one_by_one_per_precision(encoder_dir, finetune, precision):  # noqa: F811
+    al = MonoAligner({"s2t": model(encoder_dir, finetune=finetune, context="pair", seed=2)},
+                     kind="neural", encoder_precision=precision)
+    together = al.align(pairs(), batch_size=4)
+    alone = [al.align([p], batch_size=1)[0] for p in pairs()]
+    for (b1, l1, s1), (b2, l2, s2) in zip(together, alone):
+        assert (b1, l1) == (b2, l2)
+        assert math.isclose(s1, s2, rel_tol=1e-5, abs_tol=1e-5)
+    assert al.models["s2t"].encoder.precision == precision

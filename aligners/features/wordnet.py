@@ -83,7 +83,9 @@ class WordNet:
             return (), ()
         start = int(key[1:])
         end = data.find(b"\n", start)
-        f = data[start: end if end >= 0 else None].decode("latin-1").split(" | ")[0].split()
+        end = len(data) if end < 0 else end
+        gloss = data.find(b" | ", start, end)  # only the fields before the gloss are parsed
+        f = data[start: end if gloss < 0 else gloss].decode("latin-1").split()
         if not f or f[0] != key[1:]:
             return (), ()  # not the start of a synset line
         n_words = int(f[3], 16)
