@@ -125,11 +125,13 @@ class MiniLMEmbedder:
         with torch.autocast(kind, dtype=torch.bfloat16):
             return self.model(**enc).last_hidden_state.float()
 
-    def vectors(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+    def vectors(self, sentences: Sequence[Sequence[str]], *,
+                batch_size: int | None = None) -> list[torch.Tensor]:
         """Unit-norm word vectors (len(words), D) per sentence on the encoder's device, not
         memoised; differentiable when gradients are enabled (fine-tuning). Sentences are
-        encoded in batches of `batch_size` sorted by word-piece count; words past `max_pieces`
-        get 0."""
+        encoded in batches of `batch_size` (default `self.batch_size`) sorted by word-piece
+        count; words past `max_pieces` get 0."""
+        batch_size = batch_size or self.batch_size
         sents = [tuple(s) for s in sentences]
         # length order by word pieces (not words): less padding per batch (e.g. 1.37 -> 1.07
         # padded / real pieces on MSR06 train at 64 sentences a batch)
@@ -137,8 +139,8 @@ class MiniLMEmbedder:
                                 truncation=True, max_length=self.max_pieces)["input_ids"]
         order = sorted(range(len(sents)), key=lambda n: (len(pieces[n]), len(sents[n])))
         out: list[torch.Tensor | None] = [None] * len(sents)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start: start + self.batch_size]
+        for start in range(0, len(order), batch_size):
+            idx = order[start: start + batch_size]
             batch = [list(sents[n]) for n in idx]
             enc = self.tokenizer(batch, is_split_into_words=True, truncation=True,
                                  max_length=self.max_pieces, padding=True,
@@ -159,11 +161,13 @@ class MiniLMEmbedder:
         return out
 
     @torch.no_grad()
-    def encode(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
-        """Unit-norm word vectors (len(words), D) per sentence on the CPU, batched and
-        memoised (a frozen encoder: never call it while fine-tuning the same weights)."""
+    def encode(self, sentences: Sequence[Sequence[str]], *,
+               batch_size: int | None = None) -> list[torch.Tensor]:
+        """Unit-norm word vectors (len(words), D) per sentence on the CPU, batched (see
+        `vectors`) and memoised (a frozen encoder: never call it while fine-tuning the same
+        weights)."""
         todo = list(dict.fromkeys(tuple(s) for s in sentences if tuple(s) not in self._cache))
-        for words, vec in zip(todo, self.vectors(todo)):
+        for words, vec in zip(todo, self.vectors(todo, batch_size=batch_size)):
             self._cache[words] = vec.float().cpu()
         return [self._cache[tuple(s)] for s in sentences]
 
