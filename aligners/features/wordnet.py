@@ -139,6 +139,11 @@ class WordNet:
         for the same source word against every target word)."""
         return frozenset(self._closure(self.synsets(word), rel, depth))
 
+    @lru_cache(maxsize=200_000)  # noqa: B019
+    def _bases(self, word: str) -> frozenset[str]:
+        """The lemmas of `base_forms(word)` (any part of speech), memoised per word."""
+        return frozenset(x for x, _ in self.base_forms(word))
+
     @lru_cache(maxsize=500_000)  # noqa: B019
     def _related_lemmas(self, word: str, rel: str) -> frozenset[str]:
         """Lemmas reached by lexical or semantic pointers of type `rel` (one step); memoised."""
@@ -161,7 +166,7 @@ class WordNet:
         sa, sb = self.synsets(a), self.synsets(b)
         if not sa or not sb:
             return (False,) * len(RELATIONS)
-        bases_b = {x for x, _ in self.base_forms(b)}
+        bases_b = self._bases(b)
         return (
             bool(sa & sb),
             bool(self._word_closure(a, "hypernym", depth) & sb),
@@ -176,7 +181,7 @@ class WordNet:
     def cache_clear(cls) -> None:
         """Forget every memoised look-up (cold-start timings, tests)."""
         for fn in (cls.base_forms, cls.synsets, cls.relations, cls._word_closure,
-                   cls._related_lemmas, cls._synset):
+                   cls._related_lemmas, cls._synset, cls._bases):
             fn.cache_clear()
 
 
