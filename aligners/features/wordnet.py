@@ -170,7 +170,11 @@ class WordNet:
         return (
             bool(sa & sb),
             bool(self._word_closure(a, "hypernym", depth) & sb),
-            bool(self._word_closure(a, "hyponym", depth) & sb),
+            # hyponyms of a within `depth` steps meet sb <=> hypernyms of b within `depth`
+            # steps meet sa: the database's hypernym and hyponym pointers mirror each other
+            # (tests/test_features_wordnet.py checks every synset), and the hypernym closure
+            # is narrow where the hyponym one fans out (parses far fewer synset lines)
+            bool(self._word_closure(b, "hypernym", depth) & sa),
             bool(self._related_lemmas(a, "antonym") & bases_b),
             bool(self._related_lemmas(a, "derivation") & bases_b),
             bool(self._word_closure(a, "entailment", 1) & sb),
