@@ -181,3 +181,4 @@ def test_batched_equals_one_by_one_per_precision(encoder_dir, finetune, precisio
         assert (b1, l1) == (b2, l2)
         assert math.isclose(s1, s2, rel_tol=1e-5, abs_tol=1e-5)
     assert al.models["s2t"].encoder.precision == precision
+

@@ -123,8 +123,9 @@ def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, directio
     vectors = None
     if attach is not None:  # the encoder (torch: no GIL) runs while this thread featurises
         stubs = [MonoExample(tuple(p.src), tuple(p.tgt), None, None, None) for p in oriented]
-        vectors = (_Background(attach, stubs) if not decoding
-                   else _Background(functools.partial(attach, decoding=True), stubs))
+        vectors = (_Background(attach, stubs) if not decoding  # decoding: one encoder
+                   else _Background(functools.partial(attach, decoding=True), stubs,
+                                    threads=1))  # thread beside this one (2 cores busy)
     out = []
     with one_thread():
         for p in oriented:
@@ -142,13 +143,13 @@ def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, directio
 
 class _Background(threading.Thread):
     """`fn(*args)` in a second thread with the caller's torch intra-op thread count (a new
-    thread would otherwise start from the default); `result()` joins and returns it (or
-    re-raises its exception)."""
+    thread would otherwise start from the default) or `threads`; `result()` joins and returns
+    it (or re-raises its exception)."""
 
-    def __init__(self, fn, *args):
+    def __init__(self, fn, *args, threads: int | None = None):
         super().__init__(daemon=True)
         self._fn, self._args, self._out, self._err = fn, args, None, None
-        self._threads = torch.get_num_threads()
+        self._threads = threads or torch.get_num_threads()
         self.start()
 
     def run(self):
@@ -299,6 +300,7 @@ class MonoAligner:
         pairs = _as_pairs(pairs)
         model = self.models[direction]
         set_encoder_precision(model, encoder_precision or self.encoder_precision)
+        model.eval()  # before featurise: its encoder thread and the scorer see eval mode
         out = predict(model, featurise(pairs, model, direction=direction, embedder=embedder,
                                        decoding=True),
                       batch_size=batch_size, decode=decode, threshold=threshold)
