@@ -182,3 +182,20 @@ def test_batched_equals_one_by_one_per_precision(encoder_dir, finetune, precisio
         assert math.isclose(s1, s2, rel_tol=1e-5, abs_tol=1e-5)
     assert al.models["s2t"].encoder.precision == precision
 
+
+
+def test_default_decode_batch(encoder_dir, monkeypatch):  # noqa: F811
+    """`align` without batch_size decodes the neural aligner in batches of 32 (token /
+    phrase CRFs: 64); an explicit value wins."""
+    from aligners.models.mono import aligner as aligner_mod
+
+    seen = []
+    real = aligner_mod.predict
+    monkeypatch.setattr(aligner_mod, "predict",
+                        lambda m, ex, batch_size, **k: seen.append(batch_size)
+                        or real(m, ex, batch_size=batch_size, **k))
+    MonoAligner({"s2t": model(encoder_dir)}, kind="neural").align(pairs())
+    MonoAligner({"s2t": model(encoder_dir)}, kind="neural").align(pairs(), batch_size=5)
+    MonoAligner({"s2t": aligner_mod.build_model(kind="token")}, kind="token").align(pairs())
+    assert seen == [32, 5, 64]
+    assert aligner_mod.decode_batch("phrase") == 64

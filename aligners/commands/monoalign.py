@@ -42,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--blocks", action="store_true",
                         help="also print phrase blocks `s:k-t:l` (source-target order)")
     parser.add_argument("--score", action="store_true", help="also print the normalised score")
-    parser.add_argument("--batch-size", type=int, default=64,
-                        help="pairs decoded together (>= 1)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="pairs decoded together (>= 1; default 64, neural aligner 32)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch intra-op threads (>= 1)")
     parser.add_argument("--decode", choices=("viterbi", "posterior"), default="viterbi",
@@ -100,7 +100,7 @@ def _read_pairs(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.batch_size < 1:
+    if args.batch_size is not None and args.batch_size < 1:
         raise AlignersInputError(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.threads < 1:
         raise AlignersInputError(f"--threads must be >= 1, got {args.threads}")
