@@ -116,7 +116,8 @@ class MiniLMEmbedder:
 
     def hidden_states(self, enc) -> torch.Tensor:
         """(b, T, D) float32 last hidden states of the tokenised batch `enc` (on the
-        encoder's device) at `precision` (fp32 whenever gradients are enabled)."""
+        encoder's device) at `precision` (fp32 whenever gradients are enabled). Cost: one
+        encoder pass, O(b * T^2) attention; int8 builds its quantised copy on first use."""
         if torch.is_grad_enabled() or self.precision == "fp32":
             return self.model(**enc).last_hidden_state
         if self.precision == "int8":

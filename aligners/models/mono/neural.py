@@ -28,7 +28,8 @@ one bilinear form: W [a, b, a*b, (a-b)^2] = (W_a a + W_d a^2) + (W_b b + W_d b^2
 + (W_ab - 2 W_d) (a*b), so the span-pair layer is ONE batched matrix product
 (B, I*Ls*h, d) x (B, d, C) with no (B, I, Ls, C, d) tensor.
 
-Shapes: per batch the scorer builds (B, I, Ls, h, C) hidden units, C = 1 + J * Lt.
+Shapes: per batch the scorer builds (B, I, Ls, h, C) hidden units, C = 1 + J * Lt, in blocks
+of source positions (`CHUNK`), each for the batch rows whose source reaches it.
 Cost per pair: encoder O(pieces) (context pair: one pass over both sentences) + O(I * Ls * C
 * d * h) multiply-adds (+ O(I * Ls * C * D) with cosine) + the lattice's
 O(I * (C^2 + Ls * C)); decoding as `PhraseCRFAligner`.
