@@ -79,7 +79,7 @@ def _parts(aligner, pairs, batch, bf16) -> dict:
     clear_caches()
     clock("sparse_cold", n, out, lambda: [featurize_states(p.src, p.tgt, **kw) for p in pairs])
     clock("sparse_warm", n, out, lambda: [featurize_states(p.src, p.tgt, **kw) for p in pairs])
-    examples = featurise(pairs, model)
+    examples = featurise(pairs, model, decoding=True)  # vectors attached, fine-tuned too
     clock("scorer_viterbi", n, out, lambda: predict(model, examples, batch_size=batch))
     for sparse in (True, False):
         potentials.featurize_states = featurize_states if sparse else _zero_features

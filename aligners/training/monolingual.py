@@ -282,6 +282,9 @@ def flatten_report(report: dict, prefix: str = "") -> dict[str, float]:
 def _check_cfg(cfg: DictConfig) -> None:
     t = cfg.training
     check_decode(cfg.model.get("decode", "viterbi"), cfg.model.get("threshold", 0.5))
+    if cfg.model.get("encoder_precision") is not None:  # neural, decoding only
+        from aligners.features.embedding import check_precision
+        check_precision(cfg.model.encoder_precision)
     for key in ("batch_size", "decode_batch", "threads", "epochs", "max_iter", "max_train_len"):
         if t.get(key) is not None and (not isinstance(t[key], int)
                                        or isinstance(t[key], bool) or t[key] < 1):
@@ -417,6 +420,7 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner, timing: dict,
     batch = int(cfg.training.get("decode_batch", 64))
     decode = {"decode": cfg.model.get("decode", "viterbi"),
               "threshold": float(cfg.model.get("threshold", 0.5))}
+    decode["encoder_precision"] = cfg.model.get("encoder_precision")  # neural: decoding only
     for split, pairs in _eval_splits(cfg).items():
         if not pairs:
             raise AlignersInputError(f"the {split} split has no pairs to score")

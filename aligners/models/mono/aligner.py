@@ -36,13 +36,18 @@ from aligners.models.mono.semicrf import PhraseCRFAligner
 
 __all__ = ["KINDS", "DIRECTIONS", "DECODES", "MonoAligner", "build_model", "flip",
            "one_thread", "featurise", "chunks", "predict", "posteriors", "check_decode",
-           "shared_embedder", "load_mono"]
+           "shared_embedder", "load_mono", "DEFAULT_ENCODER_PRECISION", "set_encoder_precision",
+           "decode_batch"]
 
 # model.kind -> export kind (aligners.export.LOADERS)
 KINDS = {"token": "mono-token-crf", "phrase": "mono-phrase-crf", "neural": "mono-neural-crf"}
 DIRECTIONS = ("s2t", "t2s")
 DECODES = ("viterbi", "posterior")
 _HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues")
+# the neural aligner's encoder precision when decoding with `MonoAligner.align` (training and
+# `predict` on a bare model keep the encoder's own, fp32); chosen on wiki dev by the rule in
+# BENCHMARKS.md "Issue 13: decoding speed (branch neural4)"
+DEFAULT_ENCODER_PRECISION = "bf16"
 
 Block = tuple[int, int, int, int]
 Link = tuple[int, int]
@@ -101,12 +106,15 @@ def shared_embedder():
 
 
 def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, direction: str = "s2t",
-              gold_links: str = "possible", embedder=None) -> list[MonoExample]:
+              gold_links: str = "possible", embedder=None,
+              decoding: bool = False) -> list[MonoExample]:
     """Pairs -> MonoExamples for `model` (t2s swaps the sentences; gold links kept when
     present: S∪P with `gold_links="possible"`, S with "sure"). Cost: see module docstring.
     A model with `attach` (the neural aligner: encoder vectors from the sentences alone) runs
     it in a second thread on sentence-only examples while this one computes the sparse
-    features (2 cores: wall ~ max instead of sum), then copies the features in."""
+    features (2 cores: wall ~ max instead of sum), then copies the features in.
+    `decoding=True` (examples that are only decoded): a fine-tuned encoder's vectors are
+    computed there too (`NeuralCRFAligner.attach`), not in the scorer."""
     if model.embedding and embedder is None:
         embedder = shared_embedder()
     if embedder is not None and hasattr(embedder, "encode"):
@@ -116,7 +124,9 @@ def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, directio
     vectors = None
     if attach is not None:  # the encoder (torch: no GIL) runs while this thread featurises
         stubs = [MonoExample(tuple(p.src), tuple(p.tgt), None, None, None) for p in oriented]
-        vectors = _Background(attach, stubs)
+        vectors = (_Background(attach, stubs) if not decoding  # decoding: one encoder
+                   else _Background(functools.partial(attach, decoding=True), stubs,
+                                    threads=1))  # thread beside this one (2 cores busy)
     out = []
     with one_thread():
         for p in oriented:
@@ -134,13 +144,13 @@ def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, directio
 
 class _Background(threading.Thread):
     """`fn(*args)` in a second thread with the caller's torch intra-op thread count (a new
-    thread would otherwise start from the default); `result()` joins and returns it (or
-    re-raises its exception)."""
+    thread would otherwise start from the default) or `threads`; `result()` joins and returns
+    it (or re-raises its exception)."""
 
-    def __init__(self, fn, *args):
+    def __init__(self, fn, *args, threads: int | None = None):
         super().__init__(daemon=True)
         self._fn, self._args, self._out, self._err = fn, args, None, None
-        self._threads = torch.get_num_threads()
+        self._threads = threads or torch.get_num_threads()
         self.start()
 
     def run(self):
@@ -171,6 +181,25 @@ def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
                        pad_features=pad_features)
                for s in range(0, len(order), batch_size)]
     return batches, order
+
+
+def set_encoder_precision(model, precision: str) -> None:
+    """Set the inference precision ("fp32" | "bf16" | "int8") of `model`'s encoder if it has
+    one (the neural aligner); other models ignore it. Bad values: AlignersInputError."""
+    from aligners.features.embedding import check_precision
+
+    check_precision(precision)
+    enc = getattr(model, "__dict__", {}).get("encoder")
+    if enc is not None and hasattr(enc, "set_precision"):
+        enc.set_precision(precision)
+
+
+def decode_batch(kind: str) -> int:
+    """Default pairs per decoding batch of `MonoAligner.align` for a model kind: 32 for the
+    neural aligner (its span-pair scorer pads every pair of a batch to the longest source and
+    target: 300 Wiki test pairs, scorer + Viterbi 1.0-1.2 CPU s at 8-32 a batch, 1.6-1.9 s at
+    64), 64 for the token / phrase CRFs."""
+    return 32 if kind == "neural" else 64
 
 
 def check_decode(decode: str, threshold: float) -> tuple[str, float]:
@@ -237,13 +266,17 @@ class MonoAligner:
     """One trained CRF per direction; `align` returns source-target output for any of them."""
 
     def __init__(self, models: dict[str, PhraseCRFAligner], *, kind: str,
-                 meta: dict[str, Any] | None = None):
+                 meta: dict[str, Any] | None = None,
+                 encoder_precision: str = DEFAULT_ENCODER_PRECISION):
         if not models or any(d not in DIRECTIONS for d in models):
             raise ValueError(f"directions must be a non-empty subset of {DIRECTIONS}, "
                              f"got {sorted(models)}")
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
         self.models, self.kind, self.meta = dict(models), kind, dict(meta or {})
+        from aligners.features.embedding import check_precision
+
+        self.encoder_precision = check_precision(encoder_precision)  # the neural encoder's
 
     @property
     def directions(self) -> list[str]:
@@ -262,32 +295,42 @@ class MonoAligner:
         return direction
 
     def align(self, pairs: Sequence[AlignedPair | tuple[Sequence[str], Sequence[str]]], *,
-              direction: str | None = None, batch_size: int = 64, embedder=None,
-              decode: str = "viterbi", threshold: float = 0.5):
+              direction: str | None = None, batch_size: int | None = None, embedder=None,
+              decode: str = "viterbi", threshold: float = 0.5,
+              encoder_precision: str | None = None):
         """Per pair (blocks [(src_start, src_len, tgt_start, tgt_len)], links [(i, j)] sorted,
         normalised score), in source-target order for either direction (default: the first
         saved one; one direction decodes, none are combined). `decode`: "viterbi" (default)
-        or "posterior" with `threshold` (see `predict`). Cost: see module docstring."""
+        or "posterior" with `threshold` (see `predict`). `encoder_precision`: the neural
+        encoder's, fp32 | bf16 | int8 (default: `self.encoder_precision`; kept on the model
+        for later calls). `batch_size`: pairs per decoding batch (default `decode_batch`).
+        Cost: see module docstring."""
         check_decode(decode, threshold)
         direction = self._direction(direction)
         pairs = _as_pairs(pairs)
         model = self.models[direction]
-        out = predict(model, featurise(pairs, model, direction=direction, embedder=embedder),
-                      batch_size=batch_size, decode=decode, threshold=threshold)
+        set_encoder_precision(model, encoder_precision or self.encoder_precision)
+        model.eval()  # before featurise: its encoder thread and the scorer see eval mode
+        out = predict(model, featurise(pairs, model, direction=direction, embedder=embedder,
+                                       decoding=True),
+                      batch_size=batch_size or decode_batch(self.kind), decode=decode,
+                      threshold=threshold)
         if direction == "t2s":
             out = [(*_flip_output(b, l), s) for b, l, s in out]
         return out
 
     def posteriors(self, pairs: Sequence[AlignedPair | tuple[Sequence[str], Sequence[str]]],
-                   *, direction: str | None = None, batch_size: int = 64,
-                   embedder=None) -> list[torch.Tensor]:
+                   *, direction: str | None = None, batch_size: int | None = None,
+                   embedder=None, encoder_precision: str | None = None) -> list[torch.Tensor]:
         """Per pair the (I, J) float64 link-posterior matrix [source word, target word] (a
         t2s model's is transposed back to source-target order). Cost: as `align`."""
         direction = self._direction(direction)
         pairs = _as_pairs(pairs)
         model = self.models[direction]
-        out = posteriors(model, featurise(pairs, model, direction=direction, embedder=embedder),
-                         batch_size=batch_size)
+        set_encoder_precision(model, encoder_precision or self.encoder_precision)
+        out = posteriors(model, featurise(pairs, model, direction=direction, embedder=embedder,
+                                          decoding=True),
+                         batch_size=batch_size or decode_batch(self.kind))
         return [p.T.contiguous() for p in out] if direction == "t2s" else out
 
     def save(self, folder: str | Path, *, config: dict[str, Any] | None = None,

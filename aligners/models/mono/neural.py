@@ -14,7 +14,10 @@ b = the same for the target phrase of state c; word vectors are the encoder's (M
 default: `aligners.features.embedding.MiniLMEmbedder`, mean of word pieces, unit norm).
 Frozen encoder (default): vectors are computed once per sentence (batched, memoised) and
 stored on the examples. `finetune=True`: the encoder is a submodule, re-run (batched) on every
-forward pass and trained with the rest.
+forward pass with gradients and trained with the rest; decoding (`attach(decoding=True)`, as
+`MonoAligner.align` does) computes its vectors once, without gradients, before the scorer.
+The encoder's inference precision (fp32 | bf16 | int8, decoding only) is the embedder's
+(`MiniLMEmbedder.set_precision`; `MonoAligner.align(encoder_precision=...)`).
 `context`: word vectors from each sentence alone ("separate"), from both sentences in one
 encoder pass ("pair": `[CLS] src [SEP] tgt [SEP]`, `neural_pair`), or the two concatenated
 ("both"). `cosine=True`: the cosine of the raw (unprojected) span means and of the projected
@@ -25,7 +28,8 @@ one bilinear form: W [a, b, a*b, (a-b)^2] = (W_a a + W_d a^2) + (W_b b + W_d b^2
 + (W_ab - 2 W_d) (a*b), so the span-pair layer is ONE batched matrix product
 (B, I*Ls*h, d) x (B, d, C) with no (B, I, Ls, C, d) tensor.
 
-Shapes: per batch the scorer builds (B, I, Ls, h, C) hidden units, C = 1 + J * Lt.
+Shapes: per batch the scorer builds (B, I, Ls, h, C) hidden units, C = 1 + J * Lt, in blocks
+of source positions (`CHUNK`), each for the batch rows whose source reaches it.
 Cost per pair: encoder O(pieces) (context pair: one pass over both sentences) + O(I * Ls * C
 * d * h) multiply-adds (+ O(I * Ls * C * D) with cosine) + the lattice's
 O(I * (C^2 + Ls * C)); decoding as `PhraseCRFAligner`.
@@ -46,11 +50,16 @@ from aligners.models.mono.states import state_table
 
 __all__ = ["NeuralExample", "NeuralCRFAligner", "make_encoder", "encoder_source"]
 
-# the span-pair scorer's hidden units are built in blocks of at most this many elements
-CHUNK = 1 << 23
+# the span-pair scorer's hidden units are built in blocks of at most this many elements (at
+# least one source position): 2 MB float32 blocks stay in cache; 32 MB blocks (1 << 23) made
+# the scorer ~2x slower on the 2-core box (BENCHMARKS.md "Issue 13: decoding speed (neural4)")
+CHUNK = 1 << 19
 # the hyper-parameters saved in a model folder's config ("model" entry)
 HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues", "dim", "proj", "hidden",
            "sparse", "finetune", "context", "cosine")
+# pairs (sentences) per encoder batch when decoding: less padding than the encoder's default
+# 64 (wiki dev, bf16, 1 thread: 16 -> 1.49 s, 64 -> 2.05 s per 200 pairs); training keeps 64
+DECODE_ENCODER_BATCH = 16
 # where the word vectors come from: each sentence alone, both in one pass (`neural_pair`), or
 # the two concatenated (2 D inputs to the projection)
 CONTEXTS = ("separate", "pair", "both")
@@ -147,27 +156,44 @@ class NeuralCRFAligner(PhraseCRFAligner):
             enc.device = str(next(enc.model.parameters()).device)
         return self
 
-    def attach(self, examples: list[MonoExample]) -> list[NeuralExample]:
+    def attach(self, examples: list[MonoExample], *,
+               decoding: bool = False) -> list[NeuralExample]:
         """Examples -> NeuralExamples; a frozen encoder's vectors are computed (batched,
-        memoised per sentence) and stored on the CPU. O(distinct sentences) encoder passes."""
-        if self.finetune:
+        memoised per sentence) and stored on the CPU. A fine-tuned encoder's vectors are
+        left to the forward pass, except with `decoding=True` (examples that only decode):
+        then they are computed here too, without gradients and not memoised (the weights may
+        still change), so that `featurise` can run them beside the sparse features.
+        O(distinct sentences) encoder passes (context pair: one per pair)."""
+        if self.finetune and not decoding:
             return [NeuralExample(**vars(e)) for e in examples]
-        src, tgt = self._encode(examples, frozen=True)
+        net = self.encoder.model
+        was_training = net.training
+        net.eval()  # decoding vectors: no dropout, whatever mode the model is left in
+        try:
+            with torch.no_grad():
+                src, tgt = self._encode(examples, frozen=not self.finetune,
+                                        batch_size=DECODE_ENCODER_BATCH if decoding else None)
+        finally:
+            net.train(was_training)
+        src = [v.float().cpu() for v in src]
+        tgt = [v.float().cpu() for v in tgt]
         return [NeuralExample(**vars(e), src_vec=a, tgt_vec=b)
                 for e, a, b in zip(examples, src, tgt)]
 
-    def _encode(self, examples, *, frozen: bool):
+    def _encode(self, examples, *, frozen: bool, batch_size: int | None = None):
         """Word vectors of `examples` by `context` (frozen: memoised on the CPU; else
-        recomputed with gradients)."""
+        recomputed with gradients), `batch_size` pairs / sentences per encoder batch (default:
+        the encoder's)."""
         n, src, tgt = len(examples), [], []
         if self.context in ("separate", "both"):
             sents = [e.src for e in examples] + [e.tgt for e in examples]
-            vecs = self.encoder.encode(sents) if frozen else self.encoder.vectors(sents)
+            vecs = (self.encoder.encode(sents, batch_size=batch_size) if frozen
+                    else self.encoder.vectors(sents, batch_size=batch_size))
             src, tgt = [vecs[: n]], [vecs[n:]]
         if self.context in ("pair", "both"):
             pairs = [(e.src, e.tgt) for e in examples]
-            pv = (self._pair_memo(self.encoder, pairs) if frozen
-                  else pair_vectors(self.encoder, pairs))
+            pv = (self._pair_memo(self.encoder, pairs, batch_size=batch_size) if frozen
+                  else pair_vectors(self.encoder, pairs, batch_size=batch_size))
             src.append([a for a, _ in pv])
             tgt.append([b for _, b in pv])
         if len(src) == 1:
@@ -175,9 +201,12 @@ class NeuralCRFAligner(PhraseCRFAligner):
         return ([torch.cat(v, -1) for v in zip(*src)], [torch.cat(v, -1) for v in zip(*tgt)])
 
     def _vectors(self, examples) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        if self.finetune or any(getattr(e, "src_vec", None) is None for e in examples):
-            return self._encode(examples, frozen=not self.finetune)
-        return [e.src_vec for e in examples], [e.tgt_vec for e in examples]
+        """Stored vectors when every example has them (a fine-tuned encoder's only without
+        gradients: with gradients it always re-runs), else the encoder's."""
+        stored = all(getattr(e, "src_vec", None) is not None for e in examples)
+        if stored and not (self.finetune and torch.is_grad_enabled()):
+            return [e.src_vec for e in examples], [e.tgt_vec for e in examples]
+        return self._encode(examples, frozen=not self.finetune)
 
     def span_scores(self, batch: MonoBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, I, Ls, C) span-pair scores (column 0 = 0) and (B, I) NULL scores.
@@ -231,24 +260,49 @@ class NeuralCRFAligner(PhraseCRFAligner):
         # blocks of source positions so that the hidden units stay under CHUNK elements
         d, H = a.shape[-1], self.hidden
         per_a = self.w_a(a) + self.w_diff(a * a)  # (B, I, Ls, H)
-        per_b = (self.w_b(bvec) + self.w_diff(bvec * bvec)).transpose(1, 2)[:, None, None]
+        per_b = (self.w_b(bvec) + self.w_diff(bvec * bvec)).transpose(1, 2).contiguous()
+        per_b = per_b[:, None, None]  # (B, 1, 1, H, C), C fastest as the hidden blocks
         mix = self.w_ab.weight - 2 * self.w_diff.weight  # (H, d)
         bt = bvec.transpose(1, 2)  # (B, d, C)
+        # rows longest source first: a block of source positions [n0, n1) is computed for
+        # the rows with I_b > n0 only (a prefix), not for padding (wiki dev, decode batches
+        # of 32: 1.56 -> 1.17 computed / real span pairs); padded positions score 0
+        ilen = [len(e.src) for e in batch.examples] + [0] * (B - len(batch.examples))
+        perm = sorted(range(B), key=lambda r: -ilen[r])
+        if perm != list(range(B)):
+            p = torch.tensor(perm, device=w.device)
+            a, per_a, per_b, bt = a[p], per_a[p], per_b[p], bt[p]
+            cos = None if cos is None else cos[p]
+        rows_by_len = [ilen[r] for r in perm]
         step = max(1, CHUNK // max(1, B * Ls * H * C))
         parts = []
         for n0 in range(0, I, step):
             n1 = min(I, n0 + step)
-            aw = (a[:, n0:n1].unsqueeze(-2) * mix).reshape(B, (n1 - n0) * Ls * H, d)
-            h = torch.bmm(aw, bt).view(B, n1 - n0, Ls, H, C)
-            h = h + per_a[:, n0:n1, ..., None] + per_b
+            k = sum(n > n0 for n in rows_by_len)  # active rows: a prefix
+            if k == 0:
+                parts.append(a.new_zeros(B, n1 - n0, Ls, C))
+                continue
+            aw = (a[:k, n0:n1].unsqueeze(-2) * mix).reshape(k, (n1 - n0) * Ls * H, d)
+            # per-span terms first, then the bilinear product accumulated into them in place
+            # (GEMM with beta = 1) and ReLU in place: one fresh block per step, not four
+            h = per_a[:k, n0:n1, ..., None] + per_b[:k]  # (k, n1-n0, Ls, H, C)
             if cos is not None:
-                h = h + self.w_cos(cos[:, n0:n1]).transpose(-1, -2)
-            h = torch.relu(h)
-            parts.append(torch.matmul(self.out.weight[0], h))  # (B, n1-n0, Ls, C)
+                h = h + self.w_cos(cos[:k, n0:n1]).transpose(-1, -2)
+            h = h.reshape(k, (n1 - n0) * Ls * H, C).baddbmm_(aw, bt[:k])
+            h = h.view(k, n1 - n0, Ls, H, C).relu_()
+            part = torch.matmul(self.out.weight[0], h)  # (k, n1-n0, Ls, C)
+            if k < B:
+                part = torch.cat([part, part.new_zeros(B - k, n1 - n0, Ls, C)], 0)
+            parts.append(part)
         pair = torch.cat(parts, 1) + self.out.bias
         if cos is not None:
             pair = pair + self.out_cos(cos).squeeze(-1)
-        pair = pair.masked_fill((lens == 0)[:, None, None, :], 0.0)  # NULL column
+        if perm != list(range(B)):
+            inv = torch.empty_like(p)
+            inv[p] = torch.arange(B, device=w.device)
+            pair = pair[inv]
+        pad = n[None, :] >= torch.tensor(ilen, device=w.device)[:, None]  # (B, I)
+        pair = pair.masked_fill(pad[:, :, None, None] | (lens == 0)[:, None, None, :], 0.0)
         null = self.null_mlp(S).squeeze(-1)
         return pair, null
 

@@ -21,19 +21,27 @@ from aligners.features.embedding import word_means
 __all__ = ["pair_vectors", "PairMemo"]
 
 
-def pair_vectors(embedder, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]
-                 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(src_vec (I, D), tgt_vec (J, D)) per (src, tgt) pair on the encoder's device."""
+def pair_vectors(embedder, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], *,
+                 batch_size: int | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(src_vec (I, D), tgt_vec (J, D)) per (src, tgt) pair on the encoder's device, in
+    batches of `batch_size` pairs (default `embedder.batch_size`)."""
+    batch_size = batch_size or embedder.batch_size
     pairs = [(list(s), list(t)) for s, t in pairs]
-    order = sorted(range(len(pairs)), key=lambda n: len(pairs[n][0]) + len(pairs[n][1]))
+    if not pairs:
+        return []
+    pieces = embedder.tokenizer([s for s, _ in pairs], [t for _, t in pairs],
+                                is_split_into_words=True, truncation=True,
+                                max_length=embedder.max_pieces)["input_ids"]
+    order = sorted(range(len(pairs)),
+                   key=lambda n: (len(pieces[n]), len(pairs[n][0]) + len(pairs[n][1])))
     out: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(pairs)
-    for start in range(0, len(order), embedder.batch_size):
-        idx = order[start: start + embedder.batch_size]
+    for start in range(0, len(order), batch_size):
+        idx = order[start: start + batch_size]
         enc = embedder.tokenizer([pairs[n][0] for n in idx], [pairs[n][1] for n in idx],
                                  is_split_into_words=True, truncation=True,
                                  max_length=embedder.max_pieces, padding=True,
                                  return_tensors="pt")
-        hidden = embedder.model(**enc.to(embedder.device)).last_hidden_state  # (b, T, D)
+        hidden = embedder.hidden_states(enc.to(embedder.device))  # (b, T, D)
         rows, cols, words, offsets, total = [], [], [], [], 0
         for b, n in enumerate(idx):
             I = len(pairs[n][0])
@@ -57,11 +65,17 @@ class PairMemo:
     def __init__(self):
         self._cache: dict[tuple[tuple[str, ...], tuple[str, ...]],
                           tuple[torch.Tensor, torch.Tensor]] = {}
+        self._precision = None  # the embedder precision the memo was filled at
 
     @torch.no_grad()
-    def __call__(self, embedder, pairs) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def __call__(self, embedder, pairs, *,
+                 batch_size: int | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        precision = getattr(embedder, "precision", "fp32")
+        if precision != self._precision:
+            self._cache.clear()
+            self._precision = precision
         keys = [(tuple(s), tuple(t)) for s, t in pairs]
         todo = list(dict.fromkeys(k for k in keys if k not in self._cache))
-        for k, (a, b) in zip(todo, pair_vectors(embedder, todo)):
+        for k, (a, b) in zip(todo, pair_vectors(embedder, todo, batch_size=batch_size)):
             self._cache[k] = (a.float().cpu(), b.float().cpu())
         return [self._cache[k] for k in keys]
