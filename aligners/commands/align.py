@@ -81,8 +81,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "with --load-model: the saved model's family")
     m.add_argument("--phrasal-iterations", type=_int_at_least(0), default=5,
                    help="gappy-hsmm: EM iterations of the phrasal model (default: the "
-                        "paper's 5; on Hansards dev, 3 after --ibm1-iterations 3 "
-                        "--hmm-iterations 3 aligned better)")
+                        "paper's 5; Hansards dev preferred 2 after --ibm1-iterations 3 "
+                        "--hmm-iterations 3, with phrasal p0 0.2: see the experiment config)")
     m.add_argument("--no-gappy", action="store_true",
                    help="gappy-hsmm: contiguous phrases only")
     m.add_argument("--save-model", metavar="DIR", help="save the trained model (safetensors)")
