@@ -40,6 +40,21 @@ def test_train_save_load_same_links(tmp_path, capsys):
     assert 0.0 <= float(line.split(":")[1]) <= 1.0
 
 
+def test_phrasal_p0_reaches_the_saved_model(tmp_path, capsys):
+    """--phrasal-p0 sets the phrasal model's NULL probability (not the word HMM's --p0);
+    out of [0, 1) it is a usage error."""
+    from aligners.export import load
+
+    p, _, _ = _corpus(tmp_path, 40)
+    assert main(["align", "-i", str(p), "-o", str(tmp_path / "o"), "--phrasal-p0", "0.2",
+                 "--save-model", str(tmp_path / "m"), *FAST]) == 0
+    bundle = load(tmp_path / "m")
+    assert bundle.aligner.config.p0 == pytest.approx(0.2)
+    with pytest.raises(SystemExit):
+        main(["align", "-i", str(p), "--phrasal-p0", "1.5", *FAST])
+    assert "--phrasal-p0" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("decoding", ["viterbi", "posterior"])
 def test_other_decodings(tmp_path, decoding):
     p, src, _ = _corpus(tmp_path, 40)

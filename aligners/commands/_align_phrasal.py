@@ -74,7 +74,9 @@ def run_phrasal(args, pairs, show: bool) -> int:
         word.fit(index, progress=lambda it, k: bar.update(1))
         bar.close()
         word.cpu()
-        config = PhrasalConfig(iterations=args.phrasal_iterations, gappy=not args.no_gappy)
+        p0 = {} if args.phrasal_p0 is None else {"p0": args.phrasal_p0}
+        config = PhrasalConfig(iterations=args.phrasal_iterations, gappy=not args.no_gappy,
+                               **p0)
         layouts = []  # each batch's phrase layout, matched by the build, reused by iteration 1
         model, _ = build_phrasal_aligner(word, index, config, layouts=layouts)
         del word

@@ -82,7 +82,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--phrasal-iterations", type=_int_at_least(0), default=5,
                    help="gappy-hsmm: EM iterations of the phrasal model (default: the "
                         "paper's 5; Hansards dev preferred 2 after --ibm1-iterations 3 "
-                        "--hmm-iterations 3, with phrasal p0 0.2: see the experiment config)")
+                        "--hmm-iterations 3 and --phrasal-p0 0.2: see its experiment)")
+    m.add_argument("--phrasal-p0", type=_float_in(0.0, 1.0, high_open=True),
+                   default=None,
+                   help="gappy-hsmm: the phrasal model's NULL probability, in [0, 1) "
+                        "(default: the paper's, PhrasalConfig.p0)")
     m.add_argument("--no-gappy", action="store_true",
                    help="gappy-hsmm: contiguous phrases only")
     m.add_argument("--save-model", metavar="DIR", help="save the trained model (safetensors)")
