@@ -2,6 +2,7 @@
 
     python benchmarks/mono_combine_sweep.py --model RUN/model --data multimwa-wiki \
         --split dev [--thresholds 0.1,...,0.9] [--batch 16] [--check] --out OUT.json
+    (or --split train --select-last 100: the last 100 training pairs a run held out)
 
 The model folder must hold both directions (`training.directions=[s2t,t2s]`). In one
 process the split is decoded once per direction by Viterbi (`MonoAligner.align(direction=)`)
@@ -61,6 +62,9 @@ def main(argv=None) -> int:
     ap.add_argument("--split", default="dev")
     ap.add_argument("--thresholds", default=",".join(map(str, GRID)))
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--select-last", type=int, default=None, metavar="N",
+                    help="choose on the last N pairs of --split train instead (the pairs a "
+                         "run with training.select=N held out of training)")
     ap.add_argument("--limit", type=int, default=None, help="first N pairs (smoke runs)")
     ap.add_argument("--check", action="store_true",
                     help="re-decode the chosen option with align(combine=) and compare")
@@ -70,7 +74,12 @@ def main(argv=None) -> int:
         raise SystemExit("choose on a dev split, not test")
     torch.set_num_threads(1)
     aligner = load(args.model)
-    pairs = load_data(args.data, args.split)[: args.limit]
+    pairs = load_data(args.data, args.split)
+    if args.select_last:
+        if args.split != "train":
+            raise SystemExit("--select-last takes the last N pairs of --split train")
+        pairs = pairs[-args.select_last:]
+    pairs = pairs[: args.limit]
     thresholds = [float(x) for x in args.thresholds.split(",")]
     vit, post, secs = {}, {}, {}
     for d in ("s2t", "t2s"):
@@ -83,6 +92,7 @@ def main(argv=None) -> int:
     rows = {name: _score(pairs, links) for name, links in options(vit, post, thresholds).items()}
     chosen = max(rows, key=lambda n: (rows[n]["micro/f1"], -list(rows).index(n)))
     res = {"model": args.model, "data": args.data, "split": args.split, "pairs": len(pairs),
+           "select_last": args.select_last,
            "rule": "highest micro F1", "chosen": chosen, "seconds": secs, "options": rows}
     print(f"{'option':16s} {'P':>6s} {'R':>6s} {'F1':>6s} | {'Pn':>5s} {'Rn':>5s} {'F1n':>5s}")
     for name, r in rows.items():
