@@ -15,6 +15,10 @@ by the number of observation-side tokens). Default: `--decode viterbi`.
 `--encoder-precision fp32|bf16|int8` (neural aligner only; others ignore it): the encoder's
 inference precision (bf16: autocast; int8: dynamically quantised linear layers, CPU only;
 default: the aligner's, `aligners.models.mono.aligner.DEFAULT_ENCODER_PRECISION`).
+`--combine union|intersect|grow-diag|posterior` (a model trained in both directions, s2t and
+t2s): decode both and combine their links (union / intersection / grow-diag of the two
+directions' links, each decoded by `--decode`; posterior: the mean of the two directions'
+link posteriors, links above `--threshold`); default `none` (one direction decodes).
 Example: `echo "the cat sat on the mat ||| a cat was sitting on the mat" |
 aligners monoalign --model RUN/model --blocks`
 """
@@ -52,6 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold", type=float, default=0.5,
                         help="posterior decoding: keep links with posterior > T, 0 <= T < 1 "
                              "(default 0.5)")
+    parser.add_argument("--combine", default="none",
+                        choices=("none", "union", "intersect", "grow-diag", "posterior"),
+                        help="combine both saved directions: union, intersect, grow-diag, or "
+                             "posterior (mean link posterior > --threshold); default none")
     parser.add_argument("--encoder-precision", choices=("fp32", "bf16", "int8"), default=None,
                         help="neural aligner: the encoder's inference precision (default: "
                              "the aligner's; int8 on the CPU only)")
@@ -129,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
     aligner.to(device)
     out = aligner.align(pairs, direction=args.direction, batch_size=args.batch_size,
                         decode=decode, threshold=threshold,
-                        encoder_precision=getattr(args, "encoder_precision", None))
+                        encoder_precision=getattr(args, "encoder_precision", None),
+                        combine=getattr(args, "combine", "none") or "none")
     for blocks, links, score in out:
         line = " ".join(f"{i}-{j}" for i, j in links)
         if args.blocks:

@@ -7,7 +7,8 @@ batch as the paper, or Adam) under a Lightning `Trainer` built from `cfg.trainer
 and `cfg.callbacks`, saves ONE model folder `<run>/model` (`aligners.export`, both directions),
 the learnt weights by name in `<run>/weights.json`, decodes the evaluation splits (test split
 or `data.test_path`; `data.dev_path` / `data.dev_holdout` add a dev split) in each direction
-and their union, writes the predictions as Pharaoh files and `<run>/metrics.json`
+and their union (and `model.combine`'s combination of the two, e.g. grow-diag, when set),
+writes the predictions as Pharaoh files and `<run>/metrics.json`
 (`aligners.metrics.write_metrics_json`: split -> metric -> value).
 `python evaluate.py experiment=... ckpt_path=<run>/model [data.test_path=X.json]` scores a saved
 model folder the same way. Inference (`aligners monoalign`, `aligners.load`) never imports
@@ -41,6 +42,7 @@ from aligners.models.mono.aligner import (
     predict,
     shared_embedder,
 )
+from aligners.models.mono.combine import check_combine
 
 __all__ = ["KINDS", "LitMonoAligner", "train", "evaluate", "flatten_report",
            "add_nonident_cost"]
@@ -282,6 +284,7 @@ def flatten_report(report: dict, prefix: str = "") -> dict[str, float]:
 def _check_cfg(cfg: DictConfig) -> None:
     t = cfg.training
     check_decode(cfg.model.get("decode", "viterbi"), cfg.model.get("threshold", 0.5))
+    check_combine(cfg.model.get("combine", "none") or "none")
     if cfg.model.get("encoder_precision") is not None:  # neural, decoding only
         from aligners.features.embedding import check_precision
         check_precision(cfg.model.encoder_precision)
@@ -421,6 +424,7 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner, timing: dict,
     decode = {"decode": cfg.model.get("decode", "viterbi"),
               "threshold": float(cfg.model.get("threshold", 0.5))}
     decode["encoder_precision"] = cfg.model.get("encoder_precision")  # neural: decoding only
+    combine = check_combine(cfg.model.get("combine", "none") or "none", aligner.directions)
     for split, pairs in _eval_splits(cfg).items():
         if not pairs:
             raise AlignersInputError(f"the {split} split has no pairs to score")
@@ -435,9 +439,16 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner, timing: dict,
                   "incl. features)")
         if len(preds) == 2:
             preds["union"] = [a | b for a, b in zip(preds["s2t"], preds["t2s"])]
+        if combine not in ("none", "union"):  # model.combine: its own row, e.g. test/grow-diag
+            t0 = time.time()
+            out = aligner.align(pairs, combine=combine, batch_size=batch, embedder=embedder,
+                                **decode)
+            preds[combine] = [set(o[1]) for o in out]
+            print(f"== {label} {split} {combine} ({len(pairs)} pairs, "
+                  f"{len(pairs) / (time.time() - t0):.0f} pairs/s incl. features)")
         for d, links in preds.items():
-            if d == "union":
-                print(f"== {label} {split} union")
+            if d not in DIRECTIONS:
+                print(f"== {label} {split} {d}")
             rep = evaluate_alignments([p.alignment for p in pairs], links,
                                       src_tokens=[p.src for p in pairs],
                                       tgt_tokens=[p.tgt for p in pairs])
@@ -453,6 +464,7 @@ def train(cfg: DictConfig) -> dict:
     """Fit one model per direction in `cfg.training.directions`, save `<run>/model`, then
     score the evaluation splits; returns metrics.json's content."""
     _check_cfg(cfg)
+    check_combine(cfg.model.get("combine", "none") or "none", cfg.training.directions)
     _quiet_lightning()
     pl.seed_everything(int(cfg.seed), verbose=False)
     torch.set_num_threads(int(cfg.training.get("threads", 1)))

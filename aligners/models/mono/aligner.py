@@ -30,6 +30,7 @@ import torch
 
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
+from aligners.models.mono.combine import align_combined, check_combine
 from aligners.models.mono.crf import TokenCRFAligner
 from aligners.models.mono.potentials import MonoExample, collate, prepare
 from aligners.models.mono.semicrf import PhraseCRFAligner
@@ -297,15 +298,23 @@ class MonoAligner:
     def align(self, pairs: Sequence[AlignedPair | tuple[Sequence[str], Sequence[str]]], *,
               direction: str | None = None, batch_size: int | None = None, embedder=None,
               decode: str = "viterbi", threshold: float = 0.5,
-              encoder_precision: str | None = None):
+              encoder_precision: str | None = None, combine: str = "none"):
         """Per pair (blocks [(src_start, src_len, tgt_start, tgt_len)], links [(i, j)] sorted,
         normalised score), in source-target order for either direction (default: the first
-        saved one; one direction decodes, none are combined). `decode`: "viterbi" (default)
-        or "posterior" with `threshold` (see `predict`). `encoder_precision`: the neural
-        encoder's, fp32 | bf16 | int8 (default: `self.encoder_precision`; kept on the model
+        saved one). `decode`: "viterbi" (default) or "posterior" with `threshold` (see
+        `predict`). `combine` (default "none": one direction): union | intersect | grow-diag |
+        posterior combine both saved directions (`aligners.models.mono.combine`; a model with
+        one direction, or `direction` given too: AlignersInputError). `encoder_precision`: the
+        neural encoder's, fp32 | bf16 | int8 (default: `self.encoder_precision`; kept on the model
         for later calls). `batch_size`: pairs per decoding batch (default `decode_batch`).
         Cost: see module docstring."""
         check_decode(decode, threshold)
+        if check_combine(combine, self.directions) != "none":
+            if direction is not None:
+                raise AlignersInputError(f"give a direction or combine={combine!r}, not both")
+            return align_combined(self, _as_pairs(pairs), combine=combine,
+                                  batch_size=batch_size, embedder=embedder, decode=decode,
+                                  threshold=threshold, encoder_precision=encoder_precision)
         direction = self._direction(direction)
         pairs = _as_pairs(pairs)
         model = self.models[direction]

@@ -1,0 +1,134 @@
+"""Both directions of a monolingual aligner combined into one source-target link set.
+
+Shapes: a link set is a set of (i, j) pairs (source word i, target word j, 0-based); a link
+posterior matrix is (I, J) float64 in source-target order (`MonoAligner.posteriors`).
+`combine` (`COMBINES`):
+- `none`: one direction decodes (unchanged behaviour);
+- `union` / `intersect`: the set union / intersection of the two directions' links (each
+  direction decoded with `decode` / `threshold`: Viterbi or its own posterior threshold);
+- `grow-diag`: Koehn et al.'s symmetrisation without the final step: start from the
+  intersection and add union links next to a kept link (the 8 neighbours, diagonals included)
+  while the new link's source or target word is still unlinked, until nothing changes;
+- `posterior`: the mean of the two directions' link posteriors, links where it exceeds
+  `threshold` (the directions' `decode` is not used).
+Output per pair, as `MonoAligner.align`: (blocks, sorted links, score). Blocks of a set
+combination are the two directions' blocks whose every link is in the combined set, plus a
+1x1 block for each link no kept block covers; its score is the mean of the two directions'
+normalised scores. A posterior combination has 1x1 blocks and the score = the summed mean
+posteriors of its links / I (expected correct output links per source word).
+Cost: two decodes (or two posterior passes) of `MonoAligner.align`, plus O(I * J) per pair
+here (grow-diag: O(|union| * 8) per pass, at most |union| passes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+
+from aligners.errors import AlignersInputError
+
+__all__ = ["COMBINES", "check_combine", "grow_diag", "combine_links", "combine_posteriors",
+           "combined_blocks", "align_combined"]
+
+COMBINES = ("none", "union", "intersect", "grow-diag", "posterior")
+_NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
+
+Link = tuple[int, int]
+
+
+def check_combine(combine: str, directions: Iterable[str] | None = None) -> str:
+    """`combine` if it is one of `COMBINES` (and, given the model's `directions`, the model
+    has both s2t and t2s for any combine other than none); else AlignersInputError."""
+    if combine not in COMBINES:
+        raise AlignersInputError(f"combine must be one of {list(COMBINES)}, got {combine!r}")
+    if directions is not None and combine != "none":
+        have = list(directions)
+        if sorted(have) != ["s2t", "t2s"]:
+            raise AlignersInputError(f"combine={combine!r} needs a model trained in both "
+                                     f"directions (training.directions=[s2t,t2s]); this one "
+                                     f"has {have}")
+    return combine
+
+
+def grow_diag(a: set[Link], b: set[Link]) -> set[Link]:
+    """Grow-diag symmetrisation of two link sets (both source-target order): the
+    intersection plus union links adjacent (diagonals included) to a kept link whose source
+    or target word is not yet linked, repeated until no link is added. Deterministic:
+    kept links are visited in sorted order. O(|a | b| * 8) per pass."""
+    union = a | b
+    kept = set(a & b)
+    src = {i for i, _ in kept}
+    tgt = {j for _, j in kept}
+    added = True
+    while added:
+        added = False
+        for i, j in sorted(kept):
+            for di, dj in _NEIGHBOURS:
+                n = (i + di, j + dj)
+                if n in union and n not in kept and (n[0] not in src or n[1] not in tgt):
+                    kept.add(n)
+                    src.add(n[0])
+                    tgt.add(n[1])
+                    added = True
+    return kept
+
+
+def combine_links(s2t: set[Link], t2s: set[Link], combine: str) -> set[Link]:
+    """The combined link set of two directions' links (source-target order) for `combine`
+    in union | intersect | grow-diag."""
+    if combine == "union":
+        return set(s2t) | set(t2s)
+    if combine == "intersect":
+        return set(s2t) & set(t2s)
+    if combine == "grow-diag":
+        return grow_diag(set(s2t), set(t2s))
+    raise AlignersInputError(f"combine_links takes union, intersect or grow-diag, "
+                             f"got {combine!r}")
+
+
+def combine_posteriors(s2t: torch.Tensor, t2s: torch.Tensor) -> torch.Tensor:
+    """(I, J) mean of the two directions' (I, J) link-posterior matrices."""
+    if s2t.shape != t2s.shape:
+        raise ValueError(f"posterior shapes differ: {tuple(s2t.shape)} vs {tuple(t2s.shape)}")
+    return (s2t + t2s) / 2
+
+
+def combined_blocks(links: set[Link], *block_lists) -> list[tuple[int, int, int, int]]:
+    """Blocks (src_start, src_len, tgt_start, tgt_len) of the given lists whose every link is
+    in `links` (deduplicated), plus a 1x1 block per link none of them covers; sorted."""
+    kept, covered = set(), set()
+    for blocks in block_lists:
+        for s, k, t, lt in blocks:
+            cells = {(i, j) for i in range(s, s + k) for j in range(t, t + lt)}
+            if cells <= links:
+                kept.add((s, k, t, lt))
+                covered |= cells
+    kept |= {(i, 1, j, 1) for i, j in links - covered}
+    return sorted(kept)
+
+
+def align_combined(aligner, pairs, *, combine: str, batch_size=None, embedder=None,
+                   decode: str = "viterbi", threshold: float = 0.5, encoder_precision=None):
+    """`MonoAligner.align` with `combine` != none: decode both directions of `aligner` and
+    combine them (see the module docstring). `pairs`: AlignedPairs."""
+    check_combine(combine, aligner.directions)
+    kw = {"batch_size": batch_size, "embedder": embedder, "encoder_precision": encoder_precision}
+    if combine == "posterior":
+        a = aligner.posteriors(pairs, direction="s2t", **kw)
+        b = aligner.posteriors(pairs, direction="t2s", **kw)
+        out = []
+        for pair, pa, pb in zip(pairs, a, b):
+            mean = combine_posteriors(pa, pb)
+            keep = mean > threshold
+            links = sorted((i, j) for i, j in keep.nonzero().tolist())
+            out.append(([(i, 1, j, 1) for i, j in links], links,
+                        float(mean[keep].sum()) / max(len(pair.src), 1)))
+        return out
+    a = aligner.align(pairs, direction="s2t", decode=decode, threshold=threshold, **kw)
+    b = aligner.align(pairs, direction="t2s", decode=decode, threshold=threshold, **kw)
+    out = []
+    for (ba, la, sa), (bb, lb, sb) in zip(a, b):
+        links = combine_links(set(la), set(lb), combine)
+        out.append((combined_blocks(links, ba, bb), sorted(links), (sa + sb) / 2))
+    return out
