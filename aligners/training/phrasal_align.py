@@ -1,7 +1,8 @@
 """Task `phrasal_align`: the regimen of Bansal, Quirk & Moore (2011, sec. 7) and its Table 1.
 
 1. word HMM by agreement (Liang et al. 2006; the baseline row);
-2. Model 1 + word HMM both directions *without* agreement (the phrasal model's start);
+2. Model 1 + word HMM both directions *without* agreement (the phrasal model's start; its
+   iteration counts are `model.start`'s, chosen on dev like the paper's);
 3. phrasal HSMM with contiguous phrases, trained by agreement (`gappy: false`);
 4. the same with contiguous + gappy phrases.
 Each EM iteration is one Lightning epoch (manual optimisation; counts in the model's
