@@ -222,7 +222,8 @@ def test_join_directions_script(tmp_path):
         mod.join(b, a, tmp_path / "k")
 
 
-@pytest.mark.parametrize("experiment", ["neural_multimwa_wiki", "neural_msr06"])
+@pytest.mark.parametrize("experiment", ["neural_multimwa_wiki", "neural_msr06",
+                                        "neural_edbppp"])
 def test_chosen_experiments_train_both_directions_for_their_combine(experiment, tmp_path):
     """The experiments whose dev / selection choice was a combination train both directions
     (else `train` would refuse the combine before training)."""
