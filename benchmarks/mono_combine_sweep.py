@@ -28,6 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aligners.data.datasets import load as load_data  # noqa: E402
+from aligners.errors import AlignersInputError  # noqa: E402
 from aligners.export import load  # noqa: E402
 from aligners.metrics import evaluate_alignments  # noqa: E402
 from aligners.models.mono.combine import combine_links, combine_posteriors  # noqa: E402
@@ -73,8 +74,11 @@ def main(argv=None) -> int:
     if args.split == "test":
         raise SystemExit("choose on a dev split, not test")
     torch.set_num_threads(1)
-    aligner = load(args.model)
-    pairs = load_data(args.data, args.split)
+    try:
+        aligner = load(args.model)
+        pairs = load_data(args.data, args.split)
+    except AlignersInputError as e:  # unknown dataset / split, not a model folder
+        raise SystemExit(f"error: {e}") from None
     if args.select_last:
         if args.split != "train":
             raise SystemExit("--select-last takes the last N pairs of --split train")
