@@ -19,7 +19,6 @@ and the word HMM by agreement's CPU seconds (the baseline, `--baseline`) for the
 import argparse
 import copy
 import dataclasses
-import itertools
 import json
 import time
 
@@ -27,13 +26,12 @@ import torch
 from omegaconf import OmegaConf
 
 from aligners.data.bitext import build_index
-from aligners.data.datasets import iter_parallel, load
 from aligners.data.vocab import WordIds
 from aligners.models.phrasal import PhrasalConfig, build_phrasal_aligner
 from aligners.models.phrasal.decode import fit_phrasal, link_matrices
 from aligners.models.phrasal.init import word_viterbi
 from aligners.models.word.agreement import WordAlignConfig, WordAligner
-from aligners.training.phrasal_align import _lower, _warm_up_kernels, choose
+from aligners.training.phrasal_align import _data, _warm_up_kernels, choose
 
 
 def main(argv=None) -> None:
@@ -54,17 +52,12 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     m = OmegaConf.load("configs/model/phrasal_hsmm.yaml")
-    test, trial = (_lower(load("hansards-enfr", s)) for s in ("test", "trial"))
+    data = OmegaConf.load("configs/data/hansards_200k.yaml")
+    data.train_limit = a.pairs if a.pairs > 0 else None
+    stream, test, trial = _data(OmegaConf.create({"data": data}))  # the task's training text
     dev = trial + test[: int(m.dev_from_test)]
-
-    def stream():
-        it = iter_parallel("hansards-enfr", "train", lowercase=True)
-        yield from (itertools.islice(it, a.pairs) if a.pairs > 0 else it)
-        for p in [*test, *trial]:
-            yield list(p.src), list(p.tgt)
-
     src_ids, tgt_ids = WordIds(), WordIds()
-    index = build_index(stream(), src_ids, tgt_ids, cells=int(m.batch_cells))
+    index = build_index(stream, src_ids, tgt_ids, cells=int(m.batch_cells))
     src_ids.frozen = tgt_ids.frozen = True
     dev_ix = build_index([(p.src, p.tgt) for p in dev], src_ids, tgt_ids, keys=index.keys)
     grid = OmegaConf.to_container(m.tune_grid)
