@@ -4,7 +4,6 @@ combination equals the hand-computed mean (phrase CRF and a tiny neural model), 
 one-direction model or a bad value gives a one-line error, the monoalign flag and the
 evaluate row."""
 
-import argparse
 
 import pytest
 import torch
@@ -137,7 +136,7 @@ def test_bad_combine_values():
 
 
 def test_cli_monoalign_combine(tmp_path, capsys):
-    from aligners.commands import monoalign
+    from tests.conftest import monoalign_lines
 
     al = _two_way(seed=3)
     folder = al.save(tmp_path / "model")
@@ -145,12 +144,9 @@ def test_cli_monoalign_combine(tmp_path, capsys):
     path = tmp_path / "pairs.txt"
     path.write_text("".join(f"{' '.join(s)} ||| {' '.join(t)}\n" for s, t in PAIRS),
                     encoding="utf-8")
-    parser = argparse.ArgumentParser()
-    monoalign.add_arguments(parser)
 
     def run(model, *extra):
-        monoalign.run(parser.parse_args(["--model", str(model), "-i", str(path), *extra]))
-        return capsys.readouterr().out.splitlines()
+        return monoalign_lines(capsys, model, path, *extra)
 
     s2t, t2s = run(folder, "--direction", "s2t"), run(folder, "--direction", "t2s")
     union = run(folder, "--combine", "union")

@@ -3,7 +3,6 @@ network): a fine-tuned encoder's vectors computed once in `featurise(decoding=Tr
 second thread) give the same output as computing them in the scorer; passes with gradients
 still re-run the encoder; the encoder inference precision (fp32 | bf16 | int8) option."""
 
-import argparse
 import math
 
 import pytest
@@ -134,7 +133,7 @@ def test_int8_copy_follows_weight_changes(encoder_dir):  # noqa: F811
 
 
 def test_bad_precision_and_cli_flag(encoder_dir, tmp_path, capsys):  # noqa: F811
-    from aligners.commands import monoalign
+    from tests.conftest import monoalign_lines
 
     m = model(encoder_dir, context="pair")
     with pytest.raises(AlignersInputError, match="encoder precision must be one of"):
@@ -153,21 +152,17 @@ def test_bad_precision_and_cli_flag(encoder_dir, tmp_path, capsys):  # noqa: F81
     src = tmp_path / "in.txt"
     src.write_text("the cat sat ||| a cat was sitting\nbig house ||| the big home\n",
                    encoding="utf-8")
-    parser = argparse.ArgumentParser()
-    monoalign.add_arguments(parser)
     outs = {}
     for precision in ("fp32", "bf16", "int8"):
-        args = parser.parse_args(["--model", str(folder), "-i", str(src), "--score",
-                                  "--encoder-precision", precision])
-        assert monoalign.run(args) == 0
-        outs[precision] = capsys.readouterr().out.splitlines()
+        outs[precision] = monoalign_lines(capsys, folder, src, "--score",
+                                          "--encoder-precision", precision)
         assert len(outs[precision]) == 2
     fp32 = al.align([(("the", "cat", "sat"), ("a", "cat", "was", "sitting")),
                      (("big", "house"), ("the", "big", "home"))], encoder_precision="fp32")
     assert [line.split(" ||| ")[0] for line in outs["fp32"]] == [
         " ".join(f"{i}-{j}" for i, j in links) for _, links, _ in fp32]
     with pytest.raises(SystemExit):
-        parser.parse_args(["--model", str(folder), "--encoder-precision", "fp16"])
+        monoalign_lines(capsys, folder, src, "--encoder-precision", "fp16")
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])

@@ -3,7 +3,6 @@ enumeration of every labelled segmentation, batched == one-by-one, the token CRF
 against the linear-chain gradient, peaked weights give the Viterbi links, thresholds, the
 t2s orientation, bad decode options and the monoalign CLI flags."""
 
-import argparse
 import itertools
 import math
 
@@ -176,19 +175,16 @@ def test_link_matrix_covers_each_state_phrase():
 
 
 def test_cli_monoalign_posterior(tmp_path, capsys):
-    from aligners.commands import monoalign
+    from tests.conftest import monoalign_lines
 
     m = _model(PhraseCRFAligner, 2, 2, seed=3)
     folder = MonoAligner({"s2t": m}, kind="phrase").save(tmp_path / "model")
     pairs = tmp_path / "pairs.txt"
     pairs.write_text("he passed away today ||| he died today\nthe cat sat ||| a cat was sitting\n",
                      encoding="utf-8")
-    parser = argparse.ArgumentParser()
-    monoalign.add_arguments(parser)
 
     def run(*extra):
-        monoalign.run(parser.parse_args(["--model", str(folder), "-i", str(pairs), *extra]))
-        return capsys.readouterr().out.splitlines()
+        return monoalign_lines(capsys, folder, pairs, *extra)
 
     al = MonoAligner({"s2t": m}, kind="phrase")
     ps = [(s.split(), t.split()) for s, t in (("he passed away today", "he died today"),
