@@ -178,3 +178,16 @@ def test_a_task_without_ensembles_refuses_a_list(tmp_path):
     cfg = _cfg("evaluate", ["experiment=reorder_dev", f"ckpt_path=[{a},{a}]"], tmp_path / "o")
     with pytest.raises(AlignersInputError, match="evaluates one model"):
         check(cfg, evaluating=True)
+
+
+@pytest.mark.parametrize("experiment", ["neural_multimwa_wiki", "neural_newsela", "neural_arxiv"])
+def test_wiki_experiments_train_the_dev_chosen_ensemble(experiment, tmp_path):
+    """The Wiki experiments (and the out-of-domain rows, which train the same model) train
+    the three-member ensemble chosen on wiki dev, each member with both directions."""
+    from aligners.training.mono_config import member_cfgs
+    from tests.test_mono_training import _cfg
+
+    ms = member_cfgs(_cfg("train", [f"experiment={experiment}"], tmp_path))
+    assert [m.training.nonident_fn_cost for m in ms] == [3.0, 5.0, 8.0]
+    assert all(m.training.members is None and list(m.training.directions) == ["s2t", "t2s"]
+               and m.model.finetune and m.model.combine == "posterior" for m in ms)
