@@ -162,7 +162,10 @@ def test_members_train_like_stand_alone_runs_and_evaluate_takes_a_list(tmp_path,
     # bad members / lists: one line each
     for bad, msg in [("training.members=[{max_iter: 2}]", "two or more"),
                      ("training.members=[{max_iter: 2},{nope: 1}]", "unknown training keys"),
-                     ("training.members=[{max_iter: 2},{max_iter: 0}]", "max_iter")]:
+                     ("training.members=[{max_iter: 2},{max_iter: 0}]", "max_iter"),
+                     ("training.members=[{max_iter: 2},{model: {threshold: 0.3}}]",
+                      "not \\['threshold'\\]"),
+                     ("training.members=[{max_iter: 2},{model: {nope: 1}}]", "nope")]:
         with pytest.raises(AlignersInputError, match=msg):
             member_cfgs(_cfg("train", [*small, bad], tmp_path / "bad"))
     one = f"ckpt_path=[{tmp_path / 'two' / 'model'}]"
@@ -183,11 +186,12 @@ def test_a_task_without_ensembles_refuses_a_list(tmp_path):
 @pytest.mark.parametrize("experiment", ["neural_multimwa_wiki", "neural_newsela", "neural_arxiv"])
 def test_wiki_experiments_train_the_dev_chosen_ensemble(experiment, tmp_path):
     """The Wiki experiments (and the out-of-domain rows, which train the same model) train
-    the three-member ensemble chosen on wiki dev, each member with both directions."""
+    the four-member ensemble chosen on wiki dev, each member with both directions."""
     from aligners.training.mono_config import member_cfgs
     from tests.test_mono_training import _cfg
 
     ms = member_cfgs(_cfg("train", [f"experiment={experiment}"], tmp_path))
-    assert [m.training.nonident_fn_cost for m in ms] == [3.0, 5.0, 8.0]
+    assert [m.training.nonident_fn_cost for m in ms] == [3.0, 5.0, 8.0, 8.0]
+    assert [(m.model.max_src_len, m.model.max_tgt_len) for m in ms] == [(3, 3)] * 3 + [(4, 4)]
     assert all(m.training.members is None and list(m.training.directions) == ["s2t", "t2s"]
                and m.model.finetune and m.model.combine == "posterior" for m in ms)

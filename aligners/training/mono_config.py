@@ -3,8 +3,9 @@
 `check_cfg(cfg)`: the decoding, training and data values the task reads, one
 AlignersInputError line per problem. `member_cfgs(cfg)`: the configs of the models one run
 trains: `cfg` itself, or with `training.members` (a list of two or more dicts of training.*
-overrides, e.g. `[{nonident_fn_cost: 3}, {nonident_fn_cost: 8}]`) one merged config per
-member, each checked; the run then saves their ensemble (`aligners.models.mono.ensemble`).
+overrides, e.g. `[{nonident_fn_cost: 3}, {nonident_fn_cost: 8, model: {max_src_len: 4}}]`,
+a member's `model` dict overriding model.*) one merged config per member, each checked;
+the run then saves their ensemble (`aligners.models.mono.ensemble`).
 Cost: O(config size).
 """
 
@@ -17,6 +18,9 @@ from aligners.models.mono.aligner import DIRECTIONS, check_decode
 from aligners.models.mono.combine import check_combine
 
 __all__ = ["check_cfg", "member_cfgs"]
+
+# model.* keys one member may not override: the kind, and how the ensemble decodes
+_ENSEMBLE_MODEL_KEYS = {"kind", "decode", "threshold", "combine", "encoder_precision"}
 
 
 def check_cfg(cfg: DictConfig) -> None:
@@ -60,8 +64,10 @@ def check_cfg(cfg: DictConfig) -> None:
 
 def member_cfgs(cfg: DictConfig) -> list[DictConfig]:
     """[cfg] without `training.members`; else one checked config per member: `cfg` with the
-    member's training.* overrides merged in (members: null). Unknown keys, nested members or
-    fewer than two members: AlignersInputError."""
+    member's training.* overrides merged in (members: null) and, under the member's `model`
+    key, model.* overrides (the lattice and encoder settings; not `kind`, nor the decoding
+    keys, which belong to the whole ensemble). Unknown keys, nested members or fewer than two
+    members: AlignersInputError."""
     members = cfg.training.get("members")
     if not members:
         return [cfg]
@@ -73,12 +79,18 @@ def member_cfgs(cfg: DictConfig) -> list[DictConfig]:
         if not OmegaConf.is_dict(over):
             raise AlignersInputError(f"training.members[{k}] must be a dict of training.* "
                                      f"overrides, got {over!r}")
+        over = OmegaConf.to_container(over)
+        model = over.pop("model", None) or {}
         unknown = sorted(set(over) - (set(cfg.training) - {"members"}))
         if unknown:
             raise AlignersInputError(f"training.members[{k}] sets unknown training keys "
                                      f"{unknown}")
-        member = OmegaConf.merge(cfg, {"training": {**OmegaConf.to_container(over),
-                                                    "members": None}})
+        bad = sorted(set(model) - (set(cfg.model) - _ENSEMBLE_MODEL_KEYS)) if isinstance(
+            model, dict) else [model]
+        if bad:
+            raise AlignersInputError(f"training.members[{k}].model may override the model's "
+                                     f"own settings, not {bad}")
+        member = OmegaConf.merge(cfg, {"training": {**over, "members": None}, "model": model})
         check_cfg(member)
         out.append(member)
     return out
