@@ -49,7 +49,8 @@ __all__ = ["KINDS", "LitMonoAligner", "train", "evaluate", "flatten_report",
 
 KINDS = ("mono-token-crf", "mono-phrase-crf", "mono-neural-crf")  # what evaluate() loads
 # model.* keys of the neural aligner passed to `build_model` (configs/model/mono_neural.yaml)
-NEURAL_KEYS = ("encoder", "proj", "hidden", "sparse", "finetune", "context", "cosine")
+NEURAL_KEYS = ("encoder", "proj", "hidden", "sparse", "finetune", "context", "cosine",
+               "encoder_layers")
 
 
 class LitMonoAligner(pl.LightningModule):
