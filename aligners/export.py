@@ -42,6 +42,7 @@ LOADERS: dict[str, str] = {
     "mono-token-crf": "aligners.models.mono.aligner:load_mono",
     "mono-phrase-crf": "aligners.models.mono.aligner:load_mono",
     "mono-neural-crf": "aligners.models.mono.aligner:load_mono",  # neural semi-CRF
+    "mono-ensemble": "aligners.models.mono.ensemble:load_ensemble",  # mean link posterior
     "reorder-lexical": "aligners.models.reorder.reorderer:load_folder",
     "reorder-naive-bayes": "aligners.models.reorder.reorderer:load_folder",
     "reorder-primal-mlr": "aligners.models.reorder.reorderer:load_folder",

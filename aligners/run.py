@@ -6,7 +6,8 @@
 its `evaluate` accepts (empty: it has no model to load).
 
 The contract of `evaluate(cfg)`, the same for every task: `cfg.ckpt_path` is a model
-folder written by the task (or a file inside it). Before a task runs, `check(cfg)`
+folder written by the task (or a file inside it); a task with `ENSEMBLES = True` also takes a
+list of them (`ckpt_path=[A,B]`: their ensemble). Before a task runs, `check(cfg)`
 validates the config once (`aligners.config_checks`) and checks that `ckpt_path` and
 `data.test_path` exist and that a model folder's `config.json` is readable and of a kind the
 task accepts (its `KINDS`; every task with a model lists them); every
@@ -71,12 +72,20 @@ def _check_ckpt(cfg: DictConfig, module, *, evaluating: bool) -> None:
             "ckpt_path is required: evaluate needs ckpt_path=MODEL, a model folder written by "
             f"task {cfg.task!r} "
             "(python train.py experiment=...), or a file inside it")
-    folder = resolve_model_folder(ckpt)
-    kind = read_config(folder).get("kind")
-    if kind not in kinds:
-        raise AlignersInputError(f"model kind {kind!r} cannot be evaluated by task "
-                                 f"{cfg.task!r} (expected one of {list(kinds)})",
-                                 path=str(folder / "config.json"))
+    if OmegaConf.is_list(ckpt) or isinstance(ckpt, (list, tuple)):  # an ensemble
+        if not getattr(module, "ENSEMBLES", False):
+            raise AlignersInputError(f"task {cfg.task!r} evaluates one model: give one "
+                                     f"ckpt_path, not a list")
+        if len(ckpt) < 2:
+            raise AlignersInputError("a list ckpt_path ensembles two or more model folders, "
+                                     f"got {len(ckpt)}")
+    for one in (ckpt if OmegaConf.is_list(ckpt) or isinstance(ckpt, (list, tuple)) else [ckpt]):
+        folder = resolve_model_folder(one)
+        kind = read_config(folder).get("kind")
+        if kind not in kinds:
+            raise AlignersInputError(f"model kind {kind!r} cannot be evaluated by task "
+                                     f"{cfg.task!r} (expected one of {list(kinds)})",
+                                     path=str(folder / "config.json"))
 
 
 def _check_test_path(cfg: DictConfig) -> None:

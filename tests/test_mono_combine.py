@@ -223,10 +223,10 @@ def test_join_directions_script(tmp_path):
 def test_chosen_experiments_train_both_directions_for_their_combine(experiment, tmp_path):
     """The experiments whose dev / selection choice was a combination train both directions
     (else `train` would refuse the combine before training)."""
-    from aligners.training.monolingual import _check_cfg
+    from aligners.training.mono_config import check_cfg
     from tests.test_mono_training import _cfg
 
     cfg = _cfg("train", [f"experiment={experiment}"], tmp_path)
-    _check_cfg(cfg)
+    check_cfg(cfg)
     check_combine(cfg.model.combine, cfg.training.directions)
     assert cfg.model.combine == "posterior" and sorted(cfg.training.directions) == ["s2t", "t2s"]

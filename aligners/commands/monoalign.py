@@ -19,6 +19,10 @@ default: the aligner's, `aligners.models.mono.aligner.DEFAULT_ENCODER_PRECISION`
 t2s): decode both and combine their links (union / intersection / grow-diag of the two
 directions' links, each decoded by `--decode`; posterior: the mean of the two directions'
 link posteriors, links above `--threshold`); default `none` (one direction decodes).
+Several `--model` folders (or one saved ensemble, kind mono-ensemble) decode as an ensemble
+(`aligners.models.mono.ensemble`): the links whose mean posterior over the models exceeds
+`--threshold`, over both directions with `--combine posterior`, else over `--direction`'s
+(default the first); `--decode` is not used and other combines are refused.
 Example: `echo "the cat sat on the mat ||| a cat was sitting on the mat" |
 aligners monoalign --model RUN/model --blocks`
 """
@@ -33,8 +37,9 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, metavar="DIR",
-                        help="model folder saved by a monolingual training run (RUN/model)")
+    parser.add_argument("--model", required=True, metavar="DIR", action="append",
+                        help="model folder saved by a monolingual training run (RUN/model); "
+                             "repeat it to decode the ensemble of several (mean posterior)")
     parser.add_argument("-i", "--input", default=None,
                         help="`src ||| tgt` lines or a jacana .json file (default: stdin)")
     parser.add_argument("-s", "--source", default=None,
@@ -117,24 +122,20 @@ def run(args: argparse.Namespace) -> int:
     decode, threshold = getattr(args, "decode", "viterbi"), getattr(args, "threshold", 0.5)
     if not 0.0 <= threshold < 1.0:  # (NaN fails too)
         raise AlignersInputError(f"--threshold must be in [0, 1), got {threshold}")
-    if not Path(args.model).is_dir():  # before the input is read and torch is imported
-        raise AlignersInputError("no model folder here (expected the `model` folder of a "
-                                 "monolingual training run)", path=args.model)
+    models = [args.model] if isinstance(args.model, str) else list(args.model)
+    for folder in models:  # before the input is read and torch is imported
+        if not Path(folder).is_dir():
+            raise AlignersInputError("no model folder here (expected the `model` folder of a "
+                                     "monolingual training run)", path=folder)
     pairs = _read_pairs(args)  # bad input fails fast, before torch is imported
     import torch
 
     from aligners.commands._device import torch_device
-    from aligners.export import load
-    from aligners.models.mono.aligner import MonoAligner
+    from aligners.models.mono.ensemble import load_aligners
 
     torch.set_num_threads(args.threads)
     device = torch_device(getattr(args, "device", "cpu") or "cpu")
-    aligner = load(args.model)
-    if not isinstance(aligner, MonoAligner):
-        raise AlignersInputError("not a monolingual aligner (expected a model folder of kind "
-                                 "mono-token-crf, mono-phrase-crf or mono-neural-crf)",
-                                 path=args.model)
-    aligner.to(device)
+    aligner = load_aligners(models).to(device)
     out = aligner.align(pairs, direction=args.direction, batch_size=args.batch_size,
                         decode=decode, threshold=threshold,
                         encoder_precision=getattr(args, "encoder_precision", None),

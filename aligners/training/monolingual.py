@@ -35,7 +35,6 @@ from aligners.models.mono.aligner import (
     DIRECTIONS,
     MonoAligner,
     build_model,
-    check_decode,
     chunks,
     featurise,
     flip,
@@ -43,11 +42,15 @@ from aligners.models.mono.aligner import (
     shared_embedder,
 )
 from aligners.models.mono.combine import check_combine
+from aligners.models.mono.ensemble import MonoEnsemble
+from aligners.training.mono_config import check_cfg, member_cfgs
 
-__all__ = ["KINDS", "LitMonoAligner", "train", "evaluate", "flatten_report",
+__all__ = ["KINDS", "ENSEMBLES", "LitMonoAligner", "train", "evaluate", "flatten_report",
            "add_nonident_cost"]
 
-KINDS = ("mono-token-crf", "mono-phrase-crf", "mono-neural-crf")  # what evaluate() loads
+KINDS = ("mono-token-crf", "mono-phrase-crf", "mono-neural-crf",  # what evaluate() loads
+         "mono-ensemble")
+ENSEMBLES = True  # ckpt_path=[A, B, ...]: evaluate the ensemble of saved models
 # model.* keys of the neural aligner passed to `build_model` (configs/model/mono_neural.yaml)
 NEURAL_KEYS = ("encoder", "proj", "hidden", "sparse", "finetune", "context", "cosine",
                "encoder_layers")
@@ -282,43 +285,6 @@ def flatten_report(report: dict, prefix: str = "") -> dict[str, float]:
     return out
 
 
-def _check_cfg(cfg: DictConfig) -> None:
-    t = cfg.training
-    check_decode(cfg.model.get("decode", "viterbi"), cfg.model.get("threshold", 0.5))
-    check_combine(cfg.model.get("combine", "none") or "none")
-    if cfg.model.get("encoder_precision") is not None:  # neural, decoding only
-        from aligners.features.embedding import check_precision
-        check_precision(cfg.model.encoder_precision)
-    for key in ("batch_size", "decode_batch", "threads", "epochs", "max_iter", "max_train_len"):
-        if t.get(key) is not None and (not isinstance(t[key], int)
-                                       or isinstance(t[key], bool) or t[key] < 1):
-            raise AlignersInputError(f"training.{key} must be an integer >= 1, got {t[key]!r}")
-    for key in ("lr", "sparse_lr", "encoder_lr"):
-        if key in t and not float(t[key]) > 0:
-            raise AlignersInputError(f"training.{key} must be > 0, got {t[key]!r}")
-    for key in ("l2", "cost_weight", "fp_cost", "fn_cost", "nonident_fn_cost"):
-        if key in t and not float(t[key]) >= 0:
-            raise AlignersInputError(f"training.{key} must be >= 0, got {t[key]!r}")
-    if t.gold_links not in ("possible", "sure"):
-        raise AlignersInputError(f"training.gold_links must be possible or sure, "
-                                 f"got {t.gold_links!r}")
-    dirs = list(t.directions)
-    if not dirs or any(d not in DIRECTIONS for d in dirs) or len(set(dirs)) != len(dirs):
-        raise AlignersInputError(f"training.directions must be a non-empty list of distinct "
-                                 f"{list(DIRECTIONS)}, got {dirs}")
-    sel = t.get("select")
-    if sel is not None and sel != "dev" and (not isinstance(sel, int) or isinstance(sel, bool)
-                                             or sel < 1):
-        raise AlignersInputError(f"training.select must be null, 'dev' (the dev split) or an "
-                                 f"integer N >= 1 (the last N training pairs), got {sel!r}")
-    if sel == "dev" and not (cfg.data.get("dev_split") or cfg.data.get("dev_path")):
-        raise AlignersInputError("training.select=dev needs data.dev_split or data.dev_path")
-    for key in ("train_limit", "test_limit", "dev_holdout"):
-        v = cfg.data.get(key)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
-            raise AlignersInputError(f"data.{key} must be null or an integer >= 1, got {v!r}")
-
-
 def _data_name(cfg: DictConfig) -> str:
     """What the model was trained on: the registry name or the user's file(s)."""
     spec = cfg.data.get("train_path")
@@ -412,7 +378,7 @@ def _write_pharaoh(path: Path, links: list[set]) -> None:
     tmp.replace(path)
 
 
-def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner, timing: dict,
+def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timing: dict,
                       out_dir: Path) -> dict:
     """Decode every evaluation split in each direction (+ union), print the reports, write
     `predictions.<split>.<direction>.pharaoh` and metrics.json; return the metrics."""
@@ -462,29 +428,37 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner, timing: dict,
 
 
 def train(cfg: DictConfig) -> dict:
-    """Fit one model per direction in `cfg.training.directions`, save `<run>/model`, then
-    score the evaluation splits; returns metrics.json's content."""
-    _check_cfg(cfg)
+    """Fit one model per direction in `cfg.training.directions` (with `training.members`: that
+    for each member, each from the same seed, `mono_config.member_cfgs`), save `<run>/model`
+    (one MonoAligner, or the members' MonoEnsemble), then score the evaluation splits;
+    returns metrics.json's content."""
+    check_cfg(cfg)
+    configs = member_cfgs(cfg)
     check_combine(cfg.model.get("combine", "none") or "none", cfg.training.directions)
     _quiet_lightning()
-    pl.seed_everything(int(cfg.seed), verbose=False)
     torch.set_num_threads(int(cfg.training.get("threads", 1)))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    pairs = _train_pairs(cfg)
     embedder = _embedder(cfg)
-    models, timing = {}, {}
-    dirs = list(cfg.training.directions)
     select = _select_pairs(cfg)
-    for d in dirs:
-        models[d], timing[d] = _fit(cfg, pairs, d, embedder, n_directions=len(dirs),
-                                    select_pairs=select)
-    aligner = MonoAligner(models, kind=cfg.model.kind)
+    members, timing, weights = [], {}, {}
+    for k, mcfg in enumerate(configs):
+        pl.seed_everything(int(cfg.seed), verbose=False)
+        pairs = _train_pairs(mcfg)
+        tag = f"m{k}." if len(configs) > 1 else ""
+        models = {}
+        for d in mcfg.training.directions:
+            models[d], timing[tag + d] = _fit(mcfg, pairs, d, embedder,
+                                              n_directions=len(mcfg.training.directions),
+                                              select_pairs=select)
+            weights[tag + d] = {n: round(float(w), 6)
+                                for n, w in zip(models[d].feature_names,
+                                                models[d].w_emit.tolist())}
+        members.append(MonoAligner(models, kind=cfg.model.kind))
+    aligner = members[0] if len(members) == 1 else MonoEnsemble(members)
     aligner.save(out_dir / "model", config={
         "training": OmegaConf.to_container(cfg.training, resolve=True),
         "data": _data_name(cfg), "train_pairs": len(pairs)})
-    weights = {d: {n: round(float(w), 6) for n, w in zip(m.feature_names, m.w_emit.tolist())}
-               for d, m in models.items()}
     (out_dir / "weights.json").write_text(json.dumps(weights, indent=1) + "\n", encoding="utf-8")
     print(f"saved {out_dir / 'model'} (weights by feature name: {out_dir / 'weights.json'})")
     return _evaluate_aligner(cfg, aligner, timing, out_dir)
@@ -494,17 +468,15 @@ def evaluate(cfg: DictConfig) -> dict:
     """Score the model folder `ckpt_path` (a training run's `<run>/model`, a file inside it
     or the run folder; every direction it holds, and their union) on the test split or
     `data.test_path` (and `data.dev_path`)."""
-    from aligners.export import load, resolve_model_folder
+    from aligners.export import resolve_model_folder
+    from aligners.models.mono.ensemble import load_aligners
 
     if not cfg.get("ckpt_path"):
         raise AlignersInputError("evaluate needs ckpt_path=RUN/model (the model folder a "
                                  "training run saved)")
-    _check_cfg(cfg)
-    aligner = load(resolve_model_folder(cfg.ckpt_path))
-    if not isinstance(aligner, MonoAligner):
-        raise AlignersInputError("not a monolingual aligner (expected a model folder of kind "
-                                 "mono-token-crf, mono-phrase-crf or mono-neural-crf)",
-                                 path=str(cfg.ckpt_path))
+    check_cfg(cfg)
+    paths = list(cfg.ckpt_path) if OmegaConf.is_list(cfg.ckpt_path) else [cfg.ckpt_path]
+    aligner = load_aligners([resolve_model_folder(p) for p in paths])
     torch.set_num_threads(int(cfg.training.get("threads", 1)))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

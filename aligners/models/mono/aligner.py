@@ -342,12 +342,10 @@ class MonoAligner:
                          batch_size=batch_size or decode_batch(self.kind))
         return [p.T.contiguous() for p in out] if direction == "t2s" else out
 
-    def save(self, folder: str | Path, *, config: dict[str, Any] | None = None,
-             extras: dict[str, Any] | None = None) -> Path:
-        """Write the model folder (`aligners.export.write_model`) and return it. `config`
-        adds plain-JSON metadata (e.g. the training settings)."""
-        from aligners.export import write_model
-
+    def export_parts(self, config: dict[str, Any] | None = None
+                     ) -> tuple[str, dict[str, torch.Tensor], dict[str, Any]]:
+        """(folder kind, tensors "<direction>.<name>", plain-JSON config) of this aligner, as
+        `save` writes them (`load_mono` reads them back); `config` adds metadata."""
         first = self.models[self.directions[0]]
         tensors = {f"{d}.{k}": v for d in self.directions
                    for k, v in self.models[d].state_dict().items()}
@@ -356,8 +354,16 @@ class MonoAligner:
         cfg = {"model": {"kind": self.kind, **hp},
                "directions": self.directions, "feature_names": list(first.feature_names),
                **self.meta, **(config or {})}
-        return write_model(folder, kind=KINDS[self.kind], tensors=tensors, config=cfg,
-                           extras=extras)
+        return KINDS[self.kind], tensors, cfg
+
+    def save(self, folder: str | Path, *, config: dict[str, Any] | None = None,
+             extras: dict[str, Any] | None = None) -> Path:
+        """Write the model folder (`aligners.export.write_model`) and return it. `config`
+        adds plain-JSON metadata (e.g. the training settings)."""
+        from aligners.export import write_model
+
+        kind, tensors, cfg = self.export_parts(config)
+        return write_model(folder, kind=kind, tensors=tensors, config=cfg, extras=extras)
 
 
 def load_mono(folder) -> MonoAligner:

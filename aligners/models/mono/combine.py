@@ -29,7 +29,7 @@ import torch
 from aligners.errors import AlignersInputError
 
 __all__ = ["COMBINES", "check_combine", "grow_diag", "combine_links", "combine_posteriors",
-           "combined_blocks", "align_combined"]
+           "posterior_output", "combined_blocks", "align_combined"]
 
 COMBINES = ("none", "union", "intersect", "grow-diag", "posterior")
 _NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
@@ -94,6 +94,15 @@ def combine_posteriors(s2t: torch.Tensor, t2s: torch.Tensor) -> torch.Tensor:
     return (s2t + t2s) / 2
 
 
+def posterior_output(mean: torch.Tensor, threshold: float):
+    """One pair's output from an (I, J) mean link-posterior matrix: (1x1 blocks, the sorted
+    links whose mean exceeds `threshold`, the summed kept means / I)."""
+    keep = mean > threshold
+    links = sorted((i, j) for i, j in keep.nonzero().tolist())
+    return ([(i, 1, j, 1) for i, j in links], links,
+            float(mean[keep].sum()) / max(mean.shape[0], 1))
+
+
 def combined_blocks(links: set[Link], *block_lists) -> list[tuple[int, int, int, int]]:
     """Blocks (src_start, src_len, tgt_start, tgt_len) of the given lists whose every link is
     in `links` (deduplicated), plus a 1x1 block per link none of them covers; sorted."""
@@ -117,14 +126,8 @@ def align_combined(aligner, pairs, *, combine: str, batch_size=None, embedder=No
     if combine == "posterior":
         a = aligner.posteriors(pairs, direction="s2t", **kw)
         b = aligner.posteriors(pairs, direction="t2s", **kw)
-        out = []
-        for pair, pa, pb in zip(pairs, a, b):
-            mean = combine_posteriors(pa, pb)
-            keep = mean > threshold
-            links = sorted((i, j) for i, j in keep.nonzero().tolist())
-            out.append(([(i, 1, j, 1) for i, j in links], links,
-                        float(mean[keep].sum()) / max(len(pair.src), 1)))
-        return out
+        return [posterior_output(combine_posteriors(pa, pb), threshold)
+                for pa, pb in zip(a, b)]
     a = aligner.align(pairs, direction="s2t", decode=decode, threshold=threshold, **kw)
     b = aligner.align(pairs, direction="t2s", decode=decode, threshold=threshold, **kw)
     out = []
