@@ -172,17 +172,20 @@ def test_train_config_option_reaches_the_saved_model(encoder_dir, tmp_path):
 
 
 def test_fast_wiki_experiment(tmp_path):
-    """neural_multimwa_wiki_fast = the Wiki experiment with 3 encoder layers, both directions
-    intersected; its config passes the training checks."""
+    """neural_multimwa_wiki_fast = the Wiki experiment's cost-8 model alone (no ensemble) with
+    3 encoder layers, both directions intersected; its config passes the training checks."""
     from aligners.models.mono.combine import check_combine
-    from aligners.training.monolingual import _check_cfg
+    from aligners.training.mono_config import check_cfg
     from tests.test_mono_training import _cfg
 
     fast = _cfg("train", ["experiment=neural_multimwa_wiki_fast"], tmp_path / "f")
     base = _cfg("train", ["experiment=neural_multimwa_wiki"], tmp_path / "b")
-    _check_cfg(fast)
+    check_cfg(fast)
     check_combine(fast.model.combine, fast.training.directions)
     assert (fast.model.encoder_layers, fast.model.combine) == (3, "intersect")
     assert base.model.encoder_layers is None
     assert sorted(fast.training.directions) == ["s2t", "t2s"]
-    assert fast.training == base.training and fast.data == base.data
+    assert fast.training.members is None and fast.training.nonident_fn_cost == 8.0
+    assert {k: v for k, v in fast.training.items() if k != "members"} == {
+        k: v for k, v in base.training.items() if k != "members"}
+    assert fast.data == base.data
