@@ -10,6 +10,8 @@ aligner runs without it.
 Cost: one encoder pass per distinct sentence (memoised in `encode`; `vectors` recomputes, with
 gradients when enabled, for fine-tuning), sentences batched in word-piece length order;
 O(I*J*D) per pair for the cosine.
+`keep_layers(n)`: keep only the first n transformer layers (a cheaper encoder: cost ~ n / all
+per pass; the word vectors are then layer n's hidden states).
 Inference precision (`set_precision`, decoding only: passes with gradients always run the
 fp32 weights): "fp32" (default), "bf16" (autocast to bfloat16, CPU or CUDA) or "int8" (a
 dynamically quantised copy of the encoder's nn.Linear layers, CPU only, rebuilt when the
@@ -51,6 +53,18 @@ def word_means(hidden: torch.Tensor, rows: list[int], cols: list[int], words: li
     return torch.nn.functional.normalize(sums / count.clamp(min=1)[:, None], dim=-1)
 
 
+def _layer_list(model) -> torch.nn.ModuleList:
+    """The transformer layers (nn.ModuleList) of a BERT-style Hugging Face encoder."""
+    from aligners.errors import AlignersInputError
+
+    layers = getattr(getattr(model, "encoder", None), "layer", None)
+    if not isinstance(layers, torch.nn.ModuleList):
+        raise AlignersInputError(f"cannot find the transformer layers (encoder.layer) of "
+                                 f"{type(model).__name__}: encoder_layers needs a BERT-style "
+                                 f"encoder")
+    return layers
+
+
 class MiniLMEmbedder:
     """`embedder(src, tgt) -> (I, J)` cosine similarities of contextual word vectors;
     `encode` / `vectors`: per sentence (len(words), D) unit-norm word vectors."""
@@ -75,6 +89,31 @@ class MiniLMEmbedder:
         self._cache: dict[tuple[str, ...], torch.Tensor] = {}
         self.precision = "fp32"
         self._int8 = None  # (weight versions, quantised copy) for precision "int8"
+
+    @property
+    def layers(self) -> int:
+        """The number of transformer layers the encoder runs."""
+        return len(_layer_list(self.model))
+
+    def keep_layers(self, n) -> "MiniLMEmbedder":
+        """Keep only the first `n` transformer layers (in place; the memo and the int8 copy
+        are cleared). `n` None keeps all; n < 1, n > `layers` or a non-integer raise
+        AlignersInputError. Returns self."""
+        from aligners.errors import AlignersInputError
+
+        if n is None:
+            return self
+        have = self.layers
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= have:
+            raise AlignersInputError(f"model.encoder_layers must be an integer from 1 to "
+                                     f"{have} (the encoder's layers) or null, got {n!r}")
+        if n < have:
+            layers = _layer_list(self.model)
+            del layers[n:]
+            self.model.config.num_hidden_layers = n
+            self._cache.clear()
+            self._int8 = None
+        return self
 
     def to(self, device) -> "MiniLMEmbedder":
         """Move the encoder (the memoised vectors stay on the CPU). Returns self."""

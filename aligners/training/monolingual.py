@@ -52,7 +52,8 @@ KINDS = ("mono-token-crf", "mono-phrase-crf", "mono-neural-crf",  # what evaluat
          "mono-ensemble")
 ENSEMBLES = True  # ckpt_path=[A, B, ...]: evaluate the ensemble of saved models
 # model.* keys of the neural aligner passed to `build_model` (configs/model/mono_neural.yaml)
-NEURAL_KEYS = ("encoder", "proj", "hidden", "sparse", "finetune", "context", "cosine")
+NEURAL_KEYS = ("encoder", "proj", "hidden", "sparse", "finetune", "context", "cosine",
+               "encoder_layers")
 
 
 class LitMonoAligner(pl.LightningModule):

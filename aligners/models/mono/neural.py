@@ -18,6 +18,8 @@ forward pass with gradients and trained with the rest; decoding (`attach(decodin
 `MonoAligner.align` does) computes its vectors once, without gradients, before the scorer.
 The encoder's inference precision (fp32 | bf16 | int8, decoding only) is the embedder's
 (`MiniLMEmbedder.set_precision`; `MonoAligner.align(encoder_precision=...)`).
+`encoder_layers` = N: only the encoder's first N transformer layers run (a cheaper encoder,
+`MiniLMEmbedder.keep_layers`; saved in `export_config`, re-applied on load; None: all).
 `context`: word vectors from each sentence alone ("separate"), from both sentences in one
 encoder pass ("pair": `[CLS] src [SEP] tgt [SEP]`, `neural_pair`), or the two concatenated
 ("both"). `cosine=True`: the cosine of the raw (unprojected) span means and of the projected
@@ -56,7 +58,7 @@ __all__ = ["NeuralExample", "NeuralCRFAligner", "make_encoder", "encoder_source"
 CHUNK = 1 << 19
 # the hyper-parameters saved in a model folder's config ("model" entry)
 HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues", "dim", "proj", "hidden",
-           "sparse", "finetune", "context", "cosine")
+           "sparse", "finetune", "context", "cosine", "encoder_layers")
 # pairs (sentences) per encoder batch when decoding: less padding than the encoder's default
 # 64 (wiki dev, bf16, 1 thread: 16 -> 1.49 s, 64 -> 2.05 s per 200 pairs); training keeps 64
 DECODE_ENCODER_BATCH = 16
@@ -104,7 +106,8 @@ class NeuralCRFAligner(PhraseCRFAligner):
                  hidden: int = 64, sparse: bool = True, finetune: bool = False,
                  embedding: bool = False, phrase_cues: bool = False,
                  source: dict | None = None, dim: int | None = None,
-                 context: str = "separate", cosine: bool = False):
+                 context: str = "separate", cosine: bool = False,
+                 encoder_layers: int | None = None):
         super().__init__(max_src_len=max_src_len, max_tgt_len=max_tgt_len, embedding=embedding,
                          phrase_cues=phrase_cues)
         self.dim = int(encoder.dim)
@@ -114,6 +117,11 @@ class NeuralCRFAligner(PhraseCRFAligner):
         if context not in CONTEXTS:
             raise AlignersInputError(f"model.context must be one of {list(CONTEXTS)}, "
                                      f"got {context!r}")
+        # a cheaper encoder: only its first `encoder_layers` transformer layers (None: all),
+        # cut before it becomes a submodule, so a fine-tuned model saves only those layers
+        if encoder_layers is not None:
+            encoder.keep_layers(encoder_layers)
+        self.encoder_layers = None if encoder_layers is None else int(encoder_layers)
         self.proj_dim, self.hidden, self.sparse, self.finetune = proj, hidden, sparse, finetune
         self.context, self.cosine = context, bool(cosine)
         self.source = dict(source) if source is not None else None
@@ -144,7 +152,7 @@ class NeuralCRFAligner(PhraseCRFAligner):
                 "embedding": self.embedding, "phrase_cues": self.phrase_cues, "dim": self.dim,
                 "proj": self.proj_dim, "hidden": self.hidden, "sparse": self.sparse,
                 "finetune": self.finetune, "context": self.context, "cosine": self.cosine,
-                "encoder": encoder_source(self.source)}
+                "encoder_layers": self.encoder_layers, "encoder": encoder_source(self.source)}
 
     def _apply(self, fn, *args, **kwargs):
         """`.to(device)` / `.double()` also move a frozen (non-submodule) encoder."""
