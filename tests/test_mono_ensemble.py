@@ -195,3 +195,39 @@ def test_wiki_experiments_train_the_dev_chosen_ensemble(experiment, tmp_path):
     assert [(m.model.max_src_len, m.model.max_tgt_len) for m in ms] == [(3, 3)] * 3 + [(4, 4)]
     assert all(m.training.members is None and list(m.training.directions) == ["s2t", "t2s"]
                and m.model.finetune and m.model.combine == "posterior" for m in ms)
+
+
+def test_members_model_overrides_reach_the_trained_members(tmp_path, capsys):
+    """`training.members` with a member's `model` dict (tiny fine-tuned neural models, few
+    pairs): the saved ensemble's members have their own span lengths, and the ensemble
+    decodes as the hand mean of their posteriors."""
+    pytest.importorskip("transformers")
+    from omegaconf import open_dict
+
+    from aligners.run import train
+    from tests.conftest import shared_path
+    from tests.test_mono_neural import tiny_encoder
+    from tests.test_mono_training import _cfg
+
+    shared_path("data", "msr-rte2006-aligned")
+    (tmp_path / "enc").mkdir()
+    enc = tiny_encoder(tmp_path / "enc")
+    cfg = _cfg("train", ["experiment=neural_msr06", "data.train_limit=4", "data.test_limit=2",
+                         "training.select=2", "training.epochs=1", "model.proj=8",
+                         "model.hidden=8", "model.finetune=true", "training.directions=[s2t]",
+                         "model.combine=none",
+                         "training.members=[{},{model: {max_src_len: 2, max_tgt_len: 1}}]"],
+               tmp_path / "run")
+    with open_dict(cfg):
+        cfg.model.encoder = {"path": enc}
+    train(cfg)
+    capsys.readouterr()
+    ens = load(tmp_path / "run" / "model")
+    spans = [(m.models["s2t"].max_src_len, m.models["s2t"].max_tgt_len) for m in ens.members]
+    assert spans == [(cfg.model.max_src_len, cfg.model.max_tgt_len), (2, 1)]
+    from tests.test_mono_neural import pairs
+    ps = pairs()
+    for m in ens.members:
+        m.encoder_precision = "fp32"
+    got = ens.align(ps, direction="s2t", threshold=0.3)
+    assert [x[1] for x in got] == [w for w, _ in _hand(ens.members, ps, 0.3, ["s2t"])]
