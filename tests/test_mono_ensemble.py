@@ -131,6 +131,8 @@ def test_cli_monoalign_repeated_model(tmp_path, capsys):
                            "--threshold", "0.2") == want
     with pytest.raises(AlignersInputError, match="no model folder"):
         monoalign_lines(capsys, a, path, "--model", str(tmp_path / "missing"))
+    with pytest.raises(AlignersInputError, match="not 'union'"):
+        monoalign_lines(capsys, a, path, "--model", str(b), "--combine", "union")
 
 
 def test_members_train_like_stand_alone_runs_and_evaluate_takes_a_list(tmp_path, capsys):

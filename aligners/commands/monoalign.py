@@ -127,6 +127,11 @@ def run(args: argparse.Namespace) -> int:
         if not Path(folder).is_dir():
             raise AlignersInputError("no model folder here (expected the `model` folder of a "
                                      "monolingual training run)", path=folder)
+    combine = getattr(args, "combine", "none") or "none"
+    if len(models) > 1 and combine not in ("none", "posterior"):
+        raise AlignersInputError(f"several --model folders decode as an ensemble, by mean "
+                                 f"posterior only: use --combine posterior or none, not "
+                                 f"{combine!r}")
     pairs = _read_pairs(args)  # bad input fails fast, before torch is imported
     import torch
 
@@ -139,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     out = aligner.align(pairs, direction=args.direction, batch_size=args.batch_size,
                         decode=decode, threshold=threshold,
                         encoder_precision=getattr(args, "encoder_precision", None),
-                        combine=getattr(args, "combine", "none") or "none")
+                        combine=combine)
     for blocks, links, score in out:
         line = " ".join(f"{i}-{j}" for i, j in links)
         if args.blocks:
