@@ -72,14 +72,15 @@ def _check_ckpt(cfg: DictConfig, module, *, evaluating: bool) -> None:
             "ckpt_path is required: evaluate needs ckpt_path=MODEL, a model folder written by "
             f"task {cfg.task!r} "
             "(python train.py experiment=...), or a file inside it")
-    if OmegaConf.is_list(ckpt) or isinstance(ckpt, (list, tuple)):  # an ensemble
+    many = OmegaConf.is_list(ckpt) or isinstance(ckpt, (list, tuple))  # an ensemble
+    if many:
         if not getattr(module, "ENSEMBLES", False):
             raise AlignersInputError(f"task {cfg.task!r} evaluates one model: give one "
                                      f"ckpt_path, not a list")
         if len(ckpt) < 2:
             raise AlignersInputError("a list ckpt_path ensembles two or more model folders, "
                                      f"got {len(ckpt)}")
-    for one in (ckpt if OmegaConf.is_list(ckpt) or isinstance(ckpt, (list, tuple)) else [ckpt]):
+    for one in (ckpt if many else [ckpt]):
         folder = resolve_model_folder(one)
         kind = read_config(folder).get("kind")
         if kind not in kinds:

@@ -27,7 +27,13 @@ from typing import Any
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.models.mono.aligner import DIRECTIONS, MonoAligner, _as_pairs, load_mono
+from aligners.models.mono.aligner import (
+    DIRECTIONS,
+    MonoAligner,
+    _as_pairs,
+    check_decode,
+    load_mono,
+)
 from aligners.models.mono.combine import posterior_output
 
 __all__ = ["KIND", "MonoEnsemble", "load_ensemble", "load_aligners"]
@@ -80,8 +86,7 @@ class MonoEnsemble:
         """Per pair (blocks, sorted links, score) of the mean posterior > `threshold`, in
         source-target order; `combine`: posterior (every direction) | none (`direction`, default
         the first). `decode` is accepted for `MonoAligner.align`'s signature and not used."""
-        if not 0.0 <= threshold < 1.0:  # (NaN fails too)
-            raise AlignersInputError(f"threshold must be in [0, 1), got {threshold}")
+        _, threshold = check_decode("posterior", threshold)
         if combine not in ("posterior", "none"):
             raise AlignersInputError(f"an ensemble combines by mean posterior only "
                                      f"(combine=posterior or none), got {combine!r}")
