@@ -295,6 +295,17 @@ class MonoAligner:
                                      f"{self.directions}")
         return direction
 
+    def _decoding_examples(self, pairs, direction: str | None, embedder,
+                           encoder_precision: str | None):
+        """(direction, its model in eval mode at the encoder precision, the pairs featurised
+        for decoding) for `align` and `posteriors`."""
+        direction = self._direction(direction)
+        model = self.models[direction]
+        set_encoder_precision(model, encoder_precision or self.encoder_precision)
+        model.eval()  # before featurise: its encoder thread and the scorer see eval mode
+        return direction, model, featurise(_as_pairs(pairs), model, direction=direction,
+                                           embedder=embedder, decoding=True)
+
     def align(self, pairs: Sequence[AlignedPair | tuple[Sequence[str], Sequence[str]]], *,
               direction: str | None = None, batch_size: int | None = None, embedder=None,
               decode: str = "viterbi", threshold: float = 0.5,
@@ -315,15 +326,10 @@ class MonoAligner:
             return align_combined(self, _as_pairs(pairs), combine=combine,
                                   batch_size=batch_size, embedder=embedder, decode=decode,
                                   threshold=threshold, encoder_precision=encoder_precision)
-        direction = self._direction(direction)
-        pairs = _as_pairs(pairs)
-        model = self.models[direction]
-        set_encoder_precision(model, encoder_precision or self.encoder_precision)
-        model.eval()  # before featurise: its encoder thread and the scorer see eval mode
-        out = predict(model, featurise(pairs, model, direction=direction, embedder=embedder,
-                                       decoding=True),
-                      batch_size=batch_size or decode_batch(self.kind), decode=decode,
-                      threshold=threshold)
+        direction, model, examples = self._decoding_examples(pairs, direction, embedder,
+                                                             encoder_precision)
+        out = predict(model, examples, batch_size=batch_size or decode_batch(self.kind),
+                      decode=decode, threshold=threshold)
         if direction == "t2s":
             out = [(*_flip_output(b, l), s) for b, l, s in out]
         return out
@@ -333,13 +339,9 @@ class MonoAligner:
                    embedder=None, encoder_precision: str | None = None) -> list[torch.Tensor]:
         """Per pair the (I, J) float64 link-posterior matrix [source word, target word] (a
         t2s model's is transposed back to source-target order). Cost: as `align`."""
-        direction = self._direction(direction)
-        pairs = _as_pairs(pairs)
-        model = self.models[direction]
-        set_encoder_precision(model, encoder_precision or self.encoder_precision)
-        out = posteriors(model, featurise(pairs, model, direction=direction, embedder=embedder,
-                                          decoding=True),
-                         batch_size=batch_size or decode_batch(self.kind))
+        direction, model, examples = self._decoding_examples(pairs, direction, embedder,
+                                                             encoder_precision)
+        out = posteriors(model, examples, batch_size=batch_size or decode_batch(self.kind))
         return [p.T.contiguous() for p in out] if direction == "t2s" else out
 
     def export_parts(self, config: dict[str, Any] | None = None
