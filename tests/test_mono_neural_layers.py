@@ -5,7 +5,6 @@ fine-tuned), links are identical after a round trip, batched == one-by-one, bad 
 packaged MiniLM (6 layers -> 3) where it is installed."""
 
 import json
-import math
 
 import pytest
 import torch
@@ -14,7 +13,13 @@ transformers = pytest.importorskip("transformers")
 
 from aligners.errors import AlignersInputError  # noqa: E402
 from aligners.models.mono.aligner import MonoAligner, build_model  # noqa: E402
-from tests.test_mono_neural import _tensor_names, model, pairs, tiny_encoder  # noqa: E402
+from tests.test_mono_neural import (  # noqa: E402
+    _tensor_names,
+    assert_batched_equals_one_by_one,
+    model,
+    pairs,
+    tiny_encoder,
+)
 
 
 @pytest.fixture(scope="module")
@@ -98,14 +103,9 @@ def test_config_without_the_key_keeps_all_layers(encoder_dir, tmp_path):
 
 @pytest.mark.parametrize("finetune", [False, True])
 def test_batched_equals_one_by_one_with_a_cut_encoder(encoder_dir, finetune):
-    al = MonoAligner({"s2t": model(encoder_dir, finetune=finetune, encoder_layers=1)},
-                     kind="neural")
-    together = al.align(pairs(), batch_size=4)
-    alone = [al.align([p], batch_size=1)[0] for p in pairs()]
-    for (b1, l1, s1), (b2, l2, s2) in zip(together, alone):
-        assert (b1, l1) == (b2, l2)
-        assert math.isclose(s1, s2, rel_tol=1e-5, abs_tol=1e-5)
-    assert any(links for _, links, _ in together)
+    assert_batched_equals_one_by_one(
+        MonoAligner({"s2t": model(encoder_dir, finetune=finetune, encoder_layers=1)},
+                    kind="neural"))
 
 
 def test_finetuned_cut_encoder_trains(encoder_dir):
