@@ -110,13 +110,14 @@ def test_finetuned_encoder_gets_gradients(encoder_dir):
 
 def assert_batched_equals_one_by_one(al):
     """`al.align` of `pairs()` in one batch == each pair alone (blocks and links exactly,
-    scores to 1e-5), and some pair gets links."""
+    scores to 1e-5), and some pair gets links; returns the batched output."""
     together = al.align(pairs(), batch_size=4)
     alone = [al.align([p], batch_size=1)[0] for p in pairs()]
     for (b1, l1, s1), (b2, l2, s2) in zip(together, alone):
         assert (b1, l1) == (b2, l2)
         assert math.isclose(s1, s2, rel_tol=1e-5, abs_tol=1e-5)
     assert any(links for _, links, _ in together)
+    return together
 
 
 @pytest.mark.parametrize("finetune", [False, True])

@@ -10,7 +10,12 @@ import torch
 
 pytest.importorskip("transformers")
 
-from test_mono_neural import encoder_dir, model, pairs  # noqa: E402,F401 (fixture)
+from test_mono_neural import (  # noqa: E402,F401 (fixture)
+    assert_batched_equals_one_by_one,
+    encoder_dir,
+    model,
+    pairs,
+)
 
 from aligners.errors import AlignersInputError  # noqa: E402
 from aligners.models.mono.aligner import (  # noqa: E402
@@ -170,11 +175,7 @@ def test_bad_precision_and_cli_flag(encoder_dir, tmp_path, capsys):  # noqa: F81
 def test_batched_equals_one_by_one_per_precision(encoder_dir, finetune, precision):  # noqa: F811
     al = MonoAligner({"s2t": model(encoder_dir, finetune=finetune, context="pair", seed=2)},
                      kind="neural", encoder_precision=precision)
-    together = al.align(pairs(), batch_size=4)
-    alone = [al.align([p], batch_size=1)[0] for p in pairs()]
-    for (b1, l1, s1), (b2, l2, s2) in zip(together, alone):
-        assert (b1, l1) == (b2, l2)
-        assert math.isclose(s1, s2, rel_tol=1e-5, abs_tol=1e-5)
+    assert_batched_equals_one_by_one(al)
     assert al.models["s2t"].encoder.precision == precision
 
 

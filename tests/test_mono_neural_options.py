@@ -12,6 +12,7 @@ transformers = pytest.importorskip("transformers")
 from aligners.errors import AlignersInputError  # noqa: E402
 from aligners.models.mono.aligner import MonoAligner, chunks, featurise  # noqa: E402
 from tests.test_mono_neural import (  # noqa: E402
+    assert_batched_equals_one_by_one,
     assert_central_differences,
     model,
     pairs,
@@ -88,11 +89,7 @@ def test_batched_equals_one_by_one_and_save_load(encoder_dir, tmp_path, context,
         with torch.no_grad():
             m.out_cos.weight.copy_(torch.tensor([[3.0, -2.0]]))
     al = MonoAligner({"s2t": m}, kind="neural")
-    together = al.align(pairs(), batch_size=4)
-    alone = [al.align([p], batch_size=1)[0] for p in pairs()]
-    for (b1, l1, s1), (b2, l2, s2) in zip(together, alone):
-        assert (b1, l1) == (b2, l2)
-        assert math.isclose(s1, s2, rel_tol=1e-5, abs_tol=1e-5)
+    together = assert_batched_equals_one_by_one(al)
     back = aligners.load(al.save(tmp_path / "model"))
     got = back.models["s2t"]
     assert (got.context, got.cosine, got.finetune) == (context, cosine, finetune)
