@@ -10,15 +10,14 @@ Writing is atomic: the folder is built under a temporary name beside the destina
 renamed into place, so a failed save never leaves a partial model behind. Files are written
 with mode 0644.
 
-Each family registers `KIND -> "module:function"` in `LOADERS`; the function takes a
-`ModelFolder` and returns a ready model for inference. `load(path)` reads the folder, checks
-the format, and dispatches on `kind` (the loader's module is imported lazily, so loading a
-reorderer never imports the word aligner, and nothing here imports Lightning).
+`load(path)` reads the folder, checks the format, and dispatches on `kind` to the family
+that registered it (`aligners.families`: its loader takes a `ModelFolder` and returns a ready
+model for inference; the loader's module is imported lazily, so loading a reorderer never
+imports the word aligner, and nothing here imports Lightning).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
@@ -31,27 +30,10 @@ import torch
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["FORMAT", "LOADERS", "ModelFolder", "write_model", "read_model", "read_config",
+__all__ = ["FORMAT", "ModelFolder", "write_model", "read_model", "read_config",
            "resolve_model_folder", "load"]
 
 FORMAT = "aligners/1"
-
-# kind -> "module:function" taking a ModelFolder and returning a model ready for inference.
-LOADERS: dict[str, str] = {
-    "word-aligner": "aligners.models.word.saved:load_word_aligner",
-    "mono-token-crf": "aligners.models.mono.aligner:load_mono",
-    "mono-phrase-crf": "aligners.models.mono.aligner:load_mono",
-    "mono-neural-crf": "aligners.models.mono.aligner:load_mono",  # neural semi-CRF
-    "mono-ensemble": "aligners.models.mono.ensemble:load_ensemble",  # mean link posterior
-    "reorder-lexical": "aligners.models.reorder.reorderer:load_folder",
-    "reorder-naive-bayes": "aligners.models.reorder.reorderer:load_folder",
-    "reorder-primal-mlr": "aligners.models.reorder.reorderer:load_folder",
-    "reorder-dual-mlr": "aligners.models.reorder.reorderer:load_folder",
-    "lclr": "aligners.models.lclr_tasks:load_lclr",  # LCLR / two-stage classifiers
-    "phrasal-hsmm": "aligners.models.phrasal.io:load_phrasal",
-    "bayes-aligner": "aligners.models.bayes.io:from_folder",
-}
-
 
 @dataclass
 class ModelFolder:
@@ -204,14 +186,14 @@ def read_model(folder: str | Path, *, kind: str | None = None) -> ModelFolder:
 def load(path: str | Path):
     """A ready model for inference from a model folder, whatever its family.
 
-    Dispatches on the folder's `kind` through `LOADERS`; raises AlignersInputError for an
-    unknown kind or a bad folder.
+    Dispatches on the folder's `kind` to its family's loader (`aligners.families.by_kind`);
+    raises AlignersInputError for an unknown kind or a bad folder.
     """
-    folder = read_model(path)
-    target = LOADERS.get(folder.kind)
-    if target is None:
-        raise AlignersInputError(f"unknown model kind {folder.kind!r}; known: "
-                                 f"{sorted(LOADERS)}", path=str(folder.path))
-    module, _, func = target.partition(":")
-    return getattr(importlib.import_module(module), func)(folder)
+    from aligners.families import by_kind
 
+    folder = read_model(path)
+    try:
+        fam = by_kind(folder.kind)
+    except AlignersInputError as err:
+        raise AlignersInputError(err.reason, path=str(folder.path)) from None
+    return fam.load(folder)

@@ -2,15 +2,16 @@
 
 `cfg.task` names what to run; each task lives in `aligners.training.<module>` and exposes
 `train(cfg) -> dict` and `evaluate(cfg) -> dict` (the metrics it printed and wrote to
-`metrics.json` in `cfg.paths.output_dir`). A task module lists `KINDS`, the export kinds
-its `evaluate` accepts (empty: it has no model to load).
+`metrics.json` in `cfg.paths.output_dir`). The tasks are the model families' (one task per
+family, `aligners.families`: its `evaluate` accepts the family's model kinds) plus
+"baseline", the diagonal aligner scored on a gold set (no model to load).
 
 The contract of `evaluate(cfg)`, the same for every task: `cfg.ckpt_path` is a model
 folder written by the task (or a file inside it); a task with `ENSEMBLES = True` also takes a
 list of them (`ckpt_path=[A,B]`: their ensemble). Before a task runs, `check(cfg)`
 validates the config once (`aligners.config_checks`) and checks that `ckpt_path` and
 `data.test_path` exist and that a model folder's `config.json` is readable and of a kind the
-task accepts (its `KINDS`; every task with a model lists them); every
+task's family writes; every
 failure is one `AlignersInputError` line. `main(fn, cfg)` is what the Hydra wrappers call:
 it prints that line and exits with status 2 (no traceback), and removes the run's output
 folder when the run failed on bad input (other failures leave a `FAILED` file there).
@@ -28,18 +29,17 @@ from omegaconf import DictConfig, OmegaConf
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["TASKS", "train", "evaluate", "check", "main"]
+__all__ = ["tasks", "train", "evaluate", "check", "main"]
 
-# task name -> module under aligners.training
-TASKS: dict[str, str] = {
-    "baseline": "baseline",  # diagonal aligner scored on a gold test set (the default job)
-    "word_align": "word_align",
-    "monolingual": "monolingual",  # token / semi-Markov phrasal CRF aligners (Yao et al. 2013)
-    "reorder": "reorder",
-    "lclr": "lclr",  # LCLR vs two-stage on constrained latent alignments (Chang et al. 2010)
-    "phrasal_align": "phrasal_align",  # phrasal/gappy HSMM by agreement (Bansal et al. 2011)
-    "bayes_align": "bayes_align",  # Bayesian aligner, collapsed Gibbs (Östling & Tiedemann 2016)
-}
+BASELINE = "baseline"  # diagonal aligner scored on a gold test set (the default job)
+
+
+def tasks() -> dict[str, str]:
+    """task name -> module under aligners.training: every family's task, and the baseline."""
+    from aligners.families import families
+
+    return {BASELINE: BASELINE, **{f.task_name: f.task_module for f in families()}}
+
 
 # `${pid:}` in hydra.run.dir: two runs started in the same microsecond still differ
 if not OmegaConf.has_resolver("pid"):
@@ -47,19 +47,27 @@ if not OmegaConf.has_resolver("pid"):
 
 
 def _task_module(cfg: DictConfig):
-    name = cfg.get("task")
-    if name not in TASKS:
-        raise AlignersInputError(f"unknown task {name!r}; choose one of {sorted(TASKS)}")
-    return importlib.import_module(f"aligners.training.{TASKS[name]}")
+    name, known = cfg.get("task"), tasks()
+    if name not in known:
+        raise AlignersInputError(f"unknown task {name!r}; choose one of {sorted(known)}")
+    return importlib.import_module(f"aligners.training.{known[name]}")
+
+
+def _kinds(task: str) -> tuple[str, ...]:
+    """The model kinds task `task` evaluates (its family's; none for the baseline)."""
+    from aligners.families import by_task
+
+    fam = by_task(task)
+    return () if fam is None or not fam.evaluates else fam.all_kinds
 
 
 def _check_ckpt(cfg: DictConfig, module, *, evaluating: bool) -> None:
     """`ckpt_path` names a model folder (`export.resolve_model_folder`) whose config.json is
-    readable and of a kind listed in the task's `KINDS`."""
+    readable and of a kind of the task's family."""
     from aligners.export import read_config, resolve_model_folder
 
     ckpt = cfg.get("ckpt_path")
-    kinds = getattr(module, "KINDS", ())
+    kinds = _kinds(cfg.task)
     if ckpt in (None, "") and not evaluating:
         return
     if not kinds:

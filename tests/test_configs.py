@@ -13,7 +13,9 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import OmegaConf, open_dict
 
-from aligners.run import TASKS
+from aligners.run import tasks
+
+TASKS = tasks()
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 ROOTS = ("train", "evaluate")

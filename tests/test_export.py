@@ -8,8 +8,9 @@ import pytest
 import torch
 
 import aligners
+from aligners import families
 from aligners.errors import AlignersInputError
-from aligners.export import FORMAT, LOADERS, read_model, write_model
+from aligners.export import FORMAT, read_model, write_model
 
 
 def test_round_trip_and_modes(tmp_path):
@@ -60,7 +61,10 @@ def test_errors_name_the_problem(tmp_path):
 
 
 def test_load_dispatches_on_kind(tmp_path, monkeypatch):
-    monkeypatch.setitem(LOADERS, "test-kind", "tests.test_export:_fake_loader")
+    fake = families.Family(name="test-kind", summary="", verb="none",
+                           loader="tests.test_export:_fake_loader")
+    registered = families._registered()
+    monkeypatch.setattr(families, "_registered", lambda: (*registered, fake))
     out = write_model(tmp_path / "m", kind="test-kind", tensors={"w": torch.ones(2)}, config={})
     assert aligners.load(out) == ("loaded", 2.0)
 

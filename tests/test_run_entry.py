@@ -3,7 +3,6 @@ checkpoint, a missing data.test_path or an absurd config value is one clean erro
 Hydra entry points print one line, exit 2 and leave no output folder; two runs never share
 an output folder."""
 
-import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +11,13 @@ import pytest
 import torch
 from omegaconf import OmegaConf, open_dict
 
+from aligners import families
 from aligners.errors import AlignersInputError
-from aligners.export import LOADERS, write_model
-from aligners.run import TASKS, check, evaluate
+from aligners.export import write_model
+from aligners.run import check, evaluate, tasks
 from tests.test_configs import CONFIGS, _compose, _names, _plain
+
+TASKS = tasks()
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,10 +71,13 @@ def test_evaluate_with_a_bad_ckpt_path_fails_cleanly(task, tmp_path):
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_a_model_of_another_task_is_refused(task, tmp_path, monkeypatch):
     """Wrong kind: the folder is valid, but written for another task (or family)."""
-    module = importlib.import_module(f"aligners.training.{TASKS[task]}")
-    kinds = getattr(module, "KINDS", None)
+    fam = families.by_task(task)
+    kinds = fam.all_kinds if fam is not None and fam.evaluates else ()
     if task == "reorder":
-        monkeypatch.setitem(LOADERS, "other_family", "aligners.export:load")
+        other = families.Family(name="other_family", summary="", verb="none",
+                                loader="aligners.export:load")
+        registered = families._registered()
+        monkeypatch.setattr(families, "_registered", lambda: (*registered, other))
         kind = "other_family"
     else:
         kind = "reorder-lexical"  # a reordering model, claimed by the reorder task
@@ -85,8 +90,8 @@ def test_a_model_of_another_task_is_refused(task, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_evaluate_without_ckpt_path_says_so(task, tmp_path):
-    kinds = getattr(importlib.import_module(f"aligners.training.{TASKS[task]}"), "KINDS", None)
-    if kinds == ():
+    fam = families.by_task(task)
+    if fam is None or not fam.evaluates:
         pytest.skip(f"task {task} has no model: evaluate runs without ckpt_path")
     with pytest.raises(AlignersInputError, match="evaluate needs ckpt_path="):
         evaluate(_cfg(task, tmp_path))

@@ -10,7 +10,7 @@ import aligners
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
-from aligners.export import LOADERS
+from aligners.families import by_kind
 from aligners.inference.decode import decode_corpus
 from aligners.models.word.agreement import WordAlignConfig, WordAligner, WordDecoding
 from aligners.models.word.saved import KIND, TrainedWordAligner, save_word_aligner
@@ -33,7 +33,7 @@ def test_save_then_aligners_load_gives_identical_alignments(tmp_path, trained):
     model, si, ti, src, tgt = trained
     dec = WordDecoding(method="posterior", threshold=0.25, symmetrize="intersect")
     save_word_aligner(tmp_path / "m", model, si, ti, decoding=dec)
-    assert LOADERS[KIND] == "aligners.models.word.saved:load_word_aligner"
+    assert by_kind(KIND).name == "hmm" and by_kind(KIND).model_class() is TrainedWordAligner
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
     assert (cfg["format"], cfg["kind"], cfg["model"]["p0"]) == ("aligners/1", KIND, 0.2)
     loaded = aligners.load(tmp_path / "m")

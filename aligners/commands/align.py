@@ -1,12 +1,15 @@
-"""`aligners align`: word-align a bitext (IBM1 -> HMM, both directions, by agreement).
+"""`aligners align`: word-align a bitext with any word-alignment family.
 
     aligners align -i corpus.src-tgt --symmetrize grow-diag-final-and > out.align
     aligners align -s text.en -t text.fr -f fwd.align -r rev.align --save-model model/
     aligners align -i new.src-tgt --load-model model/ --posteriors > new.align
 
+`--model` picks the family (`aligners.families("align")`; default `auto`, see `auto_family`),
+or `--load-model` a saved model, whose kind names its family. Every family goes through the
+same pipeline (`aligners.models.aligned`): fit (or load and decode new text), then write.
 Output: Pharaoh `i-j` (0-based, source-target order for both directions). -f/-r write each
 direction; -o (or stdout when neither -f/-r nor -o is given, or when --symmetrize is) gets
-the symmetrized links of the chosen decoding: --symmetrize HEURISTIC, else none for
+the links of the chosen decoding: --symmetrize HEURISTIC, else the saved one, else none for
 agreement decoding (symmetric already), grow-diag-final-and otherwise.
 Input lines wrapped as `<s snum=N> tokens </s>` (the WPT/NAACL test files) are unwrapped;
 both sides must then be wrapped with the same sentence numbers in the same order.
@@ -15,44 +18,25 @@ both sides must then be wrapped with the same sentence numbers in the same order
 from __future__ import annotations
 
 import argparse
-import math
+import importlib
 import os
 import re
 import sys
 import tempfile
 from pathlib import Path
 
-from aligners.data import DEFAULT_CELLS, GPU_CELLS, default_cells
+from aligners.cli_types import float_in, int_at_least
+from aligners.data import DEFAULT_CELLS, GPU_CELLS
 from aligners.errors import AlignersInputError
-from aligners.models.word.config import WordAlignConfig, WordDecoding
+from aligners.families import Family, families, family
 
-__all__ = ["add_arguments", "run"]
-
-
-def _int_at_least(low: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
-        return value
-    return parse
+__all__ = ["add_arguments", "run", "auto_family"]
 
 
-def _float_in(low: float, high: float, *, high_open: bool = False):
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        above = value >= high if high_open else value > high
-        if not math.isfinite(value) or value < low or above:
-            bracket = ")" if high_open else "]"
-            raise argparse.ArgumentTypeError(f"must be in [{low}, {high}{bracket}, got {text}")
-        return value
-    return parse
+def _options_module(fam: Family):
+    """The module of a family's config dataclass: its `add_arguments` / `from_args` (and,
+    optionally, `adjust_loaded(model, args)`)."""
+    return importlib.import_module(fam.config.partition(":")[0])
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -68,59 +52,48 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                     help="write the symmetrized links here (default: stdout when no -f/-r)")
     io.add_argument("--symmetrize", default=None, metavar="HEURISTIC",
                     help="atools heuristic for stdout/-o (intersect, union, grow-diag, "
-                         "grow-diag-final, grow-diag-final-and); default: none for agreement "
-                         "decoding, grow-diag-final-and otherwise")
+                         "grow-diag-final, grow-diag-final-and); default: the saved model's, "
+                         "else none for agreement decoding, grow-diag-final-and otherwise")
     io.add_argument("--posteriors", action="store_true", help="write links as i-j:p")
     io.add_argument("--lowercase", action="store_true", help="lowercase the input")
-    train, dec = WordAlignConfig(), WordDecoding()  # the one place of every default
+    word = families("align")
     m = p.add_argument_group("model")
-    m.add_argument("--model", choices=tuple(_FAMILIES.values()), default=None,
-                   help="hmm: word HMM by agreement (default); gappy-hsmm: phrasal + gappy "
-                        "hidden semi-Markov model by agreement (Bansal et al. 2011); "
-                        "bayesian: collapsed Gibbs sampling (Östling & Tiedemann 2016); "
-                        "with --load-model: the saved model's family")
-    m.add_argument("--phrasal-iterations", type=_int_at_least(0), default=5,
-                   help="gappy-hsmm: EM iterations of the phrasal model (default: the "
-                        "paper's 5; Hansards dev preferred 2 after --ibm1-iterations 3 "
-                        "--hmm-iterations 3 and --phrasal-p0 0.2: see its experiment)")
-    m.add_argument("--phrasal-p0", type=_float_in(0.0, 1.0, high_open=True),
-                   default=None,
-                   help="gappy-hsmm: the phrasal model's NULL probability, in [0, 1) "
-                        "(default: the paper's, PhrasalConfig.p0)")
-    m.add_argument("--no-gappy", action="store_true",
-                   help="gappy-hsmm: contiguous phrases only")
+    m.add_argument("--model", choices=("auto", *(f.name for f in word)), default=None,
+                   help="auto (default): " + AUTO_RULE + "; " +
+                        "; ".join(f"{f.name}: {f.summary} ({f.paper})" for f in word) +
+                        "; with --load-model: the saved model's family")
     m.add_argument("--save-model", metavar="DIR", help="save the trained model (safetensors)")
     m.add_argument("--load-model", metavar="DIR", help="align with a saved model, no training")
-    m.add_argument("--ibm1-iterations", type=_int_at_least(0), default=train.ibm1_iterations,
-                   help="default %(default)s")
-    m.add_argument("--hmm-iterations", type=_int_at_least(0), default=train.hmm_iterations,
-                   help="default %(default)s")
-    m.add_argument("--no-agreement", action="store_true", help="train the directions apart")
-    m.add_argument("--p0", type=_float_in(0.0, 1.0, high_open=True), default=train.p0,
-                   help="HMM NULL probability, in [0, 1) (default %(default)s)")
-    m.add_argument("--max-jump", type=_int_at_least(1), default=train.max_jump,
-                   help="default %(default)s")
-    m.add_argument("--alpha", type=_float_in(0.0, math.inf, high_open=True),
-                   default=train.alpha, help="Dirichlet prior (VB), 0 = EM (default %(default)s)")
+    for f in word:
+        _options_module(f).add_arguments(p)
     d = p.add_argument_group("decoding")
-    d.add_argument("--decoding", choices=("viterbi", "posterior", "agreement"), default=None,
-                   help=f"default: the saved model's, else {dec.method}")
-    d.add_argument("--threshold", type=_float_in(0.0, 1.0), default=None,
-                   help=f"posterior threshold in [0, 1] (default: the saved model's, else "
-                        f"{dec.threshold})")
+    methods = tuple(dict.fromkeys(m for f in word for m in _options_module(f).METHODS))
+    d.add_argument("--decoding", choices=methods, default=None,
+                   help="default: the saved model's, else the family's (" +
+                        ", ".join(f"{f.name} {_options_module(f).DECODING.method}" for f in word)
+                        + ")")
+    d.add_argument("--threshold", type=float_in(0.0, 1.0), default=None,
+                   help="posterior threshold in [0, 1] (default: the saved model's, else the "
+                        "family's: " + ", ".join(f"{f.name} {_options_module(f).DECODING.threshold}"
+                                                  for f in word) + ")")
     r = p.add_argument_group("running")
     r.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    r.add_argument("--threads", type=_int_at_least(1), default=1, help="torch CPU threads")
-    r.add_argument("--batch-cells", type=_int_at_least(1), default=None,
+    r.add_argument("--threads", type=int_at_least(1), default=1, help="torch CPU threads")
+    r.add_argument("--batch-cells", type=int_at_least(1), default=None,
                    help=f"padded source x target cells per batch (default {DEFAULT_CELLS} on "
                         f"the CPU, {GPU_CELLS} on a GPU)")
     r.add_argument("--cache-dir", default=None,
                    help="keep the pair-id index in memory-mapped files here (large corpora)")
     r.add_argument("-q", "--quiet", "--no-progress", dest="quiet", action="store_true",
                    help="no progress bars and no summary line on stderr")
-    from aligners.commands._align_bayes import add_bayes_arguments
 
-    add_bayes_arguments(p)
+
+AUTO_RULE = "hmm"
+
+
+def auto_family(args: argparse.Namespace) -> tuple[str, str]:
+    """(family name, reason) that `--model auto` picks."""
+    return "hmm", "auto"
 
 
 _SNUM = re.compile(r"<s\s+snum\s*=\s*[\"']?(\d+)[\"']?\s*>(.*?)</s>\Z")
@@ -211,132 +184,92 @@ def _check_writable_dir(path: str | None, flag: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    family = _family(args)
-    if family == "bayesian":  # before importing torch: the sampler does not need it
-        from aligners.commands._align_bayes import run_bayes
+    from aligners.models.aligned import RunOptions
 
-        for dest, flag in ((args.forward_links, "-f"), (args.reverse_links, "-r"),
-                           (args.output, "-o")):
-            _check_writable_file(dest, flag)
-        _check_writable_dir(args.save_model, "--save-model")
-        return run_bayes(args, _read(args), _write)
-    import torch
-    from tqdm import tqdm
-
-    from aligners.commands._device import torch_device
-    from aligners.inference.decode import decode_lines
-
-    torch_device(args.device)
-    torch.set_num_threads(max(1, args.threads))
-    if args.batch_cells is None:
-        args.batch_cells = default_cells(args.device)
+    fam, why = _family(args)
+    cls = fam.model_class()
+    options = _options_module(fam)
     for dest, flag in ((args.forward_links, "-f"), (args.reverse_links, "-r"),
                        (args.output, "-o")):
         _check_writable_file(dest, flag)
     _check_writable_dir(args.save_model, "--save-model")
-    pairs = _read(args)
     show = not args.quiet and sys.stderr.isatty()
-    if family == "gappy-hsmm":
-        from aligners.commands._align_phrasal import run_phrasal
-
-        return run_phrasal(args, pairs, show)
-    saved = None
+    run_opts = RunOptions(device=args.device, threads=args.threads,
+                          batch_cells=args.batch_cells, cache_dir=args.cache_dir,
+                          seed=args.seed, progress=show)
     if args.load_model:
-        aligner = _load(args.load_model).to(args.device)  # batches follow the model
-        model, src_ids, tgt_ids, saved = (aligner.model, aligner.src_ids, aligner.tgt_ids,
-                                          aligner.decoding)
-        index = aligner.index(pairs, cells=args.batch_cells, cache_dir=args.cache_dir)
-        index.to(args.device)  # built on the CPU; batches move to the model's device once
+        model = _load(args.load_model, cls)
+        if hasattr(options, "adjust_loaded"):
+            options.adjust_loaded(model, args)
+        decoding = model.choose_decoding(args.decoding, args.threshold, args.symmetrize)
+    else:  # every value is checked before any work starts
+        config = options.from_args(args)
+        decoding = cls.decoding_for(None, args.decoding, args.threshold, args.symmetrize)
+    if cls.USES_TORCH or args.device != "cpu":
+        import torch
+
+        from aligners.commands._device import torch_device
+
+        torch_device(args.device)
+        if cls.USES_TORCH:
+            torch.set_num_threads(max(1, args.threads))
+    if args.load_model:
+        aligned = model.decode(_read(args), run_opts)
     else:
-        from aligners.data.bitext import build_index
-        from aligners.data.vocab import WordIds
-        from aligners.models.word.agreement import WordAligner
-
-        src_ids, tgt_ids = WordIds(), WordIds()
-        index = build_index(pairs, src_ids, tgt_ids, cells=args.batch_cells,
-                            cache_dir=args.cache_dir)
-        config = WordAlignConfig(
-            ibm1_iterations=args.ibm1_iterations, hmm_iterations=args.hmm_iterations,
-            agreement=not args.no_agreement, p0=args.p0, max_jump=args.max_jump,
-            alpha=args.alpha,
-        )
-        model = WordAligner.from_index(index, config).to(args.device)
-        index.to(args.device)  # batches move once, not every EM iteration
-        model.reset_counts()
-        bar = tqdm(total=model.n_iterations * len(index), desc="EM", disable=not show,
-                   file=sys.stderr)
-        model.fit(index, progress=lambda it, k: bar.update(1))
-        bar.close()
-    default = saved or WordDecoding()
-    method = args.decoding or default.method
-    threshold = args.threshold if args.threshold is not None else default.threshold
-    saved_sym = saved.symmetrize if saved is not None and args.decoding is None else None
-    heuristic = args.symmetrize
-    if heuristic is None:
-        heuristic = saved_sym or ("none" if method == "agreement" else "grow-diag-final-and")
+        model, aligned = cls.fit(_read(args), config, run_opts)
     if args.save_model:
-        from aligners.models.word.saved import save_word_aligner
-
         try:
-            save_word_aligner(args.save_model, model, src_ids, tgt_ids,
-                              decoding=WordDecoding(method=method, threshold=threshold,
-                                                    symmetrize=heuristic))
+            model.save(args.save_model, decoding)
         except OSError as err:
             raise AlignersInputError(f"--save-model: cannot write the model: {err.strerror}",
                                      path=args.save_model) from None
-    want = []
-    if args.forward_links:
-        want.append("fwd")
-    if args.reverse_links:
-        want.append("rev")
-    if args.output is not None or args.symmetrize is not None or not want:
-        want.append("sym")
-    bar = tqdm(total=index.n_sentences, desc="align", disable=not show, file=sys.stderr)
-    lines = decode_lines(model, index, method=method, threshold=threshold, heuristic=heuristic,
-                         posteriors=args.posteriors, outputs=tuple(want), progress=bar.update)
-    bar.close()
-    args.summary = f"{index.n_sentences} sentence pairs aligned"
-    for name, dest in (("fwd", args.forward_links), ("rev", args.reverse_links),
-                       ("sym", args.output or "-")):
-        if name in lines:
-            _write(dest, lines[name])
+    dests = {"fwd": args.forward_links, "rev": args.reverse_links}
+    dests = {k: v for k, v in dests.items() if v}
+    if args.output is not None or args.symmetrize is not None or not dests:
+        dests["sym"] = args.output or "-"
+    lines = aligned.lines(tuple(dests), decoding, posteriors=args.posteriors)
+    n = 0
+    for name, dest in dests.items():
+        n = _write(dest, lines[name])
+    args.summary = f"{n} sentence pairs aligned, model {fam.name} ({why})"
     return 0
 
 
-# saved model kind -> the --model family that aligns with it
-_FAMILIES = {"word-aligner": "hmm", "phrasal-hsmm": "gappy-hsmm", "bayes-aligner": "bayesian"}
-
-
-def _family(args: argparse.Namespace) -> str:
-    """The model family: --model, else the kind saved in --load-model's folder, else hmm.
-    A --model that contradicts the saved kind is one clear error."""
+def _family(args: argparse.Namespace) -> tuple[Family, str]:
+    """(family, why): --model, else the kind saved in --load-model's folder, else the
+    `auto` rule. A --model that contradicts the saved kind is one clear error."""
     if not args.load_model:
-        return args.model or "hmm"
+        if args.model in (None, "auto"):
+            name, why = auto_family(args)
+            return family(name, verb="align"), why
+        return family(args.model, verb="align"), "--model"
     from aligners.export import read_config
+    from aligners.families import by_kind
 
     try:
         kind = read_config(args.load_model).get("kind")
+        fam = by_kind(kind)
     except AlignersInputError as err:
         raise AlignersInputError(f"--load-model: {err}") from None
-    family = _FAMILIES.get(kind)
-    if family is None:
+    if fam.verb != "align":
+        kinds = sorted(k for f in families("align") for k in f.all_kinds)
         raise AlignersInputError(f"--load-model: a {kind!r} model does not word-align; "
-                                 f"expected one of {sorted(_FAMILIES)}", path=args.load_model)
-    if args.model not in (None, family):
-        raise AlignersInputError(f"--load-model holds a {family} model, not --model "
+                                 f"expected one of {kinds}", path=args.load_model)
+    if args.model not in (None, "auto", fam.name):
+        raise AlignersInputError(f"--load-model holds a {fam.name} model, not --model "
                                  f"{args.model}", path=args.load_model)
-    return family
+    return fam, "saved model"
 
 
-def _load(folder: str):
-    """`aligners.load(folder)` as a word aligner, with every problem one input error."""
+def _load(folder: str, cls):
+    """`aligners.load(folder)` as a model of class `cls`, with every problem one input
+    error."""
     from safetensors import SafetensorError
 
     from aligners.export import load
-    from aligners.models.word.saved import TrainedWordAligner
 
     try:
-        aligner = load(folder)
+        model = load(folder)
     except AlignersInputError as err:
         raise AlignersInputError(f"--load-model: {err}") from None
     except (KeyError, TypeError, ValueError, SafetensorError) as err:
@@ -345,19 +278,22 @@ def _load(folder: str):
     except OSError as err:
         raise AlignersInputError(f"--load-model: cannot read the model: {err}",
                                  path=folder) from None
-    if not isinstance(aligner, TrainedWordAligner):
+    if not isinstance(model, cls):
         raise AlignersInputError("--load-model: not a word aligner (kind "
-                                 f"{type(aligner).__name__})", path=folder)
-    return aligner
+                                 f"{type(model).__name__})", path=folder)
+    return model
 
 
-def _write(dest: str, lines: list[str]) -> None:
+def _write(dest: str, lines) -> int:
+    """Write `lines` to `dest` ("-" = stdout); returns how many were written."""
+    text = [line + "\n" for line in lines]
     if dest == "-":
-        sys.stdout.write("".join(line + "\n" for line in lines))
+        sys.stdout.write("".join(text))
         sys.stdout.flush()
-        return
+        return len(text)
     try:
         with open(dest, "w", encoding="utf-8") as fh:
-            fh.write("".join(line + "\n" for line in lines))
+            fh.write("".join(text))
     except OSError as err:
         raise AlignersInputError(f"cannot write: {err.strerror}", path=dest) from None
+    return len(text)

@@ -21,10 +21,12 @@ from aligners.data.types import Alignment
 from aligners.errors import AlignersInputError
 
 __all__ = [
+    "POSTERIOR_DIGITS",
     "OutOfRangeLinksWarning",
     "bounds_text",
     "check_ranges",
     "format_pharaoh",
+    "link_line",
     "parse_pharaoh_line",
     "read_pharaoh",
     "warn_dropped",
@@ -186,12 +188,26 @@ def read_pharaoh(
     return alignments
 
 
-def _fmt_p(p: float, digits: int) -> str:
+POSTERIOR_DIGITS = 6  # significant digits of every written posterior (`i-j:p`)
+
+
+def _fmt_p(p: float, digits: int = POSTERIOR_DIGITS) -> str:
     return f"{p:.{digits}g}"
 
 
+def link_line(links: Iterable[tuple[int, int]], posteriors=None) -> str:
+    """One Pharaoh line of 0-based links: `i-j ...`, or `i-j:p` with `posteriors` (one
+    probability per link, in the same order; None for a link writes it bare). This is the
+    one link writer of every aligner's output. Cost O(L)."""
+    if posteriors is None:
+        return " ".join(f"{i}-{j}" for i, j in links)
+    return " ".join(f"{i}-{j}" if p is None else f"{i}-{j}:{_fmt_p(p)}"
+                    for (i, j), p in zip(links, posteriors, strict=True))
+
+
 def format_pharaoh(
-    alignment: Alignment, *, posteriors: bool = False, possible_marker: str = "?", digits: int = 6
+    alignment: Alignment, *, posteriors: bool = False, possible_marker: str = "?",
+    digits: int = POSTERIOR_DIGITS,
 ) -> str:
     """One Pharaoh line: sorted links, sure as `i-j`, possible-only as `i?j`.
 

@@ -24,9 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from aligners.metrics import evaluate_alignments, write_metrics_json
 
-__all__ = ["KINDS", "train", "evaluate", "decode_and_score"]
-
-KINDS = ("bayes-aligner",)  # what evaluate(ckpt_path=) loads
+__all__ = ["train", "evaluate", "decode_and_score"]
 
 
 def _check_trainer(cfg: DictConfig) -> None:
@@ -69,15 +67,15 @@ def decode_and_score(marg, gold, span, decoding: dict):
 
 
 def _choose(marg, tune, span, grid: dict) -> tuple[dict, float]:
-    best = None
-    for method in grid["methods"]:
-        for th in (grid["thresholds"] if method == "posterior" else [0.5]):
-            for h in grid["heuristics"]:
-                dec = {"method": method, "threshold": th, "symmetrize": h}
-                aer = decode_and_score(marg, tune, span, dec)[1].aer
-                if best is None or aer < best[0] - 1e-12:
-                    best = (aer, dec)
-    return best[1], best[0]
+    """The one chooser (`aligners.inference.choose`) over the sampled tuning split."""
+    from aligners.inference.choose import choose_decoding
+
+    def score(method, th, heuristics):
+        return [decode_and_score(marg, tune, span, {"method": method, "threshold": th,
+                                                    "symmetrize": h})[1].aer
+                for h in heuristics]
+
+    return choose_decoding(grid, score)
 
 
 def train(cfg: DictConfig) -> dict:
@@ -138,10 +136,10 @@ def evaluate(cfg: DictConfig) -> dict:
     metrics = {}
     folder = resolve_model_folder(cfg.get("ckpt_path"))
     for split in cfg.data.eval_splits:
-        model = load_bayes_aligner(folder)  # fresh priors for every split
-        decoding = {**decoding, **model.decoding}
+        saved = load_bayes_aligner(folder)  # fresh priors for every split
+        decoding = {**decoding, **saved.decoding}
         g = load(cfg.data.name, split)
-        marg = model.align([(p.src, p.tgt) for p in g], seed=int(cfg.seed))
+        marg = saved.model.align([(p.src, p.tgt) for p in g], seed=int(cfg.seed))
         s = decode_and_score(marg, g, (0, len(g)), decoding)[1]
         metrics[split] = {"aer": s.aer, "precision": s.precision, "recall": s.recall}
         print(f"{split}: AER {s.aer:.4f} (P {s.precision:.4f}, R {s.recall:.4f})")

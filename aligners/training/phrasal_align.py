@@ -32,13 +32,11 @@ from aligners.models.phrasal import PhrasalConfig, build_phrasal_aligner
 from aligners.models.phrasal.decode import batch_layout, decode, link_matrices
 from aligners.models.phrasal.init import word_viterbi
 from aligners.models.word.agreement import WordAlignConfig, WordAligner
-from aligners.training.word_align import LitWordAligner, ddp_strategy
+from aligners.training.trainer import build_trainer
+from aligners.training.word_align import LitWordAligner
 
-__all__ = ["KINDS", "LitPhrasalAligner", "choose", "gappy_patterns", "start_config", "train",
+__all__ = ["LitPhrasalAligner", "choose", "gappy_patterns", "start_config", "train",
            "evaluate"]
-
-KINDS = ("phrasal-hsmm",)  # what evaluate(ckpt_path=) loads
-
 
 class LitPhrasalAligner(pl.LightningModule):
     """Orchestration only: one batch's E-step per step, M-step per epoch (one process)."""
@@ -79,14 +77,8 @@ class LitPhrasalAligner(pl.LightningModule):
 
 
 def _fit(cfg, lit, epochs):
-    from hydra.utils import instantiate
-
-    callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values()]
-    logger = instantiate(cfg.logger) if cfg.get("logger") else False
-    trainer = instantiate(cfg.trainer, max_epochs=epochs, callbacks=callbacks, logger=logger,
-                          strategy=ddp_strategy(cfg.trainer.get("strategy", "auto")),
-                          use_distributed_sampler=False, num_sanity_val_steps=0,
-                          limit_val_batches=0)
+    trainer = build_trainer(cfg, max_epochs=epochs, use_distributed_sampler=False,
+                            limit_val_batches=0)
     trainer.fit(lit)
     return trainer
 
@@ -98,19 +90,22 @@ def _score(gold, links):
     return evaluate_alignments([p.alignment for p in gold], links, breakdowns=False).micro
 
 
+def _decode(mats, dec: dict) -> list:
+    return decode(mats, method=dec["method"], threshold=dec["threshold"],
+                  heuristic=dec["symmetrize"])
+
+
 def choose(mats, vmats, gold, grid) -> tuple[dict, float]:
-    """Decoding with the lowest AER on `gold` (a dev split) over `grid`."""
-    best = None
-    for method in grid["methods"]:
-        ths = [0.5] if method == "viterbi" else list(grid["thresholds"])
-        hs = ["none"] if method == "agreement" else list(grid["heuristics"])
-        for th, h in itertools.product(ths, hs):
-            links = decode(vmats if method == "viterbi" else mats, method=method, threshold=th,
-                           heuristic=h)
-            aer = _score(gold, links).aer
-            if best is None or aer < best[0] - 1e-12:
-                best = (aer, {"method": method, "threshold": th, "heuristic": h})
-    return best[1], best[0]
+    """Decoding with the lowest AER on `gold` (a dev split) over `grid` (the one chooser,
+    `aligners.inference.choose`)."""
+    from aligners.inference.choose import choose_decoding
+
+    def score(method, th, heuristics):
+        use = vmats if method == "viterbi" else mats
+        return [_score(gold, decode(use, method=method, threshold=th, heuristic=h)).aer
+                for h in heuristics]
+
+    return choose_decoding(grid, score)
 
 
 def gappy_patterns(gold, links) -> tuple[int, int, int, int]:
@@ -223,12 +218,12 @@ def train(cfg: DictConfig) -> dict:
                  if k != "all"}
         dec, dev_aer = choose(mats["dev"], vmats["dev"], dev, grid)
         use = vmats if dec["method"] == "viterbi" else mats
-        s = _score(test_rest, decode(use["test"], **dec))
+        s = _score(test_rest, _decode(use["test"], dec))
         dec_t, _ = choose(mats["trial"], vmats["trial"], tune, grid)
         if dec_t["method"] == "viterbi":
             vmats["all"] = link_matrices(model, subs["all"], viterbi=True)
         use_t = vmats if dec_t["method"] == "viterbi" else mats
-        links_all = decode(use_t["all"], **dec_t)
+        links_all = _decode(use_t["all"], dec_t)
         s_all = _score(test, links_all)
         vit = _score(test_rest, decode(vmats["test"], method="viterbi", threshold=0.5,
                                        heuristic=grid["heuristics"][0]))
@@ -334,7 +329,7 @@ def evaluate(cfg: DictConfig) -> dict:
 
     model = load(resolve_model_folder(cfg.get("ckpt_path")))
     test = _lower(load_split(cfg.data.name, cfg.data.eval_splits[0]))
-    s = _score(test, model.align([(p.src, p.tgt) for p in test]))
+    s = _score(test, model.align([p.src for p in test], [p.tgt for p in test]))
     print(f"test AER {s.aer:.4f} P {s.precision:.4f} R {s.recall:.4f}")
     metrics = {"test": {"aer": s.aer, "precision": s.precision, "recall": s.recall}}
     out = Path(cfg.paths.output_dir)

@@ -31,16 +31,12 @@ from aligners.export import resolve_model_folder
 from aligners.models.word.agreement import WordAlignConfig, WordAligner, WordDecoding
 
 __all__ = [
-    "KINDS",
     "ShardSampler",
-    "ddp_strategy",
     "LitWordAligner",
     "choose_decoding",
     "train",
     "evaluate",
 ]
-
-KINDS = ("word-aligner",)  # what evaluate(ckpt_path=) loads
 
 
 class ShardSampler(Sampler[int]):
@@ -69,15 +65,6 @@ class _BatchNumbers(torch.utils.data.Dataset):
 
     def __getitem__(self, k: int) -> int:
         return k
-
-
-def ddp_strategy(name):
-    """`"ddp"` -> a DDPStrategy that does not broadcast the (large) tables every step."""
-    if name == "ddp":
-        from pytorch_lightning.strategies import DDPStrategy
-
-        return DDPStrategy(broadcast_buffers=False)
-    return name
 
 
 class LitWordAligner(pl.LightningModule):
@@ -177,21 +164,18 @@ def _score(gold, links):
 
 
 def choose_decoding(model: WordAligner, src_ids: WordIds, tgt_ids: WordIds, gold, grid: dict):
-    """Grid-search (method, threshold, heuristic) by AER on `gold` (a tuning split)."""
+    """Grid-search (method, threshold, heuristic) by AER on `gold` (a tuning split), through
+    the one chooser (`aligners.inference.choose`)."""
+    from aligners.inference.choose import choose_decoding as choose
     from aligners.inference.decode import combine, decode_corpus
 
     index = build_index([(p.src, p.tgt) for p in gold], src_ids, tgt_ids, keys=model.keys)
-    best = None
-    for method in grid["methods"]:
-        thresholds = [0.0] if method == "viterbi" else list(grid["thresholds"])
-        heuristics = ["none"] if method == "agreement" else list(grid["heuristics"])
-        for th in thresholds:
-            dec = decode_corpus(model, index, method=method, threshold=th)
-            for h in heuristics:
-                aer = _score(gold, combine(dec, h)).micro.aer
-                if best is None or aer < best[0] - 1e-12:
-                    best = (aer, {"method": method, "threshold": th, "symmetrize": h})
-    return best[1], best[0]
+
+    def score(method, th, heuristics):
+        dec = decode_corpus(model, index, method=method, threshold=th)
+        return [_score(gold, combine(dec, h)).micro.aer for h in heuristics]
+
+    return choose(grid, score, viterbi_threshold=0.0)
 
 
 def _table(rows) -> str:
@@ -236,10 +220,9 @@ def train(cfg: DictConfig) -> dict:
     folder `<run>/model`; returns the metrics dict. `cfg.ckpt_path` (a Lightning
     checkpoint) resumes an interrupted training.
     """
-    from hydra.utils import instantiate
-
     from aligners.metrics import write_metrics_json
     from aligners.models.word.saved import save_word_aligner
+    from aligners.training.trainer import build_trainer
 
     torch.set_num_threads(int(cfg.get("threads", 1)))
     pl.seed_everything(int(cfg.seed), verbose=False)
@@ -251,13 +234,8 @@ def train(cfg: DictConfig) -> dict:
             if k in WordAlignConfig.__dataclass_fields__}
     model = WordAligner.from_index(index, WordAlignConfig(**mcfg))
     lit = LitWordAligner.from_model(model, index)
-    callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values()]
-    logger = instantiate(cfg.logger) if cfg.get("logger") else False
-    strategy = ddp_strategy(cfg.trainer.get("strategy", "auto"))
-    trainer = instantiate(cfg.trainer, max_epochs=model.n_iterations, callbacks=callbacks,
-                          strategy=strategy,
-                          logger=logger, use_distributed_sampler=False,
-                          num_sanity_val_steps=0, limit_val_batches=0)
+    trainer = build_trainer(cfg, max_epochs=model.n_iterations, use_distributed_sampler=False,
+                            limit_val_batches=0)
     trainer.fit(lit, ckpt_path=cfg.get("ckpt_path"))
     train_s = time.time() - t0
     if not trainer.is_global_zero:

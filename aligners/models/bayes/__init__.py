@@ -1,6 +1,29 @@
-"""The Bayesian word aligner with collapsed Gibbs sampling (Östling & Tiedemann 2016)."""
+"""The bayesian family: collapsed Gibbs sampling of IBM1 -> HMM -> HMM+fertility (Östling &
+Tiedemann 2016). Heavy names (numba kernels) are imported on first use."""
 
-from aligners.models.bayes.model import BayesAligner, BayesConfig, schedule
-from aligners.models.bayes.slots import BayesMarginals
+import importlib
 
-__all__ = ["BayesAligner", "BayesConfig", "BayesMarginals", "schedule"]
+from aligners.families import Family
+
+__all__ = ["FAMILY", "BayesAligner", "BayesConfig", "BayesMarginals", "schedule"]
+
+FAMILY = Family(
+    name="bayesian",
+    summary="Bayesian IBM1 -> HMM -> fertility by collapsed Gibbs sampling (as eflomal)",
+    paper="Östling & Tiedemann 2016",
+    verb="align",
+    config="aligners.models.bayes.config:BayesConfig",
+    model="aligners.models.bayes.io:BayesianAlignment",
+    kinds=("bayes-aligner",),
+    task="bayes_align",
+    order=3,
+)
+
+_LAZY = {"BayesAligner": "model", "schedule": "model", "BayesConfig": "config",
+         "BayesMarginals": "slots"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from aligners.data.pharaoh import link_line
 from aligners.models.bayes.slots import BayesMarginals
 from aligners.symmetrize import symmetrize, symmetrize_corpus
 
@@ -121,8 +122,8 @@ def _posterior_line(m: BayesMarginals, k: int, links, direction: str | None) -> 
     c = m.corpus
     s0, t0 = int(c.src_off[k]), int(c.tgt_off[k])
     fwd, rev = {}, {}
-    parts = []
-    for i, j in sorted(links):
+    links, probs = sorted(links), []
+    for i, j in links:
         p = 0.0
         if direction != "rev":
             if j not in fwd:
@@ -132,8 +133,8 @@ def _posterior_line(m: BayesMarginals, k: int, links, direction: str | None) -> 
             if i not in rev:
                 rev[i] = _slot_dict(m.rev_slots, s0 + i)
             p += rev[i].get(j, 0.0)
-        parts.append(f"{i}-{j}:{p if direction else 0.5 * p:.4f}")
-    return " ".join(parts)
+        probs.append(p if direction else 0.5 * p)
+    return link_line(links, probs)
 
 
 def posterior_lines(m: BayesMarginals, links: list[set[tuple[int, int]]],

@@ -31,6 +31,7 @@ from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.models.bayes import counts as _c
 from aligners.models.bayes import sampler as _k
+from aligners.models.bayes.config import BayesConfig
 from aligners.models.bayes.corpus import EncodedBitext, encode_bitext
 from aligners.models.bayes.jit import start_compile_child
 from aligners.models.bayes.slots import BayesMarginals, from_dense, new_slots
@@ -38,59 +39,6 @@ from aligners.models.bayes.slots import BayesMarginals, from_dense, new_slots
 _CHUNK_TOKENS = 1 << 18  # observed tokens per sweep call (bounds the uniforms' memory)
 
 __all__ = ["BayesConfig", "BayesCounts", "BayesAligner", "schedule"]
-
-
-@dataclass
-class BayesConfig:
-    """Hyper-parameters (paper / eflomal defaults) and the sampling schedule."""
-
-    model: int = 3  # 1 IBM1, 2 HMM, 3 HMM + fertility
-    n_samplers: int = 3
-    rel_iterations: float = 1.0
-    iterations: list[int] | None = None  # sweeps per stage; None = eflomal's schedule
-    burn_in: float = 0.5  # share of the last stage's sweeps before marginals accumulate
-    p_null: float = 0.2
-    lex_alpha: float = 0.001
-    null_alpha: float = 0.001
-    jump_alpha: float = 0.5
-    fert_alpha: float = 0.5
-    max_jump: int = 100  # jumps beyond +-max_jump share a bucket (small values let long
-    # jumps pool into the edge buckets, which then attract alignments: AER much worse)
-    max_fert: int = 7  # fertilities >= max_fert share a bucket
-    threads: int = 2  # 1: directions one after another; 2: in parallel
-    lowercase: bool = True  # words are lowercased before encoding (as eflomal does)
-    sampler: str = "exact"  # or "batched": torch, approximate (batched.py)
-    device: str = "cpu"  # batched sampler only
-    batch_cells: int = 2_000_000  # batched sampler: padded cells per batch
-    marginal_slots: int = 0  # sparse link marginals kept per observed token (sampler.py);
-    # 0 = auto: 3, or 2 from 2M observed tokens per direction on (memory; same AER at 200k)
-
-    def check(self) -> None:
-        """ValueError with a one-line message for an invalid value."""
-        if self.model not in (1, 2, 3):
-            raise ValueError(f"model must be 1, 2 or 3, got {self.model}")
-        if self.n_samplers < 1:
-            raise ValueError(f"n_samplers must be >= 1, got {self.n_samplers}")
-        if not 0.0 <= self.p_null < 1.0:
-            raise ValueError(f"p_null must be in [0, 1), got {self.p_null}")
-        for name in ("lex_alpha", "null_alpha", "jump_alpha", "fert_alpha", "rel_iterations"):
-            v = getattr(self, name)
-            if not (math.isfinite(v) and v > 0):
-                raise ValueError(f"{name} must be a positive number, got {v}")
-        if not 0.0 <= self.burn_in < 1.0:
-            raise ValueError(f"burn_in must be in [0, 1), got {self.burn_in}")
-        if self.sampler not in ("exact", "batched"):
-            raise ValueError(f"sampler must be 'exact' or 'batched', got {self.sampler!r}")
-        if self.marginal_slots < 0:
-            raise ValueError(f"marginal_slots must be >= 1 (or 0: auto), got "
-                             f"{self.marginal_slots}")
-        if self.max_jump < 1 or self.max_fert < 1:
-            raise ValueError("max_jump and max_fert must be >= 1")
-        if self.iterations is not None and (len(self.iterations) != 3 or
-                                            min(self.iterations) < 0 or
-                                            self.iterations[self.model - 1] < 1):
-            raise ValueError("iterations must be 3 sweep counts (IBM1, HMM, fertility) with "
-                             f"at least 1 for the last stage used; got {self.iterations}")
 
 
 def _reset(lex: np.ndarray | None, prior: np.ndarray | None, n: int) -> np.ndarray:

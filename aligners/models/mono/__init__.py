@@ -1,4 +1,4 @@
-"""Monolingual aligners (Yao et al. 2013): token CRF and semi-Markov phrasal CRF.
+"""The mono family: monolingual aligners (Yao et al. 2013; Lan et al. 2021).
 
 - `states`: the phrasal model's dense target-state ids;
 - `potentials`: featurised pairs, padded batches, the shared parameters and log-potentials;
@@ -6,13 +6,36 @@
 - `crf`: `TokenCRFAligner` (linear-chain lattice);
 - `neural`: `NeuralCRFAligner` (the phrasal lattice + encoder span-pair scores, Lan et al. 2021;
   its MiniLM encoder needs `transformers`, the `neural` extra);
-- `aligner`: `MonoAligner`, the ready aligner (featurise, decode, save, `aligners.load`).
-No Lightning here: `aligners.training.monolingual` trains these modules.
+- `aligner`: `MonoAligner`, the ready aligner (featurise, decode, save, `aligners.load`);
+- `ensemble`: `MonoEnsemble`, the mean link posterior of 2+ saved aligners.
+No Lightning here: `aligners.training.monolingual` trains these modules. Heavy names (torch)
+are imported on first use.
 """
 
-from aligners.models.mono.aligner import MonoAligner, build_model, featurise, load_mono, predict
-from aligners.models.mono.crf import TokenCRFAligner
-from aligners.models.mono.semicrf import PhraseCRFAligner
+import importlib
 
-__all__ = ["MonoAligner", "PhraseCRFAligner", "TokenCRFAligner", "build_model", "featurise",
-           "load_mono", "predict"]
+from aligners.families import Family
+
+__all__ = ["FAMILY", "MonoAligner", "PhraseCRFAligner", "TokenCRFAligner", "build_model",
+           "featurise", "load_mono", "predict"]
+
+FAMILY = Family(
+    name="mono",
+    summary="monolingual aligners: token CRF, semi-Markov phrase CRF, neural semi-CRF, "
+            "ensembles",
+    paper="Yao et al. 2013; Lan et al. 2021",
+    verb="monoalign",
+    loader="aligners.models.mono.ensemble:load_any",
+    kinds=("mono-token-crf", "mono-phrase-crf", "mono-neural-crf", "mono-ensemble"),
+    task="monolingual",
+)
+
+_LAZY = {"MonoAligner": "aligner", "build_model": "aligner", "featurise": "aligner",
+         "load_mono": "aligner", "predict": "aligner", "TokenCRFAligner": "crf",
+         "PhraseCRFAligner": "semicrf"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

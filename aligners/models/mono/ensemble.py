@@ -36,7 +36,7 @@ from aligners.models.mono.aligner import (
 )
 from aligners.models.mono.combine import posterior_output
 
-__all__ = ["KIND", "MonoEnsemble", "load_ensemble", "load_aligners"]
+__all__ = ["KIND", "MonoEnsemble", "load_ensemble", "load_aligners", "load_any"]
 
 KIND = "mono-ensemble"
 
@@ -149,3 +149,9 @@ def load_aligners(paths: Sequence[str | Path]) -> MonoAligner | MonoEnsemble:
             return model
         members.extend(model.members if isinstance(model, MonoEnsemble) else [model])
     return MonoEnsemble(members)
+
+
+def load_any(folder):
+    """The mono family's `aligners.load` loader: an ensemble folder -> MonoEnsemble, any
+    other mono kind -> MonoAligner (`aligner.load_mono`)."""
+    return load_ensemble(folder) if folder.kind == KIND else load_mono(folder)

@@ -1,10 +1,12 @@
-"""Phrasal and gappy hidden semi-Markov word aligner by agreement (Bansal et al. 2011)."""
+"""The gappy-hsmm family: phrasal and gappy hidden semi-Markov word aligner by agreement
+(Bansal et al. 2011). Heavy names (torch) are imported on first use."""
 
-from aligners.models.phrasal.init import build_phrasal_aligner
-from aligners.models.phrasal.model import Layout, PhrasalAligner, PhrasalConfig, make_layout
-from aligners.models.phrasal.phrase_lists import PhraseList
+import importlib
+
+from aligners.families import Family
 
 __all__ = [
+    "FAMILY",
     "Layout",
     "PhraseList",
     "PhrasalAligner",
@@ -12,3 +14,24 @@ __all__ = [
     "build_phrasal_aligner",
     "make_layout",
 ]
+
+FAMILY = Family(
+    name="gappy-hsmm",
+    summary="phrasal + gappy hidden semi-Markov model by agreement, on a word HMM start",
+    paper="Bansal, Quirk & Moore 2011",
+    verb="align",
+    config="aligners.models.phrasal.config:GappyHSMMConfig",
+    model="aligners.models.phrasal.io:PhrasalBundle",
+    kinds=("phrasal-hsmm",),
+    task="phrasal_align",
+    order=2,
+)
+
+_LAZY = {"build_phrasal_aligner": "init", "Layout": "model", "PhrasalAligner": "model",
+         "make_layout": "model", "PhrasalConfig": "config", "PhraseList": "phrase_lists"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

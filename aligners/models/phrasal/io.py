@@ -1,32 +1,71 @@
-"""The phrasal aligner as an `aligners/1` model folder (kind "phrasal-hsmm").
+"""The gappy-hsmm family's aligned model (`aligners.models.aligned.WordAlignment`) and its
+`aligners/1` model folder.
 
-`phrasal_parts` gives the keyword arguments of `aligners.export.write_model` (tensors:
-the tables, jump weights and both phrase lists; config: PhrasalConfig, vocabulary sizes,
-iteration, decoding; extras: the vocabularies). `load_phrasal` (registered in
-`aligners.export.LOADERS`) turns a read folder back into a `PhrasalBundle` ready to align.
-Nothing here unpickles or imports Lightning.
+`PhrasalBundle.fit` trains the family (word HMM start, then the phrasal model by agreement);
+`phrasal_parts` gives the keyword arguments of `aligners.export.write_model` (tensors: the
+tables, jump weights and both phrase lists; config: PhrasalConfig, vocabulary sizes,
+iteration, decoding; extras: the vocabularies). `load_phrasal` turns a read folder back into
+a `PhrasalBundle` ready to align. Nothing here unpickles or imports Lightning.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
 import torch
 
+from aligners.data.bitext import PairIndex, build_index
+from aligners.data.pharaoh import link_line
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
-from aligners.models.phrasal.model import PhrasalAligner, PhrasalConfig
+from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment
+from aligners.models.phrasal import FAMILY, config
+from aligners.models.phrasal.config import GappyHSMMConfig, PhrasalConfig
+from aligners.models.phrasal.model import PhrasalAligner
 from aligners.models.phrasal.phrase_lists import PhraseList
 
-__all__ = ["KIND", "PhrasalBundle", "phrasal_parts", "load_phrasal"]
+__all__ = ["KIND", "PhrasalBundle", "PhrasalAligned", "phrasal_parts", "load_phrasal"]
 
-KIND = "phrasal-hsmm"
+KIND = FAMILY.kind
 _TABLES = ("word_keys", "phrase_keys", "t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd",
            "jump_bwd")
 
 
+def _line(links, post) -> str:
+    return link_line(links, None if post is None else [float(post[i, j]) for i, j in links])
+
+
 @dataclass
-class PhrasalBundle:
+class PhrasalAligned(Aligned):
+    """A text aligned by the phrasal model: the model and the text's pair index."""
+
+    model: PhrasalAligner
+    index: PairIndex
+    run: RunOptions
+
+    def lines(self, outputs, decoding: Decoding, *, posteriors: bool = False) -> dict:
+        from aligners.models.phrasal.decode import decode, link_matrices
+
+        method = decoding.method
+        with torch.no_grad():
+            mats = link_matrices(self.model, self.index, viterbi=method == "viterbi")
+        th = 0.5 if method == "viterbi" else float(decoding.threshold)
+        out = {}
+        for name in outputs:
+            if name == "sym":
+                links = decode(mats, method=method, threshold=th, heuristic=decoding.symmetrize)
+                post = [lf * lb if method == "agreement" else np.maximum(lf, lb)
+                        for lf, lb in mats]
+            else:
+                post = [m[0 if name == "fwd" else 1] for m in mats]
+                links = [[tuple(x) for x in zip(*(p > th).nonzero())] for p in post]
+            out[name] = [_line(ls, p if posteriors else None) for ls, p in zip(links, post)]
+        return out
+
+
+@dataclass
+class PhrasalBundle(WordAlignment):
     """A loaded model: the aligner, frozen vocabularies and the saved decoding."""
 
     aligner: PhrasalAligner
@@ -34,19 +73,51 @@ class PhrasalBundle:
     tgt_ids: WordIds
     decoding: dict = field(default_factory=dict)
 
-    def align(self, pairs, *, method=None, threshold=None, heuristic=None, batch_cells=1_000_000):
-        """Links (sorted (i, j) lists) of token pairs [(src tokens, tgt tokens), ...]."""
-        from aligners.data.bitext import build_index
-        from aligners.models.phrasal.decode import decode, link_matrices
+    family = FAMILY.name
+    METHODS, DEFAULT = config.METHODS, config.DECODING
 
-        d = {**{"method": "agreement", "threshold": 0.3, "heuristic": "none"}, **self.decoding}
-        d.update({k: v for k, v in (("method", method), ("threshold", threshold),
-                                    ("heuristic", heuristic)) if v is not None})
-        index = build_index(pairs, self.src_ids, self.tgt_ids, cells=batch_cells,
-                            keys=self.aligner.word_keys.cpu())
-        mats = link_matrices(self.aligner, index, viterbi=d["method"] == "viterbi")
-        return decode(mats, method=d["method"], threshold=float(d["threshold"]),
-                      heuristic=d["heuristic"])
+    @classmethod
+    def fit(cls, pairs, config: GappyHSMMConfig, run: RunOptions):
+        """Model 1 -> word HMM (both directions, no agreement: `config.start`), then the
+        phrasal model by agreement (`config.phrasal`), on `run.device`."""
+        from aligners.models.phrasal.decode import fit_phrasal
+        from aligners.models.phrasal.init import build_phrasal_aligner
+        from aligners.models.word.agreement import WordAligner
+
+        src_ids, tgt_ids = WordIds(), WordIds()
+        index = build_index(pairs, src_ids, tgt_ids, cells=run.cells(), cache_dir=run.cache_dir)
+        src_ids.frozen = tgt_ids.frozen = True
+        word = WordAligner.from_index(index, config.start)
+        word.to(run.device)
+        word.reset_counts()
+        bar = run.bar(word.n_iterations * len(index), "word EM")
+        word.fit(index, progress=lambda it, k: bar.update(1))
+        bar.close()
+        word.cpu()
+        layouts = []  # each batch's phrase layout, matched by the build, reused by iteration 1
+        model, _ = build_phrasal_aligner(word, index, config.phrasal, layouts=layouts)
+        del word
+        model.to(run.device)
+        bar = run.bar(config.phrasal.iterations * len(index), "phrasal EM")
+        fit_phrasal(model, index, progress=lambda it, k: bar.update(1), layouts=layouts)
+        bar.close()
+        return cls(model, src_ids, tgt_ids), PhrasalAligned(model, index, run)
+
+    def decode(self, pairs, run: RunOptions) -> PhrasalAligned:
+        index = build_index(pairs, self.src_ids, self.tgt_ids, cells=run.cells(),
+                            keys=self.aligner.word_keys.cpu(), cache_dir=run.cache_dir)
+        self.aligner.to(run.device)
+        return PhrasalAligned(self.aligner, index, run)
+
+    def save_to(self, folder, decoding: Decoding):
+        from aligners.export import write_model
+
+        return write_model(folder, **phrasal_parts(self.aligner, self.src_ids, self.tgt_ids,
+                                                   decoding=asdict(decoding)))
+
+    @classmethod
+    def from_folder(cls, folder) -> PhrasalBundle:
+        return load_phrasal(folder)
 
 
 def phrasal_parts(model: PhrasalAligner, src_ids: WordIds, tgt_ids: WordIds, *,

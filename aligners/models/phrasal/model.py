@@ -20,7 +20,7 @@ every EM iteration; only the tables change.
 from __future__ import annotations
 
 import weakref
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import torch
@@ -36,6 +36,7 @@ from aligners.models._scatter import scatter_add2_, scatter_add_
 from aligners.models.phrasal._counts_kernel import gather2, normalise_counts, scatter_word_slots_
 from aligners.models.phrasal._init_kernel import hash_table, key_positions
 from aligners.models.phrasal.agreement import sparse_agreement_counts, sparse_link_posteriors
+from aligners.models.phrasal.config import PhrasalConfig
 from aligners.models.phrasal.layout import CompactLayout, Layout, make_layout
 from aligners.models.phrasal.phrase_lists import PhraseList
 from aligners.models.phrasal.prepared import (
@@ -50,46 +51,6 @@ from aligners.models.phrasal.routing import take_rows, word_row_counts, word_row
 __all__ = ["PhrasalConfig", "Layout", "CompactLayout", "PhrasalAligner", "make_layout"]
 
 _TINY = 1e-20
-
-
-@dataclass
-class PhrasalConfig:
-    """Defaults of the paper (sec. 7.2): p0 0.3, phrases <= 5 words, eta = lambda = 1,
-    1000 contiguous + 200 gappy phrases per language, 5 iterations."""
-
-    p0: float = 0.3
-    max_phrase_len: int = 5
-    eta: float = 1.0
-    lam: float = 1.0
-    n_contiguous: int = 1000
-    n_gappy: int = 200
-    gappy: bool = True
-    agreement: bool = True
-    iterations: int = 5
-    discount: float = 0.5  # of the discounted probability that ranks mined phrases
-    min_count: int = 1  # occurrences a contiguous phrase needs to be ranked
-    rank: str = "probability"  # or "count" (phrase_lists.RANK_RULES)
-    gappy_discount: float | None = None  # None: `discount`
-    gappy_min_count: int = 1  # occurrences a gappy phrase needs to be ranked
-    gappy_rank: str | None = None  # None: `rank`
-
-    def __post_init__(self):
-        from aligners.models.phrasal.phrase_lists import MAX_PHRASE_LEN, RANK_RULES
-
-        checks = [(0.0 <= self.p0 < 1.0, "p0 must be in [0, 1)"),
-                  (1 <= self.max_phrase_len <= MAX_PHRASE_LEN,
-                   f"max_phrase_len must be in 1..{MAX_PHRASE_LEN}"),
-                  (self.eta > 0 and self.lam > 0, "eta and lam must be > 0"),
-                  (self.n_contiguous >= 0 and self.n_gappy >= 0, "phrase counts must be >= 0"),
-                  (self.iterations >= 0, "iterations must be >= 0"),
-                  (self.discount >= 0, "discount must be >= 0"),
-                  (self.min_count >= 1 and self.gappy_min_count >= 1, "min counts must be >= 1"),
-                  ((self.gappy_discount or 0) >= 0, "gappy_discount must be >= 0"),
-                  (self.rank in RANK_RULES and (self.gappy_rank or self.rank) in RANK_RULES,
-                   f"rank and gappy_rank must be one of {RANK_RULES}")]
-        for ok, msg in checks:
-            if not ok:
-                raise ValueError(f"PhrasalConfig: {msg}")
 
 
 def _take(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:

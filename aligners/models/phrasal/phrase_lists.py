@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import torch
 
+from aligners.models.phrasal.config import MAX_PHRASE_LEN, RANK_RULES
+
 __all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "PhraseList", "span_hashes", "mine_candidates",
            "rank_phrases"]
 
 _HASH_SEED = 20110619
-MAX_PHRASE_LEN = 16  # longest phrase the span hash supports
-RANK_RULES = ("probability", "count")  # how `rank_phrases` orders the mined candidates
 
 
 def _multipliers(L: int) -> torch.Tensor:

@@ -1,23 +1,33 @@
-"""Phrase-reordering classifiers p(orientation | phrase pair) (Alrajeh & Niranjan 2014).
-
-`lexical` (Moses relative frequencies), `mlr` (primal MaxEnt, SGD), `dual_mlr` (dual MaxEnt,
-exponentiated gradient with shrinking), `naive_bayes` (MAP and Bayesian predictive, with
-mutual-information feature selection). All export through `aligners/export.py`
-(kinds `reorder-*`); `aligners.load(folder)` returns a ready `Reorderer`.
+"""The reorder family: phrase-reordering classifiers p(orientation | phrase pair) (Alrajeh &
+Niranjan 2014). `lexical` (Moses relative frequencies), `mlr` (primal MaxEnt, SGD),
+`dual_mlr` (dual MaxEnt, exponentiated gradient with shrinking), `naive_bayes` (MAP and
+Bayesian predictive, with mutual-information feature selection). All export through
+`aligners/export.py` (kinds `reorder-*`); `aligners.load(folder)` returns a ready
+`Reorderer`. Heavy names (torch, numba) are imported on first use.
 """
 
-from aligners.models.reorder.dual_mlr import DualMLR
-from aligners.models.reorder.lexical import LexicalReordering
-from aligners.models.reorder.mlr import PrimalMLR
-from aligners.models.reorder.naive_bayes import NaiveBayes, mutual_information
-from aligners.models.reorder.reorderer import Reorderer, load_reorderer
+import importlib
 
-__all__ = [
-    "DualMLR",
-    "LexicalReordering",
-    "NaiveBayes",
-    "PrimalMLR",
-    "Reorderer",
-    "load_reorderer",
-    "mutual_information",
-]
+from aligners.families import Family
+
+__all__ = ["FAMILY", "DualMLR", "LexicalReordering", "NaiveBayes", "PrimalMLR", "Reorderer",
+           "load_reorderer", "mutual_information"]
+
+FAMILY = Family(
+    name="reorder",
+    summary="phrase-orientation reordering: lexicalized, MaxEnt (primal, dual), naive Bayes",
+    paper="Alrajeh & Niranjan 2014",
+    verb="reorder",
+    loader="aligners.models.reorder.reorderer:load_folder",
+    kinds=("reorder-lexical", "reorder-naive-bayes", "reorder-primal-mlr", "reorder-dual-mlr"),
+)
+
+_LAZY = {"DualMLR": "dual_mlr", "LexicalReordering": "lexical", "NaiveBayes": "naive_bayes",
+         "mutual_information": "naive_bayes", "PrimalMLR": "mlr", "Reorderer": "reorderer",
+         "load_reorderer": "reorderer"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

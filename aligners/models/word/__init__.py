@@ -1,7 +1,22 @@
-"""The word-aligner family: IBM Model 1 (`ibm1`), the Och-Ney HMM (`hmm`), their joint
+"""The word HMM family: IBM Model 1 (`ibm1`), the Och-Ney HMM (`hmm`), their joint
 two-direction training by agreement (`agreement.WordAligner`), the sparse lexical M-step
-(`lexical`) and the model folder (`saved`: `aligners.load(folder)` -> a ready aligner).
+(`lexical`), its defaults and CLI options (`config`) and its aligned model and folder
+(`saved`: `aligners.load(folder)` -> a ready `TrainedWordAligner`).
 No Lightning in here; the data path is `aligners.data.bitext`.
 """
 
-__all__: list[str] = []
+from aligners.families import Family
+
+__all__ = ["FAMILY"]
+
+FAMILY = Family(
+    name="hmm",
+    summary="IBM1 -> HMM, both directions trained jointly by agreement",
+    paper="Liang, Taskar & Klein 2006",
+    verb="align",
+    config="aligners.models.word.config:WordAlignConfig",
+    model="aligners.models.word.saved:TrainedWordAligner",
+    kinds=("word-aligner",),
+    task="word_align",
+    order=1,
+)

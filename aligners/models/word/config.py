@@ -1,15 +1,22 @@
 """The word aligner's defaults, in one place (no torch import: the CLI parser reads them).
 
 `WordAlignConfig` (training schedule and model) and `WordDecoding` (decoding defaults) are
-the single source of every default: `aligners align`'s argparse defaults are read from
-them, and a test checks that `configs/model/hmm_agreement.yaml` restates them unchanged.
+the single source of every default: `aligners align`'s options are built from them here
+(`add_arguments`, `from_args`), and a test checks that `configs/model/hmm.yaml` restates
+them unchanged.
 """
 
 from __future__ import annotations
 
+import argparse
+import math
 from dataclasses import dataclass
 
-__all__ = ["WordAlignConfig", "WordDecoding"]
+from aligners.cli_types import float_in, int_at_least
+from aligners.models.aligned import Decoding
+
+__all__ = ["WordAlignConfig", "WordDecoding", "METHODS", "DECODING", "add_arguments",
+           "from_args"]
 
 
 @dataclass
@@ -35,3 +42,31 @@ class WordDecoding:
     threshold: float = 0.3
     symmetrize: str = "none"  # an atools heuristic; `aligners align` uses
     # grow-diag-final-and for non-agreement decodings unless told otherwise
+
+
+METHODS = ("agreement", "posterior", "viterbi")  # the decodings this family supports
+DECODING = Decoding(WordDecoding.method, WordDecoding.threshold, WordDecoding.symmetrize)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The word HMM's `aligners align` options (also the start of `--model gappy-hsmm`)."""
+    c = WordAlignConfig()
+    m = p.add_argument_group("word HMM (--model hmm; also the start of gappy-hsmm)")
+    m.add_argument("--ibm1-iterations", type=int_at_least(0), default=c.ibm1_iterations,
+                   help="default %(default)s")
+    m.add_argument("--hmm-iterations", type=int_at_least(0), default=c.hmm_iterations,
+                   help="default %(default)s")
+    m.add_argument("--no-agreement", action="store_true", help="train the directions apart")
+    m.add_argument("--p0", type=float_in(0.0, 1.0, high_open=True), default=c.p0,
+                   help="HMM NULL probability, in [0, 1) (default %(default)s)")
+    m.add_argument("--max-jump", type=int_at_least(1), default=c.max_jump,
+                   help="default %(default)s")
+    m.add_argument("--alpha", type=float_in(0.0, math.inf, high_open=True), default=c.alpha,
+                   help="Dirichlet prior (VB), 0 = EM (default %(default)s)")
+
+
+def from_args(args: argparse.Namespace) -> WordAlignConfig:
+    """The WordAlignConfig that `add_arguments`' options describe."""
+    return WordAlignConfig(ibm1_iterations=args.ibm1_iterations,
+                           hmm_iterations=args.hmm_iterations, agreement=not args.no_agreement,
+                           p0=args.p0, max_jump=args.max_jump, alpha=args.alpha)

@@ -1,10 +1,11 @@
-"""The word aligner's model folder (`aligners.export` format, kind "word-aligner").
+"""The word HMM family's aligned model (`aligners.models.aligned.WordAlignment`) and its
+model folder (`aligners.export` format).
 
 A folder holds `model.safetensors` (pair keys, both lexical tables, NULL tables, jump
 weights), `config.json` (WordAlignConfig, vocabulary sizes, iteration, decoding defaults)
 and `vocab.json` (source and target word lists, id = position). `aligners.load(folder)`
 returns a `TrainedWordAligner`: the model, its frozen vocabularies and decoding defaults,
-ready for `aligners.inference.decode` (and `aligners align --load-model`). No pickle.
+ready to `align` (and for `aligners align --load-model`). No pickle.
 """
 
 from __future__ import annotations
@@ -18,23 +19,75 @@ from aligners.data.bitext import DEFAULT_CELLS, PairIndex, build_index
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.export import ModelFolder, read_model, write_model
+from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment
+from aligners.models.word import FAMILY, config
 from aligners.models.word.agreement import WordAlignConfig, WordAligner, WordDecoding
 
-__all__ = ["KIND", "TrainedWordAligner", "save_word_aligner", "load_word_aligner"]
+__all__ = ["KIND", "TrainedWordAligner", "WordAligned", "save_word_aligner",
+           "load_word_aligner"]
 
-KIND = "word-aligner"
+KIND = FAMILY.kind
 _TENSORS = ("keys", "t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd")
 
 
 @dataclass
-class TrainedWordAligner:
+class WordAligned(Aligned):
+    """A text aligned by the word HMM: the model and the text's pair index."""
+
+    model: WordAligner
+    index: PairIndex
+    run: RunOptions
+
+    def lines(self, outputs, decoding: Decoding, *, posteriors: bool = False) -> dict:
+        from aligners.inference.decode import decode_lines
+
+        bar = self.run.bar(self.index.n_sentences, "align")
+        out = decode_lines(self.model, self.index, method=decoding.method,
+                           threshold=decoding.threshold, heuristic=decoding.symmetrize,
+                           posteriors=posteriors, outputs=tuple(outputs), progress=bar.update)
+        bar.close()
+        return out
+
+
+@dataclass
+class TrainedWordAligner(WordAlignment):
     """A ready aligner: the model, frozen vocabularies (unseen words -> unknown id) and the
     decoding defaults saved with it (method, threshold, symmetrize)."""
 
     model: WordAligner
     src_ids: WordIds
     tgt_ids: WordIds
-    decoding: WordDecoding
+    decoding: WordDecoding | None = None
+
+    family = FAMILY.name
+    METHODS, DEFAULT = config.METHODS, config.DECODING
+
+    @classmethod
+    def fit(cls, pairs, config: WordAlignConfig, run: RunOptions):
+        """EM on `pairs` (IBM1 -> HMM, both directions; see WordAligner) on `run.device`."""
+        src_ids, tgt_ids = WordIds(), WordIds()
+        index = build_index(pairs, src_ids, tgt_ids, cells=run.cells(), cache_dir=run.cache_dir)
+        model = WordAligner.from_index(index, config).to(run.device)
+        index.to(run.device)  # batches move once, not every EM iteration
+        model.reset_counts()
+        bar = run.bar(model.n_iterations * len(index), "EM")
+        model.fit(index, progress=lambda it, k: bar.update(1))
+        bar.close()
+        return cls(model, src_ids, tgt_ids), WordAligned(model, index, run)
+
+    def decode(self, pairs, run: RunOptions) -> WordAligned:
+        self.to(run.device)  # batches follow the model
+        index = self.index(pairs, cells=run.cells(), cache_dir=run.cache_dir)
+        index.to(run.device)
+        return WordAligned(self.model, index, run)
+
+    def save_to(self, folder, decoding: Decoding) -> Path:
+        return save_word_aligner(folder, self.model, self.src_ids, self.tgt_ids,
+                                 decoding=WordDecoding(**asdict(decoding)))
+
+    @classmethod
+    def from_folder(cls, folder) -> TrainedWordAligner:
+        return load_word_aligner(folder)
 
     def index(self, pairs, *, cells: int = DEFAULT_CELLS, cache_dir: str | None = None
               ) -> PairIndex:

@@ -1,0 +1,161 @@
+"""The model families: one record each, and every registry derived from the records.
+
+A family is registered once, by its own package: `aligners/models/<pkg>/__init__.py` sets
+`FAMILY = Family(...)` (a package with several families sets `FAMILIES = (...)`). The
+package's `__init__` must stay cheap (no torch import; heavy names are resolved lazily), so
+that `aligners --help` can list the families. Nothing else registers anything:
+
+- the `aligners align --model` choices are the families whose verb is "align";
+- the Hydra tasks (`cfg.task`) and the model kinds each task evaluates come from `task` and
+  `kinds`;
+- `aligners.load(folder)` dispatches a folder's `kind` to its family's `loader`;
+- `aligners.config_checks` finds a task's config dataclass through `config`;
+- `aligners.families()` lists the records for users.
+
+The one name: a family's `name` is its CLI choice, the kind its model folders are written
+with, its Hydra task and its config file; where a name cannot be spelt as given (a Python
+module or a YAML file), `-` is written `_` (`gappy-hsmm` -> `aligners/training/gappy_hsmm.py`,
+`configs/model/gappy_hsmm.yaml`). A family whose models come in variants (the monolingual
+CRFs, the reorderers) lists one kind per variant, `<name>-<variant>`.
+
+Adding a family = one folder under `aligners/models/` whose `__init__` sets `FAMILY`, plus its
+task module under `aligners/training/`; no shared file changes (docs/DESIGN.md, "Adding a
+model family").
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from aligners.errors import AlignersInputError
+
+__all__ = ["Family", "families", "family", "by_kind", "by_task", "resolve"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family.
+
+    name: the one name (see the module doc); summary: one line for listings;
+    verb: the `aligners` subcommand that applies its models ("align", "monoalign", "reorder",
+    "classify"); config: "module:Class" of its config dataclass (the one source of its
+    defaults and value checks); model: "module:Class" of its aligned-model class (word
+    families: `aligners.models.aligned.WordAlignment`), or None; loader: "module:attr"
+    taking an `aligners.export.ModelFolder` and returning the ready model (default: the
+    model class's `from_folder`); kinds: the kinds its folders are written with (default:
+    the name alone), read_kinds: older kinds still read; task: the Hydra task name
+    (default: the name); paper: where it comes from; order: listing order; evaluates: its
+    task's `evaluate` scores a saved model (`ckpt_path`).
+    """
+
+    name: str
+    summary: str
+    verb: str
+    config: str | None = None
+    model: str | None = None
+    loader: str | None = None
+    kinds: tuple[str, ...] = ()
+    read_kinds: tuple[str, ...] = ()
+    task: str | None = None
+    paper: str = ""
+    order: int = 100  # listing order (word families: the recommended first)
+    evaluates: bool = True  # False: its Hydra task trains and tests in one run (no ckpt_path)
+
+    @property
+    def kind(self) -> str:
+        """The kind a new model folder of this family is written with."""
+        return self.kinds[0] if self.kinds else self.name
+
+    @property
+    def all_kinds(self) -> tuple[str, ...]:
+        """Every kind `aligners.load` reads as this family's."""
+        return (*(self.kinds or (self.name,)), *self.read_kinds)
+
+    @property
+    def task_name(self) -> str:
+        return self.task or self.name
+
+    @property
+    def task_module(self) -> str:
+        """The module under `aligners.training` that runs the Hydra task."""
+        return self.task_name.replace("-", "_")
+
+    def config_class(self):
+        return None if self.config is None else resolve(self.config)
+
+    def model_class(self):
+        if self.model is None:
+            raise AlignersInputError(f"family {self.name!r} has no aligned-model class")
+        return resolve(self.model)
+
+    def load(self, folder):
+        """The ready model of a read `ModelFolder` of this family."""
+        target = self.loader or f"{self.model}.from_folder"
+        return resolve(target)(folder)
+
+
+def resolve(target: str) -> Any:
+    """`"package.module:attr.sub"` -> the object (imported on demand)."""
+    module, _, attr = target.partition(":")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@cache
+def _registered() -> tuple[Family, ...]:
+    import aligners.models as models
+
+    found: list[Family] = []
+    for info in sorted(pkgutil.iter_modules(models.__path__), key=lambda m: m.name):
+        if not info.ispkg:
+            continue
+        pkg = importlib.import_module(f"aligners.models.{info.name}")
+        one = getattr(pkg, "FAMILY", None)
+        found.extend([one] if one is not None else getattr(pkg, "FAMILIES", ()))
+    names, kinds = set(), set()
+    for f in found:
+        if f.name in names:
+            raise RuntimeError(f"two families are named {f.name!r}")
+        clash = kinds & set(f.all_kinds)
+        if clash:
+            raise RuntimeError(f"model kinds registered twice: {sorted(clash)}")
+        names.add(f.name)
+        kinds |= set(f.all_kinds)
+    return tuple(sorted(found, key=lambda f: (f.order, f.name)))
+
+
+def families(verb: str | None = None) -> list[Family]:
+    """Every registered family (those of one `verb` when given), in a stable order."""
+    return [f for f in _registered() if verb is None or f.verb == verb]
+
+
+def family(name: str, *, verb: str | None = None) -> Family:
+    """The family called `name` (AlignersInputError naming the choices otherwise)."""
+    for f in families(verb):
+        if f.name == name:
+            return f
+    names = ", ".join(f.name for f in families(verb))
+    raise AlignersInputError(f"unknown model family {name!r}; choose one of {names}")
+
+
+def by_kind(kind: str) -> Family:
+    """The family whose model folders carry `kind`."""
+    for f in families():
+        if kind in f.all_kinds:
+            return f
+    known = sorted(k for f in families() for k in f.all_kinds)
+    raise AlignersInputError(f"unknown model kind {kind!r}; known: {known}")
+
+
+def by_task(task: str) -> Family | None:
+    """The family that runs Hydra task `task`, or None (a task without a family)."""
+    for f in families():
+        if f.task_name == task:
+            return f
+    return None

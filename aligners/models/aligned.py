@@ -1,0 +1,218 @@
+"""The one aligned-model interface of every word-alignment family (no torch import here).
+
+Every word family (`aligners.families()` with verb "align") has one class deriving from
+`WordAlignment`. A fitted or loaded model answers
+
+    model.align(source_lines, target_lines)       -> [[(i, j), ...], ...]   0-based sure links
+    model.posteriors(source_lines, target_lines)  -> [{(i, j): p, ...}, ...]
+    model.save(folder)
+
+(lines are strings split on whitespace, or token lists; the family's default decoding, or
+the one saved with the model, unless `method=`, `threshold=`, `symmetrize=` say otherwise).
+`aligners align`, the Hydra tasks and the benchmarks all go through the same three steps:
+
+    model, aligned = Family.fit(pairs, config, run)      # train; `aligned`: the same text
+    aligned = model.decode(pairs, run)                     # a loaded model on new text
+    aligned.lines(("fwd", "rev", "sym"), decoding, posteriors=False)
+
+so each family's pipeline exists once. `Aligned.lines` gives Pharaoh lines (`i-j`, 0-based,
+source-target order for both directions; `i-j:p` with posteriors, written by
+`aligners.data.pharaoh.link_line`): "fwd" and "rev" are each direction's links, "sym" the
+links of the decoding (`decoding.symmetrize` applied where the method is not symmetric).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+
+from aligners.errors import AlignersInputError
+
+__all__ = ["Link", "OUTPUTS", "Decoding", "RunOptions", "Aligned", "WordAlignment",
+           "token_pairs", "parse_line"]
+
+Link = tuple[int, int]
+OUTPUTS = ("fwd", "rev", "sym")
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How links are read off a model: `method` ("agreement": product of the two directions'
+    link posteriors > threshold; "posterior": each direction > threshold; "viterbi": each
+    direction's best path), `threshold` in [0, 1], and `symmetrize`, the atools heuristic
+    that combines the two directions ("none": union of a symmetric decoding's links)."""
+
+    method: str
+    threshold: float
+    symmetrize: str
+
+    def check(self, methods: Sequence[str]) -> Decoding:
+        """self, or AlignersInputError (one line) naming the bad value."""
+        from aligners.symmetrize import HEURISTICS
+
+        if self.method not in methods:
+            raise AlignersInputError(f"decoding {self.method!r} does not apply here; choose "
+                                     f"one of {', '.join(methods)}")
+        th = self.threshold
+        if isinstance(th, bool) or not isinstance(th, int | float) or not 0.0 <= th <= 1.0:
+            raise AlignersInputError(f"decoding threshold must be a number in [0, 1]; got {th}")
+        if self.symmetrize != "none" and self.symmetrize not in HEURISTICS:
+            raise AlignersInputError(f"symmetrize {self.symmetrize!r}: choose one of none, "
+                                     f"{', '.join(HEURISTICS)}")
+        return self
+
+
+@dataclass
+class RunOptions:
+    """How a model runs (not what it is): device, CPU threads, padded cells per batch (None:
+    the device's default), a disk cache for the pair index, sampler seed, progress bars."""
+
+    device: str = "cpu"
+    threads: int = 1
+    batch_cells: int | None = None
+    cache_dir: str | None = None
+    seed: int = 0
+    progress: bool = False
+
+    def bar(self, total: int, desc: str):
+        """A tqdm progress bar on stderr (shown only when `progress`)."""
+        import sys
+
+        from tqdm import tqdm
+
+        return tqdm(total=total, desc=desc, disable=not self.progress, file=sys.stderr)
+
+    def cells(self) -> int:
+        from aligners.data import default_cells
+
+        return self.batch_cells or default_cells(self.device)
+
+
+def token_pairs(source: Iterable, target: Iterable) -> list[tuple[list[str], list[str]]]:
+    """[(source tokens, target tokens)] from two parallel sequences of lines (strings, split on
+    whitespace) or token lists; AlignersInputError when their lengths differ."""
+    def tokens(x):
+        return x.split() if isinstance(x, str) else list(x)
+
+    src, tgt = [tokens(s) for s in source], [tokens(t) for t in target]
+    if len(src) != len(tgt):
+        raise AlignersInputError(f"{len(src)} source lines but {len(tgt)} target lines")
+    return list(zip(src, tgt))
+
+
+def parse_line(line: str) -> tuple[list[Link], list[float] | None]:
+    """Links (and posteriors, for `i-j:p`) of one Pharaoh line written by `link_line`."""
+    links, probs = [], []
+    for tok in line.split():
+        pair, _, p = tok.partition(":")
+        i, _, j = pair.partition("-")
+        links.append((int(i), int(j)))
+        if p:
+            probs.append(float(p))
+    return links, (probs if probs else None)
+
+
+class Aligned(ABC):
+    """One text aligned by a model (the result of `fit` or `decode`)."""
+
+    @abstractmethod
+    def lines(self, outputs: Sequence[str], decoding: Decoding, *,
+              posteriors: bool = False) -> dict[str, Iterable[str]]:
+        """output name ("fwd", "rev", "sym") -> one Pharaoh line per pair, in input order."""
+
+
+class WordAlignment(ABC):
+    """Base of every word family's fitted or loaded model (see the module doc).
+
+    Subclasses set `family` (the family's name), `METHODS` (the decodings it supports) and
+    `DEFAULT` (its default Decoding) and implement `fit`, `decode`, `save_to` and
+    `from_folder`; `decoding` is the saved (or chosen) decoding, None for the default.
+    """
+
+    family: ClassVar[str]
+    METHODS: ClassVar[tuple[str, ...]] = ("agreement", "posterior", "viterbi")
+    DEFAULT: ClassVar[Decoding]
+    USES_TORCH: ClassVar[bool] = True  # False: runs on the CPU without importing torch
+    decoding: Any = None
+
+    # ---------------------------------------------------------------- the family's part
+    @classmethod
+    @abstractmethod
+    def fit(cls, pairs: Iterable, config: Any, run: RunOptions) -> tuple[WordAlignment, Aligned]:
+        """Train on `pairs` (token pairs); return the model and the alignment of that text."""
+
+    @abstractmethod
+    def decode(self, pairs: Iterable, run: RunOptions) -> Aligned:
+        """Align new text `pairs` with this model (no retraining of what it learnt)."""
+
+    @abstractmethod
+    def save_to(self, folder, decoding: Decoding):
+        """Write the model folder (`aligners.export.write_model`) with `decoding` saved."""
+
+    @classmethod
+    @abstractmethod
+    def from_folder(cls, folder) -> WordAlignment:
+        """The model of a read `aligners.export.ModelFolder` of this family."""
+
+    # ---------------------------------------------------------------- shared
+    def saved_decoding(self) -> Decoding | None:
+        """The decoding saved with the model, as a Decoding (None when none was saved)."""
+        d = self.decoding
+        if d is None or isinstance(d, Decoding):
+            return d
+        if not isinstance(d, dict):
+            d = asdict(d)
+        if not d:
+            return None
+        d = {"symmetrize": d.get("symmetrize", d.get("heuristic", self.DEFAULT.symmetrize)),
+             "method": d.get("method", self.DEFAULT.method),
+             "threshold": d.get("threshold", self.DEFAULT.threshold)}
+        return Decoding(d["method"], float(d["threshold"]), d["symmetrize"])
+
+    @classmethod
+    def decoding_for(cls, saved: Decoding | None, method: str | None = None,
+                     threshold: float | None = None, symmetrize: str | None = None) -> Decoding:
+        """The decoding to use: what is given, else what was `saved`, else the family's
+        default. A saved heuristic is kept only with its own method; otherwise a symmetric
+        method ("agreement") gets "none" and the others grow-diag-final-and. Checked here
+        (one line naming the bad value), before any work starts."""
+        base = saved or cls.DEFAULT
+        method = method or base.method
+        th = base.threshold if threshold is None else threshold
+        if symmetrize is None:
+            if saved is not None and method == saved.method:
+                symmetrize = saved.symmetrize
+            else:
+                symmetrize = "none" if method == "agreement" else "grow-diag-final-and"
+        return Decoding(method, th, symmetrize).check(cls.METHODS)
+
+    def choose_decoding(self, method: str | None = None, threshold: float | None = None,
+                        symmetrize: str | None = None) -> Decoding:
+        """`decoding_for` this model's saved decoding."""
+        return self.decoding_for(self.saved_decoding(), method, threshold, symmetrize)
+
+    def save(self, folder, decoding: Decoding | None = None):
+        """Write the model folder `folder` (with `decoding`, else the chosen one)."""
+        return self.save_to(folder, decoding or self.choose_decoding())
+
+    def align(self, source, target, *, run: RunOptions | None = None,
+              **decoding) -> list[list[Link]]:
+        """Sure links per pair, 0-based (i, j), sorted (see the module doc)."""
+        lines = self._lines(source, target, run, decoding, posteriors=False)
+        return [parse_line(x)[0] for x in lines]
+
+    def posteriors(self, source, target, *, run: RunOptions | None = None,
+                   **decoding) -> list[dict[Link, float]]:
+        """{(i, j): posterior} of each pair's decoded links."""
+        out = []
+        for x in self._lines(source, target, run, decoding, posteriors=True):
+            links, probs = parse_line(x)
+            out.append(dict(zip(links, probs or [1.0] * len(links))))
+        return out
+
+    def _lines(self, source, target, run, decoding, *, posteriors: bool) -> list[str]:
+        dec = self.choose_decoding(**decoding)
+        aligned = self.decode(token_pairs(source, target), run or RunOptions())
+        return list(aligned.lines(("sym",), dec, posteriors=posteriors)["sym"])
