@@ -217,7 +217,7 @@ def _write_output(path: str, text: str, inputs: list[str]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aligners.show.grid import legend, render_pair
-    from aligners.show.view import corpus_view, pair_view
+    from aligners.show.view import corpus_view, pair_view, shown_classes
 
     if args.html is not None and (args.pair is not None or args.pairs is not None):
         raise AlignersInputError("--pair/--pairs pick grids for the terminal; the --html page "
@@ -251,7 +251,5 @@ def run(args: argparse.Namespace) -> int:
                          [als[n] for _, als in systems], pair_id=None if ids is None else ids[n])
         print(render_pair(view, names, count, color=color))
         print()
-    classes = (["hit", "hit_possible", "false", "miss", "possible"] if systems else
-               ["sure", "possible"]) if gold is not None else ["link"]
-    print(legend(classes, color=color))
+    print(legend(shown_classes(gold=gold is not None, pred=bool(systems)), color=color))
     return 0

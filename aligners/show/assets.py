@@ -38,6 +38,7 @@ table.pairs th.sorted-asc::after { content:" \25B2"; }
 table.pairs th.sorted-desc::after { content:" \25BC"; }
 table.pairs td { padding:2px 5px; border-bottom:1px solid #f0f0f0; text-align:right;
   white-space:nowrap; }
+table.pairs th[data-key=words] { text-align:left; }
 table.pairs td.words { text-align:left; max-width:0; width:60%; overflow:hidden;
   text-overflow:ellipsis; }
 table.pairs tr { cursor:pointer; } table.pairs tbody tr:hover { background:#f3f7ff; }
@@ -64,9 +65,7 @@ td.c { width:16px; height:16px; min-width:16px; padding:0; border:1px solid var(
 .c.possible { background:var(--poss); border-color:var(--poss); color:#777; }
 .c.link { background:var(--link); border-color:var(--link); }
 .c.sure { background:var(--sure); border-color:var(--sure); }
-.c.hit::after { content:"#"; } .c.hit_possible::after { content:"+"; }
-.c.false::after { content:"x"; } .c.miss::after { content:"O"; }
-.c.possible::after { content:"?"; }
+.c.gold_possible { background:var(--poss); border-color:var(--poss); color:#777; }
 td.c.gt { border-top:2px dashed #555; } td.c.gb { border-bottom:2px dashed #555; }
 td.c.gl { border-left:2px dashed #555; } td.c.gr { border-right:2px dashed #555; }
 td.c.bt { border-top:2px solid #111; } td.c.bb { border-bottom:2px solid #111; }
@@ -81,9 +80,8 @@ SCRIPT = r"""
 (function () {
 const DATA = JSON.parse(document.getElementById("aligners-data").textContent);
 const PAIRS = DATA.pairs, SYSTEMS = DATA.systems, GOLD = DATA.has_gold;
-const TEXT = {hit: "hit: predicted, sure gold", hit_possible: "predicted, possible gold",
-  false: "false link: predicted, not in possible gold", miss: "miss: sure gold, not predicted",
-  possible: "possible gold, not predicted", link: "predicted link", sure: "sure gold link"};
+const TEXT = {}, SYMBOL = {};  // class -> legend text / cell symbol (view.CLASSES)
+DATA.legend.forEach(([c, symbol, text]) => { TEXT[c] = text; SYMBOL[c] = symbol; });
 const $ = (id) => document.getElementById(id);
 function el(tag, attrs, text) {
   const e = document.createElement(tag);
@@ -122,15 +120,14 @@ function corpusTable() {
 }
 
 function legend() {
-  const used = GOLD ? (SYSTEMS.length ? ["hit", "hit_possible", "false", "miss", "possible"]
-    : ["sure", "possible"]) : ["link"];
   const box = $("legend");
-  used.forEach((c) => {
-    const sw = el("span", {class: "sw c " + c}); box.appendChild(sw);
-    box.appendChild(document.createTextNode(TEXT[c]));
+  DATA.legend.forEach(([c, symbol, text]) => {
+    box.appendChild(el("span", {class: "sw c " + c}, symbol));
+    box.appendChild(document.createTextNode(text));
   });
-  box.appendChild(el("span", {class: "muted"}, "   solid outline: predicted phrase block;" +
-    " dashed: gold phrase block"));
+  const outlines = (SYSTEMS.length ? ["solid outline: predicted phrase block"] : [])
+    .concat(GOLD ? ["dashed outline: gold phrase block"] : []);
+  box.appendChild(el("span", {class: "muted"}, "   " + outlines.join("; ")));
 }
 
 // ---- the list of pairs
@@ -229,6 +226,7 @@ function gridTable(p, grid, query) {
     tr.appendChild(th);
     for (let j = 0; j < J; j++) {
       const c = cls.get(i * J + j), td = el("td");
+      if (c) td.textContent = SYMBOL[c];
       td.className = "c" + (c ? " " + c : "") +
         (edges.has(i * J + j) ? " " + edges.get(i * J + j).join(" ") : "");
       td.dataset.i = i; td.dataset.j = j;
@@ -254,9 +252,10 @@ function scoreLine(s) {
   const c = s.counts, d = el("div", {class: "scores"});
   d.appendChild(el("b", {}, "P " + pct(s.precision) + "%  R " + pct(s.recall) + "%  F1 " +
     pct(s.f1) + "%  AER " + pct(s.aer) + "%"));
+  d.appendChild(el("br"));
   const part = (cls, label, v) => { d.appendChild(document.createTextNode(label));
     d.appendChild(el("span", {class: "count-" + cls}, v)); };
-  part("hit", "  hits ", c.hit_sure);
+  part("hit", "hits ", c.hit_sure);
   part("hit_possible", " (+ possible ", c.hit_possible - c.hit_sure);
   part("miss", "), misses ", c.sure - c.hit_sure);
   part("false", ", false links ", c.predicted - c.hit_possible);

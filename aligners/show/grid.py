@@ -28,7 +28,7 @@ __all__ = ["COLORS", "legend", "render_pair", "render_scores"]
 # class -> ANSI SGR parameters
 COLORS: dict[str, str] = {
     "hit": "1;32", "hit_possible": "36", "false": "1;31", "miss": "1;33", "possible": "2",
-    "link": "1;34", "sure": "1", "empty": "2",
+    "link": "1;34", "sure": "1", "gold_possible": "2", "empty": "2",
 }
 MAX_WORD = 20
 MAX_HEADER = 12

@@ -12,7 +12,7 @@ row, j target column):
   predicted: shading only). So |A| = hit + hit_possible + false, |S| = hit + miss,
   |A ∩ S| = hit, |A ∩ P| = hit + hit_possible.
 - a prediction without gold: ``link`` = A.
-- gold without a prediction: ``sure`` = S, ``possible`` = P − S.
+- gold without a prediction: ``sure`` = S, ``gold_possible`` = P − S.
 
 A phrase link (monolingual data: one phrase aligned to another) is a connected component of
 the link graph that holds every link of a rectangle of contiguous source rows x contiguous
@@ -36,6 +36,7 @@ __all__ = [
     "corpus_view",
     "pair_scores",
     "pair_view",
+    "shown_classes",
 ]
 
 # class -> (terminal symbol, legend text); the order is the legend's
@@ -47,6 +48,7 @@ CLASSES: dict[str, tuple[str, str]] = {
     "possible": ("?", "possible gold, not predicted"),
     "link": ("#", "predicted link"),
     "sure": ("#", "sure gold link"),
+    "gold_possible": ("?", "possible gold link"),
 }
 SYMBOLS: dict[str, str] = {name: symbol for name, (symbol, _) in CLASSES.items()}
 EMPTY = "."
@@ -64,7 +66,7 @@ def classify(pred: Alignment | None, gold: Alignment | None) -> dict[str, frozen
         return {"link": pred.possible}
     only_possible = gold.possible - gold.sure
     if pred is None:
-        return {"sure": gold.sure, "possible": only_possible}
+        return {"sure": gold.sure, "gold_possible": only_possible}
     a = pred.possible
     return {
         "hit": a & gold.sure,
@@ -73,6 +75,14 @@ def classify(pred: Alignment | None, gold: Alignment | None) -> dict[str, frozen
         "miss": gold.sure - a,
         "possible": only_possible - a,
     }
+
+
+def shown_classes(*, gold: bool, pred: bool) -> list[str]:
+    """The classes `classify` gives with / without gold and a prediction (the legend's)."""
+    if not gold:
+        return ["link"]
+    return ["hit", "hit_possible", "false", "miss", "possible"] if pred else [
+        "sure", "gold_possible"]
 
 
 def pair_scores(pred: Alignment, gold: Alignment, *, alpha: float = 0.5) -> dict:
@@ -168,8 +178,9 @@ def corpus_view(
     ids: Sequence[str | None] | None = None,
     alpha: float = 0.5,
 ) -> dict:
-    """The JSON-able view of a whole corpus of N pairs: `{"has_gold", "alpha", "systems":
-    [{"name", "report"}], "pairs": [pair_view(...) for each pair]}`.
+    """The JSON-able view of a whole corpus of N pairs: `{"has_gold", "alpha", "legend":
+    [[class, symbol, text], ...] (the classes shown), "systems": [{"name", "report"}],
+    "pairs": [pair_view(...) for each pair]}`.
 
     `systems` are (name, N predicted alignments); with gold, each system's `report` is
     `evaluate_alignments(gold, links, src_tokens=..., tgt_tokens=...).to_dict()` plus its
@@ -195,5 +206,7 @@ def corpus_view(
                   pair_id=None if ids is None else ids[n])
         for n in range(count)
     ]
-    return {"has_gold": gold is not None, "alpha": alpha, "systems": out_systems,
+    shown = shown_classes(gold=gold is not None, pred=bool(systems))
+    return {"has_gold": gold is not None, "alpha": alpha,
+            "legend": [[name, *CLASSES[name]] for name in shown], "systems": out_systems,
             "pairs": pairs}
