@@ -166,7 +166,8 @@ def _check_corpus(view, capsys, evaluate_argv, tests):
 
 def test_page_counts_and_corpus_scores_equal_the_scorer(tmp_path, capsys):
     page, view = _page(tmp_path, capsys, "-s", SRC, "-t", TGT, "--gold", GOLD,
-                       "-a", PRED_A, "-a", PRED_B)
+                       "-a", PRED_A, "-a", PRED_B, "--title", "<i>A & B</i>")
+    assert "<title>&lt;i&gt;A &amp; B&lt;/i&gt;</title>" in page and "<i>" not in page
     gold = read_alignment_file(GOLD)
     systems = [(n, read_alignment_file(n)) for n in (PRED_A, PRED_B)]
     _check_view(view, gold, systems)
@@ -177,6 +178,7 @@ def test_page_counts_and_corpus_scores_equal_the_scorer(tmp_path, capsys):
     assert view["pairs"][1]["src"][1] == "<script>alert(1)</script>"
     assert page.count("</script>") == 2 and "<script>alert" not in page
     assert "<b>" not in page and "&amp;" not in page.split("<script", 1)[1]
+    assert view["pairs"][1]["tgt"][1:] == ['"&amp;"', "</script><b>z"]
 
 
 def test_hansards_page_with_two_systems(tmp_path, capsys):
