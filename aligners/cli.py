@@ -25,6 +25,7 @@ __all__ = ["COMMANDS", "SUMMARISED", "build_parser", "main"]
 # name -> (module under aligners.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("evaluate", "score predicted alignments against gold: P/R/AER/F1 (+ breakdowns)"),
+    "show": ("show", "look at alignments: grids in the terminal or one HTML page (--html)"),
     "symmetrize": ("symmetrize", "combine forward and reverse alignments (atools heuristics)"),
     "convert": ("convert", "convert alignment notations to Pharaoh (0-based), NAACL, 1-based"),
     "align": ("align", "word-align a bitext (IBM1 -> HMM by agreement), Pharaoh output"),

@@ -1,0 +1,255 @@
+"""`aligners show`: look at alignments, as a grid in the terminal or as one HTML page.
+
+    aligners show -s test.e -t test.f -a pred.align --gold test.wa.nonullalign --pair 3
+    aligners show -i corpus.src-tgt -a pred.align --pairs 10-20 --no-color
+    aligners show -s test.e -t test.f --gold G -a A --test B --html page.html
+    aligners show --gold msr.edinburgh.test.json -a pred.align --html mono.html
+
+Inputs are read as `aligners evaluate` reads them (the same readers): sentences from
+`-s/-t` (plain or WPT `<s snum=N>` lines) or `-i` ('source ||| target'), or from a gold or
+links file that carries its text (jacana JSON, MultiMWA TSV); links in any notation of
+`aligners.data.gold.FORMATS` (Pharaoh `i-j`, `i?j`/`ipj`, `i-j:p`, NAACL with snums, ...).
+Pairs are numbered 1..N in file order. Scores come from `aligners.metrics`; the page's
+corpus scores are those `aligners evaluate` prints for the same files. See docs/show.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from pathlib import Path
+
+from aligners.errors import AlignersInputError
+
+__all__ = ["add_arguments", "run"]
+
+_TEXT_FORMATS = ("jacana", "jacana-sp", "multimwa")  # formats whose files carry the sentences
+
+
+def _pair_range(text: str) -> tuple[int, int]:
+    first, sep, last = text.partition("-")
+    try:
+        a, b = int(first), int(last if sep else first)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected A-B (1-based pair numbers), got {text!r}") from None
+    if not 1 <= a <= b:
+        raise argparse.ArgumentTypeError(f"expected 1 <= A <= B, got {text!r}")
+    return a, b
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a pair number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"pair numbers start at 1, got {value}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from aligners.data.gold import FORMATS
+
+    text = parser.add_argument_group("sentences (not needed when a file carries its text)")
+    text.add_argument("-s", "--source", help="source sentences, one per line (or WPT <s snum>)")
+    text.add_argument("-t", "--target", help="target sentences, one per line")
+    text.add_argument("-i", "--input", help="'source ||| target' file, as `aligners align -i`")
+    links = parser.add_argument_group("links")
+    links.add_argument("-a", "--test", action="append", metavar="LINKS", default=None,
+                       help="predicted links; repeat (-a A -a B) to show systems side by side")
+    links.add_argument("--gold", help="gold links: hits, misses and false links, scores")
+    links.add_argument("--format", default="auto", choices=FORMATS,
+                       help="notation of --gold (auto: sniffed)")
+    links.add_argument("--test-format", default="auto", choices=FORMATS,
+                       help="notation of every -a file (auto: sniffed per file)")
+    links.add_argument("--lenient", action="store_true",
+                       help="drop (count, warn about) links outside their sentence")
+    out = parser.add_argument_group("output")
+    which = out.add_mutually_exclusive_group()
+    which.add_argument("--pair", type=_positive, metavar="N", help="show pair N only (1-based)")
+    which.add_argument("--pairs", type=_pair_range, metavar="A-B",
+                       help="show pairs A..B (1-based, inclusive)")
+    out.add_argument("--html", metavar="PAGE",
+                     help="write one self-contained HTML page with every pair instead")
+    out.add_argument("--title", help="the page's title (default: the files shown)")
+    out.add_argument("--no-color", action="store_true",
+                     help="no ANSI colours (default: colours only when stdout is a terminal "
+                          "and NO_COLOR is unset)")
+
+
+def _read_sentences(args) -> tuple[list, list, list | None, list | None]:
+    """(source token lists, target token lists, snums or None, ids or None) of -s/-t or -i."""
+    from aligners.commands.evaluate import _read_text
+    from aligners.data.parallel import read_parallel
+
+    if args.input is not None:
+        pairs = list(read_parallel(args.input))
+        return [s for s, _ in pairs], [t for _, t in pairs], None, None
+    snums, src = _read_text(args.source)
+    tgt_snums, tgt = _read_text(args.target)
+    if len(src) != len(tgt) or snums != tgt_snums:
+        raise AlignersInputError(
+            f"{args.source} and {args.target} hold different sentences "
+            f"({len(src)} vs {len(tgt)} lines); expected one sentence pair per line")
+    return src, tgt, snums, None if snums is None else [str(s) for s in snums]
+
+
+def _carried_text(path: str, fmt: str, lenient: bool):
+    """(source token lists, target token lists, pair ids) of a jacana / MultiMWA file."""
+    from aligners.data.jacana import read_jacana_json, read_multimwa
+
+    if fmt == "multimwa":
+        pairs = read_multimwa(path, lenient=lenient)
+    else:
+        pairs = read_jacana_json(path, sure_plus_poss=fmt == "jacana-sp", lenient=lenient)
+    return [list(p.src) for p in pairs], [list(p.tgt) for p in pairs], [p.id for p in pairs]
+
+
+def _read_links(path: str, fmt: str, *, snums, src, tgt, lenient: bool):
+    """The alignments of `path`, checked against the sentences: one per pair, in range."""
+    from aligners.data.gold import read_alignment_file
+    from aligners.data.pharaoh import check_ranges, warn_dropped
+
+    lengths = {"src_lengths": [len(s) for s in src], "tgt_lengths": [len(t) for t in tgt]}
+    extra = {"snums": snums} if fmt in ("naacl", "naacl0") and snums else {}
+    als = read_alignment_file(path, fmt=fmt, lenient=lenient, **extra, **lengths)
+    if fmt in (*_TEXT_FORMATS, "a3"):  # these readers check against their own text only
+        if len(als) != len(src):
+            raise AlignersInputError(f"{len(als)} sentence pairs but the sentences are "
+                                     f"{len(src)}; expected the same pairs in the same order",
+                                     path=path)
+        als, dropped = check_ranges(als, **lengths, lenient=lenient, path=path)
+        warn_dropped(dropped, path)
+    return als
+
+
+def _load(args):
+    """(src, tgt, ids, gold or None, [(name, alignments)]) from the arguments."""
+    from aligners.data.gold import sniff_format
+
+    tests = args.test or []
+    if not tests and args.gold is None:
+        raise AlignersInputError("nothing to show: give predicted links (-a LINKS), --gold "
+                                 "GOLD, or both")
+    inputs = [p for p in (args.source, args.target, args.input, args.gold, *tests) if p]
+    if inputs.count("-") > 1:
+        raise AlignersInputError("only one input can be '-' (stdin)")
+    if args.input is not None and (args.source or args.target):
+        raise AlignersInputError("give -i FILE or -s SRC -t TGT, not both")
+    if (args.source is None) != (args.target is None):
+        raise AlignersInputError("-s/--source and -t/--target go together; give both")
+    gold_fmt = None if args.gold is None else (
+        sniff_format(args.gold) if args.format == "auto" else args.format)
+    test_fmts = [sniff_format(t) if args.test_format == "auto" else args.test_format
+                 for t in tests]
+    carriers = [(p, f) for p, f in ((args.gold, gold_fmt), *zip(tests, test_fmts))
+                if p is not None and f in _TEXT_FORMATS]
+    snums = None
+    if args.input is not None or args.source is not None:
+        if gold_fmt in _TEXT_FORMATS:
+            raise AlignersInputError(f"{args.gold} carries its own sentences; drop -s/-t/-i")
+        src, tgt, snums, ids = _read_sentences(args)
+    elif carriers:
+        src, tgt, ids = _carried_text(*carriers[0], args.lenient)
+    else:
+        raise AlignersInputError("no sentences: give -s SRC -t TGT or -i FILE (or links that "
+                                 "carry their text: jacana JSON, MultiMWA TSV)")
+    if not src:
+        raise AlignersInputError("no sentence pairs; expected at least one to show",
+                                 path=args.input or args.source or carriers[0][0])
+    read = {"snums": snums, "src": src, "tgt": tgt, "lenient": args.lenient}
+    gold = None if args.gold is None else _read_links(args.gold, gold_fmt, **read)
+    systems = [(t, _read_links(t, f, **read)) for t, f in zip(tests, test_fmts)]
+    for path, als in ([(args.gold, gold)] if gold is not None else []) + systems:
+        if len(als) != len(src):
+            raise AlignersInputError(
+                f"{path} has {len(als)} sentence pairs but the sentences are {len(src)}; "
+                "expected the same pairs in the same order")
+    names = [Path(t).name for t in tests]
+    if len(set(names)) < len(names):
+        names = list(tests)
+    return src, tgt, ids, gold, [(n, als) for n, (_, als) in zip(names, systems)], inputs
+
+
+def _write_output(path: str, text: str, inputs: list[str]) -> None:
+    """Write `text` to `path` ('-' = stdout): refuse an input as output; a regular file is
+    written atomically (temporary file in the same folder, then rename; mode 0644), a link's
+    target or a device / FIFO is written through. Private stand-in for the shared writer
+    `aligners/outputs.py` (to be replaced by it)."""
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    target = Path(path)
+    for inp in inputs:
+        if inp == "-":
+            continue
+        same = os.path.realpath(inp) == os.path.realpath(target)
+        if not same and target.exists() and Path(inp).exists():
+            same = os.path.samefile(inp, target)
+        if same:
+            raise AlignersInputError(f"output {path} is also an input ({inp}); expected a new "
+                                     "file name")
+    if target.is_dir():
+        raise AlignersInputError("is a directory; expected a file name for the page", path=path)
+    try:
+        if target.is_symlink() or (target.exists() and not target.is_file()):
+            with open(target, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+            return
+        import tempfile
+
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as err:
+        raise AlignersInputError(f"cannot write: {err.strerror or err}; expected a writable "
+                                 "output path", path=path) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    from aligners.show.grid import legend, render_pair
+    from aligners.show.view import corpus_view, pair_view, shown_classes
+
+    if args.html is not None and (args.pair is not None or args.pairs is not None):
+        raise AlignersInputError("--pair/--pairs pick grids for the terminal; the --html page "
+                                 "holds every pair")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        src, tgt, ids, gold, systems, inputs = _load(args)
+    for w in caught:
+        print(f"aligners show: warning: {w.message}", file=sys.stderr)
+    count = len(src)
+    if args.html is not None:
+        from aligners.show.page import render_page
+
+        view = corpus_view(src, tgt, gold, systems, ids=ids)
+        shown = [name for name, _ in systems] + ([f"gold {Path(args.gold).name}"] if gold
+                                                 is not None else [])
+        page = render_page(view, title=args.title or "aligners show: " + ", ".join(shown))
+        _write_output(args.html, page, inputs)
+        if not args.quiet and args.html != "-":
+            print(f"aligners show: wrote {args.html} ({count} sentence pairs)", file=sys.stderr)
+        return 0
+    first, last = (args.pair, args.pair) if args.pair else args.pairs or (1, count)
+    if last > count:
+        raise AlignersInputError(
+            f"pair {last} is out of range: {inputs[0]} holds {count} sentence pairs; expected "
+            f"1..{count}")
+    color = (not args.no_color and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+    names = [name for name, _ in systems] or ["gold"]
+    for n in range(first - 1, last):
+        view = pair_view(n + 1, src[n], tgt[n], None if gold is None else gold[n],
+                         [als[n] for _, als in systems], pair_id=None if ids is None else ids[n])
+        print(render_pair(view, names, count, color=color))
+        print()
+    print(legend(shown_classes(gold=gold is not None, pred=bool(systems)), color=color))
+    return 0

@@ -1,0 +1,212 @@
+"""What `aligners show` draws: the cells of a source x target grid, by class, and the scores.
+
+One place decides which class every cell of a grid belongs to; the terminal grid
+(`grid.py`) and the HTML page (`page.py`) only paint these classes. Scores always come from
+the scorer (`aligners.metrics.evaluate_alignments`), pair by pair and for the corpus.
+
+Cell classes, for predicted links A and gold sure S ⊆ possible P (indices 0-based, i source
+row, j target column):
+
+- with a prediction and gold: ``hit`` A ∩ S; ``hit_possible`` A ∩ (P − S); ``false``
+  A − P (a false link); ``miss`` S − A; ``possible`` P − S − A (possible gold, not
+  predicted: shading only). So |A| = hit + hit_possible + false, |S| = hit + miss,
+  |A ∩ S| = hit, |A ∩ P| = hit + hit_possible.
+- a prediction without gold: ``link`` = A.
+- gold without a prediction: ``sure`` = S, ``gold_possible`` = P − S.
+
+A phrase link (monolingual data: one phrase aligned to another) is a connected component of
+the link graph that holds every link of a rectangle of contiguous source rows x contiguous
+target columns, with more than one link; `blocks` lists such rectangles so that they can be
+drawn as one block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+
+from aligners.data.types import Alignment, Link
+from aligners.metrics import EvaluationReport, evaluate_alignments, format_report
+
+__all__ = [
+    "CLASSES",
+    "SYMBOLS",
+    "blocks",
+    "classify",
+    "corpus_view",
+    "pair_scores",
+    "pair_view",
+    "shown_classes",
+]
+
+# class -> (terminal symbol, legend text); the order is the legend's
+CLASSES: dict[str, tuple[str, str]] = {
+    "hit": ("#", "hit: predicted, sure gold"),
+    "hit_possible": ("+", "predicted, possible gold"),
+    "false": ("x", "false link: predicted, not in possible gold"),
+    "miss": ("O", "miss: sure gold, not predicted"),
+    "possible": ("?", "possible gold, not predicted"),
+    "link": ("#", "predicted link"),
+    "sure": ("#", "sure gold link"),
+    "gold_possible": ("?", "possible gold link"),
+}
+SYMBOLS: dict[str, str] = {name: symbol for name, (symbol, _) in CLASSES.items()}
+EMPTY = "."
+
+
+def classify(pred: Alignment | None, gold: Alignment | None) -> dict[str, frozenset[Link]]:
+    """The cells of one pair by class (see the module docstring); empty classes included.
+
+    `pred`'s links are all its links (`pred.possible`, as the scorer counts them). At least
+    one of `pred` / `gold` must be given. Cost: O(links).
+    """
+    if pred is None and gold is None:
+        raise ValueError("classify needs a prediction, gold, or both")
+    if gold is None:
+        return {"link": pred.possible}
+    only_possible = gold.possible - gold.sure
+    if pred is None:
+        return {"sure": gold.sure, "gold_possible": only_possible}
+    a = pred.possible
+    return {
+        "hit": a & gold.sure,
+        "hit_possible": a & only_possible,
+        "false": a - gold.possible,
+        "miss": gold.sure - a,
+        "possible": only_possible - a,
+    }
+
+
+def shown_classes(*, gold: bool, pred: bool) -> list[str]:
+    """The classes `classify` gives with / without gold and a prediction (the legend's)."""
+    if not gold:
+        return ["link"]
+    return ["hit", "hit_possible", "false", "miss", "possible"] if pred else [
+        "sure", "gold_possible"]
+
+
+def pair_scores(pred: Alignment, gold: Alignment, *, alpha: float = 0.5) -> dict:
+    """`{"counts": LinkCounts as a dict, "precision", "recall", "f1", "aer"}` of one pair,
+    computed by `aligners.metrics.evaluate_alignments` (micro scores of a one-pair corpus)."""
+    report = evaluate_alignments([gold], [pred], alpha=alpha, breakdowns=False)
+    s = report.micro
+    return {"counts": asdict(report.counts), "precision": s.precision, "recall": s.recall,
+            "f1": s.f1, "aer": s.aer}
+
+
+def blocks(links: Iterable[Link]) -> list[tuple[int, int, int, int]]:
+    """Phrase blocks `(i0, i1, j0, j1)` (inclusive) of a link set, sorted: the connected
+    components with more than one link whose links are exactly rows i0..i1 x columns j0..j1.
+    Cost: O(L α(L)) for L links."""
+    links = set(links)
+    parent: dict[tuple[str, int], tuple[str, int]] = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, j in links:
+        a, b = find(("s", i)), find(("t", j))
+        if a != b:
+            parent[a] = b
+    groups: dict[tuple[str, int], list[Link]] = {}
+    for i, j in links:
+        groups.setdefault(find(("s", i)), []).append((i, j))
+    out = []
+    for group in groups.values():
+        rows = {i for i, _ in group}
+        cols = {j for _, j in group}
+        if (len(group) > 1 and len(group) == len(rows) * len(cols)
+                and max(rows) - min(rows) + 1 == len(rows)
+                and max(cols) - min(cols) + 1 == len(cols)):
+            out.append((min(rows), max(rows), min(cols), max(cols)))
+    return sorted(out)
+
+
+def _cells(classes: dict[str, frozenset[Link]]) -> dict[str, list[list[int]]]:
+    return {name: [list(link) for link in sorted(links)] for name, links in classes.items()}
+
+
+def pair_view(
+    n: int,
+    src: Sequence[str],
+    tgt: Sequence[str],
+    gold: Alignment | None,
+    preds: Sequence[Alignment],
+    *,
+    pair_id: str | None = None,
+    alpha: float = 0.5,
+) -> dict:
+    """The JSON-able view of pair `n` (1-based): its words and one grid per prediction in
+    `preds` (or one grid of the gold alone when `preds` is empty).
+
+    `{"n", "id", "src", "tgt", "gold_blocks", "grids": [{"cells": {class: [[i, j], ...]},
+    "blocks": [[i0, i1, j0, j1], ...], "scores": pair_scores(...) or None,
+    "posteriors": [[i, j, p], ...] (only when the prediction has them)}]}`.
+    """
+    grids = []
+    for pred in preds or [None]:
+        grid = {"cells": _cells(classify(pred, gold)),
+                "blocks": [list(b) for b in blocks((pred or gold).possible)],
+                "scores": None if gold is None or pred is None
+                else pair_scores(pred, gold, alpha=alpha)}
+        if pred is not None and pred.posteriors:
+            grid["posteriors"] = [[i, j, p] for (i, j), p in sorted(pred.posteriors.items())]
+        grids.append(grid)
+    return {
+        "n": n,
+        "id": pair_id,
+        "src": list(src),
+        "tgt": list(tgt),
+        "gold_blocks": [] if gold is None else [list(b) for b in blocks(gold.possible)],
+        "grids": grids,
+    }
+
+
+def _report(report: EvaluationReport) -> dict:
+    return {**report.to_dict(), "text": format_report(report)}
+
+
+def corpus_view(
+    src_tokens: Sequence[Sequence[str]],
+    tgt_tokens: Sequence[Sequence[str]],
+    gold: Sequence[Alignment] | None,
+    systems: Sequence[tuple[str, Sequence[Alignment]]],
+    *,
+    ids: Sequence[str | None] | None = None,
+    alpha: float = 0.5,
+) -> dict:
+    """The JSON-able view of a whole corpus of N pairs: `{"has_gold", "alpha", "legend":
+    [[class, symbol, text], ...] (the classes shown), "systems": [{"name", "report"}],
+    "pairs": [pair_view(...) for each pair]}`.
+
+    `systems` are (name, N predicted alignments); with gold, each system's `report` is
+    `evaluate_alignments(gold, links, src_tokens=..., tgt_tokens=...).to_dict()` plus its
+    `format_report` text under "text" -- what `aligners evaluate --json` / `aligners
+    evaluate` print for the same files and texts. Cost: O(total links + total words).
+    """
+    count = len(src_tokens)
+    for name, als in systems:
+        if len(als) != count:
+            raise ValueError(f"{name}: {len(als)} alignments for {count} pairs")
+    if gold is not None and len(gold) != count:
+        raise ValueError(f"gold: {len(gold)} alignments for {count} pairs")
+    out_systems = []
+    for name, als in systems:
+        report = None
+        if gold is not None:
+            report = _report(evaluate_alignments(
+                gold, als, src_tokens=src_tokens, tgt_tokens=tgt_tokens, alpha=alpha))
+        out_systems.append({"name": name, "report": report})
+    pairs = [
+        pair_view(n + 1, src_tokens[n], tgt_tokens[n], None if gold is None else gold[n],
+                  [als[n] for _, als in systems], alpha=alpha,
+                  pair_id=None if ids is None else ids[n])
+        for n in range(count)
+    ]
+    shown = shown_classes(gold=gold is not None, pred=bool(systems))
+    return {"has_gold": gold is not None, "alpha": alpha,
+            "legend": [[name, *CLASSES[name]] for name in shown], "systems": out_systems,
+            "pairs": pairs}
