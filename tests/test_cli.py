@@ -251,11 +251,12 @@ def tiny_bitext(tmp_path):
 
 
 def test_align_prints_one_summary_line_when_not_on_a_tty(tiny_bitext, capsys):
-    argv = ["align", "-i", str(tiny_bitext), "--ibm1-iterations", "1", "--hmm-iterations", "1"]
+    argv = ["align", "-i", str(tiny_bitext), "--model", "hmm", "--ibm1-iterations", "1",
+            "--hmm-iterations", "1"]
     assert main(argv) == 0
     out = capsys.readouterr()
     assert len(out.out.splitlines()) == 3
     err = out.err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("aligners align: 3 sentence pairs aligned in ")
+    assert len(err) == 1 and err[0].startswith("aligners align: 3 sentence pairs aligned, model hmm (--model) in ")
     assert main([*argv, "--quiet"]) == 0
     assert capsys.readouterr().err == ""

@@ -69,7 +69,7 @@ def test_bad_model_folders_are_clear_errors(tmp_path, capsys):
     assert main(["align", "-i", str(p), "--load-model", str(tmp_path / "missing"), *FAST]) != 0
     assert "no model folder" in capsys.readouterr().err
     word = tmp_path / "word"
-    assert main(["align", "-i", str(p), "--save-model", str(word), "--quiet",
+    assert main(["align", "-i", str(p), "--save-model", str(word), "--quiet", "--model", "hmm",
                  "--ibm1-iterations", "1", "--hmm-iterations", "1"]) == 0
     capsys.readouterr()
     assert main(["align", "-i", str(p), "--load-model", str(word), *FAST]) != 0

@@ -9,7 +9,7 @@ from aligners.cli import main
 from aligners.errors import AlignersInputError
 from aligners.models.word.saved import load_word_aligner
 
-FAST = ["--ibm1-iterations", "2", "--hmm-iterations", "2", "--quiet", "--max-jump", "3"]
+FAST = ["--model", "hmm", "--ibm1-iterations", "2", "--hmm-iterations", "2", "--quiet", "--max-jump", "3"]
 
 
 def write_corpus(tmp_path, n=60, seed=0):
@@ -122,8 +122,8 @@ def test_sentences_longer_than_eflomal_limit_are_aligned(tmp_path):
     tgt.write_text(" ".join(f"t{k}" for k in range(n)) + "\n"
                    + "".join(b + "\n" for _, b in short), encoding="utf-8")
     out = tmp_path / "o"
-    assert main(["align", "-s", str(src), "-t", str(tgt), "-o", str(out), "--ibm1-iterations",
-                 "3", "--hmm-iterations", "1", "--quiet"]) == 0
+    assert main(["align", "-s", str(src), "-t", str(tgt), "-o", str(out), "--model", "hmm",
+                 "--ibm1-iterations", "3", "--hmm-iterations", "1", "--quiet"]) == 0
     first = links(out)[0]
     assert all(0 <= i < n and 0 <= j < n for i, j in first)
     assert sum(i == j for i, j in first) > 0.9 * n

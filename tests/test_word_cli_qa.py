@@ -96,7 +96,8 @@ def test_bad_settings_are_argparse_errors(tmp_path, capsys, setting):
 def test_boundary_settings_are_accepted(tmp_path):
     s, t, _, _ = write_corpus(tmp_path, n=10)
     o = tmp_path / "o"
-    assert main(["align", "-s", str(s), "-t", str(t), "-o", str(o), "--p0", "0", "--threshold",
+    assert main(["align", "-s", str(s), "-t", str(t), "-o", str(o), "--model", "hmm", "--p0",
+                 "0", "--threshold",
                  "1", "--ibm1-iterations", "0", "--hmm-iterations", "1", "--quiet",
                  "--decoding", "posterior"]) == 0
     assert len(links(o)) == 10

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from aligners.commands.align import add_arguments
 from aligners.data import DEFAULT_CELLS, GPU_CELLS, default_cells
-from aligners.models.word.config import WordAlignConfig, WordDecoding
+from aligners.models.word.config import WordAlignConfig, WordDecoding, from_args
 
 YAML = Path(__file__).resolve().parents[1] / "configs" / "model" / "hmm_agreement.yaml"
 
@@ -28,14 +28,12 @@ def test_cli_defaults_are_the_dataclass_defaults():
     p = argparse.ArgumentParser()
     add_arguments(p)
     a = p.parse_args([])
-    c = WordAlignConfig()
-    assert (a.ibm1_iterations, a.hmm_iterations, a.p0, a.max_jump, a.alpha) == (
-        c.ibm1_iterations, c.hmm_iterations, c.p0, c.max_jump, c.alpha)
-    assert a.no_agreement is (not c.agreement) and a.batch_cells is None
-    # decoding defaults come from the saved model or WordDecoding at run time
+    assert from_args(a) == WordAlignConfig()  # unset options: the dataclass defaults
+    assert a.batch_cells is None
+    # decoding defaults come from the saved model or the family's DECODING at run time
     assert a.decoding is None and a.threshold is None
-    text = p.format_help()
-    assert f"else {WordDecoding().method}" in text and f"else {WordDecoding().threshold}" in text
+    text = " ".join(p.format_help().split())
+    assert f"hmm {WordDecoding().method}" in text and f"hmm {WordDecoding().threshold}" in text
 
 
 def test_batch_budget_follows_the_device():

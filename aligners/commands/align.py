@@ -30,7 +30,7 @@ from aligners.data import DEFAULT_CELLS, GPU_CELLS
 from aligners.errors import AlignersInputError
 from aligners.families import Family, families, family
 
-__all__ = ["add_arguments", "run", "auto_family"]
+__all__ = ["add_arguments", "run"]
 
 
 def _options_module(fam: Family):
@@ -65,7 +65,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--save-model", metavar="DIR", help="save the trained model (safetensors)")
     m.add_argument("--load-model", metavar="DIR", help="align with a saved model, no training")
     for f in word:
+        before = set(p._option_string_actions.values())
         _options_module(f).add_arguments(p)
+        _OWN[f.name] = {a.dest: (a.option_strings[0], a.default)
+                        for a in set(p._option_string_actions.values()) - before}
     d = p.add_argument_group("decoding")
     methods = tuple(dict.fromkeys(m for f in word for m in _options_module(f).METHODS))
     d.add_argument("--decoding", choices=methods, default=None,
@@ -88,12 +91,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="no progress bars and no summary line on stderr")
 
 
-AUTO_RULE = "hmm"
+AUTO_RULE = "bayesian on the CPU, hmm on a GPU (see aligners.models.aligned.auto_family)"
+_OWN: dict[str, dict] = {}  # family -> {dest: (flag, default)} of its own options
 
 
-def auto_family(args: argparse.Namespace) -> tuple[str, str]:
-    """(family name, reason) that `--model auto` picks."""
-    return "hmm", "auto"
+def _refuse_foreign_options(args: argparse.Namespace, fam: Family, why: str) -> None:
+    """An option of another family (set to a non-default value) is refused, one line:
+    it would be silently ignored by `fam`. A family's config module may name another
+    family whose options it also reads (`OPTIONS_OF`, e.g. gappy-hsmm's word HMM start)."""
+    mine = {fam.name, *getattr(_options_module(fam), "OPTIONS_OF", ())}
+    for name, own in _OWN.items():
+        if name in mine:
+            continue
+        for dest, (flag, default) in own.items():
+            if getattr(args, dest, default) != default and not any(
+                    dest in _OWN.get(m, {}) for m in mine):
+                raise AlignersInputError(f"{flag} is an option of --model {name}, not of the "
+                                         f"{fam.name} model used here ({why}); add --model "
+                                         f"{name} or drop {flag}")
 
 
 _SNUM = re.compile(r"<s\s+snum\s*=\s*[\"']?(\d+)[\"']?\s*>(.*?)</s>\Z")
@@ -189,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
     fam, why = _family(args)
     cls = fam.model_class()
     options = _options_module(fam)
+    _refuse_foreign_options(args, fam, why)
     for dest, flag in ((args.forward_links, "-f"), (args.reverse_links, "-r"),
                        (args.output, "-o")):
         _check_writable_file(dest, flag)
@@ -231,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
     n = 0
     for name, dest in dests.items():
         n = _write(dest, lines[name])
-    args.summary = f"{n} sentence pairs aligned, model {fam.name} ({why})"
+    args.summary = f"{n:,} sentence pairs aligned, model {fam.name} ({why})"
     return 0
 
 
@@ -240,7 +256,9 @@ def _family(args: argparse.Namespace) -> tuple[Family, str]:
     `auto` rule. A --model that contradicts the saved kind is one clear error."""
     if not args.load_model:
         if args.model in (None, "auto"):
-            name, why = auto_family(args)
+            from aligners.models.aligned import auto_family
+
+            name, why = auto_family(args.device)
             return family(name, verb="align"), why
         return family(args.model, verb="align"), "--model"
     from aligners.export import read_config

@@ -87,6 +87,7 @@ class PhrasalBundle(WordAlignment):
         src_ids, tgt_ids = WordIds(), WordIds()
         index = build_index(pairs, src_ids, tgt_ids, cells=run.cells(), cache_dir=run.cache_dir)
         src_ids.frozen = tgt_ids.frozen = True
+        config = config.for_pairs(index.n_sentences)
         word = WordAligner.from_index(index, config.start)
         word.to(run.device)
         word.reset_counts()

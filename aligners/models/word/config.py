@@ -52,10 +52,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The word HMM's `aligners align` options (also the start of `--model gappy-hsmm`)."""
     c = WordAlignConfig()
     m = p.add_argument_group("word HMM (--model hmm; also the start of gappy-hsmm)")
-    m.add_argument("--ibm1-iterations", type=int_at_least(0), default=c.ibm1_iterations,
-                   help="default %(default)s")
-    m.add_argument("--hmm-iterations", type=int_at_least(0), default=c.hmm_iterations,
-                   help="default %(default)s")
+    m.add_argument("--ibm1-iterations", type=int_at_least(0), default=None,
+                   help=f"default {c.ibm1_iterations} (gappy-hsmm: by corpus size)")
+    m.add_argument("--hmm-iterations", type=int_at_least(0), default=None,
+                   help=f"default {c.hmm_iterations} (gappy-hsmm: by corpus size)")
     m.add_argument("--no-agreement", action="store_true", help="train the directions apart")
     m.add_argument("--p0", type=float_in(0.0, 1.0, high_open=True), default=c.p0,
                    help="HMM NULL probability, in [0, 1) (default %(default)s)")
@@ -66,7 +66,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def from_args(args: argparse.Namespace) -> WordAlignConfig:
-    """The WordAlignConfig that `add_arguments`' options describe."""
-    return WordAlignConfig(ibm1_iterations=args.ibm1_iterations,
-                           hmm_iterations=args.hmm_iterations, agreement=not args.no_agreement,
-                           p0=args.p0, max_jump=args.max_jump, alpha=args.alpha)
+    """The WordAlignConfig that `add_arguments`' options describe (unset: the defaults)."""
+    given = {k: getattr(args, k) for k in ("ibm1_iterations", "hmm_iterations")
+             if getattr(args, k) is not None}
+    return WordAlignConfig(**given, agreement=not args.no_agreement, p0=args.p0,
+                           max_jump=args.max_jump, alpha=args.alpha)
