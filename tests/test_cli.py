@@ -257,6 +257,7 @@ def test_align_prints_one_summary_line_when_not_on_a_tty(tiny_bitext, capsys):
     out = capsys.readouterr()
     assert len(out.out.splitlines()) == 3
     err = out.err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("aligners align: 3 sentence pairs aligned, model hmm (--model) in ")
+    assert len(err) == 1 and err[0].startswith(
+        "aligners align: 3 sentence pairs aligned, model hmm (--model) in ")
     assert main([*argv, "--quiet"]) == 0
     assert capsys.readouterr().err == ""

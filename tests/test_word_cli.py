@@ -9,7 +9,8 @@ from aligners.cli import main
 from aligners.errors import AlignersInputError
 from aligners.models.word.saved import load_word_aligner
 
-FAST = ["--model", "hmm", "--ibm1-iterations", "2", "--hmm-iterations", "2", "--quiet", "--max-jump", "3"]
+FAST = ["--model", "hmm", "--ibm1-iterations", "2", "--hmm-iterations", "2", "--quiet",
+        "--max-jump", "3"]
 
 
 def write_corpus(tmp_path, n=60, seed=0):
