@@ -202,9 +202,9 @@ def _specs() -> dict[str, DatasetSpec]:
     specs = [
         DatasetSpec("hansards-enfr", "hansards-enfr-naacl2003", ("en", "fr"), "en",
                     {"test": S(447, 4038, 13400), "trial": S(37, 338, 1446),
-                     "train": S(200_000)},
-                    notes="NAACL 1-based, English first; test.wa.nonullalign; train via "
-                    "iter_parallel",
+                     "train": S(200_000), "train_full": S(1_130_104)},
+                    notes="NAACL 1-based, English first; test.wa.nonullalign; train (the "
+                    "first 200k) and train_full (all 1,130,104 WPT pairs) via iter_parallel",
                     loader=_naacl(lambda s: f"{s}/{s}.e", lambda s: f"{s}/{s}.f", _hansards_wa)),
         DatasetSpec("wpt-roen", "wpt-roen-awesomealign", ("ro", "en"), "ro",
                     {"test": S(248, 6198, 0, 0, 5495, 5639)},
@@ -321,10 +321,10 @@ def load(name: str, split: str | None = None, *, lenient: bool = False) -> list:
         raise AlignersInputError(
             f"dataset {name!r} has no split {split!r}; expected one of {list(spec.splits)}"
         )
-    if name == "hansards-enfr" and split == "train":
+    if name == "hansards-enfr" and split in _HANSARDS_TRAIN:
         raise AlignersInputError(
-            "the 200k-pair Hansards training text is streamed, not loaded: use "
-            "aligners.data.datasets.iter_parallel('hansards-enfr', 'train') or a Corpus"
+            f"the Hansards training text ({split}) is streamed, not loaded: use "
+            f"aligners.data.datasets.iter_parallel('hansards-enfr', {split!r}) or a Corpus"
         )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -339,6 +339,10 @@ def load(name: str, split: str | None = None, *, lenient: bool = False) -> list:
     return out
 
 
+# Hansards training splits -> file stem: the first 200k pairs, and the full WPT set
+_HANSARDS_TRAIN = {"train": "hansards.train200k", "train_full": "hansards.train"}
+
+
 def last_dropped(name: str, split: str) -> int:
     """Links dropped as out of range by the last `load(name, split)` (0 before any load)."""
     return _DROPPED.get((name, split), 0)
@@ -348,16 +352,15 @@ def iter_parallel(
     name: str, split: str = "train", *, lowercase: bool = False
 ) -> Iterator[tuple[list[str], list[str]]]:
     """Stream `(source_tokens, target_tokens)` of a split without holding it in memory."""
-    if name == "hansards-enfr" and split == "train":
-        d = dataset_dir(DATASETS[name].folder) / "train"
-        return read_parallel(d / "hansards.train200k.e.gz", d / "hansards.train200k.f.gz",
-                             lowercase=lowercase)
+    if name == "hansards-enfr" and split in _HANSARDS_TRAIN:
+        return read_parallel(*parallel_files(name, split), lowercase=lowercase)
     return ((list(p.src), list(p.tgt)) for p in load(name, split))
 
 
 def parallel_files(name: str, split: str = "train") -> tuple[Path, Path]:
     """The (source, target) plain-text files of a split that ships as two files."""
-    if name == "hansards-enfr" and split == "train":
+    if name == "hansards-enfr" and split in _HANSARDS_TRAIN:
         d = dataset_dir(DATASETS[name].folder) / "train"
-        return d / "hansards.train200k.e.gz", d / "hansards.train200k.f.gz"
+        stem = _HANSARDS_TRAIN[split]
+        return d / f"{stem}.e.gz", d / f"{stem}.f.gz"
     raise AlignersInputError(f"{name}/{split} does not ship as two plain-text files")
