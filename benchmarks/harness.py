@@ -5,7 +5,8 @@ of ``benchmarks/results/<name>.json``; ``python benchmarks/report.py`` turns tho
 ``RESULTS.md`` (and the marked blocks of ``README.md``).
 
 - ``measure(fn)``: one warm-up call, then the median wall and process-CPU seconds of
-  ``repeats`` calls (``sync`` runs around each call, e.g. ``torch.cuda.synchronize``).
+  ``repeats`` calls (``sync`` runs around each call, e.g. ``torch.cuda.synchronize``);
+  ``measure_interleaved({name: fn})`` the same for ours and a peer in turn, call by call.
 - ``peak_growth_mib(fn)``: growth of this process's resident high-water mark over one call
   (``/proc/self/clear_refs``; None where that is not available); ``cuda_peak_mib(fn, device)``:
   growth of ``torch.cuda.max_memory_allocated`` over one call.
@@ -44,8 +45,8 @@ RESULTS_DIR = ROOT / "benchmarks" / "results"
 
 __all__ = ["FIELDS", "RESULTS_DIR", "ROLES", "ResultsError", "add_output_args", "check_row",
            "command_line", "cuda_peak_mib", "git_commit", "load_rows", "machine", "make_row",
-           "measure", "measured_now", "peak_growth_mib", "rounded", "run_command",
-           "run_side_by_side", "write_rows"]
+           "measure", "measure_interleaved", "measured_now", "peak_growth_mib", "rounded",
+           "run_command", "run_side_by_side", "write_rows"]
 
 # Every row has exactly these keys (None where not measured). Types: see check_row.
 FIELDS = ("task", "dataset", "system", "role", "metrics", "wall_s", "cpu_s", "peak_rss_mib",
@@ -213,20 +214,33 @@ def add_output_args(parser, name: str) -> None:
 def measure(fn, *, repeats: int = 5, warmup: int = 1, sync=None) -> dict:
     """{'wall_s', 'cpu_s'} medians over `repeats` calls of fn() after `warmup` calls, and
     'walls' (every wall time). CPU = this process's CPU time (all its threads)."""
+    return measure_interleaved({"fn": fn}, repeats=repeats, warmup=warmup, sync=sync)["fn"]
+
+
+def measure_interleaved(fns: dict, *, repeats: int = 5, warmup: int = 1, sync=None,
+                        repeats_of: dict | None = None) -> dict:
+    """measure() of several functions (ours and its peers) in one process, in turn: each
+    repeat calls every function once, so a change of load hits all of them alike.
+    `repeats_of`: fewer repeats for a slow one (name -> count). Returns name -> measure()."""
     sync = sync or (lambda: None)
-    for _ in range(warmup):
-        fn()
-        sync()
-    walls, cpus = [], []
-    for _ in range(repeats):
-        sync()
-        w, c = time.perf_counter(), time.process_time()
-        fn()
-        sync()
-        walls.append(time.perf_counter() - w)
-        cpus.append(time.process_time() - c)
-    return {"wall_s": statistics.median(walls), "cpu_s": statistics.median(cpus),
-            "walls": walls}
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+            sync()
+    walls = {n: [] for n in fns}
+    cpus = {n: [] for n in fns}
+    for r in range(repeats):
+        for name, fn in fns.items():
+            if r >= (repeats_of or {}).get(name, repeats):
+                continue
+            sync()
+            w, c = time.perf_counter(), time.process_time()
+            fn()
+            sync()
+            walls[name].append(time.perf_counter() - w)
+            cpus[name].append(time.process_time() - c)
+    return {n: {"wall_s": statistics.median(walls[n]), "cpu_s": statistics.median(cpus[n]),
+                "walls": walls[n]} for n in fns}
 
 
 def _status_bytes(key: str) -> int:
