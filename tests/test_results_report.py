@@ -136,7 +136,8 @@ def test_readme_blocks_are_refilled_from_the_rows(tmp_path):
                   lines.index("<!-- /results:which-model -->")]
     assert table[0] == ("| data | hmm AER · time | gappy-hsmm AER · time | bayesian AER · time "
                         "| eflomal AER · time | command |")
-    assert table[4] == "| Hansards En-Fr 200k | — | — | — | — | — |"  # nothing measured
+    assert table[4] == ("| Hansards En-Fr 200k | — | — | — | — "  # nothing measured yet
+                        "| `python benchmarks/align_vs_eflomal.py --suite hansards-200k` |")
     assert table[3] == ("| Hansards En-Fr 20k | 0.0837 · 68.5 s | — | — | — "
                         "| `python benchmarks/align_vs_eflomal.py --suite hansards-20k` |")
     assert table[8] == ("| PCEDT Cs-En | — | — | 0.2397 · 70.4 s | 0.2479 · 31.7 s "
@@ -147,6 +148,9 @@ def test_readme_blocks_are_refilled_from_the_rows(tmp_path):
                     "AER gdfa 0.2397; wall 70.4 s; CPU 8.4 s; wall / CPU vs eflomal 2.0.0: "
                     "2.22x / 1.11x (`python benchmarks/align_vs_eflomal.py --suite pcedt-csen`)")
     assert report.refresh_blocks(out, rows) == out  # idempotent
+    only = "<!-- results:word@bayesian -->\n<!-- /results:word@bayesian -->\n"
+    assert report.refresh_blocks(only, rows).splitlines()[1] == head  # a system filter
+    assert "(no headline rows)" in report.refresh_blocks(only.replace("bayesian", "hmm"), rows)
     with pytest.raises(ResultsError, match="unknown results block 'nope'"):
         report.refresh_blocks("<!-- results:nope -->\n<!-- /results:nope -->\n", rows)
     with pytest.raises(ResultsError, match="unbalanced"):
