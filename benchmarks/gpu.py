@@ -1,24 +1,29 @@
-"""One-command GPU benchmark (issue 15): the chain lattices side by side with torch-struct,
-the factored HMM, the 200k word aligner (GPU vs the same box's CPU, test AER), the
-monolingual phrase CRF (train + decode, test F1) and the gappy phrasal HSMM (CLI, test AER).
+"""One-command GPU benchmark: the chain lattices side by side with torch-struct, the
+factored HMM, the 200k word aligner (GPU vs the same box's CPU, test AER), the monolingual
+phrase CRF (train + decode, test F1) and the gappy phrasal HSMM (CLI, test AER); rows ->
+benchmarks/results/gpu.json.
 
     python benchmarks/gpu.py --device cuda [--json gpu.json] [--repeats 10] [--methods]
-    python benchmarks/gpu.py --device cpu --quick        # smoke test (tiny sizes, seconds)
+    python benchmarks/gpu.py --device cpu --quick        # smoke test (tiny sizes, nothing saved)
     bash benchmarks/gpu_session.sh OUT                   # cuda tests + cases, per-stage limits
 
 Runs from a fresh checkout (``pip install -e .`` or just the dependencies; torch with CUDA
 already installed). Every case is a function in ``CASES`` taking a ``Bench`` and returning
 table rows (``OPTIONAL_CASES`` run only when named in ``--cases``). Lattice times are
 medians over ``--repeats`` runs of forward + backward (log Z and its gradient = marginals),
-each bracketed by ``torch.cuda.synchronize()`` on CUDA; the
-first run is a warm-up. Peak memory: ``torch.cuda.max_memory_allocated()`` growth over the
-inputs on CUDA; the resident-set high-water growth (``/proc/self/clear_refs``) on CPU.
+each bracketed by ``torch.cuda.synchronize()`` on CUDA, after one warm-up run
+(``harness.measure``). Peak memory: ``harness.cuda_peak_mib`` (growth of
+``torch.cuda.max_memory_allocated()``) on CUDA, ``harness.peak_growth_mib`` (resident set) on CPU.
 Launches: device kernels (and memcpy/memset) of one run under ``torch.profiler`` on CUDA; on
 CPU the number of computing aten ops (a proxy: what would be launched on a GPU).
 torch-struct's out-of-memory is caught and printed as "OOM"; on CPU it is not started when
 its O(B·N·C³) (semi-Markov: O(B·N·(K·C)³)) estimate exceeds ``--cap-gib`` ("OOM (est.)").
-Prints one markdown table and, with ``--json PATH``, writes the rows as JSON. Under 5 minutes
-on one H100/H200 at the default sizes.
+Prints one markdown table and, with ``--json PATH``, writes the rows as JSON; unless
+``--quick`` or ``--no-save``, merges them as result rows into ``--results``/gpu.json (tasks
+``gpu-lattices`` and ``gpu-models``). Under 5 minutes on one H100/H200 at the default sizes.
+
+To add a case: write ``case_x(bench: Bench) -> None`` that calls ``bench.row(case, impl,
+result, note)`` (impl ending in " on <device>") and append it to ``CASES``.
 """
 
 from __future__ import annotations
@@ -27,8 +32,6 @@ import argparse
 import gc
 import json
 import os
-import platform
-import statistics
 import sys
 import time
 import warnings
@@ -39,9 +42,20 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 warnings.filterwarnings("ignore", message=".*arg_constraints.*")
 
-__all__ = ["CASES", "OPTIONAL_CASES", "Bench", "main"]
+from harness import (  # noqa: E402
+    add_output_args,
+    cuda_peak_mib,
+    machine,
+    make_row,
+    measure,
+    peak_growth_mib,
+    write_rows,
+)
+
+__all__ = ["CASES", "LATTICE_CASES", "OPTIONAL_CASES", "Bench", "main", "result_rows"]
 
 
 @dataclass
@@ -64,17 +78,8 @@ class Bench:
 
     def measure(self, run) -> dict:
         """Median ms of ``run()`` over the repeats (after one warm-up) and peak MiB of one run."""
-        run()
-        self.sync()
-        times = []
-        for _ in range(self.repeats):
-            self.sync()
-            t = time.perf_counter()
-            run()
-            self.sync()
-            times.append(time.perf_counter() - t)
-        peak = self.peak_mib(run)
-        return {"ms": statistics.median(times) * 1e3, "peak_mib": peak,
+        t = measure(run, repeats=self.repeats, sync=self.sync)
+        return {"ms": t["wall_s"] * 1e3, "peak_mib": self.peak_mib(run),
                 "kernels": self.count_kernels(run)}
 
     def count_kernels(self, run) -> int:
@@ -94,24 +99,9 @@ class Bench:
                    and not any(c.name.startswith("aten::") for c in e.cpu_children))
 
     def peak_mib(self, run) -> float | None:
-        gc.collect()
         if self.device.type == "cuda":
-            torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats(self.device)
-            base = torch.cuda.memory_allocated(self.device)
-            run()
-            self.sync()
-            return (torch.cuda.max_memory_allocated(self.device) - base) / 2**20
-        try:
-            import ctypes
-
-            ctypes.CDLL("libc.so.6").malloc_trim(0)  # freed pages back to the OS: re-faulted
-            Path("/proc/self/clear_refs").write_text("5")
-            base = _status("VmRSS")
-            run()
-            return (_status("VmHWM") - base) / 2**20
-        except (OSError, KeyError, AttributeError):
-            return None
+            return cuda_peak_mib(run, self.device)
+        return peak_growth_mib(run)
 
     def row(self, case: str, impl: str, result: dict | None = None, note: str = "") -> dict:
         row = {"case": case, "impl": impl, "ms": None, "peak_mib": None, "kernels": None,
@@ -145,6 +135,15 @@ def _status(key: str) -> int:
     raise KeyError(key)
 
 
+def _private_chain_helpers():
+    """The chain lattices' method choice and CUDA-graph cache. Private modules: no public API
+    names the method "auto" picks or empties / inspects the graph cache yet (see the report
+    of the benchmark-suite work); this is the only place the benchmarks reach into them."""
+    from aligners.lattices import _chain_graph, _chain_scan
+
+    return _chain_scan.use_scan, _chain_graph
+
+
 def _fwd_bwd(fn, lp):
     def run():
         x = lp.detach().requires_grad_(True)
@@ -161,8 +160,7 @@ def _graph_capture(bench: Bench, run) -> str:
     reserved afterwards (the replays' "peak MiB" excludes that pool), as a note."""
     if bench.device.type != "cuda":
         return ""
-    from aligners.lattices import _chain_graph
-
+    _, _chain_graph = _private_chain_helpers()
     _chain_graph.clear()
     run()  # first call of the shape: eager
     gc.collect()
@@ -180,33 +178,36 @@ def _graph_capture(bench: Bench, run) -> str:
 def _chain_case(bench: Bench, name: str, shape: tuple, ts_bytes: float) -> None:
     """Ours (auto method; and the loop when auto picks the scan; with --methods every other
     method: loop, scan, graph) vs torch-struct."""
-    from aligners.lattices import _chain_scan, linear_chain, semimarkov
+    from aligners.lattices import linear_chain, semimarkov
 
+    use_scan, _ = _private_chain_helpers()
+    dev = bench.device.type
     linear = len(shape) == 4
     g = torch.Generator().manual_seed(0)
     lp = torch.randn(*shape, generator=g).to(bench.device)
     mod = linear_chain if linear else semimarkov
     spans = lp.unsqueeze(2) if linear else lp[:, :, 1:]
-    auto = "scan" if _chain_scan.use_scan("auto", spans) else "loop"
+    auto = "scan" if use_scan("auto", spans) else "loop"
     ours = bench.measure(_fwd_bwd(mod.log_partition, lp))
     z = mod.log_partition(lp).detach()
-    top = bench.row(name, f"ours (auto: {auto})", ours)
+    top = bench.row(name, f"ours (auto: {auto}) on {dev}", ours)
     others = [m for m in ("loop", "scan", "graph") if m != auto and (
         bench.methods or (auto == "scan" and m == "loop"))]
     for other in others:  # the other methods, for the per-size choice
         run = _fwd_bwd(lambda x, m=other: mod.log_partition(x, method=m), lp)
         note = _graph_capture(bench, run) if other == "graph" else ""
-        bench.row(name, f"ours ({other})", bench.measure(run), note)
+        bench.row(name, f"ours ({other}) on {dev}", bench.measure(run), note)
     if not bench.torch_struct:
         return
     try:
         import torch_struct
     except ImportError:
-        bench.row(name, "torch-struct", note="not installed")
+        bench.row(name, f"torch-struct on {dev}", note="not installed")
         return
     cls = torch_struct.LinearChainCRF if linear else torch_struct.SemiMarkovCRF
     if bench.device.type == "cpu" and ts_bytes > bench.cap_gib * 2**30:
-        bench.row(name, "torch-struct", note=f"OOM (est. {ts_bytes / 2**30:.0f} GiB > cap)")
+        bench.row(name, f"torch-struct on {dev}",
+                  note=f"OOM (est. {ts_bytes / 2**30:.0f} GiB > cap)")
         return
     try:
         theirs = bench.measure(_fwd_bwd(lambda x: cls(x).partition, lp))
@@ -214,14 +215,16 @@ def _chain_case(bench: Bench, name: str, shape: tuple, ts_bytes: float) -> None:
     except (torch.cuda.OutOfMemoryError, MemoryError, RuntimeError) as err:
         if "out of memory" not in str(err).lower() and not isinstance(err, MemoryError):
             raise
-        bench.row(name, "torch-struct", note=bench.oom(err))
+        bench.row(name, f"torch-struct on {dev}", note=bench.oom(err))
         return
     top["logz_diff"] = float((z.cpu() - zt.cpu()).abs().max())
     top["note"] = f"max |log Z diff| {top['logz_diff']:.1e}"
-    speed = theirs["ms"] / ours["ms"]
-    mem = (f"{ours['peak_mib'] / theirs['peak_mib']:.3f}"
-           if ours["peak_mib"] and theirs["peak_mib"] else "-")
-    bench.row(name, "torch-struct", theirs, note=f"ours {speed:.1f}x faster, memory ratio {mem}")
+    top["speedup"] = theirs["ms"] / ours["ms"]
+    if ours["peak_mib"] and theirs["peak_mib"]:
+        top["memory_ratio"] = ours["peak_mib"] / theirs["peak_mib"]
+    mem = f"{top['memory_ratio']:.3f}" if "memory_ratio" in top else "-"
+    bench.row(name, f"torch-struct on {dev}", theirs,
+              note=f"ours {top['speedup']:.1f}x faster, memory ratio {mem}")
 
 
 def case_linear_small(bench: Bench) -> None:
@@ -252,14 +255,15 @@ def case_semi_large(bench: Bench) -> None:
 
 def case_factored_hmm(bench: Bench) -> None:
     """Factored alignment-HMM posteriors B512 N40 C80 (hmm_posteriors, no autograd)."""
-    from aligners.lattices.hmm import hmm_posteriors
-    from benchmarks.lattices_hmm import alignment_hmm_inputs
+    from lattices import alignment_hmm_inputs
+
+    from aligners.lattices import hmm_posteriors
 
     B, I = (4, 3) if bench.quick else (512, 40)
     init, trans, emit = (x.to(bench.device) for x in
                          alignment_hmm_inputs(batch=B, src_len=I, tgt_len=I))
     res = bench.measure(lambda: hmm_posteriors(init, trans, emit))
-    bench.row(f"factored HMM posteriors B{B} N{I} C{2 * I}", "ours", res)
+    bench.row(f"factored HMM posteriors B{B} N{I} C{2 * I}", f"ours on {bench.device.type}", res)
 
 
 def _timed(bench: Bench, run) -> float:
@@ -358,7 +362,7 @@ def case_word_aligner(bench: Bench) -> None:
             if base is not None:
                 note += f"; {res['ms'] / base:.2f}x the {bench.device.type} time"
             base = base or res["ms"]
-            bench.row(name, f"ours ({device.type})", res, note)
+            bench.row(name, f"ours on {device.type}", res, note)
         del index
 
 
@@ -395,7 +399,7 @@ def case_mono_phrase_crf(bench: Bench) -> None:
     f1 = test.get("micro/f1")
     note = f"trainer={trainer}; test micro F1 {f1:.4f}" if f1 is not None else (
         f"trainer={trainer}")
-    bench.row("mono phrase CRF MSR06 train+decode", f"ours ({bench.device.type})",
+    bench.row("mono phrase CRF MSR06 train+decode", f"ours on {bench.device.type}",
               {"ms": sec * 1e3, "test_f1": f1}, note)
 
 
@@ -422,7 +426,7 @@ def _cli_align(bench: Bench, label: str, flags: list[str], quick: list[str]) -> 
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
         sec = time.perf_counter() - start
         if proc.returncode != 0:
-            bench.row(f"{label}, {len(rows)} Hansards pairs", f"ours ({bench.device.type})",
+            bench.row(f"{label}, {len(rows)} Hansards pairs", f"ours on {bench.device.type}",
                       None, "failed: " + proc.stderr.strip().splitlines()[-1][:200])
             return
         lines = out.read_text(encoding="utf-8").splitlines()
@@ -430,7 +434,7 @@ def _cli_align(bench: Bench, label: str, flags: list[str], quick: list[str]) -> 
 
     aer = _test_aer(test, [sorted(parse_pharaoh_line(line).sure)
                            for line in lines[len(rows) - len(test):]])
-    bench.row(f"{label}, {len(rows)} Hansards pairs", f"ours ({bench.device.type})",
+    bench.row(f"{label}, {len(rows)} Hansards pairs", f"ours on {bench.device.type}",
               {"ms": sec * 1e3, "aer": aer},
               f"`aligners align {' '.join(flags)}` whole command; test AER {aer:.4f}")
 
@@ -449,10 +453,10 @@ def case_bayes_batched(bench: Bench) -> None:
 
 
 # HOOKS: append a function ``case_x(bench: Bench) -> None`` that calls ``bench.row(...)``
-# (word aligner 200k GPU vs CPU, monolingual training/decoding, ...) to this list.
-CASES = [case_linear_small, case_semi_small, case_linear_large, case_semi_large,
-         case_factored_hmm]
-CASES += [case_word_aligner, case_mono_phrase_crf, case_phrasal_hsmm]
+# to this list (a lattice case also to LATTICE_CASES: its rows go to the lattice table).
+LATTICE_CASES = [case_linear_small, case_semi_small, case_linear_large, case_semi_large,
+                 case_factored_hmm]
+CASES = LATTICE_CASES + [case_word_aligner, case_mono_phrase_crf, case_phrasal_hsmm]
 # not in the default run (over 90 s on an H100 at 20k pairs): --cases case_bayes_batched
 OPTIONAL_CASES = [case_bayes_batched]
 
@@ -466,6 +470,32 @@ def _table(rows: list) -> str:
         kern = "-" if r["kernels"] is None else str(r["kernels"])
         out.append(f"| {r['case']} | {r['impl']} | {ms} | {mib} | {kern} | {r['note']} |")
     return "\n".join(out)
+
+
+def result_rows(rows: list, lattice_cases: set) -> list[dict]:
+    """The printed rows as result rows (harness.make_row): task gpu-lattices for the cases
+    named in `lattice_cases`, else gpu-models; system = the implementation (with its
+    device); memory = GPU MiB on cuda, resident-set MiB on cpu."""
+    out = []
+    for r in rows:
+        metrics = {k: float(f"{r[k]:.3g}") for k in ("speedup", "memory_ratio") if k in r}
+        if r.get("logz_diff") is not None:
+            metrics["logz_diff"] = float(f"{r['logz_diff']:.1e}")
+        if r.get("aer") is not None:
+            metrics["aer"] = round(r["aer"], 4)
+        if r.get("test_f1") is not None:
+            metrics["micro_f1"] = round(100 * r["test_f1"], 2)
+        cuda = r["impl"].endswith(" on cuda")
+        out.append(make_row(
+            "gpu-lattices" if r["case"] in lattice_cases else "gpu-models", r["case"],
+            r["impl"], metrics=metrics, role="peer" if r["impl"].startswith("torch-struct")
+            else "ours", wall_s=None if r["ms"] is None else r["ms"] / 1e3,
+            peak_rss_mib=None if cuda else r["peak_mib"],
+            cuda_peak_mib=r["peak_mib"] if cuda else None,
+            headline=cuda and r["impl"].startswith("ours (auto") and "B32 N40" in r["case"]
+            or r["impl"] == "ours on cuda" and "16M cells" in r["case"],
+            note=r["note"] or None))
+    return out
 
 
 def main(argv=None) -> dict:
@@ -487,6 +517,7 @@ def main(argv=None) -> dict:
                              "and on CUDA also 1.6e7)")
     parser.add_argument("--no-cpu-baseline", action="store_true",
                         help="word aligner on CUDA: skip the same box's CPU run")
+    add_output_args(parser, "gpu")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no CUDA device (use --device cpu)")
@@ -499,22 +530,26 @@ def main(argv=None) -> dict:
                   cpu_baseline=not args.no_cpu_baseline)
     cases = [c for c in CASES + OPTIONAL_CASES if c.__name__ in args.cases] if args.cases else (
         CASES)
-    machine = (torch.cuda.get_device_name() if args.device == "cuda" else
-               f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-               f"{torch.get_num_threads()} threads")
+    desc = machine() + f", {torch.get_num_threads()} threads"
     start = time.perf_counter()
+    lattice_cases = set()
     for case in cases:
+        first = len(bench.rows)
         case(bench)
-    header = (f"device: {args.device} ({machine}); torch {torch.__version__}; float32; "
+        if case in LATTICE_CASES:
+            lattice_cases |= {r["case"] for r in bench.rows[first:]}
+    header = (f"device: {args.device} ({desc}); float32; "
               f"median of {bench.repeats} forward+backward runs; "
               f"total {time.perf_counter() - start:.0f} s")
     print(header)
     print()
     print(_table(bench.rows))
-    report = {"device": args.device, "machine": machine, "torch": torch.__version__,
+    report = {"device": args.device, "machine": desc, "torch": torch.__version__,
               "repeats": bench.repeats, "quick": args.quick, "rows": bench.rows}
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
+    if not args.quick and not args.no_save:  # --quick sizes are not results
+        print(f"wrote {write_rows('gpu', result_rows(bench.rows, lattice_cases), args.results)}")
     return report
 
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The one prepared command for a lent GPU machine (issue 15): the `cuda` tests, then
+# The one prepared command for a lent GPU machine: the `cuda` tests, then
 # benchmarks/gpu.py case by case, each under its own time limit, every log and JSON in OUTDIR.
+# The cases merge their result rows into benchmarks/results/gpu.json of this checkout, which
+# is copied to OUTDIR/results-gpu.json at the end; back on the dev machine:
+#   cp OUTDIR/results-gpu.json benchmarks/results/gpu.json && python benchmarks/report.py
 #
 #   bash benchmarks/gpu_session.sh OUTDIR
 #
@@ -60,4 +63,5 @@ want word && stage word "$WORD_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" \
 want mono && stage mono "$MONO_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" --cases case_mono_phrase_crf
 want models && stage models "$MODELS_T" "$PY" benchmarks/gpu.py "${BENCH[@]}" \
   --cases "${MODEL_CASES[@]}"
+cp benchmarks/results/gpu.json "$OUTDIR/results-gpu.json"
 exit 0

@@ -1,29 +1,51 @@
-"""LCLR ILP inference throughput on MSRP pairs (issue 11: >= 200 pairs/s on 2 cores).
+"""LCLR (Chang et al. 2010): the experiments' test figures against the paper's, and the ILP
+inference speed against scipy's MILP; rows -> benchmarks/results/lclr.json.
 
-`python benchmarks/lclr.py [--pairs 400] [--workers 2]`: builds the paraphrase ILPs of the
-first N MSRP test pairs (Link Grammar parses from the JSON-lines cache, parsing what is
-missing), scores the variables with the two-stage heuristic weights (and, with
-`--weights RUN/lclr`, with a trained model's weights too) and solves every ILP (a) LP
-relaxation first through highspy (our default, `method="lp_first"`), (b) scipy's
-`milp` with presolve off (the previous default) and (c) `milp` with presolve on (scipy's
-default), one after the other in the same run; then (a) again on `--workers` processes.
-Prints per-pair solver time percentiles (wall and CPU), pairs/s and how often the LP vertex
-was integral. Timings on a shared machine: quote the ratios of (a) to (b) and (c).
+    python benchmarks/lclr.py --pairs 400 [--workers 2] [--weights RUN/lclr]   # ILP speed
+    python benchmarks/lclr.py --experiment lclr_paraphrase                     # train + test
+    python benchmarks/lclr.py --pairs 20 --workers 1 --no-save                 # a smoke run
+
+ILP mode: builds the paraphrase ILPs of the first N MSRP test pairs (Link Grammar parses from
+the JSON-lines cache, parsing what is missing), scores the variables with the two-stage
+heuristic weights (or, with `--weights RUN/lclr`, a trained model's) and solves every ILP (a)
+LP relaxation first through highspy (ours, `method="lp_first"`), (b) scipy's `milp` with
+presolve off and (c) `milp` with presolve on (scipy's default), one after the other in the
+same process; then (a) again on `--workers` processes. Prints per-pair solver time
+percentiles (wall and CPU), pairs/s and how often the LP vertex was integral (task lclr-ilp).
+
+Experiment mode: `python train.py experiment=NAME` (lclr_transliteration, lclr_paraphrase,
+lclr_entailment) as a child under the harness; rows from its metrics.json: two-stage and
+LCLR test accuracy (and MRR for transliteration), the LCLR phase's time (task lclr).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
-from aligners.data.datasets import load
-from aligners.features.parse import default_cache_dir, parse_all
-from aligners.inference.ilp import solve_ilp
-from aligners.models.lclr import variable_scores
-from aligners.models.lclr_tasks import make_task
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import ROOT, add_output_args, machine, make_row, run_command, write_rows  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+
+from aligners.data.datasets import load  # noqa: E402
+from aligners.features.parse import default_cache_dir, parse_all  # noqa: E402
+from aligners.inference.ilp import solve_ilp  # noqa: E402
+from aligners.models.lclr import variable_scores  # noqa: E402
+from aligners.models.lclr_tasks import make_task  # noqa: E402
+
+__all__ = ["main", "rows_from_metrics"]
+
+_DATA = {"lclr_transliteration": "news-translit-enhe", "lclr_paraphrase": "msrp",
+         "lclr_entailment": "rte5"}
 
 
 def _problems(n: int, weights: str | None = None):
@@ -70,12 +92,28 @@ def _row(name, wall, cpu):
           f"max {1e3 * wall.max():7.2f} | ms cpu p50 {p(cpu, 50):6.2f} p90 {p(cpu, 90):6.2f}")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pairs", type=int, default=400)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--weights", default=None, help="a saved LCLR model folder (RUN/lclr)")
-    args = ap.parse_args()
+def rows_from_metrics(metrics: dict, experiment: str, run: dict, desc: str) -> list[dict]:
+    """Rows of an LCLR experiment's metrics.json (accuracies and MRR in %)."""
+    test, train = metrics["test"], metrics.get("train", {})
+    data = _DATA[experiment]
+    rows = []
+    for key, system in (("two_stage", "two-stage"), ("lclr", "LCLR")):
+        m = {"accuracy": round(100 * test[f"{key}_acc"], 2)}
+        if f"{key}_mrr" in test:
+            m["mrr"] = round(100 * test[f"{key}_mrr"], 2)
+        lclr = key == "lclr" and "lclr_seconds" in train
+        rows.append(make_row(
+            "lclr", data, system, metrics=m, wall_s=train["lclr_seconds"] if lclr else None,
+            cpu_s=train.get("lclr_cpu_seconds") if lclr else None, machine_desc=desc,
+            headline=key == "lclr" and data == "news-translit-enhe",
+            note=(f"C = {train[f'{key}_C']:g}" if f"{key}_C" in train else None)))
+    rows.append(make_row("lclr", data, "whole experiment", wall_s=run["wall_s"],
+                         cpu_s=run["cpu_s"], peak_rss_mib=run["peak_rss_mib"],
+                         machine_desc=desc))
+    return rows
+
+
+def ilp_rows(args) -> list[dict]:
     problems = _problems(args.pairs, args.weights)
     nv = [c.num_variables for _, c in problems]
     nc = [c.num_constraints for _, c in problems]
@@ -85,11 +123,13 @@ def main() -> None:
     _solve_all(problems[:20], "lp_first", False)  # warm-up
     _solve_all(problems[:20], "milp", False)
     res: list = []
-    _row("LP first (ours)", *_solve_all(problems, "lp_first", False, res))
+    runs = {"LP first via highspy (ours)": _solve_all(problems, "lp_first", False, res)}
     ref: list = []
-    _row("milp presolve off", *_solve_all(problems, "milp", False, ref))
-    _row("milp presolve on", *_solve_all(problems, "milp", True))
-    frac = np.mean([r.lp_integral for r in res])
+    runs["scipy milp, presolve off"] = _solve_all(problems, "milp", False, ref)
+    runs["scipy milp, presolve on"] = _solve_all(problems, "milp", True)
+    for name, (wall, cpu) in runs.items():
+        _row(name, wall, cpu)
+    frac = float(np.mean([r.lp_integral for r in res]))
     same = all(abs(a.value - b.value) <= 1e-9 * max(1.0, abs(b.value))
                for a, b in zip(res, ref, strict=True))
     print(f"LP vertex integral on {100 * frac:.1f}% of the pairs; optimum equal to milp's on "
@@ -99,9 +139,52 @@ def main() -> None:
     t0 = time.perf_counter()
     with ProcessPoolExecutor(k) as ex:
         list(ex.map(_chunk, parts))
-    wall = time.perf_counter() - t0
-    print(f"LP first, {k} processes: {len(problems) / wall:.1f} pairs/s wall "
-          f"(incl. process start-up)")
+    pool_rate = len(problems) / (time.perf_counter() - t0)
+    print(f"LP first, {k} processes: {pool_rate:.1f} pairs/s wall (incl. process start-up)")
+    data = (f"MSRP test, {len(problems)} pairs, "
+            f"{'LCLR' if args.weights else 'heuristic'} weights")
+    rows = []
+    for name, (wall, cpu) in runs.items():
+        ours = name.startswith("LP first")
+        m = {"pairs_per_s_wall": float(round(len(wall) / wall.sum(), 1)),
+             "pairs_per_s_cpu": float(round(len(cpu) / cpu.sum(), 1))}
+        if ours:
+            m["integral"] = round(100 * frac, 1)
+        rows.append(make_row("lclr-ilp", data, name, role="ours" if ours else "peer", metrics=m,
+                             headline=ours and not args.weights,
+                             note=(f"every optimum equals milp's: {same}; {k} processes: "
+                                   f"{pool_rate:.1f} pairs/s incl. start-up")
+                             if ours else None))
+    return rows
+
+
+def main(argv=None) -> list[dict]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--experiment", choices=sorted(_DATA),
+                    help="run this experiment instead of the ILP speed test")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="--experiment: more Hydra overrides")
+    ap.add_argument("--pairs", type=int, default=400)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--weights", default=None, help="a saved LCLR model folder (RUN/lclr)")
+    add_output_args(ap, "lclr")
+    args = ap.parse_args(argv)
+    if args.experiment:
+        with tempfile.TemporaryDirectory(prefix="lclr-bench-") as tmp:
+            cmd = [sys.executable, str(ROOT / "train.py"), f"experiment={args.experiment}",
+                   *args.set, f"hydra.run.dir={tmp}/run"]
+            run = run_command(cmd)
+            if run["returncode"] != 0:
+                raise SystemExit(f"train.py failed:\n{run['stderr']}")
+            metrics = json.loads((Path(tmp) / "run" / "metrics.json").read_text())
+        rows = rows_from_metrics(metrics, args.experiment, run, machine())
+    else:
+        rows = ilp_rows(args)
+    for r in rows:
+        print(f"{r['dataset']:<40} {r['system']:<28} {r['metrics']}")
+    if not args.no_save:
+        print(f"wrote {write_rows('lclr', rows, args.results)}")
+    return rows
 
 
 if __name__ == "__main__":

@@ -27,3 +27,13 @@ def test_gpu_benchmark_quick_on_cpu(tmp_path, capsys):
     assert len(diffs) == 4 and max(diffs) < 1e-4  # the four chain cases vs torch-struct
     printed = capsys.readouterr().out
     assert "| case | implementation |" in printed and all(c in printed for c in cases)
+    # the same rows as result rows (what a non-quick run merges into benchmarks/results/gpu.json)
+    lattice_cases = {r["case"] for r in lattice} | {r["case"] for r in rows
+                                                   if r["impl"].startswith("torch-struct")}
+    results = gpu.result_rows(rows, lattice_cases)
+    assert len(results) == len(rows)
+    assert {r["task"] for r in results if r["dataset"] in lattice_cases} == {"gpu-lattices"}
+    assert {r["task"] for r in results if r["dataset"] not in lattice_cases} == {"gpu-models"}
+    cpu = [r for r in results if r["system"].endswith(" on cpu") and r["wall_s"]]
+    assert cpu and all(r["cuda_peak_mib"] is None for r in cpu)  # --device cpu: RSS only
+    assert any(r["metrics"].get("speedup", 0) > 0 for r in results)

@@ -190,34 +190,6 @@ def test_evaluate_writes_the_combined_row(tmp_path, capsys):
     assert got == [" ".join(f"{i}-{j}" for i, j in links) for _, links, _ in want]
 
 
-def test_join_directions_script(tmp_path):
-    """benchmarks/mono_join_directions.py: an s2t folder + a t2s folder -> one folder whose
-    directions decode as the originals; mismatched settings are refused."""
-    import importlib.util
-    from pathlib import Path
-
-    from aligners import load
-
-    spec = importlib.util.spec_from_file_location(
-        "join", Path(__file__).resolve().parents[1] / "benchmarks" / "mono_join_directions.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    al = _two_way(seed=7)
-    a = MonoAligner({"s2t": al.models["s2t"]}, kind="phrase").save(tmp_path / "a")
-    b = MonoAligner({"t2s": al.models["t2s"]}, kind="phrase").save(tmp_path / "b")
-    joined = load(mod.join(a, b, tmp_path / "j"))
-    assert joined.directions == ["s2t", "t2s"]
-    for combine in ("none", "union", "posterior"):
-        kw = {"direction": "t2s"} if combine == "none" else {}
-        assert joined.align(_pairs(), combine=combine, **kw) == al.align(
-            _pairs(), combine=combine, **kw)
-    c = MonoAligner({"t2s": _model(PhraseCRFAligner, 3, 2)}, kind="phrase").save(tmp_path / "c")
-    with pytest.raises(SystemExit, match="differ"):
-        mod.join(a, c, tmp_path / "k")
-    with pytest.raises(SystemExit, match="need an s2t model"):
-        mod.join(b, a, tmp_path / "k")
-
-
 @pytest.mark.parametrize("experiment", ["neural_multimwa_wiki", "neural_msr06",
                                         "neural_edbppp"])
 def test_chosen_experiments_train_both_directions_for_their_combine(experiment, tmp_path):

@@ -163,13 +163,14 @@ def test_two_runs_started_together_get_two_folders(tmp_path):
 
 
 def test_benchmark_scripts_help_and_missing_eflomal(tmp_path):
-    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mono_table.py"), "--help"],
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mono.py"), "--help"],
                          capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0 and "metrics.json" in res.stdout, res.stderr
-    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mono_table.py"),
-                          str(tmp_path / "none.json")], capture_output=True, text=True,
+    assert res.returncode == 0 and "--experiment" in res.stdout, res.stderr
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mono.py"), "--run",
+                          str(tmp_path / "none"), "--no-save"], capture_output=True, text=True,
                          timeout=120)
-    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.returncode == 2 and "not a finished run folder" in res.stderr
+    assert "Traceback" not in res.stderr
     empty_bin = tmp_path / "bin"
     empty_bin.mkdir()
     env = {"PATH": str(empty_bin), "TMPDIR": str(tmp_path / "tmp")}
