@@ -133,6 +133,13 @@ def test_snum_mismatches_are_one_line_errors(tmp_path, capsys):
     wt.write_text("\n".join(text) + "\n", encoding="utf-8")
     assert main(["align", "-s", str(ws), "-t", str(wt), *FAST]) == 2  # wrapper missing
     assert ":4:" in _err(capsys)
+    # unwrapped text with a wrapped line further down (the first line decides the format)
+    plain = [" ".join(x) for x in src]
+    plain[2] = _wrap([plain[2]]).strip()
+    ws.write_text("\n".join(plain) + "\n", encoding="utf-8")
+    assert main(["align", "-s", str(ws), "-t", str(t), *FAST]) == 2
+    err = _err(capsys)
+    assert ":3:" in err and "unwrapped" in err
 
 
 def test_unwritable_save_model_is_rejected_before_reading_or_training(tmp_path, capsys):

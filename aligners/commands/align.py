@@ -140,8 +140,8 @@ def _snum_aware(pairs, src_name: str, tgt_name: str):
                 raise AlignersInputError(
                     f"{which} is '<s snum=N> ... </s>'-wrapped but the other side is not; "
                     "give both sides in the same format", line=1)
-        if not wrapped[0]:
-            yield s, t
+        if not wrapped[0]:  # a wrapped line later in unwrapped text is an error
+            yield _unwrap(s, False, src_name, line)[1], _unwrap(t, False, tgt_name, line)[1]
             continue
         ns, s = _unwrap(s, True, src_name, line)
         nt, t = _unwrap(t, True, tgt_name, line)
