@@ -134,7 +134,23 @@ def train(cfg: DictConfig) -> dict:
 
     quiet_runs()  # no Lightning tips/banners or known non-applicable warnings (one place)
     with _data_root(cfg):
-        return check(cfg).train(cfg)
+        metrics = check(cfg).train(cfg)
+    _plot(cfg)
+    return metrics
+
+
+def _plot(cfg: DictConfig) -> None:
+    """The run's training curves as PNGs beside metrics.json (`aligners.plots`)."""
+    from aligners.plots import plot_training_curves
+
+    out = _output_dir(cfg)
+    if out is None or not out.is_dir():
+        return
+    try:
+        for png in plot_training_curves(out):
+            print(f"training curves: {png}")
+    except Exception as err:  # a picture is never worth the run: say so, keep the results
+        print(f"warning: training curves not drawn ({err})", file=sys.stderr)
 
 
 def evaluate(cfg: DictConfig) -> dict:
