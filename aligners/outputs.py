@@ -38,7 +38,7 @@ from typing import IO
 from aligners.errors import AlignersInputError
 
 __all__ = ["check_paths", "write_lines", "open_output", "flush_stdout", "check_model_dir",
-           "model_dir_problem"]
+           "model_dir_problem", "check_writable_folder"]
 
 
 def _given(path) -> bool:
@@ -65,8 +65,9 @@ def _why(err: OSError) -> str:
     return err.strerror or str(err)
 
 
-def _probe_folder(folder: str, *, flag: str, path: str) -> None:
-    """Create and remove a file in `folder`: AlignersInputError when that fails."""
+def check_writable_folder(folder: str, *, flag: str, path: str) -> None:
+    """Create and remove a file in `folder` (a real probe: root passes `os.access` on
+    /proc); AlignersInputError naming `flag` and `path` when that fails."""
     if not os.path.isdir(folder):
         raise AlignersInputError(f"{flag}: cannot write: the folder {folder} does not exist; "
                                  "create it first or give another output path", path=path)
@@ -91,7 +92,7 @@ def _check_writable(path: str, flag: str) -> None:
     if st is not None and not os.access(path, os.W_OK):
         raise AlignersInputError(f"{flag}: the file is not writable (read-only); expected a "
                                  "writable output path", path=path)
-    _probe_folder(os.path.dirname(os.path.realpath(path)) or ".", flag=flag, path=path)
+    check_writable_folder(os.path.dirname(os.path.realpath(path)) or ".", flag=flag, path=path)
 
 
 def check_paths(inputs: dict[str, str | None], outputs: dict[str, str | None]) -> None:
@@ -341,4 +342,4 @@ def check_model_dir(path: str | None, flag: str, *,
     parent = real.parent
     while not parent.exists():
         parent = parent.parent
-    _probe_folder(str(parent), flag=flag, path=path)
+    check_writable_folder(str(parent), flag=flag, path=path)

@@ -10,8 +10,8 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from aligners.run import launch, train
 from aligners.run import main as run_main
-from aligners.run import train
 
 __all__ = ["CONFIGS", "main"]
 
@@ -20,9 +20,15 @@ CONFIGS = str(Path(__file__).resolve().parent / "configs")
 
 
 @hydra.main(version_base="1.3", config_path=CONFIGS, config_name="train")
-def main(cfg: DictConfig) -> None:
-    """Run `aligners.run.train(cfg)`; bad input: one line on stderr, exit 2."""
+def _hydra_main(cfg: DictConfig) -> None:
     run_main(train, cfg)
+
+
+def main() -> None:
+    """Run `aligners.run.train(cfg)` on the Hydra config of the command line; the command
+    line is checked first (`aligners.run.launch`). Bad input: one line on stderr, exit 2;
+    Ctrl-C: one line, exit 130."""
+    launch(_hydra_main)
 
 
 if __name__ == "__main__":
