@@ -9,7 +9,9 @@ default shown on every option; `-q/--quiet` (no progress bars, no summary); when
 not a terminal, a long command (`SUMMARISED`) ends with one summary line on stderr
 (`aligners align: 20000 sentence pairs in 31.2 s`); open progress bars are closed before an
 error is printed, so an error always starts its own line; an unknown option is reported by
-the parser of the (sub)command it was given to.
+the parser of the (sub)command it was given to; Ctrl-C is one line (`aligners align:
+interrupted`, exit 130; outputs are written by `aligners.outputs`, so none is left partial);
+stdout is flushed before the exit status is decided (`> /dev/full`: one line, exit 2).
 """
 
 import argparse

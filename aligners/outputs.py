@@ -283,15 +283,14 @@ def write_lines(dest: str, lines: Iterable[str], *, flag: str = "-o") -> None:
     rules of `open_output`. Memory: one line at a time."""
     with open_output(dest, flag=flag) as out:
         for line in lines:
-            out.write(line)
-            out.write("\n")
+            out.write(f"{line}\n")
 
 
 def model_dir_problem(folder: str | Path) -> str | None:
     """None when `folder` may be replaced by a new model folder: it does not exist, is an
     empty folder, or is a model folder of ours (a `config.json` of format `aligners/1` and
     nothing but `model.safetensors` and `*.json` files). Else what it is, for a message."""
-    from aligners.export import FORMAT, _read_json
+    from aligners.export import read_config
 
     p = Path(folder)
     if not p.exists():
@@ -301,10 +300,9 @@ def model_dir_problem(folder: str | Path) -> str | None:
     entries = list(p.iterdir())
     if not entries:
         return None
-    cfg = p / "config.json"
     try:
-        ours = cfg.is_file() and (_read_json(cfg) or {}).get("format") == FORMAT
-    except (AlignersInputError, AttributeError, OSError):
+        ours = bool(read_config(p))  # a config.json of format aligners/1, or an error
+    except (AlignersInputError, OSError):
         ours = False
     if not ours:
         return "is a folder that is not empty and not a model folder (no aligners config.json)"

@@ -155,8 +155,8 @@ def _extract(args) -> int:
             _corpus(args), max_length=args.max_length, mode=args.orientation
         ):
             for p in pairs:
-                out.write(format_extract_line(src, tgt, p, links, direction=args.direction))
-                out.write("\n")
+                out.write(format_extract_line(src, tgt, p, links, direction=args.direction)
+                          + "\n")
                 n += 1
     print(f"aligners reorder extract: {n} phrase pairs", file=sys.stderr)
     return 0
