@@ -31,7 +31,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["TASKS", "train", "evaluate", "check", "main", "experiments", "check_argv", "launch"]
+__all__ = ["TASKS", "CONFIGS", "train", "evaluate", "check", "main", "experiments", "check_argv",
+           "launch"]
 
 # task name -> module under aligners.training
 TASKS: dict[str, str] = {
@@ -263,6 +264,7 @@ def main(fn, cfg: DictConfig) -> None:
             pass
 
 
+# the package's Hydra configs (a link to the checkout's configs/; shipped in the wheel)
 CONFIGS = Path(__file__).resolve().parent / "configs"
 
 

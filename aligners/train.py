@@ -5,18 +5,17 @@ top-level `configs/`), so this works from an installed wheel as well as from a c
 the top-level `train.py` is a thin wrapper around `main`.
 """
 
-from pathlib import Path
-
 import hydra
 from omegaconf import DictConfig
 
+from aligners import run
 from aligners.run import launch, train
 from aligners.run import main as run_main
 
 __all__ = ["CONFIGS", "main"]
 
 # an absolute folder: the same whether this runs as `-m`, from a wrapper or from a wheel
-CONFIGS = str(Path(__file__).resolve().parent / "configs")
+CONFIGS = str(run.CONFIGS)
 
 
 @hydra.main(version_base="1.3", config_path=CONFIGS, config_name="train")
