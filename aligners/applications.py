@@ -151,29 +151,41 @@ def run_trecqa(model, *, split: str = "test-less-than-40",
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, help="a monolingual model folder (RUN/model)")
-    ap.add_argument("--tasks", nargs="+", default=["rte", "msrp", "trecqa"])
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--tasks", nargs="+", default=["rte", "msrp", "trecqa"],
+                    choices=("rte", "msrp", "trecqa"))
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch CPU threads (more than the cores: the cores, with a warning)")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     ap.add_argument("--seed", type=int, default=0,
                     help="torch seed (scoring is deterministic given the model; set for safety)")
     args = ap.parse_args(argv)
-    if args.threads < 1:
-        ap.error(f"--threads must be >= 1 (got {args.threads})")
-    torch.set_num_threads(args.threads)
+    from aligners.commands._device import thread_count
+    from aligners.errors import AlignersInputError
+    from aligners.export import load, read_config, resolve_model_folder
+    from aligners.models.mono.aligner import KINDS
+    from aligners.outputs import check_paths, write_lines
+
+    threads = thread_count(args.threads, prog="aligners.applications")
+    check_paths({"--model": args.model}, {"--out": args.out})  # before minutes of scoring
+    folder = resolve_model_folder(args.model)
+    kind = read_config(folder).get("kind")
+    if kind not in KINDS.values():  # one aligner (MonoAligner), not an ensemble
+        raise AlignersInputError(f"--model: a {kind!r} model; expected a monolingual model "
+                                 f"folder (kind {', '.join(KINDS.values())})", path=args.model)
+    torch.set_num_threads(threads)
     torch.manual_seed(args.seed)
-    from aligners.export import load
-    model = load(args.model)
+    model = load(folder)
     runners = {"rte": run_rte, "msrp": run_msrp, "trecqa": run_trecqa}
     results = {t: runners[t](model) for t in args.tasks}
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=2)
+        write_lines(args.out, [json.dumps(results, indent=2)], flag="--out")
     return results
 
 
 def _cli() -> int:
-    """`python -m aligners.applications`: bad input (a missing model or data folder) is one
-    line on stderr and exit status 2, never a traceback."""
+    """`python -m aligners.applications`: bad input (a missing or wrong-kind model, a data
+    folder, an unwritable --out) is one line on stderr and exit status 2, Ctrl-C one line
+    and 130, never a traceback."""
     import sys
 
     from aligners.errors import AlignersInputError
@@ -182,6 +194,9 @@ def _cli() -> int:
     except AlignersInputError as err:
         print(f"aligners.applications: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("aligners.applications: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -9,10 +9,13 @@ default shown on every option; `-q/--quiet` (no progress bars, no summary); when
 not a terminal, a long command (`SUMMARISED`) ends with one summary line on stderr
 (`aligners align: 20000 sentence pairs in 31.2 s`); open progress bars are closed before an
 error is printed, so an error always starts its own line; an unknown option is reported by
-the parser of the (sub)command it was given to.
+the parser of the (sub)command it was given to; Ctrl-C is one line (`aligners align:
+interrupted`, exit 130; outputs are written by `aligners.outputs`, so none is left partial);
+stdout is flushed before the exit status is decided (`> /dev/full`: one line, exit 2).
 """
 
 import argparse
+import contextlib
 import importlib
 import sys
 import time
@@ -112,22 +115,39 @@ def _quiet(args: argparse.Namespace) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parse(build_parser(), argv)
-    module = importlib.import_module(f"aligners.commands.{args._module}")
-    start = time.perf_counter()
+    """Run one subcommand; its exit status. Bad input (`AlignersInputError`, including an
+    unwritable or full stdout/output, `aligners.outputs`): one line, 2. Ctrl-C: one line
+    `aligners CMD: interrupted`, 130 (the atomic writers leave no partial output or model
+    folder). A closed pipe (`| head`): 0, silently."""
+    command = "aligners"
     try:
+        args = _parse(build_parser(), argv)
+        command = f"aligners {args.command}"
+        module = importlib.import_module(f"aligners.commands.{args._module}")
+        start = time.perf_counter()
         status = int(module.run(args) or 0)
+        from aligners.outputs import flush_stdout
+
+        flush_stdout()
     except AlignersInputError as err:
         _close_progress()
-        print(f"aligners {args.command}: error: {err}", file=sys.stderr)
+        print(f"{command}: error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `aligners align ... | head`
+        from aligners.outputs import flush_stdout
+
+        with contextlib.suppress(BrokenPipeError, AlignersInputError):
+            flush_stdout()  # drops what is left, so that the exit prints nothing either
         return 0
+    except KeyboardInterrupt:
+        _close_progress()
+        print(f"{command}: interrupted", file=sys.stderr)
+        return 130
     summary = getattr(args, "summary", None)
     if (status == 0 and summary and args.command in SUMMARISED and not _quiet(args)
             and not sys.stderr.isatty()):
         _close_progress()
-        print(f"aligners {args.command}: {summary} in {time.perf_counter() - start:.1f} s",
+        print(f"{command}: {summary} in {time.perf_counter() - start:.1f} s",
               file=sys.stderr)
     return status
 

@@ -111,6 +111,15 @@ RULES: dict[str, dict[str, Rule]] = {
         "model.alpha": Rule("float", lo=0),
         "model.null_alpha": Rule("float", lo=0),
         "model.batch_cells": _int(1),
+        "model.decoding.threshold": Rule("float", lo=0, hi=1),  # issue 25: 5 gave AER 1.0
+        "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
+    },
+    "bayes_align": {
+        "model.decoding.threshold": Rule("float", lo=0, hi=1),
+        "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
+    },
+    "phrasal_align": {
+        "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
     },
     "monolingual": {
         "model.max_src_len": _int(1),

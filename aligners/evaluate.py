@@ -8,7 +8,7 @@ Uses the configs shipped inside the package (see `aligners.train`); the top-leve
 import hydra
 from omegaconf import DictConfig
 
-from aligners.run import evaluate
+from aligners.run import evaluate, launch
 from aligners.run import main as run_main
 from aligners.train import CONFIGS  # the one absolute configs folder
 
@@ -16,9 +16,14 @@ __all__ = ["CONFIGS", "main"]
 
 
 @hydra.main(version_base="1.3", config_path=CONFIGS, config_name="evaluate")
-def main(cfg: DictConfig) -> None:
-    """Run `aligners.run.evaluate(cfg)`; bad input: one line on stderr, exit 2."""
+def _hydra_main(cfg: DictConfig) -> None:
     run_main(evaluate, cfg)
+
+
+def main() -> None:
+    """Run `aligners.run.evaluate(cfg)` on the Hydra config of the command line, checked
+    first (`aligners.run.launch`); bad input: one line on stderr, exit 2."""
+    launch(_hydra_main)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,14 +86,23 @@ def write_model(
 
     `tensors`: name -> tensor (moved to CPU, made contiguous); `config`: plain JSON values
     (`format` and `kind` are added); `extras`: file stem -> JSON value, each written as
-    `<stem>.json`. An existing folder at `folder` is replaced only once the new one is
-    complete.
+    `<stem>.json`. The folder is built under a temporary name beside the destination; an
+    existing destination is replaced only once the new folder is complete, and only when it
+    is an empty folder or a model folder of ours (`aligners.outputs.model_dir_problem`;
+    anything else raises AlignersInputError and is left alone). The swap (two renames) runs
+    with SIGINT held, so Ctrl-C leaves the old folder or the new one, never neither; a
+    symbolic link to a model folder keeps pointing at its (new) target.
     """
     from safetensors.torch import save_file
 
+    from aligners.outputs import model_dir_problem
+
     if "format" in config or "kind" in config:
         raise ValueError("config may not set 'format' or 'kind'; pass kind=")
-    dest = Path(folder)
+    dest = Path(os.path.realpath(folder))
+    problem = model_dir_problem(dest)
+    if problem is not None:
+        raise AlignersInputError(f"{problem}; not replaced by the model", path=str(folder))
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     try:
@@ -103,18 +113,38 @@ def write_model(
         _write_json(tmp / "config.json", {"format": FORMAT, "kind": kind, **config})
         for stem, value in (extras or {}).items():
             _write_json(tmp / f"{stem}.json", value, indent=None)  # tables: one line, compact
-        if dest.exists():
-            old = dest.with_name(f".{dest.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            dest.rename(old)
-            tmp.rename(dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(dest)
+        _swap_in(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return dest
+    return Path(folder)
+
+
+def _swap_in(new: Path, dest: Path) -> None:
+    """Rename the complete folder `new` to `dest`; an existing `dest` is first moved to a
+    fresh hidden name beside it (never a fixed name that could be someone's folder) and
+    removed once `new` is in place, or put back if that rename fails. SIGINT is held
+    meanwhile (a model folder is a few files: this is quick)."""
+    held = hasattr(signal, "pthread_sigmask")
+    if held:
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    old = None
+    try:
+        if dest.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", dir=dest.parent))
+            dest.rename(old)  # onto the empty folder just made: atomic
+        try:
+            new.rename(dest)
+        except BaseException:
+            if old is not None:
+                old.rename(dest)
+                old = None
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if held:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
 def resolve_model_folder(path) -> Path:

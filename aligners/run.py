@@ -14,7 +14,10 @@ validates the config once (`aligners.config_checks`) and checks that `ckpt_path`
 task's family writes; every
 failure is one `AlignersInputError` line. `main(fn, cfg)` is what the Hydra wrappers call:
 it prints that line and exits with status 2 (no traceback), and removes the run's output
-folder when the run failed on bad input (other failures leave a `FAILED` file there).
+folder when the run failed on bad input; Ctrl-C and other failures leave a `FAILED` file
+there and one line says where (exit 130 on Ctrl-C). `launch(hydra_main)` runs the wrappers
+after `check_argv`: an unknown or base experiment or an unwritable `hydra.run.dir` is one
+line before Hydra starts. `experiments()` lists the runnable experiments.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["tasks", "train", "evaluate", "check", "main"]
+__all__ = ["tasks", "CONFIGS", "train", "evaluate", "check", "main", "experiments",
+           "check_argv", "launch"]
 
 BASELINE = "baseline"  # diagonal aligner scored on a gold test set (the default job)
 
@@ -169,35 +173,240 @@ def _output_dir(cfg: DictConfig) -> Path | None:
         return None
 
 
+def _missing_extra(err: BaseException) -> str | None:
+    """One line for an ImportError (or one caused by it) of a package that an optional
+    extra of the `aligners` distribution installs (its metadata, the one list), else None."""
+    from importlib import metadata
+
+    try:
+        requires = metadata.requires("aligners") or []
+    except metadata.PackageNotFoundError:
+        requires = []
+    extras = {}  # module name -> extra
+    for req in requires:
+        dist, _, marker = req.partition(";")
+        if "extra ==" in marker:
+            module = dist.strip().split("[")[0]
+            for sep in "<>=!~ ":
+                module = module.split(sep)[0]
+            extras[module.replace("-", "_").lower()] = marker.split("==")[1].strip(" \"'")
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        top = (getattr(err, "name", None) or "").split(".")[0].lower()
+        if isinstance(err, ImportError) and top in extras:
+            extra = extras[top]
+            return (f"this experiment needs the {extra!r} extra (no module {top!r}): "
+                    f"pip install -e '.[{extra}]' (or pip install 'aligners[{extra}]')")
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def _remove_run(out: Path) -> None:
+    shutil.rmtree(out, ignore_errors=True)
+    try:
+        out.parent.rmdir()  # the experiment's folder, when this run was its only one
+    except OSError:
+        pass
+
+
+def _sigint_watch() -> list:
+    """Install a SIGINT handler that records the interrupt (the returned list becomes
+    non-empty) and raises KeyboardInterrupt once; later SIGINTs (a second Ctrl-C, the one
+    `aligners train` passes on) are ignored. Lightning turns KeyboardInterrupt into
+    `sys.exit(1)`: the record tells an interrupt from a failure."""
+    import signal
+
+    hits: list = []
+
+    def on_sigint(signum, frame):
+        if not hits:
+            hits.append(signum)
+            raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main thread: leave SIGINT alone
+        pass
+    return hits
+
+
 def main(fn, cfg: DictConfig) -> None:
-    """Run `fn(cfg)` for a Hydra entry point. Bad input (`AlignersInputError`): one line on
-    stderr, exit 2, and the run's output folder removed. Another `ValueError`: one line
-    naming the folder's `FAILED` file (which holds the traceback), exit 2. Any other failure
-    leaves a `FAILED` marker in the folder and propagates."""
+    """Run `fn(cfg)` for a Hydra entry point; every way out is one line on stderr.
+
+    Bad input (`AlignersInputError`, or a package of an optional extra missing): one line,
+    exit 2, and the run's output folder removed. Ctrl-C (also when Lightning catches it):
+    `NAME: interrupted; run folder marked FAILED: OUT/FAILED`, exit 130. Another
+    `ValueError`: one line naming the folder's `FAILED` file, exit 2; any other failure:
+    the same, exit 1. `FAILED` holds "interrupted" or the traceback. Without a run folder
+    (no Hydra runtime) a failure other than bad input propagates."""
+    import signal
     import traceback
 
     out = _output_dir(cfg)
     name = Path(sys.argv[0]).name or "aligners"
     ran = out is not None and out.is_dir() and (out / ".hydra").is_dir()
+    previous = signal.getsignal(signal.SIGINT)
+    interrupted = _sigint_watch()
     try:
         fn(cfg)
+    except BaseException as err:
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: no half cleanup
+        except ValueError:
+            pass
+        if isinstance(err, SystemExit) and not interrupted:
+            raise
+        failed = out / "FAILED" if ran else None
+        if interrupted or isinstance(err, KeyboardInterrupt):
+            if failed is not None:
+                failed.write_text("interrupted (Ctrl-C / SIGINT)\n\n" + traceback.format_exc(),
+                                  encoding="utf-8")
+            where = f"; run folder marked FAILED: {failed}" if failed is not None else ""
+            print(f"{name}: interrupted{where}", file=sys.stderr)
+            raise SystemExit(130) from None
+        message = str(err) if isinstance(err, AlignersInputError) else _missing_extra(err)
+        if message is not None:
+            print(f"{name}: error: {message}", file=sys.stderr)
+            if ran:
+                _remove_run(out)
+            raise SystemExit(2) from None
+        if failed is None:
+            if isinstance(err, ValueError):
+                print(f"{name}: error: {err}".replace("\n", " "), file=sys.stderr)
+                raise SystemExit(2) from None
+            raise
+        failed.write_text(traceback.format_exc(), encoding="utf-8")
+        what = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
+        print(f"{name}: error: {what} (traceback in {failed})".replace("\n", " "),
+              file=sys.stderr)
+        raise SystemExit(2 if isinstance(err, ValueError) else 1) from None
+    finally:
+        try:
+            signal.signal(signal.SIGINT, previous)
+        except (ValueError, TypeError):
+            pass
+
+
+# the package's Hydra configs (a link to the checkout's configs/; shipped in the wheel)
+CONFIGS = Path(__file__).resolve().parent / "configs"
+
+
+def _experiment_doc(name: str) -> dict:
+    import yaml
+
+    f = CONFIGS / "experiment" / f"{name}.yaml"
+    doc = yaml.safe_load(f.read_text(encoding="utf-8")) if f.is_file() else None
+    return doc if isinstance(doc, dict) else {}
+
+
+def _selects_data(name: str, seen: frozenset = frozenset()) -> bool:
+    """Whether experiment `name` selects a data set: `override /data: NAME` (or a `data:`
+    mapping) in it or in an experiment it includes (its bare-name defaults)."""
+    if name in seen:
+        return False
+    doc = _experiment_doc(name)
+    if isinstance(doc.get("data"), dict):
+        return True
+    for item in doc.get("defaults") or []:
+        if isinstance(item, dict):
+            if any(k.split()[-1].strip("/") == "data" and v for k, v in item.items()):
+                return True
+        elif isinstance(item, str) and item != "_self_":
+            if _selects_data(item, seen | {name}):
+                return True
+    return False
+
+
+def experiments(*, runnable: bool = True) -> list[str]:
+    """The shipped experiment names (configs/experiment/*.yaml), sorted. With `runnable`
+    (default), only those that select a data set (`_selects_data`): a base config such as
+    `yao2013_common` or `neural_common` holds settings that runnable experiments include and
+    cannot run on its own. Cost: one YAML read per file."""
+    names = sorted(p.stem for p in (CONFIGS / "experiment").glob("*.yaml"))
+    return [n for n in names if _selects_data(n)] if runnable else names
+
+
+def _including(base: str) -> list[str]:
+    return [n for n in experiments() if base in (_experiment_doc(n).get("defaults") or [])]
+
+
+def _check_experiment(value: str) -> None:
+    import re
+
+    if not re.fullmatch(r"[\w./-]+(,[\w./-]+)*", value) or value == "null":
+        return  # a sweep function or an interpolation: Hydra checks it
+    runnable = experiments()
+    for name in value.split(","):
+        if name in runnable:
+            continue
+        if name in experiments(runnable=False):
+            users = _including(name)
+            raise AlignersInputError(
+                f"experiment {name!r} is a base config (settings that runnable experiments "
+                f"include; it selects no data set): run one of those"
+                + (f", e.g. {', '.join(users[:3])}" if users else "")
+                + " (`aligners train --list`)")
+        raise AlignersInputError(f"no experiment {name!r}; `aligners train --list` names the "
+                                 f"{len(runnable)} runnable ones (e.g. default, "
+                                 "diagonal_baseline)")
+
+
+def _check_run_dir(key: str, value: str) -> None:
+    from aligners.outputs import check_writable_folder
+
+    static = value.split("${")[0]
+    if not static.strip():
+        return
+    p = Path(static).expanduser()
+    if p.exists() and not p.is_dir():
+        raise AlignersInputError(f"{key}: exists and is not a folder", path=static)
+    while not p.exists():
+        p = p.parent
+    check_writable_folder(str(p), flag=key, path=value)
+
+
+def check_argv(argv: list[str]) -> None:
+    """Check the overrides that Hydra would turn into many lines or a traceback, or that
+    would be silently ignored, before it starts: `experiment=` must name a runnable
+    experiment (`experiments()`); `trainer.max_epochs=` is refused (no task reads it: each
+    sets the epochs from its own settings); the run folder (`hydra.run.dir`,
+    `hydra.sweep.dir` with -m; default `outputs/` here) must be creatable. Raises
+    AlignersInputError (one line)."""
+    if any(a in ("-h", "--help", "--hydra-help", "-i", "--info", "-c", "--cfg", "-p",
+                 "--package", "-sc", "--shell-completion") or a.startswith(("--cfg=", "--info="))
+           for a in argv):
+        return  # nothing runs
+    multirun = "-m" in argv or "--multirun" in argv
+    run_key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    run_dir = "outputs" if not multirun else "multirun"
+    for arg in argv:
+        key, eq, value = arg.partition("=")
+        key = key.lstrip("+~")
+        if eq and key == "experiment":
+            _check_experiment(value)
+        elif eq and key == "trainer.max_epochs":  # every task sets it: silently ignored
+            raise AlignersInputError(
+                "trainer.max_epochs is not used: each task sets the trainer's epochs from its "
+                "own settings (word: model.ibm1_iterations / model.hmm_iterations; "
+                "monolingual: training.epochs; reorder: model.primal.epochs; phrasal: "
+                "model.phrasal.iterations); drop it")
+        elif eq and key == run_key:
+            run_dir = value
+    _check_run_dir(run_key, run_dir)
+
+
+def launch(hydra_main) -> None:
+    """Run the @hydra.main function `hydra_main` (no arguments: Hydra reads sys.argv) after
+    `check_argv`; its failure, or Ctrl-C before `main` takes over, is one line (exit 2 /
+    130)."""
+    name = Path(sys.argv[0]).name or "aligners"
+    try:
+        check_argv(sys.argv[1:])
+        hydra_main()
     except AlignersInputError as err:
         print(f"{name}: error: {err}", file=sys.stderr)
-        if ran:
-            shutil.rmtree(out, ignore_errors=True)
-            try:
-                out.parent.rmdir()  # the experiment's folder, when this run was its only one
-            except OSError:
-                pass
         raise SystemExit(2) from None
-    except ValueError as err:
-        where = ""
-        if ran:
-            (out / "FAILED").write_text(traceback.format_exc(), encoding="utf-8")
-            where = f" (traceback in {out / 'FAILED'})"
-        print(f"{name}: error: {err}{where}".replace("\n", " "), file=sys.stderr)
-        raise SystemExit(2) from None
-    except BaseException as err:
-        if ran and not isinstance(err, SystemExit):
-            (out / "FAILED").write_text(traceback.format_exc(), encoding="utf-8")
-        raise
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None

@@ -5,24 +5,29 @@ top-level `configs/`), so this works from an installed wheel as well as from a c
 the top-level `train.py` is a thin wrapper around `main`.
 """
 
-from pathlib import Path
-
 import hydra
 from omegaconf import DictConfig
 
+from aligners import run
+from aligners.run import launch, train
 from aligners.run import main as run_main
-from aligners.run import train
 
 __all__ = ["CONFIGS", "main"]
 
 # an absolute folder: the same whether this runs as `-m`, from a wrapper or from a wheel
-CONFIGS = str(Path(__file__).resolve().parent / "configs")
+CONFIGS = str(run.CONFIGS)
 
 
 @hydra.main(version_base="1.3", config_path=CONFIGS, config_name="train")
-def main(cfg: DictConfig) -> None:
-    """Run `aligners.run.train(cfg)`; bad input: one line on stderr, exit 2."""
+def _hydra_main(cfg: DictConfig) -> None:
     run_main(train, cfg)
+
+
+def main() -> None:
+    """Run `aligners.run.train(cfg)` on the Hydra config of the command line; the command
+    line is checked first (`aligners.run.launch`). Bad input: one line on stderr, exit 2;
+    Ctrl-C: one line, exit 130."""
+    launch(_hydra_main)
 
 
 if __name__ == "__main__":

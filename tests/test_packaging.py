@@ -77,10 +77,19 @@ def test_applications_missing_model_exits_2(monkeypatch, capsys, tmp_path):
     assert err.startswith("aligners.applications: error:") and "\n" not in err
 
 
-def test_train_list_names_the_shipped_experiments(capsys):
+def test_train_list_names_the_runnable_experiments(capsys, tmp_path):
+    """Listed iff runnable: an experiment whose composed config selects a data set; a base
+    config (yao2013_common, neural_common: settings others include) is left out."""
+    from tests.test_configs import _compose
+
     assert cli_main(["train", "--list"]) == 0
     names = capsys.readouterr().out.split()
-    assert names == sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml"))
+    shipped = sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml"))
+    assert names == sorted(names) and set(names) < set(shipped)
+    assert "default" in names and not {"yao2013_common", "neural_common"} & set(names)
+    for name in shipped:
+        cfg = _compose("train", [f"experiment={name}"], tmp_path)
+        assert bool(cfg.get("data")) == (name in names), name
 
 
 def test_python_m_train_finds_configs_outside_the_checkout(tmp_path):

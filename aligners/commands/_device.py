@@ -1,10 +1,28 @@
-"""The `--device` flag of the commands: one check, one message (helper, not a subcommand)."""
+"""The `--device` and `--threads` flags of the commands: one check, one message each
+(helper, not a subcommand)."""
 
 from __future__ import annotations
 
+import os
+import sys
+
 from aligners.errors import AlignersInputError
 
-__all__ = ["torch_device"]
+__all__ = ["torch_device", "thread_count"]
+
+
+def thread_count(n: int, *, prog: str, flag: str = "--threads") -> int:
+    """`n` CPU threads, clamped to `os.cpu_count()` with a one-line warning on stderr (more
+    threads than cores only slows down; 100000 made OpenBLAS fail and monoalign crash).
+    n < 1 raises AlignersInputError. Imports nothing."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise AlignersInputError(f"{flag} must be >= 1, got {n!r}")
+    cores = os.cpu_count() or 1
+    if n > cores:
+        print(f"{prog}: warning: {flag} {n} is more than the {cores} CPU cores here; using "
+              f"{cores}", file=sys.stderr)
+        return cores
+    return n
 
 
 def torch_device(name: str):

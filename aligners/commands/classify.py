@@ -61,14 +61,20 @@ def run(args: argparse.Namespace) -> int:
     if args.task is not None and args.task != clf.task.name:
         raise AlignersInputError(f"the model is for task {clf.task.name!r}, not {args.task!r}",
                                  path=args.model)
-    for a, b in read_pairs(args.input):
-        try:
-            inst = clf.task.instance(a, b)
-        except ValueError as err:
-            raise AlignersInputError(f"cannot build the pair ({err})", path=args.input) from None
-        score = clf.score(inst)
-        line = f"{int(score >= 0)}\t{score:.6f}"
-        if args.explain:
-            line += "\t" + " ".join(clf.explain(inst))
-        print(line)
+    from aligners.outputs import write_lines
+
+    write_lines("-", (_classify_line(clf, a, b, args) for a, b in read_pairs(args.input)))
     return 0
+
+
+def _classify_line(clf, a: str, b: str, args: argparse.Namespace) -> str:
+    """`label \\t score [\\t latent variables]` of the pair (a, b)."""
+    try:
+        inst = clf.task.instance(a, b)
+    except ValueError as err:
+        raise AlignersInputError(f"cannot build the pair ({err})", path=args.input) from None
+    score = clf.score(inst)
+    line = f"{int(score >= 0)}\t{score:.6f}"
+    if args.explain:
+        line += "\t" + " ".join(clf.explain(inst))
+    return line

@@ -7,6 +7,7 @@
 With `--src/--tgt` (or `--text` for one `src ||| tgt` file) links are checked against the
 sentence lengths: out-of-range links are an error, or with `--lenient` dropped, counted and
 reported on stderr. `<s snum=N>` text files also supply the NAACL sentence numbers.
+`-o` follows `aligners.outputs` (never an input; atomic; `.gz` gzipped).
 """
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ def _side(path: str) -> tuple[list[int] | None, list[int]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aligners.outputs import check_paths
+
+    check_paths({"-i": args.input, "--src": args.src, "--tgt": args.tgt, "--text": args.text},
+                {"-o": args.output})
     snums = src_lengths = tgt_lengths = None
     if args.dataset:
         from aligners.data.datasets import DATASETS, last_dropped, load
@@ -100,12 +105,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"aligners convert: warning: {w.message}", file=sys.stderr)
     if args.swap:
         alignments = [_swap(al) for al in alignments]
-    if args.to == "pharaoh":
-        write_pharaoh(alignments, args.output, posteriors=args.posteriors)
-    elif args.to == "naacl":
-        write_naacl(alignments, args.output, snums=snums)
-    else:
-        write_onebased(alignments, args.output)
+    from aligners.outputs import open_output
+
+    with open_output(args.output, flag="-o") as out:  # atomic; .gz by name
+        if args.to == "pharaoh":
+            write_pharaoh(alignments, out, posteriors=args.posteriors)
+        elif args.to == "naacl":
+            write_naacl(alignments, out, snums=snums)
+        else:
+            write_onebased(alignments, out)
     return 0
 
 

@@ -131,10 +131,10 @@ def _report(args, gold, test, src, tgt) -> int:
     if not 0.0 <= args.alpha <= 1.0:
         raise AlignersInputError(f"--alpha must be in [0, 1], got {args.alpha}")
     report = evaluate_alignments(gold, test, src_tokens=src, tgt_tokens=tgt, alpha=args.alpha)
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
-    else:
-        print(format_report(report))
+    from aligners.outputs import write_lines
+
+    text = json.dumps(report.to_dict(), indent=2) if args.json else format_report(report)
+    write_lines("-", [text])  # a full stdout (`> /dev/full`) is one line, exit 2
     return 0
 
 

@@ -7,8 +7,6 @@ Runs in a child interpreter (`python -m aligners.evaluate`); exit status is the 
 """
 
 import argparse
-import subprocess
-import sys
 
 __all__ = ["add_arguments", "run"]
 
@@ -21,7 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aligners.commands.train import child
+
     overrides = list(args.overrides)
     if overrides[:1] == ["--"]:
         overrides = overrides[1:]
-    return subprocess.call([sys.executable, "-m", ENTRY, *overrides])
+    return child(ENTRY, overrides)

@@ -12,7 +12,7 @@ tokens t..t+l-1, 0-based, in source-target order like the links); `--score` appe
 decoding: every link whose marginal probability under the model exceeds T (blocks: the span
 pairs whose own marginal exceeds T; score: the summed posteriors of the output links divided
 by the number of observation-side tokens). Default: `--decode viterbi`.
-`--encoder-precision fp32|bf16|int8` (neural aligner only; others ignore it): the encoder's
+`--encoder-precision fp32|bf16|int8` (neural aligner only; refused for the others): the encoder's
 inference precision (bf16: autocast; int8: dynamically quantised linear layers, CPU only;
 default: the aligner's, `aligners.models.mono.aligner.DEFAULT_ENCODER_PRECISION`).
 `--combine union|intersect|grow-diag|posterior` (a model trained in both directions, s2t and
@@ -54,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=None,
                         help="pairs decoded together (>= 1; default 64, neural aligner 32)")
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch intra-op threads (>= 1)")
+                        help="torch intra-op threads (>= 1; more than the CPU cores: the "
+                             "cores, with a warning)")
     parser.add_argument("--decode", choices=("viterbi", "posterior"), default="viterbi",
                         help="viterbi (best path, default) or posterior (links whose posterior "
                              "exceeds --threshold)")
@@ -115,9 +116,11 @@ def _read_pairs(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     if args.batch_size is not None and args.batch_size < 1:
         raise AlignersInputError(f"--batch-size must be >= 1, got {args.batch_size}")
-    if args.threads < 1:
-        raise AlignersInputError(f"--threads must be >= 1, got {args.threads}")
     from pathlib import Path
+
+    from aligners.commands._device import thread_count
+
+    threads = thread_count(args.threads, prog="aligners monoalign")
 
     decode, threshold = getattr(args, "decode", "viterbi"), getattr(args, "threshold", 0.5)
     if not 0.0 <= threshold < 1.0:  # (NaN fails too)
@@ -137,20 +140,29 @@ def run(args: argparse.Namespace) -> int:
 
     from aligners.commands._device import torch_device
     from aligners.models.mono.ensemble import load_aligners
+    from aligners.outputs import write_lines
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(threads)
     device = torch_device(getattr(args, "device", "cpu") or "cpu")
     aligner = load_aligners(models).to(device)
+    precision = getattr(args, "encoder_precision", None)
+    kinds = sorted({m.kind for m in getattr(aligner, "members", [aligner])})
+    if precision is not None and "neural" not in kinds:
+        raise AlignersInputError(f"--encoder-precision applies to the neural aligner only; "
+                                 f"this model is a {' + '.join(kinds)} CRF: drop it")
     out = aligner.align(pairs, direction=args.direction, batch_size=args.batch_size,
-                        decode=decode, threshold=threshold,
-                        encoder_precision=getattr(args, "encoder_precision", None),
+                        decode=decode, threshold=threshold, encoder_precision=precision,
                         combine=combine)
-    for blocks, links, score in out:
-        line = " ".join(f"{i}-{j}" for i, j in links)
-        if args.blocks:
-            line += " ||| " + " ".join(f"{s}:{k}-{t}:{lt}" for s, k, t, lt in blocks)
-        if args.score:
-            line += f" ||| {score:.4f}"
-        print(line)
+    write_lines("-", (_line(args, *row) for row in out))
     args.summary = f"{len(pairs)} sentence pairs aligned"
     return 0
+
+
+def _line(args: argparse.Namespace, blocks, links, score) -> str:
+    """One output line: Pharaoh links [` ||| ` blocks] [` ||| ` score]."""
+    line = " ".join(f"{i}-{j}" for i, j in links)
+    if args.blocks:
+        line += " ||| " + " ".join(f"{s}:{k}-{t}:{lt}" for s, k, t, lt in blocks)
+    if args.score:
+        line += f" ||| {score:.4f}"
+    return line

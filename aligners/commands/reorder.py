@@ -8,15 +8,14 @@ ALIGN is Pharaoh `i-j` (0-based, source-target); gzip inputs/outputs are fine (`
 `extract` writes one line per phrase-pair occurrence, `src ||| tgt ||| alignment ||| orient`
 (Moses `extract` order and classes). Models export through `aligners/export.py`
 (safetensors + config.json, no pickle; written atomically, so a failed `train` leaves no
-folder); `extract`/`predict` outputs are written to a temporary file and renamed into place.
-Every numeric option is checked before any work (`aligners.config_checks`).
+folder; `-o` must be a new path, an empty folder or a model folder, `aligners.outputs`);
+`extract`/`predict`/`--moses-table` outputs follow `aligners.outputs` (never an input,
+atomic for files, written through to devices). Every option and path is checked before any
+work (`aligners.config_checks`, `aligners.outputs`).
 """
 
 import argparse
-import gzip
-import os
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -89,61 +88,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pr.add_argument("-o", "--output", default="-", help="output file (.gz ok), - for stdout")
 
 
-class _AtomicOut:
-    """Write `path` (gzip when it ends in .gz) through a temporary file beside it, renamed
-    into place by `commit()`; `discard()` removes it, so an error never leaves a partial
-    output. `-` is stdout."""
-
-    def __init__(self, path: str, inputs: tuple[str, ...] = ()):
-        self.path, self.tmp = path, None
-        if path == "-":
-            self.f = sys.stdout
-            return
-        if any(x != "-" and Path(x).resolve() == Path(path).resolve() for x in inputs):
-            raise AlignersInputError("is also an input file; expected a different output path "
-                                     "(writing would truncate the input)", path=path)
-        if Path(path).is_dir():
-            raise AlignersInputError("is a directory; expected an output file path", path=path)
-        try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            fd, self.tmp = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=".tmp",
-                                            dir=Path(path).parent)
-            os.close(fd)
-            self.f = gzip.open(self.tmp, "wt", encoding="utf-8") if path.endswith(".gz") \
-                else open(self.tmp, "w", encoding="utf-8")
-        except OSError as err:
-            self.discard()
-            raise AlignersInputError(f"cannot write: {err.strerror or err}; expected a "
-                                     "writable output path", path=path) from None
-
-    def write(self, text: str) -> None:
-        self.f.write(text)
-
-    def commit(self) -> None:
-        if self.tmp is not None:
-            self.f.close()
-            os.chmod(self.tmp, 0o644)
-            os.replace(self.tmp, self.path)
-            self.tmp = None
-
-    def discard(self) -> None:
-        if self.tmp is not None:
-            if getattr(self, "f", None) is not None:
-                self.f.close()
-            Path(self.tmp).unlink(missing_ok=True)
-            self.tmp = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.commit()
-        else:
-            self.discard()
-        return False
-
-
 def _corpus(args):
     from tqdm import tqdm
 
@@ -165,8 +109,17 @@ def _corpus(args):
 
 
 def _check(args) -> None:
-    """Every numeric option, checked once before any work (one line on error)."""
+    """Every numeric option and every path, checked once before any work (one line on
+    error): outputs never overwrite an input (`aligners.outputs`)."""
     from aligners.config_checks import Rule, check_options
+    from aligners.outputs import check_model_dir, check_paths
+
+    inputs = {"-s": args.src, "-t": args.tgt, "-a": args.align}
+    if args.action == "train":
+        check_paths(inputs, {"--moses-table": args.moses_table})
+        check_model_dir(args.output, "-o", others={**inputs, "--moses-table": args.moses_table})
+    else:
+        check_paths({**inputs, "-m": getattr(args, "model", None)}, {"-o": args.output})
 
     rules = {"limit": Rule("int", lo=0, nullable=True), "max_length": Rule("int", lo=1)}
     if args.action == "train":
@@ -193,16 +146,17 @@ def run(args) -> int:
 
 
 def _extract(args) -> int:
+    from aligners.outputs import open_output
     from aligners.phrases import format_extract_line, iter_extract
 
     n = 0
-    with _AtomicOut(args.output, (args.src, args.tgt, args.align)) as out:
+    with open_output(args.output, flag="-o") as out:
         for _, src, tgt, links, pairs in iter_extract(
             _corpus(args), max_length=args.max_length, mode=args.orientation
         ):
             for p in pairs:
-                out.write(format_extract_line(src, tgt, p, links, direction=args.direction))
-                out.write("\n")
+                out.write(format_extract_line(src, tgt, p, links, direction=args.direction)
+                          + "\n")
                 n += 1
     print(f"aligners reorder extract: {n} phrase pairs", file=sys.stderr)
     return 0
@@ -229,14 +183,7 @@ def _train(args) -> int:
 
     if args.moses_table and "-" in (args.src, args.tgt, args.align):
         raise AlignersInputError("--moses-table reads the corpus twice: give files, not '-'")
-    out = Path(args.output)
-    if out.exists() and not out.is_dir():
-        raise AlignersInputError("exists and is not a folder; expected a model folder path",
-                                 path=args.output)
-    parent = _existing_parent(out)
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise AlignersInputError(f"cannot create the model folder: {parent} is not a "
-                                 "writable folder", path=args.output)
+    out = Path(args.output)  # checked by `_check` (aligners.outputs.check_model_dir)
     torch.set_num_threads(2)
     feat = ReorderFeaturizer()
     raw = collect_examples(_corpus(args), feat, max_length=args.max_length,
@@ -249,17 +196,11 @@ def _train(args) -> int:
         lex = LexicalReordering().fit(raw.keys, raw.labels)
         if args.moses_table:
             from aligners.features.reorder import iter_phrase_strings
+            from aligners.outputs import open_output
 
-            tmp = Path(args.moses_table).with_name(f".{Path(args.moses_table).name}.tmp")
-            try:
-                lex.write_moses_table(tmp, iter_phrase_strings(
+            with open_output(args.moses_table, flag="--moses-table") as table:
+                lex.write_moses_table(table, iter_phrase_strings(
                     _corpus(args), max_length=args.max_length, mode=args.orientation))
-                os.replace(tmp, args.moses_table)
-            except OSError as err:
-                raise AlignersInputError(f"cannot write: {err.strerror or err}",
-                                         path=args.moses_table) from None
-            finally:
-                tmp.unlink(missing_ok=True)
         _save(lex, out, meta=meta)  # atomic: no partial or empty model folder
         print(f"aligners reorder train: lexical table of {len(lex.keys)} pairs -> {out}",
               file=sys.stderr)
@@ -299,13 +240,6 @@ def _save(model, out: Path, **kw) -> None:
                                  path=str(out)) from None
 
 
-def _existing_parent(path: Path) -> Path:
-    p = path.absolute()
-    while not p.exists():
-        p = p.parent
-    return p
-
-
 def _chunks(it, size: int):
     chunk = []
     for item in it:
@@ -331,9 +265,11 @@ def _predict(args) -> int:
     if args.lowercase and not reorderer.lowercase:
         raise AlignersInputError(f"{model_dir} was trained on cased text; drop --lowercase")
     args.lowercase = reorderer.lowercase
+    from aligners.outputs import open_output
+
     n = wrong = 0
-    out = _AtomicOut(args.output, (args.src, args.tgt, args.align))
-    with out:  # streams the corpus in chunks of sentence pairs: memory O(chunk)
+    # streams the corpus in chunks of sentence pairs: memory O(chunk)
+    with open_output(args.output, flag="-o") as out:
         for triples in _chunks(_corpus(args), 5000):
             log_p, labels = reorderer.predict_corpus(triples)
             probs = torch.exp(log_p).numpy()

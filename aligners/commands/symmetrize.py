@@ -1,8 +1,9 @@
 """`aligners symmetrize -c HEURISTIC -i FWD -j REV`: atools-compatible symmetrization.
 
 Both inputs are Pharaoh `i-j` files in source-target order (as fast_align/eflomal write
-the reverse direction); the output (stdout or `-o FILE`) is Pharaoh, one line per pair,
-links sorted by (i, j) as atools prints them. Example (shipped data):
+the reverse direction); the output (stdout or `-o FILE`, under `aligners.outputs`: never an
+input, atomic, `.gz` gzipped) is Pharaoh, one line per pair, links sorted by (i, j) as atools
+prints them. Example (shipped data):
     aligners symmetrize -c grow-diag-final-and \\
         -i ../shared/oracles/symmetrize/eflomal.enfr.fwd \\
         -j ../shared/oracles/symmetrize/eflomal.enfr.rev > enfr.gdfa
@@ -51,11 +52,12 @@ def _read_links(path: str) -> list[set[tuple[int, int]]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aligners.data.parallel import open_output
+    from aligners.outputs import check_paths, write_lines
     from aligners.symmetrize import symmetrize
 
     if args.fwd == "-" and args.rev == "-":
         raise AlignersInputError("only one of -i / -j can be '-' (stdin)")
+    check_paths({"-i": args.fwd, "-j": args.rev}, {"-o": args.output})
     fwd = _read_links(args.fwd)
     rev = _read_links(args.rev)
     if len(fwd) != len(rev):
@@ -63,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
             f"{args.fwd} has {len(fwd)} lines but {args.rev} has {len(rev)}; "
             "expected one line per sentence pair in both"
         )
-    with open_output(args.output) as out:
-        for f, r in zip(fwd, rev):
-            links = sorted(symmetrize(f, r, args.heuristic))
-            out.write(" ".join(f"{i}-{j}" for i, j in links) + "\n")
+    write_lines(args.output, (" ".join(f"{i}-{j}" for i, j in sorted(
+        symmetrize(f, r, args.heuristic))) for f, r in zip(fwd, rev)), flag="-o")
     return 0

@@ -2,31 +2,33 @@
 `python -m aligners.train` (Hydra overrides, e.g. `experiment=hmm_agreement_hansards_20k`).
 
     aligners train experiment=diagonal_baseline
-    aligners train --list          # the shipped experiments
+    aligners train --list          # the runnable experiments (no base configs)
 
 The experiment runs in a child interpreter (`python -m aligners.train`), so this command
 never imports Lightning or the training code itself; its exit status is the child's.
 """
 
 import argparse
+import signal
 import subprocess
 import sys
-from pathlib import Path
 
-__all__ = ["add_arguments", "run", "experiments"]
+__all__ = ["add_arguments", "run", "experiments", "child"]
 
 ENTRY = "aligners.train"
 
 
 def experiments() -> list[str]:
-    """The experiment names shipped in the package's configs (configs/experiment/*.yaml)."""
-    folder = Path(__file__).resolve().parents[1] / "configs" / "experiment"
-    return sorted(p.stem for p in folder.glob("*.yaml"))
+    """The runnable experiments shipped in the package's configs (`aligners.run.experiments`:
+    base configs such as yao2013_common, which select no data set, are left out)."""
+    from aligners.run import experiments as runnable
+
+    return runnable()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list", action="store_true",
-                        help="print the shipped experiment names and exit")
+                        help="print the runnable experiment names and exit")
     parser.add_argument("overrides", nargs=argparse.REMAINDER, metavar="OVERRIDE",
                         help="Hydra overrides, e.g. experiment=NAME seed=1 "
                              "(`-- --help` shows Hydra's help)")
@@ -34,9 +36,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.list:
-        print("\n".join(experiments()))
+        from aligners.outputs import write_lines
+
+        write_lines("-", experiments())
         return 0
     overrides = list(args.overrides)
     if overrides[:1] == ["--"]:
         overrides = overrides[1:]
-    return subprocess.call([sys.executable, "-m", ENTRY, *overrides])
+    return child(ENTRY, overrides)
+
+
+def child(entry: str, overrides: list[str]) -> int:
+    """Run `python -m ENTRY OVERRIDES...` and return its exit status. Ctrl-C: the child (which
+    marks its run folder FAILED and prints the one line) is sent SIGINT too, in case only
+    this process got it, and is waited for; a second Ctrl-C here is ignored."""
+    proc = subprocess.Popen([sys.executable, "-m", entry, *overrides])
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)  # the child ignores a second one
+        return proc.wait()

@@ -7,6 +7,7 @@ gets the (smoothed) class prior. Phrase pairs are held as 64-bit keys
 (`aligners.features.reorder.phrase_key`), so the table costs 8 + 4K bytes per pair.
 """
 
+import contextlib
 from collections.abc import Iterable
 
 import numpy as np
@@ -69,14 +70,16 @@ class LexicalReordering:
     ) -> int:
         """Write `src ||| tgt ||| p_mono p_swap p_other` once per known pair; return lines.
 
-        `phrases` streams `(src phrase, tgt phrase, key)` (e.g. a second pass over the
-        training extract); the first occurrence of each known key is written. This is the
-        table format of Moses' `wbe-msd-backward-fe` models.
+        `path`: a file path, or an open text handle (written to, left open). `phrases`
+        streams `(src phrase, tgt phrase, key)` (e.g. a second pass over the training
+        extract); the first occurrence of each known key is written. This is the table
+        format of Moses' `wbe-msd-backward-fe` models.
         """
         probs = self.table_proba()
         written = np.zeros(len(self.keys), dtype=bool)
         n = 0
-        with open(path, "w", encoding="utf-8") as out:
+        with (contextlib.nullcontext(path) if hasattr(path, "write")
+              else open(path, "w", encoding="utf-8")) as out:
             for src, tgt, key in phrases:
                 pos = int(np.searchsorted(self.keys, key))
                 if pos >= len(self.keys) or self.keys[pos] != key or written[pos]:

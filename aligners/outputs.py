@@ -1,0 +1,343 @@
+"""THE output rule of every command: what may be written where, and how (issue 25).
+
+- `check_paths(inputs, outputs)`, before any work: an output that is the same file as an
+  input or as another output (same inode, or the same resolved path, symbolic links followed,
+  also before the output exists), an output that is a folder, or one whose folder is missing
+  or not writable (probed by creating a file there: root passes `os.access` on /proc) is one
+  `AlignersInputError` line naming the flags.
+- `open_output(dest, flag=)` / `write_lines(dest, lines, flag=)`: `-` is stdout; a name
+  ending in `.gz` is gzipped; a regular file (or a new one) is written atomically (a
+  temporary file in the same folder, fsync, rename; the old file's mode is kept, a new file
+  gets 0666 & ~umask; a symbolic link keeps pointing at its target, which is replaced);
+  anything else (a device such as /dev/null, a FIFO) is written through, never replaced. A
+  write that fails (full disk, /dev/full, /proc/version) is one `AlignersInputError` line
+  and the temporary file is removed; so is any exception or Ctrl-C inside the block, so a
+  failed or interrupted run leaves no partial output.
+- `flush_stdout()`: stdout's buffered text written now; `> /dev/full` is one line.
+- `check_model_dir(path, flag, others=)`: a model folder (`--save-model`, `reorder train
+  -o`) may be a new path, an empty folder or a model folder of ours (`config.json` of
+  format `aligners/1`, only `model.safetensors` and `*.json` files in it), which
+  `aligners.export.write_model` replaces atomically; anything else is refused before work.
+
+Cost: O(1) system calls per path; writing is O(output) with one fsync.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+from aligners.errors import AlignersInputError
+
+__all__ = ["check_paths", "write_lines", "open_output", "flush_stdout", "check_model_dir",
+           "model_dir_problem", "check_writable_folder"]
+
+
+def _given(path) -> bool:
+    return path is not None and str(path) not in ("", "-")
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)  # follows symbolic links
+    except OSError:
+        return None
+
+
+def _same(a: str, b: str) -> bool:
+    """Whether paths `a` and `b` name one file: the same inode (hard links, symbolic links,
+    relative vs absolute) or, when either does not exist yet, the same resolved path."""
+    sa, sb = _stat(a), _stat(b)
+    if sa is not None and sb is not None:
+        return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _why(err: OSError) -> str:
+    return err.strerror or str(err)
+
+
+def check_writable_folder(folder: str, *, flag: str, path: str) -> None:
+    """Create and remove a file in `folder` (a real probe: root passes `os.access` on
+    /proc); AlignersInputError naming `flag` and `path` when that fails."""
+    if not os.path.isdir(folder):
+        raise AlignersInputError(f"{flag}: cannot write: the folder {folder} does not exist; "
+                                 "create it first or give another output path", path=path)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".aligners-probe.", dir=folder)
+    except OSError as err:
+        raise AlignersInputError(f"{flag}: cannot write in {folder} ({_why(err)}); expected "
+                                 "a writable folder", path=path) from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _check_writable(path: str, flag: str) -> None:
+    st = _stat(path)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise AlignersInputError(f"{flag}: is a folder; expected an output file path",
+                                 path=path)
+    if st is not None and not stat.S_ISREG(st.st_mode):  # a device or FIFO: written through
+        if not os.access(path, os.W_OK):
+            raise AlignersInputError(f"{flag}: not writable", path=path)
+        return
+    if st is not None and not os.access(path, os.W_OK):
+        raise AlignersInputError(f"{flag}: the file is not writable (read-only); expected a "
+                                 "writable output path", path=path)
+    check_writable_folder(os.path.dirname(os.path.realpath(path)) or ".", flag=flag, path=path)
+
+
+def check_paths(inputs: dict[str, str | None], outputs: dict[str, str | None]) -> None:
+    """Refuse, before any work, outputs that would destroy a file or cannot be written.
+
+    `inputs` / `outputs`: flag -> path (None or `-`, stdin/stdout, skipped). Raises
+    AlignersInputError (one line naming both flags) when an output is the same file as an
+    input or as another output (a character device such as /dev/null may be shared), or
+    when an output cannot be written (a folder, a missing or unwritable parent folder, a
+    read-only file)."""
+    seen: list[tuple[str, str]] = [(f, str(p)) for f, p in inputs.items() if _given(p)]
+    n_inputs = len(seen)
+    for flag, path in outputs.items():
+        if not _given(path):
+            continue
+        path = str(path)
+        for k, (other_flag, other) in enumerate(seen):
+            if _same(path, other):
+                st = _stat(path)
+                if st is not None and stat.S_ISCHR(st.st_mode):
+                    continue  # /dev/null and the like cannot be destroyed
+                what = "input" if k < n_inputs else "output"
+                raise AlignersInputError(
+                    f"{flag} {path} is also an {what} ({other_flag} {other}, the same file); "
+                    f"expected a different output path (writing would destroy it)")
+        _check_writable(path, flag)
+        seen.append((flag, path))
+
+
+class _Checked:
+    """A text handle whose write errors are one AlignersInputError line naming `flag`."""
+
+    def __init__(self, handle: IO[str], *, flag: str, dest: str):
+        self._h, self._flag, self._dest = handle, flag, dest
+
+    def _fail(self, err: OSError) -> Exception:
+        """The exception to raise for `err`: a closed pipe stays BrokenPipeError (`| head`
+        is not an error), anything else is one AlignersInputError line."""
+        if self._dest == "-":
+            _quiet_stdout()  # what is left in the buffer is dropped, not flushed at exit
+            if isinstance(err, BrokenPipeError):
+                return err
+            return AlignersInputError(f"cannot write ({_why(err)}); expected a writable "
+                                      "stdout", path="stdout")
+        return AlignersInputError(f"{self._flag}: cannot write ({_why(err)}); expected a "
+                                  "writable output with free space", path=self._dest)
+
+    def write(self, text: str) -> int:
+        try:
+            return self._h.write(text)
+        except OSError as err:
+            raise self._fail(err) from None
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._h.flush()
+        except OSError as err:
+            raise self._fail(err) from None
+
+    def writable(self) -> bool:
+        return True
+
+
+def _quiet_stdout() -> None:
+    """Point fd 1 at /dev/null so that the interpreter's last flush of unwritable stdout
+    neither fails nor prints (`Exception ignored ... BrokenPipeError`)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a replaced stdout (tests): nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def flush_stdout() -> None:
+    """Flush stdout. A full or unwritable stdout (`> /dev/full`) raises AlignersInputError
+    (one line); a closed pipe (`| head`) re-raises BrokenPipeError. Either way the rest of
+    the buffer is dropped quietly."""
+    _Checked(sys.stdout, flag="stdout", dest="-").flush()
+
+
+class _Sink:
+    """The text layer (UTF-8, LF; gzip when `dest` ends in .gz) over the binary file `raw`;
+    `finish()` writes everything down to the disk (fsync), `abandon()` closes quietly."""
+
+    def __init__(self, raw: IO[bytes], dest: str, flag: str):
+        self.raw = raw
+        self.gz = gzip.GzipFile(fileobj=raw, mode="wb") if dest.endswith(".gz") else None
+        text = io.TextIOWrapper(self.gz or raw, encoding="utf-8", newline="\n")
+        self.text = text
+        self.handle = _Checked(text, flag=flag, dest=dest)
+
+    def finish(self, *, sync: bool) -> None:
+        self.handle.flush()
+        try:
+            if self.gz is not None:
+                self.text.close()  # the gzip trailer, into `raw` (left open)
+            self.raw.flush()
+            if sync:
+                os.fsync(self.raw.fileno())
+            self.text.close()
+            self.raw.close()
+        except OSError as err:
+            raise self.handle._fail(err) from None
+
+    def abandon(self) -> None:
+        for f in (self.text, self.raw):
+            with contextlib.suppress(Exception):
+                f.close()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def _atomic(dest: str, flag: str) -> Iterator[IO[str]]:
+    target = os.path.realpath(dest)  # a symbolic link keeps pointing at its (new) target
+    st = _stat(target)
+    mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
+                                   dir=os.path.dirname(target) or ".")
+    except OSError as err:
+        raise AlignersInputError(f"{flag}: cannot write ({_why(err)}); expected a writable "
+                                 "output path", path=dest) from None
+    sink = _Sink(os.fdopen(fd, "wb"), dest, flag)
+    try:
+        yield sink.handle
+        sink.finish(sync=True)
+        try:
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except OSError as err:
+            raise sink.handle._fail(err) from None
+    except BaseException:
+        sink.abandon()
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def _through(dest: str, flag: str) -> Iterator[IO[str]]:
+    """Write through to a device or FIFO (never replaced, never synced)."""
+    try:
+        raw = open(dest, "wb")  # noqa: SIM115 - closed by the sink
+    except OSError as err:
+        raise AlignersInputError(f"{flag}: cannot write ({_why(err)}); expected a writable "
+                                 "output path", path=dest) from None
+    sink = _Sink(raw, dest, flag)
+    try:
+        yield sink.handle
+        sink.finish(sync=False)
+    finally:
+        sink.abandon()
+
+
+@contextlib.contextmanager
+def open_output(dest: str, *, flag: str = "-o") -> Iterator[IO[str]]:
+    """A text handle (UTF-8, LF) on `dest` under the rules of this module: `-` = stdout
+    (flushed at the end), `.gz` gzipped, a regular or new file atomically (nothing is in
+    place until the block ends without error), a device or FIFO written through. Write
+    errors are one AlignersInputError line naming `flag`."""
+    dest = str(dest)
+    if dest == "-":
+        yield _Checked(sys.stdout, flag=flag, dest="-")
+        flush_stdout()
+        return
+    st = _stat(dest)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise AlignersInputError(f"{flag}: is a folder; expected an output file path",
+                                 path=dest)
+    opener = _atomic if st is None or stat.S_ISREG(st.st_mode) else _through
+    with opener(dest, flag) as handle:
+        yield handle
+
+
+def write_lines(dest: str, lines: Iterable[str], *, flag: str = "-o") -> None:
+    """Write each of `lines` (without its line end) followed by `\\n` to `dest` under the
+    rules of `open_output`. Memory: one line at a time."""
+    with open_output(dest, flag=flag) as out:
+        for line in lines:
+            out.write(f"{line}\n")
+
+
+def model_dir_problem(folder: str | Path) -> str | None:
+    """None when `folder` may be replaced by a new model folder: it does not exist, is an
+    empty folder, or is a model folder of ours (a `config.json` of format `aligners/1` and
+    nothing but `model.safetensors` and `*.json` files). Else what it is, for a message."""
+    from aligners.export import read_config
+
+    p = Path(folder)
+    if not p.exists():
+        return None
+    if not p.is_dir():
+        return "exists and is not a folder"
+    entries = list(p.iterdir())
+    if not entries:
+        return None
+    try:
+        ours = bool(read_config(p))  # a config.json of format aligners/1, or an error
+    except (AlignersInputError, OSError):
+        ours = False
+    if not ours:
+        return "is a folder that is not empty and not a model folder (no aligners config.json)"
+    for e in entries:
+        if not (e.is_file() and not e.is_symlink()
+                and (e.name == "model.safetensors" or e.name.endswith(".json"))):
+            return f"is a model folder that also holds {e.name!r}, which replacing it would lose"
+    return None
+
+
+def check_model_dir(path: str | None, flag: str, *,
+                    others: dict[str, str | None] | None = None) -> None:
+    """Refuse, before any work, a model folder path that would lose the user's files.
+
+    Accepted: a new path, an empty folder, a model folder of ours (`model_dir_problem`).
+    Refused (one AlignersInputError line naming `flag`): anything else, the current folder
+    or a folder holding it, a folder holding one of `others` (flag -> path of the run's
+    inputs and other outputs), and a place whose folder cannot be written."""
+    if not _given(path):
+        return
+    path = str(path)
+    real = Path(os.path.realpath(path))
+    cwd = Path(os.path.realpath(os.getcwd()))
+    if real == cwd or real in cwd.parents:
+        raise AlignersInputError(f"{flag}: is the current folder (or holds it); expected a "
+                                 "new folder path for the model", path=path)
+    for other_flag, other in (others or {}).items():
+        if _given(other) and real in Path(os.path.realpath(str(other))).parents:
+            raise AlignersInputError(f"{flag}: holds {other_flag} {other}; expected a model "
+                                     "folder apart from the run's other files", path=path)
+    problem = model_dir_problem(real)
+    if problem is not None:
+        raise AlignersInputError(f"{flag}: {problem}; expected a new path, an empty folder "
+                                 "or a model folder to replace", path=path)
+    parent = real.parent
+    while not parent.exists():
+        parent = parent.parent
+    check_writable_folder(str(parent), flag=flag, path=path)

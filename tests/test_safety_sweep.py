@@ -1,0 +1,349 @@
+"""Issue 25's sweep, kept as a test: bad inputs through the REAL entry points (`python -m
+aligners.cli`, `train.py`, `evaluate.py`, `python -m aligners.applications`), each in a fresh
+copy of a small world folder. Every case checks the exit status, exactly the expected stderr
+lines (one, naming the problem; never a traceback), and that the world is unchanged: every
+file's bytes and every link as before (inputs intact), nothing added but the case's declared
+outputs (no partial output, no temporary file, no run or model folder).
+
+To grow it, add a `Case` to `CASES` (or a `Sigint` to `SIGINTS`): `argv` is relative to the
+world folder (the working directory), `{W}` stands for its absolute path.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+ENTRIES = {"cli": ["-m", "aligners.cli"], "applications": ["-m", "aligners.applications"],
+           "train.py": [str(ROOT / "train.py")], "evaluate.py": [str(ROOT / "evaluate.py")]}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One run: `entry` + `argv`; expected exit status `rc`, `lines` stderr lines, the first
+    holding `needle`; `stdout` a file stdout goes to; `new` the world paths the run may add
+    (checked to exist); `stub_transformers`: a `transformers` that cannot be imported."""
+
+    name: str
+    argv: tuple[str, ...]
+    rc: int = 2
+    needle: str = ""
+    entry: str = "cli"
+    stdout: str | None = None
+    lines: int = 1
+    new: tuple[str, ...] = ()
+    stub_transformers: bool = False
+    needs_data: bool = False
+
+
+C = Case
+GOLD = ("-i", "gold.pharaoh")
+SYM = ("symmetrize", "-c", "union", "-i", "fwd.align", "-j", "rev.align")
+CORPUS = ("-s", "c.en", "-t", "c.fr", "-a", "c.align", "-q")
+MONO = ("monoalign", "--model", "phrase", "-i", "pairs.txt")
+CASES = [
+    # an output equal to an input (issue 25 item 1) and other unwritable outputs
+    C("convert-o-is-input", ("convert", *GOLD, "-o", "gold.pharaoh"), needle="also an input"),
+    C("convert-o-symlink-to-input", ("convert", *GOLD, "-o", "link.pharaoh"),
+      needle="also an input"),
+    C("convert-o-absolute-path-of-input", ("convert", *GOLD, "-o", "{W}/./gold.pharaoh"),
+      needle="also an input"),
+    C("convert-o-hard-link-of-input", ("convert", *GOLD, "-o", "hard.pharaoh"),
+      needle="also an input"),
+    C("convert-o-dev-full", ("convert", *GOLD, "-o", "/dev/full"), needle="cannot write"),
+    C("convert-o-proc-version", ("convert", *GOLD, "-o", "/proc/version"),
+      needle="cannot write"),
+    C("convert-o-folder", ("convert", *GOLD, "-o", "user"), needle="is a folder"),
+    C("convert-o-missing-folder", ("convert", *GOLD, "-o", "no/such.txt"),
+      needle="does not exist"),
+    C("convert-stdout-full", ("convert", *GOLD), stdout="/dev/full", needle="stdout"),
+    C("convert-o-gz", ("convert", *GOLD, "-o", "out.gz"), rc=0, lines=0, new=("out.gz",)),
+    C("symmetrize-o-is-input", (*SYM, "-o", "fwd.align"), needle="also an input"),
+    C("symmetrize-o-dev-full", (*SYM, "-o", "/dev/full"), needle="cannot write"),
+    C("symmetrize-stdout-full", SYM, stdout="/dev/full", needle="stdout"),
+    C("symmetrize-o-dev-null", (*SYM, "-o", "/dev/null"), rc=0, lines=0),
+    C("evaluate-stdout-full", ("evaluate", "--gold", "gold.pharaoh", "--test", "fwd.align"),
+      stdout="/dev/full", needle="stdout"),
+    C("classify-model-of-another-kind", ("classify", "--model", "phrase", "--input", "pairs.tsv"),
+      needle="expected 'lclr'"),
+    C("monoalign-stdout-full", MONO, stdout="/dev/full", needle="stdout"),
+    C("monoalign-threads-100000", (*MONO, "--threads", "100000", "-q"), rc=0,
+      needle="more than the"),
+    C("monoalign-int8-on-token-crf", ("monoalign", "--model", "token", "-i", "pairs.txt",
+                                      "--encoder-precision", "int8"), needle="neural aligner only"),
+    C("monoalign-threshold-above-1", (*MONO, "--decode", "posterior", "--threshold", "7"),
+      needle="--threshold"),
+    C("reorder-extract-o-is-input", ("reorder", "extract", *CORPUS, "-o", "c.align"),
+      needle="also an input"),
+    C("reorder-extract-o-dev-null", ("reorder", "extract", *CORPUS, "-o", "/dev/null"), rc=0,
+      needle="phrase pairs"),
+    C("reorder-extract-o-dev-full", ("reorder", "extract", *CORPUS, "-o", "/dev/full"),
+      needle="cannot write"),
+    C("reorder-extract-o-proc-version", ("reorder", "extract", *CORPUS, "-o", "/proc/version"),
+      needle="cannot write"),
+    C("reorder-predict-o-is-input", ("reorder", "predict", *CORPUS, "-m", "reorder_model",
+                                     "-o", "c.en"), needle="also an input"),
+    C("reorder-predict-o-dev-full", ("reorder", "predict", *CORPUS, "-m", "reorder_model",
+                                     "-o", "/dev/full"), needle="cannot write"),
+    # a model folder over the user's files (item 2)
+    C("reorder-train-o-user-folder", ("reorder", "train", *CORPUS, "-o", "user"),
+      needle="not a model folder"),
+    C("reorder-train-o-current-folder", ("reorder", "train", *CORPUS, "-o", "."),
+      needle="current folder"),
+    C("reorder-train-o-folder-holding-inputs", ("reorder", "train", "-s", "corpus/c.en", "-t",
+                                                "c.fr", "-a", "c.align", "-o", "corpus"),
+      needle="holds -s"),
+    C("reorder-train-o-input-file", ("reorder", "train", *CORPUS, "-o", "c.en"),
+      needle="not a folder"),
+    C("reorder-train-moses-table-is-input", ("reorder", "train", *CORPUS, "--model", "lexical",
+                                             "--moses-table", "c.fr", "-o", "new_model"),
+      needle="also an input"),
+    C("reorder-train-replaces-its-model", ("reorder", "train", *CORPUS, "--min-count", "1",
+                                           "-o", "reorder_model"), rc=0, needle="features ->",
+      new=("reorder_model",)),
+    C("applications-word-model", ("--model", "word_model"), entry="applications",
+      needle="expected a monolingual model"),
+    C("applications-out-unwritable", ("--model", "phrase", "--out", "/proc/results.json"),
+      entry="applications", needle="cannot write"),
+    # Hydra entry points
+    C("train-unknown-experiment", ("experiment=nope",), entry="train.py", needle="no experiment"),
+    C("train-base-experiment", ("experiment=yao2013_common",), entry="train.py",
+      needle="base config"),
+    C("evaluate-base-experiment", ("experiment=neural_common",), entry="evaluate.py",
+      needle="base config"),
+    C("aligners-train-unknown-experiment", ("train", "experiment=nope"), needle="no experiment"),
+    C("train-run-dir-in-proc", ("experiment=diagonal_baseline", "hydra.run.dir=/proc/xyz"),
+      entry="train.py", needle="hydra.run.dir"),
+    C("train-max-epochs", ("experiment=diagonal_baseline", "trainer.max_epochs=0"),
+      entry="train.py", needle="trainer.max_epochs"),
+    C("train-threshold-above-1", ("experiment=default", "model.decoding.threshold=5",
+                                  "hydra.run.dir=run"), entry="train.py",
+      needle="model.decoding.threshold"),
+    C("train-neural-without-transformers", ("experiment=neural_msr06", "hydra.run.dir=run"),
+      entry="train.py", needle="pip install -e '.[neural]'", stub_transformers=True,
+      needs_data=True),
+]
+
+
+@dataclass(frozen=True)
+class Sigint:
+    """A run interrupted by SIGINT once `ready(world, seconds since start)`: exit 130, one
+    stderr line `...interrupted...`, nothing added but `new` (a marked run folder)."""
+
+    name: str
+    entry: str
+    argv: tuple[str, ...]
+    ready: object
+    new: tuple[str, ...] = field(default=())
+
+
+def _tmp_file_written(world: Path, _elapsed: float) -> bool:
+    return any(p.stat().st_size > 0 for p in world.glob(".out.txt.*.tmp"))
+
+
+def _after(seconds: float):
+    return lambda _world, elapsed: elapsed > seconds
+
+
+def _run_started(world: Path, elapsed: float) -> bool:
+    return (world / "run" / ".hydra").is_dir() and elapsed > 4
+
+
+BIG = ("-s", "big.en", "-t", "big.fr", "-a", "big.align", "-q")
+SIGINTS = [
+    Sigint("monoalign", "cli", ("monoalign", "--model", "phrase", "-i", "big.pairs"),
+           _after(6)),
+    Sigint("reorder-extract", "cli", ("reorder", "extract", *BIG, "-o", "out.txt"),
+           _tmp_file_written),
+    Sigint("reorder-train", "cli", ("reorder", "train", *BIG, "--model", "dual", "-o", "m"),
+           _after(6)),
+    Sigint("train.py", "train.py", ("experiment=default", "hydra.run.dir=run"), _run_started,
+           new=("run",)),
+]
+
+
+# ------------------------------------------------------------------ the world
+
+
+def _write(path: Path, lines) -> None:
+    path.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    """Small inputs, model folders of each kind the cases use, a user's folder."""
+    from aligners.cli import main
+    from aligners.export import write_model
+    from aligners.models.mono.aligner import MonoAligner, build_model
+
+    w = tmp_path_factory.mktemp("world")
+    _write(w / "gold.pharaoh", ["0-0 1-1", "0-0", "1-0 2-1"])
+    _write(w / "fwd.align", ["0-0 1-1", "0-0", "1-0"])
+    _write(w / "rev.align", ["0-0", "0-0", "1-0 2-1"])
+    (w / "link.pharaoh").symlink_to("gold.pharaoh")
+    os.link(w / "gold.pharaoh", w / "hard.pharaoh")
+    _write(w / "pairs.txt", ["the cat sat ||| a cat is sitting", "he left ||| he went away"])
+    _write(w / "pairs.tsv", ["the cat sat\ta cat is sitting"])
+    src = ["the house", "a b c", "the red house", "the house"] * 5
+    tgt = ["la maison", "x y", "la maison rouge", "la maison"] * 5
+    ali = ["0-0 1-1", "0-0 2-1", "0-0 2-1 1-2", "0-0 1-1"] * 5
+    for name, lines in (("c.en", src), ("c.fr", tgt), ("c.align", ali)):
+        _write(w / name, lines)
+    (w / "corpus").mkdir()
+    _write(w / "corpus" / "c.en", src)
+    (w / "user").mkdir()
+    _write(w / "user" / "notes.txt", ["precious"])
+    torch.manual_seed(0)
+    MonoAligner({"s2t": build_model(kind="phrase", max_src_len=2, max_tgt_len=2)},
+                kind="phrase").save(w / "phrase")
+    MonoAligner({"s2t": build_model(kind="token")}, kind="token").save(w / "token")
+    write_model(w / "word_model", kind="word-aligner", tensors={"keys": torch.zeros(1)},
+                config={})
+    assert main(["reorder", "train", "-s", str(w / "c.en"), "-t", str(w / "c.fr"), "-a",
+                 str(w / "c.align"), "--min-count", "1", "-q",
+                 "-o", str(w / "reorder_model")]) == 0
+    return w
+
+
+def _world(template: Path, tmp_path: Path) -> Path:
+    world = tmp_path / "world"
+    shutil.copytree(template, world, symlinks=True)
+    os.link(world / "gold.pharaoh", world / "hard.pharaoh.tmp")  # keep the hard link a link
+    os.replace(world / "hard.pharaoh.tmp", world / "hard.pharaoh")
+    return world
+
+
+def _snapshot(world: Path) -> dict[str, str]:
+    """relative path -> content hash / link target / "dir", for everything in `world`."""
+    out = {}
+    for p in sorted(world.rglob("*")):
+        rel = str(p.relative_to(world))
+        if p.is_symlink():
+            out[rel] = "link:" + os.readlink(p)
+        elif p.is_dir():
+            out[rel] = "dir"
+        else:
+            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def _env(stub: Path | None = None) -> dict[str, str]:
+    from aligners.data.paths import data_root
+
+    path = [str(stub)] if stub else []
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([*path, str(ROOT)]),
+            "ALIGNERS_DATA": str(data_root())}
+
+
+def _command(entry: str, argv, world: Path) -> list[str]:
+    return [sys.executable, *ENTRIES[entry], *(a.replace("{W}", str(world)) for a in argv)]
+
+
+def _stderr_lines(text: str) -> list[str]:
+    assert "Traceback" not in text, text
+    return [x for x in text.splitlines() if x.strip()]
+
+
+def _check_world(before: dict, world: Path, new: tuple[str, ...]) -> None:
+    after = _snapshot(world)
+    added = {k for k in after if k not in before}
+    allowed = {k for k in added if any(k == n or k.startswith(n + "/") for n in new)}
+    assert added == allowed, f"left behind: {sorted(added - allowed)}"
+    for n in new:
+        assert n in after, f"{n} was not written"
+    changed = [k for k, v in before.items() if after.get(k) != v
+               and not any(k == n or k.startswith(n + "/") for n in new)]
+    assert not changed, f"changed or removed: {changed}"
+
+
+# ------------------------------------------------------------------ the tests
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_sweep_case(case: Case, template, tmp_path):
+    if case.needs_data:
+        from tests.conftest import shared_path
+
+        shared_path("data")
+    world = _world(template, tmp_path)
+    stub = None
+    if case.stub_transformers:
+        stub = tmp_path / "stub"
+        stub.mkdir()
+        (stub / "transformers.py").write_text(
+            "raise ModuleNotFoundError(\"No module named 'transformers'\", "
+            "name='transformers')\n")
+    before = _snapshot(world)
+    with open(case.stdout or os.devnull, "w") as stdout:
+        res = subprocess.run(_command(case.entry, case.argv, world), cwd=world, env=_env(stub),
+                             stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=600)
+    lines = _stderr_lines(res.stderr)
+    assert res.returncode == case.rc, res.stderr
+    assert len(lines) == case.lines, res.stderr
+    if case.lines:
+        assert case.needle in lines[0], lines[0]
+        if case.rc == 2:
+            assert ": error: " in lines[0], lines[0]
+    _check_world(before, world, case.new)
+    assert os.path.exists("/dev/null") and not Path("/dev/null").is_file()
+    if case.name == "convert-o-gz":
+        with gzip.open(world / "out.gz", "rt") as f:
+            assert f.read() == "0-0 1-1\n0-0\n1-0 2-1\n"
+
+
+@pytest.fixture(scope="module")
+def big_template(template, tmp_path_factory) -> Path:
+    """The world plus a corpus big enough that each interrupted run is still working."""
+    w = tmp_path_factory.mktemp("big") / "world"
+    shutil.copytree(template, w, symlinks=True)
+    words = "the old red house on the hill is big".split()
+    n = 20000
+    _write(w / "big.en", [" ".join(words)] * n)
+    _write(w / "big.fr", [" ".join(words[::-1])] * n)
+    _write(w / "big.align", [" ".join(f"{i}-{len(words) - 1 - i}"
+                                      for i in range(len(words)))] * n)
+    _write(w / "big.pairs", [" ".join(words) + " ||| " + " ".join(words[::-1])] * n)
+    return w
+
+
+@pytest.mark.parametrize("case", SIGINTS, ids=[c.name for c in SIGINTS])
+def test_sigint_is_one_line_exit_130_and_leaves_nothing(case: Sigint, big_template, tmp_path):
+    if case.entry == "train.py":
+        from tests.conftest import shared_path
+
+        shared_path("data", "hansards-enfr-naacl2003")
+    world = tmp_path / "world"
+    shutil.copytree(big_template, world, symlinks=True)
+    before = _snapshot(world)
+    proc = subprocess.Popen(_command(case.entry, case.argv, world), cwd=world, env=_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    start = time.monotonic()
+    try:
+        while not case.ready(world, time.monotonic() - start):
+            assert proc.poll() is None, f"finished before it was interrupted: {proc.stderr.read()}"
+            assert time.monotonic() - start < 300, "never got to work"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        err = proc.communicate(timeout=120)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    lines = _stderr_lines(err)
+    assert proc.returncode == 130, err
+    assert len(lines) == 1 and "interrupted" in lines[0], err
+    _check_world(before, world, case.new)
+    if case.entry == "train.py":
+        assert "FAILED" in lines[0]
+        assert (world / "run" / "FAILED").read_text().startswith("interrupted")
