@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -53,6 +54,9 @@ GOLD = ("-i", "gold.pharaoh")
 SYM = ("symmetrize", "-c", "union", "-i", "fwd.align", "-j", "rev.align")
 CORPUS = ("-s", "c.en", "-t", "c.fr", "-a", "c.align", "-q")
 MONO = ("monoalign", "--model", "phrase", "-i", "pairs.txt")
+ALIGN = ("align", "-s", "c.en", "-t", "c.fr", "-q", "--model", "hmm", "--ibm1-iterations", "1",
+         "--hmm-iterations", "1")
+ALIGN_B = ("align", "-s", "c.en", "-t", "c.fr", "-q", "--model", "bayesian", "--length", "0.2")
 CASES = [
     # an output equal to an input (issue 25 item 1) and other unwritable outputs
     C("convert-o-is-input", ("convert", *GOLD, "-o", "gold.pharaoh"), needle="also an input"),
@@ -113,6 +117,38 @@ CASES = [
     C("reorder-train-replaces-its-model", ("reorder", "train", *CORPUS, "--min-count", "1",
                                            "-o", "reorder_model"), rc=0, needle="features ->",
       new=("reorder_model",)),
+    # aligners align, every family: the same rules
+    C("align-o-is-input", (*ALIGN, "-o", "c.en"), needle="also an input"),
+    C("align-bayesian-o-is-input", (*ALIGN_B, "-o", "c.fr"), needle="also an input"),
+    C("align-f-is-r", (*ALIGN, "-f", "x.align", "-r", "x.align"), needle="also an output"),
+    C("align-save-model-user-folder", (*ALIGN, "--save-model", "user"),
+      needle="not a model folder"),
+    C("align-save-model-current-folder", (*ALIGN, "--save-model", "."),
+      needle="current folder"),
+    C("align-save-model-replaces-its-model", (*ALIGN, "-o", "o.align", "--save-model",
+                                              "hmm_model"), rc=0, lines=0,
+      new=("hmm_model", "o.align")),
+    C("align-o-gz", (*ALIGN, "-o", "out.gz"), rc=0, lines=0, new=("out.gz",)),
+    C("align-o-dev-full", (*ALIGN, "-o", "/dev/full"), needle="cannot write"),
+    C("align-stdout-full", ALIGN, stdout="/dev/full", needle="stdout"),
+    C("align-threads-100000", (*ALIGN, "-o", "/dev/null", "--threads", "100000"), rc=0,
+      needle="more than the"),
+    C("align-seed-negative", (*ALIGN_B, "--seed", "-5"), needle="--seed"),
+    C("align-cache-dir-is-a-file", (*ALIGN, "--cache-dir", "c.en"), needle="--cache-dir"),
+    C("align-symmetrize-bogus", (*ALIGN, "--decoding", "posterior", "--symmetrize", "bogus"),
+      needle="symmetrize 'bogus'"),
+    C("align-option-of-another-family", ("align", "-s", "c.en", "-t", "c.fr", "--p0", "0.2"),
+      needle="--p0 is an option of --model hmm"),
+    C("align-empty-bitext", ("align", "-s", "e.en", "-t", "e.fr", "--model", "hmm"),
+      needle="no sentence pairs"),
+    C("align-bayesian-empty-bitext", ("align", "-s", "e.en", "-t", "e.fr", "--model",
+                                      "bayesian"), needle="no sentence pairs"),
+    C("align-saved-threshold-7", ("align", "-s", "c.en", "-t", "c.fr", "--load-model",
+                                  "bad_threshold_model"), needle="threshold"),
+    C("align-bayesian-overlong-line", ("align", "-s", "long.en", "-t", "long.fr", "-q",
+                                       "--model", "bayesian", "--length", "0.2", "-o",
+                                       "o.align"), rc=0, needle="left unaligned",
+      new=("o.align",)),
     C("applications-word-model", ("--model", "word_model"), entry="applications",
       needle="expected a monolingual model"),
     C("applications-out-unwritable", ("--model", "phrase", "--out", "/proc/results.json"),
@@ -163,6 +199,10 @@ def _run_started(world: Path, elapsed: float) -> bool:
 
 BIG = ("-s", "big.en", "-t", "big.fr", "-a", "big.align", "-q")
 SIGINTS = [
+    Sigint("align", "cli", ("align", "--model", "hmm", "-s", "big.en", "-t", "big.fr", "-o",
+                            "out.txt"), _after(6)),
+    Sigint("align-bayesian", "cli", ("align", "-s", "big.en", "-t", "big.fr", "-o", "out.txt"),
+           _after(6)),
     Sigint("monoalign", "cli", ("monoalign", "--model", "phrase", "-i", "big.pairs"),
            _after(6)),
     Sigint("reorder-extract", "cli", ("reorder", "extract", *BIG, "-o", "out.txt"),
@@ -205,6 +245,18 @@ def template(tmp_path_factory) -> Path:
     _write(w / "corpus" / "c.en", src)
     (w / "user").mkdir()
     _write(w / "user" / "notes.txt", ["precious"])
+    _write(w / "e.en", [])
+    _write(w / "e.fr", [])
+    _write(w / "long.en", [*src[:3], " ".join(["w"] * 3000), *src[:3]])
+    _write(w / "long.fr", [*tgt[:3], " ".join(["v"] * 3000), *tgt[:3]])
+    for name, threshold in (("hmm_model", None), ("bad_threshold_model", 7)):
+        assert main(["align", "-s", str(w / "c.en"), "-t", str(w / "c.fr"), "-q", "--model",
+                     "hmm", "--ibm1-iterations", "1", "--hmm-iterations", "1",
+                     "-o", os.devnull, "--save-model", str(w / name)]) == 0
+        if threshold is not None:
+            cfg = json.loads((w / name / "config.json").read_text())
+            cfg["decoding"]["threshold"] = threshold
+            (w / name / "config.json").write_text(json.dumps(cfg))
     torch.manual_seed(0)
     MonoAligner({"s2t": build_model(kind="phrase", max_src_len=2, max_tgt_len=2)},
                 kind="phrase").save(w / "phrase")

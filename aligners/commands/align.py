@@ -22,10 +22,9 @@ import importlib
 import os
 import re
 import sys
-import tempfile
-from pathlib import Path
 
 from aligners.cli_types import float_in, int_at_least
+from aligners.commands._device import thread_count
 from aligners.data import DEFAULT_CELLS, GPU_CELLS
 from aligners.errors import AlignersInputError
 from aligners.families import Family, families, family
@@ -165,37 +164,29 @@ def _read(args):
                        args.source, args.target)
 
 
-def _check_writable_file(path: str | None, flag: str) -> None:
-    """Fail before training when an output file cannot be created."""
-    if path is None or path == "-":
-        return
-    target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise AlignersInputError(f"{flag}: is a directory, expected a file path", path=path)
-    if not parent.is_dir():
-        raise AlignersInputError(f"{flag}: directory {parent} does not exist", path=path)
-    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise AlignersInputError(f"{flag}: not writable", path=path)
+def _counted(pairs):
+    """`pairs`, and one input error at their end when there were none (every family)."""
+    n = 0
+    for n, pair in enumerate(pairs, start=1):  # noqa: B007 (n is the count afterwards)
+        yield pair
+    if n == 0:
+        raise AlignersInputError("the input holds no sentence pairs")
 
 
-def _check_writable_dir(path: str | None, flag: str) -> None:
-    if path is None:
-        return
-    target = Path(path)
-    if target.exists() and not target.is_dir():
-        raise AlignersInputError(f"{flag}: exists and is not a directory", path=path)
-    probe = target
-    while not probe.exists():  # the first existing ancestor must be a writable directory
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK):
-        raise AlignersInputError(f"{flag}: cannot create or write {path} ({probe} is not a "
-                                 "writable directory)", path=path)
-    try:  # os.access says yes to root for /proc and read-only mounts: try it for real
-        os.rmdir(tempfile.mkdtemp(prefix=".aligners-probe-", dir=probe))
-    except OSError as err:
-        raise AlignersInputError(f"{flag}: cannot create or write {path} ({probe}: "
-                                 f"{err.strerror})", path=path) from None
+def _check_io(args: argparse.Namespace) -> None:
+    """Every path, before any work: outputs that are inputs (or each other), unwritable
+    places, a --save-model folder that holds the user's files, a --cache-dir that is a
+    file (`aligners.outputs`, the one output rule)."""
+    from aligners.outputs import check_model_dir, check_paths
+
+    inputs = {"-i": args.input, "-s": args.source, "-t": args.target,
+              "--load-model": args.load_model}
+    outputs = {"-f": args.forward_links, "-r": args.reverse_links, "-o": args.output}
+    check_paths({k: v for k, v in inputs.items() if k != "--load-model"}, outputs)
+    check_model_dir(args.save_model, "--save-model", others={**inputs, **outputs})
+    if args.cache_dir and os.path.exists(args.cache_dir) and not os.path.isdir(args.cache_dir):
+        raise AlignersInputError("--cache-dir: exists and is not a folder",
+                                 path=args.cache_dir)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -205,10 +196,10 @@ def run(args: argparse.Namespace) -> int:
     cls = fam.model_class()
     options = _options_module(fam)
     _refuse_foreign_options(args, fam, why)
-    for dest, flag in ((args.forward_links, "-f"), (args.reverse_links, "-r"),
-                       (args.output, "-o")):
-        _check_writable_file(dest, flag)
-    _check_writable_dir(args.save_model, "--save-model")
+    _check_io(args)
+    if args.seed < 0:
+        raise AlignersInputError(f"--seed must be >= 0, got {args.seed}")
+    args.threads = thread_count(args.threads, prog="aligners align")
     show = not args.quiet and sys.stderr.isatty()
     run_opts = RunOptions(device=args.device, threads=args.threads,
                           batch_cells=args.batch_cells, cache_dir=args.cache_dir,
@@ -230,9 +221,9 @@ def run(args: argparse.Namespace) -> int:
         if cls.USES_TORCH:
             torch.set_num_threads(max(1, args.threads))
     if args.load_model:
-        aligned = model.decode(_read(args), run_opts)
+        aligned = model.decode(_counted(_read(args)), run_opts)
     else:
-        model, aligned = cls.fit(_read(args), config, run_opts)
+        model, aligned = cls.fit(_counted(_read(args)), config, run_opts)
     if args.save_model:
         try:
             model.save(args.save_model, decoding)
@@ -243,10 +234,15 @@ def run(args: argparse.Namespace) -> int:
     dests = {k: v for k, v in dests.items() if v}
     if args.output is not None or args.symmetrize is not None or not dests:
         dests["sym"] = args.output or "-"
+    from aligners.outputs import write_lines
+
     lines = aligned.lines(tuple(dests), decoding, posteriors=args.posteriors)
+    flags = {"fwd": "-f", "rev": "-r", "sym": "-o"}
     n = 0
     for name, dest in dests.items():
-        n = _write(dest, lines[name])
+        counter = [0]
+        write_lines(dest, _count_into(lines[name], counter), flag=flags[name])
+        n = counter[0]
     args.summary = f"{n:,} sentence pairs aligned, model {fam.name} ({why})"
     return 0
 
@@ -302,16 +298,8 @@ def _load(folder: str, cls):
     return model
 
 
-def _write(dest: str, lines) -> int:
-    """Write `lines` to `dest` ("-" = stdout); returns how many were written."""
-    text = [line + "\n" for line in lines]
-    if dest == "-":
-        sys.stdout.write("".join(text))
-        sys.stdout.flush()
-        return len(text)
-    try:
-        with open(dest, "w", encoding="utf-8") as fh:
-            fh.write("".join(text))
-    except OSError as err:
-        raise AlignersInputError(f"cannot write: {err.strerror}", path=dest) from None
-    return len(text)
+def _count_into(lines, counter: list[int]):
+    """`lines`, counting them into counter[0]."""
+    for line in lines:
+        counter[0] += 1
+        yield line

@@ -20,6 +20,24 @@ DEFAULT_CELLS = 1_000_000
 GPU_CELLS = 16_000_000
 
 
+# longer sentences are left unaligned by every word family (one pair costs O(L^2) memory)
+MAX_TOKENS = 2048
+
+
+def too_long_left_out(pairs, *, max_tokens: int = MAX_TOKENS):
+    """`pairs` (source tokens, target tokens), each with more than `max_tokens` tokens on a
+    side replaced by an empty pair (left unaligned: an empty output line, the line count
+    kept) and named in a one-line warning on stderr, as the pair index does. O(1) memory."""
+    import sys
+
+    for r, (s, t) in enumerate(pairs):
+        if len(s) > max_tokens or len(t) > max_tokens:
+            sys.stderr.write(f"aligners: warning: line {r + 1}: {len(s)} x {len(t)} tokens, "
+                             f"over the {max_tokens}-token limit: left unaligned\n")
+            s, t = [], []
+        yield s, t
+
+
 def default_cells(device: str) -> int:
     """The default batch budget on `device` ("cpu", "cuda", "cuda:1", ...)."""
     return DEFAULT_CELLS if str(device).split(":")[0] == "cpu" else GPU_CELLS
@@ -28,6 +46,8 @@ def default_cells(device: str) -> int:
 __all__ = [
     "DEFAULT_CELLS",
     "GPU_CELLS",
+    "MAX_TOKENS",
+    "too_long_left_out",
     "default_cells",
     "AlignedPair",
     "Alignment",

@@ -171,6 +171,21 @@ class WordAlignment(ABC):
              "threshold": d.get("threshold", self.DEFAULT.threshold)}
         return Decoding(d["method"], float(d["threshold"]), d["symmetrize"])
 
+    def checked(self, folder) -> WordAlignment:
+        """self, after checking the decoding saved in `folder` (a loaded model): one
+        AlignersInputError naming its config.json when a value is out of range."""
+        where = f"{getattr(folder, 'path', folder)}/config.json"
+        try:
+            saved = self.saved_decoding()
+            if saved is not None:
+                saved.check(self.METHODS)
+        except AlignersInputError as err:
+            raise AlignersInputError(f"saved {err.reason}", path=where) from None
+        except (KeyError, TypeError, ValueError) as err:
+            raise AlignersInputError(f"saved decoding is not valid ({err!r})",
+                                     path=where) from None
+        return self
+
     @classmethod
     def decoding_for(cls, saved: Decoding | None, method: str | None = None,
                      threshold: float | None = None, symmetrize: str | None = None) -> Decoding:

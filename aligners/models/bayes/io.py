@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from aligners.data import too_long_left_out
 from aligners.errors import AlignersInputError
 from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment
 from aligners.models.bayes import FAMILY, config
@@ -60,11 +61,11 @@ class BayesianAlignment(WordAlignment):
     def fit(cls, pairs, config: BayesConfig, run: RunOptions):
         """Sample `pairs` (training and alignment are one pass, as in eflomal)."""
         model = BayesAligner(config)
-        return cls(model), BayesAligned(model.align(pairs, seed=run.seed))
+        return cls(model), BayesAligned(model.align(too_long_left_out(pairs), seed=run.seed))
 
     def decode(self, pairs, run: RunOptions) -> BayesAligned:
         """Sample new text with this model's counts as priors (they then include it)."""
-        return BayesAligned(self.model.align(pairs, seed=run.seed))
+        return BayesAligned(self.model.align(too_long_left_out(pairs), seed=run.seed))
 
     @classmethod
     def decoding_for(cls, saved, method=None, threshold=None, symmetrize=None) -> Decoding:
@@ -82,7 +83,7 @@ class BayesianAlignment(WordAlignment):
 
     @classmethod
     def from_folder(cls, folder) -> BayesianAlignment:
-        return from_folder(folder)
+        return from_folder(folder).checked(folder)
 
 
 def save_bayes_aligner(folder: str | Path, model: BayesAligner, *,

@@ -118,7 +118,7 @@ class PhrasalBundle(WordAlignment):
 
     @classmethod
     def from_folder(cls, folder) -> PhrasalBundle:
-        return load_phrasal(folder)
+        return load_phrasal(folder).checked(folder)
 
 
 def phrasal_parts(model: PhrasalAligner, src_ids: WordIds, tgt_ids: WordIds, *,

@@ -87,7 +87,7 @@ class TrainedWordAligner(WordAlignment):
 
     @classmethod
     def from_folder(cls, folder) -> TrainedWordAligner:
-        return load_word_aligner(folder)
+        return load_word_aligner(folder).checked(folder)
 
     def index(self, pairs, *, cells: int = DEFAULT_CELLS, cache_dir: str | None = None
               ) -> PairIndex:
