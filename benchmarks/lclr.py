@@ -21,7 +21,7 @@ import numpy as np
 
 from aligners.data.datasets import load
 from aligners.features.parse import default_cache_dir, parse_all
-from aligners.inference.ilp import solve_ilp
+from aligners.ilp import solve_ilp
 from aligners.models.lclr import variable_scores
 from aligners.models.lclr_tasks import make_task
 

@@ -7,7 +7,7 @@ h-independent features) and linear constraints C. Then
 
     Phi(x, h) = phi_0(x) + sum_s h_s phi_s(x),     f(x) = max_{h in C} u . Phi(x, h)
 
-and x is positive iff f(x) >= 0. Inference is the ILP of `aligners.inference.ilp` (a task may
+and x is positive iff f(x) >= 0. Inference is the ILP of `aligners.ilp` (a task may
 override `LatentTask.solve` with an exact faster solver that is tested equal to the ILP).
 
 Training (`train_lclr`) is the paper's Algorithm 1: fix the best structures of the positives
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from aligners.inference.ilp import LinearConstraints, solve_ilp
+from aligners.ilp import LinearConstraints, solve_ilp
 from aligners.models._lclr_dcd import DualProblem, dcd_solve, primal_objective
 
 __all__ = ["FeatureIndex", "LatentInstance", "LatentTask", "LatentClassifier",
