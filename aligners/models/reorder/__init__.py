@@ -2,15 +2,13 @@
 
 `lexical` (Moses relative frequencies), `mlr` (primal MaxEnt, SGD), `dual_mlr` (dual MaxEnt,
 exponentiated gradient with shrinking), `naive_bayes` (MAP and Bayesian predictive, with
-mutual-information feature selection). All export through `aligners/export.py`
-(kinds `reorder-*`); `aligners.load(folder)` returns a ready `Reorderer`.
+mutual-information feature selection); `config`: their defaults and value rules (no torch).
+All export through `aligners/export.py` (kinds `reorder-*`); `aligners.load(folder)` returns
+a ready `Reorderer`. The names below are imported on first use, so that reading `config`
+(the CLI parser does) imports no torch.
 """
 
-from aligners.models.reorder.dual_mlr import DualMLR
-from aligners.models.reorder.lexical import LexicalReordering
-from aligners.models.reorder.mlr import PrimalMLR
-from aligners.models.reorder.naive_bayes import NaiveBayes, mutual_information
-from aligners.models.reorder.reorderer import Reorderer, load_reorderer
+import importlib
 
 __all__ = [
     "DualMLR",
@@ -21,3 +19,13 @@ __all__ = [
     "load_reorderer",
     "mutual_information",
 ]
+
+_LAZY = {"DualMLR": "dual_mlr", "LexicalReordering": "lexical", "NaiveBayes": "naive_bayes",
+         "mutual_information": "naive_bayes", "PrimalMLR": "mlr", "Reorderer": "reorderer",
+         "load_reorderer": "reorderer"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
