@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any
 
 from aligners.errors import AlignersInputError
@@ -114,7 +114,8 @@ TASK_CONFIGS: dict[str, dict[str, str]] = {
                 "data": "aligners.models.reorder.config:ReorderData",
                 "": "aligners.models.reorder.config:ReorderRun"},
     "monolingual": {"model": "aligners.models.mono.config:MonoConfig",
-                    "training": "aligners.training.mono_config:MonoTraining"},
+                    "training": "aligners.models.mono.config:MonoTraining",
+                    "data": "aligners.models.mono.config:MonoData"},
     "lclr": {"model": "aligners.models.lclr_config:LCLRConfig"},
     "bayes_align": {"model": "aligners.models.bayes.model:BayesConfig"},
 }
@@ -239,9 +240,10 @@ def _plain(value):
 
 def from_config(cls: type, node=None, where: str = "model", *, strict: bool = True):
     """An instance of dataclass `cls` from the mapping `node` (a DictConfig section, a dict,
-    or None): each field takes the node's value, checked by `cls.RULES`, or its default; a
-    nested section reads its sub-mapping. With `strict`, a key of `node` that is no field is
-    refused (AlignersInputError naming `where`). Values come back as plain lists / dicts."""
+    or None): each field takes the node's value, checked by `cls.RULES`, or its default (a
+    field without one is required); a nested section reads its sub-mapping. With `strict`, a
+    key of `node` that is no field is refused (AlignersInputError naming `where`). Values
+    come back as plain lists / dicts."""
     node = {} if node is None else node
     names = {f.name: f for f in fields(cls)}
     if strict:
@@ -253,6 +255,9 @@ def from_config(cls: type, node=None, where: str = "model", *, strict: bool = Tr
     rules, values = getattr(cls, "RULES", {}), {}
     for name, f in names.items():
         if name not in node:
+            if f.default is MISSING and f.default_factory is MISSING:
+                what = f" ({rules[name].describe()})" if name in rules else ""
+                raise AlignersInputError(f"{_join(where, name)} is required{what}")
             continue
         sub = _section(f)
         if sub is not None:
