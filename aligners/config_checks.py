@@ -91,11 +91,31 @@ RULES: dict[str, dict[str, Rule]] = {
         "data.train_limit": _int(0, nullable=True),
         "data.test_limit": _int(0, nullable=True),
     },
-    "baseline": {
-        "data.name": Rule("str"),
-        "data.split": Rule("str", nullable=True),
+    # The word and phrasal families' rules wait here until their config dataclasses
+    # (models/word/config.py, models/phrasal) declare them as the others do (TASK_CONFIGS);
+    # PhrasalConfig's own __post_init__ checks remain for direct use.
+    "phrasal_align": {
+        "model.batch_cells": _int(1),
+        "model.dev_from_test": _int(0),
+        **{f"model.{s}.{k}": r for s in ("word", "start") for k, r in (
+            ("ibm1_iterations", _int(0)), ("hmm_iterations", _int(0)), ("p0", _frac()),
+            ("max_jump", _int(1)), ("lattice", Rule("str", choices=("och_ney", "generic"))))},
+        "model.phrasal.p0": _frac(),
+        "model.phrasal.max_phrase_len": Rule("int", lo=1, hi=16),  # phrase_lists.MAX_PHRASE_LEN
+        "model.phrasal.eta": _pos(),
+        "model.phrasal.lam": _pos(),
+        "model.phrasal.n_contiguous": _int(0),
+        "model.phrasal.n_gappy": _int(0),
+        "model.phrasal.iterations": _int(0),
+        "model.phrasal.agreement": Rule("bool"),
+        "model.phrasal.discount": Rule("float", lo=0),
+        "model.phrasal.min_count": _int(1),
+        "model.phrasal.rank": Rule("str", choices=("probability", "count")),
+        "model.phrasal.gappy_discount": Rule("float", lo=0, nullable=True),
+        "model.phrasal.gappy_min_count": _int(1),
+        "model.phrasal.gappy_rank": Rule("str", choices=("probability", "count"),
+                                         nullable=True),
     },
-    # word / monolingual keys (their task modules are run through aligners/run.py too)
     "word_align": {
         "model.p0": _frac(),
         "model.ibm1_iterations": _int(0),
@@ -109,14 +129,16 @@ RULES: dict[str, dict[str, Rule]] = {
 
 # task -> {section: "module:Class" of its config dataclass}; "" = the top-level keys
 TASK_CONFIGS: dict[str, dict[str, str]] = {
-    "baseline": {"model": "aligners.training.baseline:DiagonalConfig"},
+    "baseline": {"model": "aligners.training.baseline:DiagonalConfig",
+                 "data": "aligners.training.baseline:GoldData"},
     "reorder": {"model": "aligners.models.reorder.config:ReorderConfig",
                 "data": "aligners.models.reorder.config:ReorderData",
                 "": "aligners.models.reorder.config:ReorderRun"},
     "monolingual": {"model": "aligners.models.mono.config:MonoConfig",
                     "training": "aligners.models.mono.config:MonoTraining",
                     "data": "aligners.models.mono.config:MonoData"},
-    "lclr": {"model": "aligners.models.lclr_config:LCLRConfig"},
+    "lclr": {"model": "aligners.models.lclr_config:LCLRConfig",
+             "data": "aligners.models.lclr_config:LCLRData"},
     "bayes_align": {"model": "aligners.models.bayes.model:BayesConfig"},
 }
 
