@@ -51,9 +51,8 @@ class Rule:
         what = {"int": "an integer", "float": "a number", "bool": "true or false",
                 "str": "a string"}[self.kind]
         if self.choices:
-            return f"one of {', '.join(map(str, self.choices))}" + (
-                " or null" if self.nullable else "")
-        if self.lo is not None and self.hi is not None:
+            what = f"one of {', '.join(map(str, self.choices))}"
+        elif self.lo is not None and self.hi is not None:
             what += (f" in {'(' if self.lo_open else '['}{_num(self.lo)}, "
                      f"{_num(self.hi)}{')' if self.hi_open else ']'}")
         elif self.lo is not None:
