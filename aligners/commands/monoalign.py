@@ -118,10 +118,11 @@ def run(args: argparse.Namespace) -> int:
 
     from aligners.config_checks import Rule, check_options, rules_of
 
-    rules = rules_of(MonoConfig)
-    check_options(args, {"batch_size": Rule("int", lo=1, nullable=True),
-                         "threads": rules_of(MonoTraining)["threads"],
-                         "threshold": rules["threshold"]})
+    rules = {"threads": rules_of(MonoTraining)["threads"],
+             "threshold": rules_of(MonoConfig)["threshold"]}
+    if args.batch_size is not None:  # None: the aligner's own batch
+        rules["batch_size"] = Rule("int", lo=1)
+    check_options(args, rules)
     decode = getattr(args, "decode", MonoConfig.decode)
     threshold = getattr(args, "threshold", MonoConfig.threshold)
     models = [args.model] if isinstance(args.model, str) else list(args.model)
