@@ -1,28 +1,41 @@
-"""Config and option validation, once, where they are read: one table of rules.
+"""Config and option validation, once: the rules live with the config dataclasses.
 
-`check_config(cfg, task)` checks every key of `RULES["*"]` and `RULES[task]` that the config
-sets (dotted paths; a missing key is not checked) and raises `AlignersInputError` with one
-line, e.g. `model.p0 must be a number in [0, 1); got 5`. `aligners/run.py` calls it before
-every task; CLI commands call `check_options(args, {dest: Rule})` with the same rules.
-Cost: O(number of rules).
+A config dataclass (e.g. `aligners.models.reorder.config.ReorderConfig`) is the one source of
+its section's defaults and value checks: its class attribute `RULES` maps a field to a `Rule`,
+and a field whose default is a dataclass (`field(default_factory=Sub)`) is a nested section
+with its own `RULES`. `task_configs()` maps a task to its sections (`"model"`, `"data"`,
+`"training"`; `""` = top-level keys) and each section to its dataclass ("module:Class",
+imported on use, so that this module imports no model). `RULES` is the older table of task
+keys that no dataclass declares yet (`"*"`: every task).
+
+`check_config(cfg, task)` checks every key of `RULES["*"]`, `RULES[task]` and the task's
+dataclass rules that the config sets (dotted paths; a missing key is not checked) and raises
+`AlignersInputError` with one line, e.g. `model.p0 must be a number in [0, 1); got 5`.
+`aligners/run.py` calls it before every task. `from_config(cls, node, where)` builds a
+section's dataclass (defaults for what the node does not set, unknown keys refused); CLI
+commands call `check_options(args, {dest: rule})` with the dataclass's rules
+(`rules_of(cls)`), so a bad value reads the same from both, e.g. `--sigma2 must be a number
+> 0; got -1.0`. Cost: O(number of rules).
 """
 
 from __future__ import annotations
 
+import importlib
 import math
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["Rule", "RULES", "check_value", "check_config", "check_options"]
+__all__ = ["Rule", "RULES", "task_configs", "check_value", "check_config", "check_options",
+           "config_class", "rules_of", "from_config"]
 
 
 @dataclass(frozen=True)
 class Rule:
     """`kind` "int" | "float" | "bool" | "str"; bounds `lo`/`hi` (open when `lo_open` /
     `hi_open`); `nullable`: null allowed; `choices`: allowed values; `each`: the value is a
-    list whose every item obeys the rule."""
+    list whose every item obeys the rule; `listable`: one value or such a list."""
 
     kind: str = "float"
     lo: float | None = None
@@ -32,13 +45,14 @@ class Rule:
     nullable: bool = False
     choices: tuple = ()
     each: bool = False
+    listable: bool = False
 
     def describe(self) -> str:
         what = {"int": "an integer", "float": "a number", "bool": "true or false",
                 "str": "a string"}[self.kind]
         if self.choices:
-            return f"one of {', '.join(map(str, self.choices))}"
-        if self.lo is not None and self.hi is not None:
+            what = f"one of {', '.join(map(str, self.choices))}"
+        elif self.lo is not None and self.hi is not None:
             what += (f" in {'(' if self.lo_open else '['}{_num(self.lo)}, "
                      f"{_num(self.hi)}{')' if self.hi_open else ']'}")
         elif self.lo is not None:
@@ -46,6 +60,8 @@ class Rule:
         elif self.hi is not None:
             what += f" {'<' if self.hi_open else '<='} {_num(self.hi)}"
         what += " or null" if self.nullable else ""
+        if self.listable:
+            return f"{what}, or a list of such values"
         return f"a list whose items are each {what}" if self.each else what
 
 
@@ -74,35 +90,32 @@ RULES: dict[str, dict[str, Rule]] = {
         "data.train_limit": _int(0, nullable=True),
         "data.test_limit": _int(0, nullable=True),
     },
-    "baseline": {
-        "data.name": Rule("str"),
-        "data.split": Rule("str", nullable=True),
+    # The word and phrasal families' rules wait here until their config dataclasses
+    # (models/word/config.py, models/phrasal) declare them as the others do (task_configs());
+    # PhrasalConfig's own __post_init__ checks remain for direct use.
+    "phrasal_align": {
+        "model.batch_cells": _int(1),
+        "model.dev_from_test": _int(0),
+        **{f"model.{s}.{k}": r for s in ("word", "start") for k, r in (
+            ("ibm1_iterations", _int(0)), ("hmm_iterations", _int(0)), ("p0", _frac()),
+            ("max_jump", _int(1)), ("lattice", Rule("str", choices=("och_ney", "generic"))))},
+        "model.phrasal.p0": _frac(),
+        "model.phrasal.max_phrase_len": Rule("int", lo=1, hi=16),  # phrase_lists.MAX_PHRASE_LEN
+        "model.phrasal.eta": _pos(),
+        "model.phrasal.lam": _pos(),
+        "model.phrasal.n_contiguous": _int(0),
+        "model.phrasal.n_gappy": _int(0),
+        "model.phrasal.iterations": _int(0),
+        "model.phrasal.agreement": Rule("bool"),
+        "model.phrasal.discount": Rule("float", lo=0),
+        "model.phrasal.min_count": _int(1),
+        "model.phrasal.rank": Rule("str", choices=("probability", "count")),
+        "model.phrasal.gappy_discount": Rule("float", lo=0, nullable=True),
+        "model.phrasal.gappy_min_count": _int(1),
+        "model.phrasal.gappy_rank": Rule("str", choices=("probability", "count"),
+                                         nullable=True),
+        "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
     },
-    "reorder": {
-        "data.heldout_fraction": Rule("float", lo=0, hi=1, lo_open=True, hi_open=True),
-        "data.dev_fraction": _frac(),
-        "evaluate_on": Rule("str", choices=("heldout", "dev")),
-        "speed_repeats": _int(1),
-        "model.extract.max_length": _int(1),
-        "model.extract.mode": Rule("str", choices=("wbe", "phrase", "hier")),
-        "model.extract.direction": Rule("str", choices=("backward", "forward")),
-        "model.features.min_count": _int(0),
-        "model.lexical.smoothing": Rule("float", lo=0),
-        "model.primal.sigma2": _pos(),
-        "model.primal.epochs": _int(1),
-        "model.primal.lr": _pos(),
-        "model.dual.sigma2": _pos(),
-        "model.dual.eps": Rule("float", lo=0, each=True),
-        "model.dual.max_iter": _int(1),
-        "model.dual.init_eps": Rule("float", lo=0, hi=1, lo_open=True, hi_open=True),
-        "model.dual.max_trial": _int(1),
-        "model.dual.step": _pos(),
-        "model.dual.step_growth": _pos(),
-        "model.naive_bayes.alpha": _pos(),
-        "model.naive_bayes.inference": Rule("str", choices=("map", "bayes"), each=True),
-        "model.naive_bayes.mi_fractions": _frac(each=True),
-    },
-    # word / monolingual keys (their task modules are run through aligners/run.py too)
     "word_align": {
         "model.p0": _frac(),
         "model.ibm1_iterations": _int(0),
@@ -118,24 +131,34 @@ RULES: dict[str, dict[str, Rule]] = {
         "model.decoding.threshold": Rule("float", lo=0, hi=1),
         "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
     },
-    "phrasal_align": {
-        "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
-    },
-    "monolingual": {
-        "model.max_src_len": _int(1),
-        "model.max_tgt_len": _int(1),
-        "training.threads": _int(1),
-    },
 }
+
+# the baseline task (no model family): {section: "module:Class" of its config dataclass}
+_BASELINE_CONFIGS = {"model": "aligners.training.baseline:DiagonalConfig",
+                     "data": "aligners.training.baseline:GoldData"}
+
+
+def task_configs() -> dict[str, dict[str, str]]:
+    """task -> {section: "module:Class" of its config dataclass} ("" = the top-level keys):
+    each family's `sections` (`aligners.families`), and the baseline's."""
+    from aligners.families import families
+
+    return {"baseline": _BASELINE_CONFIGS,
+            **{f.task_name: dict(f.sections) for f in families() if f.sections}}
 
 
 def check_value(name: str, value: Any, rule: Rule) -> Any:
     """`value` if it obeys `rule`, else AlignersInputError `NAME must be ...; got VALUE`."""
-    if rule.each:
+    if value is None and rule.nullable:
+        return value
+    if rule.listable and not (isinstance(value, list | tuple) or _is_listconfig(value)):
+        _check_one(name, value, Rule(**{**rule.__dict__, "listable": False}), shown=rule)
+        return value
+    if rule.each or rule.listable:
         items = list(value) if isinstance(value, list | tuple) or _is_listconfig(value) else None
         if items is None:
             raise AlignersInputError(f"{name} must be {rule.describe()}; got {value!r}")
-        one = Rule(**{**rule.__dict__, "each": False})
+        one = Rule(**{**rule.__dict__, "each": False, "listable": False, "nullable": False})
         for item in items:
             _check_one(name, item, one, shown=rule)
         return value
@@ -168,6 +191,8 @@ def _check_one(name: str, value: Any, rule: Rule, *, shown: Rule) -> Any:
         return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise bad()
+    if rule.choices and value not in rule.choices:
+        raise bad()
     if rule.kind == "int" and not isinstance(value, int):
         raise bad()
     if not math.isfinite(value):
@@ -192,13 +217,83 @@ def _lookup(cfg, dotted: str):
     return True, node
 
 
+def config_class(target: str) -> type:
+    """The dataclass named by "package.module:Class" (imported on demand)."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _section(f) -> type | None:
+    """The dataclass of a nested-section field (`field(default_factory=Sub)`), else None."""
+    sub = f.default_factory
+    return sub if isinstance(sub, type) and is_dataclass(sub) else None
+
+
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def rules_of(cls: type, prefix: str = "") -> dict[str, Rule]:
+    """{dotted key: Rule} of dataclass `cls` (its `RULES`) and of its nested sections."""
+    own = getattr(cls, "RULES", {})
+    out = {_join(prefix, k): r for k, r in own.items()}
+    for f in fields(cls):
+        sub = _section(f)
+        if sub is not None:
+            out.update(rules_of(sub, _join(prefix, f.name)))
+    return out
+
+
 def check_config(cfg, task: str | None = None) -> None:
-    """Check the keys of `RULES["*"]` and `RULES[task]` that `cfg` sets (one line per error)."""
+    """Check the keys of `RULES["*"]`, `RULES[task]` and the dataclass rules of the task's
+    sections (`task_configs()`) that `cfg` sets (one line per error)."""
     rules = {**RULES["*"], **RULES.get(task or "", {})}
+    for section, target in task_configs().get(task or "", {}).items():
+        rules.update(rules_of(config_class(target), section))
     for key, rule in rules.items():
         found, value = _lookup(cfg, key)
         if found:
             check_value(key, value, rule)
+
+
+def _plain(value):
+    try:
+        from omegaconf import OmegaConf
+    except ImportError:  # pragma: no cover
+        return value
+    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+
+
+def from_config(cls: type, node=None, where: str = "model", *, strict: bool = True):
+    """An instance of dataclass `cls` from the mapping `node` (a DictConfig section, a dict,
+    or None): each field takes the node's value, checked by `cls.RULES`, or its default (a
+    field without one is required); a nested section reads its sub-mapping. With `strict`, a
+    key of `node` that is no field is refused (AlignersInputError naming `where`). Values
+    come back as plain lists / dicts."""
+    node = {} if node is None else node
+    names = {f.name: f for f in fields(cls)}
+    if strict:
+        unknown = sorted(str(k) for k in node.keys() if k not in names)
+        if unknown:
+            raise AlignersInputError(
+                f"{_join(where, unknown[0])} is not a setting of {where or 'the task'} "
+                f"({cls.__name__}); expected one of {', '.join(sorted(names))}")
+    rules, values = getattr(cls, "RULES", {}), {}
+    for name, f in names.items():
+        if name not in node:
+            if f.default is MISSING and f.default_factory is MISSING:
+                what = f" ({rules[name].describe()})" if name in rules else ""
+                raise AlignersInputError(f"{_join(where, name)} is required{what}")
+            continue
+        sub = _section(f)
+        if sub is not None:
+            values[name] = from_config(sub, node[name], _join(where, name), strict=strict)
+            continue
+        value = _plain(node[name])
+        if name in rules:
+            check_value(_join(where, name), value, rules[name])
+        values[name] = value
+    return cls(**values)
 
 
 def check_options(args, rules: dict[str, Rule]) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -49,7 +49,9 @@ class Family:
     model class's `from_folder`); kinds: the kinds its folders are written with (default:
     the name alone), read_kinds: older kinds still read; task: the Hydra task name
     (default: the name); paper: where it comes from; order: listing order; evaluates: its
-    task's `evaluate` scores a saved model (`ckpt_path`).
+    task's `evaluate` scores a saved model (`ckpt_path`); sections: the task config's
+    sections ("model", "data", ...; "" = top-level keys) -> "module:Class" of the dataclass
+    whose `RULES` check them (`aligners.config_checks`).
     """
 
     name: str
@@ -64,6 +66,7 @@ class Family:
     paper: str = ""
     order: int = 100  # listing order (word families: the recommended first)
     evaluates: bool = True  # False: its Hydra task trains and tests in one run (no ckpt_path)
+    sections: dict[str, str] = field(default_factory=dict)  # config section -> dataclass
 
     @property
     def kind(self) -> str:

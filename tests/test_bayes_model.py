@@ -426,18 +426,20 @@ def test_compile_child_warms_every_kernel_and_is_skipped_when_cached(monkeypatch
     """warm_all compiles every kernel a run calls; a child starts only when the cache lacks
     them (and never inside the child itself), exits 0, and is waited for once."""
     from aligners.models.bayes import jit
+    from aligners.models.bayes.model import exact_kernels
+    from aligners.models.bayes.warm import warm_all
 
-    jit.warm_all()
-    assert all(k.signatures for k in jit._kernels())
+    warm_all()
+    kernels = exact_kernels()
+    assert all(k.signatures for k in kernels)
     assert jit.wait_compile_child() is None  # none started
-    monkeypatch.setattr(jit, "kernels_cached", lambda: False)
+    monkeypatch.setattr(jit, "kernels_cached", lambda kernels: False)
     monkeypatch.setenv(jit._ENV, "1")
-    assert jit.start_compile_child() is False  # the child does not start a grandchild
+    assert jit.start_compile_child(kernels) is False  # the child does not start a grandchild
     monkeypatch.delenv(jit._ENV)
-    assert jit.start_compile_child() is True
-    assert jit.start_compile_child() is False  # one at a time
+    assert jit.start_compile_child(kernels) is True
+    assert jit.start_compile_child(kernels) is False  # one at a time
     assert jit.wait_compile_child() == 0
     assert jit.wait_compile_child() is None
     monkeypatch.undo()
-    monkeypatch.setattr(jit, "_kernels", lambda: (object(),))  # numba internals moved
-    assert jit.kernels_cached() is False
+    assert jit.kernels_cached((object(),)) is False  # numba internals moved

@@ -1,9 +1,9 @@
-"""ILP inference (aligners.inference.ilp): HiGHS optimum == brute-force enumeration."""
+"""ILP inference (aligners.ilp): HiGHS optimum == brute-force enumeration."""
 
 import numpy as np
 import pytest
 
-from aligners.inference.ilp import LinearConstraints, brute_force_ilp, feasible, solve_ilp
+from aligners.ilp import LinearConstraints, brute_force_ilp, feasible, solve_ilp
 
 
 def _matching(n1: int, n2: int, *, noncrossing: bool) -> LinearConstraints:
@@ -107,7 +107,7 @@ def test_lp_first_falls_back_to_branch_and_cut_on_a_fractional_vertex():
 @pytest.mark.parametrize("seed", range(10))
 def test_methods_agree_with_brute_force(seed, monkeypatch):
     """lp_first (highspy), milp (scipy) and lp_first without highspy (scipy fallback)."""
-    from aligners.inference import ilp
+    from aligners import ilp
     rng = np.random.default_rng(200 + seed)
     cases = [_odd_cycle(), _graph_alignment()[1], _matching(3, 3, noncrossing=True)]
     for cons in cases:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from aligners.inference.ilp import LinearConstraints, brute_force_ilp
+from aligners.ilp import LinearConstraints, brute_force_ilp
 from aligners.models._lclr_dcd import DualProblem, dcd_solve, dual_objective, primal_objective
 from aligners.models.lclr import (
     LatentInstance,

@@ -13,7 +13,7 @@ from aligners.features.parse import (
     merge_graphs,
     split_sentences,
 )
-from aligners.inference.ilp import brute_force_ilp, feasible
+from aligners.ilp import brute_force_ilp, feasible
 from aligners.models.lclr import infer, train_lclr, train_two_stage, variable_scores
 from aligners.models.lclr_tasks import load_lclr, make_task, save_lclr
 

@@ -103,8 +103,10 @@ def test_corrupt_model_files(tmp_path, model_path, capsys):
     _one_line_error(rc, err, str(m))
 
 
-@pytest.mark.parametrize("argv,needle", [(["--batch-size", "0"], "--batch-size must be >= 1"),
-                                         (["--threads", "-2"], "--threads must be >= 1"),
+@pytest.mark.parametrize("argv,needle", [(["--batch-size", "0"],
+                                          "--batch-size must be an integer >= 1; got 0"),
+                                         (["--threads", "-2"],
+                                          "--threads must be an integer >= 1; got -2"),
                                          (["--direction", "t2s"], "no 't2s' direction")])
 def test_bad_options_one_line(tmp_path, model_path, capsys, argv, needle):
     f = tmp_path / "in.txt"

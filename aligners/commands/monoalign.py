@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 
 from aligners.errors import AlignersInputError
+from aligners.models.mono.config import COMBINES, DECODES, PRECISIONS, MonoConfig, MonoTraining
 
 __all__ = ["add_arguments", "run"]
 
@@ -53,20 +54,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--score", action="store_true", help="also print the normalised score")
     parser.add_argument("--batch-size", type=int, default=None,
                         help="pairs decoded together (>= 1; default 64, neural aligner 32)")
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--threads", type=int, default=MonoTraining.threads,
                         help="torch intra-op threads (>= 1; more than the CPU cores: the "
                              "cores, with a warning)")
-    parser.add_argument("--decode", choices=("viterbi", "posterior"), default="viterbi",
-                        help="viterbi (best path, default) or posterior (links whose posterior "
-                             "exceeds --threshold)")
-    parser.add_argument("--threshold", type=float, default=0.5,
-                        help="posterior decoding: keep links with posterior > T, 0 <= T < 1 "
-                             "(default 0.5)")
-    parser.add_argument("--combine", default="none",
-                        choices=("none", "union", "intersect", "grow-diag", "posterior"),
-                        help="combine both saved directions: union, intersect, grow-diag, or "
-                             "posterior (mean link posterior > --threshold); default none")
-    parser.add_argument("--encoder-precision", choices=("fp32", "bf16", "int8"), default=None,
+    d = MonoConfig  # the model's decoding defaults (the monolingual task's too)
+    parser.add_argument("--decode", choices=DECODES, default=d.decode,
+                        help=f"viterbi (best path) or posterior (links whose posterior "
+                             f"exceeds --threshold); default {d.decode}")
+    parser.add_argument("--threshold", type=float, default=d.threshold,
+                        help=f"posterior decoding: keep links with posterior > T, 0 <= T < 1 "
+                             f"(default {d.threshold})")
+    parser.add_argument("--combine", default=d.combine, choices=COMBINES,
+                        help=f"combine both saved directions: union, intersect, grow-diag, or "
+                             f"posterior (mean link posterior > --threshold); default {d.combine}")
+    parser.add_argument("--encoder-precision", choices=PRECISIONS, default=d.encoder_precision,
                         help="neural aligner: the encoder's inference precision (default: "
                              "the aligner's; int8 on the CPU only)")
     parser.add_argument("--device", default="cpu",
@@ -114,17 +115,20 @@ def _read_pairs(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.batch_size is not None and args.batch_size < 1:
-        raise AlignersInputError(f"--batch-size must be >= 1, got {args.batch_size}")
     from pathlib import Path
 
+    from aligners.config_checks import Rule, check_options, rules_of
+
+    rules = {"threads": rules_of(MonoTraining)["threads"],
+             "threshold": rules_of(MonoConfig)["threshold"]}
+    if args.batch_size is not None:  # None: the aligner's own batch
+        rules["batch_size"] = Rule("int", lo=1)
+    check_options(args, rules)
     from aligners.commands._device import thread_count
 
     threads = thread_count(args.threads, prog="aligners monoalign")
-
-    decode, threshold = getattr(args, "decode", "viterbi"), getattr(args, "threshold", 0.5)
-    if not 0.0 <= threshold < 1.0:  # (NaN fails too)
-        raise AlignersInputError(f"--threshold must be in [0, 1), got {threshold}")
+    decode = getattr(args, "decode", MonoConfig.decode)
+    threshold = getattr(args, "threshold", MonoConfig.threshold)
     models = [args.model] if isinstance(args.model, str) else list(args.model)
     for folder in models:  # before the input is read and torch is imported
         if not Path(folder).is_dir():

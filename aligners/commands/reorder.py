@@ -20,6 +20,14 @@ import warnings
 from pathlib import Path
 
 from aligners.errors import AlignersInputError
+from aligners.models.reorder.config import (
+    DualConfig,
+    ExtractConfig,
+    FeatureConfig,
+    NaiveBayesConfig,
+    PrimalConfig,
+    ReorderData,
+)
 
 __all__ = ["add_arguments", "run"]
 
@@ -28,7 +36,8 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-s", "--src", required=True, help="source side, one sentence per line")
     p.add_argument("-t", "--tgt", required=True, help="target side")
     p.add_argument("-a", "--align", required=True, help="Pharaoh i-j alignment (source-target)")
-    p.add_argument("--limit", type=int, default=None, help="first N sentence pairs only")
+    p.add_argument("--limit", type=int, default=ReorderData.limit,
+                   help="first N sentence pairs only")
     p.add_argument("--lowercase", action="store_true", help="lowercase both sides (predict: "
                    "always as the model was trained)")
     p.add_argument("--lenient", action="store_true",
@@ -38,8 +47,10 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
 
 
 def _extract_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-length", type=int, default=7, help="max phrase length (Moses: 7)")
-    p.add_argument("--orientation", choices=["wbe", "phrase", "hier"], default="wbe",
+    p.add_argument("--max-length", type=int, default=ExtractConfig.max_length,
+                   help="max phrase length (Moses: 7)")
+    p.add_argument("--orientation", choices=["wbe", "phrase", "hier"],
+                   default=ExtractConfig.mode,
                    help="word-based (msd), phrase-based or hierarchical orientation")
 
 
@@ -50,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "alignment, with its orientation, in Moses `extract` format.")
     _corpus_args(ex)
     _extract_args(ex)
-    ex.add_argument("--direction", choices=["backward", "forward", "both"], default="backward",
+    ex.add_argument("--direction", choices=["backward", "forward", "both"],
+                    default=ExtractConfig.direction,
                     help="orientation w.r.t. the previous (backward) or next (forward) target "
                     "phrase; both: two columns, as Moses' bidirectional extract.o")
     ex.add_argument("-o", "--output", default="-", help="output file (.gz ok), - for stdout")
@@ -61,20 +73,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "model folder that `predict` and `aligners.load` read.")
     _corpus_args(tr)
     _extract_args(tr)
-    tr.add_argument("--direction", choices=["backward", "forward"], default="backward",
+    tr.add_argument("--direction", choices=["backward", "forward"],
+                    default=ExtractConfig.direction,
                     help="which orientation to model (w.r.t. previous/next target phrase)")
     tr.add_argument("--model", choices=["lexical", "nb", "primal", "dual"], default="nb",
                     help="lexical table, naive Bayes, primal or dual MaxEnt")
-    tr.add_argument("--min-count", type=int, default=10, help="drop rarer features")
-    tr.add_argument("--inference", choices=["map", "bayes"], default="map", help="naive Bayes")
-    tr.add_argument("--alpha", type=float, default=2.0, help="naive Bayes Dirichlet parameter")
+    tr.add_argument("--min-count", type=int, default=FeatureConfig.min_count,
+                    help="drop rarer features")
+    tr.add_argument("--inference", choices=["map", "bayes"],
+                    default=NaiveBayesConfig.inference, help="naive Bayes")
+    tr.add_argument("--alpha", type=float, default=NaiveBayesConfig.alpha,
+                    help="naive Bayes Dirichlet parameter")
     tr.add_argument("--mi-remove", type=float, default=0.0,
                     help="naive Bayes: fraction of lowest-MI features removed")
-    tr.add_argument("--sigma2", type=float, default=0.01, help="MaxEnt penalty (Eq. 6)")
-    tr.add_argument("--epochs", type=int, default=10, help="primal SGD epochs")
-    tr.add_argument("--lr", type=float, default=0.05, help="primal SGD step")
-    tr.add_argument("--eps", type=float, default=0.1, help="dual shrinking tolerance")
-    tr.add_argument("--max-iter", type=int, default=30, help="dual EG iterations")
+    tr.add_argument("--sigma2", type=float, default=PrimalConfig.sigma2,
+                    help="MaxEnt penalty (Eq. 6)")
+    tr.add_argument("--epochs", type=int, default=PrimalConfig.epochs, help="primal SGD epochs")
+    tr.add_argument("--lr", type=float, default=PrimalConfig.lr, help="primal SGD step")
+    tr.add_argument("--eps", type=float, default=DualConfig.eps,
+                    help="dual shrinking tolerance")
+    tr.add_argument("--max-iter", type=int, default=DualConfig.max_iter,
+                    help="dual EG iterations (at most)")
     tr.add_argument("--seed", type=int, default=1234, help="torch.Generator seed (SGD/EG order)")
     tr.add_argument("--moses-table", default=None,
                     help="lexical: also write the Moses reordering table here")
@@ -111,7 +130,7 @@ def _corpus(args):
 def _check(args) -> None:
     """Every numeric option and every path, checked once before any work (one line on
     error): outputs never overwrite an input (`aligners.outputs`)."""
-    from aligners.config_checks import Rule, check_options
+    from aligners.config_checks import Rule, check_options, rules_of
     from aligners.outputs import check_model_dir, check_paths
 
     inputs = {"-s": args.src, "-t": args.tgt, "-a": args.align}
@@ -121,14 +140,15 @@ def _check(args) -> None:
     else:
         check_paths({**inputs, "-m": getattr(args, "model", None)}, {"-o": args.output})
 
-    rules = {"limit": Rule("int", lo=0, nullable=True), "max_length": Rule("int", lo=1)}
+    data, ext = rules_of(ReorderData), rules_of(ExtractConfig)
+    rules = {"limit": data["limit"], "max_length": ext["max_length"]}
     if args.action == "train":
+        primal, dual, nb = rules_of(PrimalConfig), rules_of(DualConfig), rules_of(NaiveBayesConfig)
         rules.update({
-            "min_count": Rule("int", lo=0), "alpha": Rule("float", lo=0, lo_open=True),
+            "min_count": rules_of(FeatureConfig)["min_count"], "alpha": nb["alpha"],
             "mi_remove": Rule("float", lo=0, hi=1, hi_open=True),
-            "sigma2": Rule("float", lo=0, lo_open=True), "epochs": Rule("int", lo=1),
-            "lr": Rule("float", lo=0, lo_open=True), "eps": Rule("float", lo=0),
-            "max_iter": Rule("int", lo=1)})
+            "sigma2": primal["sigma2"], "epochs": primal["epochs"], "lr": primal["lr"],
+            "eps": dual["eps"], "max_iter": dual["max_iter"]})
         if args.model == "nb" and args.inference == "map" and args.alpha <= 1:
             raise AlignersInputError(f"--alpha must be > 1 for --inference map (Eq. 10); "
                                      f"got {args.alpha}")

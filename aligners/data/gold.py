@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO
 
+from aligners.data.jacana import read_jacana_json, read_multimwa, text_format
 from aligners.data.parallel import open_output, read_lines, split_tokens
 from aligners.data.pharaoh import (
     bounds_text,
@@ -278,11 +279,9 @@ def sniff_format(path: str | Path) -> str:
     1-based `i-j` files and 0-based NAACL (Biçici) cannot be told apart from their
     0-based/1-based twins: name `onebased` / `naacl0` explicitly.
     """
-    name = Path(str(path)).name
-    if name.endswith(".json") or name.endswith(".json.gz"):
-        return "jacana-sp" if "sure+poss" in name else "jacana"
-    if name.endswith(".tsv") or name.endswith(".tsv.gz"):
-        return "multimwa"
+    carried = text_format(path)
+    if carried is not None:
+        return carried
     if str(path) == "-":
         return "pharaoh"
     for text in read_lines(path):
@@ -325,8 +324,6 @@ def read_alignment_file(
         return read_onebased(path, **lengths)
     if fmt in ("naacl", "naacl0"):
         return read_naacl(path, snums=snums, token_base=1 if fmt == "naacl" else 0, **lengths)
-    from aligners.data.jacana import read_jacana_json, read_multimwa
-
     if fmt == "a3":
         from aligners.data.a3 import read_a3
 

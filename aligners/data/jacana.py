@@ -12,8 +12,9 @@ sure, possible, ''`; links `i-j` 0-based, source = sentence 1.
 `read_annotated(spec)` reads a user's annotated monolingual data in any of these, or as
 Pharaoh + text (three files: source sentences, target sentences, links `i-j` sure / `i?j`
 possible, 0-based, one line per pair): the `data.train_path` / `dev_path` / `test_path` of the
-monolingual task. One rule for `*.sure+poss.json` everywhere (`aligners.data.gold.sniff_format`,
-the same as `aligners evaluate --gold`): such a file holds S∪P in `sureAlign`.
+monolingual task. One rule for `*.sure+poss.json` everywhere (`text_format`, which
+`aligners.data.gold.sniff_format` and so `aligners evaluate --gold` use too): such a file holds
+S∪P in `sureAlign`.
 """
 
 from __future__ import annotations
@@ -25,13 +26,32 @@ from pathlib import Path
 from typing import IO
 
 from aligners.data.parallel import open_output, read_lines
-from aligners.data.pharaoh import check_ranges, format_pharaoh, parse_pharaoh_line, warn_dropped
+from aligners.data.pharaoh import (
+    check_ranges,
+    format_pharaoh,
+    parse_pharaoh_line,
+    read_pharaoh,
+    warn_dropped,
+)
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
-__all__ = ["read_jacana_json", "read_multimwa", "write_jacana_json", "read_annotated"]
+__all__ = ["read_jacana_json", "read_multimwa", "write_jacana_json", "read_annotated",
+           "text_format"]
 
 _KEYS = ("source", "target", "sureAlign")
+
+
+def text_format(path: str | Path) -> str | None:
+    """The notation of a gold file that carries its text, from its name alone: `.json` ->
+    `jacana` (`jacana-sp` if the name has `sure+poss`), `.tsv` -> `multimwa` (`.gz` too);
+    None for any other name."""
+    name = Path(str(path)).name
+    if name.endswith(".json") or name.endswith(".json.gz"):
+        return "jacana-sp" if "sure+poss" in name else "jacana"
+    if name.endswith(".tsv") or name.endswith(".tsv.gz"):
+        return "multimwa"
+    return None
 
 
 def _load_json(path: str | Path) -> list:
@@ -168,13 +188,9 @@ def read_annotated(spec, *, what: str = "annotated data") -> list[AlignedPair]:
     `sure_plus_poss=True`, as `aligners evaluate --gold` does), a MultiMWA `.tsv`, or a list
     of three files `[source text, target text, Pharaoh links]` (whitespace tokens, one pair
     per line). `what` names the option in errors. Cost: O(total size)."""
-    from aligners.data.gold import read_alignment_file, sniff_format
-    from aligners.data.parallel import read_lines
-
     if isinstance(spec, str | Path):
         path = str(spec)
-        fmt = sniff_format(path) if path.endswith((".json", ".json.gz", ".tsv", ".tsv.gz")) \
-            else None
+        fmt = text_format(path)
         if fmt in ("jacana", "jacana-sp"):
             pairs = read_jacana_json(path, sure_plus_poss=fmt == "jacana-sp")
         elif fmt == "multimwa":
@@ -198,8 +214,8 @@ def read_annotated(spec, *, what: str = "annotated data") -> list[AlignedPair]:
                 if not s:
                     raise AlignersInputError(f"empty {side} sentence; expected tokens",
                                              path=f, line=n)
-        als = read_alignment_file(files[2], fmt="pharaoh", src_lengths=[len(s) for s in src],
-                                  tgt_lengths=[len(t) for t in tgt])
+        als = read_pharaoh(files[2], src_lengths=[len(s) for s in src],
+                           tgt_lengths=[len(t) for t in tgt])
         pairs = [AlignedPair(s, t, al, str(n)) for n, (s, t, al) in
                  enumerate(zip(src, tgt, als, strict=True), start=1)]
     if not pairs:

@@ -36,11 +36,18 @@ the "max" score.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import torch
 
 from aligners.errors import AlignersInputError
+from aligners.lattices._phrasal_hsmm_forms import (
+    PhrasalPosteriors,
+    PhrasalPotentials,
+    SparsePhrasalPosteriors,
+    check_dense,
+    sparse_posteriors_to_dense,
+    to_sparse,
+)
 from aligners.semirings import semiring_zero
 
 __all__ = [
@@ -51,57 +58,6 @@ __all__ = [
     "phrasal_hsmm_viterbi",
     "phrasal_hsmm_materialise",
 ]
-
-
-class PhrasalPotentials(NamedTuple):
-    """Log-potentials of one direction (see the module docstring for the meaning)."""
-
-    log_emit_word: torch.Tensor  # (B, J, L, I)
-    log_emit_null: torch.Tensor  # (B, J)
-    log_emit_phrase: torch.Tensor  # (B, J, P)
-    log_jump_init: torch.Tensor  # (B, I)
-    log_jump: torch.Tensor  # (B, I, I) [k, i]: last position k -> first position i
-    log_null_init: torch.Tensor  # (B, I)
-    log_null_stay: torch.Tensor  # (B, I)
-    log_phrase_weight: torch.Tensor  # (B, P)
-    phrase_first: torch.Tensor  # (B, P) long, -1 = padding
-    phrase_last: torch.Tensor  # (B, P) long
-
-
-class PhrasalPosteriors(NamedTuple):
-    """log_likelihood (B,); word (B,J,L,I), null (B,J), phrase (B,J,P): marginal
-    probability of each segment (same indexing as the emissions). Under "max" the same
-    tensors are the 0/1 indicators of the best structure and log_likelihood its score."""
-
-    log_likelihood: torch.Tensor
-    word: torch.Tensor
-    null: torch.Tensor
-    phrase: torch.Tensor
-
-
-def _check(pot: PhrasalPotentials, src_lengths, tgt_lengths):
-    if not isinstance(pot, PhrasalPotentials):
-        raise AlignersInputError("expected a PhrasalPotentials tuple")
-    ew = pot.log_emit_word
-    if ew.dim() != 4:
-        raise AlignersInputError(f"log_emit_word: expected (B,J,L,I), got {tuple(ew.shape)}")
-    B, J, L, I = ew.shape
-    P = pot.log_emit_phrase.shape[-1]
-    want = {
-        "log_emit_null": (B, J), "log_emit_phrase": (B, J, P), "log_jump_init": (B, I),
-        "log_jump": (B, I, I), "log_null_init": (B, I), "log_null_stay": (B, I),
-        "log_phrase_weight": (B, P), "phrase_first": (B, P), "phrase_last": (B, P),
-    }
-    for name, shape in want.items():
-        got = tuple(getattr(pot, name).shape)
-        if got != shape:
-            raise AlignersInputError(f"{name}: expected shape {shape}, got {got}")
-    sl, tl = src_lengths.to(ew.device).long(), tgt_lengths.to(ew.device).long()
-    if sl.shape != (B,) or tl.shape != (B,):
-        raise AlignersInputError("src_lengths and tgt_lengths must have shape (B,)")
-    if B and (int(sl.min()) < 1 or int(sl.max()) > I or int(tl.min()) < 1 or int(tl.max()) > J):
-        raise AlignersInputError(f"lengths must lie in 1..I={I} (source), 1..J={J} (target)")
-    return sl, tl
 
 
 def _span_table(ew: torch.Tensor) -> list:
@@ -308,7 +264,7 @@ def phrasal_hsmm_log_partition(pot: PhrasalPotentials, *, src_lengths: torch.Ten
     """
     if semiring not in ("log", "max"):
         raise AlignersInputError(f"semiring must be 'log' or 'max', got {semiring!r}")
-    sl, tl = _check(pot, src_lengths, tgt_lengths)
+    sl, tl = check_dense(pot, src_lengths, tgt_lengths)
     if semiring == "log":
         return _scaled_forward(pot, sl, tl)
     return _forward(pot, sl, tl, semiring)
@@ -339,7 +295,7 @@ def phrasal_hsmm_posteriors(pot: PhrasalPotentials, *, src_lengths: torch.Tensor
     of the scaled forward (any device; two passes of `phrasal_hsmm_log_partition`); "auto"
     (default): explicit on CPU, autograd elsewhere. Tested equal.
     """
-    sl, tl = _check(pot, src_lengths, tgt_lengths)
+    sl, tl = check_dense(pot, src_lengths, tgt_lengths)
     if method not in ("auto", "explicit", "autograd"):
         raise AlignersInputError(f"method must be 'auto', 'explicit' or 'autograd', got {method!r}")
     cpu = pot.log_emit_word.device.type == "cpu"
@@ -348,11 +304,6 @@ def phrasal_hsmm_posteriors(pot: PhrasalPotentials, *, src_lengths: torch.Tensor
     if method == "autograd" or not cpu:
         return _grad_marginals(pot, sl, tl, "log")
     from aligners.lattices._phrasal_hsmm_kernel import phrasal_forward_backward
-    from aligners.lattices.phrasal_hsmm_sparse import (
-        SparsePhrasalPosteriors,
-        sparse_posteriors_to_dense,
-        to_sparse,
-    )
 
     spot = to_sparse(pot)  # the listed (scored) long segments only; exact
     out = phrasal_forward_backward(spot, sl, tl, pot.log_emit_word.shape[2])
@@ -365,7 +316,7 @@ def phrasal_hsmm_viterbi(pot: PhrasalPotentials, *, src_lengths: torch.Tensor,
                          tgt_lengths: torch.Tensor) -> PhrasalPosteriors:
     """Best structure as 0/1 segment indicators (gradient of the max-semiring score; exact
     ties split their mass). Shapes: see `PhrasalPosteriors`. Cost as the posteriors."""
-    sl, tl = _check(pot, src_lengths, tgt_lengths)
+    sl, tl = check_dense(pot, src_lengths, tgt_lengths)
     return _grad_marginals(pot, sl, tl, "max")
 
 

@@ -19,18 +19,19 @@ brute-force enumeration (tests/test_lattice_phrasal_hsmm.py).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.lattices.phrasal_hsmm import (
-    PhrasalPosteriors,
+from aligners.lattices._phrasal_hsmm_forms import (
     PhrasalPotentials,
-    phrasal_hsmm_posteriors,
-    phrasal_hsmm_viterbi,
+    SparsePhrasalPosteriors,
+    SparsePhrasalPotentials,
+    check_dense,
+    sparse_posteriors_to_dense,
+    to_dense,
+    to_sparse,
 )
-from aligners.semirings import semiring_zero
+from aligners.lattices.phrasal_hsmm import phrasal_hsmm_posteriors, phrasal_hsmm_viterbi
 
 __all__ = [
     "SparsePhrasalPotentials",
@@ -40,76 +41,6 @@ __all__ = [
     "sparse_posteriors_to_dense",
     "phrasal_hsmm_sparse_posteriors",
 ]
-
-_NEG = -700.0  # the kernel's probability-0 threshold: a row below it everywhere is dropped
-
-
-class SparsePhrasalPotentials(NamedTuple):
-    """Log-potentials of one direction with sparse long segments (module docstring)."""
-
-    log_emit_word: torch.Tensor  # (B, J, I) one-word segments
-    seg_item: torch.Tensor  # (M,) long, sorted
-    seg_end: torch.Tensor  # (M,) long
-    seg_len: torch.Tensor  # (M,) long, extra length l >= 1
-    log_emit_seg: torch.Tensor  # (M, I)
-    log_emit_null: torch.Tensor  # (B, J)
-    log_emit_phrase: torch.Tensor  # (B, J, P)
-    log_jump_init: torch.Tensor  # (B, I)
-    log_jump: torch.Tensor  # (B, I, I)
-    log_null_init: torch.Tensor  # (B, I)
-    log_null_stay: torch.Tensor  # (B, I)
-    log_phrase_weight: torch.Tensor  # (B, P)
-    phrase_first: torch.Tensor  # (B, P) long, -1 = padding
-    phrase_last: torch.Tensor  # (B, P) long
-
-
-class SparsePhrasalPosteriors(NamedTuple):
-    """log_likelihood (B,); word (B,J,I) one-word segments; seg (M,I) the listed longer
-    segments (rows as the potentials'); null (B,J); phrase (B,J,P). Under Viterbi the 0/1
-    indicators of the best structure."""
-
-    log_likelihood: torch.Tensor
-    word: torch.Tensor
-    seg: torch.Tensor
-    null: torch.Tensor
-    phrase: torch.Tensor
-
-
-def to_sparse(pot: PhrasalPotentials) -> SparsePhrasalPotentials:
-    """The sparse form of dense potentials: every (item, end, length > 1) with some score
-    above -700 (probability > 0) becomes a segment row. O(B J L I)."""
-    ew = pot.log_emit_word
-    B, J, L, I = ew.shape
-    long = ew[:, :, 1:]
-    ok = (long.detach() > _NEG).any(3)  # (B, J, L-1)
-    ok &= torch.arange(1, L, device=ew.device)[None, :] <= torch.arange(J, device=ew.device)[
-        :, None]  # l <= n
-    b, n, k = ok.nonzero(as_tuple=True)
-    return SparsePhrasalPotentials(ew[:, :, 0], b, n, k + 1, long[b, n, k], *pot[1:])
-
-
-def to_dense(spot: SparsePhrasalPotentials, max_len: int) -> PhrasalPotentials:
-    """The dense form (log_emit_word (B,J,L,I), unlisted segments at the semiring zero).
-    O(B J L I)."""
-    ew1 = spot.log_emit_word
-    B, J, I = ew1.shape
-    zero = semiring_zero(ew1.dtype)
-    ew = torch.full((B, J, max_len, I), zero, dtype=ew1.dtype, device=ew1.device)
-    ew[:, :, 0] = ew1
-    ew[spot.seg_item, spot.seg_end, spot.seg_len] = spot.log_emit_seg
-    return PhrasalPotentials(ew, *spot[5:])
-
-
-def sparse_posteriors_to_dense(post: SparsePhrasalPosteriors, spot: SparsePhrasalPotentials,
-                               max_len: int) -> PhrasalPosteriors:
-    """Dense `PhrasalPosteriors` (word (B,J,L,I)) of sparse ones. O(B J L I)."""
-    w1 = post.word
-    B, J, I = w1.shape
-    w = torch.zeros((B, J, max_len, I), dtype=w1.dtype, device=w1.device)
-    w[:, :, 0] = w1
-    w[spot.seg_item, spot.seg_end, spot.seg_len] = post.seg
-    return PhrasalPosteriors(post.log_likelihood, w, post.null, post.phrase)
-
 
 def _check(spot, max_len, src_lengths, tgt_lengths):
     if not isinstance(spot, SparsePhrasalPotentials):
@@ -159,7 +90,6 @@ def phrasal_hsmm_sparse_posteriors(spot: SparsePhrasalPotentials, *, max_len: in
                                        d.word[spot.seg_item, spot.seg_end, spot.seg_len],
                                        d.null, d.phrase)
     from aligners.lattices._phrasal_hsmm_kernel import phrasal_forward_backward
-    from aligners.lattices.phrasal_hsmm import _check as check_dense
 
     sl, tl = check_dense(_dense_view(spot, max_len), src_lengths, tgt_lengths)
     out = phrasal_forward_backward(spot, sl, tl, max_len)

@@ -7,7 +7,7 @@ h-independent features) and linear constraints C. Then
 
     Phi(x, h) = phi_0(x) + sum_s h_s phi_s(x),     f(x) = max_{h in C} u . Phi(x, h)
 
-and x is positive iff f(x) >= 0. Inference is the ILP of `aligners.inference.ilp` (a task may
+and x is positive iff f(x) >= 0. Inference is the ILP of `aligners.ilp` (a task may
 override `LatentTask.solve` with an exact faster solver that is tested equal to the ILP).
 
 Training (`train_lclr`) is the paper's Algorithm 1: fix the best structures of the positives
@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from aligners.inference.ilp import LinearConstraints, solve_ilp
+from aligners.ilp import LinearConstraints, solve_ilp
 from aligners.models._lclr_dcd import DualProblem, dcd_solve, primal_objective
+from aligners.models.lclr_config import LCLRConfig
 
 __all__ = ["FeatureIndex", "LatentInstance", "LatentTask", "LatentClassifier",
            "structure_features", "variable_scores", "infer", "lclr_objective",
@@ -177,7 +178,7 @@ def fixed_structure_features(task: LatentTask, insts: list[LatentInstance],
 
 def train_two_stage(task: LatentTask, insts: list[LatentInstance], labels, *,
                     align_weights: np.ndarray, num_features: int, C: float = 1.0,
-                    tol: float = 1e-3, max_epochs: int = 1000, seed: int = 0,
+                    tol: float = LCLRConfig.dcd_tol, max_epochs: int = 1000, seed: int = 0,
                     fixed: list | None = None) -> LatentClassifier:
     """Alignment + Learning: h_i = argmax under `align_weights`, then the squared-hinge SVM
     on Phi(x_i, h_i) by DCD. `fixed`: the precomputed `fixed_structure_features` (they do
@@ -195,8 +196,9 @@ def train_two_stage(task: LatentTask, insts: list[LatentInstance], labels, *,
 
 
 def train_lclr(task: LatentTask, insts: list[LatentInstance], labels, *, w0: np.ndarray,
-               num_features: int, C: float = 1.0, tol: float = 1e-5, max_outer: int = 20,
-               max_cutting: int = 50, dcd_tol: float = 1e-3, max_epochs: int = 1000,
+               num_features: int, C: float = 1.0, tol: float = LCLRConfig.tol,
+               max_outer: int = LCLRConfig.max_outer, max_cutting: int = LCLRConfig.max_cutting,
+               dcd_tol: float = LCLRConfig.dcd_tol, max_epochs: int = 1000,
                seed: int = 0, log=None) -> tuple[LatentClassifier, dict]:
     """Algorithm 1 with Algorithm 2 inside. Returns the classifier and a history dict:
     `objective` (Eq. (3) after each outer iteration, starting with w0's; an iteration whose

@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 
 from aligners.features.parse import default_cache_dir, merge_graphs, parse_all, split_sentences
 from aligners.models.lclr import fixed_structure_features, train_lclr, train_two_stage
+from aligners.models.lclr_config import lclr_settings
 from aligners.models.lclr_tasks import make_task, save_lclr
 
 __all__ = ["run_pairs", "load_pairs"]
@@ -26,7 +27,8 @@ __all__ = ["run_pairs", "load_pairs"]
 
 def load_pairs(cfg: DictConfig, split: str, loader) -> tuple[list[tuple[str, str]], list[int]]:
     items = loader(cfg, split)
-    limit = cfg.data.get(f"{split}_limit")
+    d = lclr_settings(cfg)[1]
+    limit = {d.train_split: d.train_limit, d.test_split: d.test_limit}.get(split)
     if limit:
         items = items[: int(limit)]
     return [(p.text1, p.text2) for p in items], [int(p.label) for p in items]
@@ -35,11 +37,12 @@ def load_pairs(cfg: DictConfig, split: str, loader) -> tuple[list[tuple[str, str
 def _graphs(cfg, pairs, split, log, split_on: bool):
     """text -> graph for every text of `pairs`; paragraphs are parsed sentence by sentence
     when the task says so (entailment: RTE-5's texts)."""
-    cache_dir = cfg.model.get("parse_cache") or (default_cache_dir() / "parses")
+    m, d = lclr_settings(cfg)
+    cache_dir = m.parse_cache or (default_cache_dir() / "parses")
     texts = list(dict.fromkeys([a for a, _ in pairs] + [b for _, b in pairs]))
     parts = {t: (split_sentences(t) or [t]) if split_on else [t] for t in texts}
     flat = [s for t in texts for s in parts[t]]
-    gs = parse_all(flat, cache=Path(cache_dir) / f"lg-{cfg.data.name}-{split}.jsonl", log=log)
+    gs = parse_all(flat, cache=Path(cache_dir) / f"lg-{d.name}-{split}.jsonl", log=log)
     by = dict(zip(flat, gs, strict=True))
     return {t: merge_graphs([by[s] for s in parts[t]]) for t in texts}
 
@@ -94,11 +97,11 @@ def _cv(task, insts, labels, grid, folds, m, seed, system, log, fixed):
 
 def run_pairs(cfg: DictConfig, out: Path, loader, log=print) -> dict[str, dict[str, float]]:
     """Train/test both systems on `cfg.data` (train_split -> test_split); save; metrics."""
-    d, m = cfg.data, cfg.model
+    m, d = lclr_settings(cfg)
     seed = int(cfg.seed)
     train_pairs, train_y = load_pairs(cfg, d.train_split, loader)
     test_pairs, test_y = load_pairs(cfg, d.test_split, loader)
-    task = make_task(str(m.task), node_info=bool(m.get("node_info", False)))
+    task = make_task(str(m.task), node_info=bool(m.node_info))
     graphs = _graphs(cfg, train_pairs, d.train_split, log, task.split_sentences)
     graphs.update(_graphs(cfg, test_pairs, d.test_split, log, task.split_sentences))
     task.graphs = graphs
@@ -120,7 +123,7 @@ def run_pairs(cfg: DictConfig, out: Path, loader, log=print) -> dict[str, dict[s
         C_two, cv["two_stage"] = _cv(task, train, train_y, grid, int(m.cv_folds), m, seed,
                                      "two_stage", log, fixed)
         C_lclr = C_two
-        if m.get("lclr_cv", False):
+        if m.lclr_cv:
             C_lclr, cv["lclr"] = _cv(task, train, train_y, grid, int(m.cv_folds), m, seed,
                                      "lclr", log, fixed)
     t0 = time.perf_counter()

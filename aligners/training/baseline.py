@@ -10,16 +10,45 @@ table. `evaluate` is the same job (there is no checkpoint: `ckpt_path` is refuse
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from omegaconf import DictConfig
 
+from aligners.config_checks import Rule, from_config
 from aligners.errors import AlignersInputError
 from aligners.metrics import evaluate_alignments, format_report, write_metrics_json
 
-__all__ = ["KINDS", "diagonal_alignment", "flatten_numbers", "train", "evaluate"]
+__all__ = ["KINDS", "DiagonalConfig", "GoldData", "diagonal_alignment", "flatten_numbers",
+           "train", "evaluate"]
 
 KINDS: tuple[str, ...] = ()  # no model to load: `ckpt_path` is refused
+
+
+@dataclass
+class DiagonalConfig:
+    """The `model` section (configs/model/diagonal.yaml): the diagonal aligner has no
+    parameters; `name` says which model the file selects."""
+
+    name: str = "diagonal"
+
+    RULES: ClassVar[dict[str, Rule]] = {"name": Rule("str", choices=("diagonal",))}
+
+
+@dataclass
+class GoldData:
+    """The `data` section: split `split` of registry dataset `name`
+    (`aligners.data.datasets`); `lenient`: drop (count, warn about) gold links outside their
+    sentence instead of failing."""
+
+    name: str
+    split: str | None = None  # None: the registry's default split
+    lenient: bool = False
+
+    RULES: ClassVar[dict[str, Rule]] = {"name": Rule("str"),
+                                        "split": Rule("str", nullable=True),
+                                        "lenient": Rule("bool")}
 
 
 def flatten_numbers(tree: dict, prefix: str = "") -> dict[str, float]:
@@ -53,16 +82,19 @@ def _load(cfg: DictConfig) -> list:
     from aligners.data.datasets import load
     from aligners.data.paths import data_root_set_to
 
+    d = from_config(GoldData, cfg.data, "data")
     with data_root_set_to((cfg.get("paths") or {}).get("data_root")):
-        return load(cfg.data.name, cfg.data.get("split"), lenient=cfg.data.get("lenient", False))
+        return load(d.name, d.split, lenient=d.lenient)
 
 
 def evaluate(cfg: DictConfig) -> dict:
     """Align `cfg.data`'s pairs on the diagonal and score them; returns `metrics.json`'s dict."""
+    from_config(DiagonalConfig, cfg.get("model"), "model")  # nothing else to set
     pairs = _load(cfg)
+    d = from_config(GoldData, cfg.data, "data")
     if not pairs or getattr(pairs[0], "alignment", None) is None:  # e.g. MSRP: labels only
         raise AlignersInputError(
-            f"dataset {cfg.data.name!r} has no gold alignments to score against"
+            f"dataset {d.name!r} has no gold alignments to score against"
         )
     src_tokens = [p.src for p in pairs]
     tgt_tokens = [p.tgt for p in pairs]
@@ -80,13 +112,13 @@ def evaluate(cfg: DictConfig) -> dict:
     metrics = {
         "task": "baseline",
         "model": "diagonal",
-        "data": cfg.data.name,
-        "split": cfg.data.get("split"),
+        "data": d.name,
+        "split": d.split,
         **report.to_dict(),
     }
-    split = str(cfg.data.get("split") or "test")
+    split = str(d.split or "test")
     write_metrics_json(out_dir / "metrics.json", {split: flatten_numbers(report.to_dict())})
-    print(f"diagonal baseline on {cfg.data.name} {cfg.data.get('split')} ({report.pairs} pairs)")
+    print(f"diagonal baseline on {d.name} {d.split} ({report.pairs} pairs)")
     print(format_report(report))
     print(f"wrote {out_dir / 'alignments.txt'} and {out_dir / 'metrics.json'}")
     return metrics

@@ -28,10 +28,11 @@ from omegaconf import DictConfig
 from aligners.errors import AlignersInputError
 from aligners.metrics import write_metrics_json
 from aligners.models.lclr import fixed_structure_features, train_lclr, train_two_stage
+from aligners.models.lclr_config import lclr_settings
 from aligners.models.lclr_tasks import make_task, save_lclr
 
-__all__ = ["KINDS", "translit_protocol", "translit_distractors", "fit_transliteration",
-           "cross_validate", "train", "evaluate"]
+__all__ = ["KINDS", "translit_protocol", "translit_distractors",
+           "fit_transliteration", "cross_validate", "train", "evaluate"]
 
 KINDS: tuple[str, ...] = ()  # train.py is train-and-test; saved models are scored by `classify`
 
@@ -41,7 +42,7 @@ def _load(cfg: DictConfig, split: str) -> list:
     from aligners.data.paths import data_root_set_to
 
     with data_root_set_to((cfg.get("paths") or {}).get("data_root")):
-        return load(cfg.data.name, split)
+        return load(lclr_settings(cfg)[1].name, split)
 
 
 def _distinct(names: list, limit: int) -> list[tuple[str, str]]:
@@ -96,8 +97,8 @@ def translit_distractors(train_names: list, pairs, *, count: int, seed: int) -> 
 def _prepare(pairs, mcfg):
     """The task (feature index frozen after `pairs`), instances, Romanization weights and
     the two-stage structures of `pairs` (none depends on C)."""
-    task = make_task("transliteration", solver=str(mcfg.get("solver", "dp")),
-                     romanization_feature=bool(mcfg.get("romanization_feature", False)))
+    task = make_task("transliteration", solver=str(mcfg.solver),
+                     romanization_feature=bool(mcfg.romanization_feature))
     insts = [task.instance(a, b) for a, b in pairs]
     align = task.romanization_weights()
     task.features.growing = False
@@ -180,7 +181,7 @@ def _logger(cfg: DictConfig):
 
 
 def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
-    d, m = cfg.data, cfg.model
+    m, d = lclr_settings(cfg)
     pairs, labels, test = translit_protocol(
         _load(cfg, d.train_split), _load(cfg, d.test_split), positives=int(d.train_positives),
         negative_fraction=float(d.negative_fraction), test_size=int(d.test_names),
@@ -188,12 +189,12 @@ def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
     print(f"transliteration: {sum(labels)} positive / {len(labels) - sum(labels)} negative "
           f"training pairs, {len(test)} test names x {len(test)} candidates")
     grid = list(m.C_grid)
-    fixed_C = m.get("C_fixed")  # {two_stage: C, lclr: C}: chosen by an earlier CV run
+    fixed_C = m.C_fixed  # {two_stage: C, lclr: C}: chosen by an earlier CV run
     if fixed_C:
         best, table = {k: float(fixed_C[k]) for k in ("two_stage", "lclr")}, {}
     elif len(grid) > 1:
         folds = int(m.cv_folds)
-        extra = max(0, int(d.get("cv_candidates", 0)) - -(-sum(labels) // folds))
+        extra = max(0, int(d.cv_candidates) - -(-sum(labels) // folds))
         distract = translit_distractors(_load(cfg, d.train_split), pairs, count=extra,
                                         seed=int(cfg.seed)) if extra else []
         best, table = cross_validate(pairs, labels, grid=grid, folds=folds, mcfg=m,
@@ -239,7 +240,7 @@ RUNNERS = {"transliteration": _transliteration, "paraphrase": _pairs, "entailmen
 
 def train(cfg: DictConfig) -> dict:
     """Run the LCLR task `cfg.model.task`; writes models and metrics.json; returns metrics."""
-    name = cfg.model.get("task")
+    name = lclr_settings(cfg)[0].task
     if name not in RUNNERS:
         raise AlignersInputError(f"model.task must be one of {sorted(RUNNERS)}, got {name!r}")
     out = Path(cfg.paths.output_dir)

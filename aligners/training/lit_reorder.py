@@ -30,6 +30,12 @@ from torch.utils.data import DataLoader
 from aligners.errors import AlignersInputError
 from aligners.models.reorder import DualMLR, LexicalReordering, NaiveBayes, PrimalMLR
 from aligners.models.reorder._common import error_rate
+from aligners.models.reorder.config import (
+    DualConfig,
+    LexicalConfig,
+    NaiveBayesConfig,
+    PrimalConfig,
+)
 
 __all__ = ["LitReorderer", "fit_reorderer", "one_batch"]
 
@@ -48,13 +54,18 @@ def one_batch(*items) -> DataLoader:
 
 class LitReorderer(pl.LightningModule):
     """Orchestration only. `model` in {"lexical", "naive_bayes", "primal", "dual"}; the other
-    arguments are that model's constructor and training settings (plain values)."""
+    arguments are that model's constructor and training settings (plain values; defaults:
+    `aligners.models.reorder.config`, `sigma2` the MaxEnt models' shared one)."""
 
     def __init__(self, *, model: str, num_features: int = 0, num_classes: int = 3,
-                 smoothing: float = 0.5, alpha: float = 2.0, inference: str = "map",
-                 sigma2: float = 1.0, lr: float = 0.05, eps: float = 0.1,
-                 init_eps: float = 1e-3, max_trial: int = 10, reset_step: bool = False,
-                 step: float = 1.0, step_growth: float = 1.0, seed: int = 0,
+                 smoothing: float = LexicalConfig.smoothing,
+                 alpha: float = NaiveBayesConfig.alpha,
+                 inference: str = NaiveBayesConfig.inference,
+                 sigma2: float = PrimalConfig.sigma2, lr: float = PrimalConfig.lr,
+                 eps: float = DualConfig.eps, init_eps: float = DualConfig.init_eps,
+                 max_trial: int = DualConfig.max_trial,
+                 reset_step: bool = DualConfig.reset_step, step: float = DualConfig.step,
+                 step_growth: float = DualConfig.step_growth, seed: int = 0,
                  generator: torch.Generator | None = None):
         super().__init__()
         if model not in _KINDS:

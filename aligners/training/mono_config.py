@@ -1,11 +1,13 @@
-"""Config checks of `task: monolingual` and its ensemble members.
+"""Settings and config checks of `task: monolingual` and its ensemble members.
 
-`check_cfg(cfg)`: the decoding, training and data values the task reads, one
-AlignersInputError line per problem. `member_cfgs(cfg)`: the configs of the models one run
-trains: `cfg` itself, or with `training.members` (a list of two or more dicts of training.*
-overrides, e.g. `[{nonident_fn_cost: 3}, {nonident_fn_cost: 8, model: {max_src_len: 4}}]`,
-a member's `model` dict overriding model.*) one merged config per member, each checked;
-the run then saves their ensemble (`aligners.models.mono.ensemble`).
+`settings(cfg)` reads the task's `model`, `training` and `data` sections over their defaults
+and value rules (`aligners.models.mono.config`: MonoConfig, MonoTraining, MonoData; unknown
+keys and bad values: one AlignersInputError line). `check_cfg(cfg)` adds what one rule
+cannot say (directions, `training.select`). `member_cfgs(cfg)`: the configs of the models
+one run trains: `cfg` itself, or with `training.members` (a list of two or more dicts of
+training.* overrides, e.g. `[{nonident_fn_cost: 3}, {nonident_fn_cost: 8, model:
+{max_src_len: 4}}]`, a member's `model` dict overriding model.*) one merged config per
+member, each checked; the run then saves their ensemble (`aligners.models.mono.ensemble`).
 Cost: O(config size).
 """
 
@@ -13,53 +15,38 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
+from aligners.config_checks import from_config
 from aligners.errors import AlignersInputError
-from aligners.models.mono.aligner import DIRECTIONS, check_decode
-from aligners.models.mono.combine import check_combine
+from aligners.models.mono.config import MonoConfig, MonoData, MonoTraining
 
-__all__ = ["check_cfg", "member_cfgs"]
+__all__ = ["settings", "check_cfg", "member_cfgs"]
 
 # model.* keys one member may not override: the kind, and how the ensemble decodes
 _ENSEMBLE_MODEL_KEYS = {"kind", "decode", "threshold", "combine", "encoder_precision"}
 
 
-def check_cfg(cfg: DictConfig) -> None:
-    """Every model.* decoding and training.* / data.* value the task reads is valid (else one
-    AlignersInputError line); `training.members` overrides are checked by `member_cfgs`."""
-    t = cfg.training
-    check_decode(cfg.model.get("decode", "viterbi"), cfg.model.get("threshold", 0.5))
-    check_combine(cfg.model.get("combine", "none") or "none")
-    if cfg.model.get("encoder_precision") is not None:  # neural, decoding only
-        from aligners.features.embedding import check_precision
-        check_precision(cfg.model.encoder_precision)
-    for key in ("batch_size", "decode_batch", "threads", "epochs", "max_iter", "max_train_len"):
-        if t.get(key) is not None and (not isinstance(t[key], int)
-                                       or isinstance(t[key], bool) or t[key] < 1):
-            raise AlignersInputError(f"training.{key} must be an integer >= 1, got {t[key]!r}")
-    for key in ("lr", "sparse_lr", "encoder_lr"):
-        if key in t and not float(t[key]) > 0:
-            raise AlignersInputError(f"training.{key} must be > 0, got {t[key]!r}")
-    for key in ("l2", "cost_weight", "fp_cost", "fn_cost", "nonident_fn_cost"):
-        if key in t and not float(t[key]) >= 0:
-            raise AlignersInputError(f"training.{key} must be >= 0, got {t[key]!r}")
-    if t.gold_links not in ("possible", "sure"):
-        raise AlignersInputError(f"training.gold_links must be possible or sure, "
-                                 f"got {t.gold_links!r}")
-    dirs = list(t.directions)
-    if not dirs or any(d not in DIRECTIONS for d in dirs) or len(set(dirs)) != len(dirs):
+def settings(cfg: DictConfig) -> tuple[MonoConfig, MonoTraining, MonoData]:
+    """The model, training and data settings of `cfg` over their defaults (checked)."""
+    return (from_config(MonoConfig, cfg.model, "model"),
+            from_config(MonoTraining, cfg.get("training"), "training"),
+            from_config(MonoData, cfg.data, "data"))
+
+
+def check_cfg(cfg: DictConfig) -> tuple[MonoConfig, MonoTraining, MonoData]:
+    """`settings(cfg)`, and what no single rule says (else one AlignersInputError line);
+    `training.members` overrides are checked by `member_cfgs`."""
+    m, t, d = settings(cfg)
+    if not t.directions or len(set(t.directions)) != len(t.directions):
         raise AlignersInputError(f"training.directions must be a non-empty list of distinct "
-                                 f"{list(DIRECTIONS)}, got {dirs}")
-    sel = t.get("select")
+                                 f"['s2t', 't2s'], got {t.directions}")
+    sel = t.select
     if sel is not None and sel != "dev" and (not isinstance(sel, int) or isinstance(sel, bool)
                                              or sel < 1):
         raise AlignersInputError(f"training.select must be null, 'dev' (the dev split) or an "
                                  f"integer N >= 1 (the last N training pairs), got {sel!r}")
-    if sel == "dev" and not (cfg.data.get("dev_split") or cfg.data.get("dev_path")):
+    if sel == "dev" and not (d.dev_split or d.dev_path):
         raise AlignersInputError("training.select=dev needs data.dev_split or data.dev_path")
-    for key in ("train_limit", "test_limit", "dev_holdout"):
-        v = cfg.data.get(key)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
-            raise AlignersInputError(f"data.{key} must be null or an integer >= 1, got {v!r}")
+    return m, t, d
 
 
 def member_cfgs(cfg: DictConfig) -> list[DictConfig]:

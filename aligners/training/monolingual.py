@@ -42,18 +42,16 @@ from aligners.models.mono.aligner import (
     shared_embedder,
 )
 from aligners.models.mono.combine import check_combine
+from aligners.models.mono.config import NEURAL_KEYS
 from aligners.models.mono.ensemble import MonoEnsemble
-from aligners.training.mono_config import check_cfg, member_cfgs
+from aligners.training.mono_config import check_cfg, member_cfgs, settings
 
-__all__ = ["KINDS", "ENSEMBLES", "LitMonoAligner", "train", "evaluate", "flatten_report",
-           "add_nonident_cost"]
+__all__ = ["KINDS", "ENSEMBLES", "NEURAL_KEYS", "LitMonoAligner", "train", "evaluate",
+           "flatten_report", "add_nonident_cost"]
 
 KINDS = ("mono-token-crf", "mono-phrase-crf", "mono-neural-crf",  # what evaluate() loads
          "mono-ensemble")
 ENSEMBLES = True  # ckpt_path=[A, B, ...]: evaluate the ensemble of saved models
-# model.* keys of the neural aligner passed to `build_model` (configs/model/mono_neural.yaml)
-NEURAL_KEYS = ("encoder", "proj", "hidden", "sparse", "finetune", "context", "cosine",
-               "encoder_layers")
 
 
 class LitMonoAligner(pl.LightningModule):
@@ -198,19 +196,14 @@ def _trainer(cfg: DictConfig, *, epochs: int, direction: str, n_directions: int,
 
 def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_directions=1,
          select_pairs: list[AlignedPair] | None = None):
-    m, t = cfg.model, cfg.training
-    neural = None
-    if m.kind == "neural":
-        neural = {k: OmegaConf.to_container(m[k]) if OmegaConf.is_config(m[k]) else m[k]
-                  for k in NEURAL_KEYS if k in m}
-    lit = LitMonoAligner(kind=m.kind, max_src_len=m.get("max_src_len", 1),
-                         max_tgt_len=m.get("max_tgt_len", 1), embedding=m.get("embedding", False),
-                         optimizer=t.optimizer, lr=t.lr, l2=t.l2, cost_weight=t.cost_weight,
-                         max_iter=t.max_iter, n_pairs=len(pairs),
-                         phrase_cues=m.get("phrase_cues", False), neural=neural,
-                         sparse_lr=t.get("sparse_lr", 0.02), encoder_lr=t.get("encoder_lr", 2e-5),
-                         weight_decay=t.get("weight_decay", 0.01),
-                         decode_batch=int(t.get("decode_batch", 64)))
+    m, t, _ = settings(cfg)
+    lit = LitMonoAligner(kind=m.kind, max_src_len=m.max_src_len, max_tgt_len=m.max_tgt_len,
+                         embedding=m.embedding, optimizer=t.optimizer, lr=t.lr, l2=t.l2,
+                         cost_weight=t.cost_weight, max_iter=t.max_iter, n_pairs=len(pairs),
+                         phrase_cues=m.phrase_cues,
+                         neural=m.neural() if m.kind == "neural" else None,
+                         sparse_lr=t.sparse_lr, encoder_lr=t.encoder_lr,
+                         weight_decay=t.weight_decay, decode_batch=int(t.decode_batch))
     t0 = time.time()
     examples = featurise(pairs, lit.model, direction=direction, gold_links=t.gold_links,
                          embedder=embedder)
@@ -223,9 +216,9 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_
     batches, _ = chunks(examples, max_tgt_len=lit.model.max_tgt_len, batch_size=t.batch_size,
                         cost=(t.fp_cost, t.fn_cost))
     for b in batches:  # recall errors on paraphrase links cost more (0: plain Hamming cost)
-        add_nonident_cost(b, float(t.get("nonident_fn_cost", 0.0)))
+        add_nonident_cost(b, float(t.nonident_fn_cost))
     data = [batches] if t.optimizer == "lbfgs" else [[b] for b in batches]
-    if t.optimizer == "adamw" and t.get("lr_decay", False):
+    if t.optimizer == "adamw" and t.lr_decay:
         lit.hparams.total_steps = len(data) * int(t.epochs)
     loader = torch.utils.data.DataLoader(data, batch_size=None, collate_fn=_identity,
                                          shuffle=t.optimizer != "lbfgs")
@@ -287,38 +280,35 @@ def flatten_report(report: dict, prefix: str = "") -> dict[str, float]:
 
 def _data_name(cfg: DictConfig) -> str:
     """What the model was trained on: the registry name or the user's file(s)."""
-    spec = cfg.data.get("train_path")
+    d = settings(cfg)[2]
+    spec = d.train_path
     if not spec:
-        return str(cfg.data.name)
+        return str(d.name)
     return str(spec) if isinstance(spec, str) else ",".join(str(x) for x in spec)
 
 
 def _embedder(cfg: DictConfig):
-    return shared_embedder() if cfg.model.get("embedding", False) else None
+    return shared_embedder() if settings(cfg)[0].embedding else None
 
 
 def _train_pairs(cfg: DictConfig) -> list[AlignedPair]:
-    from aligners.data.datasets import load
 
-    d = cfg.data
-    if d.get("train_path"):
-        pairs = read_annotated(d.train_path, what="data.train_path")
-    else:
-        pairs = load(d.name, d.get("train_split", "train"))
-    if d.get("dev_holdout"):  # tuning runs: hold out the last N training pairs
+    _, t, d = settings(cfg)
+    pairs = _train_split(d)
+    if d.dev_holdout:  # tuning runs: hold out the last N training pairs
         if d.dev_holdout >= len(pairs):
             raise AlignersInputError(f"data.dev_holdout={d.dev_holdout} leaves no training "
                                      f"pairs (there are {len(pairs)})")
         pairs = pairs[: -int(d.dev_holdout)]
-    sel = cfg.training.get("select")
+    sel = t.select
     if isinstance(sel, int) and not isinstance(sel, bool):  # epoch selection on held-out pairs
         if sel >= len(pairs):
             raise AlignersInputError(f"training.select={sel} leaves no training pairs "
                                      f"(there are {len(pairs)})")
         pairs = pairs[:-sel]
-    if d.get("train_limit"):
+    if d.train_limit:
         pairs = pairs[: int(d.train_limit)]
-    cap = cfg.training.get("max_train_len")
+    cap = t.max_train_len
     if cap:  # training cost grows as I * (Lt * J)^2: leave the longest pairs out of training
         pairs = [p for p in pairs if max(len(p.src), len(p.tgt)) <= int(cap)]
     if not pairs:
@@ -326,27 +316,34 @@ def _train_pairs(cfg: DictConfig) -> list[AlignedPair]:
     return pairs
 
 
+def _train_split(d) -> list[AlignedPair]:
+    """Every training pair of `MonoData` d: data.train_path, else the train split."""
+    from aligners.data.datasets import load
+
+    if d.train_path:
+        return read_annotated(d.train_path, what="data.train_path")
+    return load(d.name, d.train_split)
+
+
 def _eval_splits(cfg: DictConfig) -> dict[str, list[AlignedPair]]:
     """split name -> gold pairs: `dev` (data.dev_path, or the data.dev_holdout pairs, which
     replace the test split in tuning runs) and `test` (data.test_path or the test split)."""
     from aligners.data.datasets import load
 
-    d = cfg.data
-    limit = int(d.test_limit) if d.get("test_limit") else None
-    if d.get("dev_holdout"):
-        train = (read_annotated(d.train_path, what="data.train_path") if d.get("train_path")
-                 else load(d.name, d.get("train_split", "train")))
-        return {"dev": train[-int(d.dev_holdout):][:limit]}
+    d = settings(cfg)[2]
+    limit = int(d.test_limit) if d.test_limit else None
+    if d.dev_holdout:
+        return {"dev": _train_split(d)[-int(d.dev_holdout):][:limit]}
     splits = {}
-    if d.get("dev_path"):
+    if d.dev_path:
         splits["dev"] = read_annotated(d.dev_path, what="data.dev_path")[:limit]
-    elif d.get("dev_split"):
+    elif d.dev_split:
         splits["dev"] = load(d.name, d.dev_split)[:limit]
-    if d.get("test_path"):
+    if d.test_path:
         splits["test"] = read_annotated(d.test_path, what="data.test_path")[:limit]
-    elif d.get("test_split", "test") is not None:  # null: only the extra_tests
-        splits["test"] = load(d.name, d.get("test_split", "test"))[:limit]
-    for spec in d.get("extra_tests") or []:  # "name:split" -> split named after the dataset
+    elif d.test_split is not None:  # null: only the extra_tests
+        splits["test"] = load(d.name, d.test_split)[:limit]
+    for spec in d.extra_tests or []:  # "name:split" -> split named after the dataset
         name, _, split = str(spec).partition(":")
         splits[name] = load(name, split or "test")[:limit]
     return splits
@@ -357,16 +354,16 @@ def _select_pairs(cfg: DictConfig) -> list[AlignedPair] | None:
     training pairs (held out of training by `_train_pairs`); never the test split."""
     from aligners.data.datasets import load
 
-    sel, d = cfg.training.get("select"), cfg.data
+    _, t, d = settings(cfg)
+    sel = t.select
     if sel is None:
         return None
     if sel == "dev":
-        if d.get("dev_path"):
+        if d.dev_path:
             return read_annotated(d.dev_path, what="data.dev_path")
         return load(d.name, d.dev_split)
-    train = (read_annotated(d.train_path, what="data.train_path") if d.get("train_path")
-             else load(d.name, d.get("train_split", "train")))
-    if d.get("dev_holdout"):
+    train = _train_split(d)
+    if d.dev_holdout:
         train = train[: -int(d.dev_holdout)]
     return train[-int(sel):]
 
@@ -387,11 +384,11 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timi
     metrics: dict[str, dict[str, float]] = {}
     if timing:
         metrics["train"] = {f"{d}/{k}": v for d, row in timing.items() for k, v in row.items()}
-    batch = int(cfg.training.get("decode_batch", 64))
-    decode = {"decode": cfg.model.get("decode", "viterbi"),
-              "threshold": float(cfg.model.get("threshold", 0.5))}
-    decode["encoder_precision"] = cfg.model.get("encoder_precision")  # neural: decoding only
-    combine = check_combine(cfg.model.get("combine", "none") or "none", aligner.directions)
+    m, t, _ = settings(cfg)
+    batch = int(t.decode_batch)
+    decode = {"decode": m.decode, "threshold": float(m.threshold)}
+    decode["encoder_precision"] = m.encoder_precision  # neural: decoding only
+    combine = check_combine(m.combine or "none", aligner.directions)
     for split, pairs in _eval_splits(cfg).items():
         if not pairs:
             raise AlignersInputError(f"the {split} split has no pairs to score")
@@ -432,11 +429,11 @@ def train(cfg: DictConfig) -> dict:
     for each member, each from the same seed, `mono_config.member_cfgs`), save `<run>/model`
     (one MonoAligner, or the members' MonoEnsemble), then score the evaluation splits;
     returns metrics.json's content."""
-    check_cfg(cfg)
+    m, t, _ = check_cfg(cfg)
     configs = member_cfgs(cfg)
-    check_combine(cfg.model.get("combine", "none") or "none", cfg.training.directions)
+    check_combine(m.combine or "none", t.directions)
     _quiet_lightning()
-    torch.set_num_threads(int(cfg.training.get("threads", 1)))
+    torch.set_num_threads(int(t.threads))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     embedder = _embedder(cfg)
@@ -447,14 +444,15 @@ def train(cfg: DictConfig) -> dict:
         pairs = _train_pairs(mcfg)
         tag = f"m{k}." if len(configs) > 1 else ""
         models = {}
-        for d in mcfg.training.directions:
+        directions = settings(mcfg)[1].directions
+        for d in directions:
             models[d], timing[tag + d] = _fit(mcfg, pairs, d, embedder,
-                                              n_directions=len(mcfg.training.directions),
+                                              n_directions=len(directions),
                                               select_pairs=select)
             weights[tag + d] = {n: round(float(w), 6)
                                 for n, w in zip(models[d].feature_names,
                                                 models[d].w_emit.tolist())}
-        members.append(MonoAligner(models, kind=cfg.model.kind))
+        members.append(MonoAligner(models, kind=m.kind))
     aligner = members[0] if len(members) == 1 else MonoEnsemble(members)
     aligner.save(out_dir / "model", config={
         "training": OmegaConf.to_container(cfg.training, resolve=True),
@@ -474,10 +472,10 @@ def evaluate(cfg: DictConfig) -> dict:
     if not cfg.get("ckpt_path"):
         raise AlignersInputError("evaluate needs ckpt_path=RUN/model (the model folder a "
                                  "training run saved)")
-    check_cfg(cfg)
+    t = check_cfg(cfg)[1]
     paths = list(cfg.ckpt_path) if OmegaConf.is_list(cfg.ckpt_path) else [cfg.ckpt_path]
     aligner = load_aligners([resolve_model_folder(p) for p in paths])
-    torch.set_num_threads(int(cfg.training.get("threads", 1)))
+    torch.set_num_threads(int(t.threads))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     return _evaluate_aligner(cfg, aligner, {}, out_dir)

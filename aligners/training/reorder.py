@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from aligners.config_checks import from_config
 from aligners.errors import AlignersInputError
 from aligners.features.reorder import (
     ReorderFeaturizer,
@@ -38,6 +39,7 @@ from aligners.metrics import write_metrics_json
 from aligners.models.reorder import NaiveBayes
 from aligners.models.reorder import mutual_information as mi_scores
 from aligners.models.reorder._common import error_rate
+from aligners.models.reorder.config import ReorderConfig, ReorderData, ReorderRun
 from aligners.models.reorder.dual_mlr import warmup as dual_warmup
 from aligners.models.reorder.mlr import warmup as mlr_warmup
 from aligners.phrases import load_corpus
@@ -75,12 +77,24 @@ def _resolve(path: str, cfg: DictConfig) -> str:
     return os.path.join(root, path)
 
 
+def _settings(cfg: DictConfig) -> tuple[ReorderConfig, ReorderData, ReorderRun]:
+    """The task's model / data / top-level settings over their dataclass defaults."""
+    return (from_config(ReorderConfig, cfg.model, "model"),
+            from_config(ReorderData, cfg.data, "data"),
+            from_config(ReorderRun, cfg, "", strict=False))
+
+
+def _as_list(value) -> list:
+    """A setting that takes one value or a list (one model each) as a list."""
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
 def train(cfg: DictConfig) -> dict:
     torch.set_num_threads(int(cfg.get("threads", 2)))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rc = cfg.model  # configs/model/reorder.yaml
-    d, x, feat_cfg = cfg.data, rc.extract, rc.features
+    rc, d, run = _settings(cfg)
+    x, feat_cfg = rc.extract, rc.features
     gen = torch.Generator().manual_seed(int(cfg.seed))
     results: dict = {"config": OmegaConf.to_container(cfg, resolve=False)}
 
@@ -89,9 +103,9 @@ def train(cfg: DictConfig) -> dict:
 
     featurizer = ReorderFeaturizer(context=bool(feat_cfg.context))
     corpus = load_corpus(_resolve(d.src, cfg), _resolve(d.tgt, cfg), _resolve(d.align, cfg),
-                         limit=d.get("limit"), lowercase=bool(d.get("lowercase", False)))
-    bar = tqdm(total=d.get("limit"), desc="extract", unit="pair", mininterval=5,
-               disable=not cfg.get("progress", True))
+                         limit=d.limit, lowercase=bool(d.lowercase))
+    bar = tqdm(total=d.limit, desc="extract", unit="pair", mininterval=5,
+               disable=not run.progress)
     start = time.perf_counter()
     raw = collect_examples(corpus, featurizer, max_length=int(x.max_length), mode=x.mode,
                            direction=x.direction, on_sentence=lambda: bar.update(1))
@@ -99,11 +113,11 @@ def train(cfg: DictConfig) -> dict:
     results["extract_seconds"] = time.perf_counter() - start
     n_sent = raw.n_sentences
     test_cut = int(round(n_sent * (1 - float(d.heldout_fraction))))
-    dev_cut = int(round(test_cut * (1 - float(d.get("dev_fraction", 0.0)))))
+    dev_cut = int(round(test_cut * (1 - float(d.dev_fraction))))
     rows = np.arange(len(raw))
     train_rows = rows[raw.sentence < dev_cut]
     test_rows = rows[raw.sentence >= test_cut]
-    if cfg.get("evaluate_on", "heldout") == "dev":
+    if run.evaluate_on == "dev":
         test_rows = rows[(raw.sentence >= dev_cut) & (raw.sentence < test_cut)]
     start = time.perf_counter()
     vocab = fit_feature_vocab(raw, train_rows, min_count=int(feat_cfg.min_count))
@@ -117,7 +131,7 @@ def train(cfg: DictConfig) -> dict:
     dual_warmup()
     results["data"] = {
         "sentence_pairs": n_sent, "train_pairs": dev_cut, "test_from_pair": test_cut,
-        "evaluated_on": cfg.get("evaluate_on", "heldout"),
+        "evaluated_on": run.evaluate_on,
         "train_examples": int(len(train_rows)), "test_examples": int(len(test_rows)),
         "features": F, "train_nnz": int(X_train._nnz()),
         "train_class_fractions":
@@ -129,11 +143,10 @@ def train(cfg: DictConfig) -> dict:
     feature_list = featurizer.describe(vocab)
     models_dir = out_dir / "models"
     m = rc.models
-    rep = int(cfg.get("speed_repeats", 3))
-    progress = bool(cfg.get("progress", True))
+    rep = int(run.speed_repeats)
+    progress = bool(run.progress)
     meta = {"extract": {"max_length": int(x.max_length), "orientation": str(x.mode),
-                        "direction": str(x.direction),
-                        "lowercase": bool(d.get("lowercase", False))},
+                        "direction": str(x.direction), "lowercase": bool(d.lowercase)},
             "features": {"min_count": int(feat_cfg.min_count), "context": bool(feat_cfg.context)}}
 
     def fit(name, max_epochs, train_batch, val_batch=None, **hp):
@@ -155,42 +168,43 @@ def train(cfg: DictConfig) -> dict:
         print(name, json.dumps(rec), flush=True)
         return rec
 
-    if m.get("lexical", True):
+    if m.lexical:
         lit = fit("lexical", 1, (raw.keys[train_rows], y_train), model="lexical",
                   smoothing=float(rc.lexical.smoothing))
         lex = lit.model
         lex.save(models_dir / "lexical", meta=meta)
         extra = {}
-        if rc.lexical.get("write_table", True):
+        if rc.lexical.write_table:
             table = out_dir / "reordering-table.wbe-msd-backward-fe"
             corpus = load_corpus(_resolve(d.src, cfg), _resolve(d.tgt, cfg),
                                  _resolve(d.align, cfg), limit=dev_cut,
-                                 lowercase=bool(d.get("lowercase", False)))
+                                 lowercase=bool(d.lowercase))
             extra["moses_table_lines"] = lex.write_moses_table(table, iter_phrase_strings(
                 corpus, max_length=int(x.max_length), mode=x.mode))
             extra["moses_table_bytes"] = dir_size(table)
-            if not rc.lexical.get("keep_table", False):
+            if not rc.lexical.keep_table:
                 os.remove(table)
         test_keys = raw.keys[test_rows]
         record("lexical", lit, lambda: lex.predict_log_proba(test_keys), models_dir / "lexical",
                extra)
 
-    if m.get("naive_bayes", False):
+    if m.naive_bayes:
         nbc = rc.naive_bayes
-        for inference in nbc.inference:
+        inferences = _as_list(nbc.inference)
+        for inference in inferences:
             lit = fit(f"nb_{inference}", 1, (X_train, y_train), model="naive_bayes",
                       num_features=F, alpha=float(nbc.alpha), inference=str(inference))
             path = models_dir / f"nb_{inference}"
             lit.model.save(path, meta=meta, features=feature_list)
             record(f"nb_{inference}", lit, lambda nb=lit.model: nb.predict_log_proba(X_test),
                    path)
-        if nbc.get("mi_fractions"):
-            results["mi_curve"] = _mi_curve(nbc, X_train, y_train, X_test, y_test, F,
+        if nbc.mi_fractions:
+            results["mi_curve"] = _mi_curve(nbc, inferences, X_train, y_train, X_test, y_test, F,
                                             feature_list, models_dir, meta)
 
-    if m.get("primal", False):
+    if m.primal:
         pc = rc.primal
-        track = pc.get("track_heldout", True)  # held-out error per epoch (time not counted)
+        track = pc.track_heldout  # held-out error per epoch (time not counted)
         lit = fit("primal", int(pc.epochs), (X_train, y_train),
                   (X_test, y_test) if track else None, model="primal", num_features=F,
                   sigma2=float(pc.sigma2), lr=float(pc.lr))
@@ -200,14 +214,14 @@ def train(cfg: DictConfig) -> dict:
                {"epochs": int(pc.epochs), "heldout_error_per_epoch": lit.val_errors,
                 "history": primal.history})
 
-    if m.get("dual", False):
+    if m.dual:
         dc = rc.dual
-        for eps in dc.eps:
+        for eps in _as_list(dc.eps):
             lit = fit(f"dual_eps{eps}", int(dc.max_iter), (X_train, y_train), model="dual",
                       num_features=F, sigma2=float(dc.sigma2), eps=float(eps),
                       init_eps=float(dc.init_eps), max_trial=int(dc.max_trial),
-                      reset_step=bool(dc.reset_step), step=float(dc.get("step", 1.0)),
-                      step_growth=float(dc.get("step_growth", 1.0)))
+                      reset_step=bool(dc.reset_step), step=float(dc.step),
+                      step_growth=float(dc.step_growth))
             dual = lit.model
             path = models_dir / f"dual_eps{eps}"
             dual.save(path, meta=meta, features=feature_list)
@@ -216,7 +230,7 @@ def train(cfg: DictConfig) -> dict:
                           "iterations": len(dual.history)})
 
     (out_dir / "results.json").write_text(json.dumps(results, indent=1, default=float))
-    split = "dev" if cfg.get("evaluate_on", "heldout") == "dev" else "heldout"
+    split = "dev" if run.evaluate_on == "dev" else "heldout"
     row = {f"{name}_error": rec["heldout_error"] for name, rec in results.get("models", {}).items()
            if np.isfinite(rec["heldout_error"])}
     if np.isfinite(results["data"]["majority_error"]):
@@ -226,7 +240,7 @@ def train(cfg: DictConfig) -> dict:
     return results
 
 
-def _mi_curve(nbc, X_train, y_train, X_test, y_test, F, feature_list, models_dir,
+def _mi_curve(nbc, inferences, X_train, y_train, X_test, y_test, F, feature_list, models_dir,
               meta) -> list:
     """Error of NB (each inference) after removing the lowest-MI fraction of features.
 
@@ -244,11 +258,11 @@ def _mi_curve(nbc, X_train, y_train, X_test, y_test, F, feature_list, models_dir
         Xte = _select_columns(X_test_d, keep, F)
         row = {"fraction_removed": float(frac), "features": int(len(keep)),
                "threshold": float(scores[order[n_drop - 1]]) if n_drop > 0 else 0.0}
-        for inference in nbc.inference:
+        for inference in inferences:
             nb = NaiveBayes(num_features=len(keep), alpha=float(nbc.alpha),
                             inference=inference).fit(Xtr, y_train)
             row[f"error_{inference}"] = error_rate(nb.predict_log_proba(Xte), y_test)
-            if inference == nbc.inference[0]:  # size on disk, then the folder is removed
+            if inference == inferences[0]:  # size on disk, then the folder is removed
                 with tempfile.TemporaryDirectory(prefix="aligners-nb-mi-") as tmp:
                     path = Path(tmp) / "nb_mi"
                     nb.save(path, meta=meta, features=[feature_list[i] for i in keep])
@@ -328,8 +342,8 @@ def _test_triples(cfg: DictConfig, lowercase: bool):
     """(name of the split, stream of (src, tgt, links)) that `evaluate` scores."""
     import itertools
 
-    d = cfg.data
-    given = [d.get(k) for k in ("test_src", "test_tgt", "test_align")]
+    _, d, run = _settings(cfg)
+    given = [d.test_src, d.test_tgt, d.test_align]
     if any(given):
         if not all(given):
             raise AlignersInputError("give all of data.test_src, data.test_tgt, data.test_align")
@@ -337,16 +351,16 @@ def _test_triples(cfg: DictConfig, lowercase: bool):
         for p in paths:
             if not Path(p).is_file():
                 raise AlignersInputError("no such test file", path=p)
-        return "test", load_corpus(*paths, limit=d.get("test_limit"), lowercase=lowercase)
-    paths = [_resolve(str(d[k]), cfg) for k in ("src", "tgt", "align")]
+        return "test", load_corpus(*paths, limit=d.test_limit, lowercase=lowercase)
+    paths = [_resolve(str(p), cfg) for p in (d.src, d.tgt, d.align)]
     for p in paths:
         if not Path(p).is_file():
             raise AlignersInputError("no such data file", path=p)
-    n = _count_pairs(paths[2], d.get("limit"))
+    n = _count_pairs(paths[2], d.limit)
     test_cut = int(round(n * (1 - float(d.heldout_fraction))))
-    dev_cut = int(round(test_cut * (1 - float(d.get("dev_fraction", 0.0)))))
+    dev_cut = int(round(test_cut * (1 - float(d.dev_fraction))))
     corpus = load_corpus(*paths, limit=n, lowercase=lowercase)
-    if cfg.get("evaluate_on", "heldout") == "dev":
+    if run.evaluate_on == "dev":
         return "dev", itertools.islice(corpus, dev_cut, test_cut)
     return "heldout", itertools.islice(corpus, test_cut, None)
 

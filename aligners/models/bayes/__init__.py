@@ -17,6 +17,7 @@ FAMILY = Family(
     kinds=("bayes-aligner",),
     task="bayes_align",
     order=3,
+    sections={"model": "aligners.models.bayes.config:BayesConfig"},
 )
 
 _LAZY = {"BayesAligner": "model", "schedule": "model", "BayesConfig": "config",

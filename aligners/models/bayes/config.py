@@ -9,11 +9,14 @@ options (unset options keep the dataclass defaults).
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import dataclass
+from typing import ClassVar
 
+from aligners.config_checks import Rule, check_value
 from aligners.errors import AlignersInputError
 from aligners.models.aligned import Decoding
+
+_POS, _FRAC = Rule("float", lo=0, lo_open=True), Rule("float", lo=0, hi=1, hi_open=True)
 
 __all__ = ["BayesConfig", "METHODS", "DECODING", "add_arguments", "from_args", "adjust_loaded"]
 
@@ -46,32 +49,27 @@ class BayesConfig:
     marginal_slots: int = 0  # sparse link marginals kept per observed token (sampler.py);
     # 0 = auto: 3, or 2 from 2M observed tokens per direction on (memory; same AER at 200k)
 
+    RULES: ClassVar[dict[str, Rule]] = {
+        "model": Rule("int", choices=(1, 2, 3)), "n_samplers": Rule("int", lo=1),
+        "rel_iterations": _POS, "burn_in": _FRAC, "p_null": _FRAC, "lex_alpha": _POS,
+        "null_alpha": _POS, "jump_alpha": _POS, "fert_alpha": _POS,
+        "iterations": Rule("int", lo=0, each=True, nullable=True),
+        "max_jump": Rule("int", lo=1), "max_fert": Rule("int", lo=1),
+        "threads": Rule("int", lo=1), "lowercase": Rule("bool"),
+        "sampler": Rule("str", choices=("exact", "batched")), "device": Rule("str"),
+        "batch_cells": Rule("int", lo=1), "marginal_slots": Rule("int", lo=0),
+    }
+
     def check(self) -> None:
-        """ValueError with a one-line message for an invalid value."""
-        if self.model not in (1, 2, 3):
-            raise ValueError(f"model must be 1, 2 or 3, got {self.model}")
-        if self.n_samplers < 1:
-            raise ValueError(f"n_samplers must be >= 1, got {self.n_samplers}")
-        if not 0.0 <= self.p_null < 1.0:
-            raise ValueError(f"p_null must be in [0, 1), got {self.p_null}")
-        for name in ("lex_alpha", "null_alpha", "jump_alpha", "fert_alpha", "rel_iterations"):
-            v = getattr(self, name)
-            if not (math.isfinite(v) and v > 0):
-                raise ValueError(f"{name} must be a positive number, got {v}")
-        if not 0.0 <= self.burn_in < 1.0:
-            raise ValueError(f"burn_in must be in [0, 1), got {self.burn_in}")
-        if self.sampler not in ("exact", "batched"):
-            raise ValueError(f"sampler must be 'exact' or 'batched', got {self.sampler!r}")
-        if self.marginal_slots < 0:
-            raise ValueError(f"marginal_slots must be >= 1 (or 0: auto), got "
-                             f"{self.marginal_slots}")
-        if self.max_jump < 1 or self.max_fert < 1:
-            raise ValueError("max_jump and max_fert must be >= 1")
-        if self.iterations is not None and (len(self.iterations) != 3 or
-                                            min(self.iterations) < 0 or
-                                            self.iterations[self.model - 1] < 1):
-            raise ValueError("iterations must be 3 sweep counts (IBM1, HMM, fertility) with "
-                             f"at least 1 for the last stage used; got {self.iterations}")
+        """AlignersInputError (a ValueError) with a one-line message for an invalid value:
+        `RULES` (which `aligners.config_checks` applies to the Hydra task's `model.*` too),
+        then the schedule's shape."""
+        for name, rule in self.RULES.items():
+            check_value(name, getattr(self, name), rule)
+        its = self.iterations
+        if its is not None and (len(its) != 3 or its[self.model - 1] < 1):
+            raise AlignersInputError("iterations must be 3 sweep counts (IBM1, HMM, fertility) "
+                                     f"with at least 1 for the last stage used; got {its}")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -9,6 +9,10 @@ corpus, started while the parent reads its text, lets the parent load machine co
 cache instead. With the kernels cached no child starts (a check of numba's cache index
 files, milliseconds). Cost: the child's compile time (what the parent would have spent) plus
 its start-up (about 0.5 s CPU), once per fresh cache; its memory is its own.
+
+This module imports no other module of the family (the kernel modules call
+`wait_compile_child`): the caller names the kernels (`model.exact_kernels`) and the child
+runs `aligners.models.bayes.warm.warm_all`.
 """
 
 from __future__ import annotations
@@ -16,38 +20,31 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["kernels_cached", "start_compile_child", "wait_compile_child", "warm_all"]
+__all__ = ["kernels_cached", "start_compile_child", "wait_compile_child"]
 
 _child: subprocess.Popen | None = None
 _ENV = "ALIGNERS_BAYES_COMPILE_CHILD"
 
 
-def _kernels():
-    """The kernels a run of the exact sampler calls from Python (their callees are inlined)."""
-    from aligners.models.bayes import corpus, counts, decode, sampler
-
-    return (sampler.sweep, counts.add_counts, counts.single_pair_ids, corpus._pair_ids,
-            corpus._merge_ids, corpus._count_cells, corpus._add_counts_sat,
-            corpus._frequency_ids, corpus._renumber, corpus._keys_from_ids, decode._best)
-
-
-def kernels_cached() -> bool:
-    """True when numba's cache index of every kernel exists for the current sources (or
-    numba does not cache: then a child would not help either); False when unsure."""
+def kernels_cached(kernels: Sequence) -> bool:
+    """True when numba's cache index of every kernel (numba dispatchers) exists for the
+    current sources (or numba does not cache: then a child would not help either); False
+    when unsure."""
     try:
-        files = [getattr(k._cache, "_cache_file", None) for k in _kernels()]
+        files = [getattr(k._cache, "_cache_file", None) for k in kernels]
         return all(f is None or f._load_index() for f in files)
     except Exception:  # numba's internals moved: compile in a child to be safe
         return False
 
 
-def start_compile_child() -> bool:
-    """Start the compiling child unless the kernels are cached (or a child runs); returns
+def start_compile_child(kernels: Sequence) -> bool:
+    """Start the compiling child unless `kernels` are cached (or a child runs); returns
     whether one was started. The parent calls `wait_compile_child` before its first kernel."""
     global _child
-    if _child is not None or os.environ.get(_ENV) or kernels_cached():
+    if _child is not None or os.environ.get(_ENV) or kernels_cached(kernels):
         return False  # (_ENV: this is the child itself)
     root = str(Path(__file__).resolve().parents[3])  # the folder holding this `aligners`
     env = dict(os.environ)
@@ -55,7 +52,7 @@ def start_compile_child() -> bool:
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
                                 else "")
     _child = subprocess.Popen(
-        [sys.executable, "-c", "from aligners.models.bayes.jit import warm_all; warm_all()"],
+        [sys.executable, "-c", "from aligners.models.bayes.warm import warm_all; warm_all()"],
         cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
     return True
@@ -70,22 +67,3 @@ def wait_compile_child() -> int | None:
     code = _child.wait()
     _child = None
     return code
-
-
-def warm_all() -> None:
-    """Compile (and cache) every kernel of `_kernels` with the argument types of a real run:
-    the exact sampler on a 4-pair corpus (both pair-table halves, all three stages), its
-    decoding, and `counts.warmup` (the wide-integer variants). Cost: compile time only."""
-    from aligners.models.bayes import BayesAligner, BayesConfig
-    from aligners.models.bayes.counts import warmup
-    from aligners.models.bayes.decode import link_lines
-
-    pairs = [("a b c".split(), "x y z".split()), ("b c".split(), "y z".split()),
-             ("a c".split(), "x z".split()), ("c".split(), "z w".split())]
-    marg = BayesAligner(BayesConfig(iterations=[1, 1, 2], n_samplers=2)).align(pairs)
-    for direction in ("fwd", "rev"):
-        for _ in link_lines(marg, heuristic=None, direction=direction):
-            pass
-    for _ in link_lines(marg, heuristic="grow-diag-final-and", direction="fwd"):
-        pass
-    warmup()

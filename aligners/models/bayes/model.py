@@ -29,7 +29,9 @@ import numpy as np
 
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
+from aligners.models.bayes import corpus as _corpus
 from aligners.models.bayes import counts as _c
+from aligners.models.bayes import decode as _decode
 from aligners.models.bayes import sampler as _k
 from aligners.models.bayes.config import BayesConfig
 from aligners.models.bayes.corpus import EncodedBitext, encode_bitext
@@ -38,7 +40,7 @@ from aligners.models.bayes.slots import BayesMarginals, from_dense, new_slots
 
 _CHUNK_TOKENS = 1 << 18  # observed tokens per sweep call (bounds the uniforms' memory)
 
-__all__ = ["BayesConfig", "BayesCounts", "BayesAligner", "schedule"]
+__all__ = ["BayesConfig", "BayesCounts", "BayesAligner", "schedule", "exact_kernels"]
 
 
 def _reset(lex: np.ndarray | None, prior: np.ndarray | None, n: int) -> np.ndarray:
@@ -73,6 +75,14 @@ def _token_chunks(obs_off: np.ndarray, tokens: int = _CHUNK_TOKENS) -> list[tupl
         out.append((k0, k1))
         k0 = k1
     return out
+
+
+def exact_kernels() -> tuple:
+    """The numba kernels a run of the exact sampler calls from Python (their callees are
+    inlined): what `jit.start_compile_child` checks and `warm.warm_all` compiles."""
+    return (_k.sweep, _c.add_counts, _c.single_pair_ids, _corpus._pair_ids,
+            _corpus._merge_ids, _corpus._count_cells, _corpus._add_counts_sat,
+            _corpus._frequency_ids, _corpus._renumber, _corpus._keys_from_ids, _decode._best)
 
 
 def schedule(config: BayesConfig, n_sentences: int) -> list[int]:
@@ -280,7 +290,7 @@ class BayesAligner:
             pairs = (([w.lower() for w in s], [w.lower() for w in t]) for s, t in pairs)
         exact = self.config.sampler == "exact"
         if exact:  # uncached kernels compile in a child while the text is read (jit.py)
-            start_compile_child()
+            start_compile_child(exact_kernels())
         corpus = encode_bitext(pairs, self.src_ids, self.tgt_ids, threads=self.config.threads)
         its = schedule(self.config, corpus.n_sentences)
         _c.warmup()

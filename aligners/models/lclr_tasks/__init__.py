@@ -14,6 +14,9 @@ FAMILY = Family(
     summary="LCLR and the two-stage baseline over ILP-constrained latent alignments",
     paper="Chang et al. 2010",
     verb="classify",
+    config="aligners.models.lclr_config:LCLRConfig",
+    sections={"model": "aligners.models.lclr_config:LCLRConfig",
+              "data": "aligners.models.lclr_config:LCLRData"},
     loader="aligners.models.lclr_tasks.folder:load_lclr",
     evaluates=False,  # `python evaluate.py` re-runs train-and-test; `classify` applies a model
 )

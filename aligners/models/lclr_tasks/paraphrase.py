@@ -35,7 +35,7 @@ from aligners.features.string_sim import (
     normalise_number,
     word_pair_features,
 )
-from aligners.inference.ilp import LinearConstraints, solve_ilp
+from aligners.ilp import LinearConstraints, solve_ilp
 from aligners.models.lclr import FeatureIndex, LatentInstance, LatentTask
 
 __all__ = ["ParaphraseTask", "EntailmentTask", "HEURISTIC"]

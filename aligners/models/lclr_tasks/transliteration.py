@@ -22,7 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from aligners.inference.ilp import LinearConstraints
+from aligners.ilp import LinearConstraints
 from aligners.models.lclr import FeatureIndex, LatentInstance, LatentTask
 
 __all__ = ["ROMANIZATION", "TransliterationTask", "monotone_matching", "rank_candidates"]

@@ -1,5 +1,6 @@
 """The mono family: monolingual aligners (Yao et al. 2013; Lan et al. 2021).
 
+- `config`: `MonoConfig`, the model settings' defaults and value rules (no torch);
 - `states`: the phrasal model's dense target-state ids;
 - `potentials`: featurised pairs, padded batches, the shared parameters and log-potentials;
 - `semicrf`: `PhraseCRFAligner` (factored semi-Markov lattice);
@@ -25,6 +26,10 @@ FAMILY = Family(
             "ensembles",
     paper="Yao et al. 2013; Lan et al. 2021",
     verb="monoalign",
+    config="aligners.models.mono.config:MonoConfig",
+    sections={"model": "aligners.models.mono.config:MonoConfig",
+              "training": "aligners.models.mono.config:MonoTraining",
+              "data": "aligners.models.mono.config:MonoData"},
     loader="aligners.models.mono.ensemble:load_any",
     kinds=("mono-token-crf", "mono-phrase-crf", "mono-neural-crf", "mono-ensemble"),
     task="monolingual",

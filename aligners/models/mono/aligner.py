@@ -31,6 +31,7 @@ import torch
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 from aligners.models.mono.combine import align_combined, check_combine
+from aligners.models.mono.config import DECODES
 from aligners.models.mono.crf import TokenCRFAligner
 from aligners.models.mono.potentials import MonoExample, collate, prepare
 from aligners.models.mono.semicrf import PhraseCRFAligner
@@ -43,7 +44,6 @@ __all__ = ["KINDS", "DIRECTIONS", "DECODES", "MonoAligner", "build_model", "flip
 # model.kind -> export kind (aligners.export.LOADERS)
 KINDS = {"token": "mono-token-crf", "phrase": "mono-phrase-crf", "neural": "mono-neural-crf"}
 DIRECTIONS = ("s2t", "t2s")
-DECODES = ("viterbi", "posterior")
 _HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues")
 # the neural aligner's encoder precision when decoding with `MonoAligner.align` (training and
 # `predict` on a bare model keep the encoder's own, fp32); chosen on wiki dev by the rule in

@@ -27,11 +27,11 @@ from collections.abc import Iterable
 import torch
 
 from aligners.errors import AlignersInputError
+from aligners.models.mono.config import COMBINES
 
 __all__ = ["COMBINES", "check_combine", "grow_diag", "combine_links", "combine_posteriors",
            "posterior_output", "combined_blocks", "align_combined"]
 
-COMBINES = ("none", "union", "intersect", "grow-diag", "posterior")
 _NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
 Link = tuple[int, int]

@@ -45,6 +45,7 @@ import torch
 from torch import nn
 
 from aligners.errors import AlignersInputError
+from aligners.models.mono.config import CONTEXTS
 from aligners.models.mono.neural_pair import PairMemo, pair_vectors
 from aligners.models.mono.potentials import MonoBatch, MonoExample
 from aligners.models.mono.semicrf import PhraseCRFAligner
@@ -62,9 +63,8 @@ HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues", "dim", "pro
 # pairs (sentences) per encoder batch when decoding: less padding than the encoder's default
 # 64 (wiki dev, bf16, 1 thread: 16 -> 1.49 s, 64 -> 2.05 s per 200 pairs); training keeps 64
 DECODE_ENCODER_BATCH = 16
-# where the word vectors come from: each sentence alone, both in one pass (`neural_pair`), or
-# the two concatenated (2 D inputs to the projection)
-CONTEXTS = ("separate", "pair", "both")
+# where the word vectors come from (`CONTEXTS`, models/mono/config.py): each sentence alone,
+# both in one pass (`neural_pair`), or the two concatenated (2 D inputs to the projection)
 
 
 @dataclass

@@ -18,6 +18,10 @@ FAMILY = Family(
     summary="phrase-orientation reordering: lexicalized, MaxEnt (primal, dual), naive Bayes",
     paper="Alrajeh & Niranjan 2014",
     verb="reorder",
+    config="aligners.models.reorder.config:ReorderConfig",
+    sections={"model": "aligners.models.reorder.config:ReorderConfig",
+              "data": "aligners.models.reorder.config:ReorderData",
+              "": "aligners.models.reorder.config:ReorderRun"},
     loader="aligners.models.reorder.reorderer:load_folder",
     kinds=("reorder-lexical", "reorder-naive-bayes", "reorder-primal-mlr", "reorder-dual-mlr"),
 )

@@ -90,7 +90,7 @@ class LinearSoftmax:
 
     KIND = ""
 
-    def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float = 1.0):
+    def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float):
         self.num_features, self.num_classes, self.sigma2 = num_features, num_classes, sigma2
         self.weight = torch.zeros(num_features, num_classes, dtype=torch.float64)
         self.history: list[dict] = []

@@ -15,6 +15,7 @@ import torch
 from numba import njit
 
 from aligners.models.reorder._common import LinearSoftmax, csr_arrays, sparse_matmul
+from aligners.models.reorder.config import DualConfig
 
 __all__ = ["DualMLR", "dual_objective", "dual_weights", "eq12_gradient", "warmup"]
 
@@ -133,11 +134,13 @@ class DualMLR(LinearSoftmax):
 
     KIND = "reorder-dual-mlr"
 
-    def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float = 1.0):
+    def __init__(self, *, num_features: int, num_classes: int = 3,
+                 sigma2: float = DualConfig.sigma2):
         super().__init__(num_features=num_features, num_classes=num_classes, sigma2=sigma2)
         self.alpha: np.ndarray | None = None
 
-    def begin_fit(self, X, labels, *, init_eps: float = 1e-3, step: float = 1.0) -> dict:
+    def begin_fit(self, X, labels, *, init_eps: float = DualConfig.init_eps,
+                  step: float = DualConfig.step) -> dict:
         """State of an EG run over (E, F) CSR X and (E,) labels: alpha at Eq. 15, w(alpha)
         of Eq. 10, per-example steps, the active set. Sets `setup_seconds`.
         Memory O(E K + F K)."""
@@ -168,11 +171,11 @@ class DualMLR(LinearSoftmax):
         self,
         state: dict,
         *,
-        eps: float = 0.1,
-        max_trial: int = 10,
-        reset_step: bool = False,
-        step: float = 1.0,
-        step_growth: float = 1.0,
+        eps: float = DualConfig.eps,
+        max_trial: int = DualConfig.max_trial,
+        reset_step: bool = DualConfig.reset_step,
+        step: float = DualConfig.step,
+        step_growth: float = DualConfig.step_growth,
         generator: torch.Generator,
         track_objective: bool = False,
     ) -> dict | None:
@@ -209,13 +212,13 @@ class DualMLR(LinearSoftmax):
         X,
         labels,
         *,
-        eps: float = 0.1,
-        max_iter: int = 20,
-        init_eps: float = 1e-3,
-        max_trial: int = 10,
-        reset_step: bool = False,
-        step: float = 1.0,
-        step_growth: float = 1.0,
+        eps: float = DualConfig.eps,
+        max_iter: int = DualConfig.max_iter,
+        init_eps: float = DualConfig.init_eps,
+        max_trial: int = DualConfig.max_trial,
+        reset_step: bool = DualConfig.reset_step,
+        step: float = DualConfig.step,
+        step_growth: float = DualConfig.step_growth,
         generator: torch.Generator | None = None,
         track_objective: bool = False,
         callback=None,

@@ -15,6 +15,7 @@ import torch
 
 from aligners.errors import AlignersInputError
 from aligners.models.reorder._common import read_reorderer, write_reorderer
+from aligners.models.reorder.config import LexicalConfig
 
 __all__ = ["LexicalReordering"]
 
@@ -22,7 +23,7 @@ __all__ = ["LexicalReordering"]
 class LexicalReordering:
     """Relative-frequency orientation table. U unique phrase pairs, K classes."""
 
-    def __init__(self, *, num_classes: int = 3, smoothing: float = 0.5):
+    def __init__(self, *, num_classes: int = 3, smoothing: float = LexicalConfig.smoothing):
         self.num_classes = num_classes
         self.smoothing = smoothing
         self.keys = np.zeros(0, dtype=np.int64)  # (U,) sorted

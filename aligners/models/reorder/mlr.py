@@ -13,6 +13,7 @@ import torch
 from numba import njit
 
 from aligners.models.reorder._common import LinearSoftmax, csr_arrays, sparse_matmul
+from aligners.models.reorder.config import PrimalConfig
 
 __all__ = ["PrimalMLR", "primal_objective", "warmup"]
 
@@ -75,7 +76,8 @@ class PrimalMLR(LinearSoftmax):
 
     KIND = "reorder-primal-mlr"
 
-    def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float = 1.0):
+    def __init__(self, *, num_features: int, num_classes: int = 3,
+                 sigma2: float = PrimalConfig.sigma2):
         super().__init__(num_features=num_features, num_classes=num_classes, sigma2=sigma2)
         self.setup_seconds = 0.0
 
@@ -118,8 +120,8 @@ class PrimalMLR(LinearSoftmax):
         X,
         labels,
         *,
-        epochs: int = 10,
-        lr: float = 0.1,
+        epochs: int = PrimalConfig.epochs,
+        lr: float = PrimalConfig.lr,
         generator: torch.Generator | None = None,
         callback=None,
     ) -> "PrimalMLR":

@@ -21,6 +21,7 @@ from aligners.models.reorder._common import (
     sparse_matmul,
     write_reorderer,
 )
+from aligners.models.reorder.config import NaiveBayesConfig
 
 __all__ = ["NaiveBayes", "mutual_information", "class_feature_counts"]
 
@@ -70,8 +71,9 @@ def mutual_information(X, labels, *, num_classes: int, normalized: bool = True) 
 class NaiveBayes:
     """Multinomial NB over F features, K classes; `inference` is "map" or "bayes"."""
 
-    def __init__(self, *, num_features: int, num_classes: int = 3, alpha: float = 2.0,
-                 inference: str = "map"):
+    def __init__(self, *, num_features: int, num_classes: int = 3,
+                 alpha: float = NaiveBayesConfig.alpha,
+                 inference: str = NaiveBayesConfig.inference):
         if inference not in ("map", "bayes"):
             raise AlignersInputError(f"inference {inference!r}; expected map or bayes")
         if inference == "map" and alpha <= 1.0:
