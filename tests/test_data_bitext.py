@@ -15,7 +15,6 @@ from word_toy import toy_corpus
 from aligners.data.bitext import (
     DEFAULT_CELLS,
     PairIndex,
-    _merge_sorted_unique,
     build_index,
     plan_batches,
 )
@@ -129,16 +128,6 @@ def test_build_index_reads_the_tokens_that_read_parallel_yields(tmp_path):
     assert si.words[2:] == ["the", "cat", "sat", "a", "b", "\u00e9t\u00e9"]
     assert ti.words[2:] == ["le", "chat", "vide", "x", "y"]
     assert index.src_lengths.tolist() == [3, 0, 3] and index.tgt_lengths.tolist() == [2, 1, 2]
-
-
-def test_merge_sorted_unique_equals_numpy_unique():
-    rng = np.random.default_rng(0)
-    for _ in range(200):
-        merged = np.unique(rng.integers(0, 50, rng.integers(0, 20))).astype(np.int64)
-        parts = [rng.integers(0, 60, rng.integers(0, 10)).astype(np.int64)
-                 for _ in range(rng.integers(0, 4))]
-        want = np.unique(np.concatenate([merged, *parts]))
-        assert np.array_equal(_merge_sorted_unique(merged, parts), want)
 
 
 def test_batches_are_bounded_whatever_the_lengths():
