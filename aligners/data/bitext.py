@@ -161,6 +161,9 @@ class PairIndex:
     def _build(self, src, src_off, tgt, tgt_off, *, n_src_words, n_tgt_words, keys=None,
                cells=DEFAULT_CELLS, max_batch=None, cache_dir=None, threads=None):
         threads = max(1, torch.get_num_threads() if threads is None else int(threads))
+        for ids, n, side in ((src, n_src_words, "source"), (tgt, n_tgt_words, "target")):
+            if ids.size and not (0 <= ids.min() and ids.max() < n):  # (the kernels index
+                raise ValueError(f"{side} word ids must lie in [0, {n})")  # by word id)
         self.n_sentences = len(src_off) - 1
         self.n_src_words = n_src_words
         self.n_tgt_words = n_tgt_words
