@@ -29,7 +29,7 @@ def test_phases_add_up_in_order_nest_and_survive_errors():
     phases.add("train", 20.06)
     assert phases.seconds == {"read": 1.75, "index": 3.5, "keys": 0.5, "train": 20.06}
     assert phases.summary() == "read 1.8 s, index 3.5 s, keys 0.5 s, train 20.1 s"
-    assert len(synced) == 6  # before and after each timed block
+    assert len(synced) == 8  # before and after each of the 4 timed blocks
     assert Phases().summary() == ""
 
 
