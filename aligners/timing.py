@@ -1,0 +1,92 @@
+"""Where a command's time goes: wall seconds per named phase (read, index, train, ...).
+
+    phases = Phases()
+    with phases("index"):
+        index = build_index(phases.iterate("read", pairs), ...)
+    with phases("train"):
+        ...
+    phases.summary()  # -> "index 3.4 s, read 1.2 s, train 20.1 s"
+
+Self time: while a phase runs inside another (a nested `with`, or the items that
+`iterate` pulls from a lazy reader inside the index build), its time is charged to it
+alone, not to the outer one, so the phases add up to the wall time they cover. A phase
+entered twice adds up; phases are listed in order of first entry. On a GPU, pass
+`sync=torch.cuda.synchronize` so that queued kernels are charged to the phase that
+launched them, not to the next one. No torch import here. Cost: two clock reads (and two
+syncs) per `with`; about 0.3 us per item of `iterate` (no sync there).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+__all__ = ["Phases"]
+
+T = TypeVar("T")
+
+
+class Phases:
+    """Accumulated wall seconds (self time) per phase name; `clock` returns seconds."""
+
+    def __init__(self, *, sync: Callable[[], None] | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
+        self._seconds: dict[str, float] = {}
+        self._sync = sync
+        self._clock = clock
+        self._stack: list[str] = []
+        self._mark = 0.0  # when the running phase (top of the stack) was last charged
+
+    def _switch(self, name: str | None) -> None:
+        """Charge the running phase up to now; push `name` (None: pop)."""
+        now = self._clock()
+        if self._stack:
+            top = self._stack[-1]
+            self._seconds[top] = self._seconds.get(top, 0.0) + now - self._mark
+        self._mark = now
+        if name is None:
+            self._stack.pop()
+        else:
+            self._seconds.setdefault(name, 0.0)
+            self._stack.append(name)
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        """Time the block as phase `name` (also when it raises)."""
+        if self._sync is not None:
+            self._sync()
+        self._switch(name)
+        try:
+            yield
+        finally:
+            if self._sync is not None:
+                self._sync()
+            self._switch(None)
+
+    def iterate(self, name: str, items: Iterable[T]) -> Iterator[T]:
+        """`items`, with the time spent producing each one charged to phase `name`."""
+        it = iter(items)
+        while True:
+            self._switch(name)
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            finally:
+                self._switch(None)
+            yield item
+
+    def add(self, name: str, seconds: float) -> None:
+        """Charge `seconds` to phase `name` (e.g. a time measured elsewhere)."""
+        self._seconds[name] = self._seconds.get(name, 0.0) + seconds
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        """{phase: seconds}, in order of first entry (a copy)."""
+        return dict(self._seconds)
+
+    def summary(self) -> str:
+        """One line: "read 1.2 s, index 3.4 s, train 20.1 s" (0.1 s resolution)."""
+        return ", ".join(f"{name} {sec:.1f} s" for name, sec in self._seconds.items())

@@ -1,0 +1,65 @@
+"""aligners.timing.Phases: per-phase wall (self) time with a scripted clock."""
+
+import pytest
+
+from aligners.timing import Phases
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_phases_self_time_order_repeats_and_errors():
+    clock = _Clock()
+    synced = []
+    phases = Phases(clock=clock, sync=lambda: synced.append(clock.now))
+    with phases("read"):
+        clock.now += 1.25
+    with phases("index"):
+        clock.now += 3.0
+        with phases("keys"):  # nested: charged to keys only
+            clock.now += 0.5
+        clock.now += 0.25
+    with pytest.raises(RuntimeError), phases("read"):  # repeated: adds up, even on errors
+        clock.now += 0.5
+        raise RuntimeError
+    phases.add("train", 20.06)
+    assert phases.seconds == {"read": 1.75, "index": 3.25, "keys": 0.5, "train": 20.06}
+    assert phases.summary() == "read 1.8 s, index 3.2 s, keys 0.5 s, train 20.1 s"
+    assert len(synced) == 8  # before and after each of the 4 timed blocks
+    assert Phases().summary() == ""
+
+
+def test_iterate_charges_producing_the_items_to_its_phase():
+    """A lazy reader consumed inside the index build: reading and indexing are split and
+    add up to the wall time."""
+    clock = _Clock()
+    phases = Phases(clock=clock)
+
+    def reader():
+        for k in range(3):
+            clock.now += 1.0  # reading one item
+            yield k
+        clock.now += 0.5  # reading the end of the file
+
+    with phases("index"):
+        got = []
+        for item in phases.iterate("read", reader()):
+            clock.now += 2.0  # indexing one item
+            got.append(item)
+    assert got == [0, 1, 2]
+    assert phases.seconds == {"index": 6.0, "read": 3.5}
+    assert clock.now == 9.5 == sum(phases.seconds.values())
+
+
+def test_phases_real_clock_measures_something():
+    import time
+
+    phases = Phases()
+    with phases("sleep"):
+        time.sleep(0.02)
+    assert 0.015 < phases.seconds["sleep"] < 5
