@@ -30,11 +30,12 @@ from typing import Any
 import torch
 
 from aligners.errors import AlignersInputError
+from aligners.outputs import MODEL_FORMAT, model_dir_problem
 
 __all__ = ["FORMAT", "ModelFolder", "write_model", "read_model", "read_config",
            "resolve_model_folder", "load"]
 
-FORMAT = "aligners/1"
+FORMAT = MODEL_FORMAT  # "aligners/1"
 
 @dataclass
 class ModelFolder:
@@ -95,7 +96,6 @@ def write_model(
     """
     from safetensors.torch import save_file
 
-    from aligners.outputs import model_dir_problem
 
     if "format" in config or "kind" in config:
         raise ValueError("config may not set 'format' or 'kind'; pass kind=")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import json
 import os
 import stat
 import sys
@@ -36,6 +37,8 @@ from pathlib import Path
 from typing import IO
 
 from aligners.errors import AlignersInputError
+
+MODEL_FORMAT = "aligners/1"  # the `format` of a model folder's config.json (aligners.export)
 
 __all__ = ["check_paths", "write_lines", "open_output", "flush_stdout", "check_model_dir",
            "model_dir_problem", "check_writable_folder"]
@@ -290,8 +293,6 @@ def model_dir_problem(folder: str | Path) -> str | None:
     """None when `folder` may be replaced by a new model folder: it does not exist, is an
     empty folder, or is a model folder of ours (a `config.json` of format `aligners/1` and
     nothing but `model.safetensors` and `*.json` files). Else what it is, for a message."""
-    from aligners.export import read_config
-
     p = Path(folder)
     if not p.exists():
         return None
@@ -300,9 +301,9 @@ def model_dir_problem(folder: str | Path) -> str | None:
     entries = list(p.iterdir())
     if not entries:
         return None
-    try:
-        ours = bool(read_config(p))  # a config.json of format aligners/1, or an error
-    except (AlignersInputError, OSError):
+    try:  # a config.json of our format (aligners.export writes it)
+        ours = json.loads((p / "config.json").read_bytes()).get("format") == MODEL_FORMAT
+    except (OSError, ValueError, AttributeError):
         ours = False
     if not ours:
         return "is a folder that is not empty and not a model folder (no aligners config.json)"

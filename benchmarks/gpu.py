@@ -300,8 +300,8 @@ def _word_em(bench: Bench, index, ids, device: torch.device, config, test) -> di
     (agreement, threshold 0.3) of the `test` pairs: seconds of EM, peak MiB, loglik, AER.
     `ids`: the (source, target) WordIds the index was built with."""
     from aligners.data.bitext import build_index
-    from aligners.inference.decode import combine, decode_corpus
     from aligners.models.word.agreement import WordAligner, WordDecoding
+    from aligners.models.word.decode import combine, decode_corpus
 
     model = WordAligner.from_index(index, config).to(device)
     model.reset_counts()

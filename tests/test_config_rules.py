@@ -21,8 +21,10 @@ from aligners.config_checks import (
     task_configs,
 )
 from aligners.errors import AlignersInputError
-from aligners.run import TASKS
+from aligners.run import tasks
 from tests.test_configs import _compose, _plain
+
+TASKS = tasks()
 
 ROOT = Path(__file__).resolve().parents[1]
 

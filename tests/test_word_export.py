@@ -11,8 +11,8 @@ from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.families import by_kind
-from aligners.inference.decode import decode_corpus
 from aligners.models.word.agreement import WordAlignConfig, WordAligner, WordDecoding
+from aligners.models.word.decode import decode_corpus
 from aligners.models.word.saved import KIND, TrainedWordAligner, save_word_aligner
 
 TABLES = ("keys", "t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd")

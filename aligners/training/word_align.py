@@ -167,7 +167,7 @@ def choose_decoding(model: WordAligner, src_ids: WordIds, tgt_ids: WordIds, gold
     """Grid-search (method, threshold, heuristic) by AER on `gold` (a tuning split), through
     the one chooser (`aligners.inference.choose`)."""
     from aligners.inference.choose import choose_decoding as choose
-    from aligners.inference.decode import combine, decode_corpus
+    from aligners.models.word.decode import combine, decode_corpus
 
     index = build_index([(p.src, p.tgt) for p in gold], src_ids, tgt_ids, keys=model.keys)
 
@@ -189,7 +189,7 @@ def _table(rows) -> str:
 def _score_splits(model: WordAligner, src_ids: WordIds, tgt_ids: WordIds,
                   splits: dict, dec: WordDecoding) -> tuple[dict, list]:
     """Decode and score each gold split: ({split: {aer, precision, recall, f1}}, table rows)."""
-    from aligners.inference.decode import combine, decode_corpus
+    from aligners.models.word.decode import combine, decode_corpus
 
     metrics, rows = {}, []
     desc = f"{dec.method}>{dec.threshold:g} {dec.symmetrize}"

@@ -39,7 +39,7 @@ class WordAligned(Aligned):
     run: RunOptions
 
     def lines(self, outputs, decoding: Decoding, *, posteriors: bool = False) -> dict:
-        from aligners.inference.decode import decode_lines
+        from aligners.models.word.decode import decode_lines
 
         bar = self.run.bar(self.index.n_sentences, "align")
         out = decode_lines(self.model, self.index, method=decoding.method,

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.inference._pharaoh_kernel import link_lines
+from aligners.models.word._pharaoh_kernel import link_lines
 
 __all__ = ["DECODINGS", "Decoded", "AlignsBatches", "BatchIndex", "iter_decoded",
            "decode_corpus", "decode_lines", "combine"]
