@@ -91,9 +91,9 @@ RULES: dict[str, dict[str, Rule]] = {
         "data.test_limit": _int(0, nullable=True),
     },
     # The word and phrasal families' rules wait here until their config dataclasses
-    # (models/word/config.py, models/phrasal) declare them as the others do (task_configs());
+    # (models/hmm/config.py, models/gappy_hsmm) declare them as the others do (task_configs());
     # PhrasalConfig's own __post_init__ checks remain for direct use.
-    "phrasal_align": {
+    "gappy-hsmm": {
         "model.batch_cells": _int(1),
         "model.dev_from_test": _int(0),
         **{f"model.{s}.{k}": r for s in ("word", "start") for k, r in (
@@ -116,7 +116,7 @@ RULES: dict[str, dict[str, Rule]] = {
                                          nullable=True),
         "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
     },
-    "word_align": {
+    "hmm": {
         "model.p0": _frac(),
         "model.ibm1_iterations": _int(0),
         "model.hmm_iterations": _int(0),
@@ -127,7 +127,7 @@ RULES: dict[str, dict[str, Rule]] = {
         "model.decoding.threshold": Rule("float", lo=0, hi=1),  # issue 25: 5 gave AER 1.0
         "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
     },
-    "bayes_align": {
+    "bayesian": {
         "model.decoding.threshold": Rule("float", lo=0, hi=1),
         "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
     },

@@ -49,7 +49,9 @@ SYSTEMS = ("hmm", "gappy-hsmm", "bayesian", "eflomal")
 _ALIASES = {"ours-em": "hmm", "ours-bayes": "bayesian"}  # the names of earlier runs
 _HEADLINE = {("hansards-200k", "hmm"), ("hansards-200k", "bayesian")}
 _VENV_EFLOMAL = Path(sys.executable).parent / "eflomal-align"
-EFLOMAL = str(_VENV_EFLOMAL) if _VENV_EFLOMAL.exists() else "eflomal-align"
+# $ALIGNERS_EFLOMAL names the eflomal-align to run (else the venv's, else the PATH's)
+EFLOMAL = os.environ.get("ALIGNERS_EFLOMAL") or (str(_VENV_EFLOMAL) if _VENV_EFLOMAL.exists()
+                                                 else "eflomal-align")
 
 
 def _hansards_pairs(text: str) -> int | None:
@@ -127,8 +129,8 @@ def _commands(system: str, seed: int, work: Path, threads: int) -> list[str] | N
         return [*ours, "--model", "bayesian", "--seed", str(seed), *pairs]
     if seed > 0:
         return None
-    model = ["--model", "gappy-hsmm"] if system == "gappy-hsmm" else []
-    return [*ours, *model, "--threads", str(threads), "-o", str(work / f"{system}.0.out")]
+    return [*ours, "--model", system, "--threads", str(threads), "-o",
+            str(work / f"{system}.0.out")]
 
 
 def _score(system: str, seed: int, work: Path, gold, first: int) -> dict:

@@ -300,8 +300,8 @@ def _word_em(bench: Bench, index, ids, device: torch.device, config, test) -> di
     (agreement, threshold 0.3) of the `test` pairs: seconds of EM, peak MiB, loglik, AER.
     `ids`: the (source, target) WordIds the index was built with."""
     from aligners.data.bitext import build_index
-    from aligners.models.word.agreement import WordAligner, WordDecoding
-    from aligners.models.word.decode import combine, decode_corpus
+    from aligners.models.hmm.agreement import WordAligner, WordDecoding
+    from aligners.models.hmm.decode import combine, decode_corpus
 
     model = WordAligner.from_index(index, config).to(device)
     model.reset_counts()
@@ -339,7 +339,7 @@ def case_word_aligner(bench: Bench) -> None:
     from aligners.data import DEFAULT_CELLS, GPU_CELLS
     from aligners.data.bitext import build_index
     from aligners.data.vocab import WordIds
-    from aligners.models.word.agreement import WordAlignConfig
+    from aligners.models.hmm.agreement import WordAlignConfig
 
     n = 500 if bench.quick else 200_000
     config = WordAlignConfig(ibm1_iterations=1, hmm_iterations=1) if bench.quick else (

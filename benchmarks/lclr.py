@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 from aligners.data.datasets import load  # noqa: E402
 from aligners.features.parse import default_cache_dir, parse_all  # noqa: E402
 from aligners.ilp import solve_ilp  # noqa: E402
-from aligners.models.lclr import variable_scores  # noqa: E402
-from aligners.models.lclr_tasks import make_task  # noqa: E402
+from aligners.models.lclr import make_task  # noqa: E402
+from aligners.models.lclr.model import variable_scores  # noqa: E402
 
 __all__ = ["main", "rows_from_metrics"]
 

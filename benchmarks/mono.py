@@ -70,7 +70,7 @@ def rows_from_run(run: Path, *, system: str | None = None, timing: dict | None =
         cfg = OmegaConf.load(run / ".hydra" / "config.yaml")
     except (OSError, json.JSONDecodeError) as err:
         raise ValueError(f"{run}: not a finished run folder ({err})") from None
-    if cfg.get("task") != "monolingual":
+    if cfg.get("task") != "mono":
         raise ValueError(f"{run}: task {cfg.get('task')!r}, not a monolingual run")
     combine = cfg.model.get("combine", "none") or "none"
     use = combine if combine != "none" else cfg.training.directions[0]

@@ -1,5 +1,5 @@
 """The phrasal agreement on the DENSE posterior form (word (B,O,L,S)): the form the E-step
-used before the sparse one (`aligners.models.phrasal.agreement`), kept here as the oracle the
+used before the sparse one (`aligners.models.gappy_hsmm.agreement`), kept here as the oracle the
 sparse functions are tested against bit for bit (tests/test_phrasal_model.py). Shapes:
 forward posteriors word (B,J,L,I), phrase (B,J,Pf), null (B,J); backward word (B,I,L,J),
 phrase (B,I,Pb), null (B,I); `lay` a `make_layout` phrase layout. Cost O(B I J (L + P)).
@@ -7,7 +7,7 @@ phrase (B,I,Pb), null (B,I); `lay` a `make_layout` phrase layout. Cost O(B I J (
 
 import torch
 
-from aligners.models.phrasal.agreement import EdgeCounts, _members
+from aligners.models.gappy_hsmm.agreement import EdgeCounts, _members
 
 __all__ = ["agreement_counts", "link_posteriors"]
 

@@ -12,10 +12,10 @@ from test_bayes_sampler import CFG, PAIRS, brute_conditional
 from word_toy import toy_corpus
 
 from aligners.data.vocab import WordIds
-from aligners.models.bayes import BayesAligner, BayesConfig
-from aligners.models.bayes import batched as BT
-from aligners.models.bayes.corpus import encode_bitext
-from aligners.models.bayes.decode import direction_links
+from aligners.models.bayesian import BayesAligner, BayesConfig
+from aligners.models.bayesian import batched as BT
+from aligners.models.bayesian.corpus import encode_bitext
+from aligners.models.bayesian.decode import direction_links
 
 FAST = dict(iterations=[4, 4, 16], n_samplers=2, sampler="batched")
 

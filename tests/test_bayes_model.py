@@ -10,9 +10,9 @@ from word_toy import toy_corpus
 from aligners import export
 from aligners.cli import main
 from aligners.errors import AlignersInputError
-from aligners.models.bayes import BayesAligner, BayesConfig, schedule
-from aligners.models.bayes.decode import direction_links, symmetrized_links
-from aligners.models.bayes.io import BayesianAlignment, load_bayes_aligner, save_bayes_aligner
+from aligners.models.bayesian import BayesAligner, BayesConfig, schedule
+from aligners.models.bayesian.decode import direction_links, symmetrized_links
+from aligners.models.bayesian.io import BayesianAlignment, load_bayes_aligner, save_bayes_aligner
 
 FAST = dict(iterations=[3, 3, 8], n_samplers=2)
 
@@ -160,7 +160,7 @@ def test_cli_align_save_load_posteriors(tmp_path):
                  str(r), "--save-model", str(model_dir), *CLI_FAST]) == 0
     for p in (out, f, r):
         assert len(p.read_text().splitlines()) == 60
-    assert json.loads((model_dir / "config.json").read_text())["kind"] == "bayes-aligner"
+    assert json.loads((model_dir / "config.json").read_text())["kind"] == "bayesian"
     new = tmp_path / "new.txt"
     new.write_text("s1 s2 s3 ||| t1 t2 t3\ns4 ||| t4\n", encoding="utf-8")
     out2 = tmp_path / "out2"
@@ -235,7 +235,7 @@ def test_streamed_link_lines_equal_set_based_decoding():
     """link_lines (the CLI's streaming path over the sparse marginals) writes exactly the
     links and posteriors of the per-sentence set path, for both directions, symmetrized
     and with a posterior threshold."""
-    from aligners.models.bayes.decode import link_lines, posterior_lines
+    from aligners.models.bayesian.decode import link_lines, posterior_lines
     from aligners.symmetrize import symmetrize_corpus
 
     pairs = _pairs(40)
@@ -263,7 +263,7 @@ def test_streamed_link_lines_equal_set_based_decoding():
 def test_dense_marginals_to_slots_keep_the_top_positions():
     """The batched sampler's dense marginals become slots: with K >= I the dense view is
     unchanged and NULL = 1 - sum; with K = 1 each token keeps its largest value."""
-    from aligners.models.bayes.slots import from_dense
+    from aligners.models.bayesian.slots import from_dense
 
     pairs = _pairs(20)
     m = BayesAligner(BayesConfig(**FAST, marginal_slots=8)).align(pairs, seed=1)
@@ -285,7 +285,7 @@ def test_pair_ids_by_frequency_and_keys_rebuilt():
     corpus order), split in 3 bytes; keys dropped for sampling are rebuilt identically from
     the ids; the hashing pass alone numbers in corpus order."""
     from aligners.data.vocab import WordIds
-    from aligners.models.bayes.corpus import _pair_ids, encode_bitext
+    from aligners.models.bayesian.corpus import _pair_ids, encode_bitext
 
     pairs = _pairs(30)
     c = encode_bitext(pairs, WordIds(), WordIds())
@@ -320,7 +320,7 @@ def test_pair_table_grows_past_its_first_size():
     """About 100k distinct pairs: the hash table (65,536 slots at first) doubles and the
     key buffer grows; every cell still maps to its own (s, t) key, one id per pair."""
     from aligners.data.vocab import WordIds
-    from aligners.models.bayes.corpus import encode_bitext
+    from aligners.models.bayesian.corpus import encode_bitext
 
     rng = np.random.default_rng(0)
     pairs = [([f"s{w}" for w in rng.integers(0, 5000, 20)],
@@ -338,7 +338,7 @@ def test_pair_table_grows_past_its_first_size():
 def test_marginal_slots_auto_and_explicit(monkeypatch):
     """0 = auto: 3 slots per token, 2 from the token threshold on; an explicit K is kept;
     a negative K is refused with a one-line ValueError."""
-    import aligners.models.bayes.model as M
+    import aligners.models.bayesian.model as M
 
     pairs = _pairs(20)
     assert BayesAligner(BayesConfig(**FAST)).align(pairs).fwd_slots.pos.shape[1] == 3
@@ -356,7 +356,7 @@ def test_restore_keys_releasing_pairs_block_by_block():
     import sys
 
     from aligners.data.vocab import WordIds
-    from aligners.models.bayes.corpus import _drop_pages, encode_bitext
+    from aligners.models.bayesian.corpus import _drop_pages, encode_bitext
 
     c = encode_bitext(_pairs(40), WordIds(), WordIds())
     keys = c.keys.copy()
@@ -374,7 +374,7 @@ def test_single_cell_pairs_not_kept_while_sampling_same_result(monkeypatch):
     """Sampling with the single-cell pairs' counts left out (lex holds the n_shared shared
     ids) gives the same marginals and the same saved counts as keeping every pair's count
     (n_shared = -1, the path used with priors)."""
-    import aligners.models.bayes.model as M
+    import aligners.models.bayesian.model as M
 
     pairs = _pairs(40) + [([f"q{k}", f"u{k}"], [f"r{k}", f"v{k}"]) for k in range(6)]
     runs = []
@@ -411,7 +411,7 @@ def test_pair_table_on_two_threads_equals_one_pass(n):
     and key rebuild per half) equals the one-thread build: the same ids in every cell, the
     same keys and n_shared."""
     from aligners.data.vocab import WordIds
-    from aligners.models.bayes.corpus import _halves, encode_bitext
+    from aligners.models.bayesian.corpus import _halves, encode_bitext
 
     pairs = _pairs(max(n, 2), seed=n)[:n] + [(["zz"], ["yy", "zz"])]
     one = encode_bitext(pairs, WordIds(), WordIds(), threads=1)
@@ -425,9 +425,9 @@ def test_pair_table_on_two_threads_equals_one_pass(n):
 def test_compile_child_warms_every_kernel_and_is_skipped_when_cached(monkeypatch):
     """warm_all compiles every kernel a run calls; a child starts only when the cache lacks
     them (and never inside the child itself), exits 0, and is waited for once."""
-    from aligners.models.bayes import jit
-    from aligners.models.bayes.model import exact_kernels
-    from aligners.models.bayes.warm import warm_all
+    from aligners.models.bayesian import jit
+    from aligners.models.bayesian.model import exact_kernels
+    from aligners.models.bayesian.warm import warm_all
 
     warm_all()
     kernels = exact_kernels()

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from aligners.data.vocab import WordIds
-from aligners.models.bayes import conditional as TC
-from aligners.models.bayes import counts as C
-from aligners.models.bayes import sampler as K
-from aligners.models.bayes.corpus import encode_bitext
-from aligners.models.bayes.model import BayesConfig
+from aligners.models.bayesian import conditional as TC
+from aligners.models.bayesian import counts as C
+from aligners.models.bayesian import sampler as K
+from aligners.models.bayesian.corpus import encode_bitext
+from aligners.models.bayesian.model import BayesConfig
 
 CFG = BayesConfig(lex_alpha=0.1, null_alpha=0.2, jump_alpha=0.5, fert_alpha=0.3, p_null=0.2,
                   max_jump=2, max_fert=2)
@@ -373,7 +373,7 @@ def test_prefetch_hint_changes_no_value():
     """prefetch is a hint: a gather that prefetches ahead (also past the end) sums the same."""
     from numba import njit
 
-    from aligners.models.bayes.prefetch import prefetch
+    from aligners.models.bayesian.prefetch import prefetch
 
     @njit
     def gather(x, idx, ahead):

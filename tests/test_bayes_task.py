@@ -32,8 +32,7 @@ def test_task_trains_scores_and_saves(tmp_path, capsys):
     assert saved["test"]["aer"] == pytest.approx(metrics["test"]["aer"])
     assert 0.0 < saved["test"]["aer"] < 0.5  # diagonal: ~0.6 on this set
     assert len((tmp_path / "alignments.test.txt").read_text().splitlines()) == 508
-    assert json.loads((tmp_path / "model" / "config.json").read_text())["kind"] == \
-        "bayes-aligner"
+    assert json.loads((tmp_path / "model" / "config.json").read_text())["kind"] == "bayesian"
     again = evaluate(_cfg(tmp_path / "eval", "efmaral_rwth_deen", "model.n_samplers=1",
                           f"ckpt_path={tmp_path / 'model'}", root="evaluate"))
     assert 0.0 < again["test"]["aer"] < 0.5

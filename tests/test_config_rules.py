@@ -32,16 +32,16 @@ ROOT = Path(__file__).resolve().parents[1]
 BAD = {
     "baseline": ("diagonal_baseline", "data.lenient=3",
                  "data.lenient must be true or false; got 3"),
-    "word_align": ("default", "model.p0=1.5", "model.p0 must be a number in [0, 1); got 1.5"),
-    "monolingual": ("tokencrf_msr06", "training.lr=0",
+    "hmm": ("default", "model.p0=1.5", "model.p0 must be a number in [0, 1); got 1.5"),
+    "mono": ("tokencrf_msr06", "training.lr=0",
                     "training.lr must be a number > 0; got 0"),
     "reorder": ("reorder_dev", "model.primal.sigma2=-1.0",
                 "model.primal.sigma2 must be a number > 0; got -1.0"),
     "lclr": ("lclr_paraphrase", "model.cv_folds=1",
              "model.cv_folds must be an integer >= 2; got 1"),
-    "phrasal_align": ("bansal2011_hansards_20k", "model.phrasal.max_phrase_len=17",
+    "gappy-hsmm": ("bansal2011_hansards_20k", "model.phrasal.max_phrase_len=17",
                       "model.phrasal.max_phrase_len must be an integer in [1, 16]; got 17"),
-    "bayes_align": ("efmaral_hansards_20k", "model.p_null=1.0",
+    "bayesian": ("efmaral_hansards_20k", "model.p_null=1.0",
                     "model.p_null must be a number in [0, 1); got 1.0"),
 }
 

@@ -128,7 +128,7 @@ def test_auto_picks_bayesian_on_the_cpu_and_says_so(tmp_path, capsys):
 
 
 def test_gappy_regimen_follows_the_corpus_size():
-    from aligners.models.phrasal.config import GappyHSMMConfig
+    from aligners.models.gappy_hsmm.config import GappyHSMMConfig
 
     small, mid, big = (GappyHSMMConfig().for_pairs(n) for n in (1_000, 20_000, 200_000))
     assert (small.start.ibm1_iterations, small.start.hmm_iterations) == (5, 4)

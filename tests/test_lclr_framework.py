@@ -6,8 +6,8 @@ import pytest
 from scipy.optimize import minimize
 
 from aligners.ilp import LinearConstraints, brute_force_ilp
-from aligners.models._lclr_dcd import DualProblem, dcd_solve, dual_objective, primal_objective
-from aligners.models.lclr import (
+from aligners.models.lclr._dcd import DualProblem, dcd_solve, dual_objective, primal_objective
+from aligners.models.lclr.model import (
     LatentInstance,
     LatentTask,
     infer,
@@ -68,7 +68,7 @@ def test_infer_equals_brute_force():
     for x in insts:
         w = rng.normal(size=F_PAIR)
         h, f = infer(task, x, w)
-        from aligners.models.lclr import variable_scores
+        from aligners.models.lclr.model import variable_scores
         oracle = brute_force_ilp(variable_scores(x, w), task.constraints(x))
         assert f == pytest.approx(w[x.base_cols] @ x.base_vals + oracle.value)
         cols, vals = structure_features(x, h)

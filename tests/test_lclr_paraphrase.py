@@ -14,8 +14,8 @@ from aligners.features.parse import (
     split_sentences,
 )
 from aligners.ilp import brute_force_ilp, feasible
-from aligners.models.lclr import infer, train_lclr, train_two_stage, variable_scores
-from aligners.models.lclr_tasks import load_lclr, make_task, save_lclr
+from aligners.models.lclr import load_lclr, make_task, save_lclr
+from aligners.models.lclr.model import infer, train_lclr, train_two_stage, variable_scores
 
 G_CAT = SentenceGraph(("the", "cat", "sat"), ("FW", "NN", "VB"), ((0, 1, "D"), (1, 2, "S")))
 G_CAT2 = SentenceGraph(("a", "cat", "sits"), ("FW", "NN", "VB"), ((0, 1, "D"), (1, 2, "S")))

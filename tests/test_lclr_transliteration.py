@@ -7,9 +7,9 @@ from aligners.data.paths import data_root
 from aligners.data.translit import NamePair, read_news_translit
 from aligners.errors import AlignersInputError
 from aligners.ilp import brute_force_ilp, feasible, solve_ilp
-from aligners.models.lclr import infer, train_lclr, train_two_stage, variable_scores
-from aligners.models.lclr_tasks import make_task, save_lclr
-from aligners.models.lclr_tasks.transliteration import (
+from aligners.models.lclr import make_task, save_lclr
+from aligners.models.lclr.model import infer, train_lclr, train_two_stage, variable_scores
+from aligners.models.lclr.transliteration import (
     TransliterationTask,
     monotone_matching,
     rank_candidates,

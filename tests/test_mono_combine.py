@@ -168,7 +168,7 @@ def test_evaluate_writes_the_combined_row(tmp_path, capsys):
     metrics.json row; training one direction with a combine set fails before training."""
     from aligners import load
     from aligners.run import evaluate, train
-    from aligners.training.monolingual import _eval_splits
+    from aligners.training.mono import _eval_splits
     from tests.conftest import shared_path
     from tests.test_mono_training import _cfg
 

@@ -145,7 +145,7 @@ def test_nonident_cost_equals_counting(encoder_dir):
     and other segments cost nothing extra."""
     from aligners.data.types import AlignedPair, Alignment
     from aligners.models.mono.states import state_table
-    from aligners.training.monolingual import add_nonident_cost
+    from aligners.training.mono import add_nonident_cost
 
     m = model(encoder_dir)
     ps = pairs() + [AlignedPair(("The", "cat", "sat"), ("the", "cat", "was", "sitting"),

@@ -202,7 +202,7 @@ def test_evaluate_run_with_posterior_decoding(tmp_path, capsys):
     a bad decode option is rejected before training."""
     from aligners import load
     from aligners.run import evaluate, train
-    from aligners.training.monolingual import _eval_splits
+    from aligners.training.mono import _eval_splits
     from tests.conftest import shared_path
     from tests.test_mono_training import _cfg
 

@@ -9,7 +9,7 @@ import torch
 from aligners.cli import main
 from aligners.data.jacana import read_annotated
 from aligners.models.mono.aligner import MonoAligner, build_model
-from aligners.training.monolingual import evaluate, flatten_report
+from aligners.training.mono import evaluate, flatten_report
 from tests.conftest import shared_path
 from tests.test_mono_training import _cfg
 

@@ -66,7 +66,7 @@ def _override(spec) -> str:
 
 
 def test_train_on_each_format_gives_the_same_model(tmp_path):
-    from aligners.training.monolingual import train
+    from aligners.training.mono import train
     pairs = _pairs()
     specs = _write_all(pairs, tmp_path)
     weights = {}

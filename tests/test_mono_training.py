@@ -94,7 +94,7 @@ def test_lightning_checkpoint_round_trip(tmp_path, kind, optimizer):
 
     from aligners.data.types import AlignedPair, Alignment
     from aligners.models.mono.aligner import chunks, featurise
-    from aligners.training.monolingual import LitMonoAligner
+    from aligners.training.mono import LitMonoAligner
 
     pairs = [AlignedPair(("he", "passed", "away"), ("he", "died"),
                          Alignment(frozenset({(0, 0), (1, 1), (2, 1)}),
@@ -151,7 +151,7 @@ def test_trainer_config_decides_the_device(tmp_path, trainer):
 
     from aligners.data.types import AlignedPair, Alignment
     from aligners.models.mono.aligner import chunks, featurise
-    from aligners.training.monolingual import LitMonoAligner, _trainer
+    from aligners.training.mono import LitMonoAligner, _trainer
 
     seen = []
 

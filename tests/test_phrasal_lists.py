@@ -7,9 +7,9 @@ import torch
 
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
-from aligners.models.phrasal import PhrasalConfig
-from aligners.models.phrasal.init import mine_phrase_lists
-from aligners.models.phrasal.phrase_lists import RANK_RULES, rank_phrases
+from aligners.models.gappy_hsmm import PhrasalConfig
+from aligners.models.gappy_hsmm.init import mine_phrase_lists
+from aligners.models.gappy_hsmm.phrase_lists import RANK_RULES, rank_phrases
 
 
 def test_rank_rules_min_count_and_ties():

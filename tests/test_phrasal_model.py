@@ -9,12 +9,12 @@ import aligners
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
 from aligners.export import write_model
-from aligners.models.phrasal import PhrasalConfig, PhraseList, build_phrasal_aligner, make_layout
-from aligners.models.phrasal.decode import decode, fit_phrasal, link_matrices
-from aligners.models.phrasal.io import phrasal_parts
-from aligners.models.phrasal.model import PhrasalAligner
-from aligners.models.phrasal.phrase_lists import mine_candidates, rank_phrases
-from aligners.models.word.agreement import WordAlignConfig, WordAligner
+from aligners.models.gappy_hsmm import PhrasalConfig, PhraseList, build_phrasal_aligner, make_layout
+from aligners.models.gappy_hsmm.decode import decode, fit_phrasal, link_matrices
+from aligners.models.gappy_hsmm.io import phrasal_parts
+from aligners.models.gappy_hsmm.model import PhrasalAligner
+from aligners.models.gappy_hsmm.phrase_lists import mine_candidates, rank_phrases
+from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
 
 
 def phrasal_toy(n=150, seed=0):
@@ -237,7 +237,7 @@ def _double_copy(model):
 
 
 def test_word_rows_routed_to_the_word_hmm_equal_the_phrasal_lattice(trained):
-    from aligners.models.phrasal.routing import phrase_rows, take_rows, word_row_posteriors
+    from aligners.models.gappy_hsmm.routing import phrase_rows, take_rows, word_row_posteriors
 
     model = _double_copy(trained[0])
     index = trained[3]
@@ -269,7 +269,7 @@ def test_word_rows_routed_to_the_word_hmm_equal_the_phrasal_lattice(trained):
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-9), (torch.float32, 2e-5)])
 def test_mixed_batches_give_the_same_counts_and_links_routed_or_not(trained, dtype, tol):
-    from aligners.models.phrasal.routing import phrase_rows
+    from aligners.models.gappy_hsmm.routing import phrase_rows
 
     model = _double_copy(trained[0]).to(dtype)
     index = trained[3]
@@ -317,7 +317,7 @@ def _tight_keys_reference(f, b, I, J, ss, st, sw, tw, Ut):
 
 
 def test_tight_phrase_keys_kernel_equals_the_symmetrize_reference():
-    from aligners.models.phrasal._init_kernel import tight_phrase_keys
+    from aligners.models.gappy_hsmm._init_kernel import tight_phrase_keys
 
     g = np.random.default_rng(3)
     R, I, J, L, Ut = 300, 9, 10, 4, 50
@@ -346,7 +346,7 @@ def test_tight_phrase_keys_kernel_equals_the_symmetrize_reference():
 
 
 def test_mining_viterbi_equals_the_word_models_viterbi(trained):
-    from aligners.models.phrasal.init import word_viterbi
+    from aligners.models.gappy_hsmm.init import word_viterbi
 
     wa, index = trained[6], trained[3]
     got = word_viterbi(wa, index)
@@ -361,7 +361,7 @@ def test_sparse_agreement_and_links_equal_the_dense_functions(trained, dtype):
     `agreement_counts` / `link_posteriors` on the dense form of the same posteriors, bit for
     bit."""
     from aligners.lattices.phrasal_hsmm_sparse import sparse_posteriors_to_dense
-    from aligners.models.phrasal.agreement import sparse_agreement_counts, sparse_link_posteriors
+    from aligners.models.gappy_hsmm.agreement import sparse_agreement_counts, sparse_link_posteriors
 
     model = _double_copy(trained[0]).to(dtype)
     index, L = trained[3], model.config.max_phrase_len
@@ -433,7 +433,7 @@ def test_log_tables_follow_in_place_changes(trained):
 
 
 def test_gappy_candidate_totals_equal_match_gappy_counts():
-    from aligners.models.phrasal.init import _gappy_totals
+    from aligners.models.gappy_hsmm.init import _gappy_totals
 
     g = torch.Generator().manual_seed(5)
     V, B, N = 12, 30, 9
@@ -449,7 +449,7 @@ def test_gappy_candidate_totals_equal_match_gappy_counts():
 
 
 def test_gappy_counter_kernel_equals_the_torch_totals():
-    from aligners.models.phrasal.init import _gappy_totals, _GappyCounter
+    from aligners.models.gappy_hsmm.init import _gappy_totals, _GappyCounter
 
     g = torch.Generator().manual_seed(6)
     V = 15
@@ -467,7 +467,7 @@ def test_gappy_counter_kernel_equals_the_torch_totals():
 
 
 def test_gappy_units_equal_the_match_gappy_table():
-    from aligners.models.phrasal.init import _gappy_units
+    from aligners.models.gappy_hsmm.init import _gappy_units
 
     g = torch.Generator().manual_seed(7)
     V, B, N = 10, 25, 8
@@ -486,7 +486,7 @@ def test_gappy_units_equal_the_match_gappy_table():
 
 
 def test_span_counter_equals_the_match_spans_counts():
-    from aligners.models.phrasal.init import _SpanCounter
+    from aligners.models.gappy_hsmm.init import _SpanCounter
 
     g = torch.Generator().manual_seed(8)
     V, L = 6, 4
@@ -511,7 +511,7 @@ def test_span_counter_equals_the_match_spans_counts():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_word_slot_scatter_of_both_directions_equals_two_index_adds(dtype):
-    from aligners.models.phrasal._counts_kernel import scatter_word_slots_
+    from aligners.models.gappy_hsmm._counts_kernel import scatter_word_slots_
 
     g = torch.Generator().manual_seed(3)
     B, I, J, P = 4, 5, 6, 7  # few slots: many repeated ids, so the order of adds matters
@@ -534,7 +534,7 @@ def test_word_slot_scatter_of_both_directions_equals_two_index_adds(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_gather2_equals_index_select_of_each_column(dtype):
-    from aligners.models.phrasal._counts_kernel import gather2
+    from aligners.models.gappy_hsmm._counts_kernel import gather2
 
     g = torch.Generator().manual_seed(5)
     tables = torch.rand(50, 2, generator=g, dtype=dtype)
@@ -562,7 +562,7 @@ def test_pair_tables_follow_the_tables(trained):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_normalise_kernel_equals_the_torch_expression(trained, dtype):
-    from aligners.models.phrasal._counts_kernel import normalise_counts
+    from aligners.models.gappy_hsmm._counts_kernel import normalise_counts
 
     model = trained[0]
     P = model.word_keys.numel()
@@ -643,7 +643,7 @@ def test_layouts_handed_over_by_the_build_equal_matching_again_and_train_the_sam
 def test_unique_rows_equals_unique_dim(n, V):
     """The packed-key unique of the mined spans: same rows, order, counts and dtypes as
     torch.unique(dim=0) (n=5 with V=50000 takes the fallback)."""
-    from aligners.models.phrasal.init import _unique_rows
+    from aligners.models.gappy_hsmm.init import _unique_rows
 
     g = torch.Generator().manual_seed(n)
     x = torch.randint(0, V, (3000, n), generator=g)
@@ -659,7 +659,7 @@ def test_numba_mining_equals_mine_candidates():
     length in (item, start) order, gappy keys and instances in (item, a, c) order, dtypes),
     on random and monotone alignments with ragged lengths, states beyond the observation
     length, and max_len 1, 3, 5."""
-    from aligners.models.phrasal._mine_kernel import mine_candidates_cpu
+    from aligners.models.gappy_hsmm._mine_kernel import mine_candidates_cpu
 
     g = torch.Generator().manual_seed(1)
     n_gappy = n_spans = 0

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from aligners.data.types import AlignedPair, Alignment
-from aligners.models.phrasal import PhrasalConfig
-from aligners.training.phrasal_align import choose, gappy_patterns
+from aligners.models.gappy_hsmm import PhrasalConfig
+from aligners.training.gappy_hsmm import choose, gappy_patterns
 
 
 def _pair(src, tgt, sure, possible=()):
@@ -53,7 +53,7 @@ def test_the_task_runs_end_to_end_and_its_saved_model_evaluates(tmp_path):
     from omegaconf import OmegaConf, open_dict
 
     from aligners.data.paths import data_root
-    from aligners.training.phrasal_align import evaluate, train
+    from aligners.training.gappy_hsmm import evaluate, train
 
     if not (data_root() / "hansards-enfr-naacl2003").is_dir():
         pytest.skip("shipped Hansards data not found")
@@ -110,7 +110,7 @@ def test_the_phrasal_start_takes_model_start_iteration_counts():
     no-agreement start; unknown keys are a clear error, not silently dropped."""
     from omegaconf import OmegaConf
 
-    from aligners.training.phrasal_align import start_config
+    from aligners.training.gappy_hsmm import start_config
 
     m = OmegaConf.create({"word": {"ibm1_iterations": 5, "hmm_iterations": 5, "p0": 0.2,
                                    "max_jump": 7},

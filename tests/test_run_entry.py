@@ -22,8 +22,8 @@ TASKS = tasks()
 ROOT = Path(__file__).resolve().parents[1]
 
 
-_PREFERRED = {"baseline": "diagonal_baseline", "word_align": "default",
-              "reorder": "reorder_emnlp_table2", "monolingual": "tokencrf_msr06"}
+_PREFERRED = {"baseline": "diagonal_baseline", "hmm": "default",
+              "reorder": "reorder_emnlp_table2", "mono": "tokencrf_msr06"}
 
 
 def _experiment_for(task: str, tmp_path) -> str:
@@ -74,10 +74,10 @@ def test_a_model_of_another_task_is_refused(task, tmp_path, monkeypatch):
     fam = families.by_task(task)
     kinds = fam.all_kinds if fam is not None and fam.evaluates else ()
     if task == "reorder":
-        other = families.Family(name="other_family", summary="", verb="none",
-                                loader="aligners.export:load")
+        fake = families.Family(name="other_family", summary="", verb="none",
+                               loader="aligners.export:load")
         registered = families._registered()
-        monkeypatch.setattr(families, "_registered", lambda: (*registered, other))
+        monkeypatch.setattr(families, "_registered", lambda: (*registered, fake))
         kind = "other_family"
     else:
         kind = "reorder-lexical"  # a reordering model, claimed by the reorder task
@@ -173,7 +173,8 @@ def test_benchmark_scripts_help_and_missing_eflomal(tmp_path):
     assert "Traceback" not in res.stderr
     empty_bin = tmp_path / "bin"
     empty_bin.mkdir()
-    env = {"PATH": str(empty_bin), "TMPDIR": str(tmp_path / "tmp")}
+    env = {"PATH": str(empty_bin), "TMPDIR": str(tmp_path / "tmp"),
+           "ALIGNERS_EFLOMAL": "eflomal-align"}  # (not the venv's, which may be installed)
     (tmp_path / "tmp").mkdir()
     res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "align_vs_eflomal.py"),
                           "--pairs", "10"], capture_output=True, text=True, timeout=120,

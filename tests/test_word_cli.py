@@ -7,7 +7,7 @@ from word_toy import toy_corpus
 
 from aligners.cli import main
 from aligners.errors import AlignersInputError
-from aligners.models.word.saved import load_word_aligner
+from aligners.models.hmm.saved import load_word_aligner
 
 FAST = ["--model", "hmm", "--ibm1-iterations", "2", "--hmm-iterations", "2", "--quiet",
         "--max-jump", "3"]
@@ -58,7 +58,7 @@ def test_save_load_round_trip_aligns_identically_and_handles_unseen_words(tmp_pa
     assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out1), "--posteriors",
                  "--save-model", str(model_dir), *FAST]) == 0
     cfg = json.loads((model_dir / "config.json").read_text())
-    assert cfg["format"] == "aligners/1" and cfg["kind"] == "word-aligner"
+    assert cfg["format"] == "aligners/1" and cfg["kind"] == "hmm"
     assert not list(model_dir.glob("*.pt")) and not list(model_dir.glob("*.pkl"))
     out2 = tmp_path / "a2"
     assert main(["align", "-s", str(s), "-t", str(t), "-o", str(out2), "--posteriors",

@@ -17,8 +17,8 @@ from word_toy import toy_corpus
 from aligners.cli import main
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
-from aligners.models.word.agreement import WordAlignConfig, WordAligner
-from aligners.models.word.saved import load_word_aligner
+from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
+from aligners.models.hmm.saved import load_word_aligner
 
 pytestmark = CUDA_MARKS
 TABLES = ("t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd")

@@ -1,4 +1,4 @@
-"""Batched decoding (`aligners.models.word.decode`): the lines and link lists equal a plain
+"""Batched decoding (`aligners.models.hmm.decode`): the lines and link lists equal a plain
 per-sentence oracle (the model's posteriors / Viterbi read cell by cell, links sorted,
 formatted with f-strings), for every method, heuristic and with or without posteriors."""
 
@@ -9,9 +9,9 @@ from word_toy import toy_corpus
 
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
-from aligners.models.word._pharaoh_kernel import link_lines
-from aligners.models.word.agreement import WordAlignConfig, WordAligner
-from aligners.models.word.decode import decode_corpus, decode_lines
+from aligners.models.hmm._pharaoh_kernel import link_lines
+from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
+from aligners.models.hmm.decode import decode_corpus, decode_lines
 from aligners.symmetrize import symmetrize
 
 METHODS = {"agreement": 0.3, "posterior": 0.4, "viterbi": 0.3}

@@ -1,5 +1,5 @@
 """Each default of the word aligner lives in one place: the dataclasses of
-`aligners.models.word.config` (and the data path's DEFAULT_CELLS). The CLI reads them; the
+`aligners.models.hmm.config` (and the data path's DEFAULT_CELLS). The CLI reads them; the
 Hydra model config must restate them unchanged."""
 
 import argparse
@@ -10,9 +10,9 @@ from omegaconf import OmegaConf
 
 from aligners.commands.align import add_arguments
 from aligners.data import DEFAULT_CELLS, GPU_CELLS, default_cells
-from aligners.models.word.config import WordAlignConfig, WordDecoding, from_args
+from aligners.models.hmm.config import WordAlignConfig, WordDecoding, from_args
 
-YAML = Path(__file__).resolve().parents[1] / "configs" / "model" / "hmm_agreement.yaml"
+YAML = Path(__file__).resolve().parents[1] / "configs" / "model" / "hmm.yaml"
 
 
 def test_hydra_model_config_equals_the_dataclasses():

@@ -11,9 +11,9 @@ from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.families import by_kind
-from aligners.models.word.agreement import WordAlignConfig, WordAligner, WordDecoding
-from aligners.models.word.decode import decode_corpus
-from aligners.models.word.saved import KIND, TrainedWordAligner, save_word_aligner
+from aligners.models.hmm.agreement import WordAlignConfig, WordAligner, WordDecoding
+from aligners.models.hmm.decode import decode_corpus
+from aligners.models.hmm.saved import KIND, TrainedWordAligner, save_word_aligner
 
 TABLES = ("keys", "t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd")
 
@@ -92,7 +92,7 @@ def test_broken_folders_are_input_errors(tmp_path, trained, what):
 
 
 def test_wrong_kind_is_refused_by_the_word_loader(tmp_path, trained):
-    from aligners.models.word.saved import load_word_aligner
+    from aligners.models.hmm.saved import load_word_aligner
 
     model, si, ti, _, _ = trained
     folder = save_word_aligner(tmp_path / "m", model, si, ti)

@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 import aligners
 from aligners.errors import AlignersInputError
 from aligners.run import evaluate, train
-from aligners.training.word_align import LitWordAligner
+from aligners.training.hmm import LitWordAligner
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 TABLES = ("keys", "t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd")
@@ -48,7 +48,7 @@ def test_default_job_reproduces_the_documented_aer(tmp_path, capsys):
     assert json.loads((run / "metrics.json").read_text()) == m
     # the saved model folder, scored again by evaluate(ckpt_path=...): the same numbers
     assert isinstance(aligners.load(run / "model"),
-                      aligners.models.word.saved.TrainedWordAligner)
+                      aligners.models.hmm.saved.TrainedWordAligner)
     again = evaluate(_cfg(tmp_path / "eval", f"ckpt_path={run / 'model'}", name="evaluate",
                           small=False))
     assert again["test"] == m["test"]

@@ -55,7 +55,7 @@ def read_pairs(path: str) -> list[tuple[str, str]]:
 
 def run(args: argparse.Namespace) -> int:
     from aligners.export import read_model
-    from aligners.models.lclr_tasks import load_lclr
+    from aligners.models.lclr import load_lclr
 
     clf = load_lclr(read_model(args.model, kind="lclr"))
     if args.task is not None and args.task != clf.task.name:

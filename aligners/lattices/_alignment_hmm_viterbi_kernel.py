@@ -8,7 +8,7 @@ over predecessors keeps the first maximum, as torch's max; a word predecessor wi
 exact tie with the NULL state remembering the same position), so states and scores are
 identical (tested bit for bit). Cost O(B J I^2) time without (B, I, I) temporaries per
 step, O(J I) backpointers per item. Used by the phrasal aligner's mining pass
-(`aligners.models.phrasal.init.word_viterbi`).
+(`aligners.models.gappy_hsmm.init.word_viterbi`).
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ import numpy as np
 from omegaconf import DictConfig
 
 from aligners.features.parse import default_cache_dir, merge_graphs, parse_all, split_sentences
-from aligners.models.lclr import fixed_structure_features, train_lclr, train_two_stage
-from aligners.models.lclr_config import lclr_settings
-from aligners.models.lclr_tasks import make_task, save_lclr
+from aligners.models.lclr import make_task, save_lclr
+from aligners.models.lclr.config import lclr_settings
+from aligners.models.lclr.model import fixed_structure_features, train_lclr, train_two_stage
 
 __all__ = ["run_pairs", "load_pairs"]
 

@@ -27,9 +27,9 @@ from omegaconf import DictConfig
 
 from aligners.errors import AlignersInputError
 from aligners.metrics import write_metrics_json
-from aligners.models.lclr import fixed_structure_features, train_lclr, train_two_stage
-from aligners.models.lclr_config import lclr_settings
-from aligners.models.lclr_tasks import make_task, save_lclr
+from aligners.models.lclr import make_task, save_lclr
+from aligners.models.lclr.config import lclr_settings
+from aligners.models.lclr.model import fixed_structure_features, train_lclr, train_two_stage
 
 __all__ = ["KINDS", "translit_protocol", "translit_distractors",
            "fit_transliteration", "cross_validate", "train", "evaluate"]

@@ -9,7 +9,7 @@
   its MiniLM encoder needs `transformers`, the `neural` extra);
 - `aligner`: `MonoAligner`, the ready aligner (featurise, decode, save, `aligners.load`);
 - `ensemble`: `MonoEnsemble`, the mean link posterior of 2+ saved aligners.
-No Lightning here: `aligners.training.monolingual` trains these modules. Heavy names (torch)
+No Lightning here: `aligners.training.mono` trains these modules. Heavy names (torch)
 are imported on first use.
 """
 
@@ -32,7 +32,6 @@ FAMILY = Family(
               "data": "aligners.models.mono.config:MonoData"},
     loader="aligners.models.mono.ensemble:load_any",
     kinds=("mono-token-crf", "mono-phrase-crf", "mono-neural-crf", "mono-ensemble"),
-    task="monolingual",
 )
 
 _LAZY = {"MonoAligner": "aligner", "build_model": "aligner", "featurise": "aligner",

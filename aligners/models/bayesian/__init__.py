@@ -1,0 +1,29 @@
+"""The bayesian family: collapsed Gibbs sampling of IBM1 -> HMM -> HMM+fertility (Östling &
+Tiedemann 2016). Heavy names (numba kernels) are imported on first use."""
+
+import importlib
+
+from aligners.families import Family
+
+__all__ = ["FAMILY", "BayesAligner", "BayesConfig", "BayesMarginals", "schedule"]
+
+FAMILY = Family(
+    name="bayesian",
+    summary="Bayesian IBM1 -> HMM -> fertility by collapsed Gibbs sampling (as eflomal)",
+    paper="Östling & Tiedemann 2016",
+    verb="align",
+    config="aligners.models.bayesian.config:BayesConfig",
+    model="aligners.models.bayesian.io:BayesianAlignment",
+    read_kinds=("bayes-aligner",),  # folders written before the one-name records
+    order=3,
+    sections={"model": "aligners.models.bayesian.config:BayesConfig"},
+)
+
+_LAZY = {"BayesAligner": "model", "schedule": "model", "BayesConfig": "config",
+         "BayesMarginals": "slots"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,406 @@
+"""The encoded bitext of the Bayesian aligner: flat token arrays and per-sentence index tables.
+
+Sentence k has I_k source and J_k target tokens; its I_k * J_k cells (source-major:
+cell = i * J_k + j) start at `cell_off[k]`, and `pair[cell_off[k] + i * J_k + j]` is the id of
+the co-occurring word pair (s_i, t_j) in the table `keys` (s * n_tgt_words + t), numbered
+by decreasing number of cells (ties in order of first occurrence): the pairs of two cells or
+more first (`n_shared` of them), then the single-cell pairs.
+Both sampling directions and the link marginals use this one layout (Östling & Tiedemann
+2016, section 4: per-sentence index tables into the co-occurrence table, no hash map).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import mmap
+from array import array
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from aligners.data.heap import release_free_heap
+from aligners.data.vocab import UNK, WordIds
+from aligners.errors import AlignersInputError
+from aligners.models.bayesian.jit import wait_compile_child
+
+__all__ = ["EncodedBitext", "encode_bitext"]
+
+
+@dataclass
+class EncodedBitext:
+    """Flat int32 token ids with int64 offsets (K + 1,); per-cell pair ids (cells,) split into
+    pair_lo uint16 + pair_hi uint8 (uint16 from 2^24 pairs on); keys (P,) int64.
+
+    Pair ids are numbered by decreasing number of cells; the first n_shared occur in two
+    cells or more, the others in one cell each. Memory: 4 bytes per token, 3 per cell
+    (sum_k I_k * J_k), 8 per distinct pair. keys may
+    be set to None while sampling (`drop_keys`) and rebuilt from the pair ids
+    (`restore_keys`); `release_pairs` frees the pair ids.
+    """
+
+    src: np.ndarray
+    src_off: np.ndarray
+    tgt: np.ndarray
+    tgt_off: np.ndarray
+    cell_off: np.ndarray
+    pair_lo: np.ndarray
+    pair_hi: np.ndarray
+    keys: np.ndarray | None
+    n_src_words: int
+    n_tgt_words: int
+    n_pairs: int
+    n_shared: int = -1  # ids from here on occur in one cell each (-1: unknown)
+    _pair: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def pair(self) -> np.ndarray:
+        """(cells,) int64 pair ids, built on first use and kept (8 bytes per cell: for the
+        batched sampler; the exact sampler reads pair_lo / pair_hi)."""
+        if self._pair is None:
+            self._pair = self.pair_lo.astype(np.int64) | (self.pair_hi.astype(np.int64) << 16)
+        return self._pair
+
+    def drop_keys(self) -> None:
+        """Free keys (8 bytes per pair) while sampling; `restore_keys` rebuilds them."""
+        self.keys = None
+
+    def restore_keys(self, *, release_pairs: bool = False) -> None:
+        """Rebuild keys from the pair ids (before they are released). Cost O(cells).
+
+        With `release_pairs` the ids are read in blocks of sentences and each block's
+        memory pages go back to the OS once read (`_drop_pages`), then the ids are released
+        (`release_pairs`): the keys (8 bytes per pair) never add to the ids' 3 bytes per
+        cell at the peak.
+        """
+        if self.keys is None:
+            self.keys = np.empty(self.n_pairs, np.int64)
+            n = self.n_sentences
+            step = n if not release_pairs else max(1, n // 64)
+            for k0 in range(0, n, step):
+                k1 = min(n, k0 + step)
+                c0, c1 = int(self.cell_off[k0]), int(self.cell_off[k1])
+                lo, hi = self.pair_lo[c0:c1], self.pair_hi[c0:c1]
+                _keys_from_ids(self.src, self.src_off[k0:k1 + 1], self.tgt,
+                               self.tgt_off[k0:k1 + 1], np.int64(self.n_tgt_words), lo, hi,
+                               self.keys)
+                if release_pairs:
+                    _drop_pages(lo)
+                    _drop_pages(hi)
+        if release_pairs:
+            self.release_pairs()
+
+    def release_pairs(self) -> None:
+        """Free the per-cell pair ids (3 bytes per cell); not needed to decode."""
+        self.pair_lo = np.zeros(0, np.uint16)
+        self.pair_hi = np.zeros(0, self.pair_hi.dtype)
+        self._pair = None
+
+    @property
+    def n_sentences(self) -> int:
+        return len(self.src_off) - 1
+
+    def lengths(self, k: int) -> tuple[int, int]:
+        """(I, J) of sentence k."""
+        return (int(self.src_off[k + 1] - self.src_off[k]),
+                int(self.tgt_off[k + 1] - self.tgt_off[k]))
+
+
+def _drop_pages(view: np.ndarray) -> bool:
+    """Give the whole memory pages inside `view` (a contiguous array slice that will not be
+    read again) back to the OS (Linux madvise MADV_DONTNEED: they read as zeros after);
+    False where unavailable (the memory is then freed with the array only)."""
+    page = mmap.PAGESIZE
+    start = -(-view.ctypes.data // page) * page
+    stop = (view.ctypes.data + view.nbytes) // page * page
+    if stop <= start:
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(stop - start), 4) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+_MULT = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing of the int64 pair keys
+
+
+@njit(inline="always", cache=True)
+def _slot_of(key, bits):
+    return np.int64((np.uint64(key) * _MULT) >> np.uint64(64 - bits))
+
+
+@njit(inline="always", cache=True)
+def _probe(table, keys, key, bits):
+    """(slot h of key in the open-addressing table, its id or -1 when absent): linear probing
+    from _slot_of(key, bits) to the key or the first free slot."""
+    mask = (np.int64(1) << bits) - 1
+    h = _slot_of(key, bits)
+    while True:
+        slot = table[h]
+        if slot < 0 or keys[slot] == key:
+            return h, slot
+        h = (h + 1) & mask
+
+
+@njit(nogil=True, cache=True)
+def _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
+    """Fill the pair ids of every cell, numbered in order of first occurrence (corpus order),
+    as lo (cells,) uint16 low bits and hi (cells,) uint8/uint16 high bits; returns (buffer,
+    P, table, bits): keys = buffer[:P] int64 = s * n_tgt_words + t by id (P = -1 when an id
+    does not fit) and the hash table (2^bits,) int32 of ids.
+
+    One pass with an open-addressing hash table (key -> id, linear probing; the table
+    doubles at load 0.7, the key buffer grows by 1.25x). Cost O(cells) expected time; extra
+    memory 4 bytes per table slot (1.4-2.9 per pair) + 8-10 bytes per pair. First-occurrence
+    ids keep frequent pairs (seen early) together and a sentence's rare pairs near each
+    other: better cache locality in the sampler.
+    """
+    limit = np.int64(1) << (16 + 8 * hi.itemsize)
+    bits = 16
+    table = np.full(1 << bits, -1, np.int32)
+    keys = np.empty(1 << 15, np.int64)
+    n = 0
+    c = 0
+    for k in range(len(src_off) - 1):
+        for i in range(src_off[k], src_off[k + 1]):
+            s = np.int64(src[i]) * n_tgt_words
+            for j in range(tgt_off[k], tgt_off[k + 1]):
+                key = s + tgt[j]
+                h, slot = _probe(table, keys, key, bits)
+                if slot < 0:
+                    if n == limit:
+                        return keys, np.int64(-1), table, bits
+                    if n == len(keys):
+                        bigger = np.empty(len(keys) + len(keys) // 4, np.int64)
+                        bigger[:n] = keys[:n]
+                        keys = bigger
+                    if 10 * (n + 1) > 7 * (1 << bits):  # load 0.7: double and rehash
+                        bits += 1
+                        mask = (1 << bits) - 1
+                        table = np.full(1 << bits, -1, np.int32)
+                        for q in range(n):
+                            h2 = _slot_of(keys[q], bits)
+                            while table[h2] >= 0:
+                                h2 = (h2 + 1) & mask
+                            table[h2] = q
+                        h = _slot_of(key, bits)
+                        while table[h] >= 0:
+                            h = (h + 1) & mask
+                    table[h] = n
+                    keys[n] = key
+                    slot = n
+                    n += 1
+                lo[c] = slot & 0xFFFF
+                hi[c] = slot >> 16
+                c += 1
+    return keys, np.int64(n), table, bits
+
+
+@njit(nogil=True, cache=True)
+def _merge_ids(keys_a, n_a, table_a, bits_a, keys_b, n_b):
+    """Global ids of a later part's local ids (first occurrence over both parts): a key of
+    part b found in part a's hash table keeps part a's id, the others are numbered n_a, n_a
+    + 1, ... in part b's order. Returns ((n_b,) int32 map, P). Cost O(n_b) expected."""
+    out = np.empty(n_b, np.int32)
+    m = n_a
+    for q in range(n_b):
+        _, slot = _probe(table_a, keys_a, keys_b[q], bits_a)
+        if slot >= 0:
+            out[q] = slot
+        else:
+            out[q] = m
+            m += 1
+    return out, m
+
+
+_COUNT_CAP = 0xFFFF  # pairs with more cells than this share the first rank class
+
+
+@njit(nogil=True, cache=True)
+def _count_cells(lo, hi, cnt):
+    """cnt[p] += number of cells with pair id p, saturating at _COUNT_CAP. Cost O(cells)."""
+    for c in range(len(lo)):
+        p = np.int64(lo[c]) | (np.int64(hi[c]) << 16)
+        if cnt[p] < _COUNT_CAP:
+            cnt[p] += 1
+
+
+@njit(nogil=True, cache=True)
+def _add_counts_sat(cnt, other):
+    """cnt += other, saturating at _COUNT_CAP (uint16 arrays). Cost O(P)."""
+    for p in range(len(cnt)):
+        cnt[p] = min(np.int64(cnt[p]) + np.int64(other[p]), _COUNT_CAP)
+
+
+@njit(nogil=True, cache=True)
+def _frequency_ids(cnt):
+    """((P,) int32 new id of every pair id, n_shared) from cnt (P,) uint16 cells per id
+    (saturated at _COUNT_CAP): ids by decreasing count (pairs at the cap rank first), ties
+    kept in the current id order; the n_shared pairs seen in two cells or more come first,
+    the pairs of a single cell after them.
+
+    A stable counting sort over a (_COUNT_CAP + 2,) histogram. Cost O(P) time, 4 bytes per
+    pair (the new ids).
+    """
+    n_pairs = len(cnt)
+    start = np.zeros(_COUNT_CAP + 2, np.int64)
+    for p in range(n_pairs):
+        start[_COUNT_CAP - np.int64(cnt[p]) + 1] += 1
+    for v in range(1, _COUNT_CAP + 2):
+        start[v] += start[v - 1]
+    new_id = np.empty(n_pairs, np.int32)
+    n_shared = 0
+    for p in range(n_pairs):
+        v = _COUNT_CAP - np.int64(cnt[p])
+        new_id[p] = start[v]
+        start[v] += 1
+        if cnt[p] >= 2:
+            n_shared += 1
+    return new_id, n_shared
+
+
+@njit(nogil=True, cache=True)
+def _renumber(lo, hi, new_id):
+    """Replace every cell's pair id p by new_id[p] (in place). Cost O(cells)."""
+    for c in range(len(lo)):
+        q = new_id[np.int64(lo[c]) | (np.int64(hi[c]) << 16)]
+        lo[c] = q & 0xFFFF
+        hi[c] = q >> 16
+
+
+def _halves(cell_off: np.ndarray, parts: int) -> list[tuple[int, int]]:
+    """Sentence ranges [k0, k1) splitting the cells into `parts` about equal parts."""
+    n = len(cell_off) - 1
+    cuts = [0] + [int(np.searchsorted(cell_off, cell_off[-1] * q // parts)) for q in
+                  range(1, parts)] + [n]
+    cuts = sorted(set(min(max(c, 0), n) for c in cuts))
+    return [(k0, k1) for k0, k1 in zip(cuts, cuts[1:], strict=False) if k1 > k0]
+
+
+def _build_pairs(src, src_off, tgt, tgt_off, cell_off, n_tgt_words, lo, hi, threads=2):
+    """The pair ids of every cell into lo / hi, renumbered by decreasing frequency
+    (`_frequency_ids`); returns ((P,) keys by id, n_shared), or None when an id does not
+    fit hi.
+
+    With 2 threads the hashing pass runs on the two halves of the corpus at once and the
+    second half's ids are merged into the first's (`_merge_ids`: the same first-occurrence
+    numbering as one pass); counting, renumbering and the key rebuild run on both halves
+    too. The sampler reads the (P,) count array at every cell's id: with the most frequent
+    pairs first, the reads concentrate on a small, cache-resident prefix of that array (ids
+    are names only: counts, conditionals and links do not change). The key buffers are
+    freed before renumbering and the keys are rebuilt from the new ids.
+    """
+    parts = _halves(cell_off, 2 if threads >= 2 else 1)
+    spans = [(int(cell_off[k0]), int(cell_off[k1])) for k0, k1 in parts]
+    offs = [(src_off[k0:k1 + 1], tgt_off[k0:k1 + 1]) for k0, k1 in parts]
+    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+        def each(fn):  # fn(part index) on every part at once
+            return list(pool.map(fn, range(len(parts))))
+
+        hashed = each(lambda q: _pair_ids(src, offs[q][0], tgt, offs[q][1], n_tgt_words,
+                                          lo[spans[q][0]:spans[q][1]],
+                                          hi[spans[q][0]:spans[q][1]]))
+        if any(h[1] < 0 for h in hashed):
+            return None
+        n = int(hashed[0][1])
+        if len(parts) == 2:
+            (keys_a, n_a, table_a, bits_a), (keys_b, n_b) = hashed[0], hashed[1][:2]
+            hashed = None
+            mapped, n = _merge_ids(keys_a, n_a, table_a, bits_a, keys_b, n_b)
+            del keys_a, table_a, keys_b
+            if n > np.int64(1) << (16 + 8 * hi.itemsize):
+                return None
+            _renumber(lo[spans[1][0]:], hi[spans[1][0]:], mapped)
+            del mapped
+        hashed = None
+        if n > np.iinfo(np.int32).max:
+            raise AlignersInputError(f"{n} distinct word pairs: more than the 2^31 - 1 "
+                                     "supported")
+        counts = [np.zeros(n, np.uint16) for _ in parts]
+        each(lambda q: _count_cells(lo[spans[q][0]:spans[q][1]], hi[spans[q][0]:spans[q][1]],
+                                    counts[q]))
+        for other in counts[1:]:
+            _add_counts_sat(counts[0], other)
+        new_id, n_shared = _frequency_ids(counts[0])
+        counts = None
+        each(lambda q: _renumber(lo[spans[q][0]:spans[q][1]], hi[spans[q][0]:spans[q][1]],
+                                 new_id))
+        new_id = None
+        keys = np.empty(n, np.int64)  # (two parts may write the same id: the same value)
+        each(lambda q: _keys_from_ids(src, offs[q][0], tgt, offs[q][1], n_tgt_words,
+                                      lo[spans[q][0]:spans[q][1]],
+                                      hi[spans[q][0]:spans[q][1]], keys))
+    return keys, int(n_shared)
+
+
+@njit(nogil=True, cache=True)
+def _keys_from_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi, keys):
+    """keys[id] = s * n_tgt_words + t for every cell's pair id (the inverse of _pair_ids)."""
+    c = 0
+    for k in range(len(src_off) - 1):
+        for i in range(src_off[k], src_off[k + 1]):
+            s = np.int64(src[i]) * n_tgt_words
+            for j in range(tgt_off[k], tgt_off[k + 1]):
+                keys[np.int64(lo[c]) | (np.int64(hi[c]) << 16)] = s + tgt[j]
+                c += 1
+
+
+def _ids(ids: WordIds, tokens: Sequence[str]) -> list[int]:
+    """`WordIds.encode` as a list (no per-sentence array object): new words are added
+    unless the map is frozen (then -> UNK)."""
+    d = ids.index
+    if ids.frozen:
+        return [d.get(w, UNK) for w in tokens]
+    return [d.setdefault(w, len(d)) for w in tokens]
+
+
+def _flat(buf: array, lengths: array) -> tuple[np.ndarray, np.ndarray]:
+    off = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(np.frombuffer(lengths, np.int64), out=off[1:])
+    return np.frombuffer(buf, np.int32).copy(), off
+
+
+def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids: WordIds,
+                  tgt_ids: WordIds, *, threads: int = 2) -> EncodedBitext:
+    """Encode token pairs (new words are added to the vocabularies) and build the pair table.
+
+    Cost O(total cells) expected time (one hashing pass, `_pair_ids`; two passes from 2^24
+    distinct pairs on); tokens go straight into two flat int32 buffers (no per-sentence
+    objects that would outlive the line and fragment the heap); the largest temporaries
+    are the hash table and key buffer (about 14-22 bytes per distinct pair); freed heap
+    pages go back to the OS before returning. Raises AlignersInputError for an empty corpus.
+    """
+    bufs = (array("i"), array("i"))
+    lens = (array("q"), array("q"))
+    for s, t in pairs:
+        for side, ids, toks in ((0, src_ids, s), (1, tgt_ids, t)):
+            enc = _ids(ids, toks)
+            bufs[side].extend(enc)
+            lens[side].append(len(enc))
+    if not lens[0]:
+        raise AlignersInputError("the bitext is empty: expected at least one sentence pair")
+    wait_compile_child()  # (jit.py: kernels compiled in a child load from the cache)
+    src, src_off = _flat(bufs[0], lens[0])
+    tgt, tgt_off = _flat(bufs[1], lens[1])
+    del bufs, lens
+    if len(src) == 0 or len(tgt) == 0:
+        raise AlignersInputError("every sentence pair has an empty side: nothing to align")
+    cells = np.diff(src_off) * np.diff(tgt_off)
+    cell_off = np.zeros(len(cells) + 1, dtype=np.int64)
+    np.cumsum(cells, out=cell_off[1:])
+    lo = np.empty(int(cell_off[-1]), np.uint16)
+    hi = np.empty(int(cell_off[-1]), np.uint8)
+    built = _build_pairs(src, src_off, tgt, tgt_off, cell_off, np.int64(len(tgt_ids)), lo, hi,
+                         threads)
+    if built is None:  # 2^24 distinct pairs or more: 16 high bits
+        hi = np.empty(int(cell_off[-1]), np.uint16)
+        built = _build_pairs(src, src_off, tgt, tgt_off, cell_off, np.int64(len(tgt_ids)), lo,
+                             hi, threads)
+    keys, n_shared = built
+    release_free_heap()
+    return EncodedBitext(src, src_off, tgt, tgt_off, cell_off, lo, hi, keys,
+                         len(src_ids), len(tgt_ids), len(keys), n_shared)

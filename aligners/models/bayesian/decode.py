@@ -1,0 +1,144 @@
+"""Links from the averaged marginals of the Bayesian aligner: argmax (NULL included) or
+posterior threshold per direction, atools symmetrization, and `i-j:p` posterior lines.
+
+The marginals are sparse (slots.TokenMarginals: K slots per observed token plus NULL's
+mass). A forward link (i, j) is the most probable value of a_j when it beats NULL; a reverse
+link likewise per source word. With a threshold, every (i, j) whose kept marginal in that
+direction reaches it is a link. Symmetrized links carry p = (p_fwd + p_rev) / 2 in
+`--posteriors` output; each direction carries its own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from aligners.data.pharaoh import link_line
+from aligners.models.bayesian.slots import BayesMarginals
+from aligners.symmetrize import symmetrize, symmetrize_corpus
+
+__all__ = ["token_links", "direction_links", "symmetrized_links", "link_lines", "posterior_lines"]
+
+
+@njit(nogil=True, cache=True)
+def _best(pos, mass, null, threshold, best, prob):
+    """Per observed token: the slot position with the largest mass (ties: lower position),
+    -1 when it does not beat NULL (or, with threshold >= 0, falls below it); its mass."""
+    for t in range(pos.shape[0]):
+        b, pb = -1, 0.0
+        for s in range(pos.shape[1]):
+            g = pos[t, s]
+            if g >= 0 and (mass[t, s] > pb or (mass[t, s] == pb and b >= 0 and g < b)):
+                b, pb = g, mass[t, s]
+        if threshold < 0 and pb <= null[t]:
+            b = -1
+        best[t] = b
+        prob[t] = pb
+
+
+def token_links(m: BayesMarginals, direction: str, *,
+                threshold: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The links of `direction` ("fwd"/"rev") as arrays (sentence, i, j) int32, sorted by
+    sentence: the argmax of each observed token's averaged marginal when it beats NULL, or
+    with a threshold every kept slot whose marginal reaches it.
+
+    Cost O(tokens * K) time and memory (K slots per token); no per-link Python objects.
+    """
+    rev = direction == "rev"
+    c = m.corpus
+    tm = m.rev_slots if rev else m.fwd_slots
+    obs_off = c.src_off if rev else c.tgt_off
+    if threshold is None:
+        best = np.empty(int(obs_off[-1]), np.int32)
+        prob = np.empty(int(obs_off[-1]), np.float32)
+        _best(tm.pos, tm.mass, tm.null, -1.0, best, prob)
+        t_idx = np.flatnonzero(best >= 0)
+        g = best[t_idx]
+        del best, prob
+    else:
+        t_idx, slot = np.nonzero((tm.pos >= 0) & (tm.mass >= threshold))
+        g = tm.pos[t_idx, slot].astype(np.int32)
+    sent = (np.searchsorted(obs_off, t_idx, side="right") - 1).astype(np.int32)
+    x = (t_idx - obs_off[sent]).astype(np.int32)
+    return (sent, x, g) if rev else (sent, g, x)
+
+
+def _per_sentence(n: int, sent: np.ndarray, i: np.ndarray, j: np.ndarray):
+    """Yield, per sentence 0..n-1, its links as a list of (i, j) (arrays sorted by sentence)."""
+    bounds = np.searchsorted(sent, np.arange(n + 1))
+    ii, jj = i.tolist(), j.tolist()
+    for k in range(n):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        yield list(zip(ii[lo:hi], jj[lo:hi], strict=True))
+
+
+def direction_links(m: BayesMarginals, direction: str, *, threshold: float | None = None,
+                    span: tuple[int, int] | None = None) -> list[set[tuple[int, int]]]:
+    """Per sentence (of `span` = [start, end) if given), the set of (i, j) source-target
+    links of `direction` (see token_links).
+
+    Cost O(tokens * K) time; one Python set per returned sentence (`link_lines` streams).
+    """
+    sent, i, j = token_links(m, direction, threshold=threshold)
+    lo, hi = span if span is not None else (0, m.corpus.n_sentences)
+    keep = (sent >= lo) & (sent < hi)
+    return [set(ls) for ls in _per_sentence(hi - lo, sent[keep] - lo, i[keep], j[keep])]
+
+
+def link_lines(m: BayesMarginals, *, heuristic: str | None = None, direction: str = "fwd",
+               threshold: float | None = None, posteriors: bool = False):
+    """Yield one output line per sentence: `direction`'s links, or (with `heuristic`) both
+    directions symmetrized; `i-j` or, with posteriors, `i-j:p` (see posterior_lines).
+
+    Streams: per-link Python objects exist for one sentence at a time. Cost O(tokens * K).
+    """
+    n = m.corpus.n_sentences
+    if heuristic is None:
+        sources = [_per_sentence(n, *token_links(m, direction, threshold=threshold))]
+    else:
+        sources = [_per_sentence(n, *token_links(m, d, threshold=threshold))
+                   for d in ("fwd", "rev")]
+    for k, parts in enumerate(zip(*sources, strict=True)):
+        links = set(parts[0]) if heuristic is None else symmetrize(parts[0], parts[1],
+                                                                   heuristic)
+        if posteriors:
+            yield _posterior_line(m, k, links, None if heuristic else direction)
+        else:
+            yield " ".join(f"{i}-{j}" for i, j in sorted(links))
+
+
+def symmetrized_links(m: BayesMarginals, heuristic: str, *,
+                      threshold: float | None = None) -> list[set[tuple[int, int]]]:
+    """Both directions' links combined by an atools heuristic (aligners.symmetrize)."""
+    return symmetrize_corpus(direction_links(m, "fwd", threshold=threshold),
+                             direction_links(m, "rev", threshold=threshold), heuristic)
+
+
+def _slot_dict(tm, t: int) -> dict[int, float]:
+    return {int(g): float(p) for g, p in zip(tm.pos[t], tm.mass[t], strict=True) if g >= 0}
+
+
+def _posterior_line(m: BayesMarginals, k: int, links, direction: str | None) -> str:
+    c = m.corpus
+    s0, t0 = int(c.src_off[k]), int(c.tgt_off[k])
+    fwd, rev = {}, {}
+    links, probs = sorted(links), []
+    for i, j in links:
+        p = 0.0
+        if direction != "rev":
+            if j not in fwd:
+                fwd[j] = _slot_dict(m.fwd_slots, t0 + j)
+            p += fwd[j].get(i, 0.0)
+        if direction != "fwd":
+            if i not in rev:
+                rev[i] = _slot_dict(m.rev_slots, s0 + i)
+            p += rev[i].get(j, 0.0)
+        probs.append(p if direction else 0.5 * p)
+    return link_line(links, probs)
+
+
+def posterior_lines(m: BayesMarginals, links: list[set[tuple[int, int]]],
+                    direction: str | None = None) -> list[str]:
+    """`i-j:p` lines (sorted links); p from `direction`, or the mean of both when None
+    (a direction whose token keeps no slot for the link contributes 0)."""
+    return [_posterior_line(m, k, ls, direction) for k, ls in enumerate(links)]

@@ -1,0 +1,122 @@
+"""The bayesian family's aligned model (`aligners.models.aligned.WordAlignment`) and its model
+folder in the one export format (aligners/export.py).
+
+Folder: model.safetensors (keys (P,) int64, lex_fwd/lex_rev (P,) float32, null_*, jump_*,
+fert_* float64), config.json (the BayesConfig and the decoding), and vocab.json
+({"src": [...], "tgt": [...]}, ids = positions). Loading never unpickles. A loaded model's
+counts are Dirichlet pseudo-counts when it aligns new text (eflomal's priors workflow: the
+new text's counts then join the model's; see model.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from aligners.data import too_long_left_out
+from aligners.errors import AlignersInputError
+from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment
+from aligners.models.bayesian import FAMILY, config
+from aligners.models.bayesian.config import BayesConfig
+from aligners.models.bayesian.model import BayesAligner
+from aligners.models.bayesian.slots import BayesMarginals
+
+__all__ = ["KIND", "BayesianAlignment", "BayesAligned", "save_bayes_aligner",
+           "load_bayes_aligner", "from_folder"]
+
+KIND = FAMILY.kind
+
+
+@dataclass
+class BayesAligned(Aligned):
+    """A text sampled by the Bayesian aligner: its averaged link marginals."""
+
+    marginals: BayesMarginals
+
+    def lines(self, outputs, decoding: Decoding, *, posteriors: bool = False) -> dict:
+        """Lines stream per sentence from the sparse marginals (no per-link objects)."""
+        from aligners.models.bayesian.decode import link_lines
+
+        th = decoding.threshold if decoding.method == "posterior" else None
+        return {name: link_lines(self.marginals, threshold=th, posteriors=posteriors,
+                                 heuristic=decoding.symmetrize if name == "sym" else None,
+                                 direction="rev" if name == "rev" else "fwd")
+                for name in outputs}
+
+
+@dataclass
+class BayesianAlignment(WordAlignment):
+    """The sampler with its counts (after a run, or loaded) and the saved decoding."""
+
+    model: BayesAligner
+    decoding: dict = field(default_factory=dict)
+
+    family = FAMILY.name
+    METHODS, DEFAULT = config.METHODS, config.DECODING
+    USES_TORCH = False
+
+    @classmethod
+    def fit(cls, pairs, config: BayesConfig, run: RunOptions):
+        """Sample `pairs` (training and alignment are one pass, as in eflomal)."""
+        model = BayesAligner(config)
+        return cls(model), BayesAligned(model.align(too_long_left_out(pairs), seed=run.seed))
+
+    def decode(self, pairs, run: RunOptions) -> BayesAligned:
+        """Sample new text with this model's counts as priors (they then include it)."""
+        return BayesAligned(self.model.align(too_long_left_out(pairs), seed=run.seed))
+
+    @classmethod
+    def decoding_for(cls, saved, method=None, threshold=None, symmetrize=None) -> Decoding:
+        from aligners.symmetrize import HEURISTICS
+
+        dec = super().decoding_for(saved, method, threshold, symmetrize)
+        if dec.symmetrize not in HEURISTICS:
+            raise AlignersInputError(f"--symmetrize {dec.symmetrize!r}: the Bayesian "
+                                     f"aligner's directions are combined by one of "
+                                     f"{', '.join(HEURISTICS)}")
+        return dec
+
+    def save_to(self, folder, decoding: Decoding) -> Path:
+        return save_bayes_aligner(folder, self.model, decoding=asdict(decoding))
+
+    @classmethod
+    def from_folder(cls, folder) -> BayesianAlignment:
+        return from_folder(folder).checked(folder)
+
+
+def save_bayes_aligner(folder: str | Path, model: BayesAligner, *,
+                       decoding: dict | None = None) -> Path:
+    """Write `model` (after `align`) to `folder` atomically; returns the folder."""
+    import torch
+
+    from aligners.export import write_model
+
+    arrays, config, vocab = model.state()
+    tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in arrays.items()}
+    return write_model(folder, kind=KIND, tensors=tensors,
+                       config={"bayes": config, "decoding": decoding or {}},
+                       extras={"vocab": vocab})
+
+
+def from_folder(folder) -> BayesianAlignment:
+    """A `ModelFolder` -> BayesianAlignment (the sampler and the saved decoding)."""
+    cfg = folder.config
+    try:
+        vocab = folder.json("vocab")
+        arrays = {k: v.numpy() for k, v in folder.tensors.items()}
+        model = BayesAligner.from_state(arrays, dict(cfg["bayes"]), vocab)
+    except (KeyError, TypeError, ValueError) as err:
+        if isinstance(err, AlignersInputError):
+            raise
+        raise AlignersInputError(f"not a valid saved Bayesian aligner ({err})",
+                                 path=str(folder.path)) from None
+    return BayesianAlignment(model, dict(cfg.get("decoding") or {}))
+
+
+def load_bayes_aligner(folder: str | Path) -> BayesianAlignment:
+    """Read a folder written by `save_bayes_aligner` (AlignersInputError when it is not)."""
+    from aligners.export import read_model
+
+    return from_folder(read_model(folder, kind=KIND))

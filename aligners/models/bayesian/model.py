@@ -1,0 +1,351 @@
+"""The Bayesian IBM1 -> HMM -> HMM+fertility word aligner (Östling & Tiedemann 2016, efmaral):
+both directions, several independent collapsed Gibbs samplers, averaged link marginals.
+
+`BayesAligner.align(pairs)` samples the text (training and alignment are one pass, as in
+eflomal) and returns `BayesMarginals`: per observed token the Rao-Blackwellised probability
+p(a_j = i) of the forward direction (source generates target) and p(a_i = j) of the reverse
+one, averaged over samplers and the post-burn-in sweeps of the last stage, kept sparse:
+`marginal_slots` (K) positions per token plus NULL (slots._accumulate says exactly which
+sums are kept; with K >= I they are the dense marginals). It then keeps the samplers' final
+counts, averaged, as its `counts`; a saved model passes them as Dirichlet
+pseudo-counts (priors) to the next `align` on new text (eflomal's priors workflow), added to
+the symmetric priors: the loaded counts are priors, not fixed distributions.
+
+Schedule (eflomal's defaults): n = max(2, round(rel_iterations * 5000 / sqrt(K))) sweeps for
+K sentence pairs; stages IBM1, HMM, HMM+fertility run max(2, n // 4), max(1, n // 4), n
+sweeps; marginals accumulate over the last stage after `burn_in` of it. Directions run on
+two threads (numba releases the GIL); each direction's samplers run one after another into
+one slot store, so results do not depend on thread timing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from aligners.data.vocab import WordIds
+from aligners.errors import AlignersInputError
+from aligners.models.bayesian import corpus as _corpus
+from aligners.models.bayesian import counts as _c
+from aligners.models.bayesian import decode as _decode
+from aligners.models.bayesian import sampler as _k
+from aligners.models.bayesian.config import BayesConfig
+from aligners.models.bayesian.corpus import EncodedBitext, encode_bitext
+from aligners.models.bayesian.jit import start_compile_child
+from aligners.models.bayesian.slots import BayesMarginals, from_dense, new_slots
+
+_CHUNK_TOKENS = 1 << 18  # observed tokens per sweep call (bounds the uniforms' memory)
+
+__all__ = ["BayesConfig", "BayesCounts", "BayesAligner", "schedule", "exact_kernels"]
+
+
+def _reset(lex: np.ndarray | None, prior: np.ndarray | None, n: int) -> np.ndarray:
+    """`lex` (allocated once, (n,) float32) refilled with the prior (zeros when None)."""
+    if lex is None:
+        lex = np.empty(n, np.float32)
+    if prior is None:
+        lex.fill(0.0)
+    else:
+        lex[:] = prior
+    return lex
+
+
+_AUTO_SLOTS_TOKENS = 2_000_000  # from here on, 2 slots per token instead of 3
+
+
+def _n_slots(cfg: BayesConfig, n_tokens: int) -> int:
+    """Marginal slots per token: the configured number, or (0) 3 below _AUTO_SLOTS_TOKENS
+    observed tokens and 2 from there on (2 cost 0.003-0.005 AER on the 250-500-pair sets,
+    nothing at Hansards 200k, where a third slot costs 60 MiB; BENCHMARKS.md, bayes3)."""
+    if cfg.marginal_slots:
+        return cfg.marginal_slots
+    return 3 if n_tokens < _AUTO_SLOTS_TOKENS else 2
+
+
+def _token_chunks(obs_off: np.ndarray, tokens: int = _CHUNK_TOKENS) -> list[tuple[int, int]]:
+    """Sentence ranges [k0, k1) of about `tokens` observed tokens (at least one sentence)."""
+    out, k0, n = [], 0, len(obs_off) - 1
+    while k0 < n:
+        k1 = int(np.searchsorted(obs_off, obs_off[k0] + tokens, side="right")) - 1
+        k1 = min(max(k1, k0 + 1), n)
+        out.append((k0, k1))
+        k0 = k1
+    return out
+
+
+def exact_kernels() -> tuple:
+    """The numba kernels a run of the exact sampler calls from Python (their callees are
+    inlined): what `jit.start_compile_child` checks and `warm.warm_all` compiles."""
+    return (_k.sweep, _c.add_counts, _c.single_pair_ids, _corpus._pair_ids,
+            _corpus._merge_ids, _corpus._count_cells, _corpus._add_counts_sat,
+            _corpus._frequency_ids, _corpus._renumber, _corpus._keys_from_ids, _decode._best)
+
+
+def schedule(config: BayesConfig, n_sentences: int) -> list[int]:
+    """Sweeps per stage [IBM1, HMM, fertility] (eflomal's corpus-size scaling)."""
+    if config.iterations is not None:
+        its = list(config.iterations)
+    else:
+        n = max(2, int(round(config.rel_iterations * 5000 / math.sqrt(max(1, n_sentences)))))
+        quarter = max(1, n // 4)
+        its = {1: [n, 0, 0], 2: [max(2, quarter), n, 0], 3: [max(2, quarter), quarter, n]}[
+            config.model]
+    return [its[s] if s < config.model else 0 for s in range(3)]
+
+
+@dataclass
+class BayesCounts:
+    """Counts of one direction. lex (P,) over the pair table `keys`; null (V_obs,);
+    jump (2 * max_jump + 1,); fert (V_gen, max_fert + 1). float32/float64 arrays."""
+
+    lex: np.ndarray
+    null: np.ndarray
+    jump: np.ndarray
+    fert: np.ndarray
+
+
+class BayesAligner:
+    """Vocabularies, config and (after `align`) the averaged counts of both directions.
+
+    Memory while aligning: 3 bytes per cell for the pair ids (freed before `align` returns;
+    4 from 2^24 distinct pairs on), no other per-cell array; per observed token and
+    direction 8 bytes per marginal slot + 4 (NULL) + 2 (alignment) + 2 per earlier sampler
+    (its final alignment, to average the counts); per direction one float32 working count
+    array (it becomes the samplers' average) over the pairs seen in two cells or more
+    (without saved priors; over all P pairs with them, plus one for the priors); the (P,)
+    int64 pair keys are dropped while sampling and rebuilt after, as the pair ids are
+    freed, and only then are the (P,) count arrays completed with the single-cell pairs.
+    """
+
+    def __init__(self, config: BayesConfig | None = None, *, src_words: Sequence[str] = (),
+                 tgt_words: Sequence[str] = (), keys: np.ndarray | None = None,
+                 counts: dict[str, BayesCounts] | None = None):
+        self.config = config or BayesConfig()
+        self.config.check()
+        self.src_ids = WordIds(list(src_words)[2:])
+        self.tgt_ids = WordIds(list(tgt_words)[2:])
+        self.keys = keys  # (P,) int64 over the vocabularies' sizes at save time
+        self.counts = counts  # {"fwd": ..., "rev": ...} or None (no priors)
+
+    # ------------------------------------------------------------------ priors
+    def _priors(self, corpus: EncodedBitext, direction: str, *, lazy: bool = False):
+        """Prior-filled count arrays for `corpus` (zeros, or this model's counts mapped).
+
+        With `lazy` and no saved counts, lex (the only (P,) array) is None: all zeros.
+        """
+        fwd = direction == "fwd"
+        v_gen = corpus.n_src_words if fwd else corpus.n_tgt_words
+        v_obs = corpus.n_tgt_words if fwd else corpus.n_src_words
+        cfg = self.config
+        lex = None if lazy and self.counts is None else np.zeros(corpus.n_pairs, np.float32)
+        lex_den = np.zeros(v_gen, np.float64)
+        null = np.zeros(v_obs, np.float64)
+        jump = np.zeros(2 * cfg.max_jump + 1, np.float64)
+        fert = np.zeros((v_gen, cfg.max_fert + 1), np.float64)
+        if self.counts is not None:
+            old = self.counts[direction]
+            vt_old = self._vt_saved
+            s_old, t_old = self.keys // vt_old, self.keys % vt_old
+            rekey = s_old * corpus.n_tgt_words + t_old
+            order = np.argsort(corpus.keys)  # keys are in frequency order, not sorted
+            pos = np.searchsorted(corpus.keys, rekey, sorter=order)
+            pos_c = order[np.minimum(pos, len(corpus.keys) - 1)]
+            hit = corpus.keys[pos_c] == rekey
+            lex[pos_c[hit]] = old.lex[hit]
+            np.add.at(lex_den, s_old if fwd else t_old, old.lex.astype(np.float64))
+            null[:len(old.null)] = old.null
+            jump[:] = old.jump
+            fert[:len(old.fert)] = old.fert
+        return lex, lex_den, null, jump, fert
+
+    # ------------------------------------------------------------------ sampling
+    def _direction(self, corpus: EncodedBitext, direction: str, its: list[int], seed: int,
+                   priors):
+        cfg = self.config
+        fwd = direction == "fwd"
+        gen, gen_off = (corpus.src, corpus.src_off) if fwd else (corpus.tgt, corpus.tgt_off)
+        obs, obs_off = (corpus.tgt, corpus.tgt_off) if fwd else (corpus.src, corpus.src_off)
+        v_obs = corpus.n_tgt_words if fwd else corpus.n_src_words
+        if cfg.sampler == "batched":
+            import torch
+
+            from aligners.models.bayesian.batched import (
+                batched_direction,
+                cpu_threads,
+                make_batches,
+            )
+
+            gen_rng = torch.Generator(device=cfg.device)
+            gen_rng.manual_seed(2 * seed + (0 if fwd else 1))
+            batches = make_batches(corpus, rev=not fwd, max_cells=cfg.batch_cells,
+                                   device=cfg.device)
+            with cpu_threads(cfg.device):  # directions on 2 threads, 1 torch thread each
+                marg, c = batched_direction(corpus, batches, priors, cfg, its, rev=not fwd,
+                                            generator=gen_rng, v_obs=v_obs)
+            return (from_dense(corpus, marg, not fwd, _n_slots(cfg, len(obs))),
+                    BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4]), None)
+        n_gen_sent = np.diff(gen_off)
+        max_gen = int(n_gen_sent.max())
+        last = max(s for s in range(3) if its[s] > 0)
+        n_acc_all = cfg.n_samplers * (its[last] - int(math.floor(cfg.burn_in * its[last])))
+        slots = new_slots(len(obs), _n_slots(cfg, len(obs)), max_gen)
+        since = np.zeros(slots.pos.shape, np.uint16 if n_acc_all < 65535 else np.int32)
+        buf = np.zeros((2, max_gen + 1), np.float64)
+        # alignments and fertilities in 2 bytes per token when sentences are short enough
+        small_int = np.int16 if max(max_gen, int(np.diff(obs_off).max())) < 32767 else np.int32
+        phi = np.zeros(len(gen), small_int)
+        a = np.empty(len(obs), small_int)
+        chunks = _token_chunks(obs_off)
+        # without a prior, single-cell pairs' counts are neither read nor kept while
+        # sampling (always 0 when read, sampler.sweep): lex holds the n_lex shared ids only
+        n_lex = max(1, corpus.n_shared) if priors[0] is None and corpus.n_shared >= 0 else \
+            corpus.n_pairs
+        finals = []  # the earlier samplers' final alignments (2 bytes per token, not a lex copy)
+        n_acc = 0
+        lex = None
+        small = None
+        hyper = (cfg.p_null, cfg.lex_alpha, cfg.lex_alpha * v_obs, cfg.null_alpha,
+                 cfg.null_alpha * v_obs, cfg.jump_alpha, cfg.jump_alpha * len(priors[3]),
+                 cfg.fert_alpha, cfg.max_jump, cfg.max_fert)
+        for s in range(cfg.n_samplers):
+            rng = np.random.Generator(np.random.PCG64(
+                np.random.SeedSequence([seed, 0 if fwd else 1, s])))
+            for k0, k1 in chunks:  # random start: NULL with p_null, else a uniform position
+                t0, t1 = int(obs_off[k0]), int(obs_off[k1])
+                n_gen = np.repeat(n_gen_sent[k0:k1], np.diff(obs_off[k0:k1 + 1]))
+                null_draw = rng.random(t1 - t0) < cfg.p_null
+                pos = (rng.random(t1 - t0) * np.maximum(n_gen, 1)).astype(small_int)
+                a[t0:t1] = np.where(null_draw | (n_gen == 0), -1, pos)
+            for stage in range(1, 4):
+                n = its[stage - 1]
+                if n == 0:
+                    continue
+                # reset the counts to the priors in place: one (P,) lex array per direction
+                lex = _reset(lex, priors[0], n_lex)
+                lex_den, null, jump, fert = (x.copy() for x in priors[1:])
+                null_den = np.array([null.sum()])
+                jump_tot = np.array([jump.sum()])
+                args = (gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo,
+                        corpus.pair_hi, not fwd, a, phi, lex, lex_den, null, null_den, jump,
+                        jump_tot, fert, np.zeros(len(lex_den)),
+                        np.zeros((len(lex_den), cfg.max_fert)))
+                _c.add_counts(*args, stage, cfg.max_jump, cfg.max_fert, cfg.lex_alpha * v_obs,
+                              cfg.fert_alpha, n_lex)
+                start_acc = int(math.floor(cfg.burn_in * n))
+                for it in range(n):
+                    acc = stage - 1 == last and it >= start_acc
+                    for k0, k1 in chunks:  # one uniform stream, drawn a chunk at a time
+                        u = rng.random(int(obs_off[k1] - obs_off[k0]))
+                        _k.sweep(*args, k0, k1, u, slots.pos, slots.mass, since, slots.null,
+                                 acc, n_acc, stage, *hyper, buf, n_lex)
+                    n_acc += acc
+            # the small count arrays averaged in float64; lex from the final alignments below
+            part = [x.astype(np.float64) / cfg.n_samplers for x in (null, jump, fert)]
+            small = part if small is None else [x + y for x, y in zip(small, part, strict=True)]
+            if s < cfg.n_samplers - 1:
+                finals.append(a.copy())
+        # lex holds prior + counts of the last sampler; add the others' counts (and priors),
+        # then average in float32, in place
+        v_gen = len(priors[1])
+        n_prior_samplers = len(finals)
+        for a_s in finals:
+            _c.add_counts(gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo,
+                          corpus.pair_hi, not fwd, a_s, phi, lex,
+                          np.zeros(v_gen), np.zeros(v_obs), np.zeros(1), np.zeros(len(jump)),
+                          np.zeros(1), np.zeros((v_gen, cfg.max_fert + 1)), np.zeros(v_gen),
+                          np.zeros((v_gen, cfg.max_fert)), 1, cfg.max_jump, cfg.max_fert,
+                          cfg.lex_alpha * v_obs, cfg.fert_alpha, n_lex)
+        del since, buf, phi
+        singles = None
+        if n_lex < corpus.n_pairs:  # the single-cell pairs' counts of every sampler's end,
+            # kept sparse (ids, counts) until the pair ids are freed (BayesAligner.align)
+            ids = np.empty(len(a), np.int64)
+            got = [ids[:_c.single_pair_ids(gen_off, obs_off, corpus.cell_off, corpus.pair_lo,
+                                            corpus.pair_hi, not fwd, a_s, n_lex, ids)].copy()
+                   for a_s in [*finals, a]]
+            del ids
+            singles = np.unique(np.concatenate(got), return_counts=True)
+        del finals, a
+        if priors[0] is not None and n_prior_samplers:
+            lex += np.float32(n_prior_samplers) * priors[0]
+        inv = np.float32(1.0 / cfg.n_samplers)
+        lex *= inv
+        if singles is not None:
+            singles = (singles[0], singles[1].astype(np.float32) * inv)
+        scale = np.float32(1.0 / max(1, n_acc))
+        slots.mass *= scale
+        slots.null *= scale
+        return slots, BayesCounts(lex, *small), singles
+
+    def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]], *,
+              seed: int = 0) -> BayesMarginals:
+        """Sample both directions of `pairs` and return their averaged link marginals.
+
+        This model's counts (if any) are priors; afterwards it holds the new counts
+        (averaged over samplers; priors included) and the extended vocabularies.
+        Cost O(sum_stage sweeps * n_samplers * sum_k I_k J_k) time, see the class for memory.
+        """
+        self._vt_saved = len(self.tgt_ids)
+        if self.config.lowercase:
+            pairs = (([w.lower() for w in s], [w.lower() for w in t]) for s, t in pairs)
+        exact = self.config.sampler == "exact"
+        if exact:  # uncached kernels compile in a child while the text is read (jit.py)
+            start_compile_child(exact_kernels())
+        corpus = encode_bitext(pairs, self.src_ids, self.tgt_ids, threads=self.config.threads)
+        its = schedule(self.config, corpus.n_sentences)
+        _c.warmup()
+        jobs = [(d, seed, self._priors(corpus, d, lazy=exact)) for d in ("fwd", "rev")]
+        if exact:
+            corpus.drop_keys()  # 8 bytes per pair, not read while sampling: rebuilt after
+        if self.config.threads >= 2:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                out = list(pool.map(lambda d: self._direction(corpus, d[0], its, d[1], d[2]),
+                                    jobs))
+        else:
+            out = [self._direction(corpus, d, its, s, p) for d, s, p in jobs]
+        # keys rebuilt while the pair ids (3 bytes per cell, not needed to decode) are freed
+        corpus.restore_keys(release_pairs=True)
+        self.keys = corpus.keys
+        for _, counts, singles in out:  # full (P,) lex counts, now that the ids are gone
+            if singles is not None:
+                full = np.zeros(corpus.n_pairs, np.float32)
+                full[:len(counts.lex)] = counts.lex
+                full[singles[0]] = singles[1]
+                counts.lex = full
+        self.counts = {"fwd": out[0][1], "rev": out[1][1]}
+        return BayesMarginals(corpus, out[0][0], out[1][0], its)
+
+    # ------------------------------------------------------------------ export
+    def state(self) -> tuple[dict[str, np.ndarray], dict, dict]:
+        """(arrays, config dict, vocab dict) for saving; AlignersInputError if never run."""
+        if self.counts is None:
+            raise AlignersInputError("the model has no counts yet: align a bitext first")
+        arrays = {"keys": self.keys}
+        for d, c in self.counts.items():
+            for name in ("lex", "null", "jump", "fert"):
+                arrays[f"{name}_{d}"] = getattr(c, name)
+        vocab = {"src": self.src_ids.words, "tgt": self.tgt_ids.words}
+        return arrays, asdict(self.config), vocab
+
+    @classmethod
+    def from_state(cls, arrays: dict[str, np.ndarray], config: dict, vocab: dict):
+        """Inverse of `state`; ValueError when the parts do not fit together."""
+        cfg = BayesConfig(**config)
+        vs, vt = len(vocab["src"]), len(vocab["tgt"])
+        counts = {d: BayesCounts(*(np.asarray(arrays[f"{n}_{d}"])
+                                   for n in ("lex", "null", "jump", "fert")))
+                  for d in ("fwd", "rev")}
+        keys = np.asarray(arrays["keys"], dtype=np.int64)
+        ok = (len(counts["fwd"].lex) == len(keys) == len(counts["rev"].lex)
+              and counts["fwd"].null.shape == (vt,) and counts["rev"].null.shape == (vs,)
+              and counts["fwd"].fert.shape == (vs, cfg.max_fert + 1)
+              and counts["rev"].fert.shape == (vt, cfg.max_fert + 1)
+              and (len(keys) == 0 or (keys.min() >= 0 and keys.max() < vs * vt)))
+        if not ok:
+            raise ValueError("saved counts do not match the saved vocabularies / config")
+        return cls(cfg, src_words=vocab["src"], tgt_words=vocab["tgt"], keys=keys,
+                   counts=counts)

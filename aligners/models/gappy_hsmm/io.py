@@ -1,0 +1,170 @@
+"""The gappy-hsmm family's aligned model (`aligners.models.aligned.WordAlignment`) and its
+`aligners/1` model folder.
+
+`PhrasalBundle.fit` trains the family (word HMM start, then the phrasal model by agreement);
+`phrasal_parts` gives the keyword arguments of `aligners.export.write_model` (tensors: the
+tables, jump weights and both phrase lists; config: PhrasalConfig, vocabulary sizes,
+iteration, decoding; extras: the vocabularies). `load_phrasal` turns a read folder back into
+a `PhrasalBundle` ready to align. Nothing here unpickles or imports Lightning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+from aligners.data.bitext import PairIndex, build_index
+from aligners.data.pharaoh import link_line
+from aligners.data.vocab import WordIds
+from aligners.errors import AlignersInputError
+from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment
+from aligners.models.gappy_hsmm import FAMILY, config
+from aligners.models.gappy_hsmm.config import GappyHSMMConfig, PhrasalConfig
+from aligners.models.gappy_hsmm.model import PhrasalAligner
+from aligners.models.gappy_hsmm.phrase_lists import PhraseList
+
+__all__ = ["KIND", "PhrasalBundle", "PhrasalAligned", "phrasal_parts", "load_phrasal"]
+
+KIND = FAMILY.kind
+_TABLES = ("word_keys", "phrase_keys", "t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd",
+           "jump_bwd")
+
+
+def _line(links, post) -> str:
+    return link_line(links, None if post is None else [float(post[i, j]) for i, j in links])
+
+
+@dataclass
+class PhrasalAligned(Aligned):
+    """A text aligned by the phrasal model: the model and the text's pair index."""
+
+    model: PhrasalAligner
+    index: PairIndex
+    run: RunOptions
+
+    def lines(self, outputs, decoding: Decoding, *, posteriors: bool = False) -> dict:
+        from aligners.models.gappy_hsmm.decode import decode, link_matrices
+
+        method = decoding.method
+        with torch.no_grad():
+            mats = link_matrices(self.model, self.index, viterbi=method == "viterbi")
+        th = 0.5 if method == "viterbi" else float(decoding.threshold)
+        out = {}
+        for name in outputs:
+            if name == "sym":
+                links = decode(mats, method=method, threshold=th, heuristic=decoding.symmetrize)
+                post = [lf * lb if method == "agreement" else np.maximum(lf, lb)
+                        for lf, lb in mats]
+            else:
+                post = [m[0 if name == "fwd" else 1] for m in mats]
+                links = [[tuple(x) for x in zip(*(p > th).nonzero())] for p in post]
+            out[name] = [_line(ls, p if posteriors else None) for ls, p in zip(links, post)]
+        return out
+
+
+@dataclass
+class PhrasalBundle(WordAlignment):
+    """A loaded model: the aligner, frozen vocabularies and the saved decoding."""
+
+    aligner: PhrasalAligner
+    src_ids: WordIds
+    tgt_ids: WordIds
+    decoding: dict = field(default_factory=dict)
+
+    family = FAMILY.name
+    METHODS, DEFAULT = config.METHODS, config.DECODING
+
+    @classmethod
+    def fit(cls, pairs, config: GappyHSMMConfig, run: RunOptions):
+        """Model 1 -> word HMM (both directions, no agreement: `config.start`), then the
+        phrasal model by agreement (`config.phrasal`), on `run.device`."""
+        from aligners.models.gappy_hsmm.decode import fit_phrasal
+        from aligners.models.gappy_hsmm.init import build_phrasal_aligner
+        from aligners.models.hmm.agreement import WordAligner
+
+        src_ids, tgt_ids = WordIds(), WordIds()
+        index = build_index(pairs, src_ids, tgt_ids, cells=run.cells(), cache_dir=run.cache_dir)
+        src_ids.frozen = tgt_ids.frozen = True
+        config = config.for_pairs(index.n_sentences)
+        word = WordAligner.from_index(index, config.start)
+        word.to(run.device)
+        word.reset_counts()
+        bar = run.bar(word.n_iterations * len(index), "word EM")
+        word.fit(index, progress=lambda it, k: bar.update(1))
+        bar.close()
+        word.cpu()
+        layouts = []  # each batch's phrase layout, matched by the build, reused by iteration 1
+        model, _ = build_phrasal_aligner(word, index, config.phrasal, layouts=layouts)
+        del word
+        model.to(run.device)
+        bar = run.bar(config.phrasal.iterations * len(index), "phrasal EM")
+        fit_phrasal(model, index, progress=lambda it, k: bar.update(1), layouts=layouts)
+        bar.close()
+        return cls(model, src_ids, tgt_ids), PhrasalAligned(model, index, run)
+
+    def decode(self, pairs, run: RunOptions) -> PhrasalAligned:
+        index = build_index(pairs, self.src_ids, self.tgt_ids, cells=run.cells(),
+                            keys=self.aligner.word_keys.cpu(), cache_dir=run.cache_dir)
+        self.aligner.to(run.device)
+        return PhrasalAligned(self.aligner, index, run)
+
+    def save_to(self, folder, decoding: Decoding):
+        from aligners.export import write_model
+
+        return write_model(folder, **phrasal_parts(self.aligner, self.src_ids, self.tgt_ids,
+                                                   decoding=asdict(decoding)))
+
+    @classmethod
+    def from_folder(cls, folder) -> PhrasalBundle:
+        return load_phrasal(folder).checked(folder)
+
+
+def phrasal_parts(model: PhrasalAligner, src_ids: WordIds, tgt_ids: WordIds, *,
+                  decoding: dict | None = None) -> dict:
+    """`write_model` keyword arguments (kind, tensors, config, extras) for `model`."""
+    tensors = {n: getattr(model, n) for n in _TABLES}
+    for side, lst in (("src", model.src_list), ("tgt", model.tgt_list)):
+        tensors[f"{side}_contiguous"] = lst.contiguous
+        tensors[f"{side}_gappy"] = lst.gappy
+    config = {"model": asdict(model.config), "n_src_words": model.n_src_words,
+              "n_tgt_words": model.n_tgt_words, "iteration": int(model.iteration),
+              "decoding": decoding or {}}
+    extras = {"vocab": {"source": src_ids.to_json(), "target": tgt_ids.to_json()}}
+    return {"kind": KIND, "tensors": tensors, "config": config, "extras": extras}
+
+
+def load_phrasal(folder) -> PhrasalBundle:
+    """A `PhrasalBundle` from an `aligners.export.ModelFolder` of the gappy-hsmm family."""
+    c, path = folder.config, str(folder.path)
+    try:
+        cfg = PhrasalConfig(**c["model"])
+        Vs, Vt = int(c["n_src_words"]), int(c["n_tgt_words"])
+        lists = {side: PhraseList(folder.tensor(f"{side}_contiguous").long(),
+                                  folder.tensor(f"{side}_gappy").long(), V, cfg.max_phrase_len)
+                 for side, V in (("src", Vs), ("tgt", Vt))}
+        model = PhrasalAligner(word_keys=folder.tensor("word_keys"),
+                               phrase_keys=folder.tensor("phrase_keys"), n_src_words=Vs,
+                               n_tgt_words=Vt, src_list=lists["src"], tgt_list=lists["tgt"],
+                               jump_fwd=folder.tensor("jump_fwd"),
+                               jump_bwd=folder.tensor("jump_bwd"), config=cfg)
+        for name in _TABLES[2:]:
+            t = folder.tensor(name)
+            if t.shape != getattr(model, name).shape:
+                raise AlignersInputError(f"tensor {name!r} has shape {tuple(t.shape)}, "
+                                         f"expected {tuple(getattr(model, name).shape)}",
+                                         path=path)
+            setattr(model, name, t.float())
+        model.iteration = torch.tensor(int(c.get("iteration", 0)))
+        vocab = folder.json("vocab")
+        src = WordIds.from_json(vocab["source"], path=f"{path}/vocab.json")
+        tgt = WordIds.from_json(vocab["target"], path=f"{path}/vocab.json")
+    except (KeyError, TypeError, ValueError) as err:
+        if isinstance(err, AlignersInputError):
+            raise
+        raise AlignersInputError(f"not a valid gappy-hsmm model ({err!r})", path=path) from None
+    if len(src) != Vs or len(tgt) != Vt:
+        raise AlignersInputError("vocab.json does not match config.json", path=path)
+    model.reset_counts()
+    return PhrasalBundle(model, src, tgt, dict(c.get("decoding") or {}))

@@ -1,0 +1,185 @@
+"""Allowed phrases of one language (Bansal et al. 2011, sec. 5): contiguous phrases of length
+2..L and gappy word pairs `w1 ? w2` (one gap of any length >= 1), mined from word-HMM
+Viterbi alignments, ranked by a discounted probability, pruned to the top N.
+
+Matching is vectorised per batch: a contiguous span is identified by a 64-bit polynomial
+hash of its word ids (int64 arithmetic wraps; with ~10^3 listed phrases a false match has
+probability ~1e-10 per span), a gappy pair by `w1 * V + w2`. Units: word w has unit w,
+contiguous phrase p unit V + p, gappy phrase g unit V + Pc + g.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from aligners.models.gappy_hsmm.config import MAX_PHRASE_LEN, RANK_RULES
+
+__all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "PhraseList", "span_hashes", "mine_candidates",
+           "rank_phrases"]
+
+_HASH_SEED = 20110619
+
+
+def _multipliers(L: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(_HASH_SEED)
+    return torch.randint(1, 2**62, (L + 1,), generator=g, dtype=torch.int64) | 1
+
+
+def span_hashes(words: torch.Tensor, lengths: torch.Tensor, *, length: int) -> tuple:
+    """Hashes of all spans of `length` words. words (B, N) long, lengths (B,). Returns
+    (hash (B, N-length+1) int64, valid (B, N-length+1) bool); span s covers s..s+length-1.
+    Cost O(B N length)."""
+    B, N = words.shape
+    if length > MAX_PHRASE_LEN:
+        raise ValueError(f"phrases of at most {MAX_PHRASE_LEN} words, got {length}")
+    R = _multipliers(MAX_PHRASE_LEN).to(words.device)
+    W = N - length + 1
+    if W <= 0:
+        z = torch.zeros(B, 0, dtype=torch.int64, device=words.device)
+        return z, z.bool()
+    h = torch.zeros((B, W), dtype=torch.int64, device=words.device) + R[0] * length
+    for k in range(length):
+        h = h + (words[:, k:k + W].long() + 1) * R[k + 1]
+    valid = torch.arange(W, device=words.device)[None, :] + length <= lengths[:, None]
+    return h, valid
+
+
+@dataclass
+class PhraseList:
+    """Phrases of one language. contiguous (Pc, L) long word ids, -1 padded (length >= 2);
+    gappy (Pg, 2) long (first word, last word); n_words V."""
+
+    contiguous: torch.Tensor
+    gappy: torch.Tensor
+    n_words: int
+    max_len: int
+
+    def __post_init__(self):
+        self._index = {}
+
+    @property
+    def n_contiguous(self) -> int:
+        return int(self.contiguous.shape[0])
+
+    @property
+    def n_gappy(self) -> int:
+        return int(self.gappy.shape[0])
+
+    @property
+    def n_units(self) -> int:
+        return self.n_words + self.n_contiguous + self.n_gappy
+
+    def _tables(self, device):
+        key = str(device)
+        if key not in self._index:
+            c = self.contiguous.to(device)
+            by_len = {}
+            lens = (c >= 0).sum(1)
+            for ln in range(2, self.max_len + 1):
+                rows = (lens == ln).nonzero()[:, 0]
+                if rows.numel():
+                    h, _ = span_hashes(c[rows, :ln], torch.full((rows.numel(),), ln,
+                                                               device=device), length=ln)
+                    h = h[:, 0]
+                    order = h.argsort()
+                    by_len[ln] = (h[order], rows[order])
+            gk = self.gappy[:, 0].to(device) * self.n_words + self.gappy[:, 1].to(device)
+            order = gk.argsort()
+            self._index[key] = (by_len, gk[order], order)
+        return self._index[key]
+
+    def match_spans(self, words: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """(B, N, L) long: unit of the listed contiguous phrase ending at n with length l+1
+        (l >= 1), -1 elsewhere (always -1 for l = 0). Cost O(B N L log Pc)."""
+        B, N = words.shape
+        out = torch.full((B, N, self.max_len), -1, dtype=torch.long, device=words.device)
+        by_len, _, _ = self._tables(words.device)
+        for ln, (hs, rows) in by_len.items():
+            h, valid = span_hashes(words, lengths, length=ln)
+            if h.numel() == 0:
+                continue
+            pos = torch.searchsorted(hs, h).clamp(max=hs.numel() - 1)
+            hit = (hs[pos] == h) & valid
+            unit = torch.where(hit, rows[pos] + self.n_words, torch.full_like(pos, -1))
+            out[:, ln - 1:, ln - 1] = unit
+        return out
+
+    def match_gappy(self, words: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """(B, N, N) long: unit of the listed gappy phrase words[a] ? words[c] at [b, a, c]
+        (c > a + 1), -1 elsewhere. Cost O(B N^2 log Pg)."""
+        B, N = words.shape
+        out = torch.full((B, N, N), -1, dtype=torch.long, device=words.device)
+        _, gk, order = self._tables(words.device)
+        if gk.numel() == 0:
+            return out
+        w = words.long()
+        ar = torch.arange(N, device=words.device)
+        live = ar[None, :] < lengths[:, None]
+        # only positions whose word starts / ends a listed pair are candidates (few)
+        a_ok = torch.isin(w, self.gappy[:, 0].to(w.device)) & live
+        c_ok = torch.isin(w, self.gappy[:, 1].to(w.device)) & live
+        ok = a_ok[:, :, None] & c_ok[:, None, :] & (ar[:, None] + 1 < ar[None, :])
+        b, a, c = ok.nonzero(as_tuple=True)
+        keys = w[b, a] * self.n_words + w[b, c]
+        pos = torch.searchsorted(gk, keys).clamp(max=gk.numel() - 1)
+        hit = gk[pos] == keys
+        out[b[hit], a[hit], c[hit]] = order[pos[hit]] + self.n_words + self.n_contiguous
+        return out
+
+
+def mine_candidates(obs: torch.Tensor, align: torch.Tensor, lengths: torch.Tensor, *,
+                    max_len: int, n_words: int):
+    """Phrase instances of one batch from one direction's Viterbi alignment.
+
+    obs (B, N) observation word ids, align (B, N) state position per observation (-1 NULL
+    or pad), lengths (B,). Returns (contiguous: {length: (words (M, length), count)} of
+    spans all aligned to one state; gappy: (keys (M,) w1*V+w2, where (M, 4) [b, a, c, state
+    position]) of pairs a < c - 1 aligned to one state that has exactly these two
+    observations, with an observation aligned to another state between them).
+    Cost O(B N (L + N)).
+    """
+    B, N = obs.shape
+    dev = obs.device
+    valid = torch.arange(N, device=dev)[None, :] < lengths[:, None]
+    a = torch.where(valid, align, torch.full_like(align, -1))
+    contiguous = {}
+    for ln in range(2, max_len + 1):
+        if N < ln:
+            break
+        win = a.unfold(1, ln, 1)  # (B, W, ln)
+        same = (win == win[..., :1]).all(-1) & (win[..., 0] >= 0)
+        contiguous[ln] = obs.long().unfold(1, ln, 1)[same]
+    eq = (a[:, :, None] == a[:, None, :]) & (a[:, :, None] >= 0)
+    cnt = eq.sum(2)
+    ar = torch.arange(N, device=dev)
+    cum = torch.cat([torch.zeros(B, 1, dtype=torch.long, device=dev),
+                     (a >= 0).long().cumsum(1)], 1)  # cum[:, k] = aligned among 0..k-1
+    between = cum[:, None, :N] - cum[:, 1:, None]  # [b, i, c]: aligned in i+1..c-1
+    ok = eq & (ar[None, :, None] + 1 < ar[None, None, :]) & (cnt[:, :, None] == 2) & (between > 0)
+    b, i, c = ok.nonzero(as_tuple=True)
+    w = obs.long()
+    keys = w[b, i] * n_words + w[b, c]
+    where = torch.stack([b, i, c, a[b, i]], 1)
+    return contiguous, (keys, where)
+
+
+def rank_phrases(aligned: dict, total: dict, *, top: int, discount: float,
+                 min_count: int = 1, rule: str = "probability") -> list:
+    """Top `top` phrases of the mined candidates. aligned / total: {phrase: count} of the
+    instances aligned to one state / of all occurrences. Only phrases with total >=
+    `min_count` and aligned > `discount` are ranked. rule "probability" (the paper, sec. 5):
+    by the discounted probability (aligned - discount) / total, ties by aligned count;
+    rule "count": by the discounted aligned count aligned - discount, ties by the
+    probability. Then by the phrase itself. Cost O(n log n)."""
+    if rule not in RANK_RULES:
+        raise ValueError(f"rank rule must be one of {RANK_RULES}, got {rule!r}")
+    scored = []
+    for ph, c in aligned.items():
+        t = total.get(ph, 0)
+        if t > 0 and t >= min_count and c - discount > 0:
+            p = (c - discount) / t
+            scored.append((p, c, ph) if rule == "probability" else (c - discount, p, ph))
+    scored.sort(key=lambda x: (-x[0], -x[1], x[2]))
+    return [ph for _, _, ph in scored[:top]]

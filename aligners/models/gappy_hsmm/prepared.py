@@ -1,0 +1,225 @@
+"""Per-batch constants of the phrasal aligner's E-step, built once per batch and reused by
+every EM iteration (issue 10: speed).
+
+Only the emission tables change between iterations (the word HMM's jump weights are kept
+fixed, sec. 7.1): the routing split, the phrase layout, every table slot looked up for the
+batch (word pairs, listed target / source phrases, phrase states), the transition
+potentials, the sparse long-segment rows and the index maps of the agreement are fixed.
+`prepare_batch` builds them; `PhrasalAligner.accumulate` and `.link_posteriors` take the
+result. Shapes per direction (S = state length, O = observation length, P phrase states,
+M listed long segments): see `DirectionConst`. Cost of building: O(B (S O + O L + P O)
+log Q); memory O(B S O) int32 + O(B (S^2 + O P) + M S) per phrase-row batch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+
+from aligners.data.bitext import Batch
+from aligners.models.gappy_hsmm.routing import phrase_rows, take_layout, take_rows
+from aligners.models.hmm.hmm import jump_buckets
+from aligners.semirings import semiring_zero
+
+__all__ = ["DirectionConst", "PreparedBatch", "direction_const", "prepare_batch", "word_slots",
+           "jump_potentials", "memberships"]
+
+_TINY = 1e-20
+
+
+class DirectionConst(NamedTuple):
+    """One direction's fixed part (small: O(B (S + O P) + M S); the (B,O,S) word slots are
+    the phrase rows' pair ids and the (B,S,S) jumps are recomputed per use by `word_slots`
+    and `jump_potentials`; the (B,P,S) memberships are kept, `members` / `gends`, in the
+    model's dtype: `memberships`). seg_item, seg_end, seg_len (M,)
+    the listed observation spans (order of `span.nonzero()`); ids_s (M,S) int32 their slots
+    per state word; seg_lam (M,1) l log(lambda); ids_p (B,O,P) int32 phrase-state slots; obs
+    (B,O) int32 observation words; jump_norm (B,S+1) the jump normalisers; null_init, null_stay
+    (B,S), phrase_weight (B,P) log potentials; first, last, gap (B,P) phrase states (-1
+    pad); mirror (M,) the other direction's phrase column that is each segment's span;
+    partner (B,P) the other direction's segment row of each contiguous phrase state (-1
+    none); cover: [(flat (B*O) positions, segment rows)] per (extra length l, offset k) in
+    that order, each position once; forward: the direction."""
+
+    seg_item: torch.Tensor
+    seg_end: torch.Tensor
+    seg_len: torch.Tensor
+    ids_s: torch.Tensor
+    seg_lam: torch.Tensor
+    ids_p: torch.Tensor
+    obs: torch.Tensor
+    jump_norm: torch.Tensor
+    null_init: torch.Tensor
+    null_stay: torch.Tensor
+    phrase_weight: torch.Tensor
+    first: torch.Tensor
+    last: torch.Tensor
+    gap: torch.Tensor
+    mirror: torch.Tensor
+    partner: torch.Tensor
+    cover: list
+    state_lengths: torch.Tensor
+    obs_lengths: torch.Tensor
+    forward: bool
+    members: torch.Tensor | None = None  # (B,P,S) `_members` in the model's dtype
+    gends: torch.Tensor | None = None  # (B,P,S) gappy ends, likewise
+
+
+@dataclass
+class PreparedBatch:
+    """A batch split by routing: word_rows (R,) long or None (rows for the word HMM
+    lattice), phrase_rows (R',) long or None (None: every row is a phrase row when fwd is
+    set), fwd / bwd the phrase rows' DirectionConst (None: no phrase row). The sub-batches
+    are taken again per use (`phrase_batch`; O(R I J) copies, not kept)."""
+
+    batch: Batch
+    word_rows: torch.Tensor | None
+    phrase_rows: torch.Tensor | None
+    fwd: DirectionConst | None
+    bwd: DirectionConst | None
+
+    def phrase_batch(self) -> Batch | None:
+        """The phrase rows' sub-batch (trimmed), or None."""
+        if self.fwd is None:
+            return None
+        return self.batch if self.phrase_rows is None else take_rows(self.batch,
+                                                                     self.phrase_rows)
+
+
+def word_slots(d: DirectionConst, pbatch: Batch) -> torch.Tensor:
+    """(B,O,S) int32 word->word slots of the phrase rows' sub-batch (a view)."""
+    return pbatch.pair_ids.transpose(1, 2) if d.forward else pbatch.pair_ids
+
+
+def _jump_weights(jw, sl, S, dtype):
+    K = (jw.numel() - 1) // 2
+    valid = torch.arange(S, device=sl.device)[None, :] < sl[:, None]
+    return jw.to(dtype)[jump_buckets(n_src=S, max_jump=K, device=sl.device)][None] * valid[
+        :, None], valid
+
+
+def jump_potentials(model, d: DirectionConst):
+    """(log_jump_init (B,S), log_jump (B,S,S)) of one direction: the fixed word-HMM jump
+    weights s(w) over the stored normalisers. O(B S^2)."""
+    c = model.config
+    S = d.null_stay.shape[1]
+    dtype = model.t_fwd.dtype
+    jw = model.jump_fwd if d.forward else model.jump_bwd
+    w, valid = _jump_weights(jw, d.state_lengths, S, dtype)
+    # in place on the fresh (B,S+1,S) tensor w: the same operations and values as
+    # log(((1 - p0) eta w / Z).clamp_min(tiny)) masked by `valid`, without temporaries
+    lj = w.mul_((1 - c.p0) * c.eta).div_(d.jump_norm.clamp_min(_TINY)[..., None])
+    lj = lj.clamp_min_(_TINY).log_().masked_fill_(~valid[:, None, :], semiring_zero(dtype))
+    return lj[:, 0], lj[:, 1:]
+
+
+def memberships(d: DirectionConst, dtype):
+    """((B,P,S) membership of each state position in each phrase state, (B,P,S) gappy
+    ends); see `_members`. Kept in `d` when built in `dtype` (`direction_const`)."""
+    if d.members is not None and d.members.dtype == dtype:
+        return d.members, d.gends
+    return _members(d.first, d.last, d.gap, d.null_stay.shape[1], dtype)
+
+
+def _members(first, last, gap, n, dtype):
+    """(B,P,n) membership: a contiguous phrase's words, a gappy one's two ends; and the
+    gappy ends alone."""
+    ar = torch.arange(n, device=first.device)
+    valid = first >= 0
+    contig = (ar >= first[..., None]) & (ar <= last[..., None]) & (gap[..., None] <= 0)
+    ends = ((ar == first[..., None]) | (ar == last[..., None])) & (gap[..., None] > 0)
+    g = (first >= 0) & (gap > 0)
+    gends = (((ar == first[..., None]) & g[..., None]).to(dtype)
+             + ((ar == last[..., None]) & g[..., None]).to(dtype))
+    return ((contig | ends) & valid[..., None]).to(dtype), gends
+
+
+def _cover(item, end, ln, O, L):
+    """Per (extra length l, offset k), in that order: (flat positions b*O + end - k,
+    segment rows) of the segments of extra length l; a position occurs once per group."""
+    out = []
+    for length in range(1, L):
+        rows = (ln == length).nonzero()[:, 0]
+        if rows.numel() == 0:
+            continue
+        for k in range(length + 1):
+            out.append((item[rows] * O + end[rows] - k, rows))
+    return out
+
+
+def direction_const(model, batch: Batch, lay, *, forward: bool) -> DirectionConst:
+    """The fixed part of one direction of `batch` (phrase rows) under `model`."""
+    c = model.config
+    L = c.max_phrase_len
+    if forward:
+        st, ob, sl, ol = batch.src, batch.tgt, batch.src_lengths, batch.tgt_lengths
+        span, ph, jw = lay.span_tgt, lay.ph_fwd, model.jump_fwd
+        other_span, other_state = lay.span_src, lay.span_state_tgt
+    else:
+        st, ob, sl, ol = batch.tgt, batch.src, batch.tgt_lengths, batch.src_lengths
+        span, ph, jw = lay.span_src, lay.ph_bwd, model.jump_bwd
+        other_span, other_state = lay.span_tgt, lay.span_state_src
+    B, S = st.shape
+    O = ob.shape[1]
+    dtype, dev = model.t_fwd.dtype, model.t_fwd.device
+    zero = semiring_zero(dtype)
+
+    def key(state_unit, obs_unit):
+        return (model.phrase_ids(state_unit, obs_unit) if forward
+                else model.phrase_ids(obs_unit, state_unit))
+
+    hb, hn, hl = (span >= 0).nonzero(as_tuple=True)  # listed observation phrases (l >= 1)
+    ids_s = key(st[hb].long(), span[hb, hn, hl][:, None].expand(-1, S))  # (M, S)
+    seg_lam = hl[:, None].to(dtype) * torch.log(torch.tensor(c.lam, dtype=dtype))
+    first, last, unit, gap = ph
+    ids_p = key(unit[:, None, :].expand(B, O, -1), ob.long()[:, :, None].expand(
+        -1, -1, unit.shape[1]))
+    # transitions: fixed word-HMM jump weights, eta per covered state word
+    w, valid = _jump_weights(jw, sl, S, dtype)
+    n_words = torch.where(gap > 0, 2, last - first + 1).clamp_min(1)
+    pvalid = first >= 0
+    pw = torch.where(pvalid, torch.tensor(c.eta, dtype=dtype) ** (n_words - 1).to(dtype),
+                     torch.zeros((), dtype=dtype))
+    to_phrase = w.gather(2, first.clamp_min(0)[:, None, :].expand(-1, S + 1, -1))
+    Z = (w.sum(-1) + (to_phrase * pw[:, None, :]).sum(-1)) * c.eta  # (B, S+1)
+    null_init = torch.log(c.p0 / sl.to(dtype))[:, None].expand(B, S).contiguous()
+    null_stay = torch.full((B, S), math.log(c.p0), dtype=dtype, device=dev)
+    lpw = torch.where(pvalid, torch.log(pw.clamp_min(_TINY)),
+                      torch.full((), zero, dtype=dtype, device=dev))
+    # agreement maps: mirror phrase column of each segment; segment row of each of this
+    # direction's contiguous phrase states among the other direction's segments
+    mirror = other_state[hb, hn, hl]
+    ob_b, ob_n, ob_l = (other_span >= 0).nonzero(as_tuple=True)
+    at = torch.full(other_span.shape, -1, dtype=torch.long, device=dev)
+    at[ob_b, ob_n, ob_l] = torch.arange(ob_b.numel(), device=dev)
+    f, la = first.clamp_min(0), last.clamp_min(0)
+    ln = (la - f).clamp(0, at.shape[2] - 1)
+    bidx = torch.arange(B, device=dev)[:, None]
+    partner = torch.where(pvalid & (gap <= 0), at[bidx, la, ln], torch.full_like(first, -1))
+    return DirectionConst(hb, hn, hl, ids_s.int(), seg_lam, ids_p.int(), ob.int(), Z, null_init,
+                          null_stay, lpw, first, last, gap, mirror, partner,
+                          _cover(hb, hn, hl, O, L), sl, ol, forward,
+                          *_members(first, last, gap, S, dtype))
+
+
+def prepare_batch(model, batch: Batch, lay, *, route: bool = True) -> PreparedBatch:
+    """Split `batch` (routing: rows without a phrase state go to the word HMM) and build the
+    phrase rows' `DirectionConst`s. `route=False`: every row on the phrasal lattice."""
+    batch = batch.to(model.word_keys.device)
+    word_rows = prows = None
+    pb, play = batch, lay
+    if route:
+        has = phrase_rows(lay)
+        if not bool(has.all()):
+            word_rows = (~has).nonzero()[:, 0]
+            if not bool(has.any()):
+                return PreparedBatch(batch, word_rows, None, None, None)
+            prows = has.nonzero()[:, 0]
+            pb = take_rows(batch, prows)
+            play = take_layout(lay, prows, pb.src.shape[1], pb.tgt.shape[1])
+    return PreparedBatch(batch, word_rows, prows,
+                         direction_const(model, pb, play, forward=True),
+                         direction_const(model, pb, play, forward=False))

@@ -1,0 +1,21 @@
+"""The word HMM family: IBM Model 1 (`ibm1`), the Och-Ney HMM (`hmm`), their joint
+two-direction training by agreement (`agreement.WordAligner`), the sparse lexical M-step
+(`lexical`), its defaults and CLI options (`config`) and its aligned model and folder
+(`saved`: `aligners.load(folder)` -> a ready `TrainedWordAligner`).
+No Lightning in here; the data path is `aligners.data.bitext`.
+"""
+
+from aligners.families import Family
+
+__all__ = ["FAMILY"]
+
+FAMILY = Family(
+    name="hmm",
+    summary="IBM1 -> HMM, both directions trained jointly by agreement",
+    paper="Liang, Taskar & Klein 2006",
+    verb="align",
+    config="aligners.models.hmm.config:WordAlignConfig",
+    model="aligners.models.hmm.saved:TrainedWordAligner",
+    read_kinds=("word-aligner",),  # folders written before the one-name records
+    order=1,
+)

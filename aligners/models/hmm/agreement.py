@@ -1,0 +1,242 @@
+"""Both directions of IBM Model 1 -> HMM word alignment, trained jointly by EM (optionally by
+agreement, Liang, Taskar & Klein 2006), with sparse lexical tables over co-occurring pairs.
+
+"Forward" = the source sentence generates the target (one source position or NULL per target
+word, table p(t|s)); "backward" = the target generates the source (table p(s|t)). Every
+posterior is kept in (B, I, J) = (source, target) orientation for both directions.
+
+E-step with agreement: each direction's link posteriors p_f(i,j), p_b(i,j) are multiplied,
+q = p_f * p_b, and q is the expected link count of *both* directions' lexical tables; the
+rest of each word's mass (1 - sum q) is its NULL count. Jump counts stay per direction.
+Expected counts live in buffers that `all_reduce_counts` sums across processes (DDP).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from aligners.data.bitext import Batch, PairIndex
+from aligners.models._scatter import scatter_add2_, scatter_add_
+from aligners.models.hmm.config import WordAlignConfig, WordDecoding
+from aligners.models.hmm.hmm import hmm_direction_posteriors, hmm_direction_viterbi, jump_m_step
+from aligners.models.hmm.ibm1 import ibm1_posteriors
+from aligners.models.hmm.lexical import normalise_counts, normalise_dense
+
+__all__ = ["WordAlignConfig", "WordDecoding", "WordAligner", "DirectionPosteriors"]
+
+
+@dataclass
+class DirectionPosteriors:
+    """Posteriors of one batch. links_* (B, I, J); null_fwd (B, J); null_bwd (B, I)."""
+
+    log_likelihood: torch.Tensor  # (2,) summed over the batch: forward, backward
+    links_fwd: torch.Tensor
+    null_fwd: torch.Tensor
+    links_bwd: torch.Tensor
+    null_bwd: torch.Tensor
+    jumps_fwd: torch.Tensor | None = None
+    jumps_bwd: torch.Tensor | None = None
+
+
+class WordAligner(nn.Module):
+    """Parameters (buffers) of both directions; counts for EM. No Lightning in here.
+
+    Buffers: keys (P,) sorted pair keys src*Vt+tgt; t_fwd, t_bwd (P+1,) p(t|s), p(s|t)
+    (slot P = unseen pair); null_tgt (Vt,), null_src (Vs,); jump_fwd, jump_bwd (2K+1,).
+    Memory O(P + V) floats. `stage` is "ibm1" or "hmm" (which model posteriors use).
+    """
+
+    def __init__(self, *, keys: torch.Tensor, n_src_words: int, n_tgt_words: int,
+                 config: WordAlignConfig | None = None):
+        super().__init__()
+        self.config = config or WordAlignConfig()
+        self.n_src_words, self.n_tgt_words = n_src_words, n_tgt_words
+        P, K = keys.numel(), self.config.max_jump
+        self.register_buffer("keys", keys.long())
+        self.register_buffer("t_fwd", torch.full((P + 1,), 1.0 / n_tgt_words))
+        self.register_buffer("t_bwd", torch.full((P + 1,), 1.0 / n_src_words))
+        self.register_buffer("null_tgt", torch.full((n_tgt_words,), 1.0 / n_tgt_words))
+        self.register_buffer("null_src", torch.full((n_src_words,), 1.0 / n_src_words))
+        self.register_buffer("jump_fwd", torch.full((2 * K + 1,), 1.0 / (2 * K + 1)))
+        self.register_buffer("jump_bwd", torch.full((2 * K + 1,), 1.0 / (2 * K + 1)))
+        self.register_buffer("iteration", torch.zeros((), dtype=torch.long))
+        self.reset_counts()
+
+    @classmethod
+    def from_index(cls, index: PairIndex, config: WordAlignConfig | None = None):
+        return cls(keys=index.keys, n_src_words=index.n_src_words,
+                   n_tgt_words=index.n_tgt_words, config=config)
+
+    # ----------------------------------------------------------------- schedule
+    @property
+    def n_iterations(self) -> int:
+        return self.config.ibm1_iterations + self.config.hmm_iterations
+
+    def stage_of(self, iteration: int) -> str:
+        return "ibm1" if iteration < self.config.ibm1_iterations else "hmm"
+
+    @property
+    def stage(self) -> str:
+        """Model of the current parameters: "hmm" once Model 1 training is done."""
+        done = int(self.iteration) >= self.config.ibm1_iterations
+        return "hmm" if self.config.hmm_iterations > 0 and done else "ibm1"
+
+    # ----------------------------------------------------------------- E-step
+    def posteriors(self, batch: Batch, *, stage: str | None = None) -> DirectionPosteriors:
+        """Both directions' posteriors for one batch. Cost O(B I J) (Model 1) or the HMM
+        lattice's O(B J I^2 + B I J^2)."""
+        stage = stage or self.stage
+        batch = batch.to(self.keys.device)
+        ids = batch.pair_ids
+        pf, pb = _gather(self.t_fwd, ids), _gather(self.t_bwd, ids)  # (B, I, J)
+        nf, nb = _gather(self.null_tgt, batch.tgt), _gather(self.null_src, batch.src)
+        sl, tl = batch.src_lengths, batch.tgt_lengths
+        if stage == "ibm1":
+            llf, lf, nuf = ibm1_posteriors(pf, nf, src_lengths=sl, tgt_lengths=tl)
+            llb, lb, nub = ibm1_posteriors(pb.transpose(1, 2), nb, src_lengths=tl, tgt_lengths=sl)
+            ll = torch.stack([llf.sum(), llb.sum()]).double()
+            return DirectionPosteriors(ll, lf, nuf, lb.transpose(1, 2), nub)
+        c = self.config
+        llf, lf, nuf, jf = hmm_direction_posteriors(
+            pf, nf, src_lengths=sl, tgt_lengths=tl, jump_weights=self.jump_fwd, p0=c.p0,
+            lattice=c.lattice)
+        llb, lb, nub, jb = hmm_direction_posteriors(
+            pb.transpose(1, 2), nb, src_lengths=tl, tgt_lengths=sl,
+            jump_weights=self.jump_bwd, p0=c.p0, lattice=c.lattice)
+        lb = lb.transpose(1, 2)  # both are zero in padded cells already
+        ll = torch.stack([llf.sum(), llb.sum()]).double()
+        return DirectionPosteriors(ll, lf, nuf, lb, nub, jf, jb)
+
+    def viterbi(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Best alignments: forward (B, J) source position per target word, backward (B, I)
+        target position per source word; -1 = NULL or padding."""
+        batch = batch.to(self.keys.device)
+        ids = batch.pair_ids
+        pf, pb = _gather(self.t_fwd, ids), _gather(self.t_bwd, ids)
+        nf, nb = _gather(self.null_tgt, batch.tgt), _gather(self.null_src, batch.src)
+        sl, tl = batch.src_lengths, batch.tgt_lengths
+        if self.stage == "ibm1":
+            post = self.posteriors(batch, stage="ibm1")
+            return _argmax_or_null(post.links_fwd, post.null_fwd, 1, tl), _argmax_or_null(
+                post.links_bwd, post.null_bwd, 2, sl)
+        c = self.config
+        fwd = hmm_direction_viterbi(pf, nf, src_lengths=sl, tgt_lengths=tl,
+                                    jump_weights=self.jump_fwd, p0=c.p0, lattice=c.lattice)
+        bwd = hmm_direction_viterbi(pb.transpose(1, 2), nb, src_lengths=tl, tgt_lengths=sl,
+                                    jump_weights=self.jump_bwd, p0=c.p0, lattice=c.lattice)
+        return fwd, bwd
+
+    # ----------------------------------------------------------------- EM
+    def reset_counts(self) -> None:
+        P, K, dev = self.keys.numel(), self.config.max_jump, self.keys.device
+        # with agreement both directions share one count vector (same link counts); without,
+        # the two are the columns of one (P+1, 2) tensor (one cache line per pair id in the
+        # E-step's scatter; same sums)
+        if self.config.agreement:
+            self.c_lex = self.c_fwd = self.c_bwd = torch.zeros(P + 1, device=dev)
+        else:
+            self.c_lex = torch.zeros(P + 1, 2, device=dev)
+            self.c_fwd, self.c_bwd = self.c_lex[:, 0], self.c_lex[:, 1]
+        self.c_null_tgt = torch.zeros(self.n_tgt_words, device=dev)
+        self.c_null_src = torch.zeros(self.n_src_words, device=dev)
+        self.c_jump = torch.zeros(2, 2, 2 * K + 1, dtype=torch.float64, device=dev)
+        self.c_loglik = torch.zeros(2, dtype=torch.float64, device=dev)
+
+    def accumulate(self, batch: Batch, *, stage: str) -> DirectionPosteriors:
+        """E-step of one batch: add its expected counts to the count buffers."""
+        batch = batch.to(self.keys.device)
+        post = self.posteriors(batch, stage=stage)
+        ids = batch.pair_ids.reshape(-1)
+        if self.config.agreement:
+            q = post.links_fwd * post.links_bwd
+            flat = q.reshape(-1)
+            scatter_add_(self.c_fwd, ids, flat)  # c_bwd is the same tensor
+            jv = torch.arange(q.shape[2], device=q.device)[None, :] < batch.tgt_lengths[:, None]
+            iv = torch.arange(q.shape[1], device=q.device)[None, :] < batch.src_lengths[:, None]
+            null_f = (1 - q.sum(1)).clamp_min(0) * jv
+            null_b = (1 - q.sum(2)).clamp_min(0) * iv
+        else:
+            scatter_add2_(self.c_lex, ids, post.links_fwd, post.links_bwd)
+            null_f, null_b = post.null_fwd, post.null_bwd
+        scatter_add_(self.c_null_tgt, batch.tgt.reshape(-1), null_f.reshape(-1))
+        scatter_add_(self.c_null_src, batch.src.reshape(-1), null_b.reshape(-1))
+        if post.jumps_fwd is not None:
+            self.c_jump[0] += post.jumps_fwd
+            self.c_jump[1] += post.jumps_bwd
+        self.c_loglik += post.log_likelihood
+        return post
+
+    def count_tensors(self) -> list[torch.Tensor]:
+        """The count buffers, in a fixed order (what DDP all-reduces)."""
+        return [self.c_lex, self.c_null_tgt, self.c_null_src, self.c_jump, self.c_loglik]
+
+    def all_reduce_counts(self) -> None:
+        """Sum the counts over all processes (no-op without torch.distributed)."""
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            for t in self.count_tensors():
+                dist.all_reduce(t)
+
+    def m_step(self, *, stage: str) -> torch.Tensor:
+        """Normalise the counts into new tables; returns the log-likelihood (2,) of the
+        E-step just finished (forward, backward) and clears the counts."""
+        c = self.config
+        P = self.keys.numel()
+        # peak memory: one (P,) int64 word-id vector at a time, tables rewritten in place
+        given = torch.div(self.keys, self.n_tgt_words, rounding_mode="floor")
+        self.t_fwd = normalise_counts(self.c_fwd, given, n_given=self.n_src_words,
+                                      n_outcomes=self.n_tgt_words, alpha=c.alpha,
+                                      out=self._table_out("t_fwd"))
+        given = torch.remainder(self.keys, self.n_tgt_words, out=given)
+        self.t_bwd = normalise_counts(self.c_bwd, given, n_given=self.n_tgt_words,
+                                      n_outcomes=self.n_src_words, alpha=c.alpha,
+                                      out=self._table_out("t_bwd"))
+        del given
+        self.null_tgt = normalise_dense(self.c_null_tgt, alpha=c.null_alpha)
+        self.null_src = normalise_dense(self.c_null_src, alpha=c.null_alpha)
+        if stage == "hmm":
+            self.jump_fwd = jump_m_step(self.c_jump[0], self.jump_fwd)
+            self.jump_bwd = jump_m_step(self.c_jump[1], self.jump_bwd)
+        assert self.t_fwd.numel() == P + 1
+        ll = self.c_loglik.clone()
+        self.iteration += 1
+        self.reset_counts()
+        return ll
+
+    def _table_out(self, name: str) -> torch.Tensor | None:
+        """The current table `name` to overwrite in the M-step, when it is safe to do so."""
+        t = getattr(self, name)
+        ok = t.dtype == self.c_fwd.dtype and t.is_contiguous() and t._base is None
+        return t if ok and not t.requires_grad else None
+
+    def fit(self, index: PairIndex, *, progress=None) -> list[list[float]]:
+        """Run the whole schedule on one process; returns per-iteration log-likelihoods."""
+        history = []
+        for it in range(int(self.iteration), self.n_iterations):
+            stage = self.stage_of(it)
+            for k in range(len(index)):
+                self.accumulate(index.batch(k), stage=stage)
+                if progress is not None:
+                    progress(it, k)
+            history.append(self.m_step(stage=stage).tolist())
+        return history
+
+    def hparams(self) -> dict:
+        return asdict(self.config)
+
+
+def _gather(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """table[ids] for int32/int64 ids of any shape (index_select: faster than indexing)."""
+    return table.index_select(0, ids.reshape(-1)).view(ids.shape)
+
+
+def _argmax_or_null(links, null, dim, lengths):
+    """Model 1 Viterbi: best source per target word (dim=1) or target per source (dim=2)."""
+    best, arg = links.max(dim)
+    out = torch.where(best > null, arg, torch.full_like(arg, -1))
+    valid = torch.arange(out.shape[1], device=out.device)[None, :] < lengths[:, None]
+    return torch.where(valid, out, torch.full_like(out, -1))

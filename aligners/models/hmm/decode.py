@@ -1,0 +1,263 @@
+"""Decoding word alignments of both directions: Viterbi, posterior thresholding, agreement.
+
+Methods (every result is in source-target order, 0-based):
+- "viterbi": each direction's best alignment (NULL links dropped);
+- "posterior": each direction's links whose posterior exceeds `threshold`;
+- "agreement": links whose product of the two directions' posteriors exceeds `threshold`
+  (Liang et al. 2006); both directions get the same links.
+Then `aligners.symmetrize` combines the two directions with any atools heuristic.
+
+Layering: this module imports no model. It works on the tensors a model returns (Viterbi
+links, posterior matrices, masks) and on the model and batch index objects passed in, which
+only need the small interfaces `AlignsBatches` and `BatchIndex` below (the word aligner of
+`aligners.models` and its pair index provide them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from aligners.errors import AlignersInputError
+from aligners.models.hmm._pharaoh_kernel import link_lines
+
+__all__ = ["DECODINGS", "Decoded", "AlignsBatches", "BatchIndex", "iter_decoded",
+           "decode_corpus", "decode_lines", "combine"]
+
+
+class AlignsBatches(Protocol):
+    """What decoding needs from a word-alignment model: `keys` (a tensor on the model's
+    device), `viterbi(batch) -> (fwd (B, J) source index or -1, rev (B, I) target index or
+    -1)` and `posteriors(batch)` with `links_fwd`, `links_bwd` (B, I, J) link posteriors."""
+
+    keys: torch.Tensor
+
+    def viterbi(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def posteriors(self, batch: Any) -> Any: ...
+
+
+class BatchIndex(Protocol):
+    """A corpus in batches: `len()`, `n_sentences` and `batch(k)` with `.to(device)`,
+    `rows (B,)` (input row of each batch row) and `mask (B, I, J)` bool."""
+
+    n_sentences: int
+
+    def __len__(self) -> int: ...
+
+    def batch(self, k: int) -> Any: ...
+
+DECODINGS = ("viterbi", "posterior", "agreement")
+
+Link = tuple[int, int]
+
+
+@dataclass
+class Decoded:
+    """Per sentence (input order): forward / reverse links and their posteriors.
+
+    posteriors_fwd[n][(i, j)]: the forward model's p(a_j = i) (agreement: the product).
+    """
+
+    fwd: list[list[Link]]
+    rev: list[list[Link]]
+    posteriors_fwd: list[dict[Link, float]] = field(default_factory=list)
+    posteriors_rev: list[dict[Link, float]] = field(default_factory=list)
+
+
+@dataclass
+class _HostLinks:
+    """One batch's links on the host: rows (B,) input rows; per direction (fwd, rev) links
+    (K, 2) int64 [i, j] sorted by (batch row, i, j), counts (B,) links per batch row and
+    values (K,) their posteriors (or None)."""
+
+    rows: np.ndarray
+    links: tuple[np.ndarray, np.ndarray]
+    counts: tuple[np.ndarray, np.ndarray]
+    values: tuple[np.ndarray | None, np.ndarray | None]
+
+    def per_row(self, d: int) -> tuple[list[list[Link]], list[dict[Link, float]]]:
+        """Direction d's links per batch row (lists of (i, j) tuples) and posterior dicts
+        (empty without values). Cost O(links) Python tuples."""
+        pairs = list(zip(*self.links[d].T.tolist(), strict=True)) if len(self.links[d]) else []
+        ends = np.cumsum(self.counts[d]).tolist()
+        starts = [0, *ends[:-1]]
+        links = [pairs[a:b] for a, b in zip(starts, ends, strict=True)]
+        if self.values[d] is None:
+            return links, [{} for _ in ends]
+        vals = self.values[d].tolist()
+        return links, [dict(zip(pairs[a:b], vals[a:b], strict=True))
+                       for a, b in zip(starts, ends, strict=True)]
+
+
+def _device_links(model: AlignsBatches, batch, method: str, threshold: float,
+                  with_posteriors: bool):
+    """(forward links, forward values, reverse links, reverse values) of one batch on the
+    model's device: links (K, 3) [b, i, j] sorted, values (K,) (None unless needed)."""
+    if method == "viterbi":
+        fwd, rev = model.viterbi(batch)
+        hf = (fwd >= 0).nonzero()
+        f_links = torch.stack([hf[:, 0], fwd[hf[:, 0], hf[:, 1]], hf[:, 1]], 1)
+        I, J = batch.src.shape[1], batch.tgt.shape[1]  # (b, j) order -> (b, i, j) order
+        f_links = f_links[torch.argsort((f_links[:, 0] * I + f_links[:, 1]) * J
+                                        + f_links[:, 2])]
+        hr = (rev >= 0).nonzero()  # one link per (b, i): already in (b, i, j) order
+        r_links = torch.stack([hr[:, 0], hr[:, 1], rev[hr[:, 0], hr[:, 1]]], 1)
+        vf = vr = None
+        if with_posteriors:
+            post = model.posteriors(batch)
+            vf = post.links_fwd[f_links[:, 0], f_links[:, 1], f_links[:, 2]]
+            vr = post.links_bwd[r_links[:, 0], r_links[:, 1], r_links[:, 2]]
+        return f_links, vf, r_links, vr
+    post = model.posteriors(batch)
+    if method == "agreement":
+        score_f = score_r = post.links_fwd * post.links_bwd
+    else:
+        score_f, score_r = post.links_fwd, post.links_bwd
+    mask = batch.mask
+    f_links = ((score_f > threshold) & mask).nonzero()  # row-major: sorted (b, i, j)
+    r_links = ((score_r > threshold) & mask).nonzero()
+    if not with_posteriors:
+        return f_links, None, r_links, None
+    return (f_links, score_f[f_links[:, 0], f_links[:, 1], f_links[:, 2]],
+            r_links, score_r[r_links[:, 0], r_links[:, 1], r_links[:, 2]])
+
+
+def _host_batches(model: AlignsBatches, index: BatchIndex, method: str, threshold: float,
+                  with_posteriors: bool) -> Iterator[_HostLinks]:
+    """Decode batch by batch on the model's device; each batch's rows and links come to the
+    host in one copy (and its posteriors in one more)."""
+    if method not in DECODINGS:
+        raise AlignersInputError(f"unknown decoding {method!r}; expected one of {DECODINGS}")
+    for k in range(len(index)):
+        batch = index.batch(k).to(model.keys.device)
+        with torch.no_grad():
+            f, vf, r, vr = _device_links(model, batch, method, threshold, with_posteriors)
+        B = batch.rows.shape[0]
+        # links per batch row, counted on the device (scatter: no size sync, no host loop)
+        cf, cr = (torch.zeros(B, dtype=torch.long, device=x.device).index_add_(
+            0, x[:, 0], torch.ones_like(x[:, 0])) for x in (f, r))
+        flat = torch.cat([batch.rows.long(), cf, cr, f[:, 1:].reshape(-1),
+                          r[:, 1:].reshape(-1)]).cpu().numpy()
+        kf = f.shape[0]
+        links = (flat[3 * B:3 * B + 2 * kf].reshape(-1, 2), flat[3 * B + 2 * kf:].reshape(-1, 2))
+        values = (None, None)
+        if with_posteriors:
+            v = torch.cat([vf, vr]).cpu().numpy()
+            values = (v[:kf], v[kf:])
+        yield _HostLinks(flat[:B], links, (flat[B:2 * B], flat[2 * B:3 * B]), values)
+
+
+def iter_decoded(
+    model: AlignsBatches,
+    index: BatchIndex,
+    *,
+    method: str = "agreement",
+    threshold: float = 0.3,
+    with_posteriors: bool = False,
+) -> Iterator[tuple[list[int], list, list, list, list]]:
+    """Per batch: (rows, forward links, forward posteriors, reverse links, reverse
+    posteriors), each list aligned with `rows`; links sorted (i, j), posteriors dicts."""
+    for h in _host_batches(model, index, method, threshold, with_posteriors):
+        lf, pf = h.per_row(0)
+        lr, pr = h.per_row(1)
+        yield h.rows.tolist(), lf, pf, lr, pr
+
+
+def decode_corpus(
+    model: AlignsBatches,
+    index: BatchIndex,
+    *,
+    method: str = "agreement",
+    threshold: float = 0.3,
+    with_posteriors: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Decoded:
+    """Align every sentence pair of `index` with `model`'s current parameters.
+
+    Sentences with an empty side get no links. Cost: one E-step (posterior methods) or
+    one Viterbi pass over the corpus, plus O(links) Python objects (for large corpora
+    `decode_lines` keeps only the formatted lines).
+    """
+    N = index.n_sentences
+    out = Decoded([[] for _ in range(N)], [[] for _ in range(N)])
+    if with_posteriors:
+        out.posteriors_fwd = [{} for _ in range(N)]
+        out.posteriors_rev = [{} for _ in range(N)]
+    for rows, lf, pf, lr, pr in iter_decoded(model, index, method=method, threshold=threshold,
+                                            with_posteriors=with_posteriors):
+        for b, r in enumerate(rows):
+            out.fwd[r], out.rev[r] = lf[b], lr[b]
+            if with_posteriors:
+                out.posteriors_fwd[r], out.posteriors_rev[r] = pf[b], pr[b]
+        if progress is not None:
+            progress(len(rows))
+    return out
+
+
+def _line(links, posts) -> str:
+    return " ".join(f"{i}-{j}:{posts[(i, j)]:.6g}" if (i, j) in posts else f"{i}-{j}"
+                    for i, j in links)
+
+
+def decode_lines(
+    model: AlignsBatches,
+    index: BatchIndex,
+    *,
+    method: str = "agreement",
+    threshold: float = 0.3,
+    heuristic: str | None = None,
+    posteriors: bool = False,
+    outputs: tuple[str, ...] = ("fwd", "rev", "sym"),
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, list[str]]:
+    """Pharaoh lines (`i-j`, or `i-j:p` with `posteriors`) per output in `outputs`:
+    "fwd", "rev" and "sym" (symmetrized with `heuristic`; None/"none" = forward links).
+
+    Memory: the formatted lines only (links are formatted batch by batch).
+    """
+    from aligners.symmetrize import HEURISTICS, symmetrize
+
+    if heuristic not in (None, "none") and heuristic not in HEURISTICS:
+        raise AlignersInputError(f"unknown heuristic {heuristic!r}; expected one of {HEURISTICS}")
+    N = index.n_sentences
+    out = {name: [""] * N for name in outputs}
+    plain_sym = heuristic in (None, "none")
+    for h in _host_batches(model, index, method, threshold, posteriors):
+        rows = h.rows.tolist()
+        lines = {}
+        for d, name in ((0, "fwd"), (1, "rev")):
+            if name in out or (d == 0 and "sym" in out and plain_sym):
+                lk = h.links[d]
+                lines[name] = link_lines(h.counts[d], lk[:, 0], lk[:, 1], h.values[d])
+        if "sym" in out:
+            if plain_sym:
+                lines["sym"] = lines["fwd"]
+            else:
+                (lf, pf), (lr, pr) = h.per_row(0), h.per_row(1)
+                lines["sym"] = [
+                    _line(sorted(symmetrize(lf[b], lr[b], heuristic)),
+                          {**pr[b], **pf[b]} if posteriors else {})
+                    for b in range(len(rows))]
+        for name in out:
+            dest, got = out[name], lines[name]
+            for b, r in enumerate(rows):
+                dest[r] = got[b]
+        if progress is not None:
+            progress(len(rows))
+    return out
+
+
+def combine(decoded: Decoded, heuristic: str | None) -> list[list[Link]]:
+    """Symmetrize forward and reverse links with an atools heuristic (None: forward only)."""
+    if heuristic is None or heuristic == "none":
+        return decoded.fwd
+    from aligners.symmetrize import HEURISTICS, symmetrize_corpus
+
+    if heuristic not in HEURISTICS:
+        raise AlignersInputError(f"unknown heuristic {heuristic!r}; expected one of {HEURISTICS}")
+    return [sorted(x) for x in symmetrize_corpus(decoded.fwd, decoded.rev, heuristic)]

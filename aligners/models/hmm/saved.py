@@ -1,0 +1,175 @@
+"""The word HMM family's aligned model (`aligners.models.aligned.WordAlignment`) and its
+model folder (`aligners.export` format).
+
+A folder holds `model.safetensors` (pair keys, both lexical tables, NULL tables, jump
+weights), `config.json` (WordAlignConfig, vocabulary sizes, iteration, decoding defaults)
+and `vocab.json` (source and target word lists, id = position). `aligners.load(folder)`
+returns a `TrainedWordAligner`: the model, its frozen vocabularies and decoding defaults,
+ready to `align` (and for `aligners align --load-model`). No pickle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+
+from aligners.data.bitext import DEFAULT_CELLS, PairIndex, build_index
+from aligners.data.vocab import WordIds
+from aligners.errors import AlignersInputError
+from aligners.export import ModelFolder, read_model, write_model
+from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment
+from aligners.models.hmm import FAMILY, config
+from aligners.models.hmm.agreement import WordAlignConfig, WordAligner, WordDecoding
+
+__all__ = ["KIND", "TrainedWordAligner", "WordAligned", "save_word_aligner",
+           "load_word_aligner"]
+
+KIND = FAMILY.kind
+_TENSORS = ("keys", "t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd")
+
+
+@dataclass
+class WordAligned(Aligned):
+    """A text aligned by the word HMM: the model and the text's pair index."""
+
+    model: WordAligner
+    index: PairIndex
+    run: RunOptions
+
+    def lines(self, outputs, decoding: Decoding, *, posteriors: bool = False) -> dict:
+        from aligners.models.hmm.decode import decode_lines
+
+        bar = self.run.bar(self.index.n_sentences, "align")
+        out = decode_lines(self.model, self.index, method=decoding.method,
+                           threshold=decoding.threshold, heuristic=decoding.symmetrize,
+                           posteriors=posteriors, outputs=tuple(outputs), progress=bar.update)
+        bar.close()
+        return out
+
+
+@dataclass
+class TrainedWordAligner(WordAlignment):
+    """A ready aligner: the model, frozen vocabularies (unseen words -> unknown id) and the
+    decoding defaults saved with it (method, threshold, symmetrize)."""
+
+    model: WordAligner
+    src_ids: WordIds
+    tgt_ids: WordIds
+    decoding: WordDecoding | None = None
+
+    family = FAMILY.name
+    METHODS, DEFAULT = config.METHODS, config.DECODING
+
+    @classmethod
+    def fit(cls, pairs, config: WordAlignConfig, run: RunOptions):
+        """EM on `pairs` (IBM1 -> HMM, both directions; see WordAligner) on `run.device`."""
+        src_ids, tgt_ids = WordIds(), WordIds()
+        index = build_index(pairs, src_ids, tgt_ids, cells=run.cells(), cache_dir=run.cache_dir)
+        model = WordAligner.from_index(index, config).to(run.device)
+        index.to(run.device)  # batches move once, not every EM iteration
+        model.reset_counts()
+        bar = run.bar(model.n_iterations * len(index), "EM")
+        model.fit(index, progress=lambda it, k: bar.update(1))
+        bar.close()
+        return cls(model, src_ids, tgt_ids), WordAligned(model, index, run)
+
+    def decode(self, pairs, run: RunOptions) -> WordAligned:
+        self.to(run.device)  # batches follow the model
+        index = self.index(pairs, cells=run.cells(), cache_dir=run.cache_dir)
+        index.to(run.device)
+        return WordAligned(self.model, index, run)
+
+    def save_to(self, folder, decoding: Decoding) -> Path:
+        return save_word_aligner(folder, self.model, self.src_ids, self.tgt_ids,
+                                 decoding=WordDecoding(**asdict(decoding)))
+
+    @classmethod
+    def from_folder(cls, folder) -> TrainedWordAligner:
+        return load_word_aligner(folder).checked(folder)
+
+    def index(self, pairs, *, cells: int = DEFAULT_CELLS, cache_dir: str | None = None
+              ) -> PairIndex:
+        """Pair index of token pairs `pairs` over this model's pair table (N pairs ->
+        batches; O(tokens) encoding, see `aligners.data.bitext.build_index`), built on the
+        CPU and then moved to the model's device (unless it has a disk cache)."""
+        index = build_index(pairs, self.src_ids, self.tgt_ids, cells=cells,
+                            keys=self.model.keys.cpu(), cache_dir=cache_dir)
+        return index.to(self.model.keys.device)
+
+    def to(self, device) -> TrainedWordAligner:
+        """Move the model's tables to `device` (later `index` calls follow). Returns self."""
+        self.model.to(device)
+        return self
+
+
+def save_word_aligner(folder: str | Path, model: WordAligner, src_ids: WordIds,
+                      tgt_ids: WordIds, *, decoding: WordDecoding | None = None) -> Path:
+    """Write the model folder `folder` atomically (see `aligners.export.write_model`).
+
+    Size: 4 bytes per table entry, O(P + V); vocabularies as JSON word lists.
+    """
+    if (len(src_ids), len(tgt_ids)) != (model.n_src_words, model.n_tgt_words):
+        raise ValueError("vocabularies do not match the model's vocabulary sizes")
+    dec = decoding or WordDecoding()
+    config = {"model": asdict(model.config), "n_src_words": model.n_src_words,
+              "n_tgt_words": model.n_tgt_words, "iteration": int(model.iteration),
+              "decoding": asdict(dec)}
+    tensors = {name: getattr(model, name) for name in _TENSORS}
+    vocab = {"source": src_ids.to_json(), "target": tgt_ids.to_json()}
+    return write_model(folder, kind=KIND, tensors=tensors, config=config,
+                       extras={"vocab": vocab})
+
+
+def _fields(cls, value, what: str, path: str):
+    names = {f.name for f in fields(cls)}
+    if not isinstance(value, dict) or not set(value) <= names:
+        raise AlignersInputError(f"config.json: {what} must be an object with keys among "
+                                 f"{sorted(names)}", path=path)
+    try:
+        return cls(**value)
+    except TypeError as err:
+        raise AlignersInputError(f"config.json: bad {what} ({err})", path=path) from None
+
+
+def load_word_aligner(folder: str | Path | ModelFolder) -> TrainedWordAligner:
+    """Read a folder written by `save_word_aligner` (the `aligners.load` loader of KIND).
+
+    Raises AlignersInputError naming the file when something is missing or inconsistent.
+    Cost: reads O(P + V).
+    """
+    mf = folder if isinstance(folder, ModelFolder) else read_model(folder, kind=KIND)
+    where = str(mf.path / "config.json")
+    cfg = mf.config
+    for key in ("model", "n_src_words", "n_tgt_words", "iteration"):
+        if key not in cfg:
+            raise AlignersInputError(f"config.json has no {key!r}", path=where)
+    config = _fields(WordAlignConfig, cfg["model"], "model", where)
+    decoding = _fields(WordDecoding, cfg.get("decoding", {}), "decoding", where)
+    ns, nt = cfg["n_src_words"], cfg["n_tgt_words"]
+    if not (isinstance(ns, int) and isinstance(nt, int) and ns >= 2 and nt >= 2):
+        raise AlignersInputError("config.json: vocabulary sizes must be integers >= 2",
+                                 path=where)
+    t = {name: mf.tensor(name) for name in _TENSORS}
+    P, K = t["keys"].numel(), config.max_jump
+    want = {"t_fwd": P + 1, "t_bwd": P + 1, "null_tgt": nt, "null_src": ns,
+            "jump_fwd": 2 * K + 1, "jump_bwd": 2 * K + 1}
+    for name, n in want.items():
+        if t[name].dim() != 1 or t[name].numel() != n:
+            raise AlignersInputError(f"tensor {name!r} has shape {tuple(t[name].shape)}, "
+                                     f"expected ({n},)", path=str(mf.path / "model.safetensors"))
+    model = WordAligner(keys=t["keys"], n_src_words=ns, n_tgt_words=nt, config=config)
+    for name in _TENSORS[1:]:
+        setattr(model, name, t[name])
+    model.iteration = torch.tensor(int(cfg["iteration"]))
+    vocab = mf.json("vocab")
+    vpath = str(mf.path / "vocab.json")
+    if not isinstance(vocab, dict) or set(vocab) != {"source", "target"}:
+        raise AlignersInputError("expected {\"source\": [...], \"target\": [...]}", path=vpath)
+    src = WordIds.from_json(vocab["source"], path=vpath)
+    tgt = WordIds.from_json(vocab["target"], path=vpath)
+    if (len(src), len(tgt)) != (ns, nt):
+        raise AlignersInputError("vocab.json does not match config.json's vocabulary sizes",
+                                 path=vpath)
+    return TrainedWordAligner(model, src, tgt, decoding)
