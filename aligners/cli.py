@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     summary = getattr(args, "summary", None)
     if (status == 0 and summary and args.command in SUMMARISED and not _quiet(args)
-            and not sys.stderr.isatty()):
+            and (not sys.stderr.isatty() or getattr(args, "verbose", False))):
         _close_progress()
         print(f"{command}: {summary} in {time.perf_counter() - start:.1f} s",
               file=sys.stderr)

@@ -120,7 +120,7 @@ def test_auto_picks_bayesian_on_the_cpu_and_says_so(tmp_path, capsys):
                  *FAST["bayesian"][1]]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("aligners align: 20 sentence pairs aligned, model bayesian "
-                              "(auto: CPU) in ")
+                              "(auto: CPU); read ")
     # an option of another family is refused before any work, naming the fix
     assert main(["align", "-s", str(s), "-t", str(t), "--p0", "0.2"]) == 2
     err = capsys.readouterr().err

@@ -28,6 +28,7 @@ from aligners.commands._device import thread_count
 from aligners.data import DEFAULT_CELLS, GPU_CELLS
 from aligners.errors import AlignersInputError
 from aligners.families import Family, families, family
+from aligners.timing import Phases
 
 __all__ = ["add_arguments", "run"]
 
@@ -88,9 +89,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="keep the pair-id index in memory-mapped files here (large corpora)")
     r.add_argument("-q", "--quiet", "--no-progress", dest="quiet", action="store_true",
                    help="no progress bars and no summary line on stderr")
+    r.add_argument("-v", "--verbose", action="store_true",
+                   help="the summary line (where the time went: read, index, train, decode, "
+                        "write) also on a terminal")
 
 
 AUTO_RULE = "bayesian on the CPU, hmm on a GPU (see aligners.models.aligned.auto_family)"
+_PHASES = ("read", "index", "train", "decode", "write")  # the summary's order
 _OWN: dict[str, dict] = {}  # family -> {dest: (flag, default)} of its own options
 
 
@@ -212,18 +217,23 @@ def run(args: argparse.Namespace) -> int:
     else:  # every value is checked before any work starts
         config = options.from_args(args)
         decoding = cls.decoding_for(None, args.decoding, args.threshold, args.symmetrize)
+    sync = None
     if cls.USES_TORCH or args.device != "cpu":
         import torch
 
         from aligners.commands._device import torch_device
 
-        torch_device(args.device)
+        if torch_device(args.device).type == "cuda":
+            sync = torch.cuda.synchronize  # kernels are charged to the phase that queued them
         if cls.USES_TORCH:
             torch.set_num_threads(max(1, args.threads))
-    if args.load_model:
-        aligned = model.decode(_counted(_read(args)), run_opts)
-    else:
-        model, aligned = cls.fit(_counted(_read(args)), config, run_opts)
+    phases = run_opts.phases = Phases(sync=sync)
+    pairs = phases.iterate("read", _counted(_read(args)))
+    with phases("train"):  # the families charge "index" (and "train") inside
+        if args.load_model:
+            aligned = model.decode(pairs, run_opts)
+        else:
+            model, aligned = cls.fit(pairs, config, run_opts)
     if args.save_model:
         try:
             model.save(args.save_model, decoding)
@@ -236,14 +246,20 @@ def run(args: argparse.Namespace) -> int:
         dests["sym"] = args.output or "-"
     from aligners.outputs import write_lines
 
-    lines = aligned.lines(tuple(dests), decoding, posteriors=args.posteriors)
+    with phases("decode"):  # lines of a lazy family are charged here as they are written
+        lines = aligned.lines(tuple(dests), decoding, posteriors=args.posteriors)
     flags = {"fwd": "-f", "rev": "-r", "sym": "-o"}
     n = 0
     for name, dest in dests.items():
         counter = [0]
-        write_lines(dest, _count_into(lines[name], counter), flag=flags[name])
+        with phases("write"):
+            write_lines(dest, phases.iterate("decode", _count_into(lines[name], counter)),
+                        flag=flags[name])
         n = counter[0]
-    args.summary = f"{n:,} sentence pairs aligned, model {fam.name} ({why})"
+    sec = phases.seconds
+    order = [k for k in _PHASES if k in sec] + [k for k in sec if k not in _PHASES]
+    took = ", ".join(f"{k} {sec[k]:.1f} s" for k in order)
+    args.summary = f"{n:,} sentence pairs aligned, model {fam.name} ({why}); {took}"
     return 0
 
 

@@ -67,7 +67,8 @@ class Decoding:
 @dataclass
 class RunOptions:
     """How a model runs (not what it is): device, CPU threads, padded cells per batch (None:
-    the device's default), a disk cache for the pair index, sampler seed, progress bars."""
+    the device's default), a disk cache for the pair index, sampler seed, progress bars, and
+    where the time goes (`phases`: "index" and "train" are charged by the families)."""
 
     device: str = "cpu"
     threads: int = 1
@@ -75,6 +76,13 @@ class RunOptions:
     cache_dir: str | None = None
     seed: int = 0
     progress: bool = False
+    phases: Any = None  # an aligners.timing.Phases that the steps charge, or None
+
+    def phase(self, name: str):
+        """A `with` block timed as phase `name` in `phases` (nothing without)."""
+        import contextlib
+
+        return contextlib.nullcontext() if self.phases is None else self.phases(name)
 
     def bar(self, total: int, desc: str):
         """A tqdm progress bar on stderr (shown only when `progress`)."""

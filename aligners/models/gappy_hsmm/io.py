@@ -80,12 +80,19 @@ class PhrasalBundle(WordAlignment):
     def fit(cls, pairs, config: GappyHSMMConfig, run: RunOptions):
         """Model 1 -> word HMM (both directions, no agreement: `config.start`), then the
         phrasal model by agreement (`config.phrasal`), on `run.device`."""
+        src_ids, tgt_ids = WordIds(), WordIds()
+        with run.phase("index"):
+            index = build_index(pairs, src_ids, tgt_ids, cells=run.cells(),
+                                cache_dir=run.cache_dir)
+        with run.phase("train"):
+            return cls._fit_index(index, src_ids, tgt_ids, config, run)
+
+    @classmethod
+    def _fit_index(cls, index, src_ids, tgt_ids, config: GappyHSMMConfig, run: RunOptions):
         from aligners.models.gappy_hsmm.decode import fit_phrasal
         from aligners.models.gappy_hsmm.init import build_phrasal_aligner
         from aligners.models.hmm.agreement import WordAligner
 
-        src_ids, tgt_ids = WordIds(), WordIds()
-        index = build_index(pairs, src_ids, tgt_ids, cells=run.cells(), cache_dir=run.cache_dir)
         src_ids.frozen = tgt_ids.frozen = True
         config = config.for_pairs(index.n_sentences)
         word = WordAligner.from_index(index, config.start)
@@ -105,8 +112,9 @@ class PhrasalBundle(WordAlignment):
         return cls(model, src_ids, tgt_ids), PhrasalAligned(model, index, run)
 
     def decode(self, pairs, run: RunOptions) -> PhrasalAligned:
-        index = build_index(pairs, self.src_ids, self.tgt_ids, cells=run.cells(),
-                            keys=self.aligner.word_keys.cpu(), cache_dir=run.cache_dir)
+        with run.phase("index"):
+            index = build_index(pairs, self.src_ids, self.tgt_ids, cells=run.cells(),
+                                keys=self.aligner.word_keys.cpu(), cache_dir=run.cache_dir)
         self.aligner.to(run.device)
         return PhrasalAligned(self.aligner, index, run)
 

@@ -66,19 +66,23 @@ class TrainedWordAligner(WordAlignment):
     def fit(cls, pairs, config: WordAlignConfig, run: RunOptions):
         """EM on `pairs` (IBM1 -> HMM, both directions; see WordAligner) on `run.device`."""
         src_ids, tgt_ids = WordIds(), WordIds()
-        index = build_index(pairs, src_ids, tgt_ids, cells=run.cells(), cache_dir=run.cache_dir)
-        model = WordAligner.from_index(index, config).to(run.device)
-        index.to(run.device)  # batches move once, not every EM iteration
-        model.reset_counts()
-        bar = run.bar(model.n_iterations * len(index), "EM")
-        model.fit(index, progress=lambda it, k: bar.update(1))
-        bar.close()
+        with run.phase("index"):
+            index = build_index(pairs, src_ids, tgt_ids, cells=run.cells(),
+                                cache_dir=run.cache_dir)
+            model = WordAligner.from_index(index, config).to(run.device)
+            index.to(run.device)  # batches move once, not every EM iteration
+        with run.phase("train"):
+            model.reset_counts()
+            bar = run.bar(model.n_iterations * len(index), "EM")
+            model.fit(index, progress=lambda it, k: bar.update(1))
+            bar.close()
         return cls(model, src_ids, tgt_ids), WordAligned(model, index, run)
 
     def decode(self, pairs, run: RunOptions) -> WordAligned:
         self.to(run.device)  # batches follow the model
-        index = self.index(pairs, cells=run.cells(), cache_dir=run.cache_dir)
-        index.to(run.device)
+        with run.phase("index"):
+            index = self.index(pairs, cells=run.cells(), cache_dir=run.cache_dir)
+            index.to(run.device)
         return WordAligned(self.model, index, run)
 
     def save_to(self, folder, decoding: Decoding) -> Path:
