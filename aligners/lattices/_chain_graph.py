@@ -13,7 +13,8 @@ on (not inference mode, not autocast), no capture is under way, the step matrice
 was seen before (a one-off shape is not worth a capture, which costs ~3 eager runs).
 Otherwise the plain scan runs. Captured graphs live in an LRU cache whose estimated memory
 (``POOL_FACTOR`` x the step matrices' bytes per graph) stays under ``POOL_BUDGET`` bytes;
-``clear()`` empties it. On an H100 a pool kept 18-20x the step matrices' bytes (BENCHMARKS.md).
+``clear()`` empties it. On an H100 a pool kept 18-20x the step matrices' bytes
+(BENCHMARKS.md (git history)).
 """
 
 from __future__ import annotations
