@@ -12,7 +12,8 @@ per entry); the CLI trains one model from one value.
 Chosen on the reorder dev experiment (configs/experiment/reorder_dev.yaml: train pairs
 0-7999, dev 8000-8999, never the held-out pairs; `python train.py experiment=reorder_dev
 model.primal.sigma2=...`): `sigma2` = 0.01 for both MaxEnt models (dev error, primal 3
-epochs: 34.47% vs 35.67% at sigma2 = 1; dual eps 0.1: 34.45% vs 36.01%), and the dual's `max_iter` = 30: at
+epochs: 34.47% vs 35.67% at sigma2 = 1; dual eps 0.1: 34.45% vs 36.01%), and the dual's
+`max_iter` = 30: at
 sigma2 = 0.01 EG empties its active set within 8 iterations (identical models at 20 or
 30), at sigma2 = 1 it needed 29-30, which a cap of 20 would cut short.
 """
