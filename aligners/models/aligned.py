@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["Link", "OUTPUTS", "Decoding", "RunOptions", "Aligned", "WordAlignment",
+__all__ = ["Link", "OUTPUTS", "Decoding", "TuneGrid", "RunOptions", "Aligned", "WordAlignment",
            "token_pairs", "parse_line", "auto_family", "align"]
 
 Link = tuple[int, int]
@@ -62,6 +62,20 @@ class Decoding:
             raise AlignersInputError(f"symmetrize {self.symmetrize!r}: choose one of none, "
                                      f"{', '.join(HEURISTICS)}")
         return self
+
+
+HEURISTICS = ["intersect", "grow-diag", "grow-diag-final-and"]
+
+
+@dataclass
+class TuneGrid:
+    """The decodings a Hydra task searches on its tuning split (`aligners.inference.choose`):
+    the `tune_grid` of a word family's model config. A family sets its own defaults by
+    subclassing (its YAML restates them; tests/test_config_defaults.py checks that)."""
+
+    methods: list[str] = field(default_factory=lambda: ["agreement", "posterior", "viterbi"])
+    thresholds: list[float] = field(default_factory=lambda: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    heuristics: list[str] = field(default_factory=lambda: list(HEURISTICS))
 
 
 @dataclass

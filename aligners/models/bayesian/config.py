@@ -9,19 +9,19 @@ options (unset options keep the dataclass defaults).
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from aligners.config_checks import Rule, check_value
 from aligners.errors import AlignersInputError
-from aligners.models.aligned import Decoding
+from aligners.models.aligned import Decoding, TuneGrid
 
 _POS, _FRAC = Rule("float", lo=0, lo_open=True), Rule("float", lo=0, hi=1, hi_open=True)
 
-__all__ = ["BayesConfig", "METHODS", "DECODING", "add_arguments", "from_args", "adjust_loaded"]
+__all__ = ["BayesConfig", "BayesDecoding", "BayesGrid", "BayesTaskConfig", "METHODS",
+           "DECODING", "add_arguments", "from_args", "adjust_loaded"]
 
 METHODS = ("viterbi", "posterior")  # argmax of the averaged marginals, or a threshold
-DECODING = Decoding("viterbi", 0.5, "grow-diag-final-and")
 
 
 @dataclass
@@ -70,6 +70,35 @@ class BayesConfig:
         if its is not None and (len(its) != 3 or its[self.model - 1] < 1):
             raise AlignersInputError("iterations must be 3 sweep counts (IBM1, HMM, fertility) "
                                      f"with at least 1 for the last stage used; got {its}")
+
+
+@dataclass
+class BayesDecoding:
+    """The bayesian task's default decoding (where no tuning split exists): DECODING."""
+
+    method: str = "viterbi"
+    threshold: float = 0.5
+    symmetrize: str = "grow-diag-final-and"
+
+
+@dataclass
+class BayesGrid(TuneGrid):
+    """The bayesian task's tuning grid (no agreement decoding: one sampler per direction)."""
+
+    methods: list[str] = field(default_factory=lambda: ["viterbi", "posterior"])
+    thresholds: list[float] = field(default_factory=lambda: [0.2, 0.3, 0.4, 0.5, 0.6])
+
+
+DECODING = Decoding(BayesDecoding.method, BayesDecoding.threshold, BayesDecoding.symmetrize)
+
+
+@dataclass
+class BayesTaskConfig(BayesConfig):
+    """The bayesian task's `model` section (configs/model/bayesian.yaml)."""
+
+    name: str = "bayesian"
+    decoding: BayesDecoding = field(default_factory=BayesDecoding)
+    tune_grid: BayesGrid = field(default_factory=BayesGrid)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -11,12 +11,13 @@ import argparse
 from dataclasses import dataclass, field, replace
 
 from aligners.cli_types import float_in, int_at_least
-from aligners.models.aligned import Decoding
+from aligners.data import DEFAULT_CELLS
+from aligners.models.aligned import Decoding, TuneGrid
 from aligners.models.hmm.config import WordAlignConfig
 from aligners.models.hmm.config import from_args as word_from_args
 
 __all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "METHODS", "DECODING", "REGIMENS", "regimen",
-           "PhrasalConfig", "GappyHSMMConfig", "add_arguments", "from_args"]
+           "PhrasalConfig", "GappyHSMMConfig", "GappyTaskConfig", "add_arguments", "from_args"]
 
 MAX_PHRASE_LEN = 16  # longest phrase the span hash supports
 RANK_RULES = ("probability", "count")  # how `rank_phrases` orders the mined candidates
@@ -107,6 +108,18 @@ class GappyHSMMConfig:
                 parts[part][name] = value
         return GappyHSMMConfig(start=replace(self.start, **parts["start"]),
                                phrasal=replace(self.phrasal, **parts["phrasal"]), sized=())
+
+
+@dataclass
+class GappyTaskConfig:
+    """The top-level keys of the gappy-hsmm task's `model` section
+    (configs/model/gappy_hsmm.yaml; its `word`, `start` and `phrasal` sections are
+    WordAlignConfig, WordAlignConfig and PhrasalConfig)."""
+
+    name: str = "gappy-hsmm"
+    batch_cells: int = DEFAULT_CELLS
+    dev_from_test: int = 100  # dev = tuning split + first 100 test pairs (sec. 7.2)
+    tune_grid: TuneGrid = field(default_factory=TuneGrid)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

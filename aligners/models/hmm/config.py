@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aligners.cli_types import float_in, int_at_least
-from aligners.models.aligned import Decoding
+from aligners.data import DEFAULT_CELLS
+from aligners.models.aligned import Decoding, TuneGrid
 
-__all__ = ["WordAlignConfig", "WordDecoding", "METHODS", "DECODING", "add_arguments",
-           "from_args"]
+__all__ = ["WordAlignConfig", "WordDecoding", "HMMGrid", "HMMTaskConfig", "METHODS",
+           "DECODING", "add_arguments", "from_args"]
 
 
 @dataclass
@@ -42,6 +43,25 @@ class WordDecoding:
     threshold: float = 0.3
     symmetrize: str = "none"  # an atools heuristic; `aligners align` uses
     # grow-diag-final-and for non-agreement decodings unless told otherwise
+
+
+@dataclass
+class HMMGrid(TuneGrid):
+    """The hmm task's tuning grid (finer thresholds below 0.5)."""
+
+    thresholds: list[float] = field(
+        default_factory=lambda: [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5])
+
+
+@dataclass
+class HMMTaskConfig(WordAlignConfig):
+    """The hmm task's `model` section (configs/model/hmm.yaml): the model, the batch budget,
+    the default decoding and the tuning grid."""
+
+    name: str = "hmm"
+    batch_cells: int = DEFAULT_CELLS
+    decoding: WordDecoding = field(default_factory=WordDecoding)
+    tune_grid: HMMGrid = field(default_factory=HMMGrid)
 
 
 METHODS = ("agreement", "posterior", "viterbi")  # the decodings this family supports
