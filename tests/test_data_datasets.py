@@ -14,7 +14,7 @@ CASES = [
     (name, split)
     for name, spec in DATASETS.items()
     for split in spec.splits
-    if (name, split) != ("hansards-enfr", "train")
+    if not (name == "hansards-enfr" and split.startswith("train"))  # streamed, not loaded
 ]
 
 

@@ -32,7 +32,7 @@ def test_choose_picks_the_lowest_dev_aer():
     grid = {"methods": ["agreement", "posterior"], "thresholds": [0.1, 0.5],
             "heuristics": ["intersect"]}
     dec, aer = choose([(lf, lb)], [(lf > 0.5, lb > 0.5)], gold, grid)
-    assert aer == 0.0 and dec == {"method": "agreement", "threshold": 0.1, "heuristic": "none"}
+    assert aer == 0.0 and dec == {"method": "agreement", "threshold": 0.1, "symmetrize": "none"}
 
 
 def test_bad_config_is_a_clear_error():

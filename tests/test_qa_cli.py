@@ -222,7 +222,8 @@ def test_baseline_on_a_dataset_without_alignments_is_input_error(tmp_path):
     shared_path("data", "msrp-paraphrase")
     configs = str(Path(__file__).resolve().parents[1] / "configs")
     with initialize_config_dir(config_dir=configs, version_base="1.3"):
-        cfg = compose(config_name="train", overrides=["data.name=msrp"])
+        cfg = compose(config_name="train", overrides=["experiment=diagonal_baseline",
+                                                      "data.name=msrp"])
     with open_dict(cfg):
         cfg.paths.output_dir = str(tmp_path)
     cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))

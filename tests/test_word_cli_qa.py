@@ -41,7 +41,7 @@ def test_unwritable_output_path_is_one_line_error(tmp_path, capsys, flag):
 def test_output_path_that_is_a_directory_is_one_line_error(tmp_path, capsys):
     s, t, _, _ = write_corpus(tmp_path, n=5)
     assert main(["align", "-s", str(s), "-t", str(t), "-o", str(tmp_path), *FAST]) == 2
-    assert "directory" in _err(capsys)
+    assert "is a folder" in _err(capsys)
 
 
 def test_save_model_to_unwritable_dir_is_one_line_error(tmp_path, capsys):

@@ -15,7 +15,8 @@ from word_toy import toy_corpus
 from aligners.data.bitext import PairIndex
 from aligners.data.vocab import WordIds
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
-from aligners.training.hmm import LitWordAligner, ddp_strategy
+from aligners.training.hmm import LitWordAligner
+from aligners.training.trainer import ddp_strategy
 
 
 def main(out: str, devices: int) -> None:
