@@ -33,7 +33,7 @@ from typing import Any
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["Family", "families", "family", "by_kind", "by_task", "resolve"]
+__all__ = ["Family", "families", "family", "by_kind", "by_task", "resolve", "lazy_names"]
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,16 @@ def resolve(target: str) -> Any:
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def lazy_names(package: str, names: dict[str, str]):
+    """A module `__getattr__` for a family package: each of `names` (name -> submodule) is
+    imported on first use, so that the package (and its FAMILY record) stays cheap."""
+    def __getattr__(name: str):
+        if name in names:
+            return getattr(importlib.import_module(f"{package}.{names[name]}"), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return __getattr__
 
 
 @cache

@@ -1,9 +1,7 @@
 """The bayesian family: collapsed Gibbs sampling of IBM1 -> HMM -> HMM+fertility (Östling &
 Tiedemann 2016). Heavy names (numba kernels) are imported on first use."""
 
-import importlib
-
-from aligners.families import Family
+from aligners.families import Family, lazy_names
 
 __all__ = ["FAMILY", "BayesAligner", "BayesConfig", "BayesMarginals", "schedule"]
 
@@ -19,11 +17,5 @@ FAMILY = Family(
     sections={"model": "aligners.models.bayesian.config:BayesConfig"},
 )
 
-_LAZY = {"BayesAligner": "model", "schedule": "model", "BayesConfig": "config",
-         "BayesMarginals": "slots"}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, {"BayesAligner": "model", "schedule": "model",
+    "BayesConfig": "config", "BayesMarginals": "slots"})

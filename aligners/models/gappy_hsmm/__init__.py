@@ -1,9 +1,7 @@
 """The gappy-hsmm family: phrasal and gappy hidden semi-Markov word aligner by agreement
 (Bansal et al. 2011). Heavy names (torch) are imported on first use."""
 
-import importlib
-
-from aligners.families import Family
+from aligners.families import Family, lazy_names
 
 __all__ = [
     "FAMILY",
@@ -26,11 +24,6 @@ FAMILY = Family(
     order=2,
 )
 
-_LAZY = {"build_phrasal_aligner": "init", "Layout": "model", "PhrasalAligner": "model",
-         "make_layout": "model", "PhrasalConfig": "config", "PhraseList": "phrase_lists"}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, {"build_phrasal_aligner": "init", "Layout": "model",
+    "PhrasalAligner": "model", "make_layout": "model", "PhrasalConfig": "config",
+    "PhraseList": "phrase_lists"})

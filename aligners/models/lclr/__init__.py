@@ -3,9 +3,7 @@ its tasks (`transliteration`, `paraphrase`: variables, constraints and feature m
 model folder (`folder`: `save_lclr` / `load_lclr`, kind "lclr"). Heavy names are imported on
 first use."""
 
-import importlib
-
-from aligners.families import Family
+from aligners.families import Family, lazy_names
 
 __all__ = ["FAMILY", "TASKS", "make_task", "save_lclr", "load_lclr"]
 
@@ -21,10 +19,5 @@ FAMILY = Family(
     evaluates=False,  # `python evaluate.py` re-runs train-and-test; `classify` applies a model
 )
 
-_LAZY = {"TASKS": "folder", "make_task": "folder", "save_lclr": "folder", "load_lclr": "folder"}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, {"TASKS": "folder", "make_task": "folder",
+    "save_lclr": "folder", "load_lclr": "folder"})

@@ -13,9 +13,7 @@ No Lightning here: `aligners.training.mono` trains these modules. Heavy names (t
 are imported on first use.
 """
 
-import importlib
-
-from aligners.families import Family
+from aligners.families import Family, lazy_names
 
 __all__ = ["FAMILY", "MonoAligner", "PhraseCRFAligner", "TokenCRFAligner", "build_model",
            "featurise", "load_mono", "predict"]
@@ -34,12 +32,6 @@ FAMILY = Family(
     kinds=("mono-token-crf", "mono-phrase-crf", "mono-neural-crf", "mono-ensemble"),
 )
 
-_LAZY = {"MonoAligner": "aligner", "build_model": "aligner", "featurise": "aligner",
-         "load_mono": "aligner", "predict": "aligner", "TokenCRFAligner": "crf",
-         "PhraseCRFAligner": "semicrf"}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, {"MonoAligner": "aligner", "build_model": "aligner",
+    "featurise": "aligner", "load_mono": "aligner", "predict": "aligner",
+    "TokenCRFAligner": "crf", "PhraseCRFAligner": "semicrf"})

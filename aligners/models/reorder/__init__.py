@@ -6,9 +6,7 @@ Bayesian predictive, with mutual-information feature selection). All export thro
 `Reorderer`. Heavy names (torch, numba) are imported on first use.
 """
 
-import importlib
-
-from aligners.families import Family
+from aligners.families import Family, lazy_names
 
 __all__ = ["FAMILY", "DualMLR", "LexicalReordering", "NaiveBayes", "PrimalMLR", "Reorderer",
            "load_reorderer", "mutual_information"]
@@ -26,12 +24,6 @@ FAMILY = Family(
     kinds=("reorder-lexical", "reorder-naive-bayes", "reorder-primal-mlr", "reorder-dual-mlr"),
 )
 
-_LAZY = {"DualMLR": "dual_mlr", "LexicalReordering": "lexical", "NaiveBayes": "naive_bayes",
-         "mutual_information": "naive_bayes", "PrimalMLR": "mlr", "Reorderer": "reorderer",
-         "load_reorderer": "reorderer"}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, {"DualMLR": "dual_mlr", "LexicalReordering": "lexical",
+    "NaiveBayes": "naive_bayes", "mutual_information": "naive_bayes", "PrimalMLR": "mlr",
+    "Reorderer": "reorderer", "load_reorderer": "reorderer"})
