@@ -133,20 +133,38 @@ def _commands(system: str, seed: int, work: Path, threads: int) -> list[str] | N
             str(work / f"{system}.0.out")]
 
 
-def _score(system: str, seed: int, work: Path, gold, first: int) -> dict:
+def _score(system: str, seed: int, work: Path, gold, first: int, *,
+           hansards: bool = False) -> dict:
+    """AER of the system's default output (hmm, gappy-hsmm: agreement links; samplers:
+    grow-diag-final-and) on the test pairs, and for the samplers their intersection; on
+    Hansards also on the 347 test pairs of Bansal et al. (the first 100 are their dev)."""
     from aligners.metrics import evaluate_alignments
     from aligners.symmetrize import symmetrize_corpus
 
-    def aer(links):
-        return evaluate_alignments(gold, links[first:first + len(gold)], breakdowns=False).micro
+    def aer(links, lo=0):
+        return evaluate_alignments(gold[lo:], links[first + lo:first + len(gold)],
+                                   breakdowns=False).micro
+
+    def with_347(row: dict, links, key: str) -> dict:
+        if hansards:
+            s = aer(links, 100)
+            row[key] = s.aer
+            if key == "aer_347":
+                row["f1_347"] = s.f1
+        return row
 
     if system in ("hmm", "gappy-hsmm"):
-        s = aer(_links(work / f"{system}.0.out"))
-        return {"aer": s.aer, "precision": s.precision, "recall": s.recall}
+        links = _links(work / f"{system}.0.out")
+        s = aer(links)
+        return with_347({"aer": s.aer, "precision": s.precision, "recall": s.recall}, links,
+                        "aer_347")
     f, r = _links(work / f"{system}.{seed}.fwd"), _links(work / f"{system}.{seed}.rev")
-    inter = aer(symmetrize_corpus(f, r, "intersect")).aer
-    gdfa = aer(symmetrize_corpus(f, r, "grow-diag-final-and")).aer
-    return {"aer": gdfa, "aer_intersect": inter, "aer_gdfa": gdfa}
+    inter_links = symmetrize_corpus(f, r, "intersect")
+    gdfa_links = symmetrize_corpus(f, r, "grow-diag-final-and")
+    row = {"aer": aer(gdfa_links).aer, "aer_intersect": aer(inter_links).aer}
+    row["aer_gdfa"] = row["aer"]
+    with_347(row, gdfa_links, "aer_347")
+    return with_347(row, inter_links, "aer_347_intersect")
 
 
 def _system_name(system: str) -> str:
@@ -175,7 +193,8 @@ def run_suite(name: str, pairs: int | None, args, work: Path) -> list[dict]:
             res = run_command(cmd, env=env)
             if res["returncode"] != 0:
                 raise SystemExit(f"{system} failed on {name}:\n{res['stderr']}")
-            res.update(_score(system, seed, work, gold, first))
+            res.update(_score(system, seed, work, gold, first,
+                                hansards=name.startswith("hansards")))
             runs[system].append(res)
             print(f"  {name} {system} seed {seed}: AER {res['aer']:.4f}, wall "
                   f"{res['wall_s']:.1f} s, CPU {res['cpu_s']:.1f} s, RSS "
@@ -188,7 +207,7 @@ def run_suite(name: str, pairs: int | None, args, work: Path) -> list[dict]:
     rows = []
     for system, rs in runs.items():
         metrics = {k: round(statistics.mean(r[k] for r in rs), 4)
-                   for k in rs[0] if k.startswith(("aer", "precision", "recall"))}
+                   for k in rs[0] if k.startswith(("aer", "precision", "recall", "f1"))}
         mine = peer is not None and system != "eflomal"
         if mine:
             metrics["wall_ratio"] = round(med[system]["wall_s"] / med["eflomal"]["wall_s"], 2)
