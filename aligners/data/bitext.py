@@ -17,6 +17,7 @@ empty pair: it gets an empty output line) with a one-line warning on stderr nami
 
 from __future__ import annotations
 
+import mmap
 import os
 import shutil
 import sys
@@ -91,6 +92,20 @@ def plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_ba
     order = keep[np.lexsort((tgt_len[keep], src_len[keep], longest))]
     ends = cut_batches(src_len[order], tgt_len[order], np.int64(max_batch), np.int64(cells))
     return np.split(order, ends[:-1])
+
+
+def _populated_int32(n: int) -> np.ndarray:
+    """An uninitialised (n,) int32 array whose pages are mapped at once (Linux
+    MAP_POPULATE: one call instead of a page fault per 4 KiB; 7x less CPU on a 560 MB index
+    store in a VM); np.empty where that is unavailable. Freed with the last view of it."""
+    flags = getattr(mmap, "MAP_POPULATE", 0)
+    if n < 1 << 20 or not flags:
+        return np.empty(n, dtype=np.int32)
+    try:
+        buf = mmap.mmap(-1, 4 * n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | flags)
+    except (OSError, ValueError):
+        return np.empty(n, dtype=np.int32)
+    return np.frombuffer(buf, dtype=np.int32)
 
 
 def _flatten(sents: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -205,7 +220,7 @@ class PairIndex:
         starts = np.concatenate(([0], np.cumsum(sizes)))
         if self._dir is None:
             chunks = [(0, len(shapes))]
-            buf = np.empty(int(starts[-1]), dtype=np.int32)
+            buf = _populated_int32(int(starts[-1]))
         else:
             chunks, k0 = [], 0
             while k0 < len(shapes):
