@@ -41,6 +41,7 @@ __all__ = ["DEFAULT_CELLS", "MAX_TOKENS", "Batch", "PairIndex", "build_index", "
 MAX_TOKENS = 2048  # longer sentences are left unaligned: one pair costs O(L^2) memory
 
 _ENCODE_TOKENS = 1 << 20  # tokens (both sides) encoded at once by build_index
+_POPULATE_MIN = 1 << 20  # int32s: smaller stores come from the heap
 _FILL_CELLS = 1 << 25  # with a disk cache: pair ids computed for this many cells at a time
 
 
@@ -99,7 +100,7 @@ def _populated_int32(n: int) -> np.ndarray:
     MAP_POPULATE: one call instead of a page fault per 4 KiB; 7x less CPU on a 560 MB index
     store in a VM); np.empty where that is unavailable. Freed with the last view of it."""
     flags = getattr(mmap, "MAP_POPULATE", 0)
-    if n < 1 << 20 or not flags:
+    if n < _POPULATE_MIN or not flags:
         return np.empty(n, dtype=np.int32)
     try:
         buf = mmap.mmap(-1, 4 * n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | flags)
