@@ -209,3 +209,20 @@ def test_kernel_launches_per_sweep_do_not_grow_with_the_corpus():
     assert one == four > 0 and n1 == n4 >= 3
     (one, n1), (four, n4) = _ops_per_sweep(pairs, 6_000), _ops_per_sweep(pairs * 4, 6_000)
     assert n4 > n1 and four > one
+
+
+def test_make_batches_built_in_row_chunks_equal_one_pass(monkeypatch):
+    """Pair ids gathered a few rows at a time (bounded host memory) equal one pass; every
+    non-empty sentence lands in exactly one batch."""
+    pairs, _ = _setup(80)
+    corpus = encode_bitext(pairs, WordIds(), WordIds())
+    for rev in (False, True):
+        whole = BT.make_batches(corpus, rev=rev)
+        monkeypatch.setattr(BT, "_HOST_CELLS", 40)
+        parts = BT.make_batches(corpus, rev=rev)
+        monkeypatch.undo()
+        assert max(b["pair"][0].numel() for b in whole) > 40  # several chunks per batch
+        for a, b in zip(whole, parts, strict=True):
+            assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+        rows = np.sort(np.concatenate([b["rows"].numpy() for b in whole]))
+        assert rows.tolist() == list(range(len(pairs)))

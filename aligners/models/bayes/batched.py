@@ -69,6 +69,7 @@ def cpu_threads(device: str):
 
 _BUCKET_RATIO = 1.25  # length classes: max(I, J, 8) in [1.25^c, 1.25^(c + 1))
 _BUCKET_FLOOR = 8  # sentences of at most 8 tokens a side share one class (little padding)
+_HOST_CELLS = 1 << 22  # make_batches builds a batch's pair ids this many cells at a time
 
 
 def length_buckets(n_gen: np.ndarray, n_obs: np.ndarray, *,
@@ -101,8 +102,8 @@ def make_batches(corpus, *, rev: bool, max_cells: int | None = None, device="cpu
     """Padded batches (dicts of tensors on `device`) of one direction, one per length
     bucket (`length_buckets`: their number does not grow with the corpus unless `max_cells`
     caps them). Keys: gen (B, I), obs (B, J), pair (B, J, I) int32 (0 on padding), rows
-    (B,), n_gen, n_obs (B,). Cost O(padded cells) time and memory (pair ids int32; the
-    host temporaries of one batch at a time)."""
+    (B,), n_gen, n_obs (B,). Cost O(padded cells) time and memory (pair ids int32); host
+    temporaries about 40 bytes per cell of `_HOST_CELLS` cells at a time."""
     gi, go = (corpus.tgt, corpus.tgt_off) if rev else (corpus.src, corpus.src_off)
     oi, oo = (corpus.src, corpus.src_off) if rev else (corpus.tgt, corpus.tgt_off)
     n_gen, n_obs = np.diff(go), np.diff(oo)
@@ -115,9 +116,13 @@ def make_batches(corpus, *, rev: bool, max_cells: int | None = None, device="cpu
         omask = opos[None] < no[:, None]
         gen = np.where(gmask, gi[np.minimum(go[rows][:, None] + gpos, len(gi) - 1)], 0)
         obs = np.where(omask, oi[np.minimum(oo[rows][:, None] + opos, len(oi) - 1)], 0)
-        cells = _cells(corpus.cell_off[rows], ng, no, mi, mj, rev)
-        ok = gmask[:, None, :] & omask[:, :, None]
-        pair = np.where(ok, corpus.pair[np.where(ok, cells, 0)], 0).astype(np.int32)
+        pair = np.empty((len(rows), mj, mi), np.int32)
+        step = max(1, _HOST_CELLS // (mi * mj))  # rows at a time: bounded host temporaries
+        for r0 in range(0, len(rows), step):
+            sl = slice(r0, r0 + step)
+            cells = _cells(corpus.cell_off[rows[sl]], ng[sl], no[sl], mi, mj, rev)
+            ok = gmask[sl, None, :] & omask[sl, :, None]
+            pair[sl] = np.where(ok, corpus.pair[np.where(ok, cells, 0)], 0)
         t = {"gen": gen, "obs": obs, "pair": pair, "rows": rows, "n_gen": ng, "n_obs": no}
         batches.append({k: torch.as_tensor(np.ascontiguousarray(v), device=device)
                         for k, v in t.items()})
