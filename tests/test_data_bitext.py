@@ -268,3 +268,13 @@ def test_index_equals_the_plain_oracle_on_hansards(tmp_path, monkeypatch):
     test = list(read_parallel(root / "test" / "test.e", root / "test" / "test.f",
                               lowercase=True))
     _check_against_oracle(pairs, 200_000, tmp_path, test, monkeypatch)
+
+
+def test_corpora_with_nothing_to_batch(tmp_path):
+    """No pairs, or only pairs with an empty side: no batches, no pairs, N kept."""
+    for pairs in ([], [([], ["a"])], [(["a"], []), ([], [])]):
+        for cache in (None, str(tmp_path)):
+            index = build_index(pairs, WordIds(), WordIds(), cache_dir=cache)
+            assert (len(index), index.n_pairs, index.n_sentences) == (0, 0, len(pairs))
+            assert list(index) == [] and index.keys.dtype == torch.int64
+    assert plan_batches(np.zeros(0, int), np.zeros(0, int), cells=10, max_batch=5) == []

@@ -92,7 +92,7 @@ def plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_ba
     longest = np.maximum(src_len[keep], tgt_len[keep])
     order = keep[np.lexsort((tgt_len[keep], src_len[keep], longest))]
     ends = cut_batches(src_len[order], tgt_len[order], np.int64(max_batch), np.int64(cells))
-    return np.split(order, ends[:-1])
+    return np.split(order, ends[:-1]) if len(ends) else []
 
 
 def _populated_int32(n: int) -> np.ndarray:
@@ -215,6 +215,8 @@ class PairIndex:
         """Every batch's (B, I, J) int32 pair ids (P on padding): tensors viewing one
         allocation for all batches (no heap holes between them), or with a disk cache the
         paths of .npy files written `_FILL_CELLS` cells at a time."""
+        if not self._words:
+            return []
         keys = np.ascontiguousarray(self.keys.numpy(), dtype=np.int64)
         shapes = [(s.shape[0], s.shape[1], t.shape[1]) for _, s, t, _, _ in self._words]
         sizes = np.array([b * i * j for b, i, j in shapes], dtype=np.int64)
