@@ -218,7 +218,10 @@ def decode_lines(
     """Pharaoh lines (`i-j`, or `i-j:p` with `posteriors`) per output in `outputs`:
     "fwd", "rev" and "sym" (symmetrized with `heuristic`; None/"none" = forward links).
 
-    Memory: the formatted lines only (links are formatted batch by batch).
+    Each batch is decoded on the model's device and comes to the host in one copy; its
+    lines are written by one compiled pass (`_pharaoh_kernel.link_lines`), without a Python
+    object per link, except for a symmetrization heuristic (per sentence, in Python:
+    `aligners.symmetrize`). Memory: the formatted lines only (batch by batch).
     """
     from aligners.symmetrize import HEURISTICS, symmetrize
 
