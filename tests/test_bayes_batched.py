@@ -171,3 +171,58 @@ def test_cpu_threads_one_torch_thread_per_direction_then_restored():
         t.join()
     assert seen == {0: 1, 1: 1}
     assert torch.get_num_threads() == before
+
+
+def _launches(run) -> int:
+    """Kernel launches of `run()` counted as the project's GPU benchmark counts them; on the
+    CPU (here) torch.profiler's computing leaf aten ops (views, allocations excluded)."""
+    from benchmarks.gpu import Bench
+
+    return Bench(device=torch.device("cpu")).count_kernels(run)
+
+
+def _ops_per_sweep(pairs, max_cells):
+    """Ops of one more stage-3 sweep of the forward direction: 2 sweeps minus 1."""
+    corpus = encode_bitext(pairs, WordIds(), WordIds())
+    batches = BT.make_batches(corpus, rev=False, max_cells=max_cells)
+    cfg = BayesConfig(n_samplers=1, sampler="batched")
+    priors = BayesAligner(cfg)._priors(corpus, "fwd")
+
+    def run(k):
+        g = torch.Generator().manual_seed(0)
+        return lambda: BT.batched_direction(corpus, batches, priors, cfg, [0, 0, k], rev=False,
+                                            generator=g, v_obs=corpus.n_tgt_words)
+
+    with BT.cpu_threads("cpu"):
+        return _launches(run(2)) - _launches(run(1)), len(batches)
+
+
+def test_kernel_launches_per_sweep_do_not_grow_with_the_corpus():
+    """N and 4N sentences (the corpus 4 times: the same length classes) cost the same
+    launches per sweep (torch.profiler on the CPU): one batch per length class, not per
+    budget of cells. Capping the batches (`max_cells`, the earlier layout's behaviour) makes
+    them grow: the count has teeth."""
+    src, tgt = toy_corpus(60, 1)
+    pairs = [(src[k] + src[k - 1] * (k % 3), tgt[k] + tgt[k - 1] * (k % 3))
+             for k in range(60)]  # 2 to ~20 tokens: 3 length classes
+    (one, n1), (four, n4) = _ops_per_sweep(pairs, None), _ops_per_sweep(pairs * 4, None)
+    assert one == four > 0 and n1 == n4 >= 3
+    (one, n1), (four, n4) = _ops_per_sweep(pairs, 6_000), _ops_per_sweep(pairs * 4, 6_000)
+    assert n4 > n1 and four > one
+
+
+def test_make_batches_built_in_row_chunks_equal_one_pass(monkeypatch):
+    """Pair ids gathered a few rows at a time (bounded host memory) equal one pass; every
+    non-empty sentence lands in exactly one batch."""
+    pairs, _ = _setup(80)
+    corpus = encode_bitext(pairs, WordIds(), WordIds())
+    for rev in (False, True):
+        whole = BT.make_batches(corpus, rev=rev)
+        monkeypatch.setattr(BT, "_HOST_CELLS", 40)
+        parts = BT.make_batches(corpus, rev=rev)
+        monkeypatch.undo()
+        assert max(b["pair"][0].numel() for b in whole) > 40  # several chunks per batch
+        for a, b in zip(whole, parts, strict=True):
+            assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+        rows = np.sort(np.concatenate([b["rows"].numpy() for b in whole]))
+        assert rows.tolist() == list(range(len(pairs)))

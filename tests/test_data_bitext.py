@@ -214,11 +214,16 @@ def _assert_index_equals(index, si, ti, want):
             assert g.dtype == e.dtype and g.shape == e.shape and np.array_equal(g, e), name
 
 
-def _check_against_oracle(pairs, cells, tmp_path, frozen_pairs):
+def _check_against_oracle(pairs, cells, tmp_path, frozen_pairs, monkeypatch):
+    from aligners.data import bitext
+
     want = _oracle_index(pairs, cells)
-    for threads, cache in ((1, None), (2, None), (2, str(tmp_path))):
-        index, si, ti = _index(*zip(*pairs, strict=True), cells=cells, threads=threads,
-                               cache_dir=cache)
+    for threads, cache, mapped in ((1, None, False), (2, None, True), (2, str(tmp_path), False)):
+        with monkeypatch.context() as m:
+            if mapped:  # the store mapped with MAP_POPULATE whatever its size
+                m.setattr(bitext, "_POPULATE_MIN", 0)
+            index, si, ti = _index(*zip(*pairs, strict=True), cells=cells, threads=threads,
+                                   cache_dir=cache)
         _assert_index_equals(index, si, ti, want)
     # a frozen vocabulary and a fixed pair table (every other key): unseen -> UNK / P
     si.frozen = ti.frozen = True
@@ -230,10 +235,11 @@ def _check_against_oracle(pairs, cells, tmp_path, frozen_pairs):
     return index
 
 
-def test_index_equals_the_plain_oracle_on_a_random_corpus(tmp_path):
+def test_index_equals_the_plain_oracle_on_a_random_corpus(tmp_path, monkeypatch):
     """Repeated words within and across sentences, empty and over-long sides, many batches
     (the corpus fits no single budget): vocabularies, keys, batch order and every tensor
-    are equal to the oracle's, with 1 or 2 threads, in memory or with a disk cache."""
+    are equal to the oracle's, with 1 or 2 threads, in memory (heap or mapped store) or
+    with a disk cache."""
     from aligners.data.bitext import MAX_TOKENS
 
     rng = np.random.default_rng(7)
@@ -244,11 +250,11 @@ def test_index_equals_the_plain_oracle_on_a_random_corpus(tmp_path):
                       [f"t{w}" for w in rng.zipf(1.3, lt) % 500]))
     pairs[4] = (["s1"] * (MAX_TOKENS + 1), ["t1"])
     frozen = [(["s1", "new", "s2"], ["t1", "t9", "t2", "unseen"]), *pairs[:40]]
-    index = _check_against_oracle(pairs, 3_000, tmp_path, frozen)
+    index = _check_against_oracle(pairs, 3_000, tmp_path, frozen, monkeypatch)
     assert len(index) > 10 and index.too_long.tolist() == [4]
 
 
-def test_index_equals_the_plain_oracle_on_hansards(tmp_path):
+def test_index_equals_the_plain_oracle_on_hansards(tmp_path, monkeypatch):
     """The first 2,000 Hansards training pairs (lowercased) and the test set under the
     frozen vocabulary: the real word distribution (long rows for frequent words)."""
     import itertools
@@ -261,4 +267,14 @@ def test_index_equals_the_plain_oracle_on_hansards(tmp_path):
                                                 lowercase=True), 2000))
     test = list(read_parallel(root / "test" / "test.e", root / "test" / "test.f",
                               lowercase=True))
-    _check_against_oracle(pairs, 200_000, tmp_path, test)
+    _check_against_oracle(pairs, 200_000, tmp_path, test, monkeypatch)
+
+
+def test_corpora_with_nothing_to_batch(tmp_path):
+    """No pairs, or only pairs with an empty side: no batches, no pairs, N kept."""
+    for pairs in ([], [([], ["a"])], [(["a"], []), ([], [])]):
+        for cache in (None, str(tmp_path)):
+            index = build_index(pairs, WordIds(), WordIds(), cache_dir=cache)
+            assert (len(index), index.n_pairs, index.n_sentences) == (0, 0, len(pairs))
+            assert list(index) == [] and index.keys.dtype == torch.int64
+    assert plan_batches(np.zeros(0, int), np.zeros(0, int), cells=10, max_batch=5) == []

@@ -13,7 +13,7 @@ import itertools
 import re
 import sys
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -150,11 +150,19 @@ def split_tokens(text: str, *, lowercase: bool = False, ascii_split: bool = Fals
     `ascii_split=True` keeps e.g. U+3000 (ideographic space) as a token, as the KFTT
     Ja-En gold counts it.
     """
-    if lowercase:
-        text = text.lower()
+    return _tokenizer(lowercase, ascii_split)(text)
+
+
+def _tokenizer(lowercase: bool, ascii_split: bool) -> Callable[[str], list[str]]:
+    """`split_tokens` with its options fixed: one plain call per sentence (the readers call
+    it once per line: no option handling per line)."""
     if ascii_split:
-        return [tok for tok in _ASCII_WS.split(text) if tok]
-    return text.split()
+        def split(text: str) -> list[str]:
+            return [tok for tok in _ASCII_WS.split(text.lower() if lowercase else text) if tok]
+        return split
+    if lowercase:
+        return lambda text: text.lower().split()
+    return str.split
 
 
 def read_parallel(
@@ -175,9 +183,7 @@ def read_parallel(
     `lowercase` and `ascii_split` are passed to `split_tokens`.
     """
 
-    def _tokens(text: str, lowercase: bool) -> list[str]:
-        return split_tokens(text, lowercase=lowercase, ascii_split=ascii_split)
-
+    tokens = _tokenizer(lowercase, ascii_split)
     if tgt is None:
         name = "<stdin>" if str(src) == "-" else str(src)
         for lineno, text in enumerate(read_lines(src), start=1):
@@ -190,7 +196,7 @@ def read_parallel(
                 raise AlignersInputError(
                     "expected one '|||' separator, found several", path=name, line=lineno
                 )
-            yield _tokens(left, lowercase), _tokens(right, lowercase)
+            yield tokens(left), tokens(right)
         return
     if str(src) == "-" and str(tgt) == "-":
         raise AlignersInputError("source and target cannot both be stdin ('-')")
@@ -207,7 +213,7 @@ def read_parallel(
                 path=str(long_),
                 line=lineno,
             )
-        yield _tokens(s, lowercase), _tokens(t, lowercase)
+        yield tokens(s), tokens(t)
 
 
 @contextmanager

@@ -49,6 +49,8 @@ class WordIds:
         look-ups run in C (one `map` over the tokens, one pass over the new words), so a
         long list costs about 0.1 us per token."""
         d = self.index
+        if not isinstance(tokens, list | tuple):
+            tokens = list(tokens)  # (any iterable of tokens: one pass)
         if self.frozen:
             ids = map(d.get, tokens, repeat(UNK))
         else:

@@ -5,7 +5,11 @@ tokens: gen (B, I), obs (B, J), pair (B, J, I) int32 (id of the word pair (gen g
 the state a (B, J) (-1 = NULL, also on padding) and its marginals marg (B, J, I) float32.
 Cost per sweep O(sum over batches of B * J * I) work in O(1) tensor operations per block
 (no loop over positions or sentences, no host sync), plus O(B * (I + J)) for the counts.
-Memory: 8 bytes per padded cell and direction (pair ids, marginals; padding <= ~25%).
+The batches are length buckets (`length_buckets`: one per class of max(I, J), <= 26), so
+the tensor operations -- kernel launches on a GPU -- per sweep do not grow with the number
+of sentences (unless `max_cells` caps the batches). Memory: 8 bytes per padded cell and
+direction (pair ids, marginals; padding about 50%), plus a block's temporaries (about 20
+float tensors of its cells).
 
 A *block* is a set of tokens whose conditionals are computed at once from the current
 state and counts (each token's own contribution removed exactly: lexical, NULL, its two or
@@ -15,8 +19,8 @@ and 3 (HMM, HMM + fertility), the even observed positions of all B sentences, th
 
 What this approximates (the exact sampler, sampler.py, updates after every token): tokens
 of one block do not see each other's new values. (1) Counts: every lexical/NULL/jump/
-fertility count is frozen over a block, i.e. over up to B sentences (a batch has at most
-`BayesConfig.batch_cells` padded cells, `make_batches`). (2) HMM neighbours: given
+fertility count is frozen over a block, i.e. over all sentences of one length class (at most
+`BayesConfig.batch_cells` padded cells when that is set, `make_batches`). (2) HMM neighbours: given
 its neighbours x-1 and x+1 (other parity, fixed in the block) a token's conditional is
 exact; only when a neighbour is NULL does the token see a same-parity token beyond it
 (its old value). (3) Fertility: two tokens of one sentence and block that pick the same
@@ -33,8 +37,8 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-__all__ = ["make_batches", "batched_direction", "block_conditional", "state_counts",
-           "cpu_threads"]
+__all__ = ["length_buckets", "make_batches", "batched_direction", "block_conditional",
+           "state_counts", "cpu_threads"]
 
 
 _THREADS = {"users": 0, "saved": 1}
@@ -63,38 +67,48 @@ def cpu_threads(device: str):
                 torch.set_num_threads(_THREADS["saved"])
 
 
-def make_batches(corpus, *, rev: bool, max_cells: int = 2_000_000, max_share: float = 1.0,
-                 device="cpu"):
-    """Length-bucketed padded batches (dicts of tensors on `device`) of one direction.
+_BUCKET_RATIO = 1.25  # length classes: max(I, J, 8) in [1.25^c, 1.25^(c + 1))
+_BUCKET_FLOOR = 8  # sentences of at most 8 tokens a side share one class (little padding)
+_HOST_CELLS = 1 << 22  # make_batches builds a batch's pair ids this many cells at a time
 
-    A batch has at most `max_cells` padded cells (B * I * J) and at most
-    ceil(max_share * K) of the K sentences. Cost O(padded cells) time and memory
-    (pair ids int32).
+
+def length_buckets(n_gen: np.ndarray, n_obs: np.ndarray, *,
+                   max_cells: int | None = None) -> list[np.ndarray]:
+    """Sentence numbers per batch: n_gen, n_obs (K,) lengths -> list of row arrays.
+
+    Sentences with both sides non-empty, grouped by the length class of max(I, J, 8) (a
+    fixed geometric ladder of ratio 1.25: at most 26 classes up to 2048 tokens; 18 on
+    Hansards), each class sorted by (I, J). One batch per class: how many batches there are
+    depends on the length distribution only, not on the number of sentences. With
+    `max_cells`, a class of more padded cells B * max I * max J is cut into that many equal
+    parts (fewer cells per batch for memory, more batches as the corpus grows). Padding:
+    about 1.5x the real cells on Hansards. Cost O(K log K).
     """
+    keep = np.flatnonzero((n_gen > 0) & (n_obs > 0))
+    longest = np.maximum(np.maximum(n_gen[keep], n_obs[keep]), _BUCKET_FLOOR)
+    cls = np.floor(np.log(longest) / np.log(_BUCKET_RATIO) + 1e-9).astype(np.int64)
+    order = np.lexsort((n_obs[keep], n_gen[keep], cls))
+    rows, cls = keep[order], cls[order]
+    cuts = np.flatnonzero(np.diff(cls)) + 1
+    out = []
+    for bucket in np.split(rows, cuts) if len(rows) else []:
+        cells = len(bucket) * int(n_gen[bucket].max()) * int(n_obs[bucket].max())
+        parts = 1 if max_cells is None else min(len(bucket), -(-cells // int(max_cells)))
+        out.extend(np.array_split(bucket, parts))
+    return out
+
+
+def make_batches(corpus, *, rev: bool, max_cells: int | None = None, device="cpu"):
+    """Padded batches (dicts of tensors on `device`) of one direction, one per length
+    bucket (`length_buckets`: their number does not grow with the corpus unless `max_cells`
+    caps them). Keys: gen (B, I), obs (B, J), pair (B, J, I) int32 (0 on padding), rows
+    (B,), n_gen, n_obs (B,). Cost O(padded cells) time and memory (pair ids int32); host
+    temporaries about 40 bytes per cell of `_HOST_CELLS` cells at a time."""
     gi, go = (corpus.tgt, corpus.tgt_off) if rev else (corpus.src, corpus.src_off)
     oi, oo = (corpus.src, corpus.src_off) if rev else (corpus.tgt, corpus.tgt_off)
     n_gen, n_obs = np.diff(go), np.diff(oo)
-    keep = np.flatnonzero((n_gen > 0) & (n_obs > 0))
-    # geometric bins of I (width ~10%), then J ascending: little padding per batch
-    gbin = np.floor(np.log(np.maximum(n_gen[keep], 1)) / np.log(1.1)).astype(np.int64)
-    order = keep[np.lexsort((n_gen[keep], n_obs[keep], gbin))]
-    max_rows = max(1, int(np.ceil(max_share * max(1, len(keep)))))
-    ng_o, no_o = n_gen[order].tolist(), n_obs[order].tolist()
-    bounds, start = [], 0
-    while start < len(order):  # greedy: B * max I * max J fits, padding <= 25% (or 20k)
-        end, mi, mj, real = start + 1, ng_o[start], no_o[start], ng_o[start] * no_o[start]
-        while end < len(order) and end - start < max_rows:
-            mi2, mj2 = max(mi, ng_o[end]), max(mj, no_o[end])
-            real2 = real + ng_o[end] * no_o[end]
-            padded = (end + 1 - start) * mi2 * mj2
-            if padded > max_cells or padded - real2 > max(0.25 * real2, 20_000):
-                break
-            mi, mj, real, end = mi2, mj2, real2, end + 1
-        bounds.append((start, end))
-        start = end
     batches = []
-    for start, end in bounds:
-        rows = order[start:end]
+    for rows in length_buckets(n_gen, n_obs, max_cells=max_cells):
         ng, no = n_gen[rows], n_obs[rows]
         mi, mj = int(ng.max()), int(no.max())
         gpos, opos = np.arange(mi), np.arange(mj)
@@ -102,9 +116,13 @@ def make_batches(corpus, *, rev: bool, max_cells: int = 2_000_000, max_share: fl
         omask = opos[None] < no[:, None]
         gen = np.where(gmask, gi[np.minimum(go[rows][:, None] + gpos, len(gi) - 1)], 0)
         obs = np.where(omask, oi[np.minimum(oo[rows][:, None] + opos, len(oi) - 1)], 0)
-        cells = _cells(corpus.cell_off[rows], ng, no, mi, mj, rev)
-        ok = gmask[:, None, :] & omask[:, :, None]
-        pair = np.where(ok, corpus.pair[np.where(ok, cells, 0)], 0).astype(np.int32)
+        pair = np.empty((len(rows), mj, mi), np.int32)
+        step = max(1, _HOST_CELLS // (mi * mj))  # rows at a time: bounded host temporaries
+        for r0 in range(0, len(rows), step):
+            sl = slice(r0, r0 + step)
+            cells = _cells(corpus.cell_off[rows[sl]], ng[sl], no[sl], mi, mj, rev)
+            ok = gmask[sl, None, :] & omask[sl, :, None]
+            pair[sl] = np.where(ok, corpus.pair[np.where(ok, cells, 0)], 0)
         t = {"gen": gen, "obs": obs, "pair": pair, "rows": rows, "n_gen": ng, "n_obs": no}
         batches.append({k: torch.as_tensor(np.ascontiguousarray(v), device=device)
                         for k, v in t.items()})

@@ -16,6 +16,7 @@ only need the small interfaces `AlignsBatches` and `BatchIndex` below (the word 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,6 +25,7 @@ import torch
 
 from aligners.errors import AlignersInputError
 from aligners.models.hmm._pharaoh_kernel import link_lines
+from aligners.timing import Phases
 
 __all__ = ["DECODINGS", "Decoded", "AlignsBatches", "BatchIndex", "iter_decoded",
            "decode_corpus", "decode_lines", "combine"]
@@ -214,11 +216,17 @@ def decode_lines(
     posteriors: bool = False,
     outputs: tuple[str, ...] = ("fwd", "rev", "sym"),
     progress: Callable[[int], None] | None = None,
+    phases: Phases | None = None,
 ) -> dict[str, list[str]]:
     """Pharaoh lines (`i-j`, or `i-j:p` with `posteriors`) per output in `outputs`:
     "fwd", "rev" and "sym" (symmetrized with `heuristic`; None/"none" = forward links).
 
-    Memory: the formatted lines only (links are formatted batch by batch).
+    Each batch is decoded on the model's device and comes to the host in one copy; its
+    lines are written by one compiled pass (`_pharaoh_kernel.link_lines`), without a Python
+    object per link, except for a symmetrization heuristic (per sentence, in Python:
+    `aligners.symmetrize`), whose time goes to phase "symmetrize" of `phases` when given
+    (`aligners.timing`: the caller's "decode" phase then excludes it). Memory: the
+    formatted lines only (batch by batch).
     """
     from aligners.symmetrize import HEURISTICS, symmetrize
 
@@ -238,11 +246,12 @@ def decode_lines(
             if plain_sym:
                 lines["sym"] = lines["fwd"]
             else:
-                (lf, pf), (lr, pr) = h.per_row(0), h.per_row(1)
-                lines["sym"] = [
-                    _line(sorted(symmetrize(lf[b], lr[b], heuristic)),
-                          {**pr[b], **pf[b]} if posteriors else {})
-                    for b in range(len(rows))]
+                with phases("symmetrize") if phases is not None else nullcontext():
+                    (lf, pf), (lr, pr) = h.per_row(0), h.per_row(1)
+                    lines["sym"] = [
+                        _line(sorted(symmetrize(lf[b], lr[b], heuristic)),
+                              {**pr[b], **pf[b]} if posteriors else {})
+                        for b in range(len(rows))]
         for name in out:
             dest, got = out[name], lines[name]
             for b, r in enumerate(rows):
