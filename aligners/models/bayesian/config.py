@@ -45,7 +45,8 @@ class BayesConfig:
     lowercase: bool = True  # words are lowercased before encoding (as eflomal does)
     sampler: str = "exact"  # or "batched": torch, approximate (batched.py)
     device: str = "cpu"  # batched sampler only
-    batch_cells: int = 2_000_000  # batched sampler: padded cells per batch
+    batch_cells: int | None = None  # batched sampler: None = one block per length class
+    # (launches per sweep independent of the corpus); an int caps padded cells per block
     marginal_slots: int = 0  # sparse link marginals kept per observed token (sampler.py);
     # 0 = auto: 3, or 2 from 2M observed tokens per direction on (memory; same AER at 200k)
 
@@ -57,7 +58,7 @@ class BayesConfig:
         "max_jump": Rule("int", lo=1), "max_fert": Rule("int", lo=1),
         "threads": Rule("int", lo=1), "lowercase": Rule("bool"),
         "sampler": Rule("str", choices=("exact", "batched")), "device": Rule("str"),
-        "batch_cells": Rule("int", lo=1), "marginal_slots": Rule("int", lo=0),
+        "batch_cells": Rule("int", lo=1, nullable=True), "marginal_slots": Rule("int", lo=0),
     }
 
     def check(self) -> None:
