@@ -111,10 +111,13 @@ def _corpus(name: str, pairs: int | None, work: Path):
     return [p.alignment for p in test], n
 
 
-def _links(path: Path) -> list[set]:
+def _links(path: Path, first: int, n: int) -> list[set]:
+    """The links of lines first .. first + n - 1 (the test pairs) of an output file."""
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        out.append({tuple(int(x) for x in tok.split(":")[0].split("-")) for tok in line.split()})
+    with open(path, encoding="utf-8") as fh:
+        for line in itertools.islice(fh, first, first + n):
+            out.append({tuple(int(x) for x in tok.split(":")[0].split("-"))
+                        for tok in line.split()})
     return out
 
 
@@ -141,9 +144,8 @@ def _score(system: str, seed: int, work: Path, gold, first: int, *,
     from aligners.metrics import evaluate_alignments
     from aligners.symmetrize import symmetrize_corpus
 
-    def aer(links, lo=0):
-        return evaluate_alignments(gold[lo:], links[first + lo:first + len(gold)],
-                                   breakdowns=False).micro
+    def aer(links, lo=0):  # links of the test pairs only
+        return evaluate_alignments(gold[lo:], links[lo:], breakdowns=False).micro
 
     def with_347(row: dict, links, key: str) -> dict:
         if hansards:
@@ -154,11 +156,12 @@ def _score(system: str, seed: int, work: Path, gold, first: int, *,
         return row
 
     if system in ("hmm", "gappy-hsmm"):
-        links = _links(work / f"{system}.0.out")
+        links = _links(work / f"{system}.0.out", first, len(gold))
         s = aer(links)
         return with_347({"aer": s.aer, "precision": s.precision, "recall": s.recall}, links,
                         "aer_347")
-    f, r = _links(work / f"{system}.{seed}.fwd"), _links(work / f"{system}.{seed}.rev")
+    f = _links(work / f"{system}.{seed}.fwd", first, len(gold))
+    r = _links(work / f"{system}.{seed}.rev", first, len(gold))
     inter_links = symmetrize_corpus(f, r, "intersect")
     gdfa_links = symmetrize_corpus(f, r, "grow-diag-final-and")
     row = {"aer": aer(gdfa_links).aer, "aer_intersect": aer(inter_links).aer}
