@@ -454,13 +454,13 @@ def case_phrasal_hsmm(bench: Bench) -> None:
 def case_align_200k(bench: Bench) -> None:
     """The whole `aligners align --model hmm` command on 200k Hansards pairs (issue 26:
     target <= 15 s on one H100/H200)."""
-    _cli_align(bench, "HMM align, whole command", ["--model", "hmm"],
+    _cli_align(bench, "HMM align (200k case), whole command", ["--model", "hmm"],
                ["--ibm1-iterations", "1", "--hmm-iterations", "1"], pairs=200_000)
 
 
 def case_align_full(bench: Bench) -> None:
     """The same on the full 1.13M-pair WPT training set (target <= 60 s)."""
-    _cli_align(bench, "HMM align, whole command", ["--model", "hmm"],
+    _cli_align(bench, "HMM align (full-set case), whole command", ["--model", "hmm"],
                ["--ibm1-iterations", "1", "--hmm-iterations", "1"], pairs=None)
 
 
