@@ -281,12 +281,14 @@ def open_output(dest: str, *, flag: str = "-o") -> Iterator[IO[str]]:
         yield handle
 
 
-def write_lines(dest: str, lines: Iterable[str], *, flag: str = "-o") -> None:
+def write_lines(dest: str, lines: Iterable[str], *, flag: str = "-o") -> int:
     """Write each of `lines` (without its line end) followed by `\\n` to `dest` under the
-    rules of `open_output`. Memory: one line at a time."""
+    rules of `open_output`; returns how many. Memory: one line at a time."""
+    n = 0
     with open_output(dest, flag=flag) as out:
-        for line in lines:
+        for n, line in enumerate(lines, start=1):  # noqa: B007 (n is the count afterwards)
             out.write(f"{line}\n")
+    return n
 
 
 def model_dir_problem(folder: str | Path) -> str | None:

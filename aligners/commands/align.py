@@ -108,8 +108,7 @@ def _refuse_foreign_options(args: argparse.Namespace, fam: Family, why: str) -> 
         if name in mine:
             continue
         for dest, (flag, default) in own.items():
-            if getattr(args, dest, default) != default and not any(
-                    dest in _OWN.get(m, {}) for m in mine):
+            if getattr(args, dest, default) != default:
                 raise AlignersInputError(f"{flag} is an option of --model {name}, not of the "
                                          f"{fam.name} model used here ({why}); add --model "
                                          f"{name} or drop {flag}")
@@ -251,11 +250,8 @@ def run(args: argparse.Namespace) -> int:
     flags = {"fwd": "-f", "rev": "-r", "sym": "-o"}
     n = 0
     for name, dest in dests.items():
-        counter = [0]
         with phases("write"):
-            write_lines(dest, phases.iterate("decode", _count_into(lines[name], counter)),
-                        flag=flags[name])
-        n = counter[0]
+            n = write_lines(dest, phases.iterate("decode", lines[name]), flag=flags[name])
     sec = phases.seconds
     order = [k for k in _PHASES if k in sec] + [k for k in sec if k not in _PHASES]
     took = ", ".join(f"{k} {sec[k]:.1f} s" for k in order)
@@ -314,8 +310,3 @@ def _load(folder: str, cls):
     return model
 
 
-def _count_into(lines, counter: list[int]):
-    """`lines`, counting them into counter[0]."""
-    for line in lines:
-        counter[0] += 1
-        yield line

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 
+from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.models.mono.config import COMBINES, DECODES, PRECISIONS, MonoConfig, MonoTraining
 
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _line(args: argparse.Namespace, blocks, links, score) -> str:
     """One output line: Pharaoh links [` ||| ` blocks] [` ||| ` score]."""
-    line = " ".join(f"{i}-{j}" for i, j in links)
+    line = link_line(links)
     if args.blocks:
         line += " ||| " + " ".join(f"{s}:{k}-{t}:{lt}" for s, k, t, lt in blocks)
     if args.score:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import re
 
+from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.symmetrize import HEURISTICS
 
@@ -65,6 +66,6 @@ def run(args: argparse.Namespace) -> int:
             f"{args.fwd} has {len(fwd)} lines but {args.rev} has {len(rev)}; "
             "expected one line per sentence pair in both"
         )
-    write_lines(args.output, (" ".join(f"{i}-{j}" for i, j in sorted(
-        symmetrize(f, r, args.heuristic))) for f, r in zip(fwd, rev)), flag="-o")
+    write_lines(args.output, (link_line(sorted(symmetrize(f, r, args.heuristic)))
+                              for f, r in zip(fwd, rev)), flag="-o")
     return 0

@@ -28,14 +28,19 @@ def too_long_left_out(pairs, *, max_tokens: int = MAX_TOKENS):
     """`pairs` (source tokens, target tokens), each with more than `max_tokens` tokens on a
     side replaced by an empty pair (left unaligned: an empty output line, the line count
     kept) and named in a one-line warning on stderr, as the pair index does. O(1) memory."""
-    import sys
-
     for r, (s, t) in enumerate(pairs):
         if len(s) > max_tokens or len(t) > max_tokens:
-            sys.stderr.write(f"aligners: warning: line {r + 1}: {len(s)} x {len(t)} tokens, "
-                             f"over the {max_tokens}-token limit: left unaligned\n")
+            warn_too_long(r, len(s), len(t), max_tokens=max_tokens)
             s, t = [], []
         yield s, t
+
+
+def warn_too_long(row: int, n_src: int, n_tgt: int, *, max_tokens: int = MAX_TOKENS) -> None:
+    """The one-line stderr warning for pair `row` (0-based) left unaligned as too long."""
+    import sys
+
+    sys.stderr.write(f"aligners: warning: line {row + 1}: {n_src} x {n_tgt} tokens, over the "
+                     f"{max_tokens}-token limit: left unaligned\n")
 
 
 def default_cells(device: str) -> int:
@@ -48,6 +53,7 @@ __all__ = [
     "GPU_CELLS",
     "MAX_TOKENS",
     "too_long_left_out",
+    "warn_too_long",
     "default_cells",
     "AlignedPair",
     "Alignment",

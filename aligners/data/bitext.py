@@ -20,7 +20,6 @@ from __future__ import annotations
 import mmap
 import os
 import shutil
-import sys
 import tempfile
 import weakref
 from array import array
@@ -30,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from aligners.data import DEFAULT_CELLS
+from aligners.data import DEFAULT_CELLS, MAX_TOKENS, warn_too_long
 from aligners.data._pairtable import cut_batches, distinct_keys, fill_pair_ids
 from aligners.data.heap import release_free_heap as _release_free_heap
 from aligners.data.vocab import WordIds
@@ -38,7 +37,6 @@ from aligners.errors import AlignersInputError
 
 __all__ = ["DEFAULT_CELLS", "MAX_TOKENS", "Batch", "PairIndex", "build_index", "plan_batches"]
 
-MAX_TOKENS = 2048  # longer sentences are left unaligned: one pair costs O(L^2) memory
 
 _ENCODE_TOKENS = 1 << 20  # tokens (both sides) encoded at once by build_index
 _POPULATE_MIN = 1 << 20  # int32s: smaller stores come from the heap
@@ -188,8 +186,7 @@ class PairIndex:
         long = np.flatnonzero(np.maximum(src_len, tgt_len) > MAX_TOKENS)
         self.too_long = long  # row numbers left out (empty output lines)
         for r in long:
-            sys.stderr.write(f"aligners: warning: line {r + 1}: {src_len[r]} x {tgt_len[r]} "
-                             f"tokens, over the {MAX_TOKENS}-token limit: left unaligned\n")
+            warn_too_long(int(r), int(src_len[r]), int(tgt_len[r]))
         if max_batch is None:  # 4096 pairs per 1M cells: short pairs fill larger budgets too
             max_batch = max(4096, 4096 * cells // DEFAULT_CELLS)
         plans = plan_batches(src_len, tgt_len, cells=cells, max_batch=max_batch)

@@ -17,6 +17,7 @@ from typing import ClassVar
 from omegaconf import DictConfig
 
 from aligners.config_checks import Rule, from_config
+from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.metrics import evaluate_alignments, format_report, write_metrics_json
 
@@ -108,7 +109,7 @@ def evaluate(cfg: DictConfig) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     with open(out_dir / "alignments.txt", "w", encoding="utf-8") as f:
         for links in pred:
-            f.write(" ".join(f"{i}-{j}" for i, j in sorted(links)) + "\n")
+            f.write(link_line(sorted(links)) + "\n")
     metrics = {
         "task": "baseline",
         "model": "diagonal",

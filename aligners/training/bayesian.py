@@ -22,6 +22,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from aligners.data.pharaoh import link_line
 from aligners.metrics import evaluate_alignments, write_metrics_json
 
 __all__ = ["train", "evaluate", "decode_and_score"]
@@ -111,7 +112,7 @@ def train(cfg: DictConfig) -> dict:
         desc = f"{decoding['method']} {decoding['symmetrize']}"
         print(f"{split:<8} {desc:<36} {s.precision:6.4f} {s.recall:6.4f} {s.aer:7.4f}")
         with open(out_dir / f"alignments.{split}.txt", "w", encoding="utf-8") as f:
-            f.writelines(" ".join(f"{i}-{j}" for i, j in sorted(ls)) + "\n" for ls in links)
+            f.writelines(link_line(sorted(ls)) + "\n" for ls in links)
     write_metrics_json(out_dir / "metrics.json", metrics)
     save_bayes_aligner(out_dir / "model", model, decoding=decoding)
     if cfg.get("logger"):

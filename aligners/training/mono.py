@@ -28,6 +28,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from aligners.data.jacana import read_annotated
+from aligners.data.pharaoh import link_line
 from aligners.data.types import AlignedPair
 from aligners.errors import AlignersInputError
 from aligners.metrics import evaluate_alignments, format_report, write_metrics_json
@@ -370,8 +371,7 @@ def _select_pairs(cfg: DictConfig) -> list[AlignedPair] | None:
 
 def _write_pharaoh(path: Path, links: list[set]) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(" ".join(f"{i}-{j}" for i, j in sorted(al)) + "\n" for al in links),
-                   encoding="utf-8")
+    tmp.write_text("".join(link_line(sorted(al)) + "\n" for al in links), encoding="utf-8")
     tmp.replace(path)
 
 

@@ -104,7 +104,7 @@ def link_lines(m: BayesMarginals, *, heuristic: str | None = None, direction: st
         if posteriors:
             yield _posterior_line(m, k, links, None if heuristic else direction)
         else:
-            yield " ".join(f"{i}-{j}" for i, j in sorted(links))
+            yield link_line(sorted(links))
 
 
 def symmetrized_links(m: BayesMarginals, heuristic: str, *,

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.models.hmm._pharaoh_kernel import link_lines
 from aligners.timing import Phases
@@ -201,9 +202,9 @@ def decode_corpus(
     return out
 
 
-def _line(links, posts) -> str:
-    return " ".join(f"{i}-{j}:{posts[(i, j)]:.6g}" if (i, j) in posts else f"{i}-{j}"
-                    for i, j in links)
+def _sym_line(links, posts: dict | None) -> str:
+    """A symmetrized line: `link_line`, each link's posterior from `posts` where it has one."""
+    return link_line(links, None if posts is None else [posts.get(lk) for lk in links])
 
 
 def decode_lines(
@@ -249,8 +250,8 @@ def decode_lines(
                 with phases("symmetrize") if phases is not None else nullcontext():
                     (lf, pf), (lr, pr) = h.per_row(0), h.per_row(1)
                     lines["sym"] = [
-                        _line(sorted(symmetrize(lf[b], lr[b], heuristic)),
-                              {**pr[b], **pf[b]} if posteriors else {})
+                        _sym_line(sorted(symmetrize(lf[b], lr[b], heuristic)),
+                                  {**pr[b], **pf[b]} if posteriors else None)
                         for b in range(len(rows))]
         for name in out:
             dest, got = out[name], lines[name]
