@@ -14,6 +14,7 @@ from aligners.models.gappy_hsmm.decode import decode, fit_phrasal, link_matrices
 from aligners.models.gappy_hsmm.io import phrasal_parts
 from aligners.models.gappy_hsmm.model import PhrasalAligner
 from aligners.models.gappy_hsmm.phrase_lists import mine_candidates, rank_phrases
+from aligners.models.gappy_hsmm.prepared import ReuseCache, tensor_bytes
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
 
 
@@ -393,9 +394,12 @@ def test_sparse_agreement_and_links_equal_the_dense_functions(trained, dtype):
     assert segs > 10
 
 
-def test_prepared_batches_reused_across_iterations_give_the_same_training(trained):
-    """fit_phrasal with batches prepared once (the default) equals preparing every batch
-    again in every iteration (tables and log-likelihoods, bit for bit)."""
+@pytest.mark.parametrize("budget", ["all", "one", "none"])
+def test_prepared_batches_reused_across_iterations_give_the_same_training(trained, budget):
+    """fit_phrasal with batches prepared once and kept (all of them, only the first that
+    fits a one-batch budget, none: a zero budget) equals preparing every batch again in
+    every iteration (tables and log-likelihoods, bit for bit); the cache holds what its
+    budget allows and counts its bytes."""
     import copy
 
     model0, index = trained[0], trained[3]
@@ -404,7 +408,13 @@ def test_prepared_batches_reused_across_iterations_give_the_same_training(traine
         m.iteration.zero_()
         m.config.iterations = 3
         m.reset_counts()
-    ha = fit_phrasal(a, index)
+    sizes = [tensor_bytes(a.prepare(index.batch(k), make_layout(
+        index.batch(k), a.src_list, a.tgt_list, gappy=True))) for k in range(len(index))]
+    assert len(sizes) > 1 and min(sizes) > 0
+    cache = ReuseCache({"all": sum(sizes), "one": sizes[0], "none": 0}[budget])
+    ha = fit_phrasal(a, index, prepared=cache)
+    assert sorted(cache) == {"all": list(range(len(index))), "one": [0], "none": []}[budget]
+    assert cache.used == tensor_bytes(cache) <= cache.budget
     hb = []
     for _ in range(3):  # fresh preparation per iteration
         b.reset_counts()
@@ -614,7 +624,7 @@ def test_layouts_handed_over_by_the_build_equal_matching_again_and_train_the_sam
     src, tgt = phrasal_toy()
     wa, index, _, _ = _word_model(src, tgt)
     cfg = PhrasalConfig(n_contiguous=10, n_gappy=4, iterations=2)
-    layouts = []
+    layouts = ReuseCache()
     a, _ = build_phrasal_aligner(wa, index, cfg, layouts=layouts)
     b, _ = build_phrasal_aligner(wa, index, cfg)
     assert len(layouts) == len(index) and len(index) > 1
@@ -631,9 +641,10 @@ def test_layouts_handed_over_by_the_build_equal_matching_again_and_train_the_sam
         n_spans += int((ref.span_tgt >= 0).sum() + (ref.span_state_tgt >= 0).sum()
                        + (ref.ph_fwd[0] >= 0).sum() + (ref.ph_bwd[0] >= 0).sum())
     assert n_spans > 0
+    assert layouts.used == tensor_bytes(layouts) > 0
     ha = fit_phrasal(a, index, layouts=layouts)
     hb = fit_phrasal(b, index)
-    assert all(x is None for x in layouts)
+    assert len(layouts) == 0 and layouts.used == 0
     assert ha == hb
     for name in ("t_fwd", "t_bwd", "null_tgt", "null_src"):
         assert torch.equal(getattr(a, name), getattr(b, name))

@@ -29,8 +29,9 @@ from aligners.data.bitext import build_index
 from aligners.data.heap import release_free_heap
 from aligners.data.vocab import WordIds
 from aligners.models.gappy_hsmm import PhrasalConfig, build_phrasal_aligner
-from aligners.models.gappy_hsmm.decode import batch_layout, decode, link_matrices
+from aligners.models.gappy_hsmm.decode import decode, link_matrices, prepared_batch
 from aligners.models.gappy_hsmm.init import word_viterbi
+from aligners.models.gappy_hsmm.prepared import ReuseCache
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
 from aligners.training.hmm import LitWordAligner
 from aligners.training.trainer import build_trainer
@@ -41,13 +42,13 @@ __all__ = ["LitPhrasalAligner", "choose", "gappy_patterns", "start_config", "tra
 class LitPhrasalAligner(pl.LightningModule):
     """Orchestration only: one batch's E-step per step, M-step per epoch (one process)."""
 
-    def __init__(self, model, index, layouts: list | None = None):
+    def __init__(self, model, index, layouts: ReuseCache | None = None):
         super().__init__()
         self.automatic_optimization = False
         self.model, self.index = model, index
-        self._layouts = layouts  # per batch CompactLayout from build_phrasal_aligner or None
+        self._layouts = layouts  # batch CompactLayouts from build_phrasal_aligner, or None
         self.history: list[list[float]] = []
-        self._prepared: dict = {}  # batch number -> PhrasalAligner.prepare(...)
+        self._prepared = ReuseCache()  # batch number -> PhrasalAligner.prepare(...)
         self._anchor = torch.nn.Parameter(torch.zeros(1))
         self.save_hyperparameters(model.hparams())
 
@@ -65,10 +66,7 @@ class LitPhrasalAligner(pl.LightningModule):
 
     def training_step(self, k, batch_idx):
         k, m = int(k), self.model
-        if k not in self._prepared:  # fixed E-step parts, built in the first epoch
-            b = self.index.batch(k).to(m.word_keys.device)
-            self._prepared[k] = m.prepare(b, batch_layout(m, b, self._layouts, k))
-        m.accumulate(prepared=self._prepared[k])
+        m.accumulate(prepared=prepared_batch(m, self.index, k, self._prepared, self._layouts))
 
     def on_train_epoch_end(self):
         ll = self.model.m_step()
@@ -269,7 +267,7 @@ def train(cfg: DictConfig) -> dict:
     times["word_viterbi"], cpu["word_viterbi"] = vit_s, vit_cpu
     for name, gappy in (("contiguous", False), ("gappy", True)):
         t0, c0 = time.time() - vit_s, time.process_time() - vit_cpu
-        layouts = []  # each batch's layout, matched while building: reused by iteration 1
+        layouts = ReuseCache()  # batch layouts matched while building: reused by iteration 1
         model, st = build_phrasal_aligner(word, index, PhrasalConfig(**{**pcfg, "gappy": gappy}),
                                           vit=vit, layouts=layouts)
         if gappy:  # the start model and its Viterbi links: not needed after the last build

@@ -14,44 +14,54 @@ import torch
 
 from aligners.data.bitext import PairIndex
 from aligners.models.gappy_hsmm.model import PhrasalAligner, make_layout
+from aligners.models.gappy_hsmm.prepared import ReuseCache
 from aligners.models.hmm.agreement import WordAligner
 
-__all__ = ["METHODS", "fit_phrasal", "batch_layout", "link_matrices", "decode"]
+__all__ = ["METHODS", "fit_phrasal", "prepared_batch", "batch_layout", "batch_link_matrices",
+           "link_matrices", "decode"]
 
 METHODS = ("agreement", "posterior", "viterbi")
 
 
 def fit_phrasal(model: PhrasalAligner, index: PairIndex, *, progress=None,
-                route: bool = True, prepared: dict | None = None,
-                layouts: list | None = None) -> list:
+                route: bool = True, prepared: ReuseCache | None = None,
+                layouts: ReuseCache | None = None) -> list:
     """The remaining EM iterations on one process; per-iteration log-likelihoods (2,).
-    Each batch is prepared once (`PhrasalAligner.prepare`) and reused by every iteration.
+    Each batch is prepared (`PhrasalAligner.prepare`) once and reused by every iteration
+    while the prepared batches fit their cache's budget (the rest are prepared again).
     `route=False`: every pair on the phrasal lattice (see `PhrasalAligner.accumulate`).
-    `prepared`: a dict (batch number -> prepared batch) kept across calls (same model
-    structure and `route`); filled here where empty. `layouts`: per batch its
-    `CompactLayout` from `build_phrasal_aligner(layouts=)` (used to prepare the batch instead
-    of matching it again; each entry is set to None once used)."""
+    `prepared`: a `ReuseCache` kept across calls (same model structure and `route`);
+    filled here. `layouts`: batch number -> `CompactLayout` from
+    `build_phrasal_aligner(layouts=)` (used to prepare the batch instead of matching it
+    again; each entry is dropped once used)."""
     history = []
-    prepared = {} if prepared is None else prepared  # built in the first pass, then reused
+    prepared = ReuseCache() if prepared is None else prepared
     for it in range(int(model.iteration), model.config.iterations):
         model.reset_counts()
         for k in range(len(index)):
-            if k not in prepared:
-                b = index.batch(k).to(model.word_keys.device)
-                prepared[k] = model.prepare(b, batch_layout(model, b, layouts, k), route=route)
-            model.accumulate(prepared=prepared[k])
+            model.accumulate(prepared=prepared_batch(model, index, k, prepared, layouts,
+                                                     route=route))
             if progress is not None:
                 progress(it, k)
         history.append(model.m_step().tolist())
     return history
 
 
-def batch_layout(model: PhrasalAligner, b, layouts: list | None, k: int):
-    """The `Layout` of batch k (`b`): `layouts[k].expand()` when handed over (that entry is
+def prepared_batch(model: PhrasalAligner, index: PairIndex, k: int, prepared: ReuseCache,
+                   layouts: ReuseCache | None, *, route: bool = True):
+    """Batch k prepared for the E-step: from `prepared`, else built (and offered to it)."""
+    if k in prepared:
+        return prepared[k]
+    b = index.batch(k).to(model.word_keys.device)
+    return prepared.put(k, model.prepare(b, batch_layout(model, b, layouts, k), route=route))
+
+
+def batch_layout(model: PhrasalAligner, b, layouts: ReuseCache | None, k: int):
+    """The `Layout` of batch k (`b`): `layouts[k].expand()` when kept there (the entry is
     then dropped), else matched (`make_layout`)."""
-    if layouts is not None and layouts[k] is not None:
-        lay, layouts[k] = layouts[k].expand(b.src.device), None
-        return lay
+    kept = layouts.pop(k) if layouts is not None else None
+    if kept is not None:
+        return kept.expand(b.src.device)
     return make_layout(b, model.src_list, model.tgt_list, gappy=model.config.gappy)
 
 
@@ -69,10 +79,11 @@ def _word_links(model: WordAligner, b, viterbi: bool):
     return lf, lb
 
 
-def link_matrices(model, index: PairIndex, *, viterbi: bool = False, progress=None) -> list:
-    """Per sentence (input order) (forward (I,J), backward (I,J)) float32 numpy link
-    posteriors (0/1 under Viterbi). Cost: one E-step (or Viterbi pass) over `index`."""
-    out = [None] * index.n_sentences
+def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False, progress=None):
+    """Per batch of `index`, a list of (input row, forward (I,J), backward (I,J)) float32
+    numpy link posteriors (0/1 under Viterbi): a generator, so a caller that turns each
+    batch into lines holds one batch of matrices at a time. Pairs with an empty side are
+    not batched (not yielded). Cost: one E-step (or Viterbi pass) over `index`."""
     dev = model.keys.device
     with torch.no_grad():
         for k in range(len(index)):
@@ -84,13 +95,21 @@ def link_matrices(model, index: PairIndex, *, viterbi: bool = False, progress=No
                 lf, lb = model.link_posteriors(b, lay, viterbi=viterbi)
             lf, lb = lf.float().cpu().numpy(), lb.float().cpu().numpy()
             sl, tl = b.src_lengths.tolist(), b.tgt_lengths.tolist()
-            for n, r in enumerate(b.rows.tolist()):
-                out[r] = (lf[n, :sl[n], :tl[n]], lb[n, :sl[n], :tl[n]])
+            yield [(r, lf[n, :sl[n], :tl[n]], lb[n, :sl[n], :tl[n]])
+                   for n, r in enumerate(b.rows.tolist())]
             if progress is not None:
                 progress(len(sl))
-    for n, m in enumerate(out):  # pairs with an empty side are not batched
-        if m is None:
-            out[n] = (np.zeros((0, 0), np.float32), np.zeros((0, 0), np.float32))
+
+
+def link_matrices(model, index: PairIndex, *, viterbi: bool = False, progress=None) -> list:
+    """Per sentence (input order) (forward (I,J), backward (I,J)) float32 numpy link
+    posteriors (0/1 under Viterbi), all held at once (`batch_link_matrices` streams them);
+    a pair with an empty side gets (0,0) matrices."""
+    empty = (np.zeros((0, 0), np.float32), np.zeros((0, 0), np.float32))
+    out = [empty] * index.n_sentences
+    for chunk in batch_link_matrices(model, index, viterbi=viterbi, progress=progress):
+        for r, lf, lb in chunk:
+            out[r] = (lf, lb)
     return out
 
 

@@ -35,6 +35,7 @@ from aligners.models.gappy_hsmm.phrase_lists import (
     rank_phrases,
     span_hashes,
 )
+from aligners.models.gappy_hsmm.prepared import ReuseCache
 from aligners.models.gappy_hsmm.routing import phrase_rows
 
 __all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_aligner"]
@@ -231,10 +232,10 @@ def _unique(parts):
 
 def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
                 gappy: bool, spans: list | None = None,
-                layouts: list | None = None) -> tuple[torch.Tensor, float]:
+                layouts: ReuseCache | None = None) -> tuple[torch.Tensor, float]:
     """(sorted phrase keys (Q,), mean number of phrase states matched per pair). `spans`: a
     list that receives per batch (phrase rows (R,), their span_src, span_tgt) for
-    `_init_counts` (no second matching pass); `layouts`: a list that receives per batch
+    `_init_counts` (no second matching pass); `layouts`: a `ReuseCache` offered per batch
     its `Layout.compact()` (for the first EM iteration: no second matching pass)."""
     Ut = tgt_list.n_units
     merged, parts, matched = torch.zeros(0, dtype=torch.long), [], 0
@@ -243,7 +244,7 @@ def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
         lay = make_layout(bt, src_list, tgt_list, gappy=gappy)
         matched += lay.n_matched()
         if layouts is not None:
-            layouts.append(lay.compact())
+            layouts.put(k, lay.compact())
         if spans is not None:
             rows = phrase_rows(lay).nonzero()[:, 0]
             spans.append((rows, lay.span_src[rows], lay.span_tgt[rows]))
@@ -375,12 +376,12 @@ def _init_table(model, word_model, counts, n_occ, *, forward: bool) -> torch.Ten
 
 
 def build_phrasal_aligner(word_model, index: PairIndex, config: PhrasalConfig, *,
-                          vit: list | None = None, layouts: list | None = None):
+                          vit: list | None = None, layouts: ReuseCache | None = None):
     """(PhrasalAligner initialised from `word_model`, stats dict). Runs on CPU tensors.
     `vit`: `word_viterbi(word_model, index)` computed earlier (e.g. shared by the
     contiguous and the gappy model of one word model); computed here when None.
-    `layouts`: a list that receives each batch's `CompactLayout` (matched here anyway), to
-    hand to `fit_phrasal(layouts=)` / the training task's first iteration."""
+    `layouts`: a `ReuseCache` offered each batch's `CompactLayout` (matched here anyway),
+    to hand to `fit_phrasal(layouts=)` / the training task's first iteration."""
     if vit is None:
         vit = word_viterbi(word_model, index)
     where = [] if config.gappy else None  # gappy instances, mined once

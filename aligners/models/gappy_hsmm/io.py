@@ -24,6 +24,7 @@ from aligners.models.gappy_hsmm import FAMILY, config
 from aligners.models.gappy_hsmm.config import GappyHSMMConfig, PhrasalConfig
 from aligners.models.gappy_hsmm.model import PhrasalAligner
 from aligners.models.gappy_hsmm.phrase_lists import PhraseList
+from aligners.models.gappy_hsmm.prepared import ReuseCache
 
 __all__ = ["KIND", "PhrasalBundle", "PhrasalAligned", "phrasal_parts", "load_phrasal"]
 
@@ -45,23 +46,36 @@ class PhrasalAligned(Aligned):
     run: RunOptions
 
     def lines(self, outputs, decoding: Decoding, *, posteriors: bool = False) -> dict:
-        from aligners.models.gappy_hsmm.decode import decode, link_matrices
+        """Decoded batch by batch (`batch_link_matrices`): only the lines are kept for the
+        whole text, never its link matrices."""
+        from aligners.models.gappy_hsmm.decode import batch_link_matrices
 
-        method = decoding.method
-        with torch.no_grad():
-            mats = link_matrices(self.model, self.index, viterbi=method == "viterbi")
-        th = 0.5 if method == "viterbi" else float(decoding.threshold)
-        out = {}
-        for name in outputs:
-            if name == "sym":
-                links = decode(mats, method=method, threshold=th, heuristic=decoding.symmetrize)
-                post = [lf * lb if method == "agreement" else np.maximum(lf, lb)
-                        for lf, lb in mats]
-            else:
-                post = [m[0 if name == "fwd" else 1] for m in mats]
-                links = [[tuple(x) for x in zip(*(p > th).nonzero())] for p in post]
-            out[name] = [_line(ls, p if posteriors else None) for ls, p in zip(links, post)]
+        out = {name: [""] * self.index.n_sentences for name in outputs}  # empty side: ""
+        for chunk in batch_link_matrices(self.model, self.index,
+                                         viterbi=decoding.method == "viterbi"):
+            mats = [(lf, lb) for _, lf, lb in chunk]
+            for name, lines in _chunk_lines(mats, outputs, decoding, posteriors).items():
+                for (r, _, _), line in zip(chunk, lines):
+                    out[name][r] = line
         return out
+
+
+def _chunk_lines(mats: list, outputs, decoding: Decoding, posteriors: bool) -> dict:
+    """output name -> one line per (forward, backward) link matrix pair of `mats`."""
+    from aligners.models.gappy_hsmm.decode import decode
+
+    method = decoding.method
+    th = 0.5 if method == "viterbi" else float(decoding.threshold)
+    out = {}
+    for name in outputs:
+        if name == "sym":
+            links = decode(mats, method=method, threshold=th, heuristic=decoding.symmetrize)
+            post = [lf * lb if method == "agreement" else np.maximum(lf, lb) for lf, lb in mats]
+        else:
+            post = [m[0 if name == "fwd" else 1] for m in mats]
+            links = [[tuple(x) for x in zip(*(p > th).nonzero())] for p in post]
+        out[name] = [_line(ls, p if posteriors else None) for ls, p in zip(links, post)]
+    return out
 
 
 @dataclass
@@ -102,7 +116,7 @@ class PhrasalBundle(WordAlignment):
         word.fit(index, progress=lambda it, k: bar.update(1))
         bar.close()
         word.cpu()
-        layouts = []  # each batch's phrase layout, matched by the build, reused by iteration 1
+        layouts = ReuseCache()  # batch layouts matched by the build, reused by iteration 1
         model, _ = build_phrasal_aligner(word, index, config.phrasal, layouts=layouts)
         del word
         model.to(run.device)

@@ -13,6 +13,7 @@ log Q); memory O(B S O) int32 + O(B (S^2 + O P) + M S) per phrase-row batch.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -24,10 +25,61 @@ from aligners.models.gappy_hsmm.routing import phrase_rows, take_layout, take_ro
 from aligners.models.hmm.hmm import jump_buckets
 from aligners.semirings import semiring_zero
 
-__all__ = ["DirectionConst", "PreparedBatch", "direction_const", "prepare_batch", "word_slots",
-           "jump_potentials", "memberships"]
+__all__ = ["DirectionConst", "PreparedBatch", "ReuseCache", "REUSE_BYTES", "direction_const",
+           "prepare_batch", "word_slots", "jump_potentials", "memberships", "tensor_bytes"]
 
 _TINY = 1e-20
+REUSE_BYTES = 1 << 29  # bytes of per-batch constants kept for reuse, per cache (prepared, layouts)
+
+
+def tensor_bytes(obj, seen: set | None = None) -> int:
+    """Bytes of the tensor storages reachable from `obj` (tensors, tuples / lists / dicts,
+    dataclasses), each storage counted once."""
+    seen = set() if seen is None else seen
+    if isinstance(obj, torch.Tensor):
+        st = obj.untyped_storage()
+        if st.data_ptr() in seen:
+            return 0
+        seen.add(st.data_ptr())
+        return st.nbytes()
+    if isinstance(obj, dict):
+        obj = list(obj.values())
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        obj = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
+    if isinstance(obj, (list, tuple)):
+        return sum(tensor_bytes(x, seen) for x in obj)
+    return 0
+
+
+class ReuseCache(dict):
+    """Batch number -> a per-batch constant kept for the next EM iteration (a
+    `PreparedBatch`, a `CompactLayout`), holding at most `budget` bytes of tensors in all.
+    `put` keeps a value while it fits (else it is dropped and rebuilt when next needed: the
+    same values, more time), so memory is O(budget) instead of O(corpus); `pop` gives the
+    bytes back."""
+
+    def __init__(self, budget: int = REUSE_BYTES):
+        super().__init__()
+        self.budget, self.used = int(budget), 0
+
+    def put(self, k: int, value):
+        """Keep `value` under `k` if it fits the budget; returns `value` either way."""
+        n = tensor_bytes(value)
+        if k not in self and self.used + n <= self.budget:
+            self[k] = value
+            self.used += n
+        return value
+
+    def pop(self, k, default=None):
+        if k not in self:
+            return default
+        value = super().pop(k)
+        self.used -= tensor_bytes(value)
+        return value
+
+    def clear(self) -> None:
+        super().clear()
+        self.used = 0
 
 
 class DirectionConst(NamedTuple):
