@@ -121,8 +121,11 @@ def _links(path: Path, first: int, n: int) -> list[set]:
     return out
 
 
-def _commands(system: str, seed: int, work: Path, threads: int) -> list[str] | None:
-    """The command of one run (None: a deterministic system after its first run)."""
+def _commands(system: str, seed: int, work: Path, threads: int, *,
+              cache: bool = False) -> list[str] | None:
+    """The command of one run (None: a deterministic system after its first run). `cache`:
+    the EM families keep their pair index on disk (`--cache-dir`, the full Hansards set:
+    peak RSS <= 4 GB)."""
     io = ["-s", str(work / "corpus.src"), "-t", str(work / "corpus.tgt")]
     pairs = ["-f", str(work / f"{system}.{seed}.fwd"), "-r", str(work / f"{system}.{seed}.rev")]
     ours = [sys.executable, "-m", "aligners", "align", "--quiet", *io]
@@ -133,7 +136,8 @@ def _commands(system: str, seed: int, work: Path, threads: int) -> list[str] | N
     if seed > 0:
         return None
     return [*ours, "--model", system, "--threads", str(threads), "-o",
-            str(work / f"{system}.0.out")]
+            str(work / f"{system}.0.out"),
+            *(["--cache-dir", str(work / f"{system}.cache")] if cache else [])]
 
 
 def _score(system: str, seed: int, work: Path, gold, first: int, *,
@@ -190,7 +194,8 @@ def run_suite(name: str, pairs: int | None, args, work: Path) -> list[dict]:
     runs = {s: [] for s in args.systems}
     for seed in range(args.seeds):
         for system in args.systems if seed % 2 == 0 else args.systems[::-1]:
-            cmd = _commands(system, seed, work, args.threads)
+            cmd = _commands(system, seed, work, args.threads,
+                            cache=name.startswith("hansards") and pairs is None)
             if cmd is None:
                 continue
             res = run_command(cmd, env=env)

@@ -79,17 +79,22 @@ def _word_links(model: WordAligner, b, viterbi: bool):
     return lf, lb
 
 
-def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False, progress=None):
+def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False, progress=None,
+                        prepared: ReuseCache | None = None):
     """Per batch of `index`, a list of (input row, forward (I,J), backward (I,J)) float32
     numpy link posteriors (0/1 under Viterbi): a generator, so a caller that turns each
     batch into lines holds one batch of matrices at a time. Pairs with an empty side are
-    not batched (not yielded). Cost: one E-step (or Viterbi pass) over `index`."""
+    not batched (not yielded). `prepared`: the phrasal model's prepared batches of this
+    `index` (`fit_phrasal(prepared=)`), reused where kept. Cost: one E-step (or Viterbi
+    pass) over `index`."""
     dev = model.keys.device
     with torch.no_grad():
         for k in range(len(index)):
             b = index.batch(k).to(dev)
             if isinstance(model, WordAligner):
                 lf, lb = _word_links(model, b, viterbi)
+            elif prepared is not None and k in prepared:
+                lf, lb = model.link_posteriors(viterbi=viterbi, prepared=prepared[k])
             else:
                 lay = make_layout(b, model.src_list, model.tgt_list, gappy=model.config.gappy)
                 lf, lb = model.link_posteriors(b, lay, viterbi=viterbi)

@@ -39,11 +39,13 @@ def _line(links, post) -> str:
 
 @dataclass
 class PhrasalAligned(Aligned):
-    """A text aligned by the phrasal model: the model and the text's pair index."""
+    """A text aligned by the phrasal model: the model, the text's pair index and, after
+    training on that text, its prepared batches (`fit_phrasal(prepared=)`; reused)."""
 
     model: PhrasalAligner
     index: PairIndex
     run: RunOptions
+    prepared: ReuseCache | None = None
 
     def lines(self, outputs, decoding: Decoding, *, posteriors: bool = False) -> dict:
         """Decoded batch by batch (`batch_link_matrices`): only the lines are kept for the
@@ -51,7 +53,7 @@ class PhrasalAligned(Aligned):
         from aligners.models.gappy_hsmm.decode import batch_link_matrices
 
         out = {name: [""] * self.index.n_sentences for name in outputs}  # empty side: ""
-        for chunk in batch_link_matrices(self.model, self.index,
+        for chunk in batch_link_matrices(self.model, self.index, prepared=self.prepared,
                                          viterbi=decoding.method == "viterbi"):
             mats = [(lf, lb) for _, lf, lb in chunk]
             for name, lines in _chunk_lines(mats, outputs, decoding, posteriors).items():
@@ -121,9 +123,11 @@ class PhrasalBundle(WordAlignment):
         del word
         model.to(run.device)
         bar = run.bar(config.phrasal.iterations * len(index), "phrasal EM")
-        fit_phrasal(model, index, progress=lambda it, k: bar.update(1), layouts=layouts)
+        prepared = ReuseCache()
+        fit_phrasal(model, index, progress=lambda it, k: bar.update(1), layouts=layouts,
+                    prepared=prepared)
         bar.close()
-        return cls(model, src_ids, tgt_ids), PhrasalAligned(model, index, run)
+        return cls(model, src_ids, tgt_ids), PhrasalAligned(model, index, run, prepared)
 
     def decode(self, pairs, run: RunOptions) -> PhrasalAligned:
         with run.phase("index"):
