@@ -370,6 +370,50 @@ def test_restore_keys_releasing_pairs_block_by_block():
         assert dropped and big[:1000].all() and not big[1 << 21]
 
 
+@pytest.mark.parametrize("hi_bytes", [1, 2])
+def test_folded_single_cell_ids_fit_three_bytes_and_keep_their_ids(hi_bytes):
+    """fold_singles (1-byte high ids: in place; 2-byte, as from 2^24 pairs on: narrowed
+    inside their buffer) leaves every shared pair's id, gives every single-cell pair's cell
+    the id SINGLE in 1 high byte, and its own id stays known: single_pair_ids of random
+    alignments of both directions and the keys rebuilt block by block equal the unfolded
+    ones; per-cell int64 ids are refused once folded."""
+    from aligners.data.vocab import WordIds
+    from aligners.models.bayesian import counts as C
+    from aligners.models.bayesian.corpus import SINGLE, encode_bitext
+
+    pairs = _pairs(40) + [([f"q{k}", f"u{k}"], [f"r{k}", f"v{k}", "t1"]) for k in range(9)]
+    c = encode_bitext(pairs, WordIds(), WordIds())
+    c.pair_hi = c.pair_hi.astype(np.uint16 if hi_bytes == 2 else np.uint8)
+    ids = c.pair_lo.astype(np.int64) | (c.pair_hi.astype(np.int64) << 16)
+    keys, n_shared = c.keys.copy(), c.n_shared
+    assert 0 < n_shared < c.n_pairs
+    rng = np.random.default_rng(0)
+    aligns = []
+    for gen_off, obs_off, rev in ((c.src_off, c.tgt_off, False), (c.tgt_off, c.src_off, True)):
+        n_gen = np.repeat(np.diff(gen_off), np.diff(obs_off))
+        a = (rng.random(len(n_gen)) * (n_gen + 1)).astype(np.int16) - 1
+        out = np.empty(len(a), np.int64)
+        got = out[:C.single_pair_ids(gen_off, obs_off, c.cell_off, c.pair_lo, c.pair_hi, rev,
+                                     a, n_shared, out, np.zeros(0, np.int64))].copy()
+        assert len(got) > 5 and (got >= n_shared).all()
+        aligns.append((gen_off, obs_off, rev, a, got))
+    assert c.fold_singles() and c.fold_singles()  # (a second call: already folded)
+    assert c.pair_hi.dtype == np.uint8 and len(c.pair_hi) == len(ids)
+    folded = c.pair_lo.astype(np.int64) | (c.pair_hi.astype(np.int64) << 16)
+    np.testing.assert_array_equal(folded, np.where(ids >= n_shared, SINGLE, ids))
+    assert c.single_off[-1] == c.n_pairs - n_shared
+    for gen_off, obs_off, rev, a, want in aligns:
+        out = np.empty(len(a), np.int64)
+        n = C.single_pair_ids(gen_off, obs_off, c.cell_off, c.pair_lo, c.pair_hi, rev, a,
+                              n_shared, out, c.single_off)
+        np.testing.assert_array_equal(out[:n], want)
+    with pytest.raises(ValueError, match="folded"):
+        c.pair
+    c.drop_keys()
+    c.restore_keys(release_pairs=True)
+    np.testing.assert_array_equal(c.keys, keys)
+
+
 def test_single_cell_pairs_not_kept_while_sampling_same_result(monkeypatch):
     """Sampling with the single-cell pairs' counts left out (lex holds the n_shared shared
     ids) gives the same marginals and the same saved counts as keeping every pair's count

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from aligners.models.bayesian.corpus import SINGLE
 from aligners.models.bayesian.jit import wait_compile_child
 from aligners.models.bayesian.sampler import _bucket, _cell, _pid, sweep
 
@@ -69,11 +70,15 @@ def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi,
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def single_pair_ids(gen_off, obs_off, cell_off, pair_lo, pair_hi, rev, a, n_shared, out):
+def single_pair_ids(gen_off, obs_off, cell_off, pair_lo, pair_hi, rev, a, n_shared, out,
+                    single_off):
     """Write into out the pair id of every observed token of alignment a whose cell's pair
     id is n_shared or more (a single-cell pair, whose count `sweep` does not keep); returns
-    how many. Cost O(tokens)."""
+    how many. `single_off` (K + 1,): the ids are folded (`EncodedBitext.fold_singles`; an
+    empty array: not folded) and a SINGLE cell's id is n_shared + single_off[k] + its rank
+    among sentence k's SINGLE cells. Cost O(tokens), + O(I J) per such token when folded."""
     n = 0
+    folded = single_off.shape[0] > 0
     for k in range(gen_off.shape[0] - 1):
         gs = gen_off[k]
         n_gen = gen_off[k + 1] - gs
@@ -83,8 +88,14 @@ def single_pair_ids(gen_off, obs_off, cell_off, pair_lo, pair_hi, rev, a, n_shar
         for x in range(n_obs):
             v = a[os_ + x]
             if v >= 0:
-                p = _pid(pair_lo, pair_hi, co + _cell(v, x, n_gen, n_obs, rev))
+                c = co + _cell(v, x, n_gen, n_obs, rev)
+                p = _pid(pair_lo, pair_hi, c)
                 if p >= n_shared:
+                    if folded:
+                        p = n_shared + single_off[k]
+                        for q in range(co, c):
+                            if _pid(pair_lo, pair_hi, q) == SINGLE:
+                                p += 1
                     out[n] = p
                     n += 1
     return n
@@ -104,7 +115,9 @@ def warmup() -> None:
                  np.zeros(3, f64), np.zeros(1, f64), np.zeros((3, 3), f64), np.zeros(3, f64),
                  np.zeros((3, 2), f64))
         add_counts(*state, 3, 1, 2, 1.0, 0.5, 1)
-        single_pair_ids(off, off, off, lo, hi, False, state[8], 1, np.zeros(1, np.int64))
+        for folded in (np.zeros(0, np.int64), np.zeros(2, np.int64)):
+            single_pair_ids(off, off, off, lo, hi, False, state[8], 1, np.zeros(1, np.int64),
+                            folded)
         sweep(*state, 0, 1, np.zeros(1), np.full((1, 2), -1, pos_t), np.zeros((1, 2), f32),
               np.zeros((1, 2), since_t), np.zeros(1, f32), True, 0, 3, 0.2, 0.1, 1.0, 0.1, 1.0,
               0.5, 1.5, 0.5, 1, 2, np.zeros((2, 2)), 1)

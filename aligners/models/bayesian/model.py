@@ -265,8 +265,11 @@ class BayesAligner:
         if n_lex < corpus.n_pairs:  # the single-cell pairs' counts of every sampler's end,
             # kept sparse (ids, counts) until the pair ids are freed (BayesAligner.align)
             ids = np.empty(len(a), np.int64)
+            folded = corpus.single_off if corpus.single_off is not None else np.zeros(
+                0, np.int64)
             got = [ids[:_c.single_pair_ids(gen_off, obs_off, corpus.cell_off, corpus.pair_lo,
-                                            corpus.pair_hi, not fwd, a_s, n_lex, ids)].copy()
+                                            corpus.pair_hi, not fwd, a_s, n_lex, ids,
+                                            folded)].copy()
                    for a_s in [*finals, a]]
             del ids
             singles = np.unique(np.concatenate(got), return_counts=True)
@@ -302,6 +305,8 @@ class BayesAligner:
         jobs = [(d, seed, self._priors(corpus, d, lazy=exact)) for d in ("fwd", "rev")]
         if exact:
             corpus.drop_keys()  # 8 bytes per pair, not read while sampling: rebuilt after
+            if all(p[0] is None for _, _, p in jobs):  # single-cell pairs' ids never read:
+                corpus.fold_singles()  # 3 bytes per cell where 2^24 or more pairs took 4
         if self.config.threads >= 2:
             with ThreadPoolExecutor(max_workers=2) as pool:
                 out = list(pool.map(lambda d: self._direction(corpus, d[0], its, d[1], d[2]),
