@@ -408,7 +408,7 @@ def test_folded_single_cell_ids_fit_three_bytes_and_keep_their_ids(hi_bytes):
                               n_shared, out, c.single_off)
         np.testing.assert_array_equal(out[:n], want)
     with pytest.raises(ValueError, match="folded"):
-        c.pair
+        _ = c.pair
     c.drop_keys()
     c.restore_keys(release_pairs=True)
     np.testing.assert_array_equal(c.keys, keys)
