@@ -113,7 +113,9 @@ class BayesAligner:
     """Vocabularies, config and (after `align`) the averaged counts of both directions.
 
     Memory while aligning: 3 bytes per cell for the pair ids (freed before `align` returns;
-    4 from 2^24 distinct pairs on), no other per-cell array; per observed token and
+    4 from 2^24 distinct pairs on, until sampling: while the exact sampler runs without
+    priors the single-cell pairs' cells share one id, `EncodedBitext.fold_singles`, and 3
+    bytes suffice below 2^24 - 1 shared pairs), no other per-cell array; per observed token and
     direction 8 bytes per marginal slot + 4 (NULL) + 2 (alignment) + 2 per earlier sampler
     (its final alignment, to average the counts); per direction one float32 working count
     array (it becomes the samplers' average) over the pairs seen in two cells or more

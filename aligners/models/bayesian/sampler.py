@@ -6,9 +6,10 @@ One direction at a time: a "generator" side (length I per sentence; NULL = -1) g
 Counts live in flat arrays; the lexical count of cell (g, x) of sentence k is
 `lex[pid(cell_off[k] + cell)]` where `cell = g * J + x` (forward, source generates target) or
 `x * I + g` (reverse) and pid(c) = pair_lo[c] | pair_hi[c] << 16 (the pair id, stored in 3 bytes
-per cell while the table has < 2^24 pairs), i.e. the per-sentence index tables of the paper's
-section 4 point into the table of co-occurring word pairs (no hash map). Both directions
-share the pair ids.
+per cell while the table has < 2^24 pairs, or once the single-cell pairs are folded to one id
+while fewer than 2^24 - 1 are shared: `corpus.EncodedBitext.fold_singles`), i.e. the
+per-sentence index tables of the paper's section 4 point into the table of co-occurring word
+pairs (no hash map). Both directions share the pair ids.
 
 The model (stage 1 IBM1, 2 HMM, 3 HMM + fertility), with every parameter collapsed:
 - lexical: Dirichlet(lex_alpha) over the V observed words per generator word; NULL has its
