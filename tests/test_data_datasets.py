@@ -2,8 +2,9 @@
 
 import pytest
 
-from aligners.data.datasets import DATASETS, iter_parallel, last_dropped, load
+from aligners.data.datasets import DATASETS, iter_parallel, last_dropped, load, lowercased
 from aligners.data.paths import data_root
+from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
 pytestmark = pytest.mark.skipif(
@@ -77,6 +78,22 @@ def test_hansards_train_streams_200k():
             first = (s, t)
         n += 1
     assert n == 200_000 and first[0] and first[1]
+
+
+def test_lowercased_pairs_and_lowercase_streams():
+    """lowercased: both sides' tokens lowercased, links and id kept (hand-worked);
+    iter_parallel(lowercase=True) lowercases a loaded split as well as the Hansards stream."""
+    al = Alignment(sure=frozenset({(0, 1)}), possible=frozenset({(0, 1), (1, 0)}))
+    (p,) = lowercased([AlignedPair(("The", "HOUSE"), ("La", "Chambre"), al, "7")])
+    assert (p.src, p.tgt, p.alignment, p.id) == (("the", "house"), ("la", "chambre"), al, "7")
+    mixed = next(s for s, _ in iter_parallel("hansards-enfr", "test")
+                 if s != [w.lower() for w in s])
+    low = [s for s, _ in iter_parallel("hansards-enfr", "test", lowercase=True)]
+    assert [w.lower() for w in mixed] in low and mixed not in low
+    first = next(iter_parallel("hansards-enfr", "train", lowercase=True))
+    raw = next(iter_parallel("hansards-enfr", "train"))
+    lowered = [[w.lower() for w in x] for x in raw]
+    assert [list(x) for x in first] == lowered != [list(x) for x in raw]
 
 
 def test_registry_errors():

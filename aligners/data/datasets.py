@@ -31,6 +31,7 @@ __all__ = [
     "iter_parallel",
     "last_dropped",
     "load",
+    "lowercased",
     "parallel_files",
 ]
 
@@ -354,7 +355,15 @@ def iter_parallel(
     """Stream `(source_tokens, target_tokens)` of a split without holding it in memory."""
     if name == "hansards-enfr" and split in _HANSARDS_TRAIN:
         return read_parallel(*parallel_files(name, split), lowercase=lowercase)
-    return ((list(p.src), list(p.tgt)) for p in load(name, split))
+    pairs = load(name, split)
+    return ((list(p.src), list(p.tgt)) for p in (lowercased(pairs) if lowercase else pairs))
+
+
+def lowercased(pairs: list) -> list:
+    """`AlignedPair`s with both sides' tokens lowercased, links unchanged (gold text under
+    the literature's Hansards protocol: Liang et al. 2006, Bansal et al. 2011 sec. 7.2)."""
+    return [AlignedPair(tuple(w.lower() for w in p.src), tuple(w.lower() for w in p.tgt),
+                        p.alignment, p.id) for p in pairs]
 
 
 def parallel_files(name: str, split: str = "train") -> tuple[Path, Path]:

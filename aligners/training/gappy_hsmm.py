@@ -145,18 +145,11 @@ def gappy_patterns(gold, links) -> tuple[int, int, int, int]:
 
 
 # ------------------------------------------------------------------ task
-def _lower(pairs):
-    from aligners.data.types import AlignedPair
-
-    return [AlignedPair(tuple(w.lower() for w in p.src), tuple(w.lower() for w in p.tgt),
-                        p.alignment, p.id) for p in pairs]
-
-
 def _data(cfg):
-    from aligners.data.datasets import iter_parallel, load
+    from aligners.data.datasets import iter_parallel, load, lowercased
 
-    test = _lower(load(cfg.data.name, cfg.data.eval_splits[0]))
-    tune = _lower(load(cfg.data.name, cfg.data.tune_split))
+    test = lowercased(load(cfg.data.name, cfg.data.eval_splits[0]))
+    tune = lowercased(load(cfg.data.name, cfg.data.tune_split))
 
     def stream():
         it = iter_parallel(cfg.data.name, cfg.data.train_split, lowercase=True)
@@ -322,11 +315,12 @@ def evaluate(cfg: DictConfig) -> dict:
     """Score the saved model `ckpt_path` (a model folder, a file in it, or its run folder) on
     the test split (all pairs); writes `metrics.json` in the run folder."""
     from aligners.data.datasets import load as load_split
+    from aligners.data.datasets import lowercased
     from aligners.export import load, resolve_model_folder
     from aligners.metrics import write_metrics_json
 
     model = load(resolve_model_folder(cfg.get("ckpt_path")))
-    test = _lower(load_split(cfg.data.name, cfg.data.eval_splits[0]))
+    test = lowercased(load_split(cfg.data.name, cfg.data.eval_splits[0]))
     s = _score(test, model.align([p.src for p in test], [p.tgt for p in test]))
     print(f"test AER {s.aer:.4f} P {s.precision:.4f} R {s.recall:.4f}")
     metrics = {"test": {"aer": s.aer, "precision": s.precision, "recall": s.recall}}

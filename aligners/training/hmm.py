@@ -139,15 +139,21 @@ class LitWordAligner(pl.LightningModule):
 def _load_pairs(cfg: DictConfig):
     """(stream of training token pairs, {split: gold AlignedPairs}, tuning AlignedPairs or
     None) for cfg.data; the gold and tuning text joins the training text (streamed, so the
-    token strings of a large training text are never all held in memory)."""
-    from aligners.data.datasets import iter_parallel, load
+    token strings of a large training text are never all held in memory). `data.lowercase`:
+    every text lowercased (the literature's Hansards protocol)."""
+    from aligners.data.datasets import iter_parallel, load, lowercased
 
-    gold = {s: load(cfg.data.name, s) for s in cfg.data.eval_splits}
-    tune = load(cfg.data.name, cfg.data.tune_split) if cfg.data.get("tune_split") else None
+    low = bool(cfg.data.get("lowercase", False))
+
+    def read(split):
+        return lowercased(load(cfg.data.name, split)) if low else load(cfg.data.name, split)
+
+    gold = {s: read(s) for s in cfg.data.eval_splits}
+    tune = read(cfg.data.tune_split) if cfg.data.get("tune_split") else None
 
     def stream():
         if cfg.data.get("train_split"):
-            it = iter_parallel(cfg.data.name, cfg.data.train_split)
+            it = iter_parallel(cfg.data.name, cfg.data.train_split, lowercase=low)
             limit = cfg.data.get("train_limit")
             yield from (itertools.islice(it, limit) if limit else it)
         for pairs in [*gold.values(), tune or []]:
@@ -269,7 +275,7 @@ def evaluate(cfg: DictConfig) -> dict:
     Decodes with the folder's saved decoding; writes `metrics.json` into the run folder
     (cfg.paths.output_dir) and returns it. `model_dir=` is refused (use ckpt_path).
     """
-    from aligners.data.datasets import load
+    from aligners.data.datasets import load, lowercased
     from aligners.export import load as load_model
     from aligners.metrics import write_metrics_json
     from aligners.models.hmm.saved import TrainedWordAligner
@@ -283,6 +289,8 @@ def evaluate(cfg: DictConfig) -> dict:
                                  path=str(folder))
     torch.set_num_threads(int(cfg.get("threads", 1)))
     splits = {split: load(cfg.data.name, split) for split in cfg.data.eval_splits}
+    if cfg.data.get("lowercase", False):
+        splits = {split: lowercased(pairs) for split, pairs in splits.items()}
     metrics, rows = _score_splits(aligner.model, aligner.src_ids, aligner.tgt_ids, splits,
                                   aligner.decoding)
     print(_table(rows))
