@@ -73,6 +73,22 @@ def test_word_table_lines_order_missing_values_and_references(tmp_path):
     assert text.startswith("# Results\n") and text.endswith("\n")
 
 
+def test_a_closer_look_table_shows_its_data_sets_alone(tmp_path):
+    """The full-set Hansards table (Table.only) holds the hansards-full rows and no other,
+    with its 347 columns; the main word table keeps every row."""
+    full = _row(dataset="hansards-full", metrics={"aer": 0.055, "aer_347": 0.0535,
+                                                  "f1_347": 0.9447}, wall_s=620.9,
+                command="python benchmarks/align_vs_eflomal.py --suite hansards-full")
+    text = report.render_results(report.read_results(_write(tmp_path, [*ROWS, full])))
+    part = text[text.index("### The literature's Hansards table"):]
+    part = part[:part.index("\n## ")]
+    assert "| AER 347 | F1 347 | AER 447 |" in part
+    assert "| Hansards En-Fr full (1.13M) | aligners hmm | 0.0535 | 0.9447 | 0.0550 |" in part
+    assert "PCEDT" not in part and "20k" not in part
+    main = text[:text.index("### The literature's Hansards table")]
+    assert "Hansards En-Fr full (1.13M) | aligners hmm" in main and "PCEDT" in main
+
+
 def test_numbers_are_printed_as_stored():
     assert report.show(None) == "—"
     assert report.show(75.0) == "75.0" and report.show(173) == "173"
