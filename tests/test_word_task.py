@@ -106,3 +106,22 @@ def test_evaluate_reads_ckpt_path_in_every_form(small_runs):
     with pytest.raises(AlignersInputError, match="model_dir"):
         evaluate(_cfg(tmp / "eval", f"ckpt_path={tmp / 'full'}", f"+model_dir={tmp}",
                       name="evaluate"))
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_data_lowercase_lowercases_training_gold_and_tuning_text(tmp_path, lowercase):
+    """`data.lowercase=true` (the literature's Hansards protocol): every training token and
+    the gold / tuning pairs' text lowercased, links unchanged; off, the text is as read."""
+    from aligners.data.datasets import load
+    from aligners.training.hmm import _load_pairs
+
+    cfg = _cfg(tmp_path, f"+data.lowercase={str(lowercase).lower()}")
+    stream, gold, tune = _load_pairs(cfg)
+    tokens = [w for s, t in stream for w in (*s, *t)]
+    assert len(tokens) > 1000
+    assert (all(w == w.lower() for w in tokens)) == lowercase
+    raw = load("hansards-enfr", "test")
+    assert [p.alignment for p in gold["test"]] == [p.alignment for p in raw]
+    assert ([p.src for p in gold["test"]] == [tuple(w.lower() for w in p.src) for p in raw]
+            if lowercase else [p.src for p in gold["test"]] == [p.src for p in raw])
+    assert all(w == w.lower() for p in tune for w in (*p.src, *p.tgt)) == lowercase
