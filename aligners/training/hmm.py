@@ -141,15 +141,11 @@ def _load_pairs(cfg: DictConfig):
     None) for cfg.data; the gold and tuning text joins the training text (streamed, so the
     token strings of a large training text are never all held in memory). `data.lowercase`:
     every text lowercased (the literature's Hansards protocol)."""
-    from aligners.data.datasets import iter_parallel, load, lowercased
+    from aligners.data.datasets import iter_parallel
 
     low = bool(cfg.data.get("lowercase", False))
-
-    def read(split):
-        return lowercased(load(cfg.data.name, split)) if low else load(cfg.data.name, split)
-
-    gold = {s: read(s) for s in cfg.data.eval_splits}
-    tune = read(cfg.data.tune_split) if cfg.data.get("tune_split") else None
+    gold = {s: _gold_split(cfg, s) for s in cfg.data.eval_splits}
+    tune = _gold_split(cfg, cfg.data.tune_split) if cfg.data.get("tune_split") else None
 
     def stream():
         if cfg.data.get("train_split"):
@@ -161,6 +157,14 @@ def _load_pairs(cfg: DictConfig):
                 yield p.src, p.tgt
 
     return stream(), gold, tune
+
+
+def _gold_split(cfg: DictConfig, split: str) -> list:
+    """The gold AlignedPairs of `split` of cfg.data, lowercased under `data.lowercase`."""
+    from aligners.data.datasets import load, lowercased
+
+    pairs = load(cfg.data.name, split)
+    return lowercased(pairs) if cfg.data.get("lowercase", False) else pairs
 
 
 def _score(gold, links):
@@ -275,7 +279,6 @@ def evaluate(cfg: DictConfig) -> dict:
     Decodes with the folder's saved decoding; writes `metrics.json` into the run folder
     (cfg.paths.output_dir) and returns it. `model_dir=` is refused (use ckpt_path).
     """
-    from aligners.data.datasets import load, lowercased
     from aligners.export import load as load_model
     from aligners.metrics import write_metrics_json
     from aligners.models.hmm.saved import TrainedWordAligner
@@ -288,9 +291,7 @@ def evaluate(cfg: DictConfig) -> dict:
         raise AlignersInputError("ckpt_path: not a model folder of the hmm family",
                                  path=str(folder))
     torch.set_num_threads(int(cfg.get("threads", 1)))
-    splits = {split: load(cfg.data.name, split) for split in cfg.data.eval_splits}
-    if cfg.data.get("lowercase", False):
-        splits = {split: lowercased(pairs) for split, pairs in splits.items()}
+    splits = {split: _gold_split(cfg, split) for split in cfg.data.eval_splits}
     metrics, rows = _score_splits(aligner.model, aligner.src_ids, aligner.tgt_ids, splits,
                                   aligner.decoding)
     print(_table(rows))

@@ -90,11 +90,12 @@ def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False, progr
     dev = model.keys.device
     with torch.no_grad():
         for k in range(len(index)):
-            b = index.batch(k).to(dev)
+            prep = prepared.get(k) if prepared is not None else None
+            b = prep.batch if prep is not None else index.batch(k).to(dev)  # (read once)
             if isinstance(model, WordAligner):
                 lf, lb = _word_links(model, b, viterbi)
-            elif prepared is not None and k in prepared:
-                lf, lb = model.link_posteriors(viterbi=viterbi, prepared=prepared[k])
+            elif prep is not None:
+                lf, lb = model.link_posteriors(viterbi=viterbi, prepared=prep)
             else:
                 lay = make_layout(b, model.src_list, model.tgt_list, gappy=model.config.gappy)
                 lf, lb = model.link_posteriors(b, lay, viterbi=viterbi)
