@@ -1,7 +1,8 @@
-"""Word alignment side by side with eflomal: `aligners align` (hmm, bayesian, gappy-hsmm) and
-eflomal 2.0.0 on the same text, scored on the gold test pairs; rows -> results/word.json.
+"""Word alignment side by side with eflomal: `aligners align` with no flags (the default),
+each word family (hmm, bayesian, gappy-hsmm) and eflomal 2.0.0 on the same text, scored on the
+gold test pairs; rows -> results/word.json.
 
-    python benchmarks/align_vs_eflomal.py --suite hansards-200k   # all four systems
+    python benchmarks/align_vs_eflomal.py --suite hansards-200k   # all five systems
     python benchmarks/align_vs_eflomal.py --suite small --seeds 3 # the 7 small gold sets
     python benchmarks/align_vs_eflomal.py --suite pcedt-csen --systems hmm,eflomal
     python benchmarks/align_vs_eflomal.py --suite hansards-20k --systems hmm,gappy-hsmm --no-save
@@ -14,11 +15,13 @@ they align: a gold set without a bitext is trained on its own text only. `--pair
 `--suite hansards` (the default) is `hansards-N`.
 
 Each tool runs as a child of this process (the harness: wall, CPU of the child's tree, peak
-RSS), tools alternating: per seed eflomal (its defaults, OMP_NUM_THREADS unset: every core) and
-`aligners align --model bayesian --seed S`; once (deterministic) `aligners align` (hmm, our
-defaults, `--threads` torch threads) and `--model gappy-hsmm`. Sampler outputs (-f/-r) are
-symmetrized by `aligners.symmetrize` (intersect, grow-diag-final-and); hmm and gappy-hsmm are
-scored on their default output. AER = `aligners.metrics` on the test pairs; a row holds the
+RSS), tools alternating: per seed eflomal (its defaults, OMP_NUM_THREADS unset: every core),
+`aligners align --seed S` (the default: what a user gets without flags) and `aligners align
+--model bayesian --seed S`; once (deterministic) `--model hmm` (`--threads` torch threads) and
+`--model gappy-hsmm`. Every system of ours is scored on its default output (-o); the samplers'
+(and the default's) directions (-f/-r) are also symmetrized by `aligners.symmetrize` (intersect,
+grow-diag-final-and: eflomal's "aer" is its grow-diag-final-and, the better of the two is
+the one to beat). AER = `aligners.metrics` on the test pairs; a row holds the
 mean AER of its runs and the median time and RSS, and ours/eflomal time ratios. eflomal
 (GPL-3.0) is installed in the benchmark environment only (`pip install -e .[bench]`), never
 imported.
@@ -45,7 +48,7 @@ __all__ = ["SMALL", "SYSTEMS", "main", "parse_suites"]
 
 SMALL = ("pcedt-csen", "wpt-roen", "kftt-jaen", "tsinghua-zhen", "wpt-enhi", "europarl-deen",
          "rwth-deen-europarl")
-SYSTEMS = ("hmm", "gappy-hsmm", "bayesian", "eflomal")
+SYSTEMS = ("default", "hmm", "gappy-hsmm", "bayesian", "eflomal")
 _ALIASES = {"ours-em": "hmm", "ours-bayes": "bayesian"}  # the names of earlier runs
 _HEADLINE = {("hansards-200k", "hmm"), ("hansards-200k", "bayesian")}
 _VENV_EFLOMAL = Path(sys.executable).parent / "eflomal-align"
@@ -131,20 +134,21 @@ def _commands(system: str, seed: int, work: Path, threads: int, *,
     ours = [sys.executable, "-m", "aligners", "align", "--quiet", *io]
     if system == "eflomal":
         return [EFLOMAL, "--overwrite", *io, *pairs]
-    if system == "bayesian":
-        return [*ours, "--model", "bayesian", "--seed", str(seed), *pairs]
+    out = ["-o", str(work / f"{system}.{seed}.out")]
+    if system in ("default", "bayesian"):
+        model = [] if system == "default" else ["--model", "bayesian"]
+        return [*ours, *model, "--seed", str(seed), *pairs, *out]
     if seed > 0:
         return None
-    return [*ours, "--model", system, "--threads", str(threads), "-o",
-            str(work / f"{system}.0.out"),
+    return [*ours, "--model", system, "--threads", str(threads), *out,
             *(["--cache-dir", str(work / f"{system}.cache")] if cache else [])]
 
 
 def _score(system: str, seed: int, work: Path, gold, first: int, *,
            hansards: bool = False) -> dict:
-    """AER of the system's default output (hmm, gappy-hsmm: agreement links; samplers:
-    grow-diag-final-and) on the test pairs, and for the samplers their intersection; on
-    Hansards also on the 347 test pairs of Bansal et al. (the first 100 are their dev)."""
+    """AER of the system's default output (eflomal: grow-diag-final-and) on the test pairs,
+    and for the samplers their directions' intersection and grow-diag-final-and; on Hansards
+    also on the 347 test pairs of Bansal et al. (the first 100 are their dev)."""
     from aligners.metrics import evaluate_alignments
     from aligners.symmetrize import symmetrize_corpus
 
@@ -159,18 +163,21 @@ def _score(system: str, seed: int, work: Path, gold, first: int, *,
                 row["f1_347"] = s.f1
         return row
 
-    if system in ("hmm", "gappy-hsmm"):
-        links = _links(work / f"{system}.0.out", first, len(gold))
+    row = {}
+    if system != "eflomal":
+        links = _links(work / f"{system}.{seed}.out", first, len(gold))
         s = aer(links)
-        return with_347({"aer": s.aer, "precision": s.precision, "recall": s.recall}, links,
-                        "aer_347")
+        row = with_347({"aer": s.aer, "precision": s.precision, "recall": s.recall}, links,
+                       "aer_347")
+    if system not in ("default", "bayesian", "eflomal"):
+        return row
     f = _links(work / f"{system}.{seed}.fwd", first, len(gold))
     r = _links(work / f"{system}.{seed}.rev", first, len(gold))
     inter_links = symmetrize_corpus(f, r, "intersect")
     gdfa_links = symmetrize_corpus(f, r, "grow-diag-final-and")
-    row = {"aer": aer(gdfa_links).aer, "aer_intersect": aer(inter_links).aer}
-    row["aer_gdfa"] = row["aer"]
-    with_347(row, gdfa_links, "aer_347")
+    row.update({"aer_intersect": aer(inter_links).aer, "aer_gdfa": aer(gdfa_links).aer})
+    row.setdefault("aer", row["aer_gdfa"])
+    with_347(row, gdfa_links, "aer_347_gdfa")
     return with_347(row, inter_links, "aer_347_intersect")
 
 
@@ -216,6 +223,8 @@ def run_suite(name: str, pairs: int | None, args, work: Path) -> list[dict]:
     for system, rs in runs.items():
         metrics = {k: round(statistics.mean(r[k] for r in rs), 4)
                    for k in rs[0] if k.startswith(("aer", "precision", "recall", "f1"))}
+        if len(rs) > 1:
+            metrics["aer_sd"] = round(statistics.stdev(r["aer"] for r in rs), 4)
         mine = peer is not None and system != "eflomal"
         if mine:
             metrics["wall_ratio"] = round(med[system]["wall_s"] / med["eflomal"]["wall_s"], 2)
@@ -239,7 +248,7 @@ def main(argv=None) -> None:
                     help="Hansards training pairs for --suite hansards (default 200000)")
     ap.add_argument("--seeds", type=int, default=3,
                     help="runs of each sampler (bayesian seeds 0..S-1, eflomal S runs)")
-    ap.add_argument("--systems", default="hmm,gappy-hsmm,bayesian,eflomal",
+    ap.add_argument("--systems", default=",".join(SYSTEMS),
                     help=f"comma-separated subset of {', '.join(SYSTEMS)}")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of hmm / gappy-hsmm")
     ap.add_argument("--workdir", type=Path, default=None,

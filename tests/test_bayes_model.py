@@ -487,3 +487,45 @@ def test_compile_child_warms_every_kernel_and_is_skipped_when_cached(monkeypatch
     assert jit.wait_compile_child() is None
     monkeypatch.undo()
     assert jit.kernels_cached((object(),)) is False  # numba internals moved
+
+
+def test_mean_decoding_equals_the_dense_mean_of_the_directions():
+    """The mean decoding (the default) keeps exactly the cells whose mean of the forward and
+    reverse kept marginals exceeds the threshold (a dense oracle built from the slots), in
+    (i, j) order; its posteriors are that mean; on the toy it is precise."""
+    from aligners.models.bayesian.decode import link_lines, mean_links, span_sets
+
+    pairs = _pairs(40)
+    m = BayesAligner(BayesConfig(**FAST)).align(pairs, seed=3)
+    c, fs, rs = m.corpus, m.fwd_slots, m.rev_slots
+    for th in (0.25, 0.5, 0.55):
+        want = []
+        for k in range(c.n_sentences):
+            s0, t0 = int(c.src_off[k]), int(c.tgt_off[k])
+            n_i, n_j = int(c.src_off[k + 1]) - s0, int(c.tgt_off[k + 1]) - t0
+            dense = np.zeros((n_i, n_j))
+            for j in range(n_j):
+                for g, p in zip(fs.pos[t0 + j], fs.mass[t0 + j], strict=True):
+                    if g >= 0:
+                        dense[g, j] += p
+            for i in range(n_i):
+                for g, p in zip(rs.pos[s0 + i], rs.mass[s0 + i], strict=True):
+                    if g >= 0:
+                        dense[i, g] += p
+            want.append(sorted(map(tuple, np.argwhere(dense / 2 > th).tolist())))
+        got = [sorted(ls) for ls in span_sets(m, mean_links(m, th))]
+        assert got == want
+        lines = list(link_lines(m, mean=th, posteriors=True))
+        assert [[tuple(map(int, x.split(":")[0].split("-"))) for x in ln.split()]
+                for ln in lines] == want
+        assert all(float(x.split(":")[1]) > th for ln in lines for x in ln.split())
+    assert _precision(span_sets(m, mean_links(m, 0.55)), _gold(pairs)) > 0.9
+
+
+def test_default_decoding_is_the_mean_and_a_heuristic_still_symmetrizes():
+    dec = BayesianAlignment.decoding_for(None)
+    assert (dec.method, dec.threshold, dec.symmetrize) == ("mean", 0.55, "none")
+    asked = BayesianAlignment.decoding_for(None, symmetrize="grow-diag-final-and")
+    assert (asked.method, asked.symmetrize) == ("viterbi", "grow-diag-final-and")
+    with pytest.raises(AlignersInputError):
+        BayesianAlignment.decoding_for(None, method="viterbi", symmetrize="none")

@@ -24,7 +24,7 @@ def _cfg(tmp, experiment, *overrides, root="train"):
 
 def test_task_trains_scores_and_saves(tmp_path, capsys):
     shared_path("data", "rwth-deen-europarl", "deen.talp")
-    metrics = train(_cfg(tmp_path, "efmaral_rwth_deen", "model.iterations=[2,2,6]",
+    metrics = train(_cfg(tmp_path, "efmaral_rwth_deen", "model.iterations=[2,2,12]",
                          "model.n_samplers=1"))
     out = capsys.readouterr().out
     assert "rwth-deen-europarl" in out and "AER" in out

@@ -258,7 +258,7 @@ def test_align_prints_one_summary_line_when_not_on_a_tty(tiny_bitext, capsys):
     assert len(out.out.splitlines()) == 3
     err = out.err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(
-        "aligners align: 3 sentence pairs aligned, model hmm (--model); read ")
+        "aligners align: 3 sentence pairs aligned, model hmm (--model), device ")
     for phase in ("read", "index", "train", "decode", "write"):  # where the time went
         assert f" {phase} " in err[0], err[0]
     assert main([*argv, "--quiet"]) == 0

@@ -109,9 +109,21 @@ def test_fit_save_load_align_is_one_pipeline(name, tmp_path):
     assert all(0.0 <= v <= 1.0 for p in post for v in p.values())
 
 
-def test_auto_picks_bayesian_on_the_cpu_and_says_so(tmp_path, capsys):
-    assert auto_family("cpu") == ("bayesian", "auto: CPU")
-    assert auto_family("cuda:0")[0] == "hmm"
+def test_auto_picks_by_size_and_says_so(tmp_path, capsys, monkeypatch):
+    from aligners.commands import _device
+    from aligners.models.aligned import LARGE
+
+    assert auto_family("cpu", 20) == ("bayesian", "auto: 20 pairs < 500,000")
+    assert auto_family("cpu", None)[0] == "bayesian"  # stdin: size unknown
+    assert auto_family("cpu", LARGE)[0] == auto_family("cuda", 2 * LARGE)[0] == "hmm"
+    name, why = auto_family("cuda", 1000)  # a GPU: still the CPU sampler below LARGE
+    assert name == "bayesian" and "--model hmm runs on cuda, faster and less accurate" in why
+    monkeypatch.setattr(_device, "gpu_present", lambda: False)
+    assert _device.auto_device("auto") == ("cpu", "auto: no GPU")
+    assert _device.auto_device("cuda:1") == ("cuda:1", "--device cuda:1")
+    monkeypatch.setattr(_device, "gpu_present", lambda: True)
+    assert _device.auto_device("auto") == ("cuda", "auto: a GPU is present")
+    monkeypatch.undo()
     src, tgt = toy_corpus(20, 1)
     s, t = tmp_path / "c.src", tmp_path / "c.tgt"
     s.write_text("".join(" ".join(x) + "\n" for x in src), encoding="utf-8")
@@ -120,7 +132,7 @@ def test_auto_picks_bayesian_on_the_cpu_and_says_so(tmp_path, capsys):
                  *FAST["bayesian"][1]]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("aligners align: 20 sentence pairs aligned, model bayesian "
-                              "(auto: CPU); read ")
+                              "(auto: 20 pairs < 500,000), device cpu ("), err[-1]
     # an option of another family is refused before any work, naming the fix
     assert main(["align", "-s", str(s), "-t", str(t), "--p0", "0.2"]) == 2
     err = capsys.readouterr().err

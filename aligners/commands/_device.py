@@ -8,7 +8,7 @@ import sys
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["torch_device", "thread_count"]
+__all__ = ["torch_device", "thread_count", "gpu_present", "auto_device"]
 
 
 def thread_count(n: int, *, prog: str, flag: str = "--threads") -> int:
@@ -37,3 +37,21 @@ def torch_device(name: str):
     if device.type == "cuda" and not torch.cuda.is_available():
         raise AlignersInputError(f"--device {name}: CUDA is not available here")
     return device
+
+
+def gpu_present() -> bool:
+    """Whether torch sees a CUDA device. Without an NVIDIA driver node (/dev/nvidiactl) the
+    answer is no without importing torch (the CPU default stays as fast to start)."""
+    if not os.path.exists("/dev/nvidiactl"):
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def auto_device(name: str) -> tuple[str, str]:
+    """(device, why) for a `--device` value: "auto" is "cuda" where torch sees a GPU, else
+    "cpu"; any other value is kept as given (checked later by `torch_device`)."""
+    if name != "auto":
+        return name, f"--device {name}"
+    return ("cuda", "auto: a GPU is present") if gpu_present() else ("cpu", "auto: no GPU")

@@ -3,19 +3,19 @@ tuning split (never a test split), shared by every word family's task.
 
 `grid` = {"methods": [...], "thresholds": [...], "heuristics": [...]} (the `tune_grid` of a
 model config). Viterbi takes no threshold (one candidate, `viterbi_threshold`) and a
-symmetric method ("agreement") no heuristic ("none"). `score(method, threshold, heuristics)`
-decodes once and returns the AER of each heuristic, so a family decodes each (method,
-threshold) once. Ties keep the first candidate in grid order. Cost: one decoding per
-(method, threshold) plus one scoring per candidate.
+symmetric method (`SYMMETRIC`: agreement, mean) no heuristic ("none").
+`score(method, threshold, heuristics)` decodes once and returns the AER of each heuristic, so
+a family decodes each (method, threshold) once. Ties keep the first candidate in grid order.
+Cost: one decoding per (method, threshold) plus one scoring per candidate.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-__all__ = ["choose_decoding"]
+from aligners.models.aligned import SYMMETRIC
 
-SYMMETRIC = ("agreement",)
+__all__ = ["choose_decoding"]
 
 
 def choose_decoding(grid: dict, score: Callable[[str, float, list[str]], Sequence[float]], *,

@@ -30,8 +30,8 @@ from typing import Any, ClassVar
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["Link", "OUTPUTS", "Decoding", "TuneGrid", "RunOptions", "Aligned", "WordAlignment",
-           "token_pairs", "parse_line", "auto_family", "align"]
+__all__ = ["Link", "OUTPUTS", "LARGE", "SYMMETRIC", "Decoding", "TuneGrid", "RunOptions",
+           "Aligned", "WordAlignment", "token_pairs", "parse_line", "auto_family", "align"]
 
 Link = tuple[int, int]
 OUTPUTS = ("fwd", "rev", "sym")
@@ -40,9 +40,10 @@ OUTPUTS = ("fwd", "rev", "sym")
 @dataclass(frozen=True)
 class Decoding:
     """How links are read off a model: `method` ("agreement": product of the two directions'
-    link posteriors > threshold; "posterior": each direction > threshold; "viterbi": each
-    direction's best path), `threshold` in [0, 1], and `symmetrize`, the atools heuristic
-    that combines the two directions ("none": union of a symmetric decoding's links)."""
+    link posteriors > threshold; "mean": their mean > threshold; "posterior": each direction
+    > threshold; "viterbi": each direction's best path), `threshold` in [0, 1], and
+    `symmetrize`, the atools heuristic that combines the two directions ("none": a symmetric
+    method's links as they are)."""
 
     method: str
     threshold: float
@@ -65,6 +66,7 @@ class Decoding:
 
 
 HEURISTICS = ["intersect", "grow-diag", "grow-diag-final-and"]
+SYMMETRIC = ("agreement", "mean")  # methods whose links combine both directions already
 
 
 @dataclass
@@ -213,7 +215,7 @@ class WordAlignment(ABC):
                      threshold: float | None = None, symmetrize: str | None = None) -> Decoding:
         """The decoding to use: what is given, else what was `saved`, else the family's
         default. A saved heuristic is kept only with its own method; otherwise a symmetric
-        method ("agreement") gets "none" and the others grow-diag-final-and. Checked here
+        method (`SYMMETRIC`) gets "none" and the others grow-diag-final-and. Checked here
         (one line naming the bad value), before any work starts."""
         base = saved or cls.DEFAULT
         method = method or base.method
@@ -222,7 +224,7 @@ class WordAlignment(ABC):
             if saved is not None and method == saved.method:
                 symmetrize = saved.symmetrize
             else:
-                symmetrize = "none" if method == "agreement" else "grow-diag-final-and"
+                symmetrize = "none" if method in SYMMETRIC else "grow-diag-final-and"
         return Decoding(method, th, symmetrize).check(cls.METHODS)
 
     def choose_decoding(self, method: str | None = None, threshold: float | None = None,
@@ -255,17 +257,28 @@ class WordAlignment(ABC):
         return list(aligned.lines(("sym",), dec, posteriors=posteriors)["sym"])
 
 
-def auto_family(device: str = "cpu") -> tuple[str, str]:
-    """(family, reason): the word family that `--model auto` (the default) picks.
+LARGE = 500_000  # sentence pairs from which the auto rule picks the HMM (docs/word.md)
 
-    On the CPU, "bayesian": of our families it has the lowest AER on every gold set measured,
-    and the lower AER than eflomal at its defaults on each (RESULTS.md, "Which model for my
-    data"); on a GPU, "hmm": its EM runs batched on the device, the Bayesian exact sampler is
-    CPU code.
+
+def auto_family(device: str = "cpu", n_pairs: int | None = None) -> tuple[str, str]:
+    """(family, reason): the word family that `--model auto` (the default) picks for a text
+    of `n_pairs` sentence pairs (None: unknown, e.g. stdin) on `device`.
+
+    Below LARGE pairs, "bayesian" (on the CPU whatever the device): of our families it has
+    the lowest AER on every shipped gold set but En-Hi and Europarl De-En, and on Hansards
+    up to 200k pairs (RESULTS.md); at 500k the HMM ties it (0.0600 against 0.0602) and on the
+    full 1.13M set it wins (0.0550 against 0.0568), so from LARGE pairs on, "hmm", which runs
+    on `device` (the measured crossover: docs/word.md, "The auto rule"). On a GPU the HMM
+    would be faster below LARGE too, and less accurate: the reason says so.
     """
-    if str(device).split(":")[0] != "cpu":
-        return "hmm", f"auto: {device}"
-    return "bayesian", "auto: CPU"
+    gpu = str(device).split(":")[0] != "cpu"
+    if n_pairs is not None and n_pairs >= LARGE:
+        return "hmm", f"auto: {n_pairs:,} pairs >= {LARGE:,}, on {device}"
+    size = "size unknown" if n_pairs is None else f"{n_pairs:,} pairs < {LARGE:,}"
+    if gpu:
+        return "bayesian", (f"auto: {size}, on the CPU: the most accurate here; --model hmm "
+                            f"runs on {device}, faster and less accurate")
+    return "bayesian", f"auto: {size}"
 
 
 def align(source: Iterable, target: Iterable, model: str = "auto",
@@ -285,7 +298,10 @@ def align(source: Iterable, target: Iterable, model: str = "auto",
     run = RunOptions(**{f.name: options.pop(f.name) for f in fields(RunOptions)
                         if f.name in options})
     dec = {k: options.pop(k) for k in ("method", "threshold", "symmetrize") if k in options}
-    name = auto_family(run.device)[0] if model == "auto" else model
+    if model == "auto":
+        source = source if isinstance(source, Sequence) else list(source)
+        model = auto_family(run.device, len(source))[0]
+    name = model
     fam = family(name, verb="align")
     cls = fam.model_class()
     config = options.pop("config", None) or fam.config_class()(**options)

@@ -56,13 +56,17 @@ def _texts(cfg: DictConfig):
 
 def decode_and_score(marg, gold, span, decoding: dict):
     """(links, score) of the sentences span=(start, end) under `decoding`."""
-    from aligners.models.bayesian.decode import direction_links
+    from aligners.models.bayesian.decode import direction_links, mean_links, span_sets
     from aligners.symmetrize import symmetrize_corpus
 
-    th = float(decoding["threshold"]) if decoding["method"] == "posterior" else None
-    fwd = direction_links(marg, "fwd", threshold=th, span=span)
-    rev = direction_links(marg, "rev", threshold=th, span=span)
-    links = symmetrize_corpus(fwd, rev, decoding["symmetrize"])
+    th = float(decoding["threshold"])
+    if decoding["method"] == "mean":
+        links = span_sets(marg, mean_links(marg, th), span)
+    else:
+        th = th if decoding["method"] == "posterior" else None
+        fwd = direction_links(marg, "fwd", threshold=th, span=span)
+        rev = direction_links(marg, "rev", threshold=th, span=span)
+        links = symmetrize_corpus(fwd, rev, decoding["symmetrize"])
     score = evaluate_alignments([p.alignment for p in gold], links, breakdowns=False).micro
     return links, score
 

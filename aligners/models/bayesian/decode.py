@@ -1,5 +1,6 @@
 """Links from the averaged marginals of the Bayesian aligner: argmax (NULL included) or
-posterior threshold per direction, atools symmetrization, and `i-j:p` posterior lines.
+posterior threshold per direction, atools symmetrization, the two directions' mean posterior
+(the default decoding), and `i-j:p` posterior lines.
 
 The marginals are sparse (slots.TokenMarginals: K slots per observed token plus NULL's
 mass). A forward link (i, j) is the most probable value of a_j when it beats NULL; a reverse
@@ -17,7 +18,8 @@ from aligners.data.pharaoh import link_line
 from aligners.models.bayesian.slots import BayesMarginals
 from aligners.symmetrize import symmetrize, symmetrize_corpus
 
-__all__ = ["token_links", "direction_links", "symmetrized_links", "link_lines", "posterior_lines"]
+__all__ = ["token_links", "mean_links", "span_sets", "direction_links", "symmetrized_links",
+           "link_lines", "posterior_lines"]
 
 
 @njit(nogil=True, cache=True)
@@ -63,6 +65,51 @@ def token_links(m: BayesMarginals, direction: str, *,
     return (sent, x, g) if rev else (sent, g, x)
 
 
+@njit(nogil=True, cache=True)
+def _mean_kernel(src_off, tgt_off, fpos, fmass, rpos, rmass, threshold, sent, ii, jj):
+    """Per sentence, the dense I x J sum of the forward slots (per target token: source
+    positions) and the reverse slots (per source token: target positions); cells whose sum
+    exceeds 2 * threshold are written to sent/ii/jj in (i, j) order. Returns their number.
+    Cost O(sum_k I_k J_k + tokens * K); one buffer of the longest pair's cells."""
+    n = src_off.shape[0] - 1
+    big = 1
+    for k in range(n):
+        big = max(big, (src_off[k + 1] - src_off[k]) * (tgt_off[k + 1] - tgt_off[k]))
+    buf = np.zeros(big, np.float32)
+    out = 0
+    for k in range(n):
+        n_i, n_j = src_off[k + 1] - src_off[k], tgt_off[k + 1] - tgt_off[k]
+        for j in range(n_j):
+            t = tgt_off[k] + j
+            for s in range(fpos.shape[1]):
+                g = fpos[t, s]
+                if g >= 0:
+                    buf[g * n_j + j] += fmass[t, s]
+        for i in range(n_i):
+            t = src_off[k] + i
+            for s in range(rpos.shape[1]):
+                g = rpos[t, s]
+                if g >= 0:
+                    buf[i * n_j + g] += rmass[t, s]
+        for c in range(n_i * n_j):
+            if buf[c] > 2.0 * threshold:
+                sent[out], ii[out], jj[out] = k, c // n_j, c % n_j
+                out += 1
+            buf[c] = 0.0
+    return out
+
+
+def mean_links(m: BayesMarginals, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The links whose mean of the two directions' kept marginals exceeds `threshold`, as
+    arrays (sentence, i, j) int32 sorted by sentence, i, j (see the module doc)."""
+    c = m.corpus
+    cap = m.fwd_slots.pos.size + m.rev_slots.pos.size
+    sent, ii, jj = (np.empty(cap, np.int32) for _ in range(3))
+    n = _mean_kernel(c.src_off, c.tgt_off, m.fwd_slots.pos, m.fwd_slots.mass,
+                     m.rev_slots.pos, m.rev_slots.mass, float(threshold), sent, ii, jj)
+    return sent[:n], ii[:n], jj[:n]
+
+
 def _per_sentence(n: int, sent: np.ndarray, i: np.ndarray, j: np.ndarray):
     """Yield, per sentence 0..n-1, its links as a list of (i, j) (arrays sorted by sentence)."""
     bounds = np.searchsorted(sent, np.arange(n + 1))
@@ -79,20 +126,33 @@ def direction_links(m: BayesMarginals, direction: str, *, threshold: float | Non
 
     Cost O(tokens * K) time; one Python set per returned sentence (`link_lines` streams).
     """
-    sent, i, j = token_links(m, direction, threshold=threshold)
+    return span_sets(m, token_links(m, direction, threshold=threshold), span)
+
+
+def span_sets(m: BayesMarginals, links: tuple[np.ndarray, np.ndarray, np.ndarray],
+              span: tuple[int, int] | None = None) -> list[set[tuple[int, int]]]:
+    """Link arrays (sentence, i, j) sorted by sentence -> one set per sentence of `span`
+    ([start, end), default all)."""
+    sent, i, j = links
     lo, hi = span if span is not None else (0, m.corpus.n_sentences)
     keep = (sent >= lo) & (sent < hi)
     return [set(ls) for ls in _per_sentence(hi - lo, sent[keep] - lo, i[keep], j[keep])]
 
 
 def link_lines(m: BayesMarginals, *, heuristic: str | None = None, direction: str = "fwd",
-               threshold: float | None = None, posteriors: bool = False):
+               threshold: float | None = None, posteriors: bool = False,
+               mean: float | None = None):
     """Yield one output line per sentence: `direction`'s links, or (with `heuristic`) both
-    directions symmetrized; `i-j` or, with posteriors, `i-j:p` (see posterior_lines).
+    directions symmetrized, or (with `mean`, a threshold) the mean decoding's links; `i-j`
+    or, with posteriors, `i-j:p` (see posterior_lines).
 
     Streams: per-link Python objects exist for one sentence at a time. Cost O(tokens * K).
     """
     n = m.corpus.n_sentences
+    if mean is not None:
+        for k, links in enumerate(_per_sentence(n, *mean_links(m, mean))):
+            yield _posterior_line(m, k, links, None) if posteriors else link_line(links)
+        return
     if heuristic is None:
         sources = [_per_sentence(n, *token_links(m, direction, threshold=threshold))]
     else:

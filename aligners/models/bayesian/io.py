@@ -40,10 +40,17 @@ class BayesAligned(Aligned):
         from aligners.models.bayesian.decode import link_lines
 
         th = decoding.threshold if decoding.method == "posterior" else None
+        mean = decoding.threshold if decoding.method == "mean" else None
         return {name: link_lines(self.marginals, threshold=th, posteriors=posteriors,
-                                 heuristic=decoding.symmetrize if name == "sym" else None,
+                                 heuristic=_heuristic(decoding) if name == "sym" else None,
+                                 mean=mean if name == "sym" else None,
                                  direction="rev" if name == "rev" else "fwd")
                 for name in outputs}
+
+
+def _heuristic(decoding: Decoding) -> str | None:
+    """The atools heuristic of the "sym" output (None: the mean decoding, symmetric)."""
+    return None if decoding.method == "mean" else decoding.symmetrize
 
 
 @dataclass
@@ -72,7 +79,9 @@ class BayesianAlignment(WordAlignment):
         from aligners.symmetrize import HEURISTICS
 
         dec = super().decoding_for(saved, method, threshold, symmetrize)
-        if dec.symmetrize not in HEURISTICS:
+        if dec.method == "mean" and dec.symmetrize != "none":  # a heuristic asked for
+            return Decoding("viterbi", dec.threshold, dec.symmetrize)
+        if dec.method != "mean" and dec.symmetrize not in HEURISTICS:
             raise AlignersInputError(f"--symmetrize {dec.symmetrize!r}: the Bayesian "
                                      f"aligner's directions are combined by one of "
                                      f"{', '.join(HEURISTICS)}")
