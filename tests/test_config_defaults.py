@@ -167,7 +167,7 @@ def test_rules_name_fields(task, section, cls):
 
 @pytest.mark.parametrize("experiment", _names("experiment"))
 def test_every_experiment_reads_into_its_dataclasses(experiment, tmp_path):
-    """... and so sets no key its task would ignore (bayes_align: see KNOWN_GAPS)."""
+    """... and so sets no key its task would ignore (bayesian: see KNOWN_GAPS)."""
     cfg = _plain(_compose("train", [f"experiment={experiment}"], tmp_path))
     if cfg.get("model") is None:
         pytest.skip(f"{experiment} is a fragment other experiments include")

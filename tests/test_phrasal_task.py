@@ -1,4 +1,6 @@
-"""Task `phrasal_align` helpers: gappy-pattern counting and decoding choice on dev."""
+"""Task `gappy-hsmm` helpers: gappy-pattern counting and decoding choice on dev."""
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -6,6 +8,8 @@ import pytest
 from aligners.data.types import AlignedPair, Alignment
 from aligners.models.gappy_hsmm import PhrasalConfig
 from aligners.training.gappy_hsmm import choose, gappy_patterns
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
 def _pair(src, tgt, sure, possible=()):
@@ -88,18 +92,18 @@ def test_the_task_runs_end_to_end_and_its_saved_model_evaluates(tmp_path):
 def test_every_phrasal_config_key_reaches_the_model():
     """The task keeps only PhrasalConfig fields of `model.phrasal`: a key in the yaml that is
     not a field (a typo, an option the model lost) would be dropped silently."""
-    from pathlib import Path
 
     from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
 
-    configs = Path(__file__).resolve().parents[1] / "configs"
+    from aligners.training.gappy_hsmm import sized
+
+    configs = CONFIGS
     for exp in ("bansal2011_hansards", "bansal2011_hansards_20k"):
         with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
             cfg = compose(config_name="train", overrides=[
                 f"experiment={exp}", "model.phrasal.min_count=7",
                 "model.phrasal.gappy_rank=count"])
-        keys = OmegaConf.to_container(cfg.model.phrasal)
+        keys = sized(cfg.model.phrasal, "phrasal", 20_000)
         assert set(keys) <= set(PhrasalConfig.__dataclass_fields__), exp
         pc = PhrasalConfig(**keys)
         assert (pc.min_count, pc.gappy_rank) == (7, "count")
@@ -115,12 +119,35 @@ def test_the_phrasal_start_takes_model_start_iteration_counts():
     m = OmegaConf.create({"word": {"ibm1_iterations": 5, "hmm_iterations": 5, "p0": 0.2,
                                    "max_jump": 7},
                           "start": {"ibm1_iterations": 3, "hmm_iterations": 2}})
-    c = start_config(m)
+    c = start_config(m, 1000)
     assert (c.ibm1_iterations, c.hmm_iterations, c.p0, c.max_jump, c.agreement) == (
         3, 2, 0.2, 7, False)
     del m["start"]
-    c = start_config(m)
+    c = start_config(m, 1000)
     assert (c.ibm1_iterations, c.hmm_iterations, c.agreement) == (5, 5, False)
     m.start = {"hmm_iteration": 2}
     with pytest.raises(ValueError, match="model.start: unknown keys"):
-        start_config(m)
+        start_config(m, 1000)
+
+
+@pytest.mark.parametrize("n_pairs", [1_000, 20_484, 200_484])
+def test_null_sized_settings_follow_the_one_regimen_table_of_the_cli(n_pairs):
+    """configs/model/gappy_hsmm.yaml leaves the sized settings null: the task fills them
+    from the regimen of the corpus size, exactly as `aligners align --model gappy-hsmm`
+    (GappyHSMMConfig.for_pairs) does; a value given keeps its place."""
+    from hydra import compose, initialize_config_dir
+
+    from aligners.models.gappy_hsmm.config import GappyHSMMConfig
+    from aligners.training.gappy_hsmm import sized, start_config
+
+    with initialize_config_dir(str(CONFIGS), version_base=None):
+        m = compose("train", overrides=["experiment=bansal2011_hansards"]).model
+    cli = GappyHSMMConfig().for_pairs(n_pairs)
+    start = start_config(m, n_pairs)
+    assert (start.ibm1_iterations, start.hmm_iterations) == (
+        cli.start.ibm1_iterations, cli.start.hmm_iterations)
+    phrasal = sized(m.phrasal, "phrasal", n_pairs)
+    for key in ("p0", "iterations", "min_count", "gappy_min_count"):
+        assert phrasal[key] == getattr(cli.phrasal, key), key
+    m.phrasal.p0 = 0.35
+    assert sized(m.phrasal, "phrasal", n_pairs)["p0"] == 0.35

@@ -1,4 +1,4 @@
-"""The `word_align` task under Hydra + Lightning: the documented AER of the default job,
+"""The `hmm` task under Hydra + Lightning: the documented AER of the default job,
 metrics.json, the model folder, evaluate(ckpt_path=), checkpoint resume and
 `LitWordAligner.load_from_checkpoint`."""
 

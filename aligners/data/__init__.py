@@ -16,7 +16,7 @@ from aligners.data.types import AlignedPair, Alignment, Link
 # here, free of torch, so that the CLI's argument parser can show it
 DEFAULT_CELLS = 1_000_000
 # the same on a GPU, where each batch costs a fixed ~2,000 kernel launches: fewer, larger
-# batches (BENCHMARKS.md (git history), "GPU: the one-command benchmark on an H100")
+# batches (the git log, "GPU: the one-command benchmark on an H100")
 GPU_CELLS = 16_000_000
 
 

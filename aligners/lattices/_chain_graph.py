@@ -14,7 +14,7 @@ was seen before (a one-off shape is not worth a capture, which costs ~3 eager ru
 Otherwise the plain scan runs. Captured graphs live in an LRU cache whose estimated memory
 (``POOL_FACTOR`` x the step matrices' bytes per graph) stays under ``POOL_BUDGET`` bytes;
 ``clear()`` empties it. On an H100 a pool kept 18-20x the step matrices' bytes
-(BENCHMARKS.md (git history)).
+(the git log).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Task `bayes_align`: the Bayesian word aligner (collapsed Gibbs, Östling & Tiedemann 2016)
+"""Task `bayesian`: the Bayesian word aligner (collapsed Gibbs, Östling & Tiedemann 2016)
 trained on cfg.data's text and scored on its gold splits.
 
 `python train.py experiment=efmaral_wpt_roen`. The text is the training split (if any) plus
@@ -32,7 +32,7 @@ def _check_trainer(cfg: DictConfig) -> None:
     t = cfg.get("trainer") or {}
     acc, dev = str(t.get("accelerator", "cpu")), t.get("devices", 1)
     if acc not in ("cpu", "auto") or dev not in (1, "1", "auto"):
-        raise ValueError(f"task bayes_align samples on one CPU process; trainer "
+        raise ValueError(f"task bayesian samples on one CPU process; trainer "
                          f"accelerator={acc!r} devices={dev!r} is not supported "
                          "(use trainer=cpu)")
 

@@ -1,4 +1,4 @@
-"""Task `phrasal_align`: the regimen of Bansal, Quirk & Moore (2011, sec. 7) and its Table 1.
+"""Task `gappy-hsmm`: the regimen of Bansal, Quirk & Moore (2011, sec. 7) and its Table 1.
 
 1. word HMM by agreement (Liang et al. 2006; the baseline row);
 2. Model 1 + word HMM both directions *without* agreement (the phrasal model's start; its
@@ -54,7 +54,7 @@ class LitPhrasalAligner(pl.LightningModule):
 
     def train_dataloader(self):
         if self.trainer is not None and self.trainer.world_size > 1:
-            raise ValueError("task phrasal_align runs EM on one process: use trainer=cpu or "
+            raise ValueError("task gappy-hsmm runs EM on one process: use trainer=cpu or "
                              "trainer=gpu with devices=1 (no count all-reduce yet)")
         return torch.utils.data.DataLoader(list(range(len(self.index))), batch_size=None)
 
@@ -170,10 +170,23 @@ def _warm_up_kernels() -> None:
     scatter_add2_(torch.zeros(1, 2), ids, v, v)
 
 
-def start_config(m: DictConfig) -> WordAlignConfig:
+def sized(node, part: str, n_pairs: int) -> dict:
+    """`model.<part>` ("start" or "phrasal") as a dict whose null values are the dev-chosen
+    regimen's for `n_pairs` pairs (`REGIMENS`: the one table `aligners align --model
+    gappy-hsmm` uses too)."""
+    from aligners.models.gappy_hsmm.config import regimen
+
+    given = OmegaConf.to_container(node) if node is not None else {}
+    table = {k.partition(".")[2]: v for k, v in regimen(n_pairs).items()
+             if k.startswith(part + ".")}
+    return {k: table[k] if v is None and k in table else v for k, v in given.items()}
+
+
+def start_config(m: DictConfig, n_pairs: int) -> WordAlignConfig:
     """The phrasal model's start (sec. 7.1: Model 1 + word HMM, no agreement): `model.word`
-    with `model.start`'s iteration counts (Bansal et al. tuned them on dev, sec. 7.2)."""
-    start = dict(m.get("start") or {})
+    with `model.start`'s iteration counts (Bansal et al. tuned them on dev, sec. 7.2; null:
+    the regimen of `n_pairs` pairs)."""
+    start = sized(m.get("start"), "start", n_pairs)
     unknown = set(start) - {"ibm1_iterations", "hmm_iterations"}
     if unknown:
         raise ValueError(f"model.start: unknown keys {sorted(unknown)} (allowed: "
@@ -243,12 +256,12 @@ def train(cfg: DictConfig) -> dict:
     release_free_heap()  # the baseline's freed tables and E-step buffers back to the OS
     # 2. word HMM without agreement (its iteration counts: `model.start`, chosen on dev)
     t0, c0 = time.time(), time.process_time()
-    start = start_config(m)
+    start = start_config(m, index.n_sentences)
     word = WordAligner.from_index(index, start)
     _fit(cfg, LitWordAligner.from_model(word, index), word.n_iterations)
     times["word_hmm_no_agreement"] = time.time() - t0
     cpu["word_hmm_no_agreement"] = time.process_time() - c0
-    pcfg = {k: v for k, v in OmegaConf.to_container(m.phrasal).items()
+    pcfg = {k: v for k, v in sized(m.phrasal, "phrasal", index.n_sentences).items()
             if k in PhrasalConfig.__dataclass_fields__}
     stats = {}
     model = None
@@ -288,7 +301,7 @@ def train(cfg: DictConfig) -> dict:
     metrics["run"] = {"index_seconds": index_s, "peak_rss_mb": rss_mb,
                       "start_ibm1_iterations": start.ibm1_iterations,
                       "start_hmm_iterations": start.hmm_iterations,
-                      "phrasal_iterations": int(m.phrasal.iterations),
+                      "phrasal_iterations": int(pcfg["iterations"]),
                       "training_pairs": index.n_sentences, **{f"{k}_seconds": v
                                                               for k, v in times.items()},
                       **{f"{k}_cpu_seconds": v for k, v in cpu.items()}}

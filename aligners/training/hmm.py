@@ -1,4 +1,4 @@
-"""Task `word_align`: EM training of the two-direction word aligner under Lightning.
+"""Task `hmm`: EM training of the two-direction word aligner under Lightning.
 
 One EM iteration = one epoch (manual optimisation): `training_step` runs the E-step of one
 length-bucketed batch into count buffers; `on_train_epoch_end` all-reduces the counts

@@ -60,7 +60,7 @@ _AUTO_SLOTS_TOKENS = 2_000_000  # from here on, 2 slots per token instead of 3
 def _n_slots(cfg: BayesConfig, n_tokens: int) -> int:
     """Marginal slots per token: the configured number, or (0) 3 below _AUTO_SLOTS_TOKENS
     observed tokens and 2 from there on (2 cost 0.003-0.005 AER on the 250-500-pair sets,
-    nothing at Hansards 200k, where a third slot costs 60 MiB; BENCHMARKS.md (git history),
+    nothing at Hansards 200k, where a third slot costs 60 MiB; the git log,
     bayes3)."""
     if cfg.marginal_slots:
         return cfg.marginal_slots

@@ -37,7 +37,8 @@ class WordAlignConfig:
 @dataclass
 class WordDecoding:
     """Decoding defaults (chosen on the Hansards trial set): links whose product of the two
-    directions' posteriors exceeds 0.3, no further symmetrization (`aligners.inference`)."""
+    directions' posteriors exceeds `threshold`, no further symmetrization
+    (`aligners.inference`)."""
 
     method: str = "agreement"  # or "posterior", "viterbi"
     threshold: float = 0.3

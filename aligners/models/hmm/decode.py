@@ -26,6 +26,7 @@ import torch
 from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.models.hmm._pharaoh_kernel import link_lines
+from aligners.models.hmm.config import DECODING
 from aligners.timing import Phases
 
 __all__ = ["DECODINGS", "Decoded", "AlignsBatches", "BatchIndex", "iter_decoded",
@@ -160,7 +161,7 @@ def iter_decoded(
     index: BatchIndex,
     *,
     method: str = "agreement",
-    threshold: float = 0.3,
+    threshold: float = DECODING.threshold,
     with_posteriors: bool = False,
 ) -> Iterator[tuple[list[int], list, list, list, list]]:
     """Per batch: (rows, forward links, forward posteriors, reverse links, reverse
@@ -176,7 +177,7 @@ def decode_corpus(
     index: BatchIndex,
     *,
     method: str = "agreement",
-    threshold: float = 0.3,
+    threshold: float = DECODING.threshold,
     with_posteriors: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> Decoded:
@@ -212,7 +213,7 @@ def decode_lines(
     index: BatchIndex,
     *,
     method: str = "agreement",
-    threshold: float = 0.3,
+    threshold: float = DECODING.threshold,
     heuristic: str | None = None,
     posteriors: bool = False,
     outputs: tuple[str, ...] = ("fwd", "rev", "sym"),

@@ -47,7 +47,7 @@ DIRECTIONS = ("s2t", "t2s")
 _HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues")
 # the neural aligner's encoder precision when decoding with `MonoAligner.align` (training and
 # `predict` on a bare model keep the encoder's own, fp32); chosen on wiki dev by the rule in
-# BENCHMARKS.md (git history) "Issue 13: decoding speed (branch neural4)"
+# the git log "Issue 13: decoding speed (branch neural4)"
 DEFAULT_ENCODER_PRECISION = "bf16"
 
 Block = tuple[int, int, int, int]

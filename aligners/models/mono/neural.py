@@ -55,7 +55,7 @@ __all__ = ["NeuralExample", "NeuralCRFAligner", "make_encoder", "encoder_source"
 
 # the span-pair scorer's hidden units are built in blocks of at most this many elements (at
 # least one source position): 2 MB float32 blocks stay in cache; 32 MB blocks (1 << 23) made
-# the scorer ~2x slower on the 2-core box (BENCHMARKS.md (git history) "Issue 13: decoding
+# the scorer ~2x slower on the 2-core box (the git log "Issue 13: decoding
 # speed (neural4)")
 CHUNK = 1 << 19
 # the hyper-parameters saved in a model folder's config ("model" entry)
