@@ -197,8 +197,12 @@ def _table(rows) -> str:
 
 
 def _score_splits(model: WordAligner, src_ids: WordIds, tgt_ids: WordIds,
-                  splits: dict, dec: WordDecoding) -> tuple[dict, list]:
-    """Decode and score each gold split: ({split: {aer, precision, recall, f1}}, table rows)."""
+                  splits: dict, dec: WordDecoding, out_dir: Path | None = None
+                  ) -> tuple[dict, list]:
+    """Decode and score each gold split: ({split: {aer, precision, recall, f1}}, table rows);
+    with `out_dir`, each split's links also go to `out_dir/alignments.<split>.txt` (Pharaoh,
+    what `aligners align` writes for the same text and decoding)."""
+    from aligners.data.pharaoh import link_line
     from aligners.models.hmm.decode import combine, decode_corpus
 
     metrics, rows = {}, []
@@ -206,7 +210,11 @@ def _score_splits(model: WordAligner, src_ids: WordIds, tgt_ids: WordIds,
     for split, g in splits.items():
         sub = build_index([(p.src, p.tgt) for p in g], src_ids, tgt_ids, keys=model.keys)
         out = decode_corpus(model, sub, method=dec.method, threshold=float(dec.threshold))
-        s = _score(g, combine(out, dec.symmetrize)).micro
+        links = combine(out, dec.symmetrize)
+        s = _score(g, links).micro
+        if out_dir is not None:
+            with open(out_dir / f"alignments.{split}.txt", "w", encoding="utf-8") as fh:
+                fh.writelines(link_line(sorted(ls)) + "\n" for ls in links)
         rows.append((split, desc, s, len(g)))
         metrics[split] = {"aer": s.aer, "precision": s.precision, "recall": s.recall,
                           "f1": s.f1}
@@ -259,14 +267,15 @@ def train(cfg: DictConfig) -> dict:
         print(f"decoding chosen on {cfg.data.tune_split} (AER {tune_aer:.4f}): {chosen}")
     if tune is not None:
         splits.setdefault(cfg.data.tune_split, tune)
-    metrics, rows = _score_splits(model, src_ids, tgt_ids, splits, dec)
+    out_dir = Path(cfg.paths.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    metrics, rows = _score_splits(model, src_ids, tgt_ids, splits, dec, out_dir)
     ll = lit.history[-1] if lit.history else [0.0, 0.0]
     metrics["train"] = {"pairs": index.n_sentences, "iterations": len(lit.history),
                         "seconds": train_s, "loglik_fwd": ll[0], "loglik_bwd": ll[1]}
     print(f"word alignment: {cfg.data.name}, {index.n_sentences} training pairs, "
           f"{model.n_iterations} EM iterations, {train_s:.1f} s")
     print(_table([r for r in rows if r[0] in gold]))
-    out_dir = Path(cfg.paths.output_dir)
     save_word_aligner(out_dir / "model", model, src_ids, tgt_ids, decoding=dec)
     write_metrics_json(out_dir / "metrics.json", metrics)
     return metrics
