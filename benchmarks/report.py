@@ -305,9 +305,10 @@ def _table_lines(table: Table, rows: list[dict], refs: dict) -> list[str]:
     for r in _order(table, rows):
         key = (r["command"], r["machine"], r["measured"], r["source"], r["note"])
         refs.setdefault(key, len(refs) + 1)
+        mark = " †" if (r["note"] or "").startswith("† ") else ""  # benchmarks/stale.py
         cells = [_label(r["dataset"]), r["system"] + (" (paper)" if r["role"] == "paper"
-                                                      else ""), *(c[1](r) for c in cols),
-                 f"[{refs[key]}]"]
+                                                      else "") + mark,
+                 *(c[1](r) for c in cols), f"[{refs[key]}]"]
         out.append("| " + " | ".join(cells) + " |")
     return out
 
@@ -329,7 +330,9 @@ def render_results(rows: list[dict]) -> str:
            "section X of the former work log (`git show COMMIT:BENCHMARKS.md`, COMMIT = the "
            "row's \"recorded in\" commit). Times are wall clock and process CPU; \"vs peer\" "
            "is ours / the peer's time in the same run. [n] names the command that reproduces "
-           "a row, the machine and the provenance (list under each table); "
+           "a row, the machine and the provenance (list under each table); † = stale: the "
+           "family's code changed after the row was measured (`python benchmarks/stale.py`), "
+           "re-run its command for a current figure; "
            "docs/benchmarks.md describes the suite.",
            ""]
     for sec in SECTIONS:

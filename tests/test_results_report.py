@@ -205,3 +205,29 @@ def test_write_rows_replaces_by_task_data_set_and_system(tmp_path):
 def test_the_committed_results_render_to_the_committed_files():
     """RESULTS.md and README.md's blocks are what `python benchmarks/report.py` writes."""
     assert report.main(["--check"]) == 0
+
+
+def test_stale_rows_are_marked_in_the_file_and_rendered_with_a_dagger(tmp_path):
+    """benchmarks/stale.py: a row of ours measured at a commit whose family code changed
+    since (or at a commit this history lacks) is marked in its results file, once; a peer's
+    row never; the page shows the mark without git."""
+    import subprocess
+
+    from benchmarks import stale
+
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                          cwd=report.ROOT).stdout.strip()
+    rows = [_row(measured="at commit 0000000deadbeef"),  # not in this history: stale
+            _row(dataset="rwth-deen-europarl", measured=f"at commit {head}"),  # current
+            _row(dataset="pcedt-csen", system="eflomal 2.0.0", role="peer",
+                 measured="at commit 0000000deadbeef")]
+    folder = _write(tmp_path, rows)
+    assert stale.code_of(rows[0]) and not stale.code_of(rows[2])
+    assert [r["dataset"] for r, _ in stale.stale_rows(rows)] == ["hansards-20k"]
+    for _ in range(2):  # marking twice marks once
+        assert stale.main(["--mark", "--results", str(folder)]) == 0
+    stored = json.loads((folder / "word.json").read_text())
+    assert stored[0]["note"].startswith("† stale") and stored[0]["note"].count("†") == 1
+    assert stored[1]["note"] is None and stored[2]["note"] is None
+    page = report.render_results(report.read_results(folder))
+    assert "| aligners hmm † |" in page and "| eflomal 2.0.0 |" in page
