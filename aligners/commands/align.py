@@ -65,10 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--save-model", metavar="DIR", help="save the trained model (safetensors)")
     m.add_argument("--load-model", metavar="DIR", help="align with a saved model, no training")
     for f in word:
-        before = set(p._option_string_actions.values())
         _options_module(f).add_arguments(p)
-        _OWN[f.name] = {a.dest: (a.option_strings[0], a.default)
-                        for a in set(p._option_string_actions.values()) - before}
     d = p.add_argument_group("decoding")
     methods = tuple(dict.fromkeys(m for f in word for m in _options_module(f).METHODS))
     d.add_argument("--decoding", choices=methods, default=None,
@@ -83,6 +80,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--device", default="auto",
                    help="auto (default: cuda where torch sees a GPU, else cpu), cpu, or cuda")
     r.add_argument("--threads", type=int_at_least(1), default=1, help="torch CPU threads")
+    r.add_argument("--seed", type=int, default=0,
+                   help="random seed, >= 0 (the Bayesian sampler; runs are reproducible)")
     r.add_argument("--batch-cells", type=int_at_least(1), default=None,
                    help=f"padded source x target cells per batch (default {DEFAULT_CELLS} on "
                         f"the CPU, {GPU_CELLS} on a GPU)")
@@ -98,7 +97,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 AUTO_RULE = ("bayesian below 500,000 sentence pairs (on the CPU), hmm from there on (on "
              "--device; see aligners.models.aligned.auto_family)")
 _PHASES = ("read", "index", "train", "decode", "write")  # the summary's order
-_OWN: dict[str, dict] = {}  # family -> {dest: (flag, default)} of its own options
 
 
 def _refuse_foreign_options(args: argparse.Namespace, fam: Family, why: str) -> None:
@@ -106,7 +104,7 @@ def _refuse_foreign_options(args: argparse.Namespace, fam: Family, why: str) -> 
     it would be silently ignored by `fam`. A family's config module may name another
     family whose options it also reads (`OPTIONS_OF`, e.g. gappy-hsmm's word HMM start)."""
     mine = {fam.name, *getattr(_options_module(fam), "OPTIONS_OF", ())}
-    for name, own in _OWN.items():
+    for name, own in _own_options().items():
         if name in mine:
             continue
         for dest, (flag, default) in own.items():
@@ -114,6 +112,17 @@ def _refuse_foreign_options(args: argparse.Namespace, fam: Family, why: str) -> 
                 raise AlignersInputError(f"{flag} is an option of --model {name}, not of the "
                                          f"{fam.name} model used here ({why}); add --model "
                                          f"{name} or drop {flag}")
+
+
+def _own_options() -> dict[str, dict]:
+    """family -> {dest: (flag, default)} of the options its config module adds (each
+    family's `add_arguments` on a parser of its own)."""
+    own = {}
+    for f in families("align"):
+        q = argparse.ArgumentParser(add_help=False)
+        _options_module(f).add_arguments(q)
+        own[f.name] = {a.dest: (a.option_strings[0], a.default) for a in q._actions}
+    return own
 
 
 _SNUM = re.compile(r"<s\s+snum\s*=\s*[\"']?(\d+)[\"']?\s*>(.*?)</s>\Z")

@@ -109,8 +109,6 @@ class BayesTaskConfig(BayesConfig):
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     b = p.add_argument_group("bayesian model (--model bayesian)")
-    b.add_argument("--seed", type=int, default=0,
-                   help="sampler seed, >= 0 (runs are reproducible)")
     b.add_argument("--samplers", type=int, default=None,
                    help=f"independent samplers ({BayesConfig.n_samplers})")
     b.add_argument("--length", type=float, default=None,
