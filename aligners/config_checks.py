@@ -129,7 +129,7 @@ RULES: dict[str, dict[str, Rule]] = {
         "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
     },
     "bayesian": {
-        "model.decoding.threshold": Rule("float", lo=0, hi=1),
+        "model.decoding.threshold": Rule("float", lo=0, hi=1, nullable=True),
         "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
     },
 }

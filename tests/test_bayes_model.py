@@ -522,9 +522,22 @@ def test_mean_decoding_equals_the_dense_mean_of_the_directions():
     assert _precision(span_sets(m, mean_links(m, 0.55)), _gold(pairs)) > 0.9
 
 
-def test_default_decoding_is_the_mean_and_a_heuristic_still_symmetrizes():
+def test_default_decoding_is_the_mean_by_size_and_a_heuristic_still_symmetrizes(tmp_path):
+    from aligners.models.aligned import RunOptions
+    from aligners.models.bayesian.config import MEAN_THRESHOLDS, mean_threshold
+
+    assert [mean_threshold(n) for n in (0, 4_999, 5_000, 10**6)] == [0.35, 0.35, 0.55, 0.55]
+    assert MEAN_THRESHOLDS[0][0] == 0
     dec = BayesianAlignment.decoding_for(None)
-    assert (dec.method, dec.threshold, dec.symmetrize) == ("mean", 0.55, "none")
+    assert (dec.method, dec.threshold, dec.symmetrize) == ("mean", None, "none")
+    assert BayesianAlignment.decoding_for(None, threshold=0.6).threshold == 0.6
+    assert BayesianAlignment.decoding_for(None, method="posterior").threshold == 0.5
+    model, aligned = BayesianAlignment.fit(_pairs(30), BayesConfig(**FAST), RunOptions(seed=1))
+    by_size = list(aligned.lines(("sym",), dec)["sym"])
+    explicit = BayesianAlignment.decoding_for(None, threshold=mean_threshold(30))
+    assert by_size == list(aligned.lines(("sym",), explicit)["sym"])
+    model.save(tmp_path / "m", dec)  # saved as the number used on its text
+    assert load_bayes_aligner(tmp_path / "m").decoding["threshold"] == 0.35
     asked = BayesianAlignment.decoding_for(None, symmetrize="grow-diag-final-and")
     assert (asked.method, asked.symmetrize) == ("viterbi", "grow-diag-final-and")
     with pytest.raises(AlignersInputError):

@@ -74,8 +74,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         + ")")
     d.add_argument("--threshold", type=float_in(0.0, 1.0), default=None,
                    help="posterior threshold in [0, 1] (default: the saved model's, else the "
-                        "family's: " + ", ".join(f"{f.name} {_options_module(f).DECODING.threshold}"
-                                                  for f in word) + ")")
+                        "family's: " + ", ".join(
+                            f"{f.name} {_options_module(f).DECODING.threshold or 'by size'}"
+                            for f in word) + ")")
     r = p.add_argument_group("running")
     r.add_argument("--device", default="auto",
                    help="auto (default: cuda where torch sees a GPU, else cpu), cpu, or cuda")

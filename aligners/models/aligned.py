@@ -56,8 +56,9 @@ class Decoding:
         if self.method not in methods:
             raise AlignersInputError(f"decoding {self.method!r} does not apply here; choose "
                                      f"one of {', '.join(methods)}")
-        th = self.threshold
-        if isinstance(th, bool) or not isinstance(th, int | float) or not 0.0 <= th <= 1.0:
+        th = self.threshold  # None: the family's default for the text (by its size)
+        if th is not None and (isinstance(th, bool) or not isinstance(th, int | float)
+                               or not 0.0 <= th <= 1.0):
             raise AlignersInputError(f"decoding threshold must be a number in [0, 1]; got {th}")
         if self.symmetrize != "none" and self.symmetrize not in HEURISTICS:
             raise AlignersInputError(f"symmetrize {self.symmetrize!r}: choose one of none, "
@@ -193,7 +194,8 @@ class WordAlignment(ABC):
         d = {"symmetrize": d.get("symmetrize", d.get("heuristic", self.DEFAULT.symmetrize)),
              "method": d.get("method", self.DEFAULT.method),
              "threshold": d.get("threshold", self.DEFAULT.threshold)}
-        return Decoding(d["method"], float(d["threshold"]), d["symmetrize"])
+        th = d["threshold"]
+        return Decoding(d["method"], None if th is None else float(th), d["symmetrize"])
 
     def checked(self, folder) -> WordAlignment:
         """self, after checking the decoding saved in `folder` (a loaded model): one

@@ -56,10 +56,12 @@ def _texts(cfg: DictConfig):
 
 def decode_and_score(marg, gold, span, decoding: dict):
     """(links, score) of the sentences span=(start, end) under `decoding`."""
+    from aligners.models.bayesian.config import mean_threshold
     from aligners.models.bayesian.decode import direction_links, mean_links, span_sets
     from aligners.symmetrize import symmetrize_corpus
 
-    th = float(decoding["threshold"])
+    th = decoding["threshold"]
+    th = mean_threshold(marg.corpus.n_sentences) if th is None else float(th)
     if decoding["method"] == "mean":
         links = span_sets(marg, mean_links(marg, th), span)
     else:
@@ -69,6 +71,15 @@ def decode_and_score(marg, gold, span, decoding: dict):
         links = symmetrize_corpus(fwd, rev, decoding["symmetrize"])
     score = evaluate_alignments([p.alignment for p in gold], links, breakdowns=False).micro
     return links, score
+
+
+def _sized(decoding: dict, n_pairs: int) -> dict:
+    """`decoding` with a null threshold set by the text's size (config.mean_threshold)."""
+    from aligners.models.bayesian.config import mean_threshold
+
+    if decoding.get("threshold") is None:
+        decoding = {**decoding, "threshold": mean_threshold(n_pairs)}
+    return decoding
 
 
 def _choose(marg, tune, span, grid: dict) -> tuple[dict, float]:
@@ -101,7 +112,7 @@ def train(cfg: DictConfig) -> dict:
     model = BayesAligner(BayesConfig(**mcfg))
     marg = model.align(pairs, seed=int(cfg.seed))
     sample_s = time.time() - t0
-    decoding = OmegaConf.to_container(cfg.model.decoding, resolve=True)
+    decoding = _sized(OmegaConf.to_container(cfg.model.decoding, resolve=True), len(pairs))
     if tune is not None and cfg.model.get("tune_grid"):
         decoding, tune_aer = _choose(marg, tune, spans["tune"],
                                      OmegaConf.to_container(cfg.model.tune_grid))

@@ -10,7 +10,7 @@ new text's counts then join the model's; see model.py).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +27,7 @@ __all__ = ["KIND", "BayesianAlignment", "BayesAligned", "save_bayes_aligner",
            "load_bayes_aligner", "from_folder"]
 
 KIND = FAMILY.kind
+POSTERIOR = 0.5  # the per-direction posterior threshold when none is given
 
 
 @dataclass
@@ -40,7 +41,11 @@ class BayesAligned(Aligned):
         from aligners.models.bayesian.decode import link_lines
 
         th = decoding.threshold if decoding.method == "posterior" else None
-        mean = decoding.threshold if decoding.method == "mean" else None
+        mean = None
+        if decoding.method == "mean":
+            mean = decoding.threshold
+            if mean is None:  # by corpus size
+                mean = config.mean_threshold(self.marginals.corpus.n_sentences)
         return {name: link_lines(self.marginals, threshold=th, posteriors=posteriors,
                                  heuristic=_heuristic(decoding) if name == "sym" else None,
                                  mean=mean if name == "sym" else None,
@@ -59,6 +64,7 @@ class BayesianAlignment(WordAlignment):
 
     model: BayesAligner
     decoding: dict = field(default_factory=dict)
+    n_pairs: int = 0  # pairs of the last text sampled (sizes the default mean threshold)
 
     family = FAMILY.name
     METHODS, DEFAULT = config.METHODS, config.DECODING
@@ -67,20 +73,26 @@ class BayesianAlignment(WordAlignment):
     @classmethod
     def fit(cls, pairs, config: BayesConfig, run: RunOptions):
         """Sample `pairs` (training and alignment are one pass, as in eflomal)."""
-        model = BayesAligner(config)
-        return cls(model), BayesAligned(model.align(too_long_left_out(pairs), seed=run.seed))
+        model = cls(BayesAligner(config))
+        return model, model.decode(pairs, run)
 
     def decode(self, pairs, run: RunOptions) -> BayesAligned:
         """Sample new text with this model's counts as priors (they then include it)."""
-        return BayesAligned(self.model.align(too_long_left_out(pairs), seed=run.seed))
+        marginals = self.model.align(too_long_left_out(pairs), seed=run.seed)
+        self.n_pairs = marginals.corpus.n_sentences
+        return BayesAligned(marginals)
 
     @classmethod
     def decoding_for(cls, saved, method=None, threshold=None, symmetrize=None) -> Decoding:
         from aligners.symmetrize import HEURISTICS
 
-        dec = super().decoding_for(saved, method, threshold, symmetrize)
+        sized = threshold is None and (saved is None or saved.threshold is None)
+        dec = super().decoding_for(saved, method, POSTERIOR if sized else threshold,
+                                   symmetrize)
         if dec.method == "mean" and dec.symmetrize != "none":  # a heuristic asked for
             return Decoding("viterbi", dec.threshold, dec.symmetrize)
+        if dec.method == "mean" and sized:  # by the text's size (config.mean_threshold)
+            return replace(dec, threshold=None)
         if dec.method != "mean" and dec.symmetrize not in HEURISTICS:
             raise AlignersInputError(f"--symmetrize {dec.symmetrize!r}: the Bayesian "
                                      f"aligner's directions are combined by one of "
@@ -88,6 +100,8 @@ class BayesianAlignment(WordAlignment):
         return dec
 
     def save_to(self, folder, decoding: Decoding) -> Path:
+        if decoding.threshold is None:  # saved as the number used on the text it sampled
+            decoding = replace(decoding, threshold=config.mean_threshold(self.n_pairs))
         return save_bayes_aligner(folder, self.model, decoding=asdict(decoding))
 
     @classmethod
