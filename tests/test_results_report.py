@@ -151,12 +151,13 @@ def test_readme_blocks_are_refilled_from_the_rows(tmp_path):
     table = lines[lines.index("<!-- results:which-model -->") + 1:
                   lines.index("<!-- /results:which-model -->")]
     assert table[0] == ("| data | default AER · time | hmm AER · time | gappy-hsmm AER · time "
-                        "| bayesian AER · time | eflomal AER · time | command |")
+                        "| bayesian AER · time | eflomal AER (better of ∩, gdfa) · time "
+                        "| command |")
     assert table[4] == ("| Hansards En-Fr 200k | — | — | — | — | — "  # nothing measured yet
                         "| `python benchmarks/align_vs_eflomal.py --suite hansards-200k` |")
     assert table[3] == ("| Hansards En-Fr 20k | — | 0.0837 · 68.5 s | — | — | — "
                         "| `python benchmarks/align_vs_eflomal.py --suite hansards-20k` |")
-    assert table[8] == ("| PCEDT Cs-En | — | — | — | 0.2397 · 70.4 s | 0.2479 · 31.7 s "
+    assert table[8] == ("| PCEDT Cs-En | — | — | — | 0.2397 · 70.4 s | 0.2479 · 31.7 s "  # gdfa < ∩
                         "| `python benchmarks/align_vs_eflomal.py --suite pcedt-csen` |")
     assert len(table) == 2 + len(report.WHICH_MODEL)
     head = lines[lines.index("<!-- results:word -->") + 1]
