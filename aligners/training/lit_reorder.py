@@ -18,9 +18,7 @@ builds the Trainer from `cfg.trainer` / `cfg.logger` / `cfg.callbacks`.
 
 from __future__ import annotations
 
-import logging
 import time
-import warnings
 
 import numpy as np
 import pytorch_lightning as pl
@@ -176,8 +174,8 @@ def fit_reorderer(lit: LitReorderer, train_batch: tuple, *, cfg, name: str, max_
     A callback's `dirpath` (checkpoints) gets the model `name` appended, so that the models of
     one run never overwrite each other's `last.ckpt`. Returns the Trainer.
     """
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
+    from aligners.training.quiet import quiet_runs
+    from aligners.training.trainer import build_trainer
 
     tcfg = cfg.get("trainer")
     if tcfg is None:
@@ -186,29 +184,11 @@ def fit_reorderer(lit: LitReorderer, train_batch: tuple, *, cfg, name: str, max_
     if str(tcfg.get("strategy", "auto")).startswith("ddp") or devices not in (1, "1", "auto"):
         raise AlignersInputError("the reordering models train in one process: use "
                                  "trainer.devices=1 and no ddp strategy")
-    callbacks = []
-    for c in (cfg.get("callbacks") or {}).values():
-        c = OmegaConf.create(OmegaConf.to_container(c, resolve=True))
-        if c.get("dirpath"):
-            c.dirpath = f"{c.dirpath}/{name}"
-        cb = instantiate(c)
-        if progress or not isinstance(cb, pl.callbacks.ProgressBar):  # progress=false: none
-            callbacks.append(cb)
-    logger = instantiate(cfg.logger, version=name) if cfg.get("logger") else False
+    quiet_runs()  # no banner, tip or no-validation warning for every model
     extra = {"enable_progress_bar": progress} if not progress else {}
-    chatter = logging.getLogger("pytorch_lightning.utilities.rank_zero")
-    level = chatter.level
-    chatter.setLevel(logging.WARNING)  # no "GPU available" / tips banner for every model
-    try:
-        trainer = instantiate(tcfg, max_epochs=int(max_epochs), callbacks=callbacks,
-                              logger=logger, num_sanity_val_steps=0, log_every_n_steps=1,
-                              enable_model_summary=False,
-                              limit_val_batches=1.0 if val_batch is not None else 0, **extra)
-        val = one_batch(*val_batch) if val_batch is not None else None
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*validation_step.* but have no")
-            warnings.filterwarnings("ignore", message=".*LeafSpec.* is deprecated")
-            trainer.fit(lit, train_dataloaders=one_batch(*train_batch), val_dataloaders=val)
-    finally:
-        chatter.setLevel(level)
+    trainer = build_trainer(cfg, max_epochs=max_epochs, subdir=name, logger_version=name,
+                            progress=progress, log_every_n_steps=1, enable_model_summary=False,
+                            limit_val_batches=1.0 if val_batch is not None else 0, **extra)
+    val = one_batch(*val_batch) if val_batch is not None else None
+    trainer.fit(lit, train_dataloaders=one_batch(*train_batch), val_dataloaders=val)
     return trainer
