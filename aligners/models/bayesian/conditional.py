@@ -9,61 +9,9 @@ from __future__ import annotations
 
 from numba import njit
 
-from aligners.models.bayesian.sampler import _bucket, _cell, _pid
+from aligners.models.bayesian.sampler import _bucket, _cell, _neighbours, _pid, _row, _update
 
 __all__ = ["token_conditional"]
-
-
-@njit(inline="always", cache=True, error_model="numpy")
-def _neighbours(a, os_, x, n_obs, n_gen):
-    prev = -1
-    for y in range(x - 1, -1, -1):
-        if a[os_ + y] >= 0:
-            prev = a[os_ + y]
-            break
-    nxt = n_gen
-    for y in range(x + 1, n_obs):
-        if a[os_ + y] >= 0:
-            nxt = a[os_ + y]
-            break
-    return prev, nxt
-
-
-@njit(inline="always", cache=True, error_model="numpy")
-def _update(sign, v, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair_lo,
-            pair_hi, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
-            max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha):
-    """Add (sign=+1) or remove (-1) token x's counts for the value v; keep the cached
-    reciprocal denominators lex_inv and fertility ratios fert_ratio up to date."""
-    if v >= 0:
-        e = gen_flat[gs + v]
-        lex[_pid(pair_lo, pair_hi, co + _cell(v, x, n_gen, n_obs, rev))] += sign
-        lex_den[e] += sign
-        lex_inv[e] = 1.0 / (lex_alpha_v + lex_den[e])
-        if stage >= 2:
-            jump[_bucket(v - prev, max_jump)] += sign
-            jump[_bucket(nxt - v, max_jump)] += sign
-            jump_tot[0] += 2 * sign
-        if stage >= 3:
-            f = phi[gs + v]
-            nf = f + sign
-            b0 = min(f, max_fert)
-            b1 = min(nf, max_fert)
-            if b0 != b1:
-                fert[e, b0] -= 1
-                fert[e, b1] += 1
-                lo = max(min(b0, b1) - 1, 0)
-                hi = min(max(b0, b1), max_fert - 1)
-                for f2 in range(lo, hi + 1):
-                    fert_ratio[e, f2] = (fert_alpha + fert[e, f2 + 1]) / (
-                        fert_alpha + fert[e, f2] - 1.0)
-            phi[gs + v] = nf
-    else:
-        null_lex[t] += sign
-        null_den[0] += sign
-        if stage >= 2:
-            jump[_bucket(nxt - prev, max_jump)] += sign
-            jump_tot[0] += sign
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -87,14 +35,15 @@ def token_conditional(k, x, gen_flat, gen_off, obs_flat, obs_off, cell_off, pair
     prev, nxt = -1, n_gen
     if stage >= 2:
         prev, nxt = _neighbours(a, os_, x, n_obs, n_gen)
-    _update(-1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair_lo,
+    cb, gstep = _row(co, x, n_gen, n_obs, rev)
+    _update(-1, old, t, gs, cb, gstep, prev, nxt, lex.shape[0], stage, gen_flat, pair_lo,
             pair_hi, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
             max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)
     _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair_lo, pair_hi, phi,
           lex, lex_inv, null_lex, null_den, jump, jump_tot, fert_ratio, p_null, lex_alpha,
           lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump,
           max_fert)
-    _update(1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair_lo,
+    _update(1, old, t, gs, cb, gstep, prev, nxt, lex.shape[0], stage, gen_flat, pair_lo,
             pair_hi, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
             max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)
 
