@@ -79,6 +79,11 @@ def _pairs(texts, alignments) -> list[AlignedPair]:
     ]
 
 
+def _lengths(texts) -> dict[str, list[int]]:
+    """The readers' range-check keywords for these (source, target) token lists."""
+    return {"src_lengths": [len(s) for s, _ in texts], "tgt_lengths": [len(t) for _, t in texts]}
+
+
 def _snum_pairs(d: Path, src: str, tgt: str) -> tuple[list[int], list]:
     a, b = gold.read_snum_text(d / src), gold.read_snum_text(d / tgt)
     if [s for s, _ in a] != [s for s, _ in b]:
@@ -92,15 +97,8 @@ def _naacl(src, tgt, wa):
     def load_split(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
         snums, texts = _snum_pairs(d, src(split), tgt(split))
         wa_file = wa(split)
-        if wa_file is None:
-            return [
-                AlignedPair(tuple(s), tuple(t), None, str(n))
-                for n, (s, t) in zip(snums, texts, strict=True)
-            ]
-        als = gold.read_naacl(
-            d / wa_file, snums=snums, lenient=lenient,
-            src_lengths=[len(s) for s, _ in texts], tgt_lengths=[len(t) for _, t in texts],
-        )
+        als = [None] * len(texts) if wa_file is None else gold.read_naacl(
+            d / wa_file, snums=snums, lenient=lenient, **_lengths(texts))
         return [
             AlignedPair(tuple(s), tuple(t), al, str(n))
             for n, (s, t), al in zip(snums, texts, als, strict=True)
@@ -111,28 +109,20 @@ def _naacl(src, tgt, wa):
 def _onebased(text, gold_file, *, ascii_split=False):
     def load_split(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
         texts = list(read_parallel(d / text, ascii_split=ascii_split))
-        lengths = {"src_lengths": [len(s) for s, _ in texts],
-                   "tgt_lengths": [len(t) for _, t in texts]}
-        return _pairs(texts, gold.read_onebased(d / gold_file, lenient=lenient, **lengths))
+        return _pairs(texts, gold.read_onebased(d / gold_file, lenient=lenient,
+                                                **_lengths(texts)))
     return load_split
 
 
 def _csen(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
     texts = list(read_parallel(d / "corpus.cz-en"))
-    als = gold.read_naacl(
-        d / "czen.wal", snums=list(range(1, len(texts) + 1)), swap=True, lenient=lenient,
-        src_lengths=[len(s) for s, _ in texts], tgt_lengths=[len(t) for _, t in texts],
-    )
-    return _pairs(texts, als)
+    return _pairs(texts, gold.read_naacl(d / "czen.wal", snums=list(range(1, len(texts) + 1)),
+                                         swap=True, lenient=lenient, **_lengths(texts)))
 
 
 def _deen(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
     texts = list(read_parallel(d / "test.de", d / "test.en"))
-    als = read_pharaoh(
-        d / "de-en.wa", lenient=lenient,
-        src_lengths=[len(s) for s, _ in texts], tgt_lengths=[len(t) for _, t in texts],
-    )
-    return _pairs(texts, als)
+    return _pairs(texts, read_pharaoh(d / "de-en.wa", lenient=lenient, **_lengths(texts)))
 
 
 def _json(path_fn, *, sure_plus_poss=False):

@@ -58,9 +58,6 @@ __all__ = ["NeuralExample", "NeuralCRFAligner", "make_encoder", "encoder_source"
 # the scorer ~2x slower on the 2-core box (the git log "Issue 13: decoding
 # speed (neural4)")
 CHUNK = 1 << 19
-# the hyper-parameters saved in a model folder's config ("model" entry)
-HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues", "dim", "proj", "hidden",
-           "sparse", "finetune", "context", "cosine", "encoder_layers")
 # pairs (sentences) per encoder batch when decoding: less padding than the encoder's default
 # 64 (wiki dev, bf16, 1 thread: 16 -> 1.49 s, 64 -> 2.05 s per 200 pairs); training keeps 64
 DECODE_ENCODER_BATCH = 16
