@@ -90,22 +90,33 @@ def extract_phrase_pairs(
     if max_length < 1:
         raise AlignersInputError(f"max_length must be >= 1, got {max_length}")
     link_set = _check_links(links, src_len=src_len, tgt_len=tgt_len)
-    n_src, n_tgt, lim = src_len, tgt_len, max_length
+    inbound, tables = _blocks(link_set, src_len, tgt_len, max_length, mode)
+    out = []
+    for s_f, e_f, s_e, e_e in inbound:
+        # backward: previous target word s_e - 1
+        back = _orientation(mode, link_set, tables, (src_len, tgt_len), s_e - 1, s_f - 1,
+                            e_f + 1, False)
+        # forward: next target word e_e + 1 (Moses swaps the corner tables, see docstring)
+        fwd = _orientation(mode, link_set, tables, (src_len, tgt_len), e_e + 1, e_f + 1,
+                           s_f - 1, True)
+        out.append(PhrasePair(s_f, e_f + 1, s_e, e_e + 1, back, fwd))
+    return out
+
+
+def _blocks(link_set, n_src: int, n_tgt: int, lim: int, mode: str):
+    """(inbound, (in_br, in_bl, out_br, out_bl)): the consistent blocks (inclusive sF, eF, sE,
+    eE) within the length limit, and (modes phrase, hier) the corner sets of all consistent
+    blocks, inside and outside the limit, keyed by target position (bottom = target end:
+    source end (br) and start (bl))."""
     to_src: list[list[int]] = [[] for _ in range(n_tgt)]
     src_count = [0] * n_src
     for i, j in sorted(link_set):
         to_src[j].append(i)
         src_count[i] += 1
-
     relax = mode == "hier"
     corners = mode != "wbe"
-    inbound: list[tuple[int, int, int, int]] = []  # inclusive (sF, eF, sE, eE)
-    # corner sets keyed by target position: bottom = tgt end, top = tgt start
-    in_br: dict[int, set[int]] = {}
-    in_bl: dict[int, set[int]] = {}
-    out_br: dict[int, set[int]] = {}
-    out_bl: dict[int, set[int]] = {}
-
+    inbound: list[tuple[int, int, int, int]] = []
+    tables: tuple[dict[int, set[int]], ...] = ({}, {}, {}, {})
     for s_e in range(n_tgt):
         min_f, max_f = n_src, -1
         used = list(src_count)
@@ -130,43 +141,32 @@ def extract_phrase_pairs(
                     if inside:
                         inbound.append((s_f, e_f, s_e, e_e))
                     if corners:
-                        br, bl = (in_br, in_bl) if inside else (out_br, out_bl)
+                        br, bl = tables[:2] if inside else tables[2:]
                         br.setdefault(e_e, set()).add(e_f)
                         bl.setdefault(e_e, set()).add(s_f)
                     e_f += 1
                 s_f -= 1
+    return inbound, tables
 
-    def aligned(f: int, e: int) -> bool:
-        if f == -1 and e == -1:
+
+def _orientation(mode, link_set, tables, lengths, e, f_mono, f_swap, forward) -> int:
+    """The orientation of a block towards target word e (-1 or J: the sentence boundary,
+    aligned to the corner -1/-1 or I/J): monotone at source word f_mono, swap at f_swap; the
+    forward direction reads the corner tables swapped (as Moses does)."""
+    in_br, in_bl, out_br, out_bl = tables
+    if forward:
+        in_br, in_bl, out_br, out_bl = in_bl, in_br, out_bl, out_br
+
+    def aligned(f: int) -> bool:
+        if f == -1 and e == -1 or (f, e) == lengths:
             return True
-        if f < 0 or e < 0:
-            return False
-        if f == n_src and e == n_tgt:
-            return True
-        return (f, e) in link_set
+        return f >= 0 and e >= 0 and (f, e) in link_set
 
-    def corner(table: dict[int, set[int]], e: int, f: int) -> bool:
-        row = table.get(e)
-        return row is not None and f in row
+    def corner(table: dict[int, set[int]], f: int) -> bool:
+        return f in table.get(e, ())
 
-    out = []
-    for s_f, e_f, s_e, e_e in inbound:
-        # backward: previous target word s_e - 1
-        left, right = aligned(s_f - 1, s_e - 1), aligned(e_f + 1, s_e - 1)
-        back = _orient(
-            mode, left, right,
-            corner(in_br, s_e - 1, s_f - 1), corner(in_bl, s_e - 1, e_f + 1),
-            corner(out_br, s_e - 1, s_f - 1), corner(out_bl, s_e - 1, e_f + 1),
-        )
-        # forward: next target word e_e + 1 (Moses swaps the corner tables, see docstring)
-        left, right = aligned(e_f + 1, e_e + 1), aligned(s_f - 1, e_e + 1)
-        fwd = _orient(
-            mode, left, right,
-            corner(in_bl, e_e + 1, e_f + 1), corner(in_br, e_e + 1, s_f - 1),
-            corner(out_bl, e_e + 1, e_f + 1), corner(out_br, e_e + 1, s_f - 1),
-        )
-        out.append(PhrasePair(s_f, e_f + 1, s_e, e_e + 1, back, fwd))
-    return out
+    return _orient(mode, aligned(f_mono), aligned(f_swap), corner(in_br, f_mono),
+                   corner(in_bl, f_swap), corner(out_br, f_mono), corner(out_bl, f_swap))
 
 
 def _orient(mode, left, right, in_mono, in_swap, out_mono, out_swap) -> int:

@@ -6,8 +6,8 @@ under `run_dir` (the EM log-likelihoods of the word and phrasal tasks, the train
 the monolingual and reordering tasks, ...) and draws one PNG per CSV: one panel per logged
 quantity against its epoch (or step), e.g. `<run>/training.png` (`training-<version>.png`
 when a run logged several versions, one per model). A quantity logged fewer than twice
-(a final score) is not a curve and is left out. matplotlib's Agg backend; no screen needed.
-Cost: O(rows) per file.
+(a final score) is not a curve and is left out. `plot_reorder` draws the reorder task's
+figures from its results. matplotlib's Agg backend; no screen needed. Cost: O(rows) per file.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import csv
 import math
 from pathlib import Path
 
-__all__ = ["read_curves", "plot_training_curves"]
+__all__ = ["read_curves", "plot_training_curves", "plot_reorder"]
 
 _AXES = ("epoch", "step")
 
@@ -77,3 +77,47 @@ def plot_training_curves(run_dir: str | Path) -> list[Path]:
         plt.close(fig)
         written.append(run / name)
     return written
+
+
+def plot_reorder(results: dict, out_dir: Path) -> None:
+    """The reorder task's figures from its results: the dual MLR's active set per iteration
+    (`reorder_active_set.png`) and naive Bayes' error against MI feature reduction
+    (`reorder_nb_feature_reduction.png`), each when the run has it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    duals = {k: v for k, v in results.get("models", {}).items() if k.startswith("dual_eps")}
+    if duals:
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        for rec in duals.values():
+            fr = [100 * h["active_fraction"] for h in rec["history"]]
+            ax.plot(range(1, len(fr) + 1), fr, marker="o", ms=3, label=f"eps = {rec['eps']}")
+        ax.set_xlabel("training iteration")
+        ax.set_ylabel("% active phrase pairs")
+        ax.set_title("Dual MLR shrinking (EMNLP Fig. 1)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "reorder_active_set.png", dpi=120)
+        plt.close(fig)
+    curve = results.get("mi_curve")
+    if curve:
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        fr = [100 * r["fraction_removed"] for r in curve]
+        for key in [k for k in curve[0] if k.startswith("error_")]:
+            ax.plot(fr, [100 * r[key] for r in curve], marker="o", ms=3,
+                    label=f"naive Bayes {key[6:]}")
+        if "lexical" in results.get("models", {}):
+            ax.axhline(100 * results["models"]["lexical"]["heldout_error"], ls="--", c="gray",
+                       label="lexicalized")
+        if "data" in results:
+            ax.axhline(100 * results["data"]["majority_error"], ls=":", c="k",
+                       label="majority class")
+        ax.set_xlabel("% of features removed (lowest MI first)")
+        ax.set_ylabel("held-out error (%)")
+        ax.set_title("Naive Bayes vs MI feature reduction (WMT Fig. 2)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "reorder_nb_feature_reduction.png", dpi=120)
+        plt.close(fig)

@@ -443,7 +443,7 @@ def test_log_tables_follow_in_place_changes(trained):
 
 
 def test_gappy_candidate_totals_equal_match_gappy_counts():
-    from aligners.models.gappy_hsmm.init import _gappy_totals
+    from aligners.models.gappy_hsmm.mining import _gappy_totals
 
     g = torch.Generator().manual_seed(5)
     V, B, N = 12, 30, 9
@@ -459,7 +459,7 @@ def test_gappy_candidate_totals_equal_match_gappy_counts():
 
 
 def test_gappy_counter_kernel_equals_the_torch_totals():
-    from aligners.models.gappy_hsmm.init import _gappy_totals, _GappyCounter
+    from aligners.models.gappy_hsmm.mining import _gappy_totals, _GappyCounter
 
     g = torch.Generator().manual_seed(6)
     V = 15
@@ -496,7 +496,7 @@ def test_gappy_units_equal_the_match_gappy_table():
 
 
 def test_span_counter_equals_the_match_spans_counts():
-    from aligners.models.gappy_hsmm.init import _SpanCounter
+    from aligners.models.gappy_hsmm.mining import _SpanCounter
 
     g = torch.Generator().manual_seed(8)
     V, L = 6, 4
@@ -654,7 +654,7 @@ def test_layouts_handed_over_by_the_build_equal_matching_again_and_train_the_sam
 def test_unique_rows_equals_unique_dim(n, V):
     """The packed-key unique of the mined spans: same rows, order, counts and dtypes as
     torch.unique(dim=0) (n=5 with V=50000 takes the fallback)."""
-    from aligners.models.gappy_hsmm.init import _unique_rows
+    from aligners.models.gappy_hsmm.mining import _unique_rows
 
     g = torch.Generator().manual_seed(n)
     x = torch.randint(0, V, (3000, n), generator=g)

@@ -79,6 +79,11 @@ def _pairs(texts, alignments) -> list[AlignedPair]:
     ]
 
 
+def _lengths(texts) -> dict[str, list[int]]:
+    """The readers' range-check keywords for these (source, target) token lists."""
+    return {"src_lengths": [len(s) for s, _ in texts], "tgt_lengths": [len(t) for _, t in texts]}
+
+
 def _snum_pairs(d: Path, src: str, tgt: str) -> tuple[list[int], list]:
     a, b = gold.read_snum_text(d / src), gold.read_snum_text(d / tgt)
     if [s for s, _ in a] != [s for s, _ in b]:
@@ -92,15 +97,8 @@ def _naacl(src, tgt, wa):
     def load_split(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
         snums, texts = _snum_pairs(d, src(split), tgt(split))
         wa_file = wa(split)
-        if wa_file is None:
-            return [
-                AlignedPair(tuple(s), tuple(t), None, str(n))
-                for n, (s, t) in zip(snums, texts, strict=True)
-            ]
-        als = gold.read_naacl(
-            d / wa_file, snums=snums, lenient=lenient,
-            src_lengths=[len(s) for s, _ in texts], tgt_lengths=[len(t) for _, t in texts],
-        )
+        als = [None] * len(texts) if wa_file is None else gold.read_naacl(
+            d / wa_file, snums=snums, lenient=lenient, **_lengths(texts))
         return [
             AlignedPair(tuple(s), tuple(t), al, str(n))
             for n, (s, t), al in zip(snums, texts, als, strict=True)
@@ -111,28 +109,20 @@ def _naacl(src, tgt, wa):
 def _onebased(text, gold_file, *, ascii_split=False):
     def load_split(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
         texts = list(read_parallel(d / text, ascii_split=ascii_split))
-        lengths = {"src_lengths": [len(s) for s, _ in texts],
-                   "tgt_lengths": [len(t) for _, t in texts]}
-        return _pairs(texts, gold.read_onebased(d / gold_file, lenient=lenient, **lengths))
+        return _pairs(texts, gold.read_onebased(d / gold_file, lenient=lenient,
+                                                **_lengths(texts)))
     return load_split
 
 
 def _csen(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
     texts = list(read_parallel(d / "corpus.cz-en"))
-    als = gold.read_naacl(
-        d / "czen.wal", snums=list(range(1, len(texts) + 1)), swap=True, lenient=lenient,
-        src_lengths=[len(s) for s, _ in texts], tgt_lengths=[len(t) for _, t in texts],
-    )
-    return _pairs(texts, als)
+    return _pairs(texts, gold.read_naacl(d / "czen.wal", snums=list(range(1, len(texts) + 1)),
+                                         swap=True, lenient=lenient, **_lengths(texts)))
 
 
 def _deen(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
     texts = list(read_parallel(d / "test.de", d / "test.en"))
-    als = read_pharaoh(
-        d / "de-en.wa", lenient=lenient,
-        src_lengths=[len(s) for s, _ in texts], tgt_lengths=[len(t) for _, t in texts],
-    )
-    return _pairs(texts, als)
+    return _pairs(texts, read_pharaoh(d / "de-en.wa", lenient=lenient, **_lengths(texts)))
 
 
 def _json(path_fn, *, sure_plus_poss=False):
@@ -193,116 +183,113 @@ def _hansards_wa(split: str) -> str:
     return "test/test.wa.nonullalign" if split == "test" else f"{split}/{split}.wa"
 
 
-def _specs() -> dict[str, DatasetSpec]:
-    S = SplitCounts
-    msr = "msr-rte2006-aligned"
-    edb = "edinburghpp-paraphrase-alignment"
-    syn = "synthetic-phrases/gold.synthetic-phrases"
-    mer = "jacana-msr-edinburgh-merged"
-    dev_test = {"train": "dev", "test": "test"}
-    specs = [
-        DatasetSpec("hansards-enfr", "hansards-enfr-naacl2003", ("en", "fr"), "en",
-                    {"test": S(447, 4038, 13400), "trial": S(37, 338, 1446),
-                     "train": S(200_000), "train_full": S(1_130_104)},
-                    notes="NAACL 1-based, English first; test.wa.nonullalign; train (the "
-                    "first 200k) and train_full (all 1,130,104 WPT pairs) via iter_parallel",
-                    loader=_naacl(lambda s: f"{s}/{s}.e", lambda s: f"{s}/{s}.f", _hansards_wa)),
-        DatasetSpec("wpt-roen", "wpt-roen-awesomealign", ("ro", "en"), "ro",
-                    {"test": S(248, 6198, 0, 0, 5495, 5639)},
-                    loader=_onebased("roen.src-tgt", "roen.gold")),
-        DatasetSpec("wpt-enhi", "wpt05-enhi", ("en", "hi"), "en",
-                    {"test": S(90, 1408, 0, 1), "trial": S(25)}, lenient=True,
-                    notes="1 gold link of snum 68 lies past the Hindi sentence (dropped); every "
-                    "Hindi position of snum 68 is one too high in the distributed gold (kept)",
-                    loader=_naacl(lambda s: f"{s}.eng", lambda s: f"{s}.hin",
-                                  lambda s: "test.eng.hin.wa" if s == "test" else None)),
-        DatasetSpec("pcedt-csen", "pcedt-csen-manual-align", ("cs", "en"), "cs",
-                    {"test": S(515, 10934, 4510, 0, 12201, 12697)},
-                    notes="link file lists English first; swapped to Czech source",
-                    loader=_csen),
-        DatasetSpec("kftt-jaen", "kftt-jaen-awesomealign", ("ja", "en"), "ja",
-                    {"test": S(582, 13562, 0, 0, 14447, 12608)}, lenient=True,
-                    notes="split on ASCII spaces: U+3000 is a token (5 of them), so no link is "
-                    "out of range; str.split would leave 6 out of range",
-                    loader=_onebased("jaen.src-tgt", "jaen.gold", ascii_split=True)),
-        DatasetSpec("tsinghua-zhen", "tsinghua-zhen-awesomealign", ("zh", "en"), "zh",
-                    {"test": S(450, 11238, 178, 0, 11712, 14850)},
-                    loader=_onebased("zhen.src-tgt", "zhen.gold")),
-        DatasetSpec("europarl-deen", "europarl-deen-bicici", ("de", "en"), "de",
-                    {"test": S(100, 1232, 0, 1, 1445, 1478)}, lenient=True,
-                    notes="de-en.wa (0-based Pharaoh); 1 link of sentence 63 out of range",
-                    loader=_deen),
-        DatasetSpec("rwth-deen-europarl", "rwth-deen-europarl", ("de", "en"), "de",
-                    {"test": S(508, 9613, 921, 0, 9945, 10413)},
-                    notes="test.de-en + deen.talp (1-based, German first, ipj possible)",
-                    loader=_rwth.load_rwth_deen),
-        DatasetSpec("msr06", msr, ("en", "en"), "T (text)",
-                    {"train": S(800, 5791, 0), "test": S(800, 5697, 0)},
-                    notes="train = RTE2 dev, test = RTE2 test; jacana's annotator majority M, "
-                    "S and P collapsed (RTE2_*_M.align.json)",
-                    loader=_json(lambda s: f"converted/RTE2_{dev_test[s]}_M.align.json")),
-        DatasetSpec("msr06-sp", msr, ("en", "en"), "T (text)",
-                    {"train": S(800, 5321, 879), "test": S(800, 5273, 688)},
-                    notes="RTE2_*_M.align.sure+poss.json with S and P kept apart",
-                    loader=_json(lambda s: f"converted/RTE2_{dev_test[s]}_M.align.sure+poss.json",
-                                 sure_plus_poss=True)),
-        DatasetSpec("msr06-phrasal", msr, ("en", "en"), "T (text)",
-                    {"train": S(800, 7547, 0), "test": S(800, 7583, 0)},
-                    loader=_json(lambda s: "converted/synthetic-phrases/"
-                                 f"RTE2_{dev_test[s]}_M.synthetic-phrases.json")),
-        DatasetSpec("msr06-orig", msr, ("en", "en"), "T (text)",
-                    {"dev-A": S(800, 5983, 2154), "dev-B": S(800, 6022, 2015),
-                     "dev-C": S(800, 5888, 2733), "test-A": S(800, 5690, 1564),
-                     "test-B": S(800, 5719, 2257), "test-C": S(800, 5728, 2197)},
-                    notes="Microsoft's A3 files, one per annotator, original tokenisation; "
-                    "dev-C has 5,888 S (SOURCE.md says 5,887: its last entry lacks ')')",
-                    loader=_a3),
-        DatasetSpec("edbpp", edb, ("en", "en"), "jacana 'source'",
-                    {"train": S(714, 13314, 2532), "test": S(306, 5766, 871)},
-                    notes="sure from *.sure.json, possible = *.sure+poss.json minus sure",
-                    loader=_edbpp),
-        DatasetSpec("edbpp-phrasal", edb, ("en", "en"), "jacana 'source'",
-                    {"train": S(714, 18770, 0), "test": S(306, 8440, 0)},
-                    loader=_json(lambda s: f"{syn}.{s}.sure.json")),
-        DatasetSpec("msr-edb-merged", mer, ("en", "en"), "jacana 'source'",
-                    {"train": S(2096, 24375, 0), "test": S(524, 6193, 0)},
-                    notes="overlaps msr06/edbpp test sets: never mix with them",
-                    loader=_json(lambda s: f"msr.edinburgh.{s}.json")),
-        DatasetSpec("msr-edb-merged-phrasal", mer, ("en", "en"), "jacana 'source'",
-                    {"train": S(2096, 34083, 0), "test": S(524, 8221, 0)},
-                    loader=_json(lambda s: f"msr.edinburgh.synthetic-phrases.{s}.json")),
-        DatasetSpec("multimwa-wiki", "multimwa-lan2021", ("en", "en"), "sentence 1",
-                    {"train": S(2514, 70072, 0), "dev": S(533, 15082, 0),
-                     "test": S(1052, 29768, 0)}, loader=_mwa("wiki")),
-        DatasetSpec("multimwa-newsela", "multimwa-lan2021", ("en", "en"), "sentence 1",
-                    {"test": S(500, 9268, 2045)}, loader=_mwa("newsela")),
-        DatasetSpec("multimwa-arxiv", "multimwa-lan2021", ("en", "en"), "sentence 1",
-                    {"test": S(200, 5143, 43)}, loader=_mwa("arxiv")),
-        DatasetSpec("msrp", "msrp-paraphrase", ("en", "en"), "string 1",
-                    {"train": S(4076, positives=2753), "test": S(1725, positives=1147)},
-                    kind="labeled", loader=_msrp),
-        DatasetSpec("trecqa", "trecqa-wang2007", ("en", "en"), "question",
-                    {"train": S(94, positives=475), "train-less-than-40": S(94, positives=348),
-                     "dev": S(82, positives=264), "dev-less-than-40": S(82, positives=222),
-                     "test-less-than-40": S(100, positives=284)},
-                    kind="qa", notes="pairs = questions", loader=_trecqa),
-    ]
-    specs.append(DatasetSpec("news2012-translit-enhe", "news2012-translit-enhe", ("en", "he"),
-                             "SourceName", {"train": S(9501), "dev": S(1000)}, kind="names",
-                             loader=_translit, notes="pairs = names (NamePair)"))
-    specs.append(DatasetSpec("rte5-xnlp", "rte5-xnlp", ("en", "en"), "t (text)",
-                             {"dev": S(600, positives=299), "test": S(600, positives=300)},
-                             kind="labeled", loader=_rte5))
-    rte = {"rte1": {"dev": S(567, positives=283), "test": S(800, positives=400)},
-           "rte2": {"dev": S(400, positives=210), "test": S(800, positives=400)},
-           "rte3": {"dev": S(800, positives=412), "test": S(800, positives=410)}}
-    for name, splits in rte.items():
-        specs.append(DatasetSpec(name, "rte1-3-nltk", ("en", "en"), "t (text)", splits,
-                                 kind="labeled", loader=_rte(name)))
-    return {s.name: s for s in specs}
+_S = SplitCounts
+_MSR = "msr-rte2006-aligned"
+_EDB = "edinburghpp-paraphrase-alignment"
+_SYN = "synthetic-phrases/gold.synthetic-phrases"
+_MER = "jacana-msr-edinburgh-merged"
+_DEV_TEST = {"train": "dev", "test": "test"}
+_SPECS = (
+    DatasetSpec("hansards-enfr", "hansards-enfr-naacl2003", ("en", "fr"), "en",
+                {"test": _S(447, 4038, 13400), "trial": _S(37, 338, 1446),
+                 "train": _S(200_000), "train_full": _S(1_130_104)},
+                notes="NAACL 1-based, English first; test.wa.nonullalign; train (the "
+                "first 200k) and train_full (all 1,130,104 WPT pairs) via iter_parallel",
+                loader=_naacl(lambda s: f"{s}/{s}.e", lambda s: f"{s}/{s}.f", _hansards_wa)),
+    DatasetSpec("wpt-roen", "wpt-roen-awesomealign", ("ro", "en"), "ro",
+                {"test": _S(248, 6198, 0, 0, 5495, 5639)},
+                loader=_onebased("roen.src-tgt", "roen.gold")),
+    DatasetSpec("wpt-enhi", "wpt05-enhi", ("en", "hi"), "en",
+                {"test": _S(90, 1408, 0, 1), "trial": _S(25)}, lenient=True,
+                notes="1 gold link of snum 68 lies past the Hindi sentence (dropped); every "
+                "Hindi position of snum 68 is one too high in the distributed gold (kept)",
+                loader=_naacl(lambda s: f"{s}.eng", lambda s: f"{s}.hin",
+                              lambda s: "test.eng.hin.wa" if s == "test" else None)),
+    DatasetSpec("pcedt-csen", "pcedt-csen-manual-align", ("cs", "en"), "cs",
+                {"test": _S(515, 10934, 4510, 0, 12201, 12697)},
+                notes="link file lists English first; swapped to Czech source",
+                loader=_csen),
+    DatasetSpec("kftt-jaen", "kftt-jaen-awesomealign", ("ja", "en"), "ja",
+                {"test": _S(582, 13562, 0, 0, 14447, 12608)}, lenient=True,
+                notes="split on ASCII spaces: U+3000 is a token (5 of them), so no link is "
+                "out of range; str.split would leave 6 out of range",
+                loader=_onebased("jaen.src-tgt", "jaen.gold", ascii_split=True)),
+    DatasetSpec("tsinghua-zhen", "tsinghua-zhen-awesomealign", ("zh", "en"), "zh",
+                {"test": _S(450, 11238, 178, 0, 11712, 14850)},
+                loader=_onebased("zhen.src-tgt", "zhen.gold")),
+    DatasetSpec("europarl-deen", "europarl-deen-bicici", ("de", "en"), "de",
+                {"test": _S(100, 1232, 0, 1, 1445, 1478)}, lenient=True,
+                notes="de-en.wa (0-based Pharaoh); 1 link of sentence 63 out of range",
+                loader=_deen),
+    DatasetSpec("rwth-deen-europarl", "rwth-deen-europarl", ("de", "en"), "de",
+                {"test": _S(508, 9613, 921, 0, 9945, 10413)},
+                notes="test.de-en + deen.talp (1-based, German first, ipj possible)",
+                loader=_rwth.load_rwth_deen),
+    DatasetSpec("msr06", _MSR, ("en", "en"), "T (text)",
+                {"train": _S(800, 5791, 0), "test": _S(800, 5697, 0)},
+                notes="train = RTE2 dev, test = RTE2 test; jacana's annotator majority M, "
+                "S and P collapsed (RTE2_*_M.align.json)",
+                loader=_json(lambda s: f"converted/RTE2_{_DEV_TEST[s]}_M.align.json")),
+    DatasetSpec("msr06-sp", _MSR, ("en", "en"), "T (text)",
+                {"train": _S(800, 5321, 879), "test": _S(800, 5273, 688)},
+                notes="RTE2_*_M.align.sure+poss.json with S and P kept apart",
+                loader=_json(lambda s: f"converted/RTE2_{_DEV_TEST[s]}_M.align.sure+poss.json",
+                             sure_plus_poss=True)),
+    DatasetSpec("msr06-phrasal", _MSR, ("en", "en"), "T (text)",
+                {"train": _S(800, 7547, 0), "test": _S(800, 7583, 0)},
+                loader=_json(lambda s: "converted/synthetic-phrases/"
+                             f"RTE2_{_DEV_TEST[s]}_M.synthetic-phrases.json")),
+    DatasetSpec("msr06-orig", _MSR, ("en", "en"), "T (text)",
+                {"dev-A": _S(800, 5983, 2154), "dev-B": _S(800, 6022, 2015),
+                 "dev-C": _S(800, 5888, 2733), "test-A": _S(800, 5690, 1564),
+                 "test-B": _S(800, 5719, 2257), "test-C": _S(800, 5728, 2197)},
+                notes="Microsoft's A3 files, one per annotator, original tokenisation; "
+                "dev-C has 5,888 S (SOURCE.md says 5,887: its last entry lacks ')')",
+                loader=_a3),
+    DatasetSpec("edbpp", _EDB, ("en", "en"), "jacana 'source'",
+                {"train": _S(714, 13314, 2532), "test": _S(306, 5766, 871)},
+                notes="sure from *.sure.json, possible = *.sure+poss.json minus sure",
+                loader=_edbpp),
+    DatasetSpec("edbpp-phrasal", _EDB, ("en", "en"), "jacana 'source'",
+                {"train": _S(714, 18770, 0), "test": _S(306, 8440, 0)},
+                loader=_json(lambda s: f"{_SYN}.{s}.sure.json")),
+    DatasetSpec("msr-edb-merged", _MER, ("en", "en"), "jacana 'source'",
+                {"train": _S(2096, 24375, 0), "test": _S(524, 6193, 0)},
+                notes="overlaps msr06/edbpp test sets: never mix with them",
+                loader=_json(lambda s: f"msr.edinburgh.{s}.json")),
+    DatasetSpec("msr-edb-merged-phrasal", _MER, ("en", "en"), "jacana 'source'",
+                {"train": _S(2096, 34083, 0), "test": _S(524, 8221, 0)},
+                loader=_json(lambda s: f"msr.edinburgh.synthetic-phrases.{s}.json")),
+    DatasetSpec("multimwa-wiki", "multimwa-lan2021", ("en", "en"), "sentence 1",
+                {"train": _S(2514, 70072, 0), "dev": _S(533, 15082, 0),
+                 "test": _S(1052, 29768, 0)}, loader=_mwa("wiki")),
+    DatasetSpec("multimwa-newsela", "multimwa-lan2021", ("en", "en"), "sentence 1",
+                {"test": _S(500, 9268, 2045)}, loader=_mwa("newsela")),
+    DatasetSpec("multimwa-arxiv", "multimwa-lan2021", ("en", "en"), "sentence 1",
+                {"test": _S(200, 5143, 43)}, loader=_mwa("arxiv")),
+    DatasetSpec("msrp", "msrp-paraphrase", ("en", "en"), "string 1",
+                {"train": _S(4076, positives=2753), "test": _S(1725, positives=1147)},
+                kind="labeled", loader=_msrp),
+    DatasetSpec("trecqa", "trecqa-wang2007", ("en", "en"), "question",
+                {"train": _S(94, positives=475), "train-less-than-40": _S(94, positives=348),
+                 "dev": _S(82, positives=264), "dev-less-than-40": _S(82, positives=222),
+                 "test-less-than-40": _S(100, positives=284)},
+                kind="qa", notes="pairs = questions", loader=_trecqa),
+    DatasetSpec("news2012-translit-enhe", "news2012-translit-enhe", ("en", "he"), "SourceName",
+                {"train": _S(9501), "dev": _S(1000)}, kind="names", loader=_translit,
+                notes="pairs = names (NamePair)"),
+    DatasetSpec("rte5-xnlp", "rte5-xnlp", ("en", "en"), "t (text)",
+                {"dev": _S(600, positives=299), "test": _S(600, positives=300)},
+                kind="labeled", loader=_rte5),
+    *(DatasetSpec(name, "rte1-3-nltk", ("en", "en"), "t (text)", splits, kind="labeled",
+                  loader=_rte(name))
+      for name, splits in (
+          ("rte1", {"dev": _S(567, positives=283), "test": _S(800, positives=400)}),
+          ("rte2", {"dev": _S(400, positives=210), "test": _S(800, positives=400)}),
+          ("rte3", {"dev": _S(800, positives=412), "test": _S(800, positives=410)}))),
+)
 
-
-DATASETS: dict[str, DatasetSpec] = _specs()
+DATASETS: dict[str, DatasetSpec] = {s.name: s for s in _SPECS}
 
 
 def load(name: str, split: str | None = None, *, lenient: bool = False) -> list:

@@ -107,50 +107,72 @@ def read_naacl(
     if token_base not in (0, 1):
         raise AlignersInputError(f"token_base must be 0 or 1, got {token_base}")
     name = "<stdin>" if str(path) == "-" else str(path)
-    links: dict[int, list[tuple[int, int, bool, float | None]]] = {}
+    links: dict[int, list[tuple[int, int, bool, float | None, int]]] = {}
     first_line: dict[int, int] = {}
     nulls = 0
     for lineno, text in enumerate(read_lines(path), start=1):
-        fields = text.split()
-        if not fields:
+        if not text.split():
             continue
-        ok = 3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3])
-        label, conf = "S", None
-        rest = fields[3:] if ok else []
-        if rest and rest[0] in ("S", "P"):
-            label = rest.pop(0)
-        if ok and rest:
-            try:
-                conf = float(rest.pop(0))
-            except ValueError:
-                ok = False
-            if conf is not None and not (0.0 <= conf <= 1.0):
-                ok = False
-        if not ok or rest:
-            raise AlignersInputError(
-                f"malformed NAACL link {text.strip()!r}; expected 'snum i j [S|P] [confidence]' "
-                "with non-negative integers and a confidence in [0, 1]",
-                path=name,
-                line=lineno,
-            )
-        snum, a, b = (int(f) for f in fields[:3])
+        snum, a, b, is_sure, conf = _parse_naacl_line(text, name, lineno)
         if swap:
             a, b = b, a
+        first_line.setdefault(snum, lineno)
+        sentence = links.setdefault(snum, [])
         if token_base == 1 and (a == 0 or b == 0):
             nulls += 1
-            links.setdefault(snum, [])
-            first_line.setdefault(snum, lineno)
-            continue
-        links.setdefault(snum, []).append(
-            (a - token_base, b - token_base, label == "S", conf, lineno)
-        )
-        first_line.setdefault(snum, lineno)
+        else:
+            sentence.append((a - token_base, b - token_base, is_sure, conf, lineno))
     if snums is None:
         snums = list(range(min(links), max(links) + 1)) if links else []
-    index = {s: n for n, s in enumerate(snums)}
-    if len(index) != len(snums):
+    _check_snums(snums, links, first_line, name, src_lengths, tgt_lengths)
+    alignments = []
+    dropped = 0
+    for n, snum in enumerate(snums):
+        src_n = None if src_lengths is None else src_lengths[n]
+        tgt_n = None if tgt_lengths is None else tgt_lengths[n]
+        al, d = _naacl_sentence(links.get(snum, ()), snum, src_n, tgt_n, lenient, name)
+        alignments.append(al)
+        dropped += d
+    warn_dropped(dropped, name)
+    if nulls:
+        warnings.warn(
+            NullLinksWarning(f"{name}: dropped {nulls} NULL link(s) (position 0)", nulls),
+            stacklevel=2,
+        )
+    return alignments
+
+
+def _parse_naacl_line(text: str, name: str, lineno: int):
+    """(snum, i, j, sure, confidence or None) of a NAACL line; one-line error if malformed."""
+    fields = text.split()
+    ok = 3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3])
+    label, conf = "S", None
+    rest = fields[3:] if ok else []
+    if rest and rest[0] in ("S", "P"):
+        label = rest.pop(0)
+    if ok and rest:
+        try:
+            conf = float(rest.pop(0))
+        except ValueError:
+            ok = False
+        if conf is not None and not (0.0 <= conf <= 1.0):
+            ok = False
+    if not ok or rest:
+        raise AlignersInputError(
+            f"malformed NAACL link {text.strip()!r}; expected 'snum i j [S|P] [confidence]' "
+            "with non-negative integers and a confidence in [0, 1]",
+            path=name,
+            line=lineno,
+        )
+    snum, a, b = (int(f) for f in fields[:3])
+    return snum, a, b, label == "S", conf
+
+
+def _check_snums(snums, links, first_line, name, src_lengths, tgt_lengths) -> None:
+    """The sentence numbers are distinct, cover every linked sentence and match the lengths."""
+    if len(set(snums)) != len(snums):
         raise AlignersInputError("repeated sentence numbers in snums", path=name)
-    unknown = sorted(set(links) - set(index))
+    unknown = sorted(set(links) - set(snums))
     if unknown:
         raise AlignersInputError(
             f"sentence number {unknown[0]} has links but is not among the {len(snums)} "
@@ -164,33 +186,27 @@ def read_naacl(
                 f"{len(snums)} sentences but {len(lengths)} {what} lengths; expected one per "
                 "sentence", path=name,
             )
-    alignments = []
+
+
+def _naacl_sentence(links, snum, src_n, tgt_n, lenient, name) -> tuple[Alignment, int]:
+    """The Alignment of one sentence's links and how many were dropped (out of range with
+    lenient; without, such a link raises)."""
+    sure, possible, posts = set(), set(), {}
     dropped = 0
-    for n, snum in enumerate(snums):
-        sure, possible, posts = set(), set(), {}
-        src_n = None if src_lengths is None else src_lengths[n]
-        tgt_n = None if tgt_lengths is None else tgt_lengths[n]
-        for i, j, is_sure, conf, lineno in links.get(snum, ()):
-            if (src_n is not None and i >= src_n) or (tgt_n is not None and j >= tgt_n):
-                if lenient:
-                    dropped += 1
-                    continue
-                raise AlignersInputError(
-                    f"link ({i}, {j}) (0-based source-target) of sentence {snum} lies outside "
-                    f"its {bounds_text(src_n, tgt_n)} (use lenient/--lenient to drop such links)",
-                    path=name, line=lineno,
-                )
-            (sure if is_sure else possible).add((i, j))
-            if conf is not None:
-                posts[(i, j)] = conf
-        alignments.append(Alignment(frozenset(sure), frozenset(possible), posts or None))
-    warn_dropped(dropped, name)
-    if nulls:
-        warnings.warn(
-            NullLinksWarning(f"{name}: dropped {nulls} NULL link(s) (position 0)", nulls),
-            stacklevel=2,
-        )
-    return alignments
+    for i, j, is_sure, conf, lineno in links:
+        if (src_n is not None and i >= src_n) or (tgt_n is not None and j >= tgt_n):
+            if lenient:
+                dropped += 1
+                continue
+            raise AlignersInputError(
+                f"link ({i}, {j}) (0-based source-target) of sentence {snum} lies outside "
+                f"its {bounds_text(src_n, tgt_n)} (use lenient/--lenient to drop such links)",
+                path=name, line=lineno,
+            )
+        (sure if is_sure else possible).add((i, j))
+        if conf is not None:
+            posts[(i, j)] = conf
+    return Alignment(frozenset(sure), frozenset(possible), posts or None), dropped
 
 
 def read_onebased(

@@ -28,20 +28,26 @@ __all__ = ["phrasal_forward_backward"]
 _NEG = -700.0  # below this a log score is treated as probability 0
 
 
+@njit(inline="always", cache=True, error_model="numpy")
+def _p(x):
+    """exp(x), or 0 for a score below _NEG."""
+    return np.exp(x) if x > _NEG else 0.0
+
+
 @njit(cache=True, error_model="numpy")
-def _item(ew, se, sn, sk, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, Ib, Jb, L,
-          out_w, out_s, out_n, out_p):
+def _probabilities(ew, se, sn, sk, en, ep, jump, nstay, pw, pfirst, plast, Ib, Jb, L):
+    """The item's potentials exponentiated once (0 = never scored): jumps A (I,I), NULL stays
+    (I,), the valid phrases pv (P,) and their weights (P,), emissions E (J,L,I) (has[n, lk]:
+    a segment of length lk + 1 ending at n is listed; the others are skipped: exact), NULL
+    (J,) and phrase (J,P) emissions."""
     P = ep.shape[1]
     A = np.zeros((Ib, Ib))
     for k in range(Ib):
         for i in range(Ib):
-            if jump[k, i] > _NEG:
-                A[k, i] = np.exp(jump[k, i])
-    AT = np.ascontiguousarray(A.T)
+            A[k, i] = _p(jump[k, i])
     ns = np.zeros(Ib)
     for k in range(Ib):
-        if nstay[k] > _NEG:
-            ns[k] = np.exp(nstay[k])
+        ns[k] = _p(nstay[k])
     pv = np.zeros(P, dtype=np.bool_)
     PW = np.zeros(P)
     for p in range(P):
@@ -49,31 +55,34 @@ def _item(ew, se, sn, sk, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, 
         if f >= 0 and la < Ib and f <= la and pw[p] > _NEG:
             pv[p] = True
             PW[p] = np.exp(pw[p])
-    # emission probabilities, exponentiated once (0 = never scored); has[n, lk]: a segment
-    # of length lk + 1 ending at n is listed (the others are skipped: exact)
     E = np.zeros((Jb, L, Ib))
     has = np.zeros((Jb, L), dtype=np.bool_)
     for n in range(Jb):
         has[n, 0] = True
         for i in range(Ib):
-            if ew[n, i] > _NEG:
-                E[n, 0, i] = np.exp(ew[n, i])
+            E[n, 0, i] = _p(ew[n, i])
     for m in range(se.shape[0]):
         n, lk = sn[m], sk[m]
         if n < Jb and 1 <= lk <= n and lk < L:
             has[n, lk] = True
             for i in range(Ib):
-                if se[m, i] > _NEG:
-                    E[n, lk, i] = np.exp(se[m, i])
+                E[n, lk, i] = _p(se[m, i])
     EN = np.zeros(Jb)
     EP = np.zeros((Jb, P))
     for n in range(Jb):
-        if en[n] > _NEG:
-            EN[n] = np.exp(en[n])
+        EN[n] = _p(en[n])
         for p in range(P):
-            if pv[p] and ep[n, p] > _NEG:
-                EP[n, p] = np.exp(ep[n, p])
-    Win = np.zeros((Jb, Ib))  # scaled entry mass of a word state starting at n
+            if pv[p]:
+                EP[n, p] = _p(ep[n, p])
+    return A, ns, pv, PW, E, has, EN, EP
+
+
+@njit(cache=True, error_model="numpy")
+def _forward(jinit, ninit, A, ns, pv, PW, pfirst, plast, E, has, EN, EP, Ib, Jb, L):
+    """Scaled entry masses of word (J,I), NULL (J,I) and phrase (J,P) states starting at n,
+    and C (J + 1,) the cumulative log scales."""
+    P = PW.shape[0]
+    Win = np.zeros((Jb, Ib))
     Nin = np.zeros((Jb, Ib))
     Pin = np.zeros((Jb, P))
     aex = np.zeros((Jb, Ib))  # normalised exit mass at n per last position
@@ -82,10 +91,8 @@ def _item(ew, se, sn, sk, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, 
     for n in range(Jb):
         if n == 0:
             for i in range(Ib):
-                if jinit[i] > _NEG:
-                    Win[0, i] = np.exp(jinit[i])
-                if ninit[i] > _NEG:
-                    Nin[0, i] = np.exp(ninit[i])
+                Win[0, i] = _p(jinit[i])
+                Nin[0, i] = _p(ninit[i])
         else:
             for k in range(Ib):
                 a = aex[n - 1, k]
@@ -115,7 +122,13 @@ def _item(ew, se, sn, sk, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, 
         for i in range(Ib):
             aex[n, i] = ex[i] / c
         C[n + 1] = C[n] + np.log(c)
-    # backward: bex[n, k] = mass of completing the pair after an exit at n at position k
+    return Win, Nin, Pin, C
+
+
+@njit(cache=True, error_model="numpy")
+def _backward(A, ns, pv, PW, pfirst, plast, E, has, EN, EP, C, Ib, Jb, L):
+    """bex (J,I): the scaled mass of completing the pair after an exit at n at position k."""
+    AT = np.ascontiguousarray(A.T)
     bex = np.zeros((Jb, Ib))
     for k in range(Ib):
         bex[Jb - 1, k] = 1.0
@@ -131,7 +144,7 @@ def _item(ew, se, sn, sk, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, 
             for i in range(Ib):
                 bw[i] += E[e, lk, i] * bex[e, i] * f
         f1 = np.exp(C[s] - C[s + 1])
-        for p in range(P):
+        for p in range(PW.shape[0]):
             if pv[p]:
                 bw[pfirst[p]] += PW[p] * EP[s, p] * bex[s, plast[p]] * f1
         bn = EN[s] * f1
@@ -143,14 +156,25 @@ def _item(ew, se, sn, sk, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, 
             b = bw[i]
             for k in range(Ib):
                 bex[n, k] += AT[i, k] * b
-    # posteriors
+    return bex
+
+
+@njit(cache=True, error_model="numpy")
+def _item(ew, se, sn, sk, en, ep, jinit, jump, ninit, nstay, pw, pfirst, plast, Ib, Jb, L,
+          out_w, out_s, out_n, out_p):
+    """One item's posteriors into out_* (the module's layout); returns its log Z."""
+    A, ns, pv, PW, E, has, EN, EP = _probabilities(ew, se, sn, sk, en, ep, jump, nstay, pw,
+                                                   pfirst, plast, Ib, Jb, L)
+    Win, Nin, Pin, C = _forward(jinit, ninit, A, ns, pv, PW, pfirst, plast, E, has, EN, EP, Ib,
+                                Jb, L)
+    bex = _backward(A, ns, pv, PW, pfirst, plast, E, has, EN, EP, C, Ib, Jb, L)
     for e in range(Jb):
         f1 = np.exp(C[e] - C[e + 1])
         tot = 0.0
         for r in range(Ib):
             tot += Nin[e, r] * bex[e, r]
         out_n[e] = tot * EN[e] * f1
-        for p in range(P):
+        for p in range(PW.shape[0]):
             if pv[p]:
                 out_p[e, p] = Pin[e, p] * EP[e, p] * bex[e, plast[p]] * f1
         for i in range(Ib):

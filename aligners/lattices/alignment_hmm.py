@@ -160,24 +160,7 @@ def _posteriors_inplace(link_probs, null_probs, jump_scores, *, src_lengths, tgt
         torch.where(live, u.mul_(rc), Aw[j - 1], out=Aw[j])
         torch.where(live, v.mul_(rc), An[j - 1], out=An[j])
         cs[j] = torch.where(jvalid[:, j], c, torch.ones_like(c))
-    rcs = cs.reciprocal()[..., None]  # (J, B, 1)
-    Bt = torch.empty(J, B, I, dtype=dtype, device=dev)
-    # Gw[j] for step j -> j+1 (kept for the jump counts; else one reused (B, I) buffer)
-    Gw = torch.empty(max(J - 1, 1) if jump_counts else 1, B, I, dtype=dtype, device=dev)
-    Bt[J - 1] = 1.0
-    last = torch.arange(J, device=dev)[None, :] >= (tgt_lengths - 1)[:, None]  # (B, J)
-    none_last = (~last.any(0)).tolist()
-    for j in range(J - 2, -1, -1):
-        g = Bt[j + 1] * rcs[j + 1]
-        gw = torch.mul(ew[j + 1], g, out=Gw[j if jump_counts else 0])
-        new = torch.addcmul(g.mul_(enp[j + 1]), inv, torch.mm(gw, SqT))
-        if none_last[j]:
-            Bt[j] = new
-        else:
-            lj = last[:, j, None]
-            torch.where(lj, torch.ones_like(new), new, out=Bt[j])
-            if jump_counts:
-                gw.masked_fill_(lj, 0.0)
+    Bt, Gw = _backward_inplace(ew, enp, cs, inv, SqT, tgt_lengths, jump_counts)
     jm = jvalid.T[..., None].to(dtype)  # (J, B, 1)
     Bt.mul_(jm)
     link_post = (Aw * Bt).permute(1, 2, 0)  # (B, I, J)
@@ -194,6 +177,31 @@ def _posteriors_inplace(link_probs, null_probs, jump_scores, *, src_lengths, tgt
         rest = torch.zeros(B, I, I, dtype=dtype, device=dev)
     counts = torch.cat([first, rest], dim=1)
     return AlignmentHMMPosteriors(loglik, link_post, null_post, counts, norm)
+
+
+def _backward_inplace(ew, enp, cs, inv, SqT, tgt_lengths, jump_counts):
+    """The scaled backward of `_posteriors_inplace`: Bt (J, B, I) and Gw, the (J-1, B, I)
+    scaled emission-weighted backward of step j -> j+1 (for the jump counts; without them
+    one reused (1, B, I) buffer)."""
+    J, B, I = ew.shape
+    rcs = cs.reciprocal()[..., None]  # (J, B, 1)
+    Bt = torch.empty(J, B, I, dtype=ew.dtype, device=ew.device)
+    Gw = torch.empty(max(J - 1, 1) if jump_counts else 1, B, I, dtype=ew.dtype, device=ew.device)
+    Bt[J - 1] = 1.0
+    last = torch.arange(J, device=ew.device)[None, :] >= (tgt_lengths - 1)[:, None]  # (B, J)
+    none_last = (~last.any(0)).tolist()
+    for j in range(J - 2, -1, -1):
+        g = Bt[j + 1] * rcs[j + 1]
+        gw = torch.mul(ew[j + 1], g, out=Gw[j if jump_counts else 0])
+        new = torch.addcmul(g.mul_(enp[j + 1]), inv, torch.mm(gw, SqT))
+        if none_last[j]:
+            Bt[j] = new
+        else:
+            lj = last[:, j, None]
+            torch.where(lj, torch.ones_like(new), new, out=Bt[j])
+            if jump_counts:
+                gw.masked_fill_(lj, 0.0)
+    return Bt, Gw
 
 
 def _posteriors_differentiable(link_probs, null_probs, jump_scores, *, src_lengths,

@@ -160,6 +160,48 @@ def _mask_shift(x, mask, dims):
                                                                       device=x.device)), m
 
 
+def _scaled_jumps(log_jump, ivalid):
+    """(A (B,I,I), row_f (B,I) <= 1, ma (B,)): the jump probabilities with each row shifted
+    by its maximum over valid states (the row shifts go into the exit masses: row_f, ma)."""
+    dtype, dev = log_jump.dtype, log_jump.device
+    jmask = ivalid[:, None, :] & ivalid[:, :, None]
+    row = torch.where(jmask, log_jump.detach(), torch.full((), float("-inf"), dtype=dtype,
+                                                           device=dev)).amax(2)
+    row = torch.where(torch.isfinite(row), row, torch.zeros_like(row))  # (B, I)
+    ma = row.amax(1)
+    A = torch.where(jmask, _exp0(log_jump - row[:, :, None]),
+                    torch.zeros((), dtype=dtype, device=dev))
+    return A, torch.exp(row - ma[:, None]), ma
+
+
+def _scaled_emissions(pot: PhrasalPotentials, ivalid, pvalid):
+    """(em (B,J), word [n] (B,I), {(n, k): segment (B,I)}, NULL [n] (B,), phrase [n] (B,P)):
+    the emission probabilities with one shift em per (item, position) over its readable
+    scores (valid states; segments of length > 1 only where some item scores one, gathered
+    once: autograd scatters back once)."""
+    ew = pot.log_emit_word
+    B, J, L, _ = ew.shape
+    ninf = torch.full((), float("-inf"), dtype=ew.dtype, device=ew.device)
+    spans = _span_table(ew)
+    used = [(n, k) for n in range(J) for k in range(1, min(L, n + 1)) if spans[n][k - 1]]
+    em = torch.where(ivalid[:, None, :], ew.detach()[:, :, 0], ninf).amax(2)  # (B, J)
+    if used:
+        un = torch.tensor([n for n, _ in used], device=ew.device)
+        uk = torch.tensor([k for _, k in used], device=ew.device)
+        seg = torch.where(ivalid[:, None, :], ew.detach()[:, un, uk], ninf).amax(2)  # (B, U)
+        em = em.scatter_reduce(1, un.expand(B, -1), seg, "amax")
+    em = torch.maximum(em, pot.log_emit_null.detach())
+    if pot.log_emit_phrase.shape[-1]:
+        em = torch.maximum(em, torch.where(pvalid[:, None, :], pot.log_emit_phrase.detach(),
+                                           ninf).amax(2))
+    em = torch.where(torch.isfinite(em), em, torch.zeros_like(em))
+    Ew0 = _exp0(ew[:, :, 0] - em[:, :, None]).unbind(1)  # views made once
+    Eseg = dict(zip(used, _exp0(ew[:, un, uk] - em[:, un, None]).unbind(1))) if used else {}
+    En = _exp0(pot.log_emit_null - em).unbind(1)
+    Ep = _exp0(pot.log_emit_phrase - em[:, :, None]).unbind(1)
+    return em, Ew0, Eseg, En, Ep
+
+
 def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
     """log Z (B,) of the "log" semiring by a scaled forward in probability space (per-step
     normalisation, (B,I)x(B,I,I) products; no per-element logs): same value as `_forward`,
@@ -175,41 +217,12 @@ def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
     first = pfirst.clamp(0, I - 1)
     last_hot = ((torch.arange(I, device=dev)[None, None, :] == plast.clamp(0, I - 1)[..., None])
                 & pvalid[..., None]).to(dtype)  # (B, P, I)
-    # jump rows shifted one by one (B,I,I); the row shifts go into the exit masses
-    jmask = ivalid[:, None, :] & ivalid[:, :, None]
-    row = torch.where(jmask, pot.log_jump.detach(), torch.full((), float("-inf"), dtype=dtype,
-                                                              device=dev)).amax(2)
-    row = torch.where(torch.isfinite(row), row, torch.zeros_like(row))  # (B, I)
-    ma = row.amax(1)
-    A = torch.where(jmask, _exp0(pot.log_jump - row[:, :, None]),
-                    torch.zeros((), dtype=dtype, device=dev))
-    row_f = torch.exp(row - ma[:, None])  # (B, I) <= 1
+    A, row_f, ma = _scaled_jumps(pot.log_jump, ivalid)
     A0, ma0 = _mask_shift(pot.log_jump_init, ivalid, 1)
     NS, mn = _mask_shift(pot.log_null_stay, ivalid, 1)
     N0, mn0 = _mask_shift(pot.log_null_init, ivalid, 1)
     PW, mp = _mask_shift(pot.log_phrase_weight, pvalid, 1)
-    # emissions: one shift per (item, position) over its readable segment scores (valid
-    # states; segments of length > 1 only where some item scores one: `used`, gathered)
-    ninf = torch.full((), float("-inf"), dtype=dtype, device=dev)
-    spans = _span_table(ew)
-    used = [(n, k) for n in range(J) for k in range(1, min(L, n + 1)) if spans[n][k - 1]]
-    em = torch.where(ivalid[:, None, :], ew.detach()[:, :, 0], ninf).amax(2)  # (B, J)
-    if used:
-        un = torch.tensor([n for n, _ in used], device=dev)
-        uk = torch.tensor([k for _, k in used], device=dev)
-        seg = torch.where(ivalid[:, None, :], ew.detach()[:, un, uk], ninf).amax(2)  # (B, U)
-        em = em.scatter_reduce(1, un.expand(B, -1), seg, "amax")
-    em = torch.maximum(em, pot.log_emit_null.detach())
-    if P:
-        em = torch.maximum(em, torch.where(pvalid[:, None, :], pot.log_emit_phrase.detach(),
-                                           ninf).amax(2))
-    em = torch.where(torch.isfinite(em), em, torch.zeros_like(em))
-    Ew0 = _exp0(ew[:, :, 0] - em[:, :, None]).unbind(1)  # [n] (B, I); views made once
-    Eseg = {}
-    if used:  # one gather of the scored segments (autograd: one scatter back)
-        Eseg = dict(zip(used, _exp0(ew[:, un, uk] - em[:, un, None]).unbind(1)))
-    En = _exp0(pot.log_emit_null - em).unbind(1)
-    Ep = _exp0(pot.log_emit_phrase - em[:, :, None]).unbind(1)
+    em, Ew0, Eseg, En, Ep = _scaled_emissions(pot, ivalid, pvalid)
 
     def normalise(w, p, nu, shift):
         """Scale the entry masses by one per-item factor; returns them and their log scale."""

@@ -194,6 +194,57 @@ def start_config(m: DictConfig, n_pairs: int) -> WordAlignConfig:
     return WordAlignConfig(**{**{k: m.word[k] for k in m.word}, **start, "agreement": False})
 
 
+class _Table:
+    """The scored rows of Table 1: every model decoded on the sub-indexes of the dev, test
+    (rest), trial and all-447 pairs, with the decoding chosen on dev (and on trial for the
+    447 column)."""
+
+    def __init__(self, index, src_ids, tgt_ids, dev, test, tune, n_dev, grid):
+        self.dev, self.test, self.tune, self.test_rest = dev, test, tune, test[n_dev:]
+        self.grid = grid
+        self.subs = {name: build_index([(p.src, p.tgt) for p in g], src_ids, tgt_ids,
+                                       keys=index.keys)
+                     for name, g in (("dev", dev), ("test", self.test_rest), ("trial", tune),
+                                     ("all", test))}
+        self.metrics, self.rows = {}, []
+
+    def report(self, name, model, seconds):
+        subs, grid, test_rest = self.subs, self.grid, self.test_rest
+        mats = {k: link_matrices(model, ix) for k, ix in subs.items()}
+        # Viterbi links: dev, trial (decoding choice), test (the Viterbi row); all 447 only
+        # when the trial-chosen decoding is Viterbi (below)
+        vmats = {k: link_matrices(model, ix, viterbi=True) for k, ix in subs.items()
+                 if k != "all"}
+        dec, dev_aer = choose(mats["dev"], vmats["dev"], self.dev, grid)
+        use = vmats if dec["method"] == "viterbi" else mats
+        s = _score(test_rest, _decode(use["test"], dec))
+        dec_t, _ = choose(mats["trial"], vmats["trial"], self.tune, grid)
+        if dec_t["method"] == "viterbi":
+            vmats["all"] = link_matrices(model, subs["all"], viterbi=True)
+        use_t = vmats if dec_t["method"] == "viterbi" else mats
+        links_all = _decode(use_t["all"], dec_t)
+        s_all = _score(self.test, links_all)
+        vit = _score(test_rest, decode(vmats["test"], method="viterbi", threshold=0.5,
+                                       heuristic=grid["heuristics"][0]))
+        g = gappy_patterns(self.test, links_all)
+        f1 = 2 * s.precision * s.recall / max(1e-12, s.precision + s.recall)
+        self.metrics[name] = {
+            "precision": s.precision, "recall": s.recall, "f1": f1, "aer": s.aer,
+            "dev_aer": dev_aer, "aer_447_trial_tuned": s_all.aer, "viterbi_aer": vit.aer,
+            "train_seconds": seconds, "gappy_gold_pairs": g[0], "gappy_right": g[1],
+            "ne_pas_gold_pairs": g[2], "ne_pas_right": g[3]}
+        self.rows.append((name, dec, s, f1, s_all.aer, dec_t, g))
+        print(f"[{name}] dev {dec} AER {dev_aer:.4f}; test P {s.precision:.4f} R {s.recall:.4f} "
+              f"F1 {f1:.4f} AER {s.aer:.4f}; 447 ({dec_t}) AER {s_all.aer:.4f}; gappy {g}",
+              flush=True)
+
+    def print(self) -> None:
+        print(f"{'model':<22} {'prec':>6} {'rec':>6} {'F1':>6} {'AER':>7} {'AER447':>7}  decoding")
+        for name, dec, s, f1, a447, dec_t, _ in self.rows:
+            print(f"{name:<22} {s.precision:6.4f} {s.recall:6.4f} {f1:6.4f} {s.aer:7.4f} "
+                  f"{a447:7.4f}  dev:{dec} trial:{dec_t}")
+
+
 def train(cfg: DictConfig) -> dict:
     """Run the four stages, print Table 1 and write metrics.json; returns the metrics."""
     from aligners.metrics import write_metrics_json
@@ -203,70 +254,70 @@ def train(cfg: DictConfig) -> dict:
     m = cfg.model
     pairs, test, tune = _data(cfg)
     n_dev = int(m.dev_from_test)
-    dev, test_rest = tune + test[:n_dev], test[n_dev:]
     src_ids, tgt_ids = WordIds(), WordIds()
     t0 = time.time()
     index = build_index(pairs, src_ids, tgt_ids, cells=int(m.batch_cells))
     src_ids.frozen = tgt_ids.frozen = True
     index_s = time.time() - t0
-    grid = OmegaConf.to_container(m.tune_grid)
-    subs = {name: build_index([(p.src, p.tgt) for p in g], src_ids, tgt_ids, keys=index.keys)
-            for name, g in (("dev", dev), ("test", test_rest), ("trial", tune), ("all", test))}
-    metrics, rows, times, cpu = {}, [], {}, {}  # wall and CPU (process) seconds
-
-    def report(name, model, seconds):
-        mats = {k: link_matrices(model, ix) for k, ix in subs.items()}
-        # Viterbi links: dev, trial (decoding choice), test (the Viterbi row); all 447 only
-        # when the trial-chosen decoding is Viterbi (below)
-        vmats = {k: link_matrices(model, ix, viterbi=True) for k, ix in subs.items()
-                 if k != "all"}
-        dec, dev_aer = choose(mats["dev"], vmats["dev"], dev, grid)
-        use = vmats if dec["method"] == "viterbi" else mats
-        s = _score(test_rest, _decode(use["test"], dec))
-        dec_t, _ = choose(mats["trial"], vmats["trial"], tune, grid)
-        if dec_t["method"] == "viterbi":
-            vmats["all"] = link_matrices(model, subs["all"], viterbi=True)
-        use_t = vmats if dec_t["method"] == "viterbi" else mats
-        links_all = _decode(use_t["all"], dec_t)
-        s_all = _score(test, links_all)
-        vit = _score(test_rest, decode(vmats["test"], method="viterbi", threshold=0.5,
-                                       heuristic=grid["heuristics"][0]))
-        g = gappy_patterns(test, links_all)
-        f1 = 2 * s.precision * s.recall / max(1e-12, s.precision + s.recall)
-        metrics[name] = {"precision": s.precision, "recall": s.recall, "f1": f1, "aer": s.aer,
-                         "dev_aer": dev_aer, "aer_447_trial_tuned": s_all.aer,
-                         "viterbi_aer": vit.aer, "train_seconds": seconds,
-                         "gappy_gold_pairs": g[0], "gappy_right": g[1],
-                         "ne_pas_gold_pairs": g[2], "ne_pas_right": g[3]}
-        rows.append((name, dec, s, f1, s_all.aer, dec_t, g))
-        print(f"[{name}] dev {dec} AER {dev_aer:.4f}; test P {s.precision:.4f} R {s.recall:.4f} "
-              f"F1 {f1:.4f} AER {s.aer:.4f}; 447 ({dec_t}) AER {s_all.aer:.4f}; gappy {g}",
-              flush=True)
-
-    wcfg = {k: m.word[k] for k in m.word}
+    table = _Table(index, src_ids, tgt_ids, tune + test[:n_dev], test, tune, n_dev,
+                   OmegaConf.to_container(m.tune_grid))
+    times, cpu = {}, {}  # wall and CPU (process) seconds
     _warm_up_kernels()  # one-off numba loads, not charged to the first timed stage
-    # 1. word HMM by agreement (baseline row)
+    _baseline(cfg, index, table, times, cpu)
+    pcfg = {k: v for k, v in sized(m.phrasal, "phrasal", index.n_sentences).items()
+            if k in PhrasalConfig.__dataclass_fields__}
+    model, stats, start = _phrasal_stages(cfg, index, pcfg, table, times, cpu)
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    metrics = table.metrics
+    metrics["run"] = {"index_seconds": index_s, "peak_rss_mb": rss_mb,
+                      "start_ibm1_iterations": start.ibm1_iterations,
+                      "start_hmm_iterations": start.hmm_iterations,
+                      "phrasal_iterations": int(pcfg["iterations"]),
+                      "training_pairs": index.n_sentences, **{f"{k}_seconds": v
+                                                              for k, v in times.items()},
+                      **{f"{k}_cpu_seconds": v for k, v in cpu.items()}}
+    for name, st in stats.items():
+        metrics[f"phrases_{name}"] = {k: float(v) for k, v in st.items()}
+    table.print()
+    print(f"peak RSS {rss_mb:.0f} MB; times {times}; CPU times {cpu}")
+    out_dir = Path(cfg.paths.output_dir)
+    write_metrics_json(out_dir / "metrics.json", metrics)
+    if model is not None and cfg.get("save_model", True):
+        from aligners.export import write_model
+        from aligners.models.gappy_hsmm.io import phrasal_parts
+
+        dec = table.rows[-1][1]  # the gappy model's decoding chosen on dev
+        write_model(out_dir / "model", **phrasal_parts(model, src_ids, tgt_ids, decoding=dec))
+    return metrics
+
+
+def _baseline(cfg, index, table: _Table, times: dict, cpu: dict) -> None:
+    """Stage 1: the word HMM by agreement (the baseline row)."""
+    wcfg = {k: cfg.model.word[k] for k in cfg.model.word}
     t0, c0 = time.time(), time.process_time()
     base = WordAligner.from_index(index, WordAlignConfig(**{**wcfg, "agreement": True}))
     _fit(cfg, LitWordAligner.from_model(base, index), base.n_iterations)
     times["word_hmm_agreement"] = time.time() - t0
     cpu["word_hmm_agreement"] = time.process_time() - c0
-    report("word_hmm_agreement", base, times["word_hmm_agreement"])
+    table.report("word_hmm_agreement", base, times["word_hmm_agreement"])
     del base
     release_free_heap()  # the baseline's freed tables and E-step buffers back to the OS
-    # 2. word HMM without agreement (its iteration counts: `model.start`, chosen on dev)
+
+
+def _phrasal_stages(cfg, index, pcfg: dict, table: _Table, times: dict, cpu: dict):
+    """Stage 2, the word HMM without agreement (its iteration counts: `model.start`, chosen
+    on dev), then from its Viterbi alignments (run once, shared: its time is counted in each
+    model's initialisation, as each would need it alone) stages 3 and 4, the contiguous and
+    the gappy phrasal model. Returns (the gappy model, the phrase statistics per model, the
+    start's config)."""
     t0, c0 = time.time(), time.process_time()
-    start = start_config(m, index.n_sentences)
+    start = start_config(cfg.model, index.n_sentences)
     word = WordAligner.from_index(index, start)
     _fit(cfg, LitWordAligner.from_model(word, index), word.n_iterations)
     times["word_hmm_no_agreement"] = time.time() - t0
     cpu["word_hmm_no_agreement"] = time.process_time() - c0
-    pcfg = {k: v for k, v in sized(m.phrasal, "phrasal", index.n_sentences).items()
-            if k in PhrasalConfig.__dataclass_fields__}
     stats = {}
     model = None
-    # the word HMM's Viterbi alignments (mining input): run once, shared by both models; its
-    # time is counted in each model's initialisation (each would need it alone)
     t0, c0 = time.time(), time.process_time()
     vit = word_viterbi(word, index)
     vit_s, vit_cpu = time.time() - t0, time.process_time() - c0
@@ -290,38 +341,14 @@ def train(cfg: DictConfig) -> dict:
         print(f"[{name}] {st}; init {init_s:.1f} s (CPU {init_cpu:.1f} s), total "
               f"{times[name]:.1f} s (CPU {cpu[name]:.1f} s); "
               f"loglik {lit.history}", flush=True)
-        report(f"+{name}", model, times["word_hmm_no_agreement"] + times[name])
+        table.report(f"+{name}", model, times["word_hmm_no_agreement"] + times[name])
         model.clear_caches()  # its cached tables: not kept while the next model trains
         if not gappy:  # the contiguous model is done: its memory back before the next build
             del lit
             model = None
             gc.collect()  # the Lightning module and its trainer hold each other
             release_free_heap()
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    metrics["run"] = {"index_seconds": index_s, "peak_rss_mb": rss_mb,
-                      "start_ibm1_iterations": start.ibm1_iterations,
-                      "start_hmm_iterations": start.hmm_iterations,
-                      "phrasal_iterations": int(pcfg["iterations"]),
-                      "training_pairs": index.n_sentences, **{f"{k}_seconds": v
-                                                              for k, v in times.items()},
-                      **{f"{k}_cpu_seconds": v for k, v in cpu.items()}}
-    for name, st in stats.items():
-        metrics[f"phrases_{name}"] = {k: float(v) for k, v in st.items()}
-    head = f"{'model':<22} {'prec':>6} {'rec':>6} {'F1':>6} {'AER':>7} {'AER447':>7}  decoding"
-    print(head)
-    for name, dec, s, f1, a447, dec_t, _ in rows:
-        print(f"{name:<22} {s.precision:6.4f} {s.recall:6.4f} {f1:6.4f} {s.aer:7.4f} "
-              f"{a447:7.4f}  dev:{dec} trial:{dec_t}")
-    print(f"peak RSS {rss_mb:.0f} MB; times {times}; CPU times {cpu}")
-    out_dir = Path(cfg.paths.output_dir)
-    write_metrics_json(out_dir / "metrics.json", metrics)
-    if model is not None and cfg.get("save_model", True):
-        from aligners.export import write_model
-        from aligners.models.gappy_hsmm.io import phrasal_parts
-
-        dec = rows[-1][1]  # the gappy model's decoding chosen on dev
-        write_model(out_dir / "model", **phrasal_parts(model, src_ids, tgt_ids, decoding=dec))
-    return metrics
+    return model, stats, start
 
 
 def evaluate(cfg: DictConfig) -> dict:

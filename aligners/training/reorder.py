@@ -43,6 +43,7 @@ from aligners.models.reorder.config import ReorderConfig, ReorderData, ReorderRu
 from aligners.models.reorder.dual_mlr import warmup as dual_warmup
 from aligners.models.reorder.mlr import warmup as mlr_warmup
 from aligners.phrases import load_corpus
+from aligners.plots import plot_reorder
 
 __all__ = ["KINDS", "train", "evaluate", "dir_size"]
 
@@ -84,6 +85,12 @@ def _settings(cfg: DictConfig) -> tuple[ReorderConfig, ReorderData, ReorderRun]:
             from_config(ReorderRun, cfg, "", strict=False))
 
 
+def _cuts(n: int, d: ReorderData) -> tuple[int, int]:
+    """The first pair of the dev slice and of the held-out pairs, of n pairs."""
+    test_cut = int(round(n * (1 - float(d.heldout_fraction))))
+    return int(round(test_cut * (1 - float(d.dev_fraction)))), test_cut
+
+
 def _as_list(value) -> list:
     """A setting that takes one value or a list (one model each) as a list."""
     return list(value) if isinstance(value, list | tuple) else [value]
@@ -94,14 +101,39 @@ def train(cfg: DictConfig) -> dict:
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rc, d, run = _settings(cfg)
-    x, feat_cfg = rc.extract, rc.features
-    gen = torch.Generator().manual_seed(int(cfg.seed))
     results: dict = {"config": OmegaConf.to_container(cfg, resolve=False)}
+    featurizer = ReorderFeaturizer(context=bool(rc.features.context))
+    raw, dev_cut, test_cut, rows = _extract(cfg, d, run, rc.extract, featurizer, results)
+    f = _Fits(cfg, rc, d, run, raw, rows, featurizer, out_dir, results)
+    results["data"] = {"sentence_pairs": raw.n_sentences, "train_pairs": dev_cut,
+                       "test_from_pair": test_cut, **f.summary()}
+    print(json.dumps(results["data"]), flush=True)
+    m = rc.models
+    if m.lexical:
+        f.lexical(raw.keys[rows[0]], raw.keys[rows[1]], dev_cut)
+    if m.naive_bayes:
+        f.naive_bayes()
+    if m.primal:
+        f.primal()
+    if m.dual:
+        f.dual()
+    (out_dir / "results.json").write_text(json.dumps(results, indent=1, default=float))
+    split = "dev" if run.evaluate_on == "dev" else "heldout"
+    row = {f"{name}_error": rec["heldout_error"] for name, rec in results.get("models", {}).items()
+           if np.isfinite(rec["heldout_error"])}
+    if np.isfinite(results["data"]["majority_error"]):
+        row["majority_error"] = results["data"]["majority_error"]
+    write_metrics_json(out_dir / "metrics.json", {split: row})
+    plot_reorder(results, out_dir)
+    return results
 
-    # 1. stream extraction + feature codes (one pass over the corpus)
+
+def _extract(cfg, d, run, x, featurizer, results):
+    """(examples, dev_cut, test_cut, (train rows, test rows)): one streaming pass over the
+    corpus (extraction + feature codes) and the split by sentence pair (test = the held-out
+    pairs, or the dev slice with evaluate_on=dev)."""
     from tqdm import tqdm
 
-    featurizer = ReorderFeaturizer(context=bool(feat_cfg.context))
     corpus = load_corpus(_resolve(d.src, cfg), _resolve(d.tgt, cfg), _resolve(d.align, cfg),
                          limit=d.limit, lowercase=bool(d.lowercase))
     bar = tqdm(total=d.limit, desc="extract", unit="pair", mininterval=5,
@@ -111,165 +143,162 @@ def train(cfg: DictConfig) -> dict:
                            direction=x.direction, on_sentence=lambda: bar.update(1))
     bar.close()
     results["extract_seconds"] = time.perf_counter() - start
-    n_sent = raw.n_sentences
-    test_cut = int(round(n_sent * (1 - float(d.heldout_fraction))))
-    dev_cut = int(round(test_cut * (1 - float(d.dev_fraction))))
+    dev_cut, test_cut = _cuts(raw.n_sentences, d)
     rows = np.arange(len(raw))
-    train_rows = rows[raw.sentence < dev_cut]
     test_rows = rows[raw.sentence >= test_cut]
     if run.evaluate_on == "dev":
         test_rows = rows[(raw.sentence >= dev_cut) & (raw.sentence < test_cut)]
-    start = time.perf_counter()
-    vocab = fit_feature_vocab(raw, train_rows, min_count=int(feat_cfg.min_count))
-    X_train = csr_to_torch(to_csr(raw, train_rows, vocab))
-    X_test = csr_to_torch(to_csr(raw, test_rows, vocab))
-    y_train, y_test = raw.labels[train_rows], raw.labels[test_rows]
-    raw.codes = np.zeros(0, dtype=np.int64)  # free the flat codes (the CSR matrices stay)
-    results["feature_seconds"] = time.perf_counter() - start
-    F = len(vocab)
-    mlr_warmup()  # JIT compile outside every timed fit
-    dual_warmup()
-    results["data"] = {
-        "sentence_pairs": n_sent, "train_pairs": dev_cut, "test_from_pair": test_cut,
-        "evaluated_on": run.evaluate_on,
-        "train_examples": int(len(train_rows)), "test_examples": int(len(test_rows)),
-        "features": F, "train_nnz": int(X_train._nnz()),
-        "train_class_fractions":
-            (np.bincount(y_train, minlength=3) / max(len(y_train), 1)).tolist(),
-        "majority_error": float(1 - np.bincount(y_test, minlength=3)[
-            np.bincount(y_train, minlength=3).argmax()] / max(len(y_test), 1)),
-    }
-    print(json.dumps(results["data"]), flush=True)
-    feature_list = featurizer.describe(vocab)
-    models_dir = out_dir / "models"
-    m = rc.models
-    rep = int(run.speed_repeats)
-    progress = bool(run.progress)
-    meta = {"extract": {"max_length": int(x.max_length), "orientation": str(x.mode),
-                        "direction": str(x.direction), "lowercase": bool(d.lowercase)},
-            "features": {"min_count": int(feat_cfg.min_count), "context": bool(feat_cfg.context)}}
+    return raw, dev_cut, test_cut, (rows[raw.sentence < dev_cut], test_rows)
 
-    def fit(name, max_epochs, train_batch, val_batch=None, **hp):
+
+class _Fits:
+    """The feature matrices of one run and the fit, export and scoring of each model kind
+    (through `LitReorderer`), recorded into `results["models"]`."""
+
+    def __init__(self, cfg, rc, d, run, raw, rows, featurizer, out_dir, results):
+        start = time.perf_counter()
+        vocab = fit_feature_vocab(raw, rows[0], min_count=int(rc.features.min_count))
+        self.X_train = csr_to_torch(to_csr(raw, rows[0], vocab))
+        self.X_test = csr_to_torch(to_csr(raw, rows[1], vocab))
+        self.y_train, self.y_test = raw.labels[rows[0]], raw.labels[rows[1]]
+        raw.codes = np.zeros(0, dtype=np.int64)  # free the flat codes (the CSR matrices stay)
+        results["feature_seconds"] = time.perf_counter() - start
+        self.F = len(vocab)
+        mlr_warmup()  # JIT compile outside every timed fit
+        dual_warmup()
+        self.features = featurizer.describe(vocab)
+        self.cfg, self.rc, self.d, self.run, self.results = cfg, rc, d, run, results
+        self.out_dir, self.models_dir = out_dir, out_dir / "models"
+        self.gen = torch.Generator().manual_seed(int(cfg.seed))
+        x = rc.extract
+        self.meta = {"extract": {"max_length": int(x.max_length), "orientation": str(x.mode),
+                                 "direction": str(x.direction), "lowercase": bool(d.lowercase)},
+                     "features": {"min_count": int(rc.features.min_count),
+                                  "context": bool(rc.features.context)}}
+
+    def summary(self) -> dict:
+        y_train, y_test = self.y_train, self.y_test
+        return {
+            "evaluated_on": self.run.evaluate_on,
+            "train_examples": int(len(y_train)), "test_examples": int(len(y_test)),
+            "features": self.F, "train_nnz": int(self.X_train._nnz()),
+            "train_class_fractions":
+                (np.bincount(y_train, minlength=3) / max(len(y_train), 1)).tolist(),
+            "majority_error": float(1 - np.bincount(y_test, minlength=3)[
+                np.bincount(y_train, minlength=3).argmax()] / max(len(y_test), 1)),
+        }
+
+    def fit(self, name, max_epochs, train_batch, val_batch=None, **hp):
         from aligners.training.lit_reorder import LitReorderer, fit_reorderer
 
-        lit = LitReorderer(generator=gen, seed=int(cfg.seed), **hp)
-        fit_reorderer(lit, train_batch, cfg=cfg, name=name, max_epochs=max_epochs,
-                      val_batch=val_batch, progress=progress)
+        lit = LitReorderer(generator=self.gen, seed=int(self.cfg.seed), **hp)
+        fit_reorderer(lit, train_batch, cfg=self.cfg, name=name, max_epochs=max_epochs,
+                      val_batch=val_batch, progress=bool(self.run.progress))
         return lit
 
-    def record(name, lit, log_proba_fn, save_dir, extra=None):
-        log_proba, pred_s = _timed(log_proba_fn, rep)
+    def record(self, name, lit, log_proba_fn, save_dir, extra=None):
+        log_proba, pred_s = _timed(log_proba_fn, int(self.run.speed_repeats))
         rec = {"train_seconds": lit.train_seconds,
-               "heldout_error": error_rate(log_proba, y_test),
+               "heldout_error": error_rate(log_proba, self.y_test),
                "predict_seconds": pred_s,
-               "predictions_per_second": len(y_test) / pred_s if pred_s > 0 else None,
+               "predictions_per_second": len(self.y_test) / pred_s if pred_s > 0 else None,
                "size_bytes": dir_size(save_dir) if save_dir else None, **(extra or {})}
-        results.setdefault("models", {})[name] = rec
+        self.results.setdefault("models", {})[name] = rec
         print(name, json.dumps(rec), flush=True)
         return rec
 
-    if m.lexical:
-        lit = fit("lexical", 1, (raw.keys[train_rows], y_train), model="lexical",
-                  smoothing=float(rc.lexical.smoothing))
+    def lexical(self, train_keys, test_keys, dev_cut):
+        rc, d, cfg = self.rc, self.d, self.cfg
+        lit = self.fit("lexical", 1, (train_keys, self.y_train), model="lexical",
+                       smoothing=float(rc.lexical.smoothing))
         lex = lit.model
-        lex.save(models_dir / "lexical", meta=meta)
+        lex.save(self.models_dir / "lexical", meta=self.meta)
         extra = {}
         if rc.lexical.write_table:
-            table = out_dir / "reordering-table.wbe-msd-backward-fe"
+            table = self.out_dir / "reordering-table.wbe-msd-backward-fe"
             corpus = load_corpus(_resolve(d.src, cfg), _resolve(d.tgt, cfg),
                                  _resolve(d.align, cfg), limit=dev_cut,
                                  lowercase=bool(d.lowercase))
             extra["moses_table_lines"] = lex.write_moses_table(table, iter_phrase_strings(
-                corpus, max_length=int(x.max_length), mode=x.mode))
+                corpus, max_length=int(rc.extract.max_length), mode=rc.extract.mode))
             extra["moses_table_bytes"] = dir_size(table)
             if not rc.lexical.keep_table:
                 os.remove(table)
-        test_keys = raw.keys[test_rows]
-        record("lexical", lit, lambda: lex.predict_log_proba(test_keys), models_dir / "lexical",
-               extra)
+        self.record("lexical", lit, lambda: lex.predict_log_proba(test_keys),
+                    self.models_dir / "lexical", extra)
 
-    if m.naive_bayes:
-        nbc = rc.naive_bayes
+    def naive_bayes(self):
+        nbc = self.rc.naive_bayes
         inferences = _as_list(nbc.inference)
         for inference in inferences:
-            lit = fit(f"nb_{inference}", 1, (X_train, y_train), model="naive_bayes",
-                      num_features=F, alpha=float(nbc.alpha), inference=str(inference))
-            path = models_dir / f"nb_{inference}"
-            lit.model.save(path, meta=meta, features=feature_list)
-            record(f"nb_{inference}", lit, lambda nb=lit.model: nb.predict_log_proba(X_test),
-                   path)
+            lit = self.fit(f"nb_{inference}", 1, (self.X_train, self.y_train),
+                           model="naive_bayes", num_features=self.F, alpha=float(nbc.alpha),
+                           inference=str(inference))
+            path = self.models_dir / f"nb_{inference}"
+            lit.model.save(path, meta=self.meta, features=self.features)
+            self.record(f"nb_{inference}", lit,
+                        lambda nb=lit.model: nb.predict_log_proba(self.X_test), path)
         if nbc.mi_fractions:
-            results["mi_curve"] = _mi_curve(nbc, inferences, X_train, y_train, X_test, y_test, F,
-                                            feature_list, models_dir, meta)
+            self.results["mi_curve"] = self.mi_curve(nbc, inferences)
 
-    if m.primal:
-        pc = rc.primal
+    def primal(self):
+        pc = self.rc.primal
         track = pc.track_heldout  # held-out error per epoch (time not counted)
-        lit = fit("primal", int(pc.epochs), (X_train, y_train),
-                  (X_test, y_test) if track else None, model="primal", num_features=F,
-                  sigma2=float(pc.sigma2), lr=float(pc.lr))
+        lit = self.fit("primal", int(pc.epochs), (self.X_train, self.y_train),
+                       (self.X_test, self.y_test) if track else None, model="primal",
+                       num_features=self.F, sigma2=float(pc.sigma2), lr=float(pc.lr))
         primal = lit.model
-        primal.save(models_dir / "primal", meta=meta, features=feature_list)
-        record("primal", lit, lambda: primal.predict_log_proba(X_test), models_dir / "primal",
-               {"epochs": int(pc.epochs), "heldout_error_per_epoch": lit.val_errors,
-                "history": primal.history})
+        primal.save(self.models_dir / "primal", meta=self.meta, features=self.features)
+        self.record("primal", lit, lambda: primal.predict_log_proba(self.X_test),
+                    self.models_dir / "primal",
+                    {"epochs": int(pc.epochs), "heldout_error_per_epoch": lit.val_errors,
+                     "history": primal.history})
 
-    if m.dual:
-        dc = rc.dual
+    def dual(self):
+        dc = self.rc.dual
         for eps in _as_list(dc.eps):
-            lit = fit(f"dual_eps{eps}", int(dc.max_iter), (X_train, y_train), model="dual",
-                      num_features=F, sigma2=float(dc.sigma2), eps=float(eps),
-                      init_eps=float(dc.init_eps), max_trial=int(dc.max_trial),
-                      reset_step=bool(dc.reset_step), step=float(dc.step),
-                      step_growth=float(dc.step_growth))
+            lit = self.fit(f"dual_eps{eps}", int(dc.max_iter), (self.X_train, self.y_train),
+                           model="dual", num_features=self.F, sigma2=float(dc.sigma2),
+                           eps=float(eps), init_eps=float(dc.init_eps),
+                           max_trial=int(dc.max_trial), reset_step=bool(dc.reset_step),
+                           step=float(dc.step), step_growth=float(dc.step_growth))
             dual = lit.model
-            path = models_dir / f"dual_eps{eps}"
-            dual.save(path, meta=meta, features=feature_list)
-            record(f"dual_eps{eps}", lit, lambda dual=dual: dual.predict_log_proba(X_test),
-                   path, {"eps": float(eps), "history": dual.history,
-                          "iterations": len(dual.history)})
+            path = self.models_dir / f"dual_eps{eps}"
+            dual.save(path, meta=self.meta, features=self.features)
+            self.record(f"dual_eps{eps}", lit, lambda dual=dual: dual.predict_log_proba(
+                self.X_test), path, {"eps": float(eps), "history": dual.history,
+                                     "iterations": len(dual.history)})
 
-    (out_dir / "results.json").write_text(json.dumps(results, indent=1, default=float))
-    split = "dev" if run.evaluate_on == "dev" else "heldout"
-    row = {f"{name}_error": rec["heldout_error"] for name, rec in results.get("models", {}).items()
-           if np.isfinite(rec["heldout_error"])}
-    if np.isfinite(results["data"]["majority_error"]):
-        row["majority_error"] = results["data"]["majority_error"]
-    write_metrics_json(out_dir / "metrics.json", {split: row})
-    _plots(results, out_dir)
-    return results
+    def mi_curve(self, nbc, inferences) -> list:
+        """Error of NB (each inference) after removing the lowest-MI fraction of features.
 
-
-def _mi_curve(nbc, inferences, X_train, y_train, X_test, y_test, F, feature_list, models_dir,
-              meta) -> list:
-    """Error of NB (each inference) after removing the lowest-MI fraction of features.
-
-    An analysis sweep: each point is one counting pass (`NaiveBayes.fit`), not a Lightning
-    run; the exported size is measured on a temporary model folder, removed afterwards.
-    """
-    scores = mi_scores(X_train, y_train, num_classes=3).numpy()
-    order = np.argsort(scores, kind="stable")  # lowest MI first
-    X_train_d, X_test_d = X_train.to_sparse_coo(), X_test.to_sparse_coo()
-    curve = []
-    for frac in nbc.mi_fractions:
-        n_drop = int(round(float(frac) * F))
-        keep = np.sort(order[n_drop:])
-        Xtr = _select_columns(X_train_d, keep, F)
-        Xte = _select_columns(X_test_d, keep, F)
-        row = {"fraction_removed": float(frac), "features": int(len(keep)),
-               "threshold": float(scores[order[n_drop - 1]]) if n_drop > 0 else 0.0}
-        for inference in inferences:
-            nb = NaiveBayes(num_features=len(keep), alpha=float(nbc.alpha),
-                            inference=inference).fit(Xtr, y_train)
-            row[f"error_{inference}"] = error_rate(nb.predict_log_proba(Xte), y_test)
-            if inference == inferences[0]:  # size on disk, then the folder is removed
-                with tempfile.TemporaryDirectory(prefix="aligners-nb-mi-") as tmp:
-                    path = Path(tmp) / "nb_mi"
-                    nb.save(path, meta=meta, features=[feature_list[i] for i in keep])
-                    row["size_bytes"] = dir_size(path)
-        curve.append(row)
-        print("mi", json.dumps(row), flush=True)
-    return curve
+        An analysis sweep: each point is one counting pass (`NaiveBayes.fit`), not a Lightning
+        run; the exported size is measured on a temporary model folder, removed afterwards.
+        """
+        X_train, y_train, y_test, F = self.X_train, self.y_train, self.y_test, self.F
+        scores = mi_scores(X_train, y_train, num_classes=3).numpy()
+        order = np.argsort(scores, kind="stable")  # lowest MI first
+        X_train_d, X_test_d = X_train.to_sparse_coo(), self.X_test.to_sparse_coo()
+        curve = []
+        for frac in nbc.mi_fractions:
+            n_drop = int(round(float(frac) * F))
+            keep = np.sort(order[n_drop:])
+            Xtr = _select_columns(X_train_d, keep, F)
+            Xte = _select_columns(X_test_d, keep, F)
+            row = {"fraction_removed": float(frac), "features": int(len(keep)),
+                   "threshold": float(scores[order[n_drop - 1]]) if n_drop > 0 else 0.0}
+            for inference in inferences:
+                nb = NaiveBayes(num_features=len(keep), alpha=float(nbc.alpha),
+                                inference=inference).fit(Xtr, y_train)
+                row[f"error_{inference}"] = error_rate(nb.predict_log_proba(Xte), y_test)
+                if inference == inferences[0]:  # size on disk, then the folder is removed
+                    with tempfile.TemporaryDirectory(prefix="aligners-nb-mi-") as tmp:
+                        path = Path(tmp) / "nb_mi"
+                        nb.save(path, meta=self.meta, features=[self.features[i] for i in keep])
+                        row["size_bytes"] = dir_size(path)
+            curve.append(row)
+            print("mi", json.dumps(row), flush=True)
+        return curve
 
 
 def _select_columns(X_coo: torch.Tensor, keep: np.ndarray, F: int) -> torch.Tensor:
@@ -283,47 +312,6 @@ def _select_columns(X_coo: torch.Tensor, keep: np.ndarray, F: int) -> torch.Tens
     out = torch.sparse_coo_tensor(torch.stack([idx[0][ok], new_col[ok]]), val[ok],
                                   size=(X_coo.shape[0], len(keep)), check_invariants=False)
     return out.coalesce().to_sparse_csr()
-
-
-def _plots(results: dict, out_dir: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    duals = {k: v for k, v in results.get("models", {}).items() if k.startswith("dual_eps")}
-    if duals:
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        for rec in duals.values():
-            fr = [100 * h["active_fraction"] for h in rec["history"]]
-            ax.plot(range(1, len(fr) + 1), fr, marker="o", ms=3, label=f"eps = {rec['eps']}")
-        ax.set_xlabel("training iteration")
-        ax.set_ylabel("% active phrase pairs")
-        ax.set_title("Dual MLR shrinking (EMNLP Fig. 1)")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out_dir / "reorder_active_set.png", dpi=120)
-        plt.close(fig)
-    curve = results.get("mi_curve")
-    if curve:
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        fr = [100 * r["fraction_removed"] for r in curve]
-        for key in [k for k in curve[0] if k.startswith("error_")]:
-            ax.plot(fr, [100 * r[key] for r in curve], marker="o", ms=3,
-                    label=f"naive Bayes {key[6:]}")
-        if "lexical" in results.get("models", {}):
-            ax.axhline(100 * results["models"]["lexical"]["heldout_error"], ls="--", c="gray",
-                       label="lexicalized")
-        if "data" in results:
-            ax.axhline(100 * results["data"]["majority_error"], ls=":", c="k",
-                       label="majority class")
-        ax.set_xlabel("% of features removed (lowest MI first)")
-        ax.set_ylabel("held-out error (%)")
-        ax.set_title("Naive Bayes vs MI feature reduction (WMT Fig. 2)")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out_dir / "reorder_nb_feature_reduction.png", dpi=120)
-        plt.close(fig)
 
 
 def _count_pairs(path: str, limit) -> int:
@@ -357,8 +345,7 @@ def _test_triples(cfg: DictConfig, lowercase: bool):
         if not Path(p).is_file():
             raise AlignersInputError("no such data file", path=p)
     n = _count_pairs(paths[2], d.limit)
-    test_cut = int(round(n * (1 - float(d.heldout_fraction))))
-    dev_cut = int(round(test_cut * (1 - float(d.dev_fraction))))
+    dev_cut, test_cut = _cuts(n, d)
     corpus = load_corpus(*paths, limit=n, lowercase=lowercase)
     if run.evaluate_on == "dev":
         return "dev", itertools.islice(corpus, dev_cut, test_cut)

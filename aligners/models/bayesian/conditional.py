@@ -1,69 +1,27 @@
-"""The reference conditional of one token of the Bayesian aligner's exact sampler
-(sampler.py describes the model and the count layout): `token_conditional` removes the
-token's counts, fills its unnormalised conditional and puts the counts back. The tests check
-it against brute-force enumeration and `sampler.sweep`'s inlined conditional against it.
+"""The conditional of one token of the Bayesian aligner's exact sampler (sampler.py describes
+the model and the count layout), on its own: `token_conditional` removes the token's counts,
+fills its conditional with the sweep's own functions (`_ibm1_conditional`,
+`_hmm_conditional`, from freshly computed position factors) and puts the counts back. The
+tests check it against brute-force enumeration, and `sampler.sweep` (whose position factors
+are kept up to date incrementally) against a token-by-token sweep through it.
 Cost O(I + J) per call.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
-from aligners.models.bayesian.sampler import _bucket, _cell, _pid
+from aligners.models.bayesian.sampler import (
+    _hmm_conditional,
+    _ibm1_conditional,
+    _neighbours,
+    _row,
+    _update,
+    _weight,
+)
 
 __all__ = ["token_conditional"]
-
-
-@njit(inline="always", cache=True, error_model="numpy")
-def _neighbours(a, os_, x, n_obs, n_gen):
-    prev = -1
-    for y in range(x - 1, -1, -1):
-        if a[os_ + y] >= 0:
-            prev = a[os_ + y]
-            break
-    nxt = n_gen
-    for y in range(x + 1, n_obs):
-        if a[os_ + y] >= 0:
-            nxt = a[os_ + y]
-            break
-    return prev, nxt
-
-
-@njit(inline="always", cache=True, error_model="numpy")
-def _update(sign, v, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair_lo,
-            pair_hi, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
-            max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha):
-    """Add (sign=+1) or remove (-1) token x's counts for the value v; keep the cached
-    reciprocal denominators lex_inv and fertility ratios fert_ratio up to date."""
-    if v >= 0:
-        e = gen_flat[gs + v]
-        lex[_pid(pair_lo, pair_hi, co + _cell(v, x, n_gen, n_obs, rev))] += sign
-        lex_den[e] += sign
-        lex_inv[e] = 1.0 / (lex_alpha_v + lex_den[e])
-        if stage >= 2:
-            jump[_bucket(v - prev, max_jump)] += sign
-            jump[_bucket(nxt - v, max_jump)] += sign
-            jump_tot[0] += 2 * sign
-        if stage >= 3:
-            f = phi[gs + v]
-            nf = f + sign
-            b0 = min(f, max_fert)
-            b1 = min(nf, max_fert)
-            if b0 != b1:
-                fert[e, b0] -= 1
-                fert[e, b1] += 1
-                lo = max(min(b0, b1) - 1, 0)
-                hi = min(max(b0, b1), max_fert - 1)
-                for f2 in range(lo, hi + 1):
-                    fert_ratio[e, f2] = (fert_alpha + fert[e, f2 + 1]) / (
-                        fert_alpha + fert[e, f2] - 1.0)
-            phi[gs + v] = nf
-    else:
-        null_lex[t] += sign
-        null_den[0] += sign
-        if stage >= 2:
-            jump[_bucket(nxt - prev, max_jump)] += sign
-            jump_tot[0] += sign
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -72,11 +30,9 @@ def token_conditional(k, x, gen_flat, gen_off, obs_flat, obs_off, cell_off, pair
                       fert_ratio, stage, p_null,
                       lex_alpha, lex_alpha_v, null_alpha, null_alpha_v, jump_alpha,
                       jump_alpha_b, fert_alpha, max_jump, max_fert, out):
-    """Unnormalised conditional of token x of sentence k into out (I + 1,): positions, NULL.
-
-    Removes the token's counts first and puts them back after: the state is unchanged.
-    Cost O(I + J).
-    """
+    """Conditional of token x of sentence k into out (I + 1,): positions, NULL, up to a
+    common factor (as the sweep computes it). Removes the token's counts first and puts them
+    back after: the state is unchanged. Cost O(I + J)."""
     gs = gen_off[k]
     n_gen = gen_off[k + 1] - gs
     os_ = obs_off[k]
@@ -87,52 +43,20 @@ def token_conditional(k, x, gen_flat, gen_off, obs_flat, obs_off, cell_off, pair
     prev, nxt = -1, n_gen
     if stage >= 2:
         prev, nxt = _neighbours(a, os_, x, n_obs, n_gen)
-    _update(-1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair_lo,
+    cb, gstep = _row(co, x, n_gen, n_obs, rev)
+    _update(-1, old, t, gs, cb, gstep, prev, nxt, lex.shape[0], stage, gen_flat, pair_lo,
             pair_hi, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
             max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)
-    _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair_lo, pair_hi, phi,
-          lex, lex_inv, null_lex, null_den, jump, jump_tot, fert_ratio, p_null, lex_alpha,
-          lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump,
-          max_fert)
-    _update(1, old, x, t, gs, co, n_gen, n_obs, rev, prev, nxt, stage, gen_flat, pair_lo,
-            pair_hi, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
-            max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _fill(out, t, gs, co, n_gen, n_obs, rev, x, prev, nxt, stage, gen_flat, pair_lo, pair_hi, phi,
-          lex, lex_inv, null_lex, null_den, jump, jump_tot, fert_ratio, p_null, lex_alpha,
-          lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump,
-          max_fert):
-    """Unnormalised conditional (I + 1,) from the base counts (token and its jumps removed);
-    returns its sum."""
-    inv1 = 1.0
-    inv2 = 1.0
-    if stage >= 2:
-        tot = jump_tot[0] + jump_alpha_b
-        inv1 = 1.0 / tot
-        inv2 = 1.0 / (tot + 1.0)
-    uniform = (1.0 - p_null) / n_gen
-    total = 0.0
+    w = np.empty(n_gen)
     for g in range(n_gen):
-        e = gen_flat[gs + g]
-        c = co + _cell(g, x, n_gen, n_obs, rev)
-        pr = (lex_alpha + lex[_pid(pair_lo, pair_hi, c)]) * lex_inv[e]
-        if stage == 1:
-            pr *= uniform
-        else:
-            b1 = _bucket(g - prev, max_jump)
-            b2 = _bucket(nxt - g, max_jump)
-            c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
-            pr *= (1.0 - p_null) * (jump_alpha + jump[b1]) * inv1 * (jump_alpha + c2) * inv2
-            if stage >= 3:
-                f = phi[gs + g]
-                if f < max_fert:
-                    pr *= fert_ratio[e, f]
-        out[g] = pr
-        total += pr
-    pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0])
-    if stage >= 2:
-        pn *= (jump_alpha + jump[_bucket(nxt - prev, max_jump)]) * inv1
-    out[n_gen] = pn
-    return total + pn
+        w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+    if stage == 1:
+        _ibm1_conditional(out, w, t, n_gen, cb, gstep, lex.shape[0], lex, pair_lo, pair_hi,
+                          null_lex, null_den, p_null, lex_alpha, null_alpha, null_alpha_v)
+    else:
+        _hmm_conditional(out, w, t, n_gen, cb, gstep, lex.shape[0], prev, nxt, lex, pair_lo,
+                         pair_hi, null_lex, null_den, jump, jump_tot, p_null, lex_alpha,
+                         null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, max_jump)
+    _update(1, old, t, gs, cb, gstep, prev, nxt, lex.shape[0], stage, gen_flat, pair_lo,
+            pair_hi, phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
+            max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)

@@ -122,6 +122,230 @@ def _rings(ring, k, gs, n_gen, gen_flat, stamp, last):
         last[e] = g
 
 
+@njit(inline="always", cache=True, error_model="numpy")
+def _row(co, x, n_gen, n_obs, rev):
+    """(cb, step): the cell of (g, x) in the sentence whose cells start at co is cb + g * step."""
+    if rev:
+        return co + x * n_gen, 1
+    return co + x, n_obs
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _prefetch_ahead(lex, pair_lo, pair_hi, gen_off, obs_off, cell_off, rev, k, k1, x, n_gen,
+                    n_obs, lim):
+    """Hint token x + _AHEAD's count reads now (the next sentence's first tokens at the end of
+    sentence k; none past k1): their memory latency overlaps the work of the tokens in
+    between. Changes no value."""
+    xa = x + _AHEAD
+    if xa >= n_obs and k + 1 < k1:
+        xa -= n_obs
+        k += 1
+        n_gen = gen_off[k + 1] - gen_off[k]
+        n_obs = obs_off[k + 1] - obs_off[k]
+    if xa < n_obs:
+        cb, step = _row(cell_off[k], xa, n_gen, n_obs, rev)
+        _prefetch_row(lex, pair_lo, pair_hi, cb, step, n_gen, lim)
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _neighbours(a, os_, x, n_obs, n_gen):
+    """The alignments of the nearest non-NULL tokens before and after x (-1, I if none)."""
+    prev = -1
+    for y in range(x - 1, -1, -1):
+        if a[os_ + y] >= 0:
+            prev = a[os_ + y]
+            break
+    nxt = n_gen
+    for y in range(x + 1, n_obs):
+        if a[os_ + y] >= 0:
+            nxt = a[os_ + y]
+            break
+    return prev, nxt
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _move_fertility(sign, i, e, phi, fert, fert_ratio, max_fert, fert_alpha):
+    """Add sign (+-1) to the fertility phi[i] of a generator token with word e; move its
+    clamped bucket count and refresh the ratios fert_ratio[e] that read the two buckets."""
+    f0 = phi[i]
+    f1 = f0 + sign
+    b0 = min(f0, max_fert)
+    b1 = min(f1, max_fert)
+    if b0 != b1:
+        fert[e, b0] -= 1
+        fert[e, b1] += 1
+        lo = max(min(b0, b1) - 1, 0)
+        for f2 in range(lo, min(max(b0, b1), max_fert - 1) + 1):
+            fert_ratio[e, f2] = (fert_alpha + fert[e, f2 + 1]) / (fert_alpha + fert[e, f2] - 1.0)
+    phi[i] = f1
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _update(sign, v, t, gs, cb, gstep, prev, nxt, lim, stage, gen_flat, pair_lo, pair_hi, phi,
+            lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump, max_fert, lex_inv,
+            fert_ratio, lex_alpha_v, fert_alpha):
+    """Add (sign=+1) or remove (-1) the counts of observed word t aligned to v (-1: NULL)
+    between the neighbours' alignments prev and nxt (cell of (g, t) = cb + g * gstep; the
+    counts of pair ids from lim on are not kept); keep the cached reciprocal denominators
+    lex_inv and fertility ratios fert_ratio up to date. Inlined: numba calls with many arrays
+    are slow (and see `_sweep` on reference counts)."""
+    if v >= 0:
+        e = gen_flat[gs + v]
+        p = _pid(pair_lo, pair_hi, cb + v * gstep)
+        if p < lim:  # (a single-cell pair's count is not kept: always 0 when read)
+            lex[p] += sign
+        lex_den[e] += sign
+        lex_inv[e] = 1.0 / (lex_alpha_v + lex_den[e])
+        if stage >= 2:
+            jump[_bucket(v - prev, max_jump)] += sign
+            jump[_bucket(nxt - v, max_jump)] += sign
+            jump_tot[0] += 2 * sign
+        if stage >= 3:
+            _move_fertility(sign, gs + v, e, phi, fert, fert_ratio, max_fert, fert_alpha)
+    else:
+        null_lex[t] += sign
+        null_den[0] += sign
+        if stage >= 2:
+            jump[_bucket(nxt - prev, max_jump)] += sign
+            jump_tot[0] += sign
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _reweigh(w, v, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert):
+    """After the counts of position v's word changed (v = -1, NULL: nothing to do), refresh
+    w at every position of the sentence with that word."""
+    if v >= 0:
+        w[v] = _weight(v, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+        if ring[v] != v:  # the word occurs elsewhere in the sentence
+            _refresh_others(w, v, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _null_value(t, p_null, null_alpha, null_alpha_v, null_lex, null_den):
+    return p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0])
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _ibm1_conditional(cond, w, t, n_gen, cb, gstep, lim, lex, pair_lo, pair_hi, null_lex,
+                      null_den, p_null, lex_alpha, null_alpha, null_alpha_v):
+    """Stage 1's conditional into cond (I + 1,) up to a common factor; returns its sum. The
+    uniform (1 - p_null) / I divides NULL's value instead of multiplying all."""
+    total = 0.0
+    for g in range(n_gen):
+        pr = (lex_alpha + _lex(lex, _pid(pair_lo, pair_hi, cb + g * gstep), lim)) * w[g]
+        cond[g] = pr
+        total += pr
+    pn = _null_value(t, p_null, null_alpha, null_alpha_v, null_lex, null_den) * \
+        n_gen / (1.0 - p_null)
+    cond[n_gen] = pn
+    return total + pn
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _hmm_conditional(cond, w, t, n_gen, cb, gstep, lim, prev, nxt, lex, pair_lo, pair_hi,
+                     null_lex, null_den, jump, jump_tot, p_null, lex_alpha, null_alpha,
+                     null_alpha_v, jump_alpha, jump_alpha_b, max_jump):
+    """Stages 2-3's conditional into cond (I + 1,) up to a common factor; returns its sum.
+    (1 - p_null) / (jt (jt + 1)) divides NULL's value instead of multiplying all."""
+    total = 0.0
+    o1 = max_jump - prev  # bucket of g - prev is o1 + g when unclamped
+    o2 = max_jump + nxt  # bucket of nxt - g is o2 - g when unclamped
+    if prev <= max_jump and n_gen - 1 - prev <= max_jump and nxt <= max_jump \
+            and n_gen - 1 - nxt <= max_jump:  # no clamping: no branches
+        for g in range(n_gen):
+            pr = (lex_alpha + _lex(lex, _pid(pair_lo, pair_hi, cb + g * gstep), lim)) * \
+                w[g] * (jump_alpha + jump[o1 + g]) * (jump_alpha + jump[o2 - g])
+            cond[g] = pr
+            total += pr
+        tie = prev + nxt  # both jumps in one bucket: the second sees the first
+        if tie % 2 == 0 and 0 <= tie // 2 < n_gen:
+            g = tie // 2
+            c2 = jump_alpha + jump[o2 - g]
+            pr = cond[g] * (c2 + 1.0) / c2
+            total += pr - cond[g]
+            cond[g] = pr
+    else:
+        for g in range(n_gen):
+            b1 = _bucket(g - prev, max_jump)
+            b2 = _bucket(nxt - g, max_jump)
+            c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
+            pr = (lex_alpha + _lex(lex, _pid(pair_lo, pair_hi, cb + g * gstep), lim)) * \
+                w[g] * (jump_alpha + jump[b1]) * (jump_alpha + c2)
+            cond[g] = pr
+            total += pr
+    jt = jump_tot[0] + jump_alpha_b
+    pn = _null_value(t, p_null, null_alpha, null_alpha_v, null_lex, null_den) * \
+        (jump_alpha + jump[_bucket(nxt - prev, max_jump)]) * (jt + 1.0) / (1.0 - p_null)
+    cond[n_gen] = pn
+    return total + pn
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _draw(cond, n_gen, r):
+    """The first g whose cumulative value exceeds r (n_gen, NULL, if none)."""
+    acc = 0.0
+    for g in range(n_gen + 1):
+        acc += cond[g]
+        if r < acc:
+            return g
+    return n_gen
+
+
+@njit(nogil=True, cache=True, error_model="numpy", _nrt=False)
+def _sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev, a, phi, lex,
+           lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, k0, k1,
+           uniforms, spos, smass, since, snull, accumulate, cur, stage, p_null, lex_alpha,
+           lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump,
+           max_fert, buf, lim, ring, stamp, last):
+    """`sweep` with its scratch allocated (ring (max I + 1,), stamp and last (V_gen,)).
+    Compiled without reference counting (_nrt=False: it allocates nothing): the arrays its
+    inlined helpers take would otherwise be increfed and decrefed per token (40% slower)."""
+    u0 = obs_off[k0]
+    cond = buf[0]
+    w = buf[1]
+    for k in range(k0, k1):
+        gs = gen_off[k]
+        n_gen = gen_off[k + 1] - gs
+        os_ = obs_off[k]
+        n_obs = obs_off[k + 1] - os_
+        if n_gen == 0 or n_obs == 0:
+            continue
+        for g in range(n_gen):
+            w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+        _rings(ring, k, gs, n_gen, gen_flat, stamp, last)
+        for x in range(n_obs):
+            t = obs_flat[os_ + x]
+            cb, gstep = _row(cell_off[k], x, n_gen, n_obs, rev)
+            _prefetch_ahead(lex, pair_lo, pair_hi, gen_off, obs_off, cell_off, rev, k, k1, x,
+                            n_gen, n_obs, lim)
+            prev, nxt = -1, n_gen
+            if stage >= 2:
+                prev, nxt = _neighbours(a, os_, x, n_obs, n_gen)
+            old = a[os_ + x]
+            _update(-1, old, t, gs, cb, gstep, prev, nxt, lim, stage, gen_flat, pair_lo, pair_hi,
+                    phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
+                    max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)
+            _reweigh(w, old, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+            if stage == 1:
+                total = _ibm1_conditional(cond, w, t, n_gen, cb, gstep, lim, lex, pair_lo,
+                                          pair_hi, null_lex, null_den, p_null, lex_alpha,
+                                          null_alpha, null_alpha_v)
+            else:
+                total = _hmm_conditional(cond, w, t, n_gen, cb, gstep, lim, prev, nxt, lex,
+                                         pair_lo, pair_hi, null_lex, null_den, jump, jump_tot,
+                                         p_null, lex_alpha, null_alpha, null_alpha_v,
+                                         jump_alpha, jump_alpha_b, max_jump)
+            new = _draw(cond, n_gen, uniforms[os_ + x - u0] * total)
+            if accumulate:
+                _accumulate(os_ + x, cur, cond, n_gen, total, spos, smass, since, snull)
+            v = -1 if new == n_gen else new
+            a[os_ + x] = v
+            _update(1, v, t, gs, cb, gstep, prev, nxt, lim, stage, gen_flat, pair_lo, pair_hi,
+                    phi, lex, lex_den, null_lex, null_den, jump, jump_tot, fert, max_jump,
+                    max_fert, lex_inv, fert_ratio, lex_alpha_v, fert_alpha)
+            _reweigh(w, v, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev, a, phi, lex,
           lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, k0, k1, uniforms,
@@ -149,175 +373,11 @@ def sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev,
     Cost O(sum_k I_k * J_k) time.
     """
     lim = n_shared if n_shared >= 0 else lex.shape[0]
-    u0 = obs_off[k0]
-    cond = buf[0]
-    w = buf[1]
     ring = np.empty(buf.shape[1], np.int64)
     stamp = np.full(lex_den.shape[0], -1, np.int64)
     last = np.empty(lex_den.shape[0], np.int64)
-    for k in range(k0, k1):
-        gs = gen_off[k]
-        n_gen = gen_off[k + 1] - gs
-        os_ = obs_off[k]
-        n_obs = obs_off[k + 1] - os_
-        if n_gen == 0 or n_obs == 0:
-            continue
-        co = cell_off[k]
-        for g in range(n_gen):
-            w[g] = _weight(g, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
-        _rings(ring, k, gs, n_gen, gen_flat, stamp, last)
-        gstep = 1 if rev else n_obs
-        for x in range(n_obs):
-            t = obs_flat[os_ + x]
-            old = a[os_ + x]
-            cb = co + (x * n_gen if rev else x)  # cell of (g, x) = cb + g * gstep
-            # token x + _AHEAD's count reads, hinted now: their memory latency overlaps the
-            # work of the tokens in between (the next sentence's first tokens at the end)
-            if x + _AHEAD < n_obs:
-                xa = x + _AHEAD
-                _prefetch_row(lex, pair_lo, pair_hi, co + (xa * n_gen if rev else xa), gstep,
-                              n_gen, lim)
-            elif k + 1 < k1:
-                xa = x + _AHEAD - n_obs
-                n_gen2 = gen_off[k + 2] - gen_off[k + 1]
-                n_obs2 = obs_off[k + 2] - obs_off[k + 1]
-                if xa < n_obs2:
-                    _prefetch_row(lex, pair_lo, pair_hi,
-                                  cell_off[k + 1] + (xa * n_gen2 if rev else xa),
-                                  1 if rev else n_obs2, n_gen2, lim)
-            prev, nxt = -1, n_gen
-            if stage >= 2:  # (inlined _neighbours)
-                for y in range(x - 1, -1, -1):
-                    if a[os_ + y] >= 0:
-                        prev = a[os_ + y]
-                        break
-                for y in range(x + 1, n_obs):
-                    if a[os_ + y] >= 0:
-                        nxt = a[os_ + y]
-                        break
-            if old >= 0:  # (inlined _update: numba calls with many arrays are slow)
-                e0 = gen_flat[gs + old]
-                p = _pid(pair_lo, pair_hi, cb + old * gstep)
-                if p < lim:  # (a single-cell pair's count is not kept: always 0 here)
-                    lex[p] -= 1
-                lex_den[e0] -= 1
-                lex_inv[e0] = 1.0 / (lex_alpha_v + lex_den[e0])
-                if stage >= 2:
-                    jump[_bucket(old - prev, max_jump)] -= 1
-                    jump[_bucket(nxt - old, max_jump)] -= 1
-                    jump_tot[0] -= 2
-                if stage >= 3:
-                    f0 = phi[gs + old]
-                    f1 = f0 - 1
-                    b0 = min(f0, max_fert)
-                    b1 = min(f1, max_fert)
-                    if b0 != b1:
-                        fert[e0, b0] -= 1
-                        fert[e0, b1] += 1
-                        lo = max(min(b0, b1) - 1, 0)
-                        for f2 in range(lo, min(max(b0, b1), max_fert - 1) + 1):
-                            fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
-                                fert_alpha + fert[e0, f2] - 1.0)
-                    phi[gs + old] = f1
-                w[old] = _weight(old, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
-                if ring[old] != old:  # the word occurs elsewhere in the sentence
-                    _refresh_others(w, old, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage,
-                                    max_fert)
-            else:
-                null_lex[t] -= 1
-                null_den[0] -= 1
-                if stage >= 2:
-                    jump[_bucket(nxt - prev, max_jump)] -= 1
-                    jump_tot[0] -= 1
-            # the conditional (the values of _fill up to one common factor: w[g] holds the
-            # word and fertility factors; (1 - p_null) / I (stage 1) or (1 - p_null) /
-            # (jt (jt + 1)) (stages 2-3) divides NULL's value instead of multiplying all)
-            total = 0.0
-            if stage == 1:
-                for g in range(n_gen):
-                    c = cb + g * gstep
-                    pr = (lex_alpha + _lex(lex, _pid(pair_lo, pair_hi, c), lim)) * w[g]
-                    cond[g] = pr
-                    total += pr
-                pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0]) * \
-                    n_gen / (1.0 - p_null)
-            else:
-                jt = jump_tot[0] + jump_alpha_b
-                o1 = max_jump - prev  # bucket of g - prev is o1 + g when unclamped
-                o2 = max_jump + nxt  # bucket of nxt - g is o2 - g when unclamped
-                if prev <= max_jump and n_gen - 1 - prev <= max_jump and nxt <= max_jump \
-                        and n_gen - 1 - nxt <= max_jump:  # no clamping: no branches
-                    for g in range(n_gen):
-                        c = cb + g * gstep
-                        pr = (lex_alpha + _lex(lex, _pid(pair_lo, pair_hi, c), lim)) * \
-                            w[g] * (jump_alpha + jump[o1 + g]) * (jump_alpha + jump[o2 - g])
-                        cond[g] = pr
-                        total += pr
-                    tie = prev + nxt  # both jumps in one bucket: the second sees the first
-                    if tie % 2 == 0 and 0 <= tie // 2 < n_gen:
-                        g = tie // 2
-                        c2 = jump_alpha + jump[o2 - g]
-                        pr = cond[g] * (c2 + 1.0) / c2
-                        total += pr - cond[g]
-                        cond[g] = pr
-                else:
-                    for g in range(n_gen):
-                        b1 = _bucket(g - prev, max_jump)
-                        b2 = _bucket(nxt - g, max_jump)
-                        c2 = jump[b2] + (1.0 if b1 == b2 else 0.0)
-                        c = cb + g * gstep
-                        pr = (lex_alpha + _lex(lex, _pid(pair_lo, pair_hi, c), lim)) * \
-                            w[g] * (jump_alpha + jump[b1]) * (jump_alpha + c2)
-                        cond[g] = pr
-                        total += pr
-                pn = p_null * (null_alpha + null_lex[t]) / (null_alpha_v + null_den[0]) * \
-                    (jump_alpha + jump[_bucket(nxt - prev, max_jump)]) * (jt + 1.0) / \
-                    (1.0 - p_null)
-            cond[n_gen] = pn
-            total += pn
-            r = uniforms[os_ + x - u0] * total
-            new = n_gen
-            acc = 0.0
-            for g in range(n_gen + 1):
-                acc += cond[g]
-                if r < acc:
-                    new = g
-                    break
-            if accumulate:
-                _accumulate(os_ + x, cur, cond, n_gen, total, spos, smass, since, snull)
-            v = -1 if new == n_gen else new
-            a[os_ + x] = v
-            if v >= 0:  # (inlined _update: numba calls with many arrays are slow)
-                e0 = gen_flat[gs + v]
-                p = _pid(pair_lo, pair_hi, cb + v * gstep)
-                if p < lim:
-                    lex[p] += 1
-                lex_den[e0] += 1
-                lex_inv[e0] = 1.0 / (lex_alpha_v + lex_den[e0])
-                if stage >= 2:
-                    jump[_bucket(v - prev, max_jump)] += 1
-                    jump[_bucket(nxt - v, max_jump)] += 1
-                    jump_tot[0] += 2
-                if stage >= 3:
-                    f0 = phi[gs + v]
-                    f1 = f0 + 1
-                    b0 = min(f0, max_fert)
-                    b1 = min(f1, max_fert)
-                    if b0 != b1:
-                        fert[e0, b0] -= 1
-                        fert[e0, b1] += 1
-                        lo = max(min(b0, b1) - 1, 0)
-                        for f2 in range(lo, min(max(b0, b1), max_fert - 1) + 1):
-                            fert_ratio[e0, f2] = (fert_alpha + fert[e0, f2 + 1]) / (
-                                fert_alpha + fert[e0, f2] - 1.0)
-                    phi[gs + v] = f1
-                w[v] = _weight(v, gs, gen_flat, phi, lex_inv, fert_ratio, stage, max_fert)
-                if ring[v] != v:  # the word occurs elsewhere in the sentence
-                    _refresh_others(w, v, ring, gs, gen_flat, phi, lex_inv, fert_ratio, stage,
-                                    max_fert)
-            else:
-                null_lex[t] += 1
-                null_den[0] += 1
-                if stage >= 2:
-                    jump[_bucket(nxt - prev, max_jump)] += 1
-                    jump_tot[0] += 1
+    _sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev, a, phi, lex,
+           lex_den, null_lex, null_den, jump, jump_tot, fert, lex_inv, fert_ratio, k0, k1,
+           uniforms, spos, smass, since, snull, accumulate, cur, stage, p_null, lex_alpha,
+           lex_alpha_v, null_alpha, null_alpha_v, jump_alpha, jump_alpha_b, fert_alpha, max_jump,
+           max_fert, buf, lim, ring, stamp, last)

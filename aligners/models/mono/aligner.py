@@ -378,11 +378,8 @@ def load_mono(folder) -> MonoAligner:
         directions = list(cfg["directions"])
         if KINDS.get(kind) != folder.kind:
             raise ValueError(f"model.kind {kind!r} does not match kind {folder.kind!r}")
-        if kind == "neural":
-            models = {d: build_model(kind=kind, **hp) for d in directions}
-        else:
-            models = {d: build_model(kind=kind, **{k: hp[k] for k in _HPARAMS})
-                      for d in directions}
+        hp = hp if kind == "neural" else {k: hp[k] for k in _HPARAMS}
+        models = {d: build_model(kind=kind, **hp) for d in directions}
     except (KeyError, TypeError, ValueError, OSError) as err:
         raise AlignersInputError(f"bad monolingual model config ({type(err).__name__}: {err})",
                                  path=str(folder.path / "config.json")) from None

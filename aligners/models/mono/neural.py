@@ -58,9 +58,6 @@ __all__ = ["NeuralExample", "NeuralCRFAligner", "make_encoder", "encoder_source"
 # the scorer ~2x slower on the 2-core box (the git log "Issue 13: decoding
 # speed (neural4)")
 CHUNK = 1 << 19
-# the hyper-parameters saved in a model folder's config ("model" entry)
-HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues", "dim", "proj", "hidden",
-           "sparse", "finetune", "context", "cosine", "encoder_layers")
 # pairs (sentences) per encoder batch when decoding: less padding than the encoder's default
 # 64 (wiki dev, bf16, 1 thread: 16 -> 1.49 s, 64 -> 2.05 s per 200 pairs); training keeps 64
 DECODE_ENCODER_BATCH = 16
@@ -220,6 +217,19 @@ class NeuralCRFAligner(PhraseCRFAligner):
     def span_scores(self, batch: MonoBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, I, Ls, C) span-pair scores (column 0 = 0) and (B, I) NULL scores.
         O(B * I * Ls * C * proj * hidden), + O(B * I * Ls * C * D) with `cosine`."""
+        B, I = batch.valid.shape[:2]
+        S, a, bvec, lens, cos = self._span_features(batch)
+        ilen = [len(e.src) for e in batch.examples] + [0] * (B - len(batch.examples))
+        pair = self._pair_mlp(a, bvec, cos, ilen)
+        n = torch.arange(I, device=a.device)
+        pad = n[None, :] >= torch.tensor(ilen, device=a.device)[:, None]  # (B, I)
+        pair = pair.masked_fill(pad[:, :, None, None] | (lens == 0)[:, None, None, :], 0.0)
+        null = self.null_mlp(S).squeeze(-1)
+        return pair, null
+
+    def _span_features(self, batch: MonoBatch):
+        """(S (B,I,d) projected source words, a (B,I,Ls,d) source span vectors, bvec (B,C,d)
+        target state vectors, lens (B,C) state lengths, cos (B,I,Ls,C,2) or None)."""
         B, I, Ls, C = batch.valid.shape
         w = self.proj.weight
         src, tgt = self._vectors(batch.examples)
@@ -265,6 +275,13 @@ class NeuralCRFAligner(PhraseCRFAligner):
                 torch.einsum("bnkd,bcd->bnkc", unit(src_spans(Rs), dim=-1),
                              unit(tgt_spans(Rt), dim=-1)),
                 torch.einsum("bnkd,bcd->bnkc", unit(a_mean, dim=-1), unit(b_mean, dim=-1))], -1)
+        return S, a, bvec, lens, cos
+
+    def _pair_mlp(self, a, bvec, cos, ilen):
+        """(B, I, Ls, C) MLP scores of every (source span, target state) pair (rows I_b
+        and beyond unspecified: the caller masks them)."""
+        B, I, Ls, _ = a.shape
+        C = bvec.shape[1]
         # MLP over [a, b, a*b, (a-b)^2]: per-span terms + one bilinear matrix product, over
         # blocks of source positions so that the hidden units stay under CHUNK elements
         d, H = a.shape[-1], self.hidden
@@ -276,10 +293,9 @@ class NeuralCRFAligner(PhraseCRFAligner):
         # rows longest source first: a block of source positions [n0, n1) is computed for
         # the rows with I_b > n0 only (a prefix), not for padding (wiki dev, decode batches
         # of 32: 1.56 -> 1.17 computed / real span pairs); padded positions score 0
-        ilen = [len(e.src) for e in batch.examples] + [0] * (B - len(batch.examples))
         perm = sorted(range(B), key=lambda r: -ilen[r])
         if perm != list(range(B)):
-            p = torch.tensor(perm, device=w.device)
+            p = torch.tensor(perm, device=a.device)
             a, per_a, per_b, bt = a[p], per_a[p], per_b[p], bt[p]
             cos = None if cos is None else cos[p]
         rows_by_len = [ilen[r] for r in perm]
@@ -308,12 +324,9 @@ class NeuralCRFAligner(PhraseCRFAligner):
             pair = pair + self.out_cos(cos).squeeze(-1)
         if perm != list(range(B)):
             inv = torch.empty_like(p)
-            inv[p] = torch.arange(B, device=w.device)
+            inv[p] = torch.arange(B, device=a.device)
             pair = pair[inv]
-        pad = n[None, :] >= torch.tensor(ilen, device=w.device)[:, None]  # (B, I)
-        pair = pair.masked_fill(pad[:, :, None, None] | (lens == 0)[:, None, None, :], 0.0)
-        null = self.null_mlp(S).squeeze(-1)
-        return pair, null
+        return pair
 
     def emission(self, batch: MonoBatch) -> torch.Tensor:
         """(B, I, Ls, C) emission scores: sparse feature score (NULL features in column 0)

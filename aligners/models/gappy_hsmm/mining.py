@@ -1,0 +1,208 @@
+"""Step 2 of building a `PhrasalAligner` (Bansal et al. 2011, sec. 5; `init.py` runs the
+steps): `mine_phrase_lists` mines the phrase candidates of both languages from the word HMM's
+Viterbi alignments (`phrase_lists.mine_candidates`), counts every candidate's occurrences over
+the bitext (numba hash tables: `_SpanCounter`, `_GappyCounter`) and keeps the top N
+contiguous and top N gappy phrases by (aligned - discount) / occurrences (`rank_phrases`).
+Cost: one mining and one counting pass over the bitext per language (O(cells) each).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from aligners.data.bitext import PairIndex
+from aligners.models.gappy_hsmm._init_kernel import gappy_occurrences, hash_table, key_occurrences
+from aligners.models.gappy_hsmm._mine_kernel import mine_candidates_cpu
+from aligners.models.gappy_hsmm.model import PhrasalConfig
+from aligners.models.gappy_hsmm.phrase_lists import (
+    PhraseList,
+    mine_candidates,
+    rank_phrases,
+    span_hashes,
+)
+
+__all__ = ["mine_phrase_lists"]
+
+
+def _to_list(rows: list, width: int) -> torch.Tensor:
+    t = torch.full((len(rows), width), -1, dtype=torch.long)
+    for r, ph in enumerate(rows):
+        t[r, :len(ph)] = torch.tensor(ph)
+    return t
+
+
+def _unique_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`torch.unique(x, dim=0, return_counts=True)` of non-negative rows x (M, n): each row
+    packed into one int64 key (base max + 1, first word most significant, so the key order
+    is the lexicographic row order), unique keys counted and unpacked. The same rows in
+    the same order and counts, faster than unique_dim; falls back to it when a key could
+    overflow (base^n >= 2^63)."""
+    M, n = x.shape
+    base = int(x.max()) + 1 if x.numel() else 1
+    if M == 0 or int(x.min()) < 0 or base ** n >= 2 ** 63:
+        return torch.unique(x, dim=0, return_counts=True)
+    k = torch.zeros(M, dtype=torch.long)
+    for c in range(n):
+        k = k * base + x[:, c]
+    u, counts = torch.unique(k, return_counts=True)
+    rows = torch.empty(u.numel(), n, dtype=x.dtype)
+    for c in range(n - 1, -1, -1):
+        rows[:, c] = u % base
+        u = u // base
+    return rows, counts
+
+
+def _count_rows(parts: dict, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """{length: [(M, length) word-id tensors]} -> (distinct phrases (N, width) -1 padded,
+    their counts (N,) int64). One torch.unique per length (no per-instance Python)."""
+    rows, counts = [], []
+    for ln, ps in sorted(parts.items()):
+        if not ps:
+            continue
+        u, c = _unique_rows(torch.cat(ps))
+        rows.append(torch.cat([u, u.new_full((u.shape[0], width - ln), -1)], 1))
+        counts.append(c)
+    t = torch.cat(rows) if rows else torch.zeros(0, width, dtype=torch.long)
+    return t, torch.cat(counts) if counts else torch.zeros(0, dtype=torch.long)
+
+
+def _rankable(rows: torch.Tensor, aligned, total, *, min_count: int,
+              discount: float) -> tuple[dict, dict]:
+    """({phrase tuple: aligned}, {phrase tuple: total}) of the candidates `rank_phrases`
+    can rank (total >= 1 and >= min_count, aligned - discount > 0), from rows (N, W) (-1
+    padded) and the counts (N,) of all candidates: the same ranking as passing every
+    candidate, without a Python tuple per candidate."""
+    a = np.asarray(aligned, dtype=np.int64)
+    t = np.asarray(total, dtype=np.int64)
+    keep = np.nonzero((t > 0) & (t >= min_count) & (a - discount > 0))[0]
+    sub = rows[torch.from_numpy(keep)].tolist()
+    phs = [tuple(w for w in r if w >= 0) for r in sub]
+    return dict(zip(phs, a[keep].tolist())), dict(zip(phs, t[keep].tolist()))
+
+
+def _gappy_totals(words: torch.Tensor, lengths: torch.Tensor, keys: torch.Tensor,
+                  V: int) -> torch.Tensor:
+    """(G,) occurrences in one batch (words (B,N), lengths (B,)) of the gappy candidates with
+    sorted keys w1 * V + w2 (G,): pairs a < c - 1 of one sentence. The counts of
+    `PhraseList.match_gappy` without its (B,N,N) unit table. O(B N^2 log G). The reference
+    of `_GappyCounter` (tests)."""
+    w = words.long()
+    N = w.shape[1]
+    ar = torch.arange(N, device=w.device)
+    live = ar[None, :] < lengths[:, None]
+    a_ok = torch.isin(w, torch.unique(keys // V)) & live
+    c_ok = torch.isin(w, torch.unique(keys % V)) & live
+    b, a, c = (a_ok[:, :, None] & c_ok[:, None, :] & (ar[:, None] + 1 < ar[None, :])).nonzero(
+        as_tuple=True)
+    q = w[b, a] * V + w[b, c]
+    pos = torch.searchsorted(keys, q).clamp(max=keys.numel() - 1)
+    return torch.bincount(pos[keys[pos] == q], minlength=keys.numel())
+
+
+class _GappyCounter:
+    """Occurrences of the gappy candidates (sorted keys (G,), w1 * V + w2) summed over
+    batches: `add(words, lengths)` per batch, `counts` (G,) int64. Same counts as summing
+    `_gappy_totals` (integers), by the numba kernel `_init_kernel.gappy_occurrences`
+    without (B,N,N) temporaries: a hash table of the keys, first / last word filters."""
+
+    def __init__(self, keys: torch.Tensor, V: int):
+        k = np.ascontiguousarray(keys.numpy(), dtype=np.int64)
+        self.keys, self.V = k, int(V)
+        self.table = hash_table(k) if k.shape[0] else None
+        self.first_ok = np.zeros(V, dtype=np.bool_)
+        self.last_ok = np.zeros(V, dtype=np.bool_)
+        self.first_ok[k // V] = True
+        self.last_ok[k % V] = True
+        self.counts = np.zeros(k.shape[0], dtype=np.int64)
+
+    def add(self, words: torch.Tensor, lengths: torch.Tensor) -> None:
+        if self.keys.shape[0]:
+            gappy_occurrences(words, lengths, self.keys, self.table, self.first_ok,
+                              self.last_ok, self.V, self.counts)
+
+
+class _SpanCounter:
+    """Occurrences of the contiguous candidates (rows (G, L) word ids, -1 padded, lengths
+    >= 2) summed over batches: `add(words, lengths)` per batch, `counts` (G,) int64. Spans
+    are identified by `phrase_lists.span_hashes` as in `PhraseList.match_spans` (whose
+    bincount per batch it equals), looked up in a hash table (`_init_kernel`) instead of a
+    binary search over the sorted candidate hashes."""
+
+    def __init__(self, rows: torch.Tensor, max_len: int):
+        lens = (rows >= 0).sum(1)
+        self.max_len = max_len
+        keys = torch.zeros(rows.shape[0], dtype=torch.long)
+        self.lengths = []
+        for ln in range(2, max_len + 1):
+            sel = (lens == ln).nonzero()[:, 0]
+            if sel.numel():
+                keys[sel] = span_hashes(rows[sel, :ln], torch.full((sel.numel(),), ln),
+                                        length=ln)[0][:, 0]
+                self.lengths.append(ln)
+        self.keys = np.ascontiguousarray(keys.numpy())
+        self.table = hash_table(self.keys) if self.keys.shape[0] else None
+        self.counts = np.zeros(self.keys.shape[0], dtype=np.int64)
+
+    def add(self, words: torch.Tensor, lengths: torch.Tensor) -> None:
+        for ln in self.lengths:
+            h, valid = span_hashes(words, lengths, length=ln)
+            if h.numel():
+                key_occurrences(h, valid, self.keys, self.table, self.counts)
+
+
+def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
+                      gappy_where: list | None = None):
+    """(source PhraseList, target PhraseList, stats dict) from the Viterbi alignments.
+    `gappy_where`: a list that receives per batch {"src": where, "tgt": where}, the gappy
+    instances of `mine_candidates` (for `_init_counts`: no second mining pass)."""
+    L = config.max_phrase_len
+    V = {"src": index.n_src_words, "tgt": index.n_tgt_words}
+    spans = {s: {ln: [] for ln in range(2, L + 1)} for s in ("src", "tgt")}
+    gkeys = {s: [] for s in ("src", "tgt")}
+    for k in range(len(index)):
+        bt = index.batch(k)
+        f, b = vit[k]
+        where_k = {}
+        for side, obs, al, ln in (("tgt", bt.tgt, f, bt.tgt_lengths),
+                                  ("src", bt.src, b, bt.src_lengths)):
+            mine = mine_candidates_cpu if obs.device.type == "cpu" else mine_candidates
+            contig, (gk, where_k[side]) = mine(obs, al.long(), ln, max_len=L, n_words=V[side])
+            for length, words in contig.items():
+                spans[side][length].append(words)
+            gkeys[side].append(gk)
+        if gappy_where is not None:
+            gappy_where.append(where_k)
+    lists, stats = {}, {}
+    for side in ("src", "tgt"):
+        rows, counts = _count_rows(spans[side], L)
+        spans[side] = None
+        gu, gc = (torch.unique(torch.cat(gkeys[side]), return_counts=True) if gkeys[side]
+                  else (torch.zeros(0, dtype=torch.long),) * 2)
+        cand = PhraseList(rows, torch.stack([gu // V[side], gu % V[side]], 1), V[side], L)
+        tot_c = _SpanCounter(rows, L)
+        tot_g = _GappyCounter(gu, V[side])
+        for k in range(len(index)):
+            bt = index.batch(k)
+            words, ln = (bt.src, bt.src_lengths) if side == "src" else (bt.tgt, bt.tgt_lengths)
+            tot_c.add(words, ln)
+            if config.gappy and cand.n_gappy:
+                tot_g.add(words, ln)
+        aligned, total = _rankable(rows, counts.numpy(), tot_c.counts,
+                                   min_count=config.min_count, discount=config.discount)
+        top_c = rank_phrases(aligned, total, top=config.n_contiguous,
+                             discount=config.discount, min_count=config.min_count,
+                             rule=config.rank)
+        top_g = []
+        if config.gappy:
+            gd = config.discount if config.gappy_discount is None else config.gappy_discount
+            galigned, gtotal = _rankable(cand.gappy, gc.numpy(), tot_g.counts,
+                                         min_count=config.gappy_min_count, discount=gd)
+            top_g = rank_phrases(galigned, gtotal, top=config.n_gappy, discount=gd,
+                                 min_count=config.gappy_min_count,
+                                 rule=config.gappy_rank or config.rank)
+        lists[side] = PhraseList(_to_list(top_c, L),
+                                 torch.tensor(top_g, dtype=torch.long).view(-1, 2), V[side], L)
+        stats[f"{side}_contiguous_candidates"] = cand.n_contiguous
+        stats[f"{side}_gappy_candidates"] = cand.n_gappy
+    return lists["src"], lists["tgt"], stats
