@@ -30,7 +30,13 @@ import numpy as np
 import torch
 
 from aligners.data import DEFAULT_CELLS, MAX_TOKENS, warn_too_long
-from aligners.data._pairtable import cut_batches, distinct_keys, fill_pair_ids
+from aligners.data._pairtable import (
+    cut_batches,
+    distinct_keys,
+    fill_pair_ids,
+    index_pairs,
+    pad_ids,
+)
 from aligners.data.heap import release_free_heap as _release_free_heap
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
@@ -194,27 +200,28 @@ class PairIndex:
                         torch.from_numpy(_pad(rows, tgt, tgt_off)),
                         torch.from_numpy(src_len[rows]), torch.from_numpy(tgt_len[rows]))
                        for rows in plans]
-        if keys is None:
-            rows = np.concatenate(plans) if plans else np.zeros(0, np.int64)
+        if keys is None and (cache_dir is not None or not plans):  # (else: found while the
+            rows = np.concatenate(plans) if plans else np.zeros(0, np.int64)  # ids fill)
             keys = torch.from_numpy(distinct_keys(src, src_off, tgt, tgt_off, rows,
                                                   n_src_words, n_tgt_words, threads=threads))
-        self.keys = keys.cpu()  # the lookup runs on the CPU, whatever the model's device
-        self.n_pairs = int(keys.numel())
         self._dir = None
         if cache_dir is not None:
             os.makedirs(cache_dir, exist_ok=True)
             self._dir = tempfile.mkdtemp(prefix="pairs-", dir=cache_dir)
             weakref.finalize(self, shutil.rmtree, self._dir, True)  # removed with the index
-        self._ids = self._fill_ids(plans, src, src_off, tgt, tgt_off, threads)
+        self._ids = self._fill_ids(plans, src, src_off, tgt, tgt_off, threads, keys)
         _release_free_heap()
 
-    def _fill_ids(self, plans, src, src_off, tgt, tgt_off, threads: int) -> list:
+    def _fill_ids(self, plans, src, src_off, tgt, tgt_off, threads: int, keys) -> list:
         """Every batch's (B, I, J) int32 pair ids (P on padding): tensors viewing one
         allocation for all batches (no heap holes between them), or with a disk cache the
-        paths of .npy files written `_FILL_CELLS` cells at a time."""
+        paths of .npy files written `_FILL_CELLS` cells at a time. Sets `keys` and
+        `n_pairs`; `keys` None (in memory only): the table is found in the same pass."""
+        if keys is not None:
+            self.keys = keys.cpu()  # the lookup runs on the CPU, whatever the model's device
+            self.n_pairs = int(keys.numel())
         if not self._words:
             return []
-        keys = np.ascontiguousarray(self.keys.numpy(), dtype=np.int64)
         shapes = [(s.shape[0], s.shape[1], t.shape[1]) for _, s, t, _, _ in self._words]
         sizes = np.array([b * i * j for b, i, j in shapes], dtype=np.int64)
         starts = np.concatenate(([0], np.cumsum(sizes)))
@@ -235,13 +242,21 @@ class PairIndex:
         for k0, k1 in chunks:
             n = int(starts[k1] - starts[k0])
             chunk = buf[:n]
-            chunk.fill(self.n_pairs)
+            rows = np.concatenate(plans[k0:k1])
             base = np.concatenate([starts[k] - starts[k0] + np.arange(shapes[k][0])
                                    * shapes[k][1] * shapes[k][2] for k in range(k0, k1)])
-            width = np.concatenate([np.full(shapes[k][0], shapes[k][2]) for k in range(k0, k1)])
-            fill_pair_ids(keys, src, src_off, tgt, tgt_off, np.concatenate(plans[k0:k1]),
-                          base, width, self.n_src_words, self.n_tgt_words, chunk,
-                          threads=threads)
+            width, height = (np.concatenate([np.full(shapes[k][0], shapes[k][x]) for k in
+                                             range(k0, k1)]) for x in (2, 1))
+            args = (src, src_off, tgt, tgt_off, rows, base, width, self.n_src_words,
+                    self.n_tgt_words, chunk)
+            if keys is None:
+                self.keys = torch.from_numpy(index_pairs(*args, threads=threads))
+                self.n_pairs = int(self.keys.numel())
+            else:
+                fill_pair_ids(np.ascontiguousarray(self.keys.numpy(), dtype=np.int64), *args,
+                              threads=threads)
+            pad_ids(base, width, height, self.src_lengths[rows], self.tgt_lengths[rows],
+                    np.int32(self.n_pairs), chunk)
             for k in range(k0, k1):
                 ids = chunk[starts[k] - starts[k0]:starts[k + 1] - starts[k0]].reshape(shapes[k])
                 if self._dir is None:
