@@ -41,12 +41,14 @@ from aligners.data.heap import release_free_heap as _release_free_heap
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 
-__all__ = ["DEFAULT_CELLS", "MAX_TOKENS", "Batch", "PairIndex", "build_index", "plan_batches"]
+__all__ = ["DEFAULT_CELLS", "MAX_TOKENS", "Batch", "PairIndex", "build_index", "gpu_or_none",
+           "plan_batches"]
 
 
 _ENCODE_TOKENS = 1 << 20  # tokens (both sides) encoded at once by build_index
 _POPULATE_MIN = 1 << 20  # int32s: smaller stores come from the heap
 _FILL_CELLS = 1 << 25  # with a disk cache: pair ids computed for this many cells at a time
+_MERGE_KEYS = 1 << 26  # on a device: batches' distinct keys merged into the table this often
 
 
 @dataclass
@@ -140,7 +142,9 @@ class PairIndex:
     intra-op thread count); memory 4 bytes per cell (int32 ids), kept in RAM or, with
     `cache_dir`, in .npy files read back batch by batch, plus about 26 bytes per source
     token and 8 per distinct pair while building. `keys` (sorted int64 `src*Vt+tgt`) fixes
-    the pair table (e.g. a loaded model's): pairs outside it get id P.
+    the pair table (e.g. a loaded model's): pairs outside it get id P. With `device` (and
+    no `cache_dir`) the batches go there first and the table and ids are found there with
+    torch's unique / searchsorted (`_device_ids`): the same keys and ids, none on the host.
     """
 
     def __init__(
@@ -155,6 +159,7 @@ class PairIndex:
         max_batch: int | None = None,
         cache_dir: str | None = None,
         threads: int | None = None,
+        device=None,
     ):
         if len(src) != len(tgt):
             raise AlignersInputError(
@@ -162,7 +167,7 @@ class PairIndex:
             )
         self._build(*_flatten(src), *_flatten(tgt), n_src_words=n_src_words,
                     n_tgt_words=n_tgt_words, keys=keys, cells=cells, max_batch=max_batch,
-                    cache_dir=cache_dir, threads=threads)
+                    cache_dir=cache_dir, threads=threads, device=device)
 
     @classmethod
     def from_flat(cls, src: np.ndarray, src_off: np.ndarray, tgt: np.ndarray,
@@ -179,7 +184,7 @@ class PairIndex:
         return self
 
     def _build(self, src, src_off, tgt, tgt_off, *, n_src_words, n_tgt_words, keys=None,
-               cells=DEFAULT_CELLS, max_batch=None, cache_dir=None, threads=None):
+               cells=DEFAULT_CELLS, max_batch=None, cache_dir=None, threads=None, device=None):
         threads = max(1, torch.get_num_threads() if threads is None else int(threads))
         for ids, n, side in ((src, n_src_words, "source"), (tgt, n_tgt_words, "target")):
             if ids.size and not (0 <= ids.min() and ids.max() < n):  # (the kernels index
@@ -200,11 +205,15 @@ class PairIndex:
                         torch.from_numpy(_pad(rows, tgt, tgt_off)),
                         torch.from_numpy(src_len[rows]), torch.from_numpy(tgt_len[rows]))
                        for rows in plans]
+        self._dir = None
+        if device is not None and cache_dir is None and plans:
+            self._words = [tuple(x.to(device) for x in w) for w in self._words]
+            self._ids = self._device_ids(keys)
+            return
         if keys is None and (cache_dir is not None or not plans):  # (else: found while the
             rows = np.concatenate(plans) if plans else np.zeros(0, np.int64)  # ids fill)
             keys = torch.from_numpy(distinct_keys(src, src_off, tgt, tgt_off, rows,
                                                   n_src_words, n_tgt_words, threads=threads))
-        self._dir = None
         if cache_dir is not None:
             os.makedirs(cache_dir, exist_ok=True)
             self._dir = tempfile.mkdtemp(prefix="pairs-", dir=cache_dir)
@@ -267,6 +276,44 @@ class PairIndex:
                     out.append(path)
         return out
 
+    def _cell_keys(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Batch k's (B, I, J) int64 keys src * Vt + tgt and its real cells (bool)."""
+        _, s, t, sl, tl = self._words[k]
+        key = s[:, :, None] * self.n_tgt_words + t[:, None, :]
+        i = torch.arange(s.shape[1], device=s.device)
+        j = torch.arange(t.shape[1], device=s.device)
+        return key, (i[None, :, None] < sl[:, None, None]) & (j[None, None, :] < tl[:, None, None])
+
+    def _device_ids(self, keys: torch.Tensor | None) -> list:
+        """Every batch's (B, I, J) int32 pair ids computed where the batches are (a GPU):
+        the table = the sorted distinct keys of the real cells (torch.unique per batch,
+        merged every `_MERGE_KEYS` keys), an id = the key's position (searchsorted), P on
+        padding and, with a given table, for pairs outside it. The same keys and ids as the
+        CPU kernels. Sets `keys` (on the CPU) and `n_pairs`. About 12 launches per batch;
+        device memory: 24 bytes per cell of one batch, 8 per distinct pair (twice while
+        merging)."""
+        device = self._words[0][1].device
+        if keys is None:
+            table, parts, n = torch.zeros(0, dtype=torch.int64, device=device), [], 0
+            for k in range(len(self._words)):
+                key, real = self._cell_keys(k)
+                parts.append(torch.unique(key[real]))
+                n += parts[-1].numel()
+                if n >= _MERGE_KEYS or k == len(self._words) - 1:
+                    table, parts, n = torch.unique(torch.cat([table, *parts])), [], 0
+        else:
+            table = keys.to(device=device, dtype=torch.int64)
+        P = table.numel()
+        out = []
+        for k in range(len(self._words)):
+            key, real = self._cell_keys(k)
+            pos = torch.searchsorted(table, key)
+            if keys is not None:  # a pair outside the given table: P
+                real &= table[pos.clamp_(max=max(P - 1, 0))] == key if P else False
+            out.append(torch.where(real, pos, P).to(torch.int32))
+        self.keys, self.n_pairs = table.cpu(), P
+        return out
+
     def __len__(self) -> int:
         return len(self._words)
 
@@ -313,20 +360,28 @@ def build_index(
     keys: torch.Tensor | None = None,
     cache_dir: str | None = None,
     threads: int | None = None,
+    device=None,
 ) -> PairIndex:
     """N token pairs -> PairIndex of ceil-ish(N cells / `cells`) batches (see `PairIndex`).
 
     Encodes the pairs as they stream in (ids added to `src_ids`/`tgt_ids` unless frozen;
     frozen: unseen words -> unknown), `_ENCODE_TOKENS` tokens at a time (one `encode` per
-    side and chunk). `keys` fixes the pair table (a loaded model's); `threads` as
-    `PairIndex`'s.
+    side and chunk). `keys` fixes the pair table (a loaded model's); `threads` and
+    `device` (where the table and ids are found: None = the CPU kernels) as `PairIndex`'s.
     Memory: 4 bytes per token plus the index; the token strings are not kept (only the
     current chunk's).
     """
     (src, src_off), (tgt, tgt_off) = _encode_stream(pairs, (src_ids, tgt_ids))
     return PairIndex.from_flat(src, src_off, tgt, tgt_off, n_src_words=len(src_ids),
                                n_tgt_words=len(tgt_ids), keys=keys, cells=cells,
-                               cache_dir=cache_dir, threads=threads)
+                               cache_dir=cache_dir, threads=threads, device=device)
+
+
+def gpu_or_none(device) -> torch.device | None:
+    """`device` when it is a GPU (the index is then built there), else None (on the CPU the
+    numba kernels are faster than torch's sort)."""
+    device = torch.device(device)
+    return device if device.type == "cuda" else None
 
 
 def _encode_stream(pairs, vocabs: tuple[WordIds, WordIds]):
