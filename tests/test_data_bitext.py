@@ -217,7 +217,7 @@ def _assert_index_equals(index, si, ti, want):
 def _check_against_oracle(pairs, cells, tmp_path, frozen_pairs, monkeypatch):
     """The numba kernels (1 or 2 threads, heap or mapped store, disk cache) and the torch
     path that a GPU takes (`device`, run here on the CPU) against the oracle."""
-    from aligners.data import bitext
+    from aligners.data import _pairtable, bitext
 
     want = _oracle_index(pairs, cells)
     for threads, cache, mapped, device in ((1, None, False, None), (2, None, True, None),
@@ -226,7 +226,7 @@ def _check_against_oracle(pairs, cells, tmp_path, frozen_pairs, monkeypatch):
         with monkeypatch.context() as m:
             if mapped:  # the store mapped with MAP_POPULATE whatever its size
                 m.setattr(bitext, "_POPULATE_MIN", 0)
-            m.setattr(bitext, "_MERGE_KEYS", 500)  # the device path merges several times
+            m.setattr(_pairtable, "_MERGE_KEYS", 500)  # the device path merges often
             index, si, ti = _index(*zip(*pairs, strict=True), cells=cells, threads=threads,
                                    cache_dir=cache, device=device)
         _assert_index_equals(index, si, ti, want)

@@ -1,5 +1,6 @@
 """numba kernels of the bitext index (`aligners.data.bitext`): batch cuts, the sorted table of
-distinct word-pair keys, and the per-cell pair ids.
+distinct word-pair keys, and the per-cell pair ids; and the same table and ids found with
+torch on a GPU (`device_pair_ids`).
 
 A pair key is `s * n_tgt_words + t` (int64; 0 <= s < Vs, 0 <= t < Vt), so the keys of
 source word s are one run [s * Vt, (s + 1) * Vt) of the sorted key table. Sentences live in
@@ -13,9 +14,13 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import torch
 from numba import njit
 
-__all__ = ["cut_batches", "distinct_keys", "fill_pair_ids", "index_pairs", "pad_ids"]
+__all__ = ["cut_batches", "device_pair_ids", "distinct_keys", "fill_pair_ids", "index_pairs",
+           "pad_ids"]
+
+_MERGE_KEYS = 1 << 26  # on a device: batches' distinct keys merged into the table this often
 
 
 @njit(cache=True)
@@ -248,3 +253,42 @@ def index_pairs(src, src_off, tgt, tgt_off, rows, base, width, n_src_words: int,
         _run(lambda r, a: _shift_words(start, tn, dst, r[0], r[1], np.int32(a), out),
              later, threads)
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def _cell_keys(words, n_tgt_words: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch's (B, I, J) int64 keys src * Vt + tgt and its real cells (bool)."""
+    _, s, t, sl, tl = words
+    i = torch.arange(s.shape[1], device=s.device)
+    j = torch.arange(t.shape[1], device=s.device)
+    return (s[:, :, None] * n_tgt_words + t[:, None, :],
+            (i[None, :, None] < sl[:, None, None]) & (j[None, None, :] < tl[:, None, None]))
+
+
+def device_pair_ids(words: list, n_tgt_words: int, keys: torch.Tensor | None):
+    """Every batch's (B, I, J) int32 pair ids computed where the batches `words` (rows,
+    src, tgt, src_lengths, tgt_lengths) are (a GPU), and the table (P,) int64 on the CPU:
+    the sorted distinct keys of the real cells (torch.unique per batch, merged every
+    `_MERGE_KEYS` keys), or `keys` when given; an id = the key's position (searchsorted),
+    P on padding and for pairs outside a given table. The same table and ids as the CPU
+    kernels. About 12 launches per batch; device memory 24 bytes per cell of one batch
+    and 8 per distinct pair (twice while merging)."""
+    device = words[0][1].device
+    if keys is None:
+        table, parts, n = torch.zeros(0, dtype=torch.int64, device=device), [], 0
+        for k, w in enumerate(words):
+            key, real = _cell_keys(w, n_tgt_words)
+            parts.append(torch.unique(key[real]))
+            n += parts[-1].numel()
+            if n >= _MERGE_KEYS or k == len(words) - 1:
+                table, parts, n = torch.unique(torch.cat([table, *parts])), [], 0
+    else:
+        table = keys.to(device=device, dtype=torch.int64)
+    P = table.numel()
+    out = []
+    for w in words:
+        key, real = _cell_keys(w, n_tgt_words)
+        pos = torch.searchsorted(table, key)
+        if keys is not None:  # a pair outside the given table: P
+            real &= table[pos.clamp_(max=max(P - 1, 0))] == key if P else False
+        out.append(torch.where(real, pos, P).to(torch.int32))
+    return out, table.cpu()

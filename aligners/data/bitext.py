@@ -32,6 +32,7 @@ import torch
 from aligners.data import DEFAULT_CELLS, MAX_TOKENS, warn_too_long
 from aligners.data._pairtable import (
     cut_batches,
+    device_pair_ids,
     distinct_keys,
     fill_pair_ids,
     index_pairs,
@@ -48,7 +49,6 @@ __all__ = ["DEFAULT_CELLS", "MAX_TOKENS", "Batch", "PairIndex", "build_index", "
 _ENCODE_TOKENS = 1 << 20  # tokens (both sides) encoded at once by build_index
 _POPULATE_MIN = 1 << 20  # int32s: smaller stores come from the heap
 _FILL_CELLS = 1 << 25  # with a disk cache: pair ids computed for this many cells at a time
-_MERGE_KEYS = 1 << 26  # on a device: batches' distinct keys merged into the table this often
 
 
 @dataclass
@@ -144,7 +144,8 @@ class PairIndex:
     token and 8 per distinct pair while building. `keys` (sorted int64 `src*Vt+tgt`) fixes
     the pair table (e.g. a loaded model's): pairs outside it get id P. With `device` (and
     no `cache_dir`) the batches go there first and the table and ids are found there with
-    torch's unique / searchsorted (`_device_ids`): the same keys and ids, none on the host.
+    torch's unique / searchsorted (`device_pair_ids`): the same keys and ids, none on the
+    host.
     """
 
     def __init__(
@@ -208,7 +209,8 @@ class PairIndex:
         self._dir = None
         if device is not None and cache_dir is None and plans:
             self._words = [tuple(x.to(device) for x in w) for w in self._words]
-            self._ids = self._device_ids(keys)
+            self._ids, self.keys = device_pair_ids(self._words, n_tgt_words, keys)
+            self.n_pairs = int(self.keys.numel())
             return
         if keys is None and (cache_dir is not None or not plans):  # (else: found while the
             rows = np.concatenate(plans) if plans else np.zeros(0, np.int64)  # ids fill)
@@ -274,44 +276,6 @@ class PairIndex:
                     path = os.path.join(self._dir, f"{k}.npy")
                     np.save(path, ids)
                     out.append(path)
-        return out
-
-    def _cell_keys(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Batch k's (B, I, J) int64 keys src * Vt + tgt and its real cells (bool)."""
-        _, s, t, sl, tl = self._words[k]
-        key = s[:, :, None] * self.n_tgt_words + t[:, None, :]
-        i = torch.arange(s.shape[1], device=s.device)
-        j = torch.arange(t.shape[1], device=s.device)
-        return key, (i[None, :, None] < sl[:, None, None]) & (j[None, None, :] < tl[:, None, None])
-
-    def _device_ids(self, keys: torch.Tensor | None) -> list:
-        """Every batch's (B, I, J) int32 pair ids computed where the batches are (a GPU):
-        the table = the sorted distinct keys of the real cells (torch.unique per batch,
-        merged every `_MERGE_KEYS` keys), an id = the key's position (searchsorted), P on
-        padding and, with a given table, for pairs outside it. The same keys and ids as the
-        CPU kernels. Sets `keys` (on the CPU) and `n_pairs`. About 12 launches per batch;
-        device memory: 24 bytes per cell of one batch, 8 per distinct pair (twice while
-        merging)."""
-        device = self._words[0][1].device
-        if keys is None:
-            table, parts, n = torch.zeros(0, dtype=torch.int64, device=device), [], 0
-            for k in range(len(self._words)):
-                key, real = self._cell_keys(k)
-                parts.append(torch.unique(key[real]))
-                n += parts[-1].numel()
-                if n >= _MERGE_KEYS or k == len(self._words) - 1:
-                    table, parts, n = torch.unique(torch.cat([table, *parts])), [], 0
-        else:
-            table = keys.to(device=device, dtype=torch.int64)
-        P = table.numel()
-        out = []
-        for k in range(len(self._words)):
-            key, real = self._cell_keys(k)
-            pos = torch.searchsorted(table, key)
-            if keys is not None:  # a pair outside the given table: P
-                real &= table[pos.clamp_(max=max(P - 1, 0))] == key if P else False
-            out.append(torch.where(real, pos, P).to(torch.int32))
-        self.keys, self.n_pairs = table.cpu(), P
         return out
 
     def __len__(self) -> int:
