@@ -20,7 +20,8 @@ from numba import njit
 __all__ = ["cut_batches", "device_pair_ids", "distinct_keys", "fill_pair_ids", "index_pairs",
            "pad_ids"]
 
-_MERGE_KEYS = 1 << 26  # on a device: batches' distinct keys merged into the table this often
+_MERGE_KEYS = 1 << 26  # on a device: batches' distinct keys merged into the table from this
+# many on (or the table's size, if larger: the merges' cost stays O(P log) however large)
 
 
 @njit(cache=True)
@@ -267,11 +268,11 @@ def _cell_keys(words, n_tgt_words: int) -> tuple[torch.Tensor, torch.Tensor]:
 def device_pair_ids(words: list, n_tgt_words: int, keys: torch.Tensor | None):
     """Every batch's (B, I, J) int32 pair ids computed where the batches `words` (rows,
     src, tgt, src_lengths, tgt_lengths) are (a GPU), and the table (P,) int64 on the CPU:
-    the sorted distinct keys of the real cells (torch.unique per batch, merged every
-    `_MERGE_KEYS` keys), or `keys` when given; an id = the key's position (searchsorted),
+    the sorted distinct keys of the real cells (torch.unique per batch, merged into the
+    table once they are `_MERGE_KEYS` or as many as it holds), or `keys` when given; an id = the key's position (searchsorted),
     P on padding and for pairs outside a given table. The same table and ids as the CPU
     kernels. About 12 launches per batch; device memory 24 bytes per cell of one batch
-    and 8 per distinct pair (twice while merging)."""
+    and 8 per distinct pair (about 4 times that while merging)."""
     device = words[0][1].device
     if keys is None:
         table, parts, n = torch.zeros(0, dtype=torch.int64, device=device), [], 0
@@ -279,7 +280,7 @@ def device_pair_ids(words: list, n_tgt_words: int, keys: torch.Tensor | None):
             key, real = _cell_keys(w, n_tgt_words)
             parts.append(torch.unique(key[real]))
             n += parts[-1].numel()
-            if n >= _MERGE_KEYS or k == len(words) - 1:
+            if n >= max(_MERGE_KEYS, table.numel()) or k == len(words) - 1:
                 table, parts, n = torch.unique(torch.cat([table, *parts])), [], 0
     else:
         table = keys.to(device=device, dtype=torch.int64)
