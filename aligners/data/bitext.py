@@ -211,6 +211,7 @@ class PairIndex:
             self._words = [tuple(x.to(device) for x in w) for w in self._words]
             self._ids, self.keys = device_pair_ids(self._words, n_tgt_words, keys)
             self.n_pairs = int(self.keys.numel())
+            _release_free_heap()  # (the host copies of the padded words)
             return
         if keys is None and (cache_dir is not None or not plans):  # (else: found while the
             rows = np.concatenate(plans) if plans else np.zeros(0, np.int64)  # ids fill)
