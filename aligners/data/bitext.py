@@ -137,8 +137,9 @@ class PairIndex:
     """The encoded, batched bitext and its table of co-occurring pairs.
 
     `src`, `tgt`: N sentences of token ids each (see `from_flat` for flat arrays).
-    Build cost: O(total cells + P log P) time, two compiled passes over the cells source
-    word by source word (`aligners.data._pairtable`) on `threads` threads (None: torch's
+    Build cost: O(total cells + P log P) time, one compiled pass over the cells source
+    word by source word that finds the table and the ids together (two with `cache_dir` or
+    a given table: `aligners.data._pairtable`) on `threads` threads (None: torch's
     intra-op thread count); memory 4 bytes per cell (int32 ids), kept in RAM or, with
     `cache_dir`, in .npy files read back batch by batch, plus about 26 bytes per source
     token and 8 per distinct pair while building. `keys` (sorted int64 `src*Vt+tgt`) fixes
