@@ -92,3 +92,28 @@ def test_pair_index_on_the_device_equals_the_cpu_kernels():
         assert torch.equal(a.pair_ids, b.pair_ids.cpu())
         assert torch.equal(c.pair_ids, d.pair_ids.cpu())
     assert any((b.pair_ids[b.mask] == fixed.n_pairs).any() for b in fixed)
+
+
+def test_pair_index_on_the_device_launches_a_fixed_number_of_ops_per_batch():
+    """The device path's structure, checkable on the CPU: the torch ops it launches grow by
+    the same number with every batch (none per sentence or per pair), a found table and a
+    given one alike (top-level aten ops under torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from aligners.data._pairtable import device_pair_ids
+
+    def ops(k, keys):
+        g = torch.Generator().manual_seed(k)
+        words = [(torch.arange(3), torch.randint(2, 30, (3, 4), generator=g).to(DEVICE),
+                  torch.randint(2, 40, (3, 5), generator=g).to(DEVICE),
+                  torch.tensor([4, 4, 2], device=DEVICE), torch.tensor([5, 3, 1], device=DEVICE))
+                 for _ in range(k)]
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            device_pair_ids(words, 40, keys)
+        return sum(e.name.startswith("aten::") and not (
+            e.cpu_parent is not None and e.cpu_parent.name.startswith("aten::"))
+            for e in prof.events())
+
+    for keys in (None, torch.arange(0, 1200, 3)):
+        n2, n4, n8 = (ops(k, keys) for k in (2, 4, 8))
+        assert n8 - n4 == 2 * (n4 - n2) and 0 < n4 - n2 <= 2 * 64, (n2, n4, n8)
