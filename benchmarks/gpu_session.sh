@@ -28,11 +28,13 @@ if [ "$OUTDIR" = --pack ]; then
   PY=${PYTHON:-python3}
   D=$("$PY" -c 'from aligners.data.paths import data_root; print(data_root())') || exit 1
   H=hansards-enfr-naacl2003 T=$(mktemp -d)
+  trap 'rm -rf "$T"' EXIT
   mkdir -p "$T/data/$H/train" .gpudata
-  cp -r "$D/$H/test" "$D/$H/SOURCE.md" "$T/data/$H/" || exit 1
-  for s in e f; do zcat "$D/$H/train/hansards.train.$s.gz" >"$T/data/$H/train/hansards.train.$s"
+  cp -r "$D/$H/test" "$D/$H/SOURCE.md" "$T/data/$H/" || exit 1  # (ALIGNERS_DATA: elsewhere)
+  for s in e f; do
+    zcat "$D/$H/train/hansards.train.$s.gz" >"$T/data/$H/train/hansards.train.$s" || exit 1
   done
-  tar cf - -C "$T" data | xz -9 -T0 >.gpudata/data.tar.xz && rm -rf "$T"
+  tar cf - -C "$T" data | xz -6 -T0 >.gpudata/data.tar.xz || exit 1
   ls -l .gpudata/data.tar.xz
   exit 0
 fi
