@@ -10,7 +10,7 @@
 #   bash benchmarks/gpu_session.sh --pack   # here: .gpudata/data.tar.xz (~40 MB; carry it)
 #   bash benchmarks/gpu_session.sh OUTDIR   # there
 #
-# --pack puts the full Hansards training text (plain, xz inside the tar: 40 MB where the
+# --pack puts the full Hansards training text (plain, xz inside the tar: 44 MB where the
 # shipped .gz files take 70 MB, so it fits a device call's 64 MiB carry) and its test split
 # into .gpudata/data.tar.xz; on the machine it is unpacked into /tmp/gpud (data/ =
 # ALIGNERS_DATA), the two .gz files the loader reads are written there, and the 200k split
