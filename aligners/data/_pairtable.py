@@ -269,9 +269,10 @@ def device_pair_ids(words: list, n_tgt_words: int, keys: torch.Tensor | None):
     """Every batch's (B, I, J) int32 pair ids computed where the batches `words` (rows,
     src, tgt, src_lengths, tgt_lengths) are (a GPU), and the table (P,) int64 on the CPU:
     the sorted distinct keys of the real cells (torch.unique per batch, merged into the
-    table once they are `_MERGE_KEYS` or as many as it holds), or `keys` when given; an id = the key's position (searchsorted),
-    P on padding and for pairs outside a given table. The same table and ids as the CPU
-    kernels. About 12 launches per batch; device memory 24 bytes per cell of one batch
+    table once they are `_MERGE_KEYS` or as many as it holds), or `keys` when given; an
+    id = the key's position (searchsorted), P on padding and for pairs outside a given
+    table. The same table and ids as the CPU kernels. A fixed number of ops per batch
+    (about 40 aten ops, none per sentence); device memory 24 bytes per cell of one batch
     and 8 per distinct pair (about 4 times that while merging)."""
     device = words[0][1].device
     if keys is None:
