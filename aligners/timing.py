@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-__all__ = ["Phases"]
+__all__ = ["Phases", "peak_memory"]
 
 T = TypeVar("T")
 
@@ -90,3 +90,18 @@ class Phases:
     def summary(self) -> str:
         """One line: "read 1.2 s, index 3.4 s, train 20.1 s" (0.1 s resolution)."""
         return ", ".join(f"{name} {sec:.1f} s" for name, sec in self._seconds.items())
+
+
+def peak_memory(gpu: bool = False) -> str:
+    """"peak memory: host 3.21 GB" (this process's peak resident set, from getrusage) and,
+    with `gpu`, ", GPU 1.50 GB" (the most torch held allocated on the current CUDA device)."""
+    import resource
+    import sys
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    out = f"peak memory: host {rss * (1 if sys.platform == 'darwin' else 1024) / 1e9:.2f} GB"
+    if gpu:
+        import torch
+
+        out += f", GPU {torch.cuda.max_memory_allocated() / 1e9:.2f} GB"
+    return out

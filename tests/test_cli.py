@@ -261,5 +261,7 @@ def test_align_prints_one_summary_line_when_not_on_a_tty(tiny_bitext, capsys):
         "aligners align: 3 sentence pairs aligned, model hmm (--model), device ")
     for phase in ("read", "index", "train", "decode", "write"):  # where the time went
         assert f" {phase} " in err[0], err[0]
+    peak = float(err[0].split("; peak memory: host ")[1].split(" GB")[0])  # and the memory
+    assert 0.05 < peak < 64, err[0]
     assert main([*argv, "--quiet"]) == 0
     assert capsys.readouterr().err == ""

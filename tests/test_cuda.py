@@ -1,4 +1,5 @@
-"""On a CUDA GPU every lattice gives the CPU's numbers (marker ``cuda``; skipped without one).
+"""On a CUDA GPU every lattice gives the CPU's numbers (marker ``cuda``; without a GPU the
+same comparisons run CPU-vs-CPU, see cuda_device.py).
 
 Tolerances: float64 inputs: log-partitions, marginals and scores within 1e-8 (absolute) of
 the CPU; Viterbi paths identical. float32 inputs (the automatic parallel scan on CUDA against
@@ -7,8 +8,7 @@ Samplers draw from a CUDA generator, so draws differ from the CPU's: they are ch
 valid structures with the right frequencies. The backtrack and the scan run under
 ``torch.cuda.set_sync_debug_mode("error")``: no host synchronisation inside them.
 
-``ALIGNERS_TEST_DEVICE=cpu`` runs the same comparisons CPU-vs-CPU (a self-check of this file
-on machines without a GPU).
+``ALIGNERS_TEST_DEVICE=cpu`` runs the same comparisons CPU-vs-CPU on a GPU machine too.
 """
 
 

@@ -215,23 +215,29 @@ def _assert_index_equals(index, si, ti, want):
 
 
 def _check_against_oracle(pairs, cells, tmp_path, frozen_pairs, monkeypatch):
-    from aligners.data import bitext
+    """The numba kernels (1 or 2 threads, heap or mapped store, disk cache) and the torch
+    path that a GPU takes (`device`, run here on the CPU) against the oracle."""
+    from aligners.data import _pairtable, bitext
 
     want = _oracle_index(pairs, cells)
-    for threads, cache, mapped in ((1, None, False), (2, None, True), (2, str(tmp_path), False)):
+    for threads, cache, mapped, device in ((1, None, False, None), (2, None, True, None),
+                                           (2, str(tmp_path), False, None),
+                                           (1, None, False, "cpu")):
         with monkeypatch.context() as m:
             if mapped:  # the store mapped with MAP_POPULATE whatever its size
                 m.setattr(bitext, "_POPULATE_MIN", 0)
+            m.setattr(_pairtable, "_MERGE_KEYS", 500)  # the device path merges often
             index, si, ti = _index(*zip(*pairs, strict=True), cells=cells, threads=threads,
-                                   cache_dir=cache)
+                                   cache_dir=cache, device=device)
         _assert_index_equals(index, si, ti, want)
     # a frozen vocabulary and a fixed pair table (every other key): unseen -> UNK / P
     si.frozen = ti.frozen = True
     keys = index.keys[::2].clone()
-    fixed = build_index(frozen_pairs, si, ti, keys=keys, cells=cells)
     want_f = _oracle_index(frozen_pairs, cells, keys=keys.numpy(), vocabs=want[4])
-    _assert_index_equals(fixed, si, ti, want_f[:2] + want_f[2:])
-    assert any((b.pair_ids[b.mask] < fixed.n_pairs).any() for b in fixed)
+    for device in (None, "cpu"):
+        fixed = build_index(iter(frozen_pairs), si, ti, keys=keys, cells=cells, device=device)
+        _assert_index_equals(fixed, si, ti, want_f[:2] + want_f[2:])
+        assert any((b.pair_ids[b.mask] < fixed.n_pairs).any() for b in fixed)
     return index
 
 

@@ -40,3 +40,16 @@ def test_gpu_benchmark_quick_on_cpu(tmp_path, capsys):
     cpu = [r for r in results if r["system"].endswith(" on cpu") and r["wall_s"]]
     assert cpu and all(r["cuda_peak_mib"] is None for r in cpu)  # --device cpu: RSS only
     assert any(r["metrics"].get("speedup", 0) > 0 for r in results)
+
+
+def test_gpu_benchmark_optional_cases_quick_on_cpu(tmp_path):
+    """The device run's other cases (benchmarks/gpu_session.sh): the full set x 4 (here 500
+    pairs x 4 + test) and the Bayesian aligner, which runs on the CPU whatever the device."""
+    out = tmp_path / "gpu.json"
+    report = gpu.main(["--device", "cpu", "--quick", "--repeats", "1", "--json", str(out),
+                       "--cases", "case_align_4x", "case_bayes_cpu"])
+    rows = {r["case"]: r for r in report["rows"]}
+    assert set(rows) == {"HMM align (full set x 4), whole command, 2447 Hansards pairs",
+                         "Bayesian align (exact sampler, CPU), 947 Hansards pairs"}
+    assert all(0 < r["aer"] < 1 and r["impl"] == "ours on cpu" for r in rows.values())
+    assert all(" peak memory: host " in r["note"] for r in rows.values())

@@ -1,11 +1,13 @@
-"""The word aligner on CUDA gives the CPU's numbers (marker ``cuda``; skipped without a GPU).
+"""The word aligner on CUDA gives the CPU's numbers (marker ``cuda``; without a GPU the same
+comparisons run CPU-vs-CPU, see cuda_device.py).
 
 Tolerances (float32 tables, summation order differs between devices): every EM table after
 2 iterations (1 Model 1 + 1 HMM, and 2 HMM after 1 Model 1 for the jump tables) within
 1e-5 absolute and 1e-4 relative of the CPU's; log-likelihoods within 1e-5 relative.
 ``aligners align --load-model M --device cuda`` writes the CPU's links (the index is built
-on the CPU over the model's pair table, then moved once to the model's device).
-``ALIGNERS_TEST_DEVICE=cpu`` runs the same comparisons CPU-vs-CPU (a self-check here).
+on the model's device over its pair table). The pair index built on the device (torch
+unique / searchsorted) has the CPU kernels' keys and ids, bit for bit.
+``ALIGNERS_TEST_DEVICE=cpu`` runs the same comparisons CPU-vs-CPU on a GPU machine too.
 """
 
 
@@ -53,7 +55,8 @@ def test_align_load_model_on_the_device_writes_the_cpu_links(tmp_path):
     s, t = tmp_path / "c.src", tmp_path / "c.tgt"
     s.write_text("".join(" ".join(x) + "\n" for x in src), encoding="utf-8")
     t.write_text("".join(" ".join(x) + "\n" for x in tgt), encoding="utf-8")
-    fast = ["--ibm1-iterations", "2", "--hmm-iterations", "2", "--quiet", "--max-jump", "3"]
+    fast = ["--model", "hmm", "--ibm1-iterations", "2", "--hmm-iterations", "2", "--quiet",
+            "--max-jump", "3"]
     model = tmp_path / "model"
     assert main(["align", "-s", str(s), "-t", str(t), "-o", str(tmp_path / "train.out"),
                  "--save-model", str(model), *fast]) == 0
@@ -71,3 +74,46 @@ def test_align_load_model_on_the_device_writes_the_cpu_links(tmp_path):
     index = loaded.index(list(zip(src, tgt)))
     assert index.keys.device.type == "cpu"
     assert index.batch(0).pair_ids.device.type == DEVICE.type
+
+
+def test_pair_index_on_the_device_equals_the_cpu_kernels():
+    """Keys and every batch's ids equal, with a found table and with a given one (every
+    other key: the rest get P), on many small batches."""
+    src, tgt = toy_corpus(200, seed=3)
+    pairs = list(zip(src, tgt))
+    cpu = build_index(pairs, WordIds(), WordIds(), cells=500)
+    dev = build_index(pairs, WordIds(), WordIds(), cells=500, device=DEVICE)
+    assert len(cpu) == len(dev) > 5 and torch.equal(cpu.keys, dev.keys)
+    assert dev.keys.device.type == "cpu" and dev.batch(0).pair_ids.device.type == DEVICE.type
+    half = cpu.keys[::2].clone()
+    fixed = build_index(pairs, WordIds(), WordIds(), cells=500, keys=half)
+    fixed_dev = build_index(pairs, WordIds(), WordIds(), cells=500, keys=half, device=DEVICE)
+    for a, b, c, d in zip(cpu, dev, fixed, fixed_dev, strict=True):
+        assert torch.equal(a.pair_ids, b.pair_ids.cpu())
+        assert torch.equal(c.pair_ids, d.pair_ids.cpu())
+    assert any((b.pair_ids[b.mask] == fixed.n_pairs).any() for b in fixed)
+
+
+def test_pair_index_on_the_device_launches_a_fixed_number_of_ops_per_batch():
+    """The device path's structure, checkable on the CPU: the torch ops it launches grow by
+    the same number with every batch (none per sentence or per pair), a found table and a
+    given one alike (top-level aten ops under torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from aligners.data._pairtable import device_pair_ids
+
+    def ops(k, keys):
+        g = torch.Generator().manual_seed(k)
+        words = [(torch.arange(3), torch.randint(2, 30, (3, 4), generator=g).to(DEVICE),
+                  torch.randint(2, 40, (3, 5), generator=g).to(DEVICE),
+                  torch.tensor([4, 4, 2], device=DEVICE), torch.tensor([5, 3, 1], device=DEVICE))
+                 for _ in range(k)]
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            device_pair_ids(words, 40, keys)
+        return sum(e.name.startswith("aten::") and not (
+            e.cpu_parent is not None and e.cpu_parent.name.startswith("aten::"))
+            for e in prof.events())
+
+    for keys in (None, torch.arange(0, 1200, 3)):
+        n2, n4, n8 = (ops(k, keys) for k in (2, 4, 8))
+        assert n8 - n4 == 2 * (n4 - n2) and 0 < n4 - n2 <= 2 * 64, (n2, n4, n8)

@@ -28,7 +28,7 @@ from aligners.commands._device import thread_count
 from aligners.data import DEFAULT_CELLS, GPU_CELLS
 from aligners.errors import AlignersInputError
 from aligners.families import Family, families, family
-from aligners.timing import Phases
+from aligners.timing import Phases, peak_memory
 
 __all__ = ["add_arguments", "run"]
 
@@ -272,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
     order = [k for k in _PHASES if k in sec] + [k for k in sec if k not in _PHASES]
     took = ", ".join(f"{k} {sec[k]:.1f} s" for k in order)
     args.summary = (f"{n:,} sentence pairs aligned, model {fam.name} ({why}), device "
-                    f"{args.device} ({device_why}); {took}")
+                    f"{args.device} ({device_why}); {took}; {peak_memory(sync is not None)}")
     return 0
 
 

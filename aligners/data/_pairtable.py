@@ -1,5 +1,6 @@
 """numba kernels of the bitext index (`aligners.data.bitext`): batch cuts, the sorted table of
-distinct word-pair keys, and the per-cell pair ids.
+distinct word-pair keys, and the per-cell pair ids; and the same table and ids found with
+torch on a GPU (`device_pair_ids`).
 
 A pair key is `s * n_tgt_words + t` (int64; 0 <= s < Vs, 0 <= t < Vt), so the keys of
 source word s are one run [s * Vt, (s + 1) * Vt) of the sorted key table. Sentences live in
@@ -13,9 +14,14 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import torch
 from numba import njit
 
-__all__ = ["cut_batches", "distinct_keys", "fill_pair_ids"]
+__all__ = ["cut_batches", "device_pair_ids", "distinct_keys", "fill_pair_ids", "index_pairs",
+           "pad_ids"]
+
+_MERGE_KEYS = 1 << 26  # on a device: batches' distinct keys merged into the table from this
+# many on (or the table's size, if larger: the merges' cost stays O(P log) however large)
 
 
 @njit(cache=True)
@@ -74,39 +80,27 @@ def _occurrences(src, src_off, tgt_off, rows, base, width, n_src_words):
 
 
 @njit(nogil=True, cache=True)
-def _keys_of_words(start, t0, tn, tgt, s0, s1, n_tgt_words):
-    """Sorted distinct keys (m,) int64 of the cells whose source word is in [s0, s1)."""
-    stamp = np.full(n_tgt_words, -1, np.int32)
-    row = np.empty(n_tgt_words, np.int32)
-    out = np.empty(16, np.int64)
-    n = 0
-    for s in range(s0, s1):
+def _row_targets(start, t0, tn, tgt, s, stamp, row, n_tgt_words):
+    """The distinct targets of the sentences holding source word s, sorted, into row[:m];
+    returns m. `stamp` (Vt,) int32 holds no s before the call (a word's number marks its
+    targets). Branch-free stamping; a frequent word's targets are read off the stamps in
+    order (O(Vt)) instead of sorted (O(m log m))."""
+    m = 0
+    for o in range(start[s], start[s + 1]):
+        for j in range(t0[o], t0[o] + tn[o]):
+            t = tgt[j]
+            row[m] = t
+            m += stamp[t] != s
+            stamp[t] = s
+    if 128 * m > n_tgt_words:
         m = 0
-        for o in range(start[s], start[s + 1]):
-            for j in range(t0[o], t0[o] + tn[o]):
-                t = tgt[j]
-                if stamp[t] != s:
-                    stamp[t] = s
-                    row[m] = t
-                    m += 1
-        if m == 0:
-            continue
-        if 8 * m > n_tgt_words:  # a frequent word: read its targets off the stamps in order
-            m = 0
-            for t in range(n_tgt_words):
-                if stamp[t] == s:
-                    row[m] = t
-                    m += 1
-        else:
-            row[:m].sort()
-        if n + m > len(out):
-            bigger = np.empty(max(n + m, 2 * len(out)), np.int64)
-            bigger[:n] = out[:n]
-            out = bigger
-        for q in range(m):
-            out[n + q] = np.int64(s) * n_tgt_words + row[q]
-        n += m
-    return out[:n].copy()
+        for t in range(n_tgt_words):
+            if stamp[t] == s:
+                row[m] = t
+                m += 1
+    else:
+        row[:m].sort()
+    return m
 
 
 @njit(nogil=True, cache=True)
@@ -131,6 +125,55 @@ def _fill_words(keys, start, t0, tn, dst, tgt, s0, s1, n_tgt_words, out):
             scratch[keys[q] - lo_key] = P
 
 
+@njit(nogil=True, cache=True)
+def _index_words(start, t0, tn, dst, tgt, s0, s1, n_tgt_words, out):
+    """The sorted distinct keys (m,) int64 of the cells whose source word is in [s0, s1)
+    and, unless `out` is empty, their ids in the same pass: each word's distinct targets
+    are found (stamps), sorted and numbered in a (Vt,) scratch array, then its occurrences
+    (hot in cache) read their ids there: out[dst[o] + j] = the position of the cell's key
+    in the range's keys (the caller adds the keys of earlier ranges: `_shift_words`)."""
+    stamp = np.full(n_tgt_words, -1, np.int32)
+    scratch = np.empty(n_tgt_words, np.int32)
+    row = np.empty(n_tgt_words + 1, np.int32)  # (+1: _row_targets writes one past)
+    keys = np.empty(16, np.int64)
+    n = 0
+    for s in range(s0, s1):
+        m = _row_targets(start, t0, tn, tgt, s, stamp, row, n_tgt_words)
+        if m == 0:
+            continue
+        if n + m > len(keys):
+            bigger = np.empty(max(n + m, 2 * len(keys)), np.int64)
+            bigger[:n] = keys[:n]
+            keys = bigger
+        for q in range(m):
+            keys[n + q] = np.int64(s) * n_tgt_words + row[q]
+            scratch[row[q]] = n + q
+        for o in range(start[s], start[s + 1] if len(out) else start[s]):
+            d = dst[o] - t0[o]
+            for j in range(t0[o], t0[o] + tn[o]):
+                out[d + j] = scratch[tgt[j]]
+        n += m
+    return keys[:n].copy()
+
+
+@njit(nogil=True, cache=True)
+def _shift_words(start, tn, dst, s0, s1, add, out):
+    """out[cells of the occurrences of source words [s0, s1)] += add."""
+    for o in range(start[s0], start[s1]):
+        for j in range(dst[o], dst[o] + tn[o]):
+            out[j] += add
+
+
+@njit(nogil=True, cache=True)
+def pad_ids(base, width, height, li, lj, value, out):
+    """out[padding cells] = value: of the (height[q], width[q]) block at base[q] of each row
+    q, every cell (i, j) outside i < li[q], j < lj[q]. O(padding cells)."""
+    for q in range(len(base)):
+        for i in range(height[q]):
+            lo = base[q] + i * width[q]
+            out[lo + (lj[q] if i < li[q] else 0):lo + width[q]] = value
+
+
 def _word_ranges(start: np.ndarray, t0n: np.ndarray, parts: int) -> list[tuple[int, int]]:
     """[s0, s1) source word ranges of about equal cells (tn summed over occurrences)."""
     V = len(start) - 1
@@ -153,6 +196,7 @@ def _run(fn, ranges, threads):
 
 
 _EMPTY = np.zeros(0, np.int64)
+_NONE = np.zeros(0, np.int32)
 
 
 def distinct_keys(src, src_off, tgt, tgt_off, rows, n_src_words: int, n_tgt_words: int, *,
@@ -167,8 +211,8 @@ def distinct_keys(src, src_off, tgt, tgt_off, rows, n_src_words: int, n_tgt_word
     start, t0, tn, _ = _occurrences(src, src_off, tgt_off, np.sort(rows), _EMPTY, _EMPTY,
                                     np.int64(n_src_words))
     ranges = _word_ranges(start, tn, threads)
-    parts = _run(lambda s0, s1: _keys_of_words(start, t0, tn, tgt, s0, s1,
-                                               np.int64(n_tgt_words)), ranges, threads)
+    parts = _run(lambda s0, s1: _index_words(start, t0, tn, _EMPTY, tgt, s0, s1,
+                                             np.int64(n_tgt_words), _NONE), ranges, threads)
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
@@ -187,3 +231,66 @@ def fill_pair_ids(keys, src, src_off, tgt, tgt_off, rows, base, width, n_src_wor
     ranges = _word_ranges(start, tn, threads)
     _run(lambda s0, s1: _fill_words(keys, start, t0, tn, dst, tgt, s0, s1,
                                     np.int64(n_tgt_words), out), ranges, threads)
+
+
+def index_pairs(src, src_off, tgt, tgt_off, rows, base, width, n_src_words: int,
+                n_tgt_words: int, out, *, threads: int = 1) -> np.ndarray:
+    """`distinct_keys` and then `fill_pair_ids` (same arguments, same keys and ids) in one
+    pass over the cells instead of two: returns the sorted distinct keys (P,) int64 of the
+    sentences `rows` and writes their cells' ids into `out` (P is never written: every
+    cell's pair is in the table). Word ranges run on `threads` threads; a range's ids come
+    out local to it and are shifted by the keys of the ranges before it afterwards (in
+    parallel too). Cost O(cells + P log P); memory 26 bytes per source token + 12 * Vt per
+    thread."""
+    order = np.argsort(rows, kind="stable")
+    start, t0, tn, dst = _occurrences(src, src_off, tgt_off, rows[order], base[order],
+                                      width[order], np.int64(n_src_words))
+    ranges = _word_ranges(start, tn, threads)
+    parts = _run(lambda s0, s1: _index_words(start, t0, tn, dst, tgt, s0, s1,
+                                             np.int64(n_tgt_words), out), ranges, threads)
+    shifts = np.cumsum([0] + [len(k) for k in parts[:-1]])
+    later = [(r, int(a)) for r, a in zip(ranges, shifts, strict=True) if a]
+    if later:
+        _run(lambda r, a: _shift_words(start, tn, dst, r[0], r[1], np.int32(a), out),
+             later, threads)
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def _cell_keys(words, n_tgt_words: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch's (B, I, J) int64 keys src * Vt + tgt and its real cells (bool)."""
+    _, s, t, sl, tl = words
+    i = torch.arange(s.shape[1], device=s.device)
+    j = torch.arange(t.shape[1], device=s.device)
+    return (s[:, :, None] * n_tgt_words + t[:, None, :],
+            (i[None, :, None] < sl[:, None, None]) & (j[None, None, :] < tl[:, None, None]))
+
+
+def device_pair_ids(words: list, n_tgt_words: int, keys: torch.Tensor | None):
+    """Every batch's (B, I, J) int32 pair ids computed where the batches `words` (rows,
+    src, tgt, src_lengths, tgt_lengths) are (a GPU), and the table (P,) int64 on the CPU:
+    the sorted distinct keys of the real cells (torch.unique per batch, merged into the
+    table once they are `_MERGE_KEYS` or as many as it holds), or `keys` when given; an
+    id = the key's position (searchsorted), P on padding and for pairs outside a given
+    table. The same table and ids as the CPU kernels. A fixed number of ops per batch
+    (about 40 aten ops, none per sentence); device memory 24 bytes per cell of one batch
+    and 8 per distinct pair (about 4 times that while merging)."""
+    device = words[0][1].device
+    if keys is None:
+        table, parts, n = torch.zeros(0, dtype=torch.int64, device=device), [], 0
+        for k, w in enumerate(words):
+            key, real = _cell_keys(w, n_tgt_words)
+            parts.append(torch.unique(key[real]))
+            n += parts[-1].numel()
+            if n >= max(_MERGE_KEYS, table.numel()) or k == len(words) - 1:
+                table, parts, n = torch.unique(torch.cat([table, *parts])), [], 0
+    else:
+        table = keys.to(device=device, dtype=torch.int64)
+    P = table.numel()
+    out = []
+    for w in words:
+        key, real = _cell_keys(w, n_tgt_words)
+        pos = torch.searchsorted(table, key)
+        if keys is not None:  # a pair outside the given table: P
+            real &= table[pos.clamp_(max=max(P - 1, 0))] == key if P else False
+        out.append(torch.where(real, pos, P).to(torch.int32))
+    return out, table.cpu()

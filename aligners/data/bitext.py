@@ -30,12 +30,20 @@ import numpy as np
 import torch
 
 from aligners.data import DEFAULT_CELLS, MAX_TOKENS, warn_too_long
-from aligners.data._pairtable import cut_batches, distinct_keys, fill_pair_ids
+from aligners.data._pairtable import (
+    cut_batches,
+    device_pair_ids,
+    distinct_keys,
+    fill_pair_ids,
+    index_pairs,
+    pad_ids,
+)
 from aligners.data.heap import release_free_heap as _release_free_heap
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 
-__all__ = ["DEFAULT_CELLS", "MAX_TOKENS", "Batch", "PairIndex", "build_index", "plan_batches"]
+__all__ = ["DEFAULT_CELLS", "MAX_TOKENS", "Batch", "PairIndex", "build_index", "gpu_or_none",
+           "plan_batches"]
 
 
 _ENCODE_TOKENS = 1 << 20  # tokens (both sides) encoded at once by build_index
@@ -129,12 +137,16 @@ class PairIndex:
     """The encoded, batched bitext and its table of co-occurring pairs.
 
     `src`, `tgt`: N sentences of token ids each (see `from_flat` for flat arrays).
-    Build cost: O(total cells + P log P) time, two compiled passes over the cells source
-    word by source word (`aligners.data._pairtable`) on `threads` threads (None: torch's
+    Build cost: O(total cells + P log P) time, one compiled pass over the cells source
+    word by source word that finds the table and the ids together (two with `cache_dir` or
+    a given table: `aligners.data._pairtable`) on `threads` threads (None: torch's
     intra-op thread count); memory 4 bytes per cell (int32 ids), kept in RAM or, with
     `cache_dir`, in .npy files read back batch by batch, plus about 26 bytes per source
     token and 8 per distinct pair while building. `keys` (sorted int64 `src*Vt+tgt`) fixes
-    the pair table (e.g. a loaded model's): pairs outside it get id P.
+    the pair table (e.g. a loaded model's): pairs outside it get id P. With `device` (and
+    no `cache_dir`) the batches go there first and the table and ids are found there with
+    torch's unique / searchsorted (`device_pair_ids`): the same keys and ids, none on the
+    host.
     """
 
     def __init__(
@@ -149,6 +161,7 @@ class PairIndex:
         max_batch: int | None = None,
         cache_dir: str | None = None,
         threads: int | None = None,
+        device=None,
     ):
         if len(src) != len(tgt):
             raise AlignersInputError(
@@ -156,7 +169,7 @@ class PairIndex:
             )
         self._build(*_flatten(src), *_flatten(tgt), n_src_words=n_src_words,
                     n_tgt_words=n_tgt_words, keys=keys, cells=cells, max_batch=max_batch,
-                    cache_dir=cache_dir, threads=threads)
+                    cache_dir=cache_dir, threads=threads, device=device)
 
     @classmethod
     def from_flat(cls, src: np.ndarray, src_off: np.ndarray, tgt: np.ndarray,
@@ -173,7 +186,7 @@ class PairIndex:
         return self
 
     def _build(self, src, src_off, tgt, tgt_off, *, n_src_words, n_tgt_words, keys=None,
-               cells=DEFAULT_CELLS, max_batch=None, cache_dir=None, threads=None):
+               cells=DEFAULT_CELLS, max_batch=None, cache_dir=None, threads=None, device=None):
         threads = max(1, torch.get_num_threads() if threads is None else int(threads))
         for ids, n, side in ((src, n_src_words, "source"), (tgt, n_tgt_words, "target")):
             if ids.size and not (0 <= ids.min() and ids.max() < n):  # (the kernels index
@@ -194,27 +207,34 @@ class PairIndex:
                         torch.from_numpy(_pad(rows, tgt, tgt_off)),
                         torch.from_numpy(src_len[rows]), torch.from_numpy(tgt_len[rows]))
                        for rows in plans]
-        if keys is None:
-            rows = np.concatenate(plans) if plans else np.zeros(0, np.int64)
+        self._dir = None
+        if device is not None and cache_dir is None and plans:
+            self._words = [tuple(x.to(device) for x in w) for w in self._words]
+            self._ids, self.keys = device_pair_ids(self._words, n_tgt_words, keys)
+            self.n_pairs = int(self.keys.numel())
+            _release_free_heap()  # (the host copies of the padded words)
+            return
+        if keys is None and (cache_dir is not None or not plans):  # (else: found while the
+            rows = np.concatenate(plans) if plans else np.zeros(0, np.int64)  # ids fill)
             keys = torch.from_numpy(distinct_keys(src, src_off, tgt, tgt_off, rows,
                                                   n_src_words, n_tgt_words, threads=threads))
-        self.keys = keys.cpu()  # the lookup runs on the CPU, whatever the model's device
-        self.n_pairs = int(keys.numel())
-        self._dir = None
         if cache_dir is not None:
             os.makedirs(cache_dir, exist_ok=True)
             self._dir = tempfile.mkdtemp(prefix="pairs-", dir=cache_dir)
             weakref.finalize(self, shutil.rmtree, self._dir, True)  # removed with the index
-        self._ids = self._fill_ids(plans, src, src_off, tgt, tgt_off, threads)
+        self._ids = self._fill_ids(plans, src, src_off, tgt, tgt_off, threads, keys)
         _release_free_heap()
 
-    def _fill_ids(self, plans, src, src_off, tgt, tgt_off, threads: int) -> list:
+    def _fill_ids(self, plans, src, src_off, tgt, tgt_off, threads: int, keys) -> list:
         """Every batch's (B, I, J) int32 pair ids (P on padding): tensors viewing one
         allocation for all batches (no heap holes between them), or with a disk cache the
-        paths of .npy files written `_FILL_CELLS` cells at a time."""
+        paths of .npy files written `_FILL_CELLS` cells at a time. Sets `keys` and
+        `n_pairs`; `keys` None (in memory only): the table is found in the same pass."""
+        if keys is not None:
+            self.keys = keys.cpu()  # the lookup runs on the CPU, whatever the model's device
+            self.n_pairs = int(keys.numel())
         if not self._words:
             return []
-        keys = np.ascontiguousarray(self.keys.numpy(), dtype=np.int64)
         shapes = [(s.shape[0], s.shape[1], t.shape[1]) for _, s, t, _, _ in self._words]
         sizes = np.array([b * i * j for b, i, j in shapes], dtype=np.int64)
         starts = np.concatenate(([0], np.cumsum(sizes)))
@@ -235,13 +255,21 @@ class PairIndex:
         for k0, k1 in chunks:
             n = int(starts[k1] - starts[k0])
             chunk = buf[:n]
-            chunk.fill(self.n_pairs)
+            rows = np.concatenate(plans[k0:k1])
             base = np.concatenate([starts[k] - starts[k0] + np.arange(shapes[k][0])
                                    * shapes[k][1] * shapes[k][2] for k in range(k0, k1)])
-            width = np.concatenate([np.full(shapes[k][0], shapes[k][2]) for k in range(k0, k1)])
-            fill_pair_ids(keys, src, src_off, tgt, tgt_off, np.concatenate(plans[k0:k1]),
-                          base, width, self.n_src_words, self.n_tgt_words, chunk,
-                          threads=threads)
+            width, height = (np.concatenate([np.full(shapes[k][0], shapes[k][x]) for k in
+                                             range(k0, k1)]) for x in (2, 1))
+            args = (src, src_off, tgt, tgt_off, rows, base, width, self.n_src_words,
+                    self.n_tgt_words, chunk)
+            if keys is None:
+                self.keys = torch.from_numpy(index_pairs(*args, threads=threads))
+                self.n_pairs = int(self.keys.numel())
+            else:
+                fill_pair_ids(np.ascontiguousarray(self.keys.numpy(), dtype=np.int64), *args,
+                              threads=threads)
+            pad_ids(base, width, height, self.src_lengths[rows], self.tgt_lengths[rows],
+                    np.int32(self.n_pairs), chunk)
             for k in range(k0, k1):
                 ids = chunk[starts[k] - starts[k0]:starts[k + 1] - starts[k0]].reshape(shapes[k])
                 if self._dir is None:
@@ -298,20 +326,28 @@ def build_index(
     keys: torch.Tensor | None = None,
     cache_dir: str | None = None,
     threads: int | None = None,
+    device=None,
 ) -> PairIndex:
     """N token pairs -> PairIndex of ceil-ish(N cells / `cells`) batches (see `PairIndex`).
 
     Encodes the pairs as they stream in (ids added to `src_ids`/`tgt_ids` unless frozen;
     frozen: unseen words -> unknown), `_ENCODE_TOKENS` tokens at a time (one `encode` per
-    side and chunk). `keys` fixes the pair table (a loaded model's); `threads` as
-    `PairIndex`'s.
+    side and chunk). `keys` fixes the pair table (a loaded model's); `threads` and
+    `device` (where the table and ids are found: None = the CPU kernels) as `PairIndex`'s.
     Memory: 4 bytes per token plus the index; the token strings are not kept (only the
     current chunk's).
     """
     (src, src_off), (tgt, tgt_off) = _encode_stream(pairs, (src_ids, tgt_ids))
     return PairIndex.from_flat(src, src_off, tgt, tgt_off, n_src_words=len(src_ids),
                                n_tgt_words=len(tgt_ids), keys=keys, cells=cells,
-                               cache_dir=cache_dir, threads=threads)
+                               cache_dir=cache_dir, threads=threads, device=device)
+
+
+def gpu_or_none(device) -> torch.device | None:
+    """`device` when it is a GPU (the index is then built there), else None (on the CPU the
+    numba kernels are faster than torch's sort)."""
+    device = torch.device(device)
+    return device if device.type == "cuda" else None
 
 
 def _encode_stream(pairs, vocabs: tuple[WordIds, WordIds]):

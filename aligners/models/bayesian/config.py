@@ -44,10 +44,6 @@ class BayesConfig:
     max_fert: int = 7  # fertilities >= max_fert share a bucket
     threads: int = 2  # 1: directions one after another; 2: in parallel
     lowercase: bool = True  # words are lowercased before encoding (as eflomal does)
-    sampler: str = "exact"  # or "batched": torch, approximate (batched.py)
-    device: str = "cpu"  # batched sampler only
-    batch_cells: int | None = None  # batched sampler: None = one block per length class
-    # (launches per sweep independent of the corpus); an int caps padded cells per block
     marginal_slots: int = 0  # sparse link marginals kept per observed token (sampler.py);
     # 0 = auto: 3, or 2 from 2M observed tokens per direction on (memory; same AER at 200k)
 
@@ -58,8 +54,7 @@ class BayesConfig:
         "iterations": Rule("int", lo=0, each=True, nullable=True),
         "max_jump": Rule("int", lo=1), "max_fert": Rule("int", lo=1),
         "threads": Rule("int", lo=1), "lowercase": Rule("bool"),
-        "sampler": Rule("str", choices=("exact", "batched")), "device": Rule("str"),
-        "batch_cells": Rule("int", lo=1, nullable=True), "marginal_slots": Rule("int", lo=0),
+        "marginal_slots": Rule("int", lo=0),
     }
 
     def check(self) -> None:
@@ -129,23 +124,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"1 IBM1, 2 +HMM, 3 +fertility (default {BayesConfig.model})")
     b.add_argument("--sampler-threads", type=int, choices=(1, 2), default=BayesConfig.threads,
                    help="2: both directions in parallel (default)")
-    b.add_argument("--sampler", choices=("exact", "batched"), default=None,
-                   help="exact: the sequential numba sampler (default, CPU); batched: the "
-                        "approximate block sampler on torch tensors (runs on --device)")
 
 
-def _check_device(args: argparse.Namespace, sampler: str) -> None:
-    if args.device != "cpu" and sampler != "batched":
-        raise AlignersInputError(f"--device {args.device}: the Bayesian aligner's exact "
-                                 "sampler runs on the CPU; use --device cpu, or "
-                                 "--sampler batched")
+def _check_device(args: argparse.Namespace) -> None:
+    if args.device != "cpu":
+        raise AlignersInputError(f"--device {args.device}: the Bayesian aligner's sampler "
+                                 "runs on the CPU; use --device cpu")
 
 
 def from_args(args: argparse.Namespace) -> BayesConfig:
     """The BayesConfig that the options describe (AlignersInputError for a bad value)."""
-    kw = {"threads": args.sampler_threads, "lowercase": True, "device": args.device}
-    if args.sampler is not None:
-        kw["sampler"] = args.sampler
+    kw = {"threads": args.sampler_threads, "lowercase": True}
     for flag, name in (("samplers", "n_samplers"), ("length", "rel_iterations"),
                        ("null_prior", "p_null"), ("stages", "model")):
         if getattr(args, flag) is not None:
@@ -155,14 +144,11 @@ def from_args(args: argparse.Namespace) -> BayesConfig:
         cfg.check()
     except ValueError as err:
         raise AlignersInputError(f"--model bayesian: {err}") from None
-    _check_device(args, cfg.sampler)
+    _check_device(args)
     return cfg
 
 
 def adjust_loaded(model, args: argparse.Namespace) -> None:
-    """How a loaded model samples new text: --sampler-threads, --device, --sampler."""
-    c = model.model.config
-    c.threads, c.device = args.sampler_threads, args.device
-    if args.sampler is not None:
-        c.sampler = args.sampler
-    _check_device(args, c.sampler)
+    """How a loaded model samples new text: --sampler-threads (--device must be cpu)."""
+    model.model.config.threads = args.sampler_threads
+    _check_device(args)

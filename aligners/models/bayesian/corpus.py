@@ -61,8 +61,8 @@ class EncodedBitext:
 
     @property
     def pair(self) -> np.ndarray:
-        """(cells,) int64 pair ids, built on first use and kept (8 bytes per cell: for the
-        batched sampler; the exact sampler reads pair_lo / pair_hi). Not once folded."""
+        """(cells,) int64 pair ids, built on first use and kept (8 bytes per cell: for
+        checks; the sampler reads pair_lo / pair_hi). Not once folded."""
         if self.single_off is not None:
             raise ValueError("the single-cell pairs are folded (fold_singles): no per-cell ids")
         if self._pair is None:

@@ -36,7 +36,7 @@ from aligners.models.bayesian import sampler as _k
 from aligners.models.bayesian.config import BayesConfig
 from aligners.models.bayesian.corpus import EncodedBitext, encode_bitext
 from aligners.models.bayesian.jit import start_compile_child
-from aligners.models.bayesian.slots import BayesMarginals, from_dense, new_slots
+from aligners.models.bayesian.slots import BayesMarginals, new_slots
 
 _CHUNK_TOKENS = 1 << 18  # observed tokens per sweep call (bounds the uniforms' memory)
 
@@ -173,24 +173,6 @@ class BayesAligner:
         gen, gen_off = (corpus.src, corpus.src_off) if fwd else (corpus.tgt, corpus.tgt_off)
         obs, obs_off = (corpus.tgt, corpus.tgt_off) if fwd else (corpus.src, corpus.src_off)
         v_obs = corpus.n_tgt_words if fwd else corpus.n_src_words
-        if cfg.sampler == "batched":
-            import torch
-
-            from aligners.models.bayesian.batched import (
-                batched_direction,
-                cpu_threads,
-                make_batches,
-            )
-
-            gen_rng = torch.Generator(device=cfg.device)
-            gen_rng.manual_seed(2 * seed + (0 if fwd else 1))
-            batches = make_batches(corpus, rev=not fwd, max_cells=cfg.batch_cells,
-                                   device=cfg.device)
-            with cpu_threads(cfg.device):  # directions on 2 threads, 1 torch thread each
-                marg, c = batched_direction(corpus, batches, priors, cfg, its, rev=not fwd,
-                                            generator=gen_rng, v_obs=v_obs)
-            return (from_dense(corpus, marg, not fwd, _n_slots(cfg, len(obs))),
-                    BayesCounts(c[0].astype(np.float32), c[2], c[3], c[4]), None)
         n_gen_sent = np.diff(gen_off)
         max_gen = int(n_gen_sent.max())
         last = max(s for s in range(3) if its[s] > 0)
@@ -298,17 +280,15 @@ class BayesAligner:
         self._vt_saved = len(self.tgt_ids)
         if self.config.lowercase:
             pairs = (([w.lower() for w in s], [w.lower() for w in t]) for s, t in pairs)
-        exact = self.config.sampler == "exact"
-        if exact:  # uncached kernels compile in a child while the text is read (jit.py)
-            start_compile_child(exact_kernels())
+        start_compile_child(exact_kernels())  # uncached kernels compile in a child while
+        # the text is read (jit.py)
         corpus = encode_bitext(pairs, self.src_ids, self.tgt_ids, threads=self.config.threads)
         its = schedule(self.config, corpus.n_sentences)
         _c.warmup()
-        jobs = [(d, seed, self._priors(corpus, d, lazy=exact)) for d in ("fwd", "rev")]
-        if exact:
-            corpus.drop_keys()  # 8 bytes per pair, not read while sampling: rebuilt after
-            if all(p[0] is None for _, _, p in jobs):  # single-cell pairs' ids never read:
-                corpus.fold_singles()  # 3 bytes per cell where 2^24 or more pairs took 4
+        jobs = [(d, seed, self._priors(corpus, d, lazy=True)) for d in ("fwd", "rev")]
+        corpus.drop_keys()  # 8 bytes per pair, not read while sampling: rebuilt after
+        if all(p[0] is None for _, _, p in jobs):  # single-cell pairs' ids never read:
+            corpus.fold_singles()  # 3 bytes per cell where 2^24 or more pairs took 4
         if self.config.threads >= 2:
             with ThreadPoolExecutor(max_workers=2) as pool:
                 out = list(pool.map(lambda d: self._direction(corpus, d[0], its, d[1], d[2]),
@@ -341,8 +321,11 @@ class BayesAligner:
 
     @classmethod
     def from_state(cls, arrays: dict[str, np.ndarray], config: dict, vocab: dict):
-        """Inverse of `state`; ValueError when the parts do not fit together."""
-        cfg = BayesConfig(**config)
+        """Inverse of `state`; ValueError when the parts do not fit together. Folders saved
+        before the batched sampler was removed name it (`sampler`, `device`, `batch_cells`):
+        those keys are ignored."""
+        cfg = BayesConfig(**{k: v for k, v in config.items()
+                             if k not in ("sampler", "device", "batch_cells")})
         vs, vt = len(vocab["src"]), len(vocab["tgt"])
         counts = {d: BayesCounts(*(np.asarray(arrays[f"{n}_{d}"])
                                    for n in ("lex", "null", "jump", "fert")))

@@ -3,8 +3,7 @@ token (position, summed probability, the accumulating sweep it entered at) plus 
 exact NULL mass, instead of one float per (source x target) cell.
 
 `_accumulate` is called by the sampler's sweep (sampler.py) for every token of an
-accumulating sweep; `dense_to_slots` converts dense per-cell marginals (the batched
-sampler's) to the same store. Arrays: pos (T, K) int16/int32 (-1 = free), mass (T, K)
+accumulating sweep. Arrays: pos (T, K) int16/int32 (-1 = free), mass (T, K)
 float32, since (T, K) uint16/int32, null (T,) float32 for the T observed tokens of one
 direction.
 """
@@ -18,7 +17,7 @@ from numba import njit
 
 from aligners.models.bayesian.corpus import EncodedBitext
 
-__all__ = ["TokenMarginals", "BayesMarginals", "new_slots", "from_dense", "dense_to_slots"]
+__all__ = ["TokenMarginals", "BayesMarginals", "new_slots"]
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -80,38 +79,6 @@ def _accumulate(ti, cur, cond, n_gen, total, spos, smass, since, snull):
             if used == n_slots:
                 ms, mn = _min_avg(ti, cur, spos, smass, since)
                 thr = mn * total
-
-
-@njit(nogil=True, cache=True)
-def dense_to_slots(src_off, tgt_off, cell_off, marg, rev, pos, mass, null):
-    """Dense marginals (cells,) -> per observed token the K most probable positions
-    (pos, mass (T, K), ties to the lower position) and null (T,) = 1 - sum over positions.
-
-    For the batched sampler, which accumulates dense marginals. Cost O(cells * K).
-    """
-    n_slots = pos.shape[1]
-    t = 0
-    for k in range(len(src_off) - 1):
-        n_src = src_off[k + 1] - src_off[k]
-        n_tgt = tgt_off[k + 1] - tgt_off[k]
-        n_obs, n_gen = (n_src, n_tgt) if rev else (n_tgt, n_src)
-        co = cell_off[k]
-        for x in range(n_obs):
-            tot = 0.0
-            for g in range(n_gen):
-                p = marg[co + (x * n_gen + g if rev else g * n_obs + x)]
-                tot += p
-                s = n_slots
-                while s > 0 and (pos[t, s - 1] < 0 or mass[t, s - 1] < p):
-                    s -= 1
-                if s < n_slots:  # insert at s, shifting the smaller ones down
-                    for r in range(n_slots - 1, s, -1):
-                        pos[t, r] = pos[t, r - 1]
-                        mass[t, r] = mass[t, r - 1]
-                    pos[t, s] = g
-                    mass[t, s] = p
-            null[t] = max(0.0, 1.0 - tot) if n_gen > 0 else 0.0
-            t += 1
 
 
 @dataclass
@@ -183,14 +150,3 @@ def new_slots(n_tokens: int, n_slots: int, max_gen: int) -> TokenMarginals:
     return TokenMarginals(np.full((n_tokens, n_slots), -1, dt),
                           np.zeros((n_tokens, n_slots), np.float32),
                           np.zeros(n_tokens, np.float32))
-
-
-def from_dense(corpus: EncodedBitext, marg: np.ndarray, rev: bool,
-                n_slots: int) -> TokenMarginals:
-    """TokenMarginals (top n_slots per token) of dense marginals (cells,)."""
-    obs_off, gen_off = (corpus.src_off, corpus.tgt_off) if rev else (corpus.tgt_off,
-                                                                      corpus.src_off)
-    out = new_slots(int(obs_off[-1]), n_slots, int(np.diff(gen_off).max()))
-    dense_to_slots(corpus.src_off, corpus.tgt_off, corpus.cell_off, marg, rev, out.pos,
-                   out.mass, out.null)
-    return out

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from aligners.data.bitext import DEFAULT_CELLS, PairIndex, build_index
+from aligners.data.bitext import DEFAULT_CELLS, PairIndex, build_index, gpu_or_none
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.export import ModelFolder, read_model, write_model
@@ -68,7 +68,7 @@ class TrainedWordAligner(WordAlignment):
         src_ids, tgt_ids = WordIds(), WordIds()
         with run.phase("index"):
             index = build_index(pairs, src_ids, tgt_ids, cells=run.cells(),
-                                cache_dir=run.cache_dir)
+                                cache_dir=run.cache_dir, device=gpu_or_none(run.device))
             model = WordAligner.from_index(index, config).to(run.device)
             index.to(run.device)  # batches move once, not every EM iteration
         with run.phase("train"):
@@ -97,10 +97,13 @@ class TrainedWordAligner(WordAlignment):
               ) -> PairIndex:
         """Pair index of token pairs `pairs` over this model's pair table (N pairs ->
         batches; O(tokens) encoding, see `aligners.data.bitext.build_index`), built on the
-        CPU and then moved to the model's device (unless it has a disk cache)."""
+        model's GPU if it has one (unless there is a disk cache), else on the CPU and then
+        moved to the model's device."""
+        device = self.model.keys.device
         index = build_index(pairs, self.src_ids, self.tgt_ids, cells=cells,
-                            keys=self.model.keys.cpu(), cache_dir=cache_dir)
-        return index.to(self.model.keys.device)
+                            keys=self.model.keys.cpu(), cache_dir=cache_dir,
+                            device=gpu_or_none(device))
+        return index.to(device)
 
     def to(self, device) -> TrainedWordAligner:
         """Move the model's tables to `device` (later `index` calls follow). Returns self."""
