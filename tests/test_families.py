@@ -149,3 +149,18 @@ def test_gappy_regimen_follows_the_corpus_size():
     assert (big.start.ibm1_iterations, big.phrasal.iterations) == (3, 2)
     kept = GappyHSMMConfig(sized=("phrasal.p0",)).for_pairs(200_000)
     assert kept.phrasal.iterations == 5 and kept.phrasal.p0 == 0.2  # only `sized` changes
+
+
+def test_an_explicit_gpu_device_picks_the_family_that_runs_there():
+    """`--device cuda` without --model: the HMM (the Bayesian sampler is CPU code); the
+    device picked by `auto` keeps the size rule."""
+    import argparse
+
+    from aligners.commands.align import _family
+
+    args = argparse.Namespace(load_model=None, model=None, device="cuda", device_auto=False,
+                              input=None, source=None)
+    fam, why = _family(args)
+    assert fam.name == "hmm" and "--device cuda" in why
+    args.device_auto = True
+    assert _family(args)[0].name == "bayesian"

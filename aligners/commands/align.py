@@ -209,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
     from aligners.commands._device import auto_device
     from aligners.models.aligned import RunOptions
 
+    args.device_auto = args.device == "auto"
     args.device, device_why = auto_device(args.device)
     fam, why = _family(args)
     cls = fam.model_class()
@@ -283,6 +284,9 @@ def _family(args: argparse.Namespace) -> tuple[Family, str]:
         if args.model in (None, "auto"):
             from aligners.models.aligned import auto_family
 
+            if args.device != "cpu" and not getattr(args, "device_auto", False):
+                return family("hmm", verb="align"), (f"auto: --device {args.device} asked; "
+                                                     "the HMM runs there")
             name, why = auto_family(args.device, _count_pairs(args.input or args.source))
             return family(name, verb="align"), why
         return family(args.model, verb="align"), "--model"
