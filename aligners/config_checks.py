@@ -35,7 +35,8 @@ __all__ = ["Rule", "RULES", "task_configs", "check_value", "check_config", "chec
 class Rule:
     """`kind` "int" | "float" | "bool" | "str"; bounds `lo`/`hi` (open when `lo_open` /
     `hi_open`); `nullable`: null allowed; `choices`: allowed values; `each`: the value is a
-    list whose every item obeys the rule; `listable`: one value or such a list."""
+    list whose every item obeys the rule (`nonempty`: and that holds one at least);
+    `listable`: one value or such a list."""
 
     kind: str = "float"
     lo: float | None = None
@@ -46,6 +47,7 @@ class Rule:
     choices: tuple = ()
     each: bool = False
     listable: bool = False
+    nonempty: bool = False
 
     def describe(self) -> str:
         what = {"int": "an integer", "float": "a number", "bool": "true or false",
@@ -62,7 +64,8 @@ class Rule:
         what += " or null" if self.nullable else ""
         if self.listable:
             return f"{what}, or a list of such values"
-        return f"a list whose items are each {what}" if self.each else what
+        some = "a non-empty list" if self.nonempty else "a list"
+        return f"{some} whose items are each {what}" if self.each else what
 
 
 def _num(x: float) -> str:
@@ -86,9 +89,9 @@ RULES: dict[str, dict[str, Rule]] = {
     "*": {
         "seed": _int(),
         "threads": _int(1),
-        "data.limit": _int(0, nullable=True),
-        "data.train_limit": _int(0, nullable=True),
-        "data.test_limit": _int(0, nullable=True),
+        "data.limit": _int(1, nullable=True),  # first N pairs; null: all (0 is no meaning)
+        "data.train_limit": _int(1, nullable=True),
+        "data.test_limit": _int(1, nullable=True),
     },
     # The word and phrasal families' rules wait here until their config dataclasses
     # (models/hmm/config.py, models/gappy_hsmm) declare them as the others do (task_configs());
@@ -157,9 +160,10 @@ def check_value(name: str, value: Any, rule: Rule) -> Any:
         return value
     if rule.each or rule.listable:
         items = list(value) if isinstance(value, list | tuple) or _is_listconfig(value) else None
-        if items is None:
+        if items is None or (rule.nonempty and not items):
             raise AlignersInputError(f"{name} must be {rule.describe()}; got {value!r}")
-        one = Rule(**{**rule.__dict__, "each": False, "listable": False, "nullable": False})
+        one = Rule(**{**rule.__dict__, "each": False, "listable": False, "nullable": False,
+                      "nonempty": False})
         for item in items:
             _check_one(name, item, one, shown=rule)
         return value

@@ -8,7 +8,8 @@ Uses the configs shipped inside the package (see `aligners.train`); the top-leve
 import hydra
 from omegaconf import DictConfig
 
-from aligners.run import evaluate, launch
+from aligners.launch import launch
+from aligners.run import evaluate
 from aligners.run import main as run_main
 from aligners.train import CONFIGS  # the one absolute configs folder
 
@@ -22,7 +23,7 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 def main() -> None:
     """Run `aligners.run.evaluate(cfg)` on the Hydra config of the command line, checked
-    first (`aligners.run.launch`); bad input: one line on stderr, exit 2."""
+    first (`aligners.launch.launch`); bad input: one line on stderr, exit 2."""
     launch(_hydra_main)
 
 

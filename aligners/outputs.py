@@ -14,9 +14,10 @@
   and the temporary file is removed; so is any exception or Ctrl-C inside the block, so a
   failed or interrupted run leaves no partial output.
 - `flush_stdout()`: stdout's buffered text written now; `> /dev/full` is one line.
-- `check_model_dir(path, flag, others=)`: a model folder (`--save-model`, `reorder train
-  -o`) may be a new path, an empty folder or a model folder of ours (`config.json` of
-  format `aligners/1`, only `model.safetensors` and `*.json` files in it), which
+- `check_model_dir(path, flag, others=, kinds=, overwrite=)`: a model folder
+  (`--save-model`, `reorder train -o`) may be a new path, an empty folder or a model folder
+  of ours (`config.json` of format `aligners/1`, only `model.safetensors` and `*.json` files
+  in it) of one of the command's `kinds` (another kind only with `--overwrite`), which
   `aligners.export.write_model` replaces atomically; anything else is refused before work.
 
 Cost: O(1) system calls per path; writing is O(output) with one fsync.
@@ -291,10 +292,11 @@ def write_lines(dest: str, lines: Iterable[str], *, flag: str = "-o") -> int:
     return n
 
 
-def model_dir_problem(folder: str | Path) -> str | None:
+def model_dir_problem(folder: str | Path, kinds: tuple[str, ...] | None = None) -> str | None:
     """None when `folder` may be replaced by a new model folder: it does not exist, is an
     empty folder, or is a model folder of ours (a `config.json` of format `aligners/1` and
-    nothing but `model.safetensors` and `*.json` files). Else what it is, for a message."""
+    nothing but `model.safetensors` and `*.json` files) whose kind is one of `kinds` (any
+    kind when None). Else what it is, for a message."""
     p = Path(folder)
     if not p.exists():
         return None
@@ -304,11 +306,15 @@ def model_dir_problem(folder: str | Path) -> str | None:
     if not entries:
         return None
     try:  # a config.json of our format (aligners.export writes it)
-        ours = json.loads((p / "config.json").read_bytes()).get("format") == MODEL_FORMAT
+        config = json.loads((p / "config.json").read_bytes())
+        ours = config.get("format") == MODEL_FORMAT
     except (OSError, ValueError, AttributeError):
         ours = False
     if not ours:
         return "is a folder that is not empty and not a model folder (no aligners config.json)"
+    if kinds is not None and config.get("kind") not in kinds:
+        return (f"holds a {config.get('kind')!r} model, which this command does not write "
+                "(give --overwrite to replace it)")
     for e in entries:
         if not (e.is_file() and not e.is_symlink()
                 and (e.name == "model.safetensors" or e.name.endswith(".json"))):
@@ -317,13 +323,15 @@ def model_dir_problem(folder: str | Path) -> str | None:
 
 
 def check_model_dir(path: str | None, flag: str, *,
-                    others: dict[str, str | None] | None = None) -> None:
+                    others: dict[str, str | None] | None = None,
+                    kinds: tuple[str, ...] | None = None, overwrite: bool = False) -> None:
     """Refuse, before any work, a model folder path that would lose the user's files.
 
-    Accepted: a new path, an empty folder, a model folder of ours (`model_dir_problem`).
-    Refused (one AlignersInputError line naming `flag`): anything else, the current folder
-    or a folder holding it, a folder holding one of `others` (flag -> path of the run's
-    inputs and other outputs), and a place whose folder cannot be written."""
+    Accepted: a new path, an empty folder, a model folder of ours of one of `kinds` (any
+    kind with `overwrite`; `model_dir_problem`). Refused (one AlignersInputError line naming
+    `flag`): anything else, the current folder or a folder holding it, one of `others` or
+    a folder holding one (flag -> path of the run's inputs and other outputs), and a place
+    whose folder cannot be written."""
     if not _given(path):
         return
     path = str(path)
@@ -333,10 +341,12 @@ def check_model_dir(path: str | None, flag: str, *,
         raise AlignersInputError(f"{flag}: is the current folder (or holds it); expected a "
                                  "new folder path for the model", path=path)
     for other_flag, other in (others or {}).items():
-        if _given(other) and real in Path(os.path.realpath(str(other))).parents:
-            raise AlignersInputError(f"{flag}: holds {other_flag} {other}; expected a model "
+        other_real = Path(os.path.realpath(str(other))) if _given(other) else None
+        if other_real is not None and (real == other_real or real in other_real.parents):
+            what = "is" if real == other_real else "holds"
+            raise AlignersInputError(f"{flag}: {what} {other_flag} {other}; expected a model "
                                      "folder apart from the run's other files", path=path)
-    problem = model_dir_problem(real)
+    problem = model_dir_problem(real, None if overwrite else kinds)
     if problem is not None:
         raise AlignersInputError(f"{flag}: {problem}; expected a new path, an empty folder "
                                  "or a model folder to replace", path=path)

@@ -15,9 +15,8 @@ task's family writes; every
 failure is one `AlignersInputError` line. `main(fn, cfg)` is what the Hydra wrappers call:
 it prints that line and exits with status 2 (no traceback), and removes the run's output
 folder when the run failed on bad input; Ctrl-C and other failures leave a `FAILED` file
-there and one line says where (exit 130 on Ctrl-C). `launch(hydra_main)` runs the wrappers
-after `check_argv`: an unknown or base experiment or an unwritable `hydra.run.dir` is one
-line before Hydra starts. `experiments()` lists the runnable experiments.
+there and one line says where (exit 130 on Ctrl-C). The command line is checked before
+Hydra starts by `aligners.launch`.
 """
 
 from __future__ import annotations
@@ -32,8 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["tasks", "CONFIGS", "train", "evaluate", "check", "main", "experiments",
-           "check_argv", "launch"]
+__all__ = ["tasks", "train", "evaluate", "check", "main"]
 
 BASELINE = "baseline"  # diagonal aligner scored on a gold test set (the default job)
 
@@ -119,10 +117,22 @@ def check(cfg: DictConfig, *, evaluating: bool = False):
 
     module = _task_module(cfg)
     check_config(cfg, cfg.task)
+    _check_trainer(cfg)
     if evaluating or cfg.get("ckpt_path"):
         _check_ckpt(cfg, module, evaluating=evaluating)
     _check_test_path(cfg)
     return module
+
+
+def _check_trainer(cfg: DictConfig) -> None:
+    """`trainer=gpu` (accelerator gpu/cuda) where torch sees no GPU: one line, before work."""
+    acc = str((cfg.get("trainer") or {}).get("accelerator", "cpu"))
+    if acc in ("gpu", "cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise AlignersInputError(f"trainer.accelerator={acc}: no CUDA GPU is available "
+                                     "here; use trainer=cpu")
 
 
 def _data_root(cfg: DictConfig):
@@ -204,10 +214,11 @@ def _missing_extra(err: BaseException) -> str | None:
 
 def _remove_run(out: Path) -> None:
     shutil.rmtree(out, ignore_errors=True)
-    try:
-        out.parent.rmdir()  # the experiment's folder, when this run was its only one
-    except OSError:
-        pass
+    if out.parent.parent.name in ("outputs", "multirun"):  # Hydra's layout, not the user's
+        try:
+            out.parent.rmdir()  # the experiment's folder, when this run was its only one
+        except OSError:
+            pass
 
 
 def _sigint_watch() -> list:
@@ -286,127 +297,3 @@ def main(fn, cfg: DictConfig) -> None:
             signal.signal(signal.SIGINT, previous)
         except (ValueError, TypeError):
             pass
-
-
-# the package's Hydra configs (a link to the checkout's configs/; shipped in the wheel)
-CONFIGS = Path(__file__).resolve().parent / "configs"
-
-
-def _experiment_doc(name: str) -> dict:
-    import yaml
-
-    f = CONFIGS / "experiment" / f"{name}.yaml"
-    doc = yaml.safe_load(f.read_text(encoding="utf-8")) if f.is_file() else None
-    return doc if isinstance(doc, dict) else {}
-
-
-def _selects_data(name: str, seen: frozenset = frozenset()) -> bool:
-    """Whether experiment `name` selects a data set: `override /data: NAME` (or a `data:`
-    mapping) in it or in an experiment it includes (its bare-name defaults)."""
-    if name in seen:
-        return False
-    doc = _experiment_doc(name)
-    if isinstance(doc.get("data"), dict):
-        return True
-    for item in doc.get("defaults") or []:
-        if isinstance(item, dict):
-            if any(k.split()[-1].strip("/") == "data" and v for k, v in item.items()):
-                return True
-        elif isinstance(item, str) and item != "_self_":
-            if _selects_data(item, seen | {name}):
-                return True
-    return False
-
-
-def experiments(*, runnable: bool = True) -> list[str]:
-    """The shipped experiment names (configs/experiment/*.yaml), sorted. With `runnable`
-    (default), only those that select a data set (`_selects_data`): a base config such as
-    `yao2013_common` or `neural_common` holds settings that runnable experiments include and
-    cannot run on its own. Cost: one YAML read per file."""
-    names = sorted(p.stem for p in (CONFIGS / "experiment").glob("*.yaml"))
-    return [n for n in names if _selects_data(n)] if runnable else names
-
-
-def _including(base: str) -> list[str]:
-    return [n for n in experiments() if base in (_experiment_doc(n).get("defaults") or [])]
-
-
-def _check_experiment(value: str) -> None:
-    import re
-
-    if not re.fullmatch(r"[\w./-]+(,[\w./-]+)*", value) or value == "null":
-        return  # a sweep function or an interpolation: Hydra checks it
-    runnable = experiments()
-    for name in value.split(","):
-        if name in runnable:
-            continue
-        if name in experiments(runnable=False):
-            users = _including(name)
-            raise AlignersInputError(
-                f"experiment {name!r} is a base config (settings that runnable experiments "
-                f"include; it selects no data set): run one of those"
-                + (f", e.g. {', '.join(users[:3])}" if users else "")
-                + " (`aligners train --list`)")
-        raise AlignersInputError(f"no experiment {name!r}; `aligners train --list` names the "
-                                 f"{len(runnable)} runnable ones (e.g. default, "
-                                 "diagonal_baseline)")
-
-
-def _check_run_dir(key: str, value: str) -> None:
-    from aligners.outputs import check_writable_folder
-
-    static = value.split("${")[0]
-    if not static.strip():
-        return
-    p = Path(static).expanduser()
-    if p.exists() and not p.is_dir():
-        raise AlignersInputError(f"{key}: exists and is not a folder", path=static)
-    while not p.exists():
-        p = p.parent
-    check_writable_folder(str(p), flag=key, path=value)
-
-
-def check_argv(argv: list[str]) -> None:
-    """Check the overrides that Hydra would turn into many lines or a traceback, or that
-    would be silently ignored, before it starts: `experiment=` must name a runnable
-    experiment (`experiments()`); `trainer.max_epochs=` is refused (no task reads it: each
-    sets the epochs from its own settings); the run folder (`hydra.run.dir`,
-    `hydra.sweep.dir` with -m; default `outputs/` here) must be creatable. Raises
-    AlignersInputError (one line)."""
-    if any(a in ("-h", "--help", "--hydra-help", "-i", "--info", "-c", "--cfg", "-p",
-                 "--package", "-sc", "--shell-completion") or a.startswith(("--cfg=", "--info="))
-           for a in argv):
-        return  # nothing runs
-    multirun = "-m" in argv or "--multirun" in argv
-    run_key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
-    run_dir = "outputs" if not multirun else "multirun"
-    for arg in argv:
-        key, eq, value = arg.partition("=")
-        key = key.lstrip("+~")
-        if eq and key == "experiment":
-            _check_experiment(value)
-        elif eq and key == "trainer.max_epochs":  # every task sets it: silently ignored
-            raise AlignersInputError(
-                "trainer.max_epochs is not used: each task sets the trainer's epochs from its "
-                "own settings (word: model.ibm1_iterations / model.hmm_iterations; "
-                "monolingual: training.epochs; reorder: model.primal.epochs; phrasal: "
-                "model.phrasal.iterations); drop it")
-        elif eq and key == run_key:
-            run_dir = value
-    _check_run_dir(run_key, run_dir)
-
-
-def launch(hydra_main) -> None:
-    """Run the @hydra.main function `hydra_main` (no arguments: Hydra reads sys.argv) after
-    `check_argv`; its failure, or Ctrl-C before `main` takes over, is one line (exit 2 /
-    130)."""
-    name = Path(sys.argv[0]).name or "aligners"
-    try:
-        check_argv(sys.argv[1:])
-        hydra_main()
-    except AlignersInputError as err:
-        print(f"{name}: error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except KeyboardInterrupt:
-        print(f"{name}: interrupted", file=sys.stderr)
-        raise SystemExit(130) from None

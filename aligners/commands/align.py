@@ -63,6 +63,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "; ".join(f"{f.name}: {f.summary} ({f.paper})" for f in word) +
                         "; with --load-model: the saved model's family")
     m.add_argument("--save-model", metavar="DIR", help="save the trained model (safetensors)")
+    m.add_argument("--overwrite", action="store_true",
+                   help="--save-model may replace a model folder of another family")
     m.add_argument("--load-model", metavar="DIR", help="align with a saved model, no training")
     for f in word:
         _options_module(f).add_arguments(p)
@@ -189,17 +191,19 @@ def _counted(pairs):
         raise AlignersInputError("the input holds no sentence pairs")
 
 
-def _check_io(args: argparse.Namespace) -> None:
+def _check_io(args: argparse.Namespace, fam: Family) -> None:
     """Every path, before any work: outputs that are inputs (or each other), unwritable
-    places, a --save-model folder that holds the user's files, a --cache-dir that is a
-    file (`aligners.outputs`, the one output rule)."""
+    places, a --save-model folder that holds the user's files or (without --overwrite) a
+    model of another family, a --cache-dir that is a file (`aligners.outputs`, the one
+    output rule)."""
     from aligners.outputs import check_model_dir, check_paths
 
     inputs = {"-i": args.input, "-s": args.source, "-t": args.target,
               "--load-model": args.load_model}
     outputs = {"-f": args.forward_links, "-r": args.reverse_links, "-o": args.output}
     check_paths({k: v for k, v in inputs.items() if k != "--load-model"}, outputs)
-    check_model_dir(args.save_model, "--save-model", others={**inputs, **outputs})
+    check_model_dir(args.save_model, "--save-model", others={**inputs, **outputs},
+                    kinds=fam.all_kinds, overwrite=args.overwrite)
     if args.cache_dir and os.path.exists(args.cache_dir) and not os.path.isdir(args.cache_dir):
         raise AlignersInputError("--cache-dir: exists and is not a folder",
                                  path=args.cache_dir)
@@ -217,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
         args.device, device_why = "cpu", f"{fam.name} runs on the CPU"
     options = _options_module(fam)
     _refuse_foreign_options(args, fam, why)
-    _check_io(args)
+    _check_io(args, fam)
     if args.seed < 0:
         raise AlignersInputError(f"--seed must be >= 0, got {args.seed}")
     args.threads = thread_count(args.threads, prog="aligners align")

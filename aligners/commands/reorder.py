@@ -37,7 +37,7 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-t", "--tgt", required=True, help="target side")
     p.add_argument("-a", "--align", required=True, help="Pharaoh i-j alignment (source-target)")
     p.add_argument("--limit", type=int, default=ReorderData.limit,
-                   help="first N sentence pairs only")
+                   help="first N >= 1 sentence pairs only (default: all)")
     p.add_argument("--lowercase", action="store_true", help="lowercase both sides (predict: "
                    "always as the model was trained)")
     p.add_argument("--lenient", action="store_true",
@@ -98,6 +98,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tr.add_argument("--moses-table", default=None,
                     help="lexical: also write the Moses reordering table here")
     tr.add_argument("-o", "--output", required=True, help="model folder")
+    tr.add_argument("--overwrite", action="store_true",
+                    help="-o may replace a model folder of another family")
 
     pr = sub.add_parser("predict", help="orientation probabilities of each phrase pair",
                         description="Orientation probabilities of every phrase pair of the "
@@ -115,8 +117,6 @@ def _corpus(args):
     paths = [getattr(args, name) for name in ("src", "tgt", "align")]
     if paths.count("-") > 1:
         raise AlignersInputError("only one of -s / -t / -a can be '-' (stdin)")
-    if args.limit is not None and args.limit < 0:
-        raise AlignersInputError(f"--limit must be >= 0, got {args.limit}")
     for path in paths:
         if path != "-" and not Path(path).is_file():
             raise AlignersInputError("no such file", path=path)
@@ -136,7 +136,10 @@ def _check(args) -> None:
     inputs = {"-s": args.src, "-t": args.tgt, "-a": args.align}
     if args.action == "train":
         check_paths(inputs, {"--moses-table": args.moses_table})
-        check_model_dir(args.output, "-o", others={**inputs, "--moses-table": args.moses_table})
+        from aligners.families import family
+
+        check_model_dir(args.output, "-o", others={**inputs, "--moses-table": args.moses_table},
+                        kinds=family("reorder").all_kinds, overwrite=args.overwrite)
     else:
         check_paths({**inputs, "-m": getattr(args, "model", None)}, {"-o": args.output})
 

@@ -19,9 +19,9 @@ ENTRY = "aligners.train"
 
 
 def experiments() -> list[str]:
-    """The runnable experiments shipped in the package's configs (`aligners.run.experiments`:
+    """The runnable experiments shipped in the package's configs (`aligners.launch.experiments`:
     base configs such as yao2013_common, which select no data set, are left out)."""
-    from aligners.run import experiments as runnable
+    from aligners.launch import experiments as runnable
 
     return runnable()
 

@@ -41,7 +41,7 @@ class LCLRConfig:
 
     RULES: ClassVar[dict[str, Rule]] = {
         "task": Rule("str", choices=LCLR_TASKS),
-        "C_grid": Rule("float", lo=0, lo_open=True, each=True),
+        "C_grid": Rule("float", lo=0, lo_open=True, each=True, nonempty=True),
         "cv_folds": Rule("int", lo=2),
         "lclr_cv": _BOOL,
         "tol": _POS,

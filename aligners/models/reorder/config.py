@@ -167,8 +167,8 @@ class ReorderData:
     RULES: ClassVar[dict[str, Rule]] = {
         **{k: Rule("str", nullable=True) for k in ("src", "tgt", "align", "test_src",
                                                    "test_tgt", "test_align")},
-        "limit": Rule("int", lo=0, nullable=True),
-        "test_limit": Rule("int", lo=0, nullable=True),
+        "limit": Rule("int", lo=1, nullable=True),
+        "test_limit": Rule("int", lo=1, nullable=True),
         "heldout_fraction": Rule("float", lo=0, hi=1, lo_open=True, hi_open=True),
         "dev_fraction": Rule("float", lo=0, hi=1, hi_open=True),
         "lowercase": _BOOL,
