@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -172,3 +173,15 @@ def by_task(task: str) -> Family | None:
         if f.task_name == task:
             return f
     return None
+
+
+class _CallableModule(type(importlib)):
+    """This module, callable as `families()`: importing `aligners.families` (as `aligners.load`
+    and `aligners.align` do) makes `aligners.families` this module, and the public
+    `aligners.families()` must keep working (issue 36 item 16)."""
+
+    def __call__(self, verb: str | None = None) -> list[Family]:
+        return families(verb)
+
+
+sys.modules[__name__].__class__ = _CallableModule

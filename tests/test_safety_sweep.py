@@ -47,6 +47,7 @@ class Case:
     new: tuple[str, ...] = ()
     stub_transformers: bool = False
     needs_data: bool = False
+    no_gpu: bool = False  # the case needs a machine where torch sees no GPU
 
 
 C = Case
@@ -114,6 +115,16 @@ CASES = [
     C("reorder-train-moses-table-is-input", ("reorder", "train", *CORPUS, "--model", "lexical",
                                              "--moses-table", "c.fr", "-o", "new_model"),
       needle="also an input"),
+    # a model folder of another family (issue 36 item 1) or one of the run's outputs (item 3)
+    C("reorder-train-o-word-model", ("reorder", "train", *CORPUS, "-o", "hmm_model"),
+      needle="holds a 'hmm' model"),
+    C("reorder-train-o-word-model-overwrite", ("reorder", "train", *CORPUS, "--min-count", "1",
+                                               "-o", "hmm_model", "--overwrite"), rc=0,
+      needle="features ->", new=("hmm_model",)),
+    C("reorder-train-o-is-moses-table", ("reorder", "train", *CORPUS, "--model", "lexical",
+                                         "--moses-table", "table", "-o", "table"),
+      needle="is --moses-table"),
+    C("reorder-limit-0", ("reorder", "extract", *CORPUS, "--limit", "0"), needle="--limit"),
     C("reorder-train-replaces-its-model", ("reorder", "train", *CORPUS, "--min-count", "1",
                                            "-o", "reorder_model"), rc=0, needle="features ->",
       new=("reorder_model",)),
@@ -125,6 +136,10 @@ CASES = [
       needle="not a model folder"),
     C("align-save-model-current-folder", (*ALIGN, "--save-model", "."),
       needle="current folder"),
+    C("align-save-model-over-mono-model", (*ALIGN, "--save-model", "phrase"),
+      needle="holds a 'mono-phrase-crf' model"),
+    C("align-save-model-over-lclr-model", (*ALIGN, "--save-model", "lclr_model"),
+      needle="holds a 'lclr' model"),
     C("align-save-model-replaces-its-model", (*ALIGN, "-o", "o.align", "--save-model",
                                               "hmm_model"), rc=0, lines=0,
       new=("hmm_model", "o.align")),
@@ -167,6 +182,41 @@ CASES = [
     C("train-threshold-above-1", ("experiment=default", "model.decoding.threshold=5",
                                   "hydra.run.dir=run"), entry="train.py",
       needle="model.decoding.threshold"),
+    # a run folder is never mixed (issue 36 item 2)
+    C("train-run-dir-holds-earlier-run", ("experiment=diagonal_baseline",
+                                          "hydra.run.dir=oldrun"), entry="train.py",
+      needle="holds an earlier run"),
+    C("train-run-dir-user-folder", ("experiment=diagonal_baseline", "hydra.run.dir=user"),
+      entry="train.py", needle="not a run folder"),
+    C("train-run-dir-user-folder-overwrite", ("experiment=diagonal_baseline",
+                                              "hydra.run.dir=user", "overwrite=true"),
+      entry="train.py", needle="not a run folder"),
+    C("train-run-dir-overwrite", ("experiment=diagonal_baseline", "hydra.run.dir=oldrun",
+                                  "overwrite=true"), entry="train.py", rc=0, lines=0,
+      new=("oldrun",), needs_data=True),
+    # Hydra's own errors, conflicts and limits: one line, exit 2 (items 10-14)
+    *(C(f"train-hydra-{name}", (arg, "hydra.run.dir=run"), entry="train.py", needle=needle)
+      for name, arg, needle in (
+          ("override-syntax", "model.p0=[1,", "no viable alternative"),
+          ("unknown-key", "foo=bar", "Could not override 'foo'"),
+          ("unknown-trainer", "trainer=foo", "Could not find 'trainer/foo'"),
+          ("unknown-model", "model=nope", "Could not find 'model/nope'"),
+          ("key-not-in-model", "model.l2=-1", "Could not override 'model.l2'"))),
+    C("evaluate-hydra-unknown-key", ("foo=bar",), entry="evaluate.py",
+      needle="Could not override 'foo'"),
+    C("train-experiment-twice", ("experiment=default", "experiment=diagonal_baseline"),
+      entry="train.py", needle="experiment is given twice"),
+    C("train-negative-train-limit", ("experiment=default", "data.train_limit=-1",
+                                     "hydra.run.dir=run"), entry="train.py",
+      needle="data.train_limit"),
+    C("train-train-limit-0", ("experiment=default", "data.train_limit=0", "hydra.run.dir=run"),
+      entry="train.py", needle="data.train_limit must be an integer >= 1 or null"),
+    C("train-gpu-without-gpu", ("experiment=diagonal_baseline", "trainer=gpu",
+                                "hydra.run.dir=run"), entry="train.py", needle="no CUDA GPU",
+      no_gpu=True),
+    C("train-lclr-empty-C-grid", ("experiment=lclr_paraphrase", "model.C_grid=[]",
+                                  "hydra.run.dir=run"), entry="train.py",
+      needle="model.C_grid must be a non-empty list", needs_data=True),
     C("train-neural-without-transformers", ("experiment=neural_msr06", "hydra.run.dir=run"),
       entry="train.py", needle="pip install -e '.[neural]'", stub_transformers=True,
       needs_data=True),
@@ -264,6 +314,10 @@ def template(tmp_path_factory) -> Path:
     MonoAligner({"s2t": build_model(kind="token")}, kind="token").save(w / "token")
     write_model(w / "word_model", kind="word-aligner", tensors={"keys": torch.zeros(1)},
                 config={})
+    write_model(w / "lclr_model", kind="lclr", tensors={"w": torch.zeros(1)}, config={})
+    (w / "oldrun" / ".hydra").mkdir(parents=True)  # an earlier train.py run
+    _write(w / "oldrun" / ".hydra" / "overrides.yaml", ["- experiment=tokencrf_msr06"])
+    _write(w / "oldrun" / "old_predictions.txt", ["0-0"])
     assert main(["reorder", "train", "-s", str(w / "c.en"), "-t", str(w / "c.fr"), "-a",
                  str(w / "c.align"), "--min-count", "1", "-q",
                  "-o", str(w / "reorder_model")]) == 0
@@ -330,6 +384,8 @@ def test_sweep_case(case: Case, template, tmp_path):
         from tests.conftest import shared_path
 
         shared_path("data")
+    if case.no_gpu and torch.cuda.is_available():
+        pytest.skip("a GPU is present")
     world = _world(template, tmp_path)
     stub = None
     if case.stub_transformers:
@@ -351,6 +407,9 @@ def test_sweep_case(case: Case, template, tmp_path):
             assert ": error: " in lines[0], lines[0]
     _check_world(before, world, case.new)
     assert os.path.exists("/dev/null") and not Path("/dev/null").is_file()
+    if case.name == "train-run-dir-overwrite":  # replaced, not mixed
+        assert not (world / "oldrun" / "old_predictions.txt").exists()
+        assert (world / "oldrun" / "metrics.json").is_file()
     if case.name == "convert-o-gz":
         with gzip.open(world / "out.gz", "rt") as f:
             assert f.read() == "0-0 1-1\n0-0\n1-0 2-1\n"

@@ -115,12 +115,19 @@ class RunOptions:
         return self.batch_cells or default_cells(self.device)
 
 
+def tokens(sentence) -> list[str]:
+    """A sentence's tokens: a string split on whitespace, or a sequence of tokens as given."""
+    return sentence.split() if isinstance(sentence, str) else list(sentence)
+
+
 def token_pairs(source: Iterable, target: Iterable) -> list[tuple[list[str], list[str]]]:
     """[(source tokens, target tokens)] from two parallel sequences of lines (strings, split on
-    whitespace) or token lists; AlignersInputError when their lengths differ."""
-    def tokens(x):
-        return x.split() if isinstance(x, str) else list(x)
-
+    whitespace) or token lists; AlignersInputError when their lengths differ or a side is
+    one string (its characters would be aligned)."""
+    for name, side in (("source", source), ("target", target)):
+        if isinstance(side, str):
+            raise AlignersInputError(f"{name}: expected a list of sentences, got one string; "
+                                     f"wrap it in a list: [{side[:40]!r}]")
     src, tgt = [tokens(s) for s in source], [tokens(t) for t in target]
     if len(src) != len(tgt):
         raise AlignersInputError(f"{len(src)} source lines but {len(tgt)} target lines")

@@ -254,8 +254,14 @@ def posteriors(model: PhraseCRFAligner, examples: list[MonoExample], *,
 
 
 def _as_pairs(pairs) -> list[AlignedPair]:
-    return [p if isinstance(p, AlignedPair) else AlignedPair(tuple(p[0]), tuple(p[1]))
-            for p in pairs]
+    """(source, target) pairs, each side a string (split on whitespace) or its tokens."""
+    from aligners.models.aligned import tokens
+
+    pairs = [pairs] if isinstance(pairs, str) else list(pairs)
+    if any(isinstance(p, str) for p in pairs):
+        raise AlignersInputError("expected a list of (source, target) pairs, got a string")
+    return [p if isinstance(p, AlignedPair) else AlignedPair(tuple(tokens(p[0])),
+                                                             tuple(tokens(p[1]))) for p in pairs]
 
 
 def _flip_output(blocks: list[Block], links: list[Link]) -> tuple[list[Block], list[Link]]:
