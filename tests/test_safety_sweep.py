@@ -459,3 +459,24 @@ def test_sigint_is_one_line_exit_130_and_leaves_nothing(case: Sigint, big_templa
     if case.entry == "train.py":
         assert "FAILED" in lines[0]
         assert (world / "run" / "FAILED").read_text().startswith("interrupted")
+
+
+def test_python_api_families_and_bare_strings(template):
+    """Issue 36 items 16-17: `aligners.families()` keeps working after `aligners.load` (whose
+    import makes `aligners.families` the module); a bare string where a list of sentences
+    or pairs is expected is one AlignersInputError, never an alignment of characters."""
+    import aligners
+    from aligners.errors import AlignersInputError
+
+    n = len(aligners.families())
+    model = aligners.load(template / "phrase")
+    assert len(aligners.families()) == n == len(aligners.families()) > 0
+    assert [f.name for f in aligners.families("align")] == [
+        f.name for f in aligners.families.families("align")]
+    with pytest.raises(AlignersInputError, match="got one string"):
+        aligners.align("the house", "la maison")
+    with pytest.raises(AlignersInputError, match="got a string"):
+        model.align("the cat sat ||| a cat")
+    with pytest.raises(AlignersInputError, match="got a string"):
+        model.align(("the cat", "a cat"))
+    assert model.align([("the cat", "a cat")]) == model.align([(("the", "cat"), ("a", "cat"))])
