@@ -85,14 +85,12 @@ def _check_run_dir(key: str, value: str, overwrite: bool) -> None:
     """The run folder must be creatable and never mixed: an existing folder that is not
     empty is refused; with `overwrite=true` an earlier run's folder (it holds `.hydra/`) is
     removed first, anything else is refused still."""
-    from aligners.outputs import check_writable_folder
+    from aligners.outputs import check_folder_path
 
     static = value.split("${")[0]
     if not static.strip():
         return
     p = Path(static).expanduser()
-    if p.exists() and not p.is_dir():
-        raise AlignersInputError(f"{key}: exists and is not a folder", path=static)
     if static == value and p.is_dir() and any(p.iterdir()):
         if not (p / ".hydra").is_dir():
             raise AlignersInputError(f"{key}: is a folder that is not empty and not a run "
@@ -101,9 +99,7 @@ def _check_run_dir(key: str, value: str, overwrite: bool) -> None:
             raise AlignersInputError(f"{key}: holds an earlier run; give a new folder, or "
                                      "overwrite=true to replace that run", path=value)
         shutil.rmtree(p)
-    while not p.exists():
-        p = p.parent
-    check_writable_folder(str(p), flag=key, path=value)
+    check_folder_path(static, flag=key)
 
 
 def check_argv(argv: list[str]) -> None:

@@ -42,7 +42,7 @@ from aligners.errors import AlignersInputError
 MODEL_FORMAT = "aligners/1"  # the `format` of a model folder's config.json (aligners.export)
 
 __all__ = ["check_paths", "write_lines", "open_output", "flush_stdout", "check_model_dir",
-           "model_dir_problem", "check_writable_folder"]
+           "model_dir_problem", "check_writable_folder", "check_folder_path"]
 
 
 def _given(path) -> bool:
@@ -82,6 +82,17 @@ def check_writable_folder(folder: str, *, flag: str, path: str) -> None:
                                  "a writable folder", path=path) from None
     os.close(fd)
     os.unlink(probe)
+
+
+def check_folder_path(path: str, *, flag: str) -> None:
+    """`path` is a folder, or can be made one, that this run may write in: not a file, and
+    its nearest existing folder writable (`check_writable_folder`)."""
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        raise AlignersInputError(f"{flag}: exists and is not a folder", path=path)
+    while not p.exists():
+        p = p.parent
+    check_writable_folder(str(p), flag=flag, path=path)
 
 
 def _check_writable(path: str, flag: str) -> None:

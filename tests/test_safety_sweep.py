@@ -83,6 +83,22 @@ CASES = [
       stdout="/dev/full", needle="stdout"),
     C("classify-model-of-another-kind", ("classify", "--model", "phrase", "--input", "pairs.tsv"),
       needle="expected 'lclr'"),
+    C("classify-blank-line", ("classify", "--model", "lclr_model", "--input", "blank.tsv"),
+      needle="blank.tsv:2: expected 'text1<TAB>text2'"),
+    C("show-stdout-full", ("show", "-s", "c.en", "-t", "c.fr", "-a", "c.align"),
+      stdout="/dev/full", needle="stdout"),
+    C("show-html-is-input", ("show", "-s", "c.en", "-t", "c.fr", "-a", "c.align", "--html",
+                             "c.align"), needle="also an input"),
+    C("show-html-dev-full", ("show", "-s", "c.en", "-t", "c.fr", "-a", "c.align", "--html",
+                             "/dev/full"), needle="cannot write"),
+    # conflicting options are errors (issue 36 item 14)
+    C("convert-i-and-dataset", ("convert", *GOLD, "--dataset", "hansards-enfr"),
+      needle="--dataset"),
+    C("convert-split-without-dataset", ("convert", *GOLD, "--split", "test"),
+      needle="--split"),
+    C("align-load-model-training-option", ("align", "-s", "c.en", "-t", "c.fr", "--load-model",
+                                           "hmm_model", "--ibm1-iterations", "3"),
+      needle="--ibm1-iterations is a training option"),
     C("monoalign-stdout-full", MONO, stdout="/dev/full", needle="stdout"),
     C("monoalign-threads-100000", (*MONO, "--threads", "100000", "-q"), rc=0,
       needle="more than the"),
@@ -149,6 +165,8 @@ CASES = [
     C("align-threads-100000", (*ALIGN, "-o", "/dev/null", "--threads", "100000"), rc=0,
       needle="more than the"),
     C("align-seed-negative", (*ALIGN_B, "--seed", "-5"), needle="--seed"),
+    C("align-cache-dir-read-only", (*ALIGN, "--cache-dir", "/proc/aligners-cache"),
+      needle="--cache-dir: cannot write"),
     C("align-cache-dir-is-a-file", (*ALIGN, "--cache-dir", "c.en"), needle="--cache-dir"),
     C("align-symmetrize-bogus", (*ALIGN, "--decoding", "posterior", "--symmetrize", "bogus"),
       needle="symmetrize 'bogus'"),
@@ -287,6 +305,7 @@ def template(tmp_path_factory) -> Path:
     os.link(w / "gold.pharaoh", w / "hard.pharaoh")
     _write(w / "pairs.txt", ["the cat sat ||| a cat is sitting", "he left ||| he went away"])
     _write(w / "pairs.tsv", ["the cat sat\ta cat is sitting"])
+    _write(w / "blank.tsv", ["the cat sat\ta cat is sitting", "\t", "he left\the went"])
     src = ["the house", "a b c", "the red house", "the house"] * 5
     tgt = ["la maison", "x y", "la maison rouge", "la maison"] * 5
     ali = ["0-0 1-1", "0-0 2-1", "0-0 2-1 1-2", "0-0 1-1"] * 5

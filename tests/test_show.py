@@ -227,8 +227,8 @@ def test_page_output_rules(tmp_path, capsys, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", broken)
-    with pytest.raises(OSError):
-        main(["show", "-s", SRC, "-t", TGT, "-a", PRED_A, "--html", str(page)])
+    rc, _, err = _run(capsys, "-s", SRC, "-t", TGT, "-a", PRED_A, "--html", str(page))
+    assert rc == 2 and "disk full" in err  # a failed write is one line (aligners.outputs)
     assert page.read_text() == "old" and sorted(os.listdir(tmp_path)) == ["page.html", "pred.txt"]
     monkeypatch.undo()
     assert _run(capsys, "-s", SRC, "-t", TGT, "-a", PRED_A, "--html", str(page))[0] == 0
@@ -339,3 +339,18 @@ def test_browser_sorts_by_aer_and_draws_phrase_blocks(browser, tmp_path, capsys)
     assert {"miss", "gt", "gr"} <= classes(fig_a, 1, 3)  # gold block rows 1-3 x cols 1-3
     assert {"hit"} == classes(fig_a, 2, 2) - {"c"}  # inside the block: no edge
     assert browser.get_log("browser") == []
+
+
+def test_terminal_grid_has_a_size_limit(tmp_path, capsys):
+    """Issue 36 item 20: a pair longer than MAX_GRID_TOKENS a side is named, not drawn (a
+    5,000 x 5,000 pair printed 50 MB)."""
+    from aligners.commands.show import MAX_GRID_TOKENS
+
+    n = MAX_GRID_TOKENS + 1
+    (tmp_path / "a.en").write_text("the house\n" + " ".join(["w"] * n) + "\n")
+    (tmp_path / "a.fr").write_text("la maison\nv\n")
+    (tmp_path / "a.align").write_text("0-0 1-1\n0-0\n")
+    rc, out, _ = _run(capsys, "-s", str(tmp_path / "a.en"), "-t", str(tmp_path / "a.fr"),
+                      "-a", str(tmp_path / "a.align"), "--no-color")
+    assert rc == 0 and f"pair 2: {n} x 1 tokens, not drawn" in out
+    assert "pair 1/2" in out and len(out) < 5000

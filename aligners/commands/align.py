@@ -102,19 +102,25 @@ AUTO_RULE = ("bayesian below 500,000 sentence pairs (on the CPU), hmm from there
 _PHASES = ("read", "index", "train", "decode", "write")  # the summary's order
 
 
-def _refuse_foreign_options(args: argparse.Namespace, fam: Family, why: str) -> None:
-    """An option of another family (set to a non-default value) is refused, one line:
-    it would be silently ignored by `fam`. A family's config module may name another
-    family whose options it also reads (`OPTIONS_OF`, e.g. gappy-hsmm's word HMM start)."""
-    mine = {fam.name, *getattr(_options_module(fam), "OPTIONS_OF", ())}
+def _refuse_ignored_options(args: argparse.Namespace, fam: Family, why: str) -> None:
+    """An option set to a non-default value that `fam` would silently ignore is refused, one
+    line: an option of another family (a family's config module may name another family
+    whose options it also reads, `OPTIONS_OF`, e.g. gappy-hsmm's word HMM start), and with
+    --load-model a training option (all but the config module's `LOADED_OPTIONS`)."""
+    module = _options_module(fam)
+    mine = {fam.name, *getattr(module, "OPTIONS_OF", ())}
+    loaded = set(getattr(module, "LOADED_OPTIONS", ()))
     for name, own in _own_options().items():
-        if name in mine:
-            continue
         for dest, (flag, default) in own.items():
-            if getattr(args, dest, default) != default:
+            if getattr(args, dest, default) == default:
+                continue
+            if name not in mine:
                 raise AlignersInputError(f"{flag} is an option of --model {name}, not of the "
                                          f"{fam.name} model used here ({why}); add --model "
                                          f"{name} or drop {flag}")
+            if args.load_model and dest not in loaded:
+                raise AlignersInputError(f"{flag} is a training option; --load-model aligns "
+                                         "with the saved model as trained: drop it")
 
 
 def _own_options() -> dict[str, dict]:
@@ -194,9 +200,9 @@ def _counted(pairs):
 def _check_io(args: argparse.Namespace, fam: Family) -> None:
     """Every path, before any work: outputs that are inputs (or each other), unwritable
     places, a --save-model folder that holds the user's files or (without --overwrite) a
-    model of another family, a --cache-dir that is a file (`aligners.outputs`, the one
-    output rule)."""
-    from aligners.outputs import check_model_dir, check_paths
+    model of another family, a --cache-dir that is a file or cannot be written
+    (`aligners.outputs`, the one output rule)."""
+    from aligners.outputs import check_folder_path, check_model_dir, check_paths
 
     inputs = {"-i": args.input, "-s": args.source, "-t": args.target,
               "--load-model": args.load_model}
@@ -204,9 +210,8 @@ def _check_io(args: argparse.Namespace, fam: Family) -> None:
     check_paths({k: v for k, v in inputs.items() if k != "--load-model"}, outputs)
     check_model_dir(args.save_model, "--save-model", others={**inputs, **outputs},
                     kinds=fam.all_kinds, overwrite=args.overwrite)
-    if args.cache_dir and os.path.exists(args.cache_dir) and not os.path.isdir(args.cache_dir):
-        raise AlignersInputError("--cache-dir: exists and is not a folder",
-                                 path=args.cache_dir)
+    if args.cache_dir:
+        check_folder_path(args.cache_dir, flag="--cache-dir")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -220,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
     if not cls.USES_TORCH and device_why.startswith("auto"):  # a CPU family: no GPU to pick
         args.device, device_why = "cpu", f"{fam.name} runs on the CPU"
     options = _options_module(fam)
-    _refuse_foreign_options(args, fam, why)
+    _refuse_ignored_options(args, fam, why)
     _check_io(args, fam)
     if args.seed < 0:
         raise AlignersInputError(f"--seed must be >= 0, got {args.seed}")

@@ -29,8 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_pairs(path: str) -> list[tuple[str, str]]:
-    """(text1, text2) pairs of `path`; a line that is not 2 or 5 tab-separated columns, or
-    has an empty text, raises AlignersInputError with file and 1-based line."""
+    """(text1, text2) pairs of `path`, one per line (an MSRP header line skipped); a line that
+    is not 2 or 5 tab-separated columns, or has an empty text (a blank line too: output
+    lines match input lines), raises AlignersInputError with file and 1-based line."""
     if path.endswith(".xml"):
         from aligners.data.translit import read_news_translit
         return [(p.source, p.target) for p in read_news_translit(path)]
@@ -39,8 +40,6 @@ def read_pairs(path: str) -> list[tuple[str, str]]:
     lines = sys.stdin.read().splitlines() if path == "-" else read_lines(path)
     out = []
     for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
         cols = line.split("\t")
         if len(cols) == 5 and cols[0] in ("0", "1"):
             cols = cols[3:]
@@ -57,13 +56,14 @@ def run(args: argparse.Namespace) -> int:
     from aligners.export import read_model
     from aligners.models.lclr import load_lclr
 
+    pairs = read_pairs(args.input)  # bad input fails before the model is loaded
     clf = load_lclr(read_model(args.model, kind="lclr"))
     if args.task is not None and args.task != clf.task.name:
         raise AlignersInputError(f"the model is for task {clf.task.name!r}, not {args.task!r}",
                                  path=args.model)
     from aligners.outputs import write_lines
 
-    write_lines("-", (_classify_line(clf, a, b, args) for a, b in read_pairs(args.input)))
+    write_lines("-", (_classify_line(clf, a, b, args) for a, b in pairs))
     return 0
 
 

@@ -66,7 +66,14 @@ def run(args: argparse.Namespace) -> int:
     check_paths({"-i": args.input, "--src": args.src, "--tgt": args.tgt, "--text": args.text},
                 {"-o": args.output})
     snums = src_lengths = tgt_lengths = None
+    if args.text and (args.src or args.tgt):
+        raise AlignersInputError("give --text FILE or --src/--tgt, not both")
     if args.dataset:
+        given = [f for f, v in (("-i", args.input), ("--src", args.src), ("--tgt", args.tgt),
+                                ("--text", args.text)) if v]
+        if given:
+            raise AlignersInputError(f"--dataset converts the registry's gold: drop "
+                                     f"{' '.join(given)}, or --dataset")
         from aligners.data.datasets import DATASETS, last_dropped, load
 
         pairs = load(args.dataset, args.split, lenient=args.lenient)
@@ -82,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.input:
             raise AlignersInputError("give -i/--input FILE or --dataset NAME")
+        if args.split is not None:
+            raise AlignersInputError("--split applies to --dataset only: drop it")
         if args.text:
             lengths = [(len(s), len(t)) for s, t in read_parallel(args.text)]
             src_lengths, tgt_lengths = [a for a, _ in lengths], [b for _, b in lengths]

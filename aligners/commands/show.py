@@ -174,54 +174,28 @@ def _load(args):
     return src, tgt, ids, gold, [(n, als) for n, (_, als) in zip(names, systems)], inputs
 
 
-def _write_output(path: str, text: str, inputs: list[str]) -> None:
-    """Write `text` to `path` ('-' = stdout): refuse an input as output; a regular file is
-    written atomically (temporary file in the same folder, then rename; mode 0644), a link's
-    target or a device / FIFO is written through. Private stand-in for the shared writer
-    `aligners/outputs.py` (to be replaced by it)."""
-    if path == "-":
-        sys.stdout.write(text)
-        return
-    target = Path(path)
-    for inp in inputs:
-        if inp == "-":
-            continue
-        same = os.path.realpath(inp) == os.path.realpath(target)
-        if not same and target.exists() and Path(inp).exists():
-            same = os.path.samefile(inp, target)
-        if same:
-            raise AlignersInputError(f"output {path} is also an input ({inp}); expected a new "
-                                     "file name")
-    if target.is_dir():
-        raise AlignersInputError("is a directory; expected a file name for the page", path=path)
-    try:
-        if target.is_symlink() or (target.exists() and not target.is_file()):
-            with open(target, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(text)
-            return
-        import tempfile
+def _check_outputs(args) -> None:
+    """Every input and the --html page, before any work (`aligners.outputs`)."""
+    from aligners.outputs import check_paths
 
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as err:
-        raise AlignersInputError(f"cannot write: {err.strerror or err}; expected a writable "
-                                 "output path", path=path) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    tests = args.test or []
+    named = {f"-a {t}" if len(tests) > 1 else "-a": t for t in tests}
+    check_paths({"-s": args.source, "-t": args.target, "-i": args.input, "--gold": args.gold,
+                 **named}, {"--html": args.html})
+
+
+MAX_GRID_TOKENS = 200  # a terminal grid is drawn for pairs up to this many tokens a side
 
 
 def run(args: argparse.Namespace) -> int:
+    from aligners.outputs import open_output
     from aligners.show.grid import legend, render_pair
     from aligners.show.view import corpus_view, pair_view, shown_classes
 
     if args.html is not None and (args.pair is not None or args.pairs is not None):
         raise AlignersInputError("--pair/--pairs pick grids for the terminal; the --html page "
                                  "holds every pair")
+    _check_outputs(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         src, tgt, ids, gold, systems, inputs = _load(args)
@@ -235,7 +209,8 @@ def run(args: argparse.Namespace) -> int:
         shown = [name for name, _ in systems] + ([f"gold {Path(args.gold).name}"] if gold
                                                  is not None else [])
         page = render_page(view, title=args.title or "aligners show: " + ", ".join(shown))
-        _write_output(args.html, page, inputs)
+        with open_output(args.html, flag="--html") as out:
+            out.write(page)
         if not args.quiet and args.html != "-":
             print(f"aligners show: wrote {args.html} ({count} sentence pairs)", file=sys.stderr)
         return 0
@@ -246,10 +221,17 @@ def run(args: argparse.Namespace) -> int:
             f"1..{count}")
     color = (not args.no_color and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
     names = [name for name, _ in systems] or ["gold"]
-    for n in range(first - 1, last):
-        view = pair_view(n + 1, src[n], tgt[n], None if gold is None else gold[n],
-                         [als[n] for _, als in systems], pair_id=None if ids is None else ids[n])
-        print(render_pair(view, names, count, color=color))
-        print()
-    print(legend(shown_classes(gold=gold is not None, pred=bool(systems)), color=color))
+    with open_output("-") as out:  # `> /dev/full`: one line
+        for n in range(first - 1, last):
+            if max(len(src[n]), len(tgt[n])) > MAX_GRID_TOKENS:
+                out.write(f"pair {n + 1}: {len(src[n])} x {len(tgt[n])} tokens, not drawn "
+                          f"(grids up to {MAX_GRID_TOKENS} tokens a side; see it with "
+                          "--html)\n\n")
+                continue
+            view = pair_view(n + 1, src[n], tgt[n], None if gold is None else gold[n],
+                             [als[n] for _, als in systems],
+                             pair_id=None if ids is None else ids[n])
+            out.write(render_pair(view, names, count, color=color) + "\n\n")
+        out.write(legend(shown_classes(gold=gold is not None, pred=bool(systems)),
+                         color=color) + "\n")
     return 0

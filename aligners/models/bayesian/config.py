@@ -148,6 +148,9 @@ def from_args(args: argparse.Namespace) -> BayesConfig:
     return cfg
 
 
+LOADED_OPTIONS = ("sampler_threads", "sampler")  # read with --load-model, below
+
+
 def adjust_loaded(model, args: argparse.Namespace) -> None:
     """How a loaded model samples new text: --sampler-threads (--device must be cpu)."""
     model.model.config.threads = args.sampler_threads
