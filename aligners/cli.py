@@ -11,7 +11,8 @@ not a terminal, a long command (`SUMMARISED`) ends with one summary line on stde
 error is printed, so an error always starts its own line; an unknown option is reported by
 the parser of the (sub)command it was given to; Ctrl-C is one line (`aligners align:
 interrupted`, exit 130; outputs are written by `aligners.outputs`, so none is left partial);
-stdout is flushed before the exit status is decided (`> /dev/full`: one line, exit 2).
+running out of memory is one line, exit 1; stdout is flushed before the exit status is
+decided (`> /dev/full`: one line, exit 2).
 """
 
 import argparse
@@ -143,6 +144,14 @@ def main(argv: list[str] | None = None) -> int:
         _close_progress()
         print(f"{command}: interrupted", file=sys.stderr)
         return 130
+    except (MemoryError, RuntimeError) as err:  # torch's allocator raises RuntimeError
+        if isinstance(err, RuntimeError) and "allocate" not in str(err):
+            raise
+        _close_progress()
+        print(f"{command}: error: out of memory ({str(err).splitlines()[0][:200]}); give "
+              "shorter or fewer pairs, or lower --max-tokens / --batch-size / --batch-cells",
+              file=sys.stderr)
+        return 1
     summary = getattr(args, "summary", None)
     if (status == 0 and summary and args.command in SUMMARISED and not _quiet(args)
             and (not sys.stderr.isatty() or getattr(args, "verbose", False))):

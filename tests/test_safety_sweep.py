@@ -48,6 +48,7 @@ class Case:
     stub_transformers: bool = False
     needs_data: bool = False
     no_gpu: bool = False  # the case needs a machine where torch sees no GPU
+    memory_gb: int | None = None  # run under this address-space limit (ulimit -v)
 
 
 C = Case
@@ -102,6 +103,11 @@ CASES = [
     C("monoalign-stdout-full", MONO, stdout="/dev/full", needle="stdout"),
     C("monoalign-threads-100000", (*MONO, "--threads", "100000", "-q"), rc=0,
       needle="more than the"),
+    # a documented token limit bounds the memory (issue 36 item 4), under a memory limit
+    C("monoalign-5000-token-pair", (*MONO[:-1], "huge.pairs", "-q"), rc=0,
+      needle="line 2: 5000 x 5000 tokens, over the 256-token limit", memory_gb=3),
+    C("monoalign-out-of-memory", (*MONO[:-1], "huge.pairs", "-q", "--max-tokens", "6000"),
+      rc=1, needle="out of memory", memory_gb=3),
     C("monoalign-int8-on-token-crf", ("monoalign", "--model", "token", "-i", "pairs.txt",
                                       "--encoder-precision", "int8"), needle="neural aligner only"),
     C("monoalign-threshold-above-1", (*MONO, "--decode", "posterior", "--threshold", "7"),
@@ -319,6 +325,8 @@ def template(tmp_path_factory) -> Path:
     _write(w / "e.fr", [])
     _write(w / "long.en", [*src[:3], " ".join(["w"] * 3000), *src[:3]])
     _write(w / "long.fr", [*tgt[:3], " ".join(["v"] * 3000), *tgt[:3]])
+    _write(w / "huge.pairs", ["the cat sat ||| a cat", " ".join(["w"] * 5000) + " ||| "
+                              + " ".join(["v"] * 5000), "he left ||| he went"])
     for name, threshold in (("hmm_model", None), ("bad_threshold_model", 7)):
         assert main(["align", "-s", str(w / "c.en"), "-t", str(w / "c.fr"), "-q", "--model",
                      "hmm", "--ibm1-iterations", "1", "--hmm-iterations", "1",
@@ -394,6 +402,14 @@ def _check_world(before: dict, world: Path, new: tuple[str, ...]) -> None:
     assert not changed, f"changed or removed: {changed}"
 
 
+def _memory_limit(n_bytes: int):
+    def apply():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (n_bytes, n_bytes))
+    return apply
+
+
 # ------------------------------------------------------------------ the tests
 
 
@@ -414,9 +430,11 @@ def test_sweep_case(case: Case, template, tmp_path):
             "raise ModuleNotFoundError(\"No module named 'transformers'\", "
             "name='transformers')\n")
     before = _snapshot(world)
+    limit = None if case.memory_gb is None else _memory_limit(case.memory_gb << 30)
     with open(case.stdout or os.devnull, "w") as stdout:
         res = subprocess.run(_command(case.entry, case.argv, world), cwd=world, env=_env(stub),
-                             stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=600)
+                             stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=600,
+                             preexec_fn=limit)
     lines = _stderr_lines(res.stderr)
     assert res.returncode == case.rc, res.stderr
     assert len(lines) == case.lines, res.stderr
@@ -499,3 +517,15 @@ def test_python_api_families_and_bare_strings(template):
     with pytest.raises(AlignersInputError, match="got a string"):
         model.align(("the cat", "a cat"))
     assert model.align([("the cat", "a cat")]) == model.align([(("the", "cat"), ("a", "cat"))])
+
+
+def test_monoalign_leaves_an_overlong_pair_unaligned_in_place(template, capsys):
+    """Issue 36 item 4: the pair over the token limit is an empty line, the others aligned."""
+    from aligners.cli import main
+
+    assert main(["monoalign", "--model", str(template / "phrase"), "-i",
+                 str(template / "huge.pairs"), "-q", "--score"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.split("\n")
+    assert len(lines) == 4 and lines[3] == "" and lines[1] == "", out[:200]
+    assert " ||| " in lines[0] and " ||| " in lines[2] and "over the 256-token limit" in err

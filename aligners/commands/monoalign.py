@@ -23,6 +23,9 @@ Several `--model` folders (or one saved ensemble, kind mono-ensemble) decode as 
 (`aligners.models.mono.ensemble`): the links whose mean posterior over the models exceeds
 `--threshold`, over both directions with `--combine posterior`, else over `--direction`'s
 (default the first); `--decode` is not used and other combines are refused.
+A pair with more than `--max-tokens` tokens (default `MAX_TOKENS`, 256) on a side is left
+unaligned: an empty output line (the line count kept) and a one-line warning on stderr (a
+pair costs about 4 kB x source x target tokens: 1,000 x 1,000 tokens needed 4 GB).
 Example: `echo "the cat sat on the mat ||| a cat was sitting on the mat" |
 aligners monoalign --model RUN/model --blocks`
 """
@@ -31,11 +34,14 @@ from __future__ import annotations
 
 import argparse
 
+from aligners.cli_types import int_at_least
 from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.models.mono.config import COMBINES, DECODES, PRECISIONS, MonoConfig, MonoTraining
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "run", "MAX_TOKENS"]
+
+MAX_TOKENS = 256  # longer pairs are left unaligned (the CRFs' memory grows as I x J)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--score", action="store_true", help="also print the normalised score")
     parser.add_argument("--batch-size", type=int, default=None,
                         help="pairs decoded together (>= 1; default 64, neural aligner 32)")
+    parser.add_argument("--max-tokens", type=int_at_least(1), default=MAX_TOKENS,
+                        help="pairs with more tokens on a side are left unaligned (an empty "
+                             "line and a warning): the memory bound")
     parser.add_argument("--threads", type=int, default=MonoTraining.threads,
                         help="torch intra-op threads (>= 1; more than the CPU cores: the "
                              "cores, with a warning)")
@@ -141,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
                                  f"posterior only: use --combine posterior or none, not "
                                  f"{combine!r}")
     pairs = _read_pairs(args)  # bad input fails fast, before torch is imported
+    keep = _within_limit(pairs, args.max_tokens)
     import torch
 
     from aligners.commands._device import torch_device
@@ -155,12 +165,27 @@ def run(args: argparse.Namespace) -> int:
     if precision is not None and "neural" not in kinds:
         raise AlignersInputError(f"--encoder-precision applies to the neural aligner only; "
                                  f"this model is a {' + '.join(kinds)} CRF: drop it")
-    out = aligner.align(pairs, direction=args.direction, batch_size=args.batch_size,
-                        decode=decode, threshold=threshold, encoder_precision=precision,
-                        combine=combine)
-    write_lines("-", (_line(args, *row) for row in out))
+    out = aligner.align([pairs[r] for r in keep], direction=args.direction,
+                        batch_size=args.batch_size, decode=decode, threshold=threshold,
+                        encoder_precision=precision, combine=combine) if keep else []
+    rows = dict(zip(keep, out))
+    write_lines("-", (_line(args, *rows[r]) if r in rows else "" for r in range(len(pairs))))
     args.summary = f"{len(pairs)} sentence pairs aligned"
     return 0
+
+
+def _within_limit(pairs, max_tokens: int) -> list[int]:
+    """The rows of `pairs` with at most `max_tokens` tokens a side; each other one is named
+    in a one-line warning (`aligners.data.warn_too_long`, as for the word families)."""
+    from aligners.data import warn_too_long
+
+    keep = []
+    for r, p in enumerate(pairs):
+        if max(len(p.src), len(p.tgt)) > max_tokens:
+            warn_too_long(r, len(p.src), len(p.tgt), max_tokens=max_tokens)
+        else:
+            keep.append(r)
+    return keep
 
 
 def _line(args: argparse.Namespace, blocks, links, score) -> str:
