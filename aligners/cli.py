@@ -9,10 +9,10 @@ default shown on every option; `-q/--quiet` (no progress bars, no summary); when
 not a terminal, a long command (`SUMMARISED`) ends with one summary line on stderr
 (`aligners align: 20000 sentence pairs in 31.2 s`); open progress bars are closed before an
 error is printed, so an error always starts its own line; an unknown option is reported by
-the parser of the (sub)command it was given to; Ctrl-C is one line (`aligners align:
-interrupted`, exit 130; outputs are written by `aligners.outputs`, so none is left partial);
-running out of memory is one line, exit 1; stdout is flushed before the exit status is
-decided (`> /dev/full`: one line, exit 2).
+the parser of the (sub)command it was given to, and every argument error is one line;
+Ctrl-C is one line (`aligners align: interrupted`, exit 130; outputs are written by
+`aligners.outputs`, so none is left partial); running out of memory is one line, exit 1;
+stdout is flushed before the exit status is decided (`> /dev/full`: one line, exit 2).
 """
 
 import argparse
@@ -54,6 +54,14 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument error is one line, `PROG: error: MESSAGE (see PROG --help)`, exit 2, as
+    every other error (the usage block is what --help is for)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -73,8 +81,8 @@ def _finish(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aligners", description=__doc__.splitlines()[0],
-                                     formatter_class=HelpFormatter)
+    parser = _Parser(prog="aligners", description=__doc__.splitlines()[0],
+                     formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_text) in COMMANDS.items():

@@ -5,18 +5,22 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["int_at_least", "float_in"]
+__all__ = ["MAX_ITERATIONS", "int_at_least", "float_in"]
+
+# the bound of every iteration / epoch count (EM, SGD, EG): a typo must not run for ever
+MAX_ITERATIONS = 1000
 
 
-def int_at_least(low: int):
-    """argparse type: an integer >= `low`."""
+def int_at_least(low: int, high: int | None = None):
+    """argparse type: an integer >= `low` (and <= `high` when given)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        if value < low or (high is not None and value > high):
+            what = f">= {low}" if high is None else f"in [{low}, {high}]"
+            raise argparse.ArgumentTypeError(f"must be {what}, got {value}")
         return value
     return parse
 

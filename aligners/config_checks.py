@@ -25,10 +25,11 @@ import math
 from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any
 
+from aligners.cli_types import MAX_ITERATIONS
 from aligners.errors import AlignersInputError
 
-__all__ = ["Rule", "RULES", "task_configs", "check_value", "check_config", "check_options",
-           "config_class", "rules_of", "from_config"]
+__all__ = ["MAX_ITERATIONS", "Rule", "RULES", "task_configs", "check_value", "check_config",
+           "check_options", "config_class", "rules_of", "from_config"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ def _int(lo=None, **kw) -> Rule:
     return Rule("int", lo=lo, **kw)
 
 
+def _iterations(**kw) -> Rule:  # an iteration count, bounded (cli_types.MAX_ITERATIONS)
+    return Rule("int", lo=0, hi=MAX_ITERATIONS, **kw)
+
+
 def _pos(**kw) -> Rule:
     return Rule("float", lo=0, lo_open=True, **kw)
 
@@ -100,8 +105,8 @@ RULES: dict[str, dict[str, Rule]] = {
         "model.batch_cells": _int(1),
         "model.dev_from_test": _int(0),
         **{f"model.{s}.{k}": r for s in ("word", "start") for k, r in (
-            ("ibm1_iterations", _int(0, nullable=True)),
-            ("hmm_iterations", _int(0, nullable=True)), ("p0", _frac()),
+            ("ibm1_iterations", _iterations(nullable=True)),
+            ("hmm_iterations", _iterations(nullable=True)), ("p0", _frac()),
             ("max_jump", _int(1)), ("lattice", Rule("str", choices=("och_ney", "generic"))))},
         "model.phrasal.p0": _frac(nullable=True),  # null: by corpus size (REGIMENS)
         "model.phrasal.max_phrase_len": Rule("int", lo=1, hi=16),  # phrase_lists.MAX_PHRASE_LEN
@@ -109,7 +114,7 @@ RULES: dict[str, dict[str, Rule]] = {
         "model.phrasal.lam": _pos(),
         "model.phrasal.n_contiguous": _int(0),
         "model.phrasal.n_gappy": _int(0),
-        "model.phrasal.iterations": _int(0, nullable=True),
+        "model.phrasal.iterations": _iterations(nullable=True),
         "model.phrasal.agreement": Rule("bool"),
         "model.phrasal.discount": Rule("float", lo=0),
         "model.phrasal.min_count": _int(1, nullable=True),
@@ -122,8 +127,8 @@ RULES: dict[str, dict[str, Rule]] = {
     },
     "hmm": {
         "model.p0": _frac(),
-        "model.ibm1_iterations": _int(0),
-        "model.hmm_iterations": _int(0),
+        "model.ibm1_iterations": _iterations(),
+        "model.hmm_iterations": _iterations(),
         "model.max_jump": _int(1),
         "model.alpha": Rule("float", lo=0),
         "model.null_alpha": Rule("float", lo=0),

@@ -171,6 +171,16 @@ CASES = [
     C("align-threads-100000", (*ALIGN, "-o", "/dev/null", "--threads", "100000"), rc=0,
       needle="more than the"),
     C("align-seed-negative", (*ALIGN_B, "--seed", "-5"), needle="--seed"),
+    # iteration counts are bounded (issue 36 item 5); argument errors are one line too
+    C("align-hmm-iterations-1e9", (*ALIGN, "--hmm-iterations", "1000000000"),
+      needle="--hmm-iterations: must be in [0, 1000]"),
+    C("align-bayesian-length-1e9", (*ALIGN_B, "--length", "1e9"), needle="rel_iterations"),
+    C("reorder-train-max-iter-1e9", ("reorder", "train", *CORPUS, "--model", "dual",
+                                     "--max-iter", "1000000000", "-o", "m"),
+      needle="--max-iter must be an integer in [1, 1000]"),
+    C("train-hmm-iterations-1e9", ("experiment=default", "model.hmm_iterations=1000000000",
+                                   "hydra.run.dir=run"), entry="train.py",
+      needle="model.hmm_iterations must be an integer in [0, 1000]"),
     C("align-cache-dir-read-only", (*ALIGN, "--cache-dir", "/proc/aligners-cache"),
       needle="--cache-dir: cannot write"),
     C("align-cache-dir-is-a-file", (*ALIGN, "--cache-dir", "c.en"), needle="--cache-dir"),
@@ -529,3 +539,24 @@ def test_monoalign_leaves_an_overlong_pair_unaligned_in_place(template, capsys):
     lines = out.split("\n")
     assert len(lines) == 4 and lines[3] == "" and lines[1] == "", out[:200]
     assert " ||| " in lines[0] and " ||| " in lines[2] and "over the 256-token limit" in err
+
+
+def test_thread_defaults_never_oversubscribe(template, tmp_path, monkeypatch):
+    """Issue 36 item 7: by default every command and train.py / evaluate.py use one torch
+    thread (2 threads on a busy 2-core machine made the HMM 10-45x slower)."""
+    import yaml
+
+    from aligners.cli import _subparsers, build_parser, main
+
+    commands = _subparsers(build_parser())
+    for name in ("align", "monoalign"):
+        assert commands[name].parse_args(["--model", "hmm"] if name == "align" else
+                                         ["--model", "M"]).threads == 1
+    for name in ("train", "evaluate"):
+        doc = yaml.safe_load((ROOT / "configs" / f"{name}.yaml").read_text())
+        assert doc["threads"] == 1
+    asked = []
+    monkeypatch.setattr(torch, "set_num_threads", asked.append)
+    assert main(["reorder", "train", "-s", str(template / "c.en"), "-t", str(template / "c.fr"),
+                 "-a", str(template / "c.align"), "-q", "-o", str(tmp_path / "m")]) == 0
+    assert asked and set(asked) == {1}

@@ -207,7 +207,7 @@ def _train(args) -> int:
     if args.moses_table and "-" in (args.src, args.tgt, args.align):
         raise AlignersInputError("--moses-table reads the corpus twice: give files, not '-'")
     out = Path(args.output)  # checked by `_check` (aligners.outputs.check_model_dir)
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)  # more oversubscribes a busy machine (issue 36 item 7)
     feat = ReorderFeaturizer()
     raw = collect_examples(_corpus(args), feat, max_length=args.max_length,
                            mode=args.orientation, direction=args.direction)

@@ -12,7 +12,7 @@ import argparse
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from aligners.config_checks import Rule, check_value
+from aligners.config_checks import MAX_ITERATIONS, Rule, check_value
 from aligners.errors import AlignersInputError
 from aligners.models.aligned import Decoding, TuneGrid
 
@@ -49,9 +49,10 @@ class BayesConfig:
 
     RULES: ClassVar[dict[str, Rule]] = {
         "model": Rule("int", choices=(1, 2, 3)), "n_samplers": Rule("int", lo=1),
-        "rel_iterations": _POS, "burn_in": _FRAC, "p_null": _FRAC, "lex_alpha": _POS,
+        "rel_iterations": Rule("float", lo=0, lo_open=True, hi=100),  # x eflomal's sweeps
+        "burn_in": _FRAC, "p_null": _FRAC, "lex_alpha": _POS,
         "null_alpha": _POS, "jump_alpha": _POS, "fert_alpha": _POS,
-        "iterations": Rule("int", lo=0, each=True, nullable=True),
+        "iterations": Rule("int", lo=0, hi=MAX_ITERATIONS, each=True, nullable=True),
         "max_jump": Rule("int", lo=1), "max_fert": Rule("int", lo=1),
         "threads": Rule("int", lo=1), "lowercase": Rule("bool"),
         "marginal_slots": Rule("int", lo=0),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field, replace
 
-from aligners.cli_types import float_in, int_at_least
+from aligners.cli_types import MAX_ITERATIONS, float_in, int_at_least
 from aligners.data import DEFAULT_CELLS
 from aligners.models.aligned import Decoding, TuneGrid
 from aligners.models.hmm.config import WordAlignConfig
@@ -126,7 +126,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The phrasal options of `aligners align --model gappy-hsmm` (the word HMM's options set
     its start)."""
     g = p.add_argument_group("gappy HSMM (--model gappy-hsmm)")
-    g.add_argument("--phrasal-iterations", type=int_at_least(0), default=None,
+    g.add_argument("--phrasal-iterations", type=int_at_least(0, MAX_ITERATIONS), default=None,
                    help="EM iterations of the phrasal model (default: by corpus size, "
                         "the regimen chosen on Hansards dev: 5 below 100k pairs, 2 from there "
                         "on; the start's --ibm1-iterations / --hmm-iterations 5 / 4, then "

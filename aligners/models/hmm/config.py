@@ -12,7 +12,7 @@ import argparse
 import math
 from dataclasses import dataclass, field
 
-from aligners.cli_types import float_in, int_at_least
+from aligners.cli_types import MAX_ITERATIONS, float_in, int_at_least
 from aligners.data import DEFAULT_CELLS
 from aligners.models.aligned import Decoding, TuneGrid
 
@@ -73,9 +73,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The word HMM's `aligners align` options (also the start of `--model gappy-hsmm`)."""
     c = WordAlignConfig()
     m = p.add_argument_group("word HMM (--model hmm; also the start of gappy-hsmm)")
-    m.add_argument("--ibm1-iterations", type=int_at_least(0), default=None,
+    m.add_argument("--ibm1-iterations", type=int_at_least(0, MAX_ITERATIONS), default=None,
                    help=f"default {c.ibm1_iterations} (gappy-hsmm: by corpus size)")
-    m.add_argument("--hmm-iterations", type=int_at_least(0), default=None,
+    m.add_argument("--hmm-iterations", type=int_at_least(0, MAX_ITERATIONS), default=None,
                    help=f"default {c.hmm_iterations} (gappy-hsmm: by corpus size)")
     m.add_argument("--no-agreement", action="store_true", help="train the directions apart")
     m.add_argument("--p0", type=float_in(0.0, 1.0, high_open=True), default=c.p0,

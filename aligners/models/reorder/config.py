@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from aligners.config_checks import Rule
+from aligners.config_checks import MAX_ITERATIONS, Rule
 
 SIGMA2 = 0.01  # the MaxEnt models' Eq. 6 penalty (primal and dual), chosen on dev
 
@@ -89,8 +89,8 @@ class PrimalConfig:
     lr: float = 0.05
     track_heldout: bool = True  # the task scores the held-out pairs after every epoch
 
-    RULES: ClassVar[dict[str, Rule]] = {"sigma2": _POS, "epochs": Rule("int", lo=1),
-                                        "lr": _POS, "track_heldout": _BOOL}
+    RULES: ClassVar[dict[str, Rule]] = {"sigma2": _POS, "lr": _POS, "track_heldout": _BOOL,
+                                        "epochs": Rule("int", lo=1, hi=MAX_ITERATIONS)}
 
 
 @dataclass
@@ -109,7 +109,7 @@ class DualConfig:
     RULES: ClassVar[dict[str, Rule]] = {
         "sigma2": _POS,
         "eps": Rule("float", lo=0, listable=True),
-        "max_iter": Rule("int", lo=1),
+        "max_iter": Rule("int", lo=1, hi=MAX_ITERATIONS),
         "init_eps": Rule("float", lo=0, hi=1, lo_open=True, hi_open=True),
         "max_trial": Rule("int", lo=1),
         "step": _POS,
