@@ -560,3 +560,45 @@ def test_thread_defaults_never_oversubscribe(template, tmp_path, monkeypatch):
     assert main(["reorder", "train", "-s", str(template / "c.en"), "-t", str(template / "c.fr"),
                  "-a", str(template / "c.align"), "-q", "-o", str(tmp_path / "m")]) == 0
     assert asked and set(asked) == {1}
+
+
+def test_bayesian_default_shows_progress_and_stops_on_request(capsys):
+    """Issue 36 item 6: the default (Bayesian) aligner's sweeps drive a progress bar when
+    progress is on (a terminal), and a stopped run raises KeyboardInterrupt at its next
+    chunk in both directions (Ctrl-C stopped it in 0.7 s, was 107 s, at 100k pairs)."""
+    from aligners.models.aligned import RunOptions
+    from aligners.models.bayesian import BayesConfig
+    from aligners.models.bayesian.io import BayesianAlignment
+
+    pairs = [("the house".split(), "la maison".split()), ("a house".split(), "une maison".split())]
+    cfg = BayesConfig(iterations=[2, 2, 2], n_samplers=1)
+    BayesianAlignment.fit(pairs, cfg, RunOptions(progress=True))
+    err = capsys.readouterr().err
+    assert "sampling (sweeps)" in err and "12/12" in err.replace(".0", "")
+
+    import threading
+    from collections import Counter
+
+    class Interrupting:  # a Ctrl-C in one direction's thread at its 10th sweep
+        def __init__(self, **_):
+            self.calls, self.first = Counter(), None
+
+        def update(self, n):
+            me = threading.get_ident()
+            self.first = self.first or me
+            self.calls[me] += 1
+            time.sleep(0.001)
+            if me == self.first and self.calls[me] == 10:
+                raise KeyboardInterrupt
+
+        def close(self):
+            pass
+
+    from aligners.models.bayesian import BayesAligner
+
+    bars = []
+    with pytest.raises(KeyboardInterrupt):
+        BayesAligner(BayesConfig(iterations=[200, 200, 200], n_samplers=1, threads=2)).align(
+            pairs, bar=lambda **kw: bars.append(Interrupting()) or bars[-1])
+    counts = sorted(bars[0].calls.values())
+    assert len(counts) == 2 and counts[-1] < 300, counts  # the other one stopped too (not 600)

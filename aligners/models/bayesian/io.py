@@ -78,7 +78,7 @@ class BayesianAlignment(WordAlignment):
 
     def decode(self, pairs, run: RunOptions) -> BayesAligned:
         """Sample new text with this model's counts as priors (they then include it)."""
-        marginals = self.model.align(too_long_left_out(pairs), seed=run.seed)
+        marginals = self.model.align(too_long_left_out(pairs), seed=run.seed, bar=run.bar)
         self.n_pairs = marginals.corpus.n_sentences
         return BayesAligned(marginals)
 

@@ -21,8 +21,9 @@ one slot store, so results do not depend on thread timing.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -167,7 +168,7 @@ class BayesAligner:
 
     # ------------------------------------------------------------------ sampling
     def _direction(self, corpus: EncodedBitext, direction: str, its: list[int], seed: int,
-                   priors):
+                   priors, tick=lambda sweeps: None):
         cfg = self.config
         fwd = direction == "fwd"
         gen, gen_off = (corpus.src, corpus.src_off) if fwd else (corpus.tgt, corpus.tgt_off)
@@ -227,6 +228,7 @@ class BayesAligner:
                         u = rng.random(int(obs_off[k1] - obs_off[k0]))
                         _k.sweep(*args, k0, k1, u, slots.pos, slots.mass, since, slots.null,
                                  acc, n_acc, stage, *hyper, buf, n_lex)
+                        tick(1 / len(chunks))  # progress; raises once the run is stopped
                     n_acc += acc
             # the small count arrays averaged in float64; lex from the final alignments below
             part = [x.astype(np.float64) / cfg.n_samplers for x in (null, jump, fert)]
@@ -270,8 +272,11 @@ class BayesAligner:
         return slots, BayesCounts(lex, *small), singles
 
     def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]], *,
-              seed: int = 0) -> BayesMarginals:
+              seed: int = 0, bar=None) -> BayesMarginals:
         """Sample both directions of `pairs` and return their averaged link marginals.
+
+        `bar(total, desc)`: a progress bar (`RunOptions.bar`) counting the sweeps. Ctrl-C
+        stops both directions within one chunk of a sweep (~0.1 s).
 
         This model's counts (if any) are priors; afterwards it holds the new counts
         (averaged over samplers; priors included) and the extended vocabularies.
@@ -289,12 +294,30 @@ class BayesAligner:
         corpus.drop_keys()  # 8 bytes per pair, not read while sampling: rebuilt after
         if all(p[0] is None for _, _, p in jobs):  # single-cell pairs' ids never read:
             corpus.fold_singles()  # 3 bytes per cell where 2^24 or more pairs took 4
-        if self.config.threads >= 2:
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                out = list(pool.map(lambda d: self._direction(corpus, d[0], its, d[1], d[2]),
-                                    jobs))
-        else:
-            out = [self._direction(corpus, d, its, s, p) for d, s, p in jobs]
+        stop, shown = threading.Event(), None if bar is None else bar(
+            total=2 * self.config.n_samplers * sum(its), desc="sampling (sweeps)")
+
+        def tick(sweeps: float) -> None:
+            if stop.is_set():  # the other direction was interrupted: stop here too
+                raise KeyboardInterrupt
+            if shown is not None:
+                shown.update(sweeps)
+        try:
+            if self.config.threads >= 2:
+                with ThreadPoolExecutor(max_workers=2) as pool:
+                    runs = [pool.submit(self._direction, corpus, d, its, s, p, tick)
+                            for d, s, p in jobs]
+                    try:  # Ctrl-C or a failure in one: the others stop at their next chunk
+                        wait(runs, return_when=FIRST_EXCEPTION)
+                        out = [r.result() for r in runs]
+                    except BaseException:
+                        stop.set()
+                        raise
+            else:
+                out = [self._direction(corpus, d, its, s, p, tick) for d, s, p in jobs]
+        finally:
+            if shown is not None:
+                shown.close()
         # keys rebuilt while the pair ids (3 bytes per cell, not needed to decode) are freed
         corpus.restore_keys(release_pairs=True)
         self.keys = corpus.keys
