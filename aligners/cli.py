@@ -32,7 +32,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("show", "look at alignments: grids in the terminal or one HTML page (--html)"),
     "symmetrize": ("symmetrize", "combine forward and reverse alignments (atools heuristics)"),
     "convert": ("convert", "convert alignment notations to Pharaoh (0-based), NAACL, 1-based"),
-    "align": ("align", "word-align a bitext (IBM1 -> HMM by agreement), Pharaoh output"),
+    "align": ("align", "word-align a bitext (default: Bayesian below 500,000 pairs, HMM "
+                       "from there on), Pharaoh output"),
     "reorder": ("reorder", "phrase pairs with orientations; reordering models (train/predict)"),
     "monoalign": ("monoalign", "align monolingual sentence pairs with a trained token/phrase CRF"),
     "classify": ("classify", "paraphrase/entailment/transliteration with a saved LCLR model"),

@@ -602,3 +602,25 @@ def test_bayesian_default_shows_progress_and_stops_on_request(capsys):
             pairs, bar=lambda **kw: bars.append(Interrupting()) or bars[-1])
     counts = sorted(bars[0].calls.values())
     assert len(counts) == 2 and counts[-1] < 300, counts  # the other one stopped too (not 600)
+
+
+def test_docs_name_the_defaults_and_a_working_lclr_flow():
+    """Issue 36 item 18: the docs and `aligners --help` name the default word model that
+    `--model auto` picks (by corpus size), and the README's LCLR flow classifies with the
+    task it trained, reading the run folder it wrote."""
+    import re
+
+    from aligners.cli import COMMANDS
+    from aligners.models.aligned import LARGE, auto_family
+
+    small, large = auto_family("cpu", LARGE - 1)[0], auto_family("cpu", LARGE)[0]
+    usage = " ".join((ROOT / "docs" / "usage.md").read_text(encoding="utf-8").split())
+    assert f"`{small}` below {LARGE:,} sentence pairs, `{large}` from there on" in usage
+    for page in ("docs/usage.md", "docs/word.md"):
+        text = " ".join((ROOT / page).read_text(encoding="utf-8").split())
+        assert "`--model hmm` (default)" not in text and "the default)," not in text, page
+    assert f"{small} below {LARGE:,} pairs, {large}" in COMMANDS["align"][1].lower()
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    flow = re.search(r"experiment=lclr_(\w+) hydra.run.dir=(\S+)`, then `aligners classify "
+                     r"--task (\w+) --model (\S+)`", readme)
+    assert flow and flow[1] == flow[3] and flow[4] == f"{flow[2]}/lclr"
