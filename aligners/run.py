@@ -21,6 +21,7 @@ Hydra starts by `aligners.launch`.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import shutil
@@ -242,6 +243,43 @@ def _sigint_watch() -> list:
     return hits
 
 
+class _Tee:
+    """A text stream that writes to each of `streams` (the first answers everything else)."""
+
+    def __init__(self, *streams):
+        self._streams = streams
+
+    def write(self, text: str) -> int:
+        for s in self._streams:
+            s.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for s in self._streams:
+            s.flush()
+
+    def __getattr__(self, name: str):
+        return getattr(self._streams[0], name)
+
+
+@contextlib.contextmanager
+def _logged(out: Path):
+    """stdout (the run's tables) also into the run's `<job>.log`, which Hydra creates for
+    its own logging only; no progress bars when stderr is not a terminal (a redirected log
+    would fill with their `\\r` lines)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not sys.stderr.isatty():
+        os.environ["TQDM_DISABLE"] = "1"
+    stdout = sys.stdout
+    with open(out / f"{HydraConfig.get().job.name}.log", "a", encoding="utf-8") as log:
+        sys.stdout = _Tee(stdout, log)
+        try:
+            yield
+        finally:
+            sys.stdout = stdout
+
+
 def main(fn, cfg: DictConfig) -> None:
     """Run `fn(cfg)` for a Hydra entry point; every way out is one line on stderr.
 
@@ -250,7 +288,8 @@ def main(fn, cfg: DictConfig) -> None:
     `NAME: interrupted; run folder marked FAILED: OUT/FAILED`, exit 130. Another
     `ValueError`: one line naming the folder's `FAILED` file, exit 2; any other failure:
     the same, exit 1. `FAILED` holds "interrupted" or the traceback. Without a run folder
-    (no Hydra runtime) a failure other than bad input propagates."""
+    (no Hydra runtime) a failure other than bad input propagates. What the run prints goes
+    to its `<job>.log` too (`_logged`)."""
     import signal
     import traceback
 
@@ -260,7 +299,8 @@ def main(fn, cfg: DictConfig) -> None:
     previous = signal.getsignal(signal.SIGINT)
     interrupted = _sigint_watch()
     try:
-        fn(cfg)
+        with _logged(out) if ran else contextlib.nullcontext():
+            fn(cfg)
     except BaseException as err:
         try:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: no half cleanup

@@ -14,6 +14,15 @@ from aligners.data.paths import data_root
 SHARED = data_root().parent  # .../shared (data/, oracles/)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cache_in_pytest_temp(tmp_path_factory):
+    """Parse caches go under pytest's temporary folder, not ~/.cache/aligners (unless
+    $ALIGNERS_CACHE names a place); subprocesses inherit it."""
+    import os
+
+    os.environ.setdefault("ALIGNERS_CACHE", str(tmp_path_factory.mktemp("aligners-cache")))
+
+
 def shared_path(*parts: str) -> Path:
     """`<shared>/<parts...>`, skipping the calling test when it does not exist."""
     path = SHARED.joinpath(*parts)

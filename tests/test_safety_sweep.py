@@ -457,6 +457,8 @@ def test_sweep_case(case: Case, template, tmp_path):
     if case.name == "train-run-dir-overwrite":  # replaced, not mixed
         assert not (world / "oldrun" / "old_predictions.txt").exists()
         assert (world / "oldrun" / "metrics.json").is_file()
+        log = (world / "oldrun" / "train.log").read_text()  # the run's table (item 19)
+        assert "AER" in log and "\r" not in log
     if case.name == "convert-o-gz":
         with gzip.open(world / "out.gz", "rt") as f:
             assert f.read() == "0-0 1-1\n0-0\n1-0 2-1\n"
@@ -624,3 +626,11 @@ def test_docs_name_the_defaults_and_a_working_lclr_flow():
     flow = re.search(r"experiment=lclr_(\w+) hydra.run.dir=(\S+)`, then `aligners classify "
                      r"--task (\w+) --model (\S+)`", readme)
     assert flow and flow[1] == flow[3] and flow[4] == f"{flow[2]}/lclr"
+
+
+def test_tests_keep_their_caches_out_of_home():
+    """Issue 36 item 19: the parse cache of a test run is not ~/.cache/aligners (the
+    conftest puts it under pytest's temporary folder through $ALIGNERS_CACHE)."""
+    from aligners.features.parse import default_cache_dir
+
+    assert default_cache_dir().resolve() != (Path.home() / ".cache" / "aligners").resolve()
