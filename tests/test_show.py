@@ -354,3 +354,30 @@ def test_terminal_grid_has_a_size_limit(tmp_path, capsys):
                       "-a", str(tmp_path / "a.align"), "--no-color")
     assert rc == 0 and f"pair 2: {n} x 1 tokens, not drawn" in out
     assert "pair 1/2" in out and len(out) < 5000
+
+
+def test_browser_labels_phrase_search_and_empty_filter(browser, tmp_path, capsys):
+    """Issue 36 item 20: --label names the systems (list columns too), a phrase search marks
+    its words and keeps the pairs holding it, and a filter that matches nothing shows no
+    pair (not the one shown before)."""
+    _page(tmp_path, capsys, "-s", SRC, "-t", TGT, "--gold", GOLD, "-a", PRED_A, "-a", PRED_B,
+          "--label", "base", "--label", "new")
+    by = _open(browser, tmp_path / "page.html")
+    heads = [th.text for th in browser.find_elements(by.CSS_SELECTOR, "table.pairs th")]
+    assert "AER base" in heads and "AER new" in heads and "AER 1" not in heads
+    search = browser.find_element(by.ID, "search")
+    search.send_keys("chat noir")
+    rows = browser.find_elements(by.CSS_SELECTOR, "table.pairs tbody tr")
+    assert [r.get_attribute("data-n") for r in rows] == ["1"]
+    marked = browser.find_elements(by.CSS_SELECTOR, "figure.grid th.match")
+    assert sorted({m.get_attribute("textContent") for m in marked}) == ["chat", "noir"]
+    search.clear()
+    search.send_keys("zzz-not-a-word")
+    assert browser.find_elements(by.CSS_SELECTOR, "figure.grid") == []
+    assert "no pair matches" in browser.find_element(by.ID, "detail").text
+    assert browser.get_log("browser") == []
+
+
+def test_label_count_must_match(tmp_path, capsys):
+    rc, _, err = _run(capsys, "-s", SRC, "-t", TGT, "-a", PRED_A, "--label", "a", "--label", "b")
+    assert rc == 2 and "2 --label for 1 -a files" in err

@@ -60,6 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     links = parser.add_argument_group("links")
     links.add_argument("-a", "--test", action="append", metavar="LINKS", default=None,
                        help="predicted links; repeat (-a A -a B) to show systems side by side")
+    links.add_argument("--label", action="append", metavar="NAME", default=None,
+                       help="name of the -a system in the same place (default: its file name)")
     links.add_argument("--gold", help="gold links: hits, misses and false links, scores")
     links.add_argument("--format", default="auto", choices=FORMATS,
                        help="notation of --gold (auto: sniffed)")
@@ -134,6 +136,9 @@ def _load(args):
     if not tests and args.gold is None:
         raise AlignersInputError("nothing to show: give predicted links (-a LINKS), --gold "
                                  "GOLD, or both")
+    if args.label is not None and len(args.label) != len(tests):
+        raise AlignersInputError(f"{len(args.label)} --label for {len(tests)} -a files; "
+                                 "expected one each, in the same order")
     inputs = [p for p in (args.source, args.target, args.input, args.gold, *tests) if p]
     if inputs.count("-") > 1:
         raise AlignersInputError("only one input can be '-' (stdin)")
@@ -171,6 +176,8 @@ def _load(args):
     names = [Path(t).name for t in tests]
     if len(set(names)) < len(names):
         names = list(tests)
+    if args.label is not None:
+        names = list(args.label)
     return src, tgt, ids, gold, [(n, als) for n, (_, als) in zip(names, systems)], inputs
 
 

@@ -139,7 +139,7 @@ columns.push({key: "len", label: "I\u00d7J", get: (p) => p.src.length * p.tgt.le
 columns.push({key: "words", label: "source", get: (p) => p.src.join(" "), cls: "words"});
 if (GOLD && SYSTEMS.length) {
   SYSTEMS.forEach((s, k) => {
-    const tag = SYSTEMS.length > 1 ? " " + (k + 1) : "";
+    const tag = SYSTEMS.length > 1 ? " " + s.name : "";
     ["precision", "recall", "aer"].forEach((m) => columns.push({
       key: m + k, label: {precision: "P", recall: "R", aer: "AER"}[m] + tag,
       title: s.name, get: (p) => p.grids[k].scores[m], show: (p) => pct(p.grids[k].scores[m])}));
@@ -150,7 +150,7 @@ if (GOLD && SYSTEMS.length) {
     show: (p) => pct(p.grids[1].scores.aer - p.grids[0].scores.aer)});
 } else {
   names.forEach((nm, k) => columns.push({key: "links" + k, label: "links" +
-    (names.length > 1 ? " " + (k + 1) : ""), title: nm,
+    (names.length > 1 ? " " + nm : ""), title: nm,
     get: (p) => Object.values(p.grids[k].cells).reduce((a, c) => a + c.length, 0)}));
 }
 let sortKey = "n", sortDir = 1, selected = null, visible = [];
@@ -192,9 +192,18 @@ function renderList() {
   $("pairs").querySelectorAll("th").forEach((th) => th.className =
     th.dataset.key === sortKey ? (sortDir > 0 ? "sorted-asc" : "sorted-desc") : "");
   $("shown").textContent = visible.length + " of " + PAIRS.length + " pairs";
+  if (!visible.length) {  // nothing matches: no old pair left on show
+    selected = null;
+    $("detail").replaceChildren(el("p", {class: "muted"}, "no pair matches the filter"));
+  } else if (!visible.some((p) => p.n === selected)) select(visible[0].n);
 }
 
 // ---- one pair's grids, drawn on demand
+function matches(word, query) {  // one searched word: a part of it; a phrase: its words
+  const w = word.toLowerCase(), parts = query.split(/\s+/).filter((x) => x);
+  return parts.length === 1 ? w.includes(parts[0]) : parts.includes(w);
+}
+
 function gridTable(p, grid, query) {
   const I = p.src.length, J = p.tgt.length, cls = new Map(), post = new Map();
   for (const c in grid.cells) grid.cells[c].forEach(([i, j]) => cls.set(i * J + j, c));
@@ -215,14 +224,14 @@ function gridTable(p, grid, query) {
   p.tgt.forEach((w, j) => {
     const th = el("th", {class: "col", title: j + ": " + w});
     th.appendChild(el("span", {}, w));
-    if (query && w.toLowerCase().includes(query)) th.classList.add("match");
+    if (matches(w, query)) th.classList.add("match");
     head.appendChild(th);
   });
   t.appendChild(el("thead")).appendChild(head);
   const body = el("tbody");
   p.src.forEach((w, i) => {
     const tr = el("tr"), th = el("th", {class: "row", title: i + ": " + w}, w);
-    if (query && w.toLowerCase().includes(query)) th.classList.add("match");
+    if (matches(w, query)) th.classList.add("match");
     tr.appendChild(th);
     for (let j = 0; j < J; j++) {
       const c = cls.get(i * J + j), td = el("td");
@@ -300,7 +309,11 @@ function init() {
   corpusTable(); legend(); buildHead();
   document.documentElement.style.setProperty("--head",
     document.querySelector("header").offsetHeight + "px");
-  $("search").addEventListener("input", () => { renderList(); if (selected) select(selected); });
+  $("search").addEventListener("input", () => {
+    const before = selected;
+    renderList();
+    if (selected && selected === before) select(selected);  // the matches highlighted anew
+  });
   $("min-aer").addEventListener("input", renderList);
   if (!GOLD || !SYSTEMS.length) $("min-aer").parentNode.style.display = "none";
   document.addEventListener("keydown", (ev) => {
