@@ -94,8 +94,7 @@ RULES: dict[str, dict[str, Rule]] = {
     "*": {
         "seed": _int(),
         "threads": _int(1),
-        "data.limit": _int(1, nullable=True),  # first N pairs; null: all (0 is no meaning)
-        "data.train_limit": _int(1, nullable=True),
+        "data.train_limit": _int(1, nullable=True),  # first N pairs; null: all (not 0)
         "data.test_limit": _int(1, nullable=True),
     },
     # The word and phrasal families' rules wait here until their config dataclasses

@@ -184,7 +184,7 @@ REORDER_CLI = {
     "inference": (NaiveBayesConfig, "inference"), "alpha": (NaiveBayesConfig, "alpha"),
     "sigma2": (PrimalConfig, "sigma2"), "epochs": (PrimalConfig, "epochs"),
     "lr": (PrimalConfig, "lr"), "eps": (DualConfig, "eps"),
-    "max_iter": (DualConfig, "max_iter"), "limit": (ReorderData, "limit"),
+    "max_iter": (DualConfig, "max_iter"), "limit": (ReorderData, "train_limit"),
     "lowercase": (ReorderData, "lowercase"),
 }
 MONO_CLI = {
@@ -201,6 +201,8 @@ NOT_SETTINGS = {
     "input", "source", "target", "blocks", "score", "device",
     "direction",  # monoalign: None = the first direction the saved model has
     "batch_size",  # None: the loaded aligner's own decoding batch
+    "overwrite",  # reorder train: -o may replace another family's model folder
+    "max_tokens",  # monoalign: the memory bound (commands/monoalign.MAX_TOKENS)
 }
 
 

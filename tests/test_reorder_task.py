@@ -31,7 +31,7 @@ def test_reorder_task_runs_all_models(tmp_path):
         cfg = compose(config_name="train", overrides=[
             "experiment=reorder_wmt",
             f"data.src={files['src']}", f"data.tgt={files['tgt']}", f"data.align={files['ali']}",
-            "data.limit=20", "model.features.min_count=1",
+            "data.train_limit=20", "model.features.min_count=1",
             "model.models.primal=true", "model.models.dual=true",
             "model.dual.eps=[0.1,1.0]", "model.primal.epochs=2",
             "model.naive_bayes.mi_fractions=[0.0,0.5]",

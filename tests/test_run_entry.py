@@ -105,7 +105,7 @@ def test_missing_test_path_fails_cleanly(task, tmp_path):
 
 
 @pytest.mark.parametrize("override, key", [
-    ("threads=0", "threads"), ("seed=abc", "seed"), ("data.limit=-5", "data.limit"),
+    ("threads=0", "threads"), ("seed=abc", "seed"), ("data.train_limit=-5", "data.train_limit"),
     ("model.primal.epochs=0", "model.primal.epochs"), ("model.dual.eps=[0.1,-1]",
                                                        "model.dual.eps"),
     ("model.dual.max_iter=2.5", "model.dual.max_iter"),

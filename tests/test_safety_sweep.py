@@ -133,7 +133,7 @@ CASES = [
                                                 "c.fr", "-a", "c.align", "-o", "corpus"),
       needle="holds -s"),
     C("reorder-train-o-input-file", ("reorder", "train", *CORPUS, "-o", "c.en"),
-      needle="not a folder"),
+      needle="-o: is -s c.en"),
     C("reorder-train-moses-table-is-input", ("reorder", "train", *CORPUS, "--model", "lexical",
                                              "--moses-table", "c.fr", "-o", "new_model"),
       needle="also an input"),
@@ -634,3 +634,26 @@ def test_tests_keep_their_caches_out_of_home():
     from aligners.features.parse import default_cache_dir
 
     assert default_cache_dir().resolve() != (Path.home() / ".cache" / "aligners").resolve()
+
+
+def test_one_limit_key_with_one_meaning():
+    """Issue 36 item 13: every task limits its training pairs with `data.train_limit`
+    (never `data.limit`), and a limit is >= 1 or null everywhere (0 is refused)."""
+    import yaml
+
+    from aligners.config_checks import RULES, check_value
+    from aligners.errors import AlignersInputError
+    from aligners.models.reorder.config import ReorderData
+
+    def keys(node, prefix=""):
+        for k, v in (node.items() if isinstance(node, dict) else ()):
+            yield f"{prefix}{k}"
+            yield from keys(v, f"{prefix}{k}.")
+
+    for f in sorted((ROOT / "configs").glob("*/*.yaml")):
+        found = [k for k in keys(yaml.safe_load(f.read_text()) or {})
+                 if k.split(".")[-1] == "limit"]
+        assert not found, (f, found)
+    for rule in (RULES["*"]["data.train_limit"], ReorderData.RULES["train_limit"]):
+        with pytest.raises(AlignersInputError, match="must be an integer >= 1 or null"):
+            check_value("data.train_limit", 0, rule)

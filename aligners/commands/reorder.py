@@ -36,7 +36,7 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-s", "--src", required=True, help="source side, one sentence per line")
     p.add_argument("-t", "--tgt", required=True, help="target side")
     p.add_argument("-a", "--align", required=True, help="Pharaoh i-j alignment (source-target)")
-    p.add_argument("--limit", type=int, default=ReorderData.limit,
+    p.add_argument("--limit", type=int, default=ReorderData.train_limit,
                    help="first N >= 1 sentence pairs only (default: all)")
     p.add_argument("--lowercase", action="store_true", help="lowercase both sides (predict: "
                    "always as the model was trained)")
@@ -144,7 +144,7 @@ def _check(args) -> None:
         check_paths({**inputs, "-m": getattr(args, "model", None)}, {"-o": args.output})
 
     data, ext = rules_of(ReorderData), rules_of(ExtractConfig)
-    rules = {"limit": data["limit"], "max_length": ext["max_length"]}
+    rules = {"limit": data["train_limit"], "max_length": ext["max_length"]}
     if args.action == "train":
         primal, dual, nb = rules_of(PrimalConfig), rules_of(DualConfig), rules_of(NaiveBayesConfig)
         rules.update({

@@ -135,8 +135,8 @@ def _extract(cfg, d, run, x, featurizer, results):
     from tqdm import tqdm
 
     corpus = load_corpus(_resolve(d.src, cfg), _resolve(d.tgt, cfg), _resolve(d.align, cfg),
-                         limit=d.limit, lowercase=bool(d.lowercase))
-    bar = tqdm(total=d.limit, desc="extract", unit="pair", mininterval=5,
+                         limit=d.train_limit, lowercase=bool(d.lowercase))
+    bar = tqdm(total=d.train_limit, desc="extract", unit="pair", mininterval=5,
                disable=not run.progress)
     start = time.perf_counter()
     raw = collect_examples(corpus, featurizer, max_length=int(x.max_length), mode=x.mode,
@@ -344,7 +344,7 @@ def _test_triples(cfg: DictConfig, lowercase: bool):
     for p in paths:
         if not Path(p).is_file():
             raise AlignersInputError("no such data file", path=p)
-    n = _count_pairs(paths[2], d.limit)
+    n = _count_pairs(paths[2], d.train_limit)
     dev_cut, test_cut = _cuts(n, d)
     corpus = load_corpus(*paths, limit=n, lowercase=lowercase)
     if run.evaluate_on == "dev":

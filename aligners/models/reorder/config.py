@@ -155,7 +155,7 @@ class ReorderData:
     src: str | None = None
     tgt: str | None = None
     align: str | None = None  # Pharaoh i-j, source-target
-    limit: int | None = None  # first N sentence pairs (None: all)
+    train_limit: int | None = None  # first N sentence pairs (None: all; the tasks' one name)
     heldout_fraction: float = 0.1
     dev_fraction: float = 0.0
     lowercase: bool = False
@@ -167,7 +167,7 @@ class ReorderData:
     RULES: ClassVar[dict[str, Rule]] = {
         **{k: Rule("str", nullable=True) for k in ("src", "tgt", "align", "test_src",
                                                    "test_tgt", "test_align")},
-        "limit": Rule("int", lo=1, nullable=True),
+        "train_limit": Rule("int", lo=1, nullable=True),
         "test_limit": Rule("int", lo=1, nullable=True),
         "heldout_fraction": Rule("float", lo=0, hi=1, lo_open=True, hi_open=True),
         "dev_fraction": Rule("float", lo=0, hi=1, hi_open=True),
