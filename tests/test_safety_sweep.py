@@ -529,6 +529,13 @@ def test_python_api_families_and_bare_strings(template):
     with pytest.raises(AlignersInputError, match="got a string"):
         model.align(("the cat", "a cat"))
     assert model.align([("the cat", "a cat")]) == model.align([(("the", "cat"), ("a", "cat"))])
+    # one signature: align(sources, targets), or align(pairs), for every family
+    assert model.align(["the cat"], ["a cat"]) == model.align([("the cat", "a cat")])
+    word = aligners.load(template / "hmm_model")
+    assert word.align(["the house", "a b c"], ["la maison", "x y"]) == word.align(
+        [("the house", "la maison"), ("a b c", "x y")])
+    with pytest.raises(AlignersInputError, match="got one string"):
+        word.align("the house", "la maison")
 
 
 def test_monoalign_leaves_an_overlong_pair_unaligned_in_place(template, capsys):

@@ -115,19 +115,26 @@ class RunOptions:
         return self.batch_cells or default_cells(self.device)
 
 
-def tokens(sentence) -> list[str]:
-    """A sentence's tokens: a string split on whitespace, or a sequence of tokens as given."""
-    return sentence.split() if isinstance(sentence, str) else list(sentence)
-
-
-def token_pairs(source: Iterable, target: Iterable) -> list[tuple[list[str], list[str]]]:
-    """[(source tokens, target tokens)] from two parallel sequences of lines (strings, split on
-    whitespace) or token lists; AlignersInputError when their lengths differ or a side is
-    one string (its characters would be aligned)."""
+def token_pairs(source: Iterable, target: Iterable | None = None
+                ) -> list[tuple[list[str], list[str]]]:
+    """[(source tokens, target tokens)] from two parallel sequences of sentences, or (no
+    `target`) from one sequence of (source, target) pairs (or objects with `src` / `tgt`);
+    each sentence a string (split on whitespace) or its tokens: what every family's
+    `align(source, target)` takes. AlignersInputError when the lengths differ or a string
+    stands where a list of sentences or pairs is expected (its characters would be aligned)."""
+    if target is None:
+        pairs = [source] if isinstance(source, str) else list(source)
+        if any(isinstance(p, str) for p in pairs):
+            raise AlignersInputError("expected a list of (source, target) pairs, got a string")
+        source = [p.src if hasattr(p, "src") else p[0] for p in pairs]
+        target = [p.tgt if hasattr(p, "tgt") else p[1] for p in pairs]
     for name, side in (("source", source), ("target", target)):
         if isinstance(side, str):
             raise AlignersInputError(f"{name}: expected a list of sentences, got one string; "
                                      f"wrap it in a list: [{side[:40]!r}]")
+    def tokens(x):
+        return x.split() if isinstance(x, str) else list(x)
+
     src, tgt = [tokens(s) for s in source], [tokens(t) for t in target]
     if len(src) != len(tgt):
         raise AlignersInputError(f"{len(src)} source lines but {len(tgt)} target lines")
@@ -245,13 +252,14 @@ class WordAlignment(ABC):
         """Write the model folder `folder` (with `decoding`, else the chosen one)."""
         return self.save_to(folder, decoding or self.choose_decoding())
 
-    def align(self, source, target, *, run: RunOptions | None = None,
+    def align(self, source, target=None, *, run: RunOptions | None = None,
               **decoding) -> list[list[Link]]:
-        """Sure links per pair, 0-based (i, j), sorted (see the module doc)."""
+        """Sure links per pair, 0-based (i, j), sorted (see the module doc); `source` and
+        `target` as `token_pairs` takes them (no `target`: a list of pairs)."""
         lines = self._lines(source, target, run, decoding, posteriors=False)
         return [parse_line(x)[0] for x in lines]
 
-    def posteriors(self, source, target, *, run: RunOptions | None = None,
+    def posteriors(self, source, target=None, *, run: RunOptions | None = None,
                    **decoding) -> list[dict[Link, float]]:
         """{(i, j): posterior} of each pair's decoded links."""
         out = []

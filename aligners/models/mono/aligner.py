@@ -253,15 +253,15 @@ def posteriors(model: PhraseCRFAligner, examples: list[MonoExample], *,
                     batch_size)
 
 
-def _as_pairs(pairs) -> list[AlignedPair]:
-    """(source, target) pairs, each side a string (split on whitespace) or its tokens."""
-    from aligners.models.aligned import tokens
+def _as_pairs(pairs, target=None) -> list[AlignedPair]:
+    """The pairs of `align(source, target)` (`aligners.models.aligned.token_pairs`)."""
+    from aligners.models.aligned import token_pairs
 
-    pairs = [pairs] if isinstance(pairs, str) else list(pairs)
-    if any(isinstance(p, str) for p in pairs):
-        raise AlignersInputError("expected a list of (source, target) pairs, got a string")
-    return [p if isinstance(p, AlignedPair) else AlignedPair(tuple(tokens(p[0])),
-                                                             tuple(tokens(p[1]))) for p in pairs]
+    if target is None and not isinstance(pairs, str):
+        pairs = list(pairs)
+        if all(isinstance(p, AlignedPair) for p in pairs):
+            return pairs
+    return [AlignedPair(tuple(s), tuple(t)) for s, t in token_pairs(pairs, target)]
 
 
 def _flip_output(blocks: list[Block], links: list[Link]) -> tuple[list[Block], list[Link]]:
@@ -312,10 +312,11 @@ class MonoAligner:
         return direction, model, featurise(_as_pairs(pairs), model, direction=direction,
                                            embedder=embedder, decoding=True)
 
-    def align(self, pairs: Sequence[AlignedPair | tuple[Sequence[str], Sequence[str]]], *,
-              direction: str | None = None, batch_size: int | None = None, embedder=None,
-              decode: str = "viterbi", threshold: float = 0.5,
-              encoder_precision: str | None = None, combine: str = "none"):
+    def align(self, pairs: Sequence[AlignedPair | tuple[Sequence[str], Sequence[str]]],
+              target: Sequence | None = None, *, direction: str | None = None,
+              batch_size: int | None = None, embedder=None, decode: str = "viterbi",
+              threshold: float = 0.5, encoder_precision: str | None = None,
+              combine: str = "none"):
         """Per pair (blocks [(src_start, src_len, tgt_start, tgt_len)], links [(i, j)] sorted,
         normalised score), in source-target order for either direction (default: the first
         saved one). `decode`: "viterbi" (default) or "posterior" with `threshold` (see
@@ -325,11 +326,12 @@ class MonoAligner:
         neural encoder's, fp32 | bf16 | int8 (default: `self.encoder_precision`; kept on the model
         for later calls). `batch_size`: pairs per decoding batch (default `decode_batch`).
         Cost: see module docstring."""
+        pairs = _as_pairs(pairs, target)
         check_decode(decode, threshold)
         if check_combine(combine, self.directions) != "none":
             if direction is not None:
                 raise AlignersInputError(f"give a direction or combine={combine!r}, not both")
-            return align_combined(self, _as_pairs(pairs), combine=combine,
+            return align_combined(self, pairs, combine=combine,
                                   batch_size=batch_size, embedder=embedder, decode=decode,
                                   threshold=threshold, encoder_precision=encoder_precision)
         direction, model, examples = self._decoding_examples(pairs, direction, embedder,

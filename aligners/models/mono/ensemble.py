@@ -80,12 +80,14 @@ class MonoEnsemble:
                 n += 1
         return [t / n for t in total]
 
-    def align(self, pairs, *, direction: str | None = None, batch_size: int | None = None,
-              embedder=None, decode: str = "posterior", threshold: float = 0.5,
-              encoder_precision: str | None = None, combine: str = "none"):
+    def align(self, pairs, target=None, *, direction: str | None = None,
+              batch_size: int | None = None, embedder=None, decode: str = "posterior",
+              threshold: float = 0.5, encoder_precision: str | None = None,
+              combine: str = "none"):
         """Per pair (blocks, sorted links, score) of the mean posterior > `threshold`, in
         source-target order; `combine`: posterior (every direction) | none (`direction`, default
         the first). `decode` is accepted for `MonoAligner.align`'s signature and not used."""
+        pairs = _as_pairs(pairs, target)
         _, threshold = check_decode("posterior", threshold)
         if combine not in ("posterior", "none"):
             raise AlignersInputError(f"an ensemble combines by mean posterior only "
