@@ -361,7 +361,4 @@ def check_model_dir(path: str | None, flag: str, *,
     if problem is not None:
         raise AlignersInputError(f"{flag}: {problem}; expected a new path, an empty folder "
                                  "or a model folder to replace", path=path)
-    parent = real.parent
-    while not parent.exists():
-        parent = parent.parent
-    check_writable_folder(str(parent), flag=flag, path=path)
+    check_folder_path(str(real.parent), flag=flag)

@@ -13,17 +13,9 @@ import signal
 import subprocess
 import sys
 
-__all__ = ["add_arguments", "run", "experiments", "child"]
+__all__ = ["add_arguments", "run", "child"]
 
 ENTRY = "aligners.train"
-
-
-def experiments() -> list[str]:
-    """The runnable experiments shipped in the package's configs (`aligners.launch.experiments`:
-    base configs such as yao2013_common, which select no data set, are left out)."""
-    from aligners.launch import experiments as runnable
-
-    return runnable()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.list:
+    if args.list:  # base configs such as yao2013_common, which select no data set, left out
+        from aligners.launch import experiments
         from aligners.outputs import write_lines
 
         write_lines("-", experiments())
