@@ -132,8 +132,8 @@ def _check_trainer(cfg: DictConfig) -> None:
         import torch
 
         if not torch.cuda.is_available():
-            raise AlignersInputError(f"trainer.accelerator={acc}: no CUDA GPU is available "
-                                     "here; use trainer=cpu")
+            raise AlignersInputError(f"trainer.accelerator={acc}: torch sees no CUDA GPU "
+                                     "here; run on the CPU with trainer=cpu")
 
 
 def _data_root(cfg: DictConfig):
