@@ -98,6 +98,9 @@ def _check_run_dir(key: str, value: str, overwrite: bool) -> None:
         if not overwrite:
             raise AlignersInputError(f"{key}: holds an earlier run; give a new folder, or "
                                      "overwrite=true to replace that run", path=value)
+        if Path.cwd().resolve().is_relative_to(p.resolve()):
+            raise AlignersInputError(f"{key}: is the current folder (or holds it); give "
+                                     "another folder to replace", path=value)
         shutil.rmtree(p)
     check_folder_path(static, flag=key)
 

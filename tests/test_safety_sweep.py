@@ -664,3 +664,19 @@ def test_one_limit_key_with_one_meaning():
     for rule in (RULES["*"]["data.train_limit"], ReorderData.RULES["train_limit"]):
         with pytest.raises(AlignersInputError, match="must be an integer >= 1 or null"):
             check_value("data.train_limit", 0, rule)
+
+
+def test_overwrite_never_removes_the_current_folder(tmp_path, monkeypatch):
+    """Issue 36 item 2: `overwrite=true` replaces an earlier run's folder, never the one the
+    user is in (or one holding it)."""
+    from aligners.errors import AlignersInputError
+    from aligners.launch import check_argv
+
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / "sub").mkdir()
+    for cwd, given in ((run, "."), (run / "sub", "..")):
+        monkeypatch.chdir(cwd)
+        with pytest.raises(AlignersInputError, match="current folder"):
+            check_argv([f"hydra.run.dir={given}", "overwrite=true"])
+    assert (run / ".hydra").is_dir() and (run / "sub").is_dir()
