@@ -4,7 +4,7 @@
     aligners.families()                          # the model families, one record each
     aligners.align(src_lines, tgt_lines)         # train a word aligner, get its links
     model = aligners.load("model/")              # any saved model, ready to use
-    model.align(src_lines, tgt_lines)            # (word families)
+    model.align(src_lines, tgt_lines)            # word and monolingual aligners alike
 """
 
 __all__ = ["__version__", "load", "families", "align"]
