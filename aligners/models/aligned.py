@@ -115,17 +115,20 @@ class RunOptions:
         return self.batch_cells or default_cells(self.device)
 
 
-def token_pairs(source: Iterable, target: Iterable | None = None
-                ) -> list[tuple[list[str], list[str]]]:
+def token_pairs(source: Iterable, target: Iterable | None = None, *, make=None) -> list:
     """[(source tokens, target tokens)] from two parallel sequences of sentences, or (no
     `target`) from one sequence of (source, target) pairs (or objects with `src` / `tgt`);
     each sentence a string (split on whitespace) or its tokens: what every family's
-    `align(source, target)` takes. AlignersInputError when the lengths differ or a string
-    stands where a list of sentences or pairs is expected (its characters would be aligned)."""
+    `align(source, target)` takes. `make(source tuple, target tuple)` builds each pair
+    instead (pairs that all are `make`s already are returned as given). AlignersInputError
+    when the lengths differ or a string stands where a list of sentences or pairs is expected
+    (its characters would be aligned)."""
     if target is None:
         pairs = [source] if isinstance(source, str) else list(source)
         if any(isinstance(p, str) for p in pairs):
             raise AlignersInputError("expected a list of (source, target) pairs, got a string")
+        if make is not None and all(isinstance(p, make) for p in pairs):
+            return pairs
         source = [p.src if hasattr(p, "src") else p[0] for p in pairs]
         target = [p.tgt if hasattr(p, "tgt") else p[1] for p in pairs]
     for name, side in (("source", source), ("target", target)):
@@ -138,7 +141,7 @@ def token_pairs(source: Iterable, target: Iterable | None = None
     src, tgt = [tokens(s) for s in source], [tokens(t) for t in target]
     if len(src) != len(tgt):
         raise AlignersInputError(f"{len(src)} source lines but {len(tgt)} target lines")
-    return list(zip(src, tgt))
+    return [make(tuple(s), tuple(t)) for s, t in zip(src, tgt)] if make else list(zip(src, tgt))
 
 
 def parse_line(line: str) -> tuple[list[Link], list[float] | None]:

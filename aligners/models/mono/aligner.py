@@ -253,15 +253,9 @@ def posteriors(model: PhraseCRFAligner, examples: list[MonoExample], *,
                     batch_size)
 
 
-def _as_pairs(pairs, target=None) -> list[AlignedPair]:
-    """The pairs of `align(source, target)` (`aligners.models.aligned.token_pairs`)."""
+def _as_pairs(pairs, target=None) -> list[AlignedPair]:  # align(source, target), any family's
     from aligners.models.aligned import token_pairs
-
-    if target is None and not isinstance(pairs, str):
-        pairs = list(pairs)
-        if all(isinstance(p, AlignedPair) for p in pairs):
-            return pairs
-    return [AlignedPair(tuple(s), tuple(t)) for s, t in token_pairs(pairs, target)]
+    return token_pairs(pairs, target, make=AlignedPair)
 
 
 def _flip_output(blocks: list[Block], links: list[Link]) -> tuple[list[Block], list[Link]]:
@@ -312,11 +306,10 @@ class MonoAligner:
         return direction, model, featurise(_as_pairs(pairs), model, direction=direction,
                                            embedder=embedder, decoding=True)
 
-    def align(self, pairs: Sequence[AlignedPair | tuple[Sequence[str], Sequence[str]]],
-              target: Sequence | None = None, *, direction: str | None = None,
-              batch_size: int | None = None, embedder=None, decode: str = "viterbi",
-              threshold: float = 0.5, encoder_precision: str | None = None,
-              combine: str = "none"):
+    def align(self, pairs: Sequence, target: Sequence | None = None, *,
+              direction: str | None = None, batch_size: int | None = None, embedder=None,
+              decode: str = "viterbi", threshold: float = 0.5,
+              encoder_precision: str | None = None, combine: str = "none"):
         """Per pair (blocks [(src_start, src_len, tgt_start, tgt_len)], links [(i, j)] sorted,
         normalised score), in source-target order for either direction (default: the first
         saved one). `decode`: "viterbi" (default) or "posterior" with `threshold` (see
