@@ -149,7 +149,7 @@ def from_args(args: argparse.Namespace) -> BayesConfig:
     return cfg
 
 
-LOADED_OPTIONS = ("sampler_threads", "sampler")  # read with --load-model, below
+LOADED_OPTIONS = ("sampler_threads",)  # read with --load-model, below
 
 
 def adjust_loaded(model, args: argparse.Namespace) -> None:
