@@ -288,8 +288,9 @@ SIGINTS = [
     Sigint("align", "cli", ("align", "--model", "hmm", "-s", "big.en", "-t", "big.fr", "-o",
                             "out.txt", "--ibm1-iterations", "60", "--hmm-iterations", "60"),
            _after(6)),  # (the index and 10 EM iterations take ~5 s: make training long)
-    Sigint("align-bayesian", "cli", ("align", "-s", "big.en", "-t", "big.fr", "-o", "out.txt"),
-           _after(6)),
+    Sigint("align-bayesian", "cli", ("align", "-s", "big.en", "-t", "big.fr", "-o", "out.txt",
+                                     "--length", "20"),
+           _after(6)),  # (the default schedule samples these 20k pairs in ~5 s)
     Sigint("monoalign", "cli", ("monoalign", "--model", "phrase", "-i", "big.pairs"),
            _after(6)),
     Sigint("reorder-extract", "cli", ("reorder", "extract", *BIG, "-o", "out.txt"),
