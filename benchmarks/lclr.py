@@ -42,7 +42,7 @@ from aligners.ilp import solve_ilp  # noqa: E402
 from aligners.models.lclr import make_task  # noqa: E402
 from aligners.models.lclr.model import variable_scores  # noqa: E402
 
-__all__ = ["main", "rows_from_metrics"]
+__all__ = ["main", "rows_from_metrics", "versions"]
 
 _DATA = {"lclr_transliteration": "news-translit-enhe", "lclr_paraphrase": "msrp",
          "lclr_entailment": "rte5"}
@@ -92,9 +92,43 @@ def _row(name, wall, cpu):
           f"max {1e3 * wall.max():7.2f} | ms cpu p50 {p(cpu, 50):6.2f} p90 {p(cpu, 90):6.2f}")
 
 
+def versions() -> str:
+    """The solver and numeric stack a figure was measured with (constraints.txt pins it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for name in ("highspy", "scipy", "numpy", "torch"):
+        try:
+            out.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            out.append(f"{name} absent")
+    return ", ".join(out)
+
+
+def _pairs_note(key: str, test: dict, train: dict, inf: dict) -> str:
+    """Mean ± sd over seeds, each seed's accuracy and C; for LCLR the training and per-pair
+    ILP inference cost."""
+    seeds = sorted(int(k.rsplit("seed", 1)[1]) for k in test if k.startswith(f"{key}_acc_seed"))
+    per = ", ".join(f"seed {s}: {100 * test[f'{key}_acc_seed{s}']:.2f} "
+                    f"(C {train[f'{key}_C_seed{s}']:g})" for s in seeds)
+    note = (f"{100 * test[f'{key}_acc']:.2f} ± {100 * test[f'{key}_acc_sd']:.2f} (mean ± sd "
+            f"over {len(seeds)} seeds of the whole pipeline; {per}); C by 3-fold CV x 5 "
+            "shuffles on the training split")
+    if key == "lclr" and inf:
+        note += (f"; time = LCLR training per seed ({train['lclr_outer_iterations']:.1f} outer "
+                 f"iterations on average); ILP inference per test pair: median "
+                 f"{inf['ms_median']:.1f} ms wall, {inf['cpu_ms_median']:.1f} ms CPU, "
+                 f"{inf['pairs_per_s_wall']:.0f} pairs/s, {inf['variables_mean']:.0f} variables "
+                 f"and {inf['constraints_mean']:.0f} constraints on average; peak RSS = the "
+                 "whole run")
+    return note
+
+
 def rows_from_metrics(metrics: dict, experiment: str, run: dict, desc: str) -> list[dict]:
-    """Rows of an LCLR experiment's metrics.json (accuracies and MRR in %)."""
+    """Rows of an LCLR experiment's metrics.json (accuracies and MRR in %); sentence-pair
+    experiments: the mean over seeds, with the sd and the package versions in the note."""
     test, train = metrics["test"], metrics.get("train", {})
+    inf = metrics.get("inference", {})
     data = _DATA[experiment]
     rows = []
     for key, system in (("two_stage", "two-stage"), ("lclr", "LCLR")):
@@ -102,14 +136,18 @@ def rows_from_metrics(metrics: dict, experiment: str, run: dict, desc: str) -> l
         if f"{key}_mrr" in test:
             m["mrr"] = round(100 * test[f"{key}_mrr"], 2)
         lclr = key == "lclr" and "lclr_seconds" in train
+        if f"{key}_acc_sd" in test:
+            m["accuracy_sd"] = round(100 * test[f"{key}_acc_sd"], 2)
+            note = _pairs_note(key, test, train, inf if lclr else {})
+            note += (f"; {versions()}; whole run {run['wall_s']:.0f} s wall; the box was shared "
+                     "with other agents' jobs (timings not quiet)")
+        else:
+            note = f"C = {train[f'{key}_C']:g}" if f"{key}_C" in train else None
         rows.append(make_row(
             "lclr", data, system, metrics=m, wall_s=train["lclr_seconds"] if lclr else None,
-            cpu_s=train.get("lclr_cpu_seconds") if lclr else None, machine_desc=desc,
-            headline=key == "lclr" and data == "news-translit-enhe",
-            note=(f"C = {train[f'{key}_C']:g}" if f"{key}_C" in train else None)))
-    rows.append(make_row("lclr", data, "whole experiment", wall_s=run["wall_s"],
-                         cpu_s=run["cpu_s"], peak_rss_mib=run["peak_rss_mib"],
-                         machine_desc=desc))
+            cpu_s=train.get("lclr_cpu_seconds") if lclr else None,
+            peak_rss_mib=run["peak_rss_mib"] if lclr else None, machine_desc=desc,
+            headline=key == "lclr" and data == "news-translit-enhe", note=note))
     return rows
 
 
@@ -167,16 +205,22 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--pairs", type=int, default=400)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--weights", default=None, help="a saved LCLR model folder (RUN/lclr)")
+    ap.add_argument("--run-dir", default=None,
+                    help="--experiment: keep the run folder (models, metrics.json, train.log)")
     add_output_args(ap, "lclr")
     args = ap.parse_args(argv)
     if args.experiment:
         with tempfile.TemporaryDirectory(prefix="lclr-bench-") as tmp:
+            run_dir = Path(args.run_dir or Path(tmp) / "run")
+            run_dir.mkdir(parents=True, exist_ok=True)
             cmd = [sys.executable, str(ROOT / "train.py"), f"experiment={args.experiment}",
-                   *args.set, f"hydra.run.dir={tmp}/run"]
-            run = run_command(cmd)
+                   *args.set, f"hydra.run.dir={run_dir}"]
+            with open(run_dir / "train.log", "w", encoding="utf-8") as log:
+                run = run_command(cmd, stdout=log)
             if run["returncode"] != 0:
                 raise SystemExit(f"train.py failed:\n{run['stderr']}")
-            metrics = json.loads((Path(tmp) / "run" / "metrics.json").read_text())
+            metrics = json.loads((run_dir / "metrics.json").read_text())
+            print((run_dir / "train.log").read_text(encoding="utf-8")[-3000:])
         rows = rows_from_metrics(metrics, args.experiment, run, machine())
     else:
         rows = ilp_rows(args)
