@@ -111,9 +111,11 @@ def _pairs_note(key: str, test: dict, train: dict, inf: dict) -> str:
     seeds = sorted(int(k.rsplit("seed", 1)[1]) for k in test if k.startswith(f"{key}_acc_seed"))
     per = ", ".join(f"seed {s}: {100 * test[f'{key}_acc_seed{s}']:.2f} "
                     f"(C {train[f'{key}_C_seed{s}']:g})" for s in seeds)
+    folds, repeats = int(train.get("cv_folds", 3)), int(train.get("cv_repeats", 5))
+    who = "each system's own" if train.get("lclr_cv") else "the two-stage system's (LCLR uses it)"
     note = (f"{100 * test[f'{key}_acc']:.2f} ± {100 * test[f'{key}_acc_sd']:.2f} (mean ± sd "
-            f"over {len(seeds)} seeds of the whole pipeline; {per}); C by 3-fold CV x 5 "
-            "shuffles on the training split")
+            f"over {len(seeds)} seeds of the whole pipeline; {per}); C by {who} {folds}-fold CV "
+            f"x {repeats} shuffles on the training split")
     if key == "lclr" and inf:
         note += (f"; time = LCLR training per seed ({train['lclr_outer_iterations']:.1f} outer "
                  f"iterations on average); ILP inference per test pair: median "

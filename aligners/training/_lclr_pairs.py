@@ -236,6 +236,8 @@ def run_pairs(cfg: DictConfig, out: Path, loader, log=print) -> dict[str, dict[s
     for r in rows:
         for key in ("two_stage_C", "lclr_C"):
             metrics["train"][f"{key}_seed{r['seed']}"] = r[key]
+    metrics["train"].update(cv_folds=int(m.cv_folds), cv_repeats=int(m.cv_repeats),
+                            lclr_cv=int(bool(m.lclr_cv)))
     metrics["train"]["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     log(table(rows))
     return metrics
