@@ -4,6 +4,8 @@ inference speed against scipy's MILP; rows -> benchmarks/results/lclr.json.
     python benchmarks/lclr.py --pairs 400 [--workers 2] [--weights RUN/lclr]   # ILP speed
     python benchmarks/lclr.py --experiment lclr_paraphrase                     # train + test
     python benchmarks/lclr.py --pairs 20 --workers 1 --no-save                 # a smoke run
+    python benchmarks/lclr.py --experiment lclr_entailment --ablate wordnet pos ne neg string \
+        dep node_info                                                          # ablation table
 
 ILP mode: builds the paraphrase ILPs of the first N MSRP test pairs (Link Grammar parses from
 the JSON-lines cache, parsing what is missing), scores the variables with the two-stage
@@ -198,6 +200,28 @@ def ilp_rows(args) -> list[dict]:
     return rows
 
 
+def ablation(experiment: str, groups: list[str], sets: list[str]) -> None:
+    """One run of `experiment` per group left out (a `FEATURE_GROUPS` name or `node_info`)
+    plus the full set; prints the markdown table group -> mean ± sd test accuracy."""
+    lines = ["| features | two-stage acc % | LCLR acc % | LCLR - two-stage |",
+             "|---|---|---|---|"]
+    for g in ["none", *groups]:
+        drop = ("model.node_info=false" if g == "node_info"
+                else f"model.drop_features=[{'' if g == 'none' else g}]")
+        with tempfile.TemporaryDirectory(prefix="lclr-ablate-") as tmp:
+            run = run_command([sys.executable, str(ROOT / "train.py"), f"experiment={experiment}",
+                               *sets, drop, f"hydra.run.dir={tmp}/run"])
+            if run["returncode"] != 0:
+                raise SystemExit(f"train.py failed:\n{run['stderr']}")
+            t = json.loads((Path(tmp) / "run" / "metrics.json").read_text())["test"]
+        two, joint = (f"{100 * t[k]:.2f} ± {100 * t[k + '_sd']:.2f}"
+                      for k in ("two_stage_acc", "lclr_acc"))
+        lines.append(f"| {'all' if g == 'none' else 'without ' + g} | {two} | {joint} | "
+                     f"{100 * (t['lclr_acc'] - t['two_stage_acc']):+.2f} |")
+        print(lines[-1], flush=True)
+    print("\n".join(lines))
+
+
 def main(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--experiment", choices=sorted(_DATA),
@@ -209,8 +233,14 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--weights", default=None, help="a saved LCLR model folder (RUN/lclr)")
     ap.add_argument("--run-dir", default=None,
                     help="--experiment: keep the run folder (models, metrics.json, train.log)")
+    ap.add_argument("--ablate", nargs="*", metavar="GROUP",
+                    help="--experiment: one run per feature group left out (wordnet pos ne neg "
+                         "string dep node_info) and the full set; prints a table, saves no row")
     add_output_args(ap, "lclr")
     args = ap.parse_args(argv)
+    if args.experiment and args.ablate is not None:
+        ablation(args.experiment, args.ablate, args.set)
+        return []
     if args.experiment:
         with tempfile.TemporaryDirectory(prefix="lclr-bench-") as tmp:
             run_dir = Path(args.run_dir or Path(tmp) / "run")

@@ -47,3 +47,27 @@ def test_empty_c_grid_fails_fast():
     cfg.model.drop_features = ["bogus"]
     with pytest.raises(AlignersInputError, match="drop_features"):
         lclr_settings(cfg)
+
+
+def test_result_rows_carry_mean_sd_seeds_and_versions():
+    """benchmarks/lclr.py: a sentence-pair run's rows hold the mean, the sd, each seed's
+    figure and C, the package versions and the per-pair ILP cost."""
+    from benchmarks.lclr import rows_from_metrics
+    metrics = {
+        "test": {"two_stage_acc": 0.71, "two_stage_acc_sd": 0.01, "lclr_acc": 0.75,
+                 "lclr_acc_sd": 0.02, "two_stage_acc_seed3": 0.70, "two_stage_acc_seed4": 0.72,
+                 "lclr_acc_seed3": 0.74, "lclr_acc_seed4": 0.76},
+        "train": {"two_stage_C_seed3": 0.1, "two_stage_C_seed4": 0.3, "lclr_C_seed3": 0.1,
+                  "lclr_C_seed4": 0.3, "lclr_seconds": 12.0, "lclr_cpu_seconds": 10.0,
+                  "lclr_outer_iterations": 5.0, "cv_folds": 3, "cv_repeats": 5, "lclr_cv": 0},
+        "inference": {"ms_median": 1.5, "cpu_ms_median": 1.2, "pairs_per_s_wall": 400.0,
+                      "variables_mean": 40.0, "constraints_mean": 50.0}}
+    run = {"wall_s": 100.0, "cpu_s": 90.0, "peak_rss_mib": 512.0}
+    two, joint = rows_from_metrics(metrics, "lclr_entailment", run, "test box")
+    assert two["system"] == "two-stage" and joint["system"] == "LCLR"
+    assert joint["metrics"] == {"accuracy": 75.0, "accuracy_sd": 2.0}
+    assert joint["wall_s"] == 12.0 and joint["peak_rss_mib"] == 512.0 and two["wall_s"] is None
+    assert joint["note"].startswith("75.00 ± 2.00 (mean ± sd over 2 seeds")
+    assert "seed 4: 76.00 (C 0.3)" in joint["note"] and "seed 3: 70.00 (C 0.1)" in two["note"]
+    assert "3-fold CV x 5 shuffles" in joint["note"] and "highspy" in joint["note"]
+    assert "median 1.5 ms wall" in joint["note"] and "ms wall" not in two["note"]
