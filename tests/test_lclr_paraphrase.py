@@ -196,8 +196,9 @@ def test_drop_features_removes_exactly_one_group(group):
     variables (and so the ILP) are unchanged."""
     from aligners.models.lclr.paraphrase import feature_group
     g_not = SentenceGraph(("Cats", "do", "not", "sit"), ("NNP", "VB", "FW", "VB"),
-                          ((0, 1, "S"), (1, 2, "N"), (1, 3, "I")))
-    full, cut = make_task("paraphrase"), make_task("paraphrase", drop_features=[group])
+                          ((0, 3, "S"), (1, 2, "N"), (1, 3, "I")))
+    full = make_task("paraphrase", node_info=True)
+    cut = make_task("paraphrase", node_info=True, drop_features=[group])
     a, b = full.build(g_not, G_CAT3), cut.build(g_not, G_CAT3)
     kept = {full.features.names[c] for c in a.var_cols}
     assert any(feature_group(n) == group for n in kept)  # the fixture has the group
@@ -206,4 +207,7 @@ def test_drop_features_removes_exactly_one_group(group):
         n for n in kept if feature_group(n) != group}
     assert cut.config()["drop_features"] == [group]
     assert feature_group("wm") is None and feature_group("del|1") is None
-    assert feature_group("em|node|wn_synonym") is None
+    assert feature_group("em|node|wn_synonym") == "wordnet"  # NODE-INFO copies go too
+    assert feature_group("em|node|neg_both") == "neg"
+    if group != "dep":
+        assert any(n.startswith("em|node|") and feature_group(n) == group for n in kept)

@@ -71,10 +71,11 @@ def negated(g: SentenceGraph) -> frozenset[int]:
 
 
 def feature_group(name: str) -> str | None:
-    """The ablation group (`FEATURE_GROUPS`) of a feature name; None: structural counts
-    (wm, em, del, ed, bias, len_diff) and NODE-INFO copies, never dropped."""
+    """The ablation group (`FEATURE_GROUPS`) of a feature name (a NODE-INFO copy `em|node|X`:
+    that of `wm|X`); None: structural counts (wm, em, del, ed, bias, len_diff), never
+    dropped."""
     if name.startswith("em|node|"):
-        return None
+        return feature_group("wm|" + name[len("em|node|"):])
     parts = name.split("|")
     if len(parts) < 2 or parts[0] not in ("wm", "em", "del", "ed"):
         return None
@@ -92,6 +93,26 @@ def feature_group(name: str) -> str | None:
     if last in ("1", "2"):
         return None
     return "string"
+
+
+def _wm_feats(wa: str, pa: str, first_a: bool, wb: str, pb: str, first_b: bool, x,
+              negs: int, neg_mismatch: bool) -> list[tuple[str, float]]:
+    """A word map's features: count, POS pair, word-pair similarities `x`, same POS, NE, Neg
+    (`negs` = how many of the two words are negated)."""
+    feats = [("wm", 1.0), (f"wm|pos|{pa}|{pb}", 1.0)]
+    feats += [(f"wm|{n}", x[_COL[n]]) for n in TOKEN_PAIR_FEATURES]
+    if pa == pb:
+        feats.append(("wm|same_pos", 1.0))
+    ne_a, ne_b = _ne(wa, pa, first_a), _ne(wb, pb, first_b)
+    if ne_a and ne_b:
+        feats.append(("wm|ne_both", 1.0))
+    elif ne_a or ne_b:
+        feats.append(("wm|ne_one", 1.0))
+    if neg_mismatch:  # Neg (Table 2): one side negated
+        feats.append(("wm|neg_mismatch", 1.0))
+    elif negs == 2:
+        feats.append(("wm|neg_both", 1.0))
+    return feats
 
 
 def _ne(word: str, pos: str, first: bool) -> bool:
@@ -175,19 +196,8 @@ class ParaphraseTask(LatentTask):
                 if not (any(x[_COL[k]] for k in _LEXICAL) or x[_COL["edit_sim"]] >= 0.6
                         or x[_COL["trigram_dice"]] >= 0.5):
                     continue
-                feats = [("wm", 1.0), (f"wm|pos|{pa}|{pb}", 1.0)]
-                feats += [(f"wm|{n}", x[_COL[n]]) for n in TOKEN_PAIR_FEATURES]
-                if pa == pb:
-                    feats.append(("wm|same_pos", 1.0))
-                ne_a, ne_b = _ne(wa, pa, a == 0), _ne(wb, pb, b == 0)
-                if ne_a and ne_b:
-                    feats.append(("wm|ne_both", 1.0))
-                elif ne_a or ne_b:
-                    feats.append(("wm|ne_one", 1.0))
-                if (a in neg1) != (b in neg2):  # Neg (Table 2): one side negated
-                    feats.append(("wm|neg_mismatch", 1.0))
-                elif a in neg1:
-                    feats.append(("wm|neg_both", 1.0))
+                feats = _wm_feats(wa, pa, a == 0, wb, pb, b == 0, x,
+                                  (a in neg1) + (b in neg2), (a in neg1) != (b in neg2))
                 wmap[a, b] = var(("wm", a, b), f"{a}:{wa}={b}:{wb}", feats)
                 if self.node_info:
                     sim = max(x[_COL[k]] for k in _SIM)
