@@ -4,6 +4,8 @@ inference speed against scipy's MILP; rows -> benchmarks/results/lclr.json.
     python benchmarks/lclr.py --pairs 400 [--workers 2] [--weights RUN/lclr]   # ILP speed
     python benchmarks/lclr.py --experiment lclr_paraphrase                     # train + test
     python benchmarks/lclr.py --pairs 20 --workers 1 --no-save                 # a smoke run
+    python benchmarks/lclr.py --experiment lclr_entailment --ablate wordnet pos ne neg string \
+        dep node_info                                                          # ablation table
 
 ILP mode: builds the paraphrase ILPs of the first N MSRP test pairs (Link Grammar parses from
 the JSON-lines cache, parsing what is missing), scores the variables with the two-stage
@@ -42,7 +44,7 @@ from aligners.ilp import solve_ilp  # noqa: E402
 from aligners.models.lclr import make_task  # noqa: E402
 from aligners.models.lclr.model import variable_scores  # noqa: E402
 
-__all__ = ["main", "rows_from_metrics"]
+__all__ = ["main", "rows_from_metrics", "versions"]
 
 _DATA = {"lclr_transliteration": "news-translit-enhe", "lclr_paraphrase": "msrp",
          "lclr_entailment": "rte5"}
@@ -92,9 +94,45 @@ def _row(name, wall, cpu):
           f"max {1e3 * wall.max():7.2f} | ms cpu p50 {p(cpu, 50):6.2f} p90 {p(cpu, 90):6.2f}")
 
 
+def versions() -> str:
+    """The solver and numeric stack a figure was measured with (constraints.txt pins it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for name in ("highspy", "scipy", "numpy", "torch"):
+        try:
+            out.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            out.append(f"{name} absent")
+    return ", ".join(out)
+
+
+def _pairs_note(key: str, test: dict, train: dict, inf: dict) -> str:
+    """Mean ± sd over seeds, each seed's accuracy and C; for LCLR the training and per-pair
+    ILP inference cost."""
+    seeds = sorted(int(k.rsplit("seed", 1)[1]) for k in test if k.startswith(f"{key}_acc_seed"))
+    per = ", ".join(f"seed {s}: {100 * test[f'{key}_acc_seed{s}']:.2f} "
+                    f"(C {train[f'{key}_C_seed{s}']:g})" for s in seeds)
+    folds, repeats = int(train.get("cv_folds", 3)), int(train.get("cv_repeats", 5))
+    who = "each system's own" if train.get("lclr_cv") else "the two-stage system's (LCLR uses it)"
+    note = (f"{100 * test[f'{key}_acc']:.2f} ± {100 * test[f'{key}_acc_sd']:.2f} (mean ± sd "
+            f"over {len(seeds)} seeds of the whole pipeline; {per}); C by {who} {folds}-fold CV "
+            f"x {repeats} shuffles on the training split")
+    if key == "lclr" and inf:
+        note += (f"; time = LCLR training per seed ({train['lclr_outer_iterations']:.1f} outer "
+                 f"iterations on average); ILP inference per test pair: median "
+                 f"{inf['ms_median']:.1f} ms wall, {inf['cpu_ms_median']:.1f} ms CPU, "
+                 f"{inf['pairs_per_s_wall']:.0f} pairs/s, {inf['variables_mean']:.0f} variables "
+                 f"and {inf['constraints_mean']:.0f} constraints on average; peak RSS = the "
+                 "whole run")
+    return note
+
+
 def rows_from_metrics(metrics: dict, experiment: str, run: dict, desc: str) -> list[dict]:
-    """Rows of an LCLR experiment's metrics.json (accuracies and MRR in %)."""
+    """Rows of an LCLR experiment's metrics.json (accuracies and MRR in %); sentence-pair
+    experiments: the mean over seeds, with the sd and the package versions in the note."""
     test, train = metrics["test"], metrics.get("train", {})
+    inf = metrics.get("inference", {})
     data = _DATA[experiment]
     rows = []
     for key, system in (("two_stage", "two-stage"), ("lclr", "LCLR")):
@@ -102,14 +140,18 @@ def rows_from_metrics(metrics: dict, experiment: str, run: dict, desc: str) -> l
         if f"{key}_mrr" in test:
             m["mrr"] = round(100 * test[f"{key}_mrr"], 2)
         lclr = key == "lclr" and "lclr_seconds" in train
+        if f"{key}_acc_sd" in test:
+            m["accuracy_sd"] = round(100 * test[f"{key}_acc_sd"], 2)
+            note = _pairs_note(key, test, train, inf if lclr else {})
+            note += (f"; {versions()}; whole run {run['wall_s']:.0f} s wall; the box was shared "
+                     "with other agents' jobs (timings not quiet)")
+        else:
+            note = f"C = {train[f'{key}_C']:g}" if f"{key}_C" in train else None
         rows.append(make_row(
             "lclr", data, system, metrics=m, wall_s=train["lclr_seconds"] if lclr else None,
-            cpu_s=train.get("lclr_cpu_seconds") if lclr else None, machine_desc=desc,
-            headline=key == "lclr" and data == "news-translit-enhe",
-            note=(f"C = {train[f'{key}_C']:g}" if f"{key}_C" in train else None)))
-    rows.append(make_row("lclr", data, "whole experiment", wall_s=run["wall_s"],
-                         cpu_s=run["cpu_s"], peak_rss_mib=run["peak_rss_mib"],
-                         machine_desc=desc))
+            cpu_s=train.get("lclr_cpu_seconds") if lclr else None,
+            peak_rss_mib=run["peak_rss_mib"] if lclr else None, machine_desc=desc,
+            headline=key == "lclr" and data == "news-translit-enhe", note=note))
     return rows
 
 
@@ -158,6 +200,28 @@ def ilp_rows(args) -> list[dict]:
     return rows
 
 
+def ablation(experiment: str, groups: list[str], sets: list[str]) -> None:
+    """One run of `experiment` per group left out (a `FEATURE_GROUPS` name or `node_info`)
+    plus the full set; prints the markdown table group -> mean ± sd test accuracy."""
+    lines = ["| features | two-stage acc % | LCLR acc % | LCLR - two-stage |",
+             "|---|---|---|---|"]
+    for g in ["none", *groups]:
+        drop = ("model.node_info=false" if g == "node_info"
+                else f"model.drop_features=[{'' if g == 'none' else g}]")
+        with tempfile.TemporaryDirectory(prefix="lclr-ablate-") as tmp:
+            run = run_command([sys.executable, str(ROOT / "train.py"), f"experiment={experiment}",
+                               *sets, drop, f"hydra.run.dir={tmp}/run"])
+            if run["returncode"] != 0:
+                raise SystemExit(f"train.py failed:\n{run['stderr']}")
+            t = json.loads((Path(tmp) / "run" / "metrics.json").read_text())["test"]
+        two, joint = (f"{100 * t[k]:.2f} ± {100 * t[k + '_sd']:.2f}"
+                      for k in ("two_stage_acc", "lclr_acc"))
+        lines.append(f"| {'all' if g == 'none' else 'without ' + g} | {two} | {joint} | "
+                     f"{100 * (t['lclr_acc'] - t['two_stage_acc']):+.2f} |")
+        print(lines[-1], flush=True)
+    print("\n".join(lines))
+
+
 def main(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--experiment", choices=sorted(_DATA),
@@ -167,16 +231,28 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--pairs", type=int, default=400)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--weights", default=None, help="a saved LCLR model folder (RUN/lclr)")
+    ap.add_argument("--run-dir", default=None,
+                    help="--experiment: keep the run folder (models, metrics.json, train.log)")
+    ap.add_argument("--ablate", nargs="*", metavar="GROUP",
+                    help="--experiment: one run per feature group left out (wordnet pos ne neg "
+                         "string dep node_info) and the full set; prints a table, saves no row")
     add_output_args(ap, "lclr")
     args = ap.parse_args(argv)
+    if args.experiment and args.ablate is not None:
+        ablation(args.experiment, args.ablate, args.set)
+        return []
     if args.experiment:
         with tempfile.TemporaryDirectory(prefix="lclr-bench-") as tmp:
+            run_dir = Path(args.run_dir or Path(tmp) / "run")
+            run_dir.mkdir(parents=True, exist_ok=True)
             cmd = [sys.executable, str(ROOT / "train.py"), f"experiment={args.experiment}",
-                   *args.set, f"hydra.run.dir={tmp}/run"]
-            run = run_command(cmd)
+                   *args.set, f"hydra.run.dir={run_dir}"]
+            with open(run_dir / "train.log", "w", encoding="utf-8") as log:
+                run = run_command(cmd, stdout=log)
             if run["returncode"] != 0:
                 raise SystemExit(f"train.py failed:\n{run['stderr']}")
-            metrics = json.loads((Path(tmp) / "run" / "metrics.json").read_text())
+            metrics = json.loads((run_dir / "metrics.json").read_text())
+            print((run_dir / "train.log").read_text(encoding="utf-8")[-3000:])
         rows = rows_from_metrics(metrics, args.experiment, run, machine())
     else:
         rows = ilp_rows(args)

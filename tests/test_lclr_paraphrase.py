@@ -55,12 +55,20 @@ def test_ilp_equals_brute_force_and_constraints_hold(task_name, seed, pair):
     assert feasible(h, cons)
     assert scores @ h == pytest.approx(brute_force_ilp(scores, cons).value)
     m = inst.meta
-    for a, d in enumerate(m["del1"]):  # eq. (6): mapped once or deleted
-        assert h[d] + sum(h[s] for (i, _), s in m["wmap"].items() if i == a) == 1
+    for a in range(len(pair[0].words)):  # eq. (6): mapped once or deleted
+        mapped = sum(h[s] for (i, _), s in m["wmap"].items() if i == a)
+        if task_name == "paraphrase":
+            assert h[m["del1"][a]] + mapped == 1
+        else:  # sec. 5.2: no text-word deletion variables, a text word maps at most once
+            assert mapped <= 1
+    for b, d in enumerate(m["del2"]):  # eq. (7)
+        assert h[d] + sum(h[s] for (_, j), s in m["wmap"].items() if j == b) == 1
     for s, _e, _f, wa, wb in m["emap"]:  # eqs. (10), (11)
         assert h[s] == (h[wa] and h[wb])
     if task_name == "entailment":
-        assert not m["edel1"] and not m["edel2"]
+        assert not m["edel1"] and not m["edel2"] and not m["del1"]
+    else:
+        assert len(m["del1"]) == len(pair[0].words)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -68,7 +76,7 @@ def test_node_info_edge_features(seed):
     """NODE-INFO: an edge map carries its word maps' features x similarity; the ILP still
     equals brute force, and a model folder remembers the option."""
     plain, rich = make_task("paraphrase"), make_task("paraphrase", node_info=True)
-    assert rich.config() == {"node_info": True} and plain.config() == {"node_info": False}
+    assert rich.config()["node_info"] and not plain.config()["node_info"]
     a, b = plain.build(G_CAT3, G_CAT3), rich.build(G_CAT3, G_CAT3)
     assert a.num_vars == b.num_vars and len(b.var_cols) > len(a.var_cols)
     names = rich.features.names
@@ -157,3 +165,49 @@ def test_rte5_reader_errors(tmp_path):
     f.write_text('<d><pair id="1" entailment="MAYBE"><t>a</t><h>b</h></pair></d>')
     with pytest.raises(AlignersInputError, match="r.xml: pair 1"):
         read_rte5(f)
+
+
+def test_negation_marks_and_features():
+    """Neg (Table 2): a word linked to or just after a negation marker is negated; a word map
+    between a negated and a plain word gets `wm|neg_mismatch`, two negated words
+    `wm|neg_both`."""
+    from aligners.models.lclr.paraphrase import negated
+    g_not = SentenceGraph(("cat", "did", "not", "sit"), ("NN", "VB", "FW", "VB"),
+                          ((0, 1, "S"), (1, 2, "N"), (1, 3, "I")))
+    g_sit = SentenceGraph(("cat", "did", "sit"), ("NN", "VB", "VB"), ((0, 1, "S"), (1, 2, "I")))
+    assert negated(g_not) == {1, 3} and negated(g_sit) == frozenset()
+    task = make_task("paraphrase")
+    names = task.features.names
+    inst = task.build(g_not, g_sit)
+    row = inst.meta["wmap"][3, 2]  # sit = sit, negated on one side only
+    got = {names[c] for r, c in zip(inst.var_rows, inst.var_cols) if r == row}
+    assert "wm|neg_mismatch" in got and "wm|neg_both" not in got
+    row = inst.meta["wmap"][0, 0]  # cat = cat: not negated
+    assert not {names[c] for r, c in zip(inst.var_rows, inst.var_cols) if r == row} & {
+        "wm|neg_mismatch", "wm|neg_both"}
+    inst = task.build(g_not, g_not)
+    row = inst.meta["wmap"][3, 3]
+    assert "wm|neg_both" in {names[c] for r, c in zip(inst.var_rows, inst.var_cols) if r == row}
+
+
+@pytest.mark.parametrize("group", ["wordnet", "pos", "ne", "neg", "string", "dep"])
+def test_drop_features_removes_exactly_one_group(group):
+    """Ablation: `drop_features` removes every feature of its group and nothing else; the
+    variables (and so the ILP) are unchanged."""
+    from aligners.models.lclr.paraphrase import feature_group
+    g_not = SentenceGraph(("Cats", "do", "not", "sit"), ("NNP", "VB", "FW", "VB"),
+                          ((0, 3, "S"), (1, 2, "N"), (1, 3, "I")))
+    full = make_task("paraphrase", node_info=True)
+    cut = make_task("paraphrase", node_info=True, drop_features=[group])
+    a, b = full.build(g_not, G_CAT3), cut.build(g_not, G_CAT3)
+    kept = {full.features.names[c] for c in a.var_cols}
+    assert any(feature_group(n) == group for n in kept)  # the fixture has the group
+    assert a.num_vars == b.num_vars
+    assert {cut.features.names[c] for c in b.var_cols} == {
+        n for n in kept if feature_group(n) != group}
+    assert cut.config()["drop_features"] == [group]
+    assert feature_group("wm") is None and feature_group("del|1") is None
+    assert feature_group("em|node|wn_synonym") == "wordnet"  # NODE-INFO copies go too
+    assert feature_group("em|node|neg_both") == "neg"
+    if group != "dep":
+        assert any(n.startswith("em|node|") and feature_group(n) == group for n in kept)

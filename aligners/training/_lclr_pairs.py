@@ -2,11 +2,16 @@
 
 Both systems share the task's variables, constraints and features; the two-stage system
 aligns with the fixed `HEURISTIC` weights, LCLR learns them (initialised from the two-stage
-weights, as the paper). C: k-fold cross-validation of the two-stage system on the training
-split only (LCLR reuses that C, or runs its own CV when `model.lclr_cv` is true). Parses are
-cached as JSON lines under `model.parse_cache` (default `$ALIGNERS_CACHE/parses`).
-Cost: one ILP per pair for the two-stage system; (#positives + rounds x #negatives) ILPs per
-LCLR outer iteration.
+weights, as the paper). Protocol, per seed (`model.seeds` seeds from `cfg.seed`): C by
+repeated k-fold cross-validation on the training split only (`cv_folds` folds x
+`cv_repeats` seeded shuffles, held-out accuracy averaged; the two-stage system's CV, and
+LCLR's own when `model.lclr_cv`, else LCLR reuses the two-stage C), both systems trained on
+the whole training split, tested; the test figure is the mean ± sd over the seeds (printed
+as a table; metrics.json keeps every seed's). Parses are cached as JSON lines under
+`model.parse_cache` (default `$ALIGNERS_CACHE/parses`).
+Cost: one ILP per pair for the two-stage structures (once for all seeds and C values);
+(#positives + rounds x #negatives) ILPs per LCLR outer iteration, times
+folds x repeats x |C_grid| with `lclr_cv`.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from aligners.models.lclr import make_task, save_lclr
 from aligners.models.lclr.config import lclr_settings
 from aligners.models.lclr.model import fixed_structure_features, train_lclr, train_two_stage
 
-__all__ = ["run_pairs", "load_pairs"]
+__all__ = ["run_pairs", "load_pairs", "cv_splits", "summary", "table"]
 
 
 def load_pairs(cfg: DictConfig, split: str, loader) -> tuple[list[tuple[str, str]], list[int]]:
@@ -65,43 +70,54 @@ def _two_stage(task, insts, labels, C, m, seed, fixed):
                            num_features=F, C=C, tol=float(m.dcd_tol), seed=seed, fixed=fixed)
 
 
-def _cv(task, insts, labels, grid, folds, m, seed, system, log, fixed):
-    """k-fold CV accuracy per C on the training split (the two-stage structures are fixed
-    once: only the SVM depends on C)."""
+def cv_splits(n: int, folds: int, repeats: int, seed: int) -> list[tuple[np.ndarray, ...]]:
+    """Repeated k-fold CV: `repeats` shuffles (seeded) of range(n), each cut into `folds`
+    folds; (train indices, held-out indices) for every repeat x fold."""
     rng = np.random.default_rng(seed)
-    fold = rng.permutation(len(insts)) % folds
+    out = []
+    for _ in range(repeats):
+        fold = rng.permutation(n) % folds
+        out += [(np.flatnonzero(fold != f), np.flatnonzero(fold == f)) for f in range(folds)]
+    return out
+
+
+def _train_lclr(task, insts, labels, C, m, seed, w0, log=None):
+    return train_lclr(task, insts, labels, w0=w0, num_features=len(task.features), C=C,
+                      tol=float(m.tol), max_outer=int(m.max_outer),
+                      max_cutting=int(m.max_cutting), dcd_tol=float(m.dcd_tol), seed=seed,
+                      log=log)
+
+
+def _cv(task, insts, labels, grid, splits, m, seed, system, log, fixed):
+    """Mean held-out accuracy per C over the repeated-CV `splits` of the training split
+    (the two-stage structures are fixed once: only the SVM depends on C); best C (the
+    smallest among ties) and the table."""
     table = {}
     for C in grid:
         accs = []
-        for f in range(folds):
-            tr = [k for k in range(len(insts)) if fold[k] != f]
-            te = [k for k in range(len(insts)) if fold[k] == f]
-            sub = [insts[k] for k in tr]
-            suby = [labels[k] for k in tr]
+        for tr, te in splits:
+            sub, suby = [insts[k] for k in tr], [labels[k] for k in tr]
             clf = _two_stage(task, sub, suby, float(C), m, seed, [fixed[k] for k in tr])
             if system == "lclr":
-                clf, _ = train_lclr(task, sub, suby, w0=clf.weights,
-                                    num_features=len(task.features), C=float(C),
-                                    tol=float(m.tol), max_outer=int(m.max_outer),
-                                    max_cutting=int(m.max_cutting),
-                                    dcd_tol=float(m.dcd_tol), seed=seed)
+                clf, _ = _train_lclr(task, sub, suby, float(C), m, seed, clf.weights)
                 accs.append(_accuracy(clf, [insts[k] for k in te], [labels[k] for k in te]))
             else:
                 w = clf.weights
                 right = [float(w[fixed[k][0]] @ fixed[k][1] >= 0) == labels[k] for k in te]
                 accs.append(float(np.mean(right)))
         table[float(C)] = float(np.mean(accs))
-        log(f"cv {system} C={C}: accuracy {table[float(C)]:.4f}")
+        log(f"cv {system} C={C:g}: accuracy {table[float(C)]:.4f} ({len(splits)} splits)")
     return max(table, key=table.get), table
 
 
-def run_pairs(cfg: DictConfig, out: Path, loader, log=print) -> dict[str, dict[str, float]]:
-    """Train/test both systems on `cfg.data` (train_split -> test_split); save; metrics."""
+def _prepare(cfg, loader, log):
+    """Task with graphs and a frozen feature index, train/test instances and labels, the
+    two-stage structures of the training pairs, and their build times."""
     m, d = lclr_settings(cfg)
-    seed = int(cfg.seed)
     train_pairs, train_y = load_pairs(cfg, d.train_split, loader)
     test_pairs, test_y = load_pairs(cfg, d.test_split, loader)
-    task = make_task(str(m.task), node_info=bool(m.node_info))
+    task = make_task(str(m.task), node_info=bool(m.node_info),
+                     drop_features=list(m.drop_features))
     graphs = _graphs(cfg, train_pairs, d.train_split, log, task.split_sentences)
     graphs.update(_graphs(cfg, test_pairs, d.test_split, log, task.split_sentences))
     task.graphs = graphs
@@ -113,55 +129,115 @@ def run_pairs(cfg: DictConfig, out: Path, loader, log=print) -> dict[str, dict[s
     feat_s = time.perf_counter() - t0
     log(f"{m.task}: {len(train)} train / {len(test)} test pairs, {len(task.features)} features "
         f"({feat_s:.0f} s)")
-    grid = [float(c) for c in m.C_grid]
     t0 = time.perf_counter()
     fixed = fixed_structure_features(task, train, task.heuristic_weights())
-    align_s = time.perf_counter() - t0
-    cv = {}
+    return task, (train, train_y), (test, test_y), fixed, {
+        "featurise_seconds": feat_s, "align_seconds": time.perf_counter() - t0}
+
+
+def _one_seed(task, data, fixed, m, seed, log):
+    """The whole pipeline for one seed: repeated CV on the training split -> C per system,
+    both systems trained on all of it, tested. Returns (two, joint, row)."""
+    (train, train_y), (test, test_y) = data
+    grid = [float(c) for c in m.C_grid]
+    splits = cv_splits(len(train), int(m.cv_folds), int(m.cv_repeats), seed)
     C_two = C_lclr = grid[0]
     if len(grid) > 1:
-        C_two, cv["two_stage"] = _cv(task, train, train_y, grid, int(m.cv_folds), m, seed,
-                                     "two_stage", log, fixed)
+        C_two, _ = _cv(task, train, train_y, grid, splits, m, seed, "two_stage", log, fixed)
         C_lclr = C_two
         if m.lclr_cv:
-            C_lclr, cv["lclr"] = _cv(task, train, train_y, grid, int(m.cv_folds), m, seed,
-                                     "lclr", log, fixed)
+            C_lclr, _ = _cv(task, train, train_y, grid, splits, m, seed, "lclr", log, fixed)
     t0 = time.perf_counter()
     two = _two_stage(task, train, train_y, C_two, m, seed, fixed)
-    two_s = time.perf_counter() - t0 + align_s
-    t0, c0 = time.perf_counter(), time.process_time()
+    two_s = time.perf_counter() - t0
     w0 = two.weights if C_lclr == C_two else _two_stage(task, train, train_y, C_lclr, m,
                                                         seed, fixed).weights
-    joint, hist = train_lclr(task, train, train_y, w0=w0, num_features=len(task.features),
-                             C=C_lclr, tol=float(m.tol), max_outer=int(m.max_outer),
-                             max_cutting=int(m.max_cutting), dcd_tol=float(m.dcd_tol),
-                             seed=seed, log=log)
-    lclr_s, lclr_cpu = time.perf_counter() - t0, time.process_time() - c0
-    save_lclr(out / "two_stage", two, system="two_stage", meta={"C": C_two})
-    save_lclr(out / "lclr", joint, system="lclr", meta={"C": C_lclr})
-    timings: list[tuple[float, float]] = []
-    metrics = {
-        "test": {"two_stage_acc": _accuracy(two, test, test_y),
-                 "lclr_acc": _accuracy(joint, test, test_y, timings),
-                 "majority_acc": float(max(np.mean(test_y), 1 - np.mean(test_y)))},
-        "train": {"two_stage_C": C_two, "lclr_C": C_lclr,
-                  "lclr_outer_iterations": len(hist["objective"]) - 1,
-                  "lclr_objective": hist["objective"][-1], "two_stage_seconds": two_s,
-                  "lclr_seconds": lclr_s, "lclr_cpu_seconds": lclr_cpu,
-                  "featurise_seconds": feat_s},
-    }
-    wall = np.array([t for t, _ in timings])
-    cpu = np.array([c for _, c in timings])
-    metrics["inference"] = {"pairs_per_s_wall": float(len(wall) / wall.sum()),
-                            "pairs_per_s_cpu": float(len(cpu) / max(cpu.sum(), 1e-9)),
-                            "ms_median": float(1e3 * np.median(wall)),
-                            "ms_p90": float(1e3 * np.percentile(wall, 90)),
-                            "ms_p99": float(1e3 * np.percentile(wall, 99)),
-                            "ms_max": float(1e3 * wall.max()),
-                            "cpu_ms_median": float(1e3 * np.median(cpu)),
-                            "cpu_ms_p90": float(1e3 * np.percentile(cpu, 90)),
-                            "variables_mean": float(np.mean([x.num_vars for x in test]))}
-    for system, row in cv.items():
-        for C, v in row.items():
-            metrics.setdefault("cv", {})[f"{system}_acc_C{C:g}"] = v
+    t0, c0 = time.perf_counter(), time.process_time()
+    joint, hist = _train_lclr(task, train, train_y, C_lclr, m, seed, w0, log)
+    row = {"two_stage_C": C_two, "lclr_C": C_lclr, "two_stage_seconds": two_s,
+           "lclr_seconds": time.perf_counter() - t0,
+           "lclr_cpu_seconds": time.process_time() - c0,
+           "lclr_outer_iterations": len(hist["objective"]) - 1,
+           "two_stage_acc": _accuracy(two, test, test_y)}
+    row["lclr_acc"] = _accuracy(joint, test, test_y)
+    log(f"seed {seed}: C two-stage {C_two:g} LCLR {C_lclr:g}; test accuracy two-stage "
+        f"{100 * row['two_stage_acc']:.2f}, LCLR {100 * row['lclr_acc']:.2f}")
+    return two, joint, row
+
+
+def _inference(joint, test) -> dict[str, float]:
+    """Per-pair ILP inference time of `joint` on the test pairs (wall and CPU) and size."""
+    wall, cpu = [], []
+    for x in test:
+        t0, c0 = time.perf_counter(), time.process_time()
+        joint.score(x)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    wall, cpu = np.array(wall), np.array(cpu)
+    cons = [joint.task.constraints(x) for x in test]
+    return {"pairs_per_s_wall": float(len(wall) / wall.sum()),
+            "pairs_per_s_cpu": float(len(cpu) / max(cpu.sum(), 1e-9)),
+            "ms_median": float(1e3 * np.median(wall)),
+            "ms_p90": float(1e3 * np.percentile(wall, 90)),
+            "ms_max": float(1e3 * wall.max()),
+            "cpu_ms_median": float(1e3 * np.median(cpu)),
+            "variables_mean": float(np.mean([x.num_vars for x in test])),
+            "constraints_mean": float(np.mean([c.num_constraints for c in cons]))}
+
+
+def summary(rows: list[dict]) -> dict[str, float]:
+    """Mean and sample sd (ddof 1; 0 for one seed) of the per-seed test accuracies, and each
+    seed's figures."""
+    out = {}
+    for key in ("two_stage_acc", "lclr_acc"):
+        v = np.array([r[key] for r in rows])
+        out[key] = float(v.mean())
+        out[f"{key}_sd"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+    for r in rows:
+        for key in ("two_stage_acc", "lclr_acc"):
+            out[f"{key}_seed{r['seed']}"] = r[key]
+    return out
+
+
+def table(rows: list[dict]) -> str:
+    """The mean +- sd table printed at the end of a run (accuracy in %)."""
+    s = summary(rows)
+    lines = ["seed | C two-stage | C LCLR | two-stage acc % | LCLR acc %"]
+    lines += [f"{r['seed']} | {r['two_stage_C']:g} | {r['lclr_C']:g} | "
+              f"{100 * r['two_stage_acc']:.2f} | {100 * r['lclr_acc']:.2f}" for r in rows]
+    lines.append(f"mean ± sd ({len(rows)} seeds) | | | "
+                 f"{100 * s['two_stage_acc']:.2f} ± {100 * s['two_stage_acc_sd']:.2f} | "
+                 f"{100 * s['lclr_acc']:.2f} ± {100 * s['lclr_acc_sd']:.2f}")
+    return "\n".join(lines)
+
+
+def run_pairs(cfg: DictConfig, out: Path, loader, log=print) -> dict[str, dict[str, float]]:
+    """Both systems on `cfg.data` (train_split -> test_split) for `model.seeds` seeds; the
+    first seed's models saved; metrics (test: mean, sd and per seed)."""
+    import resource
+
+    m, _ = lclr_settings(cfg)
+    task, train, test, fixed, times = _prepare(cfg, loader, log)
+    rows, models = [], None
+    for seed in range(int(cfg.seed), int(cfg.seed) + int(m.seeds)):
+        two, joint, row = _one_seed(task, (train, test), fixed, m, seed, log)
+        rows.append({"seed": seed, **row})
+        models = models or (two, joint, row)
+    two, joint, first = models
+    save_lclr(out / "two_stage", two, system="two_stage", meta={"C": first["two_stage_C"]})
+    save_lclr(out / "lclr", joint, system="lclr", meta={"C": first["lclr_C"]})
+    test_y = test[1]
+    metrics = {"test": {**summary(rows), "seeds": len(rows),
+                        "majority_acc": float(max(np.mean(test_y), 1 - np.mean(test_y)))},
+               "train": dict(times), "inference": _inference(joint, test[0])}
+    for key in ("two_stage_seconds", "lclr_seconds", "lclr_cpu_seconds",
+                "lclr_outer_iterations"):
+        metrics["train"][key] = float(np.mean([r[key] for r in rows]))
+    for r in rows:
+        for key in ("two_stage_C", "lclr_C"):
+            metrics["train"][f"{key}_seed{r['seed']}"] = r[key]
+    metrics["train"].update(cv_folds=int(m.cv_folds), cv_repeats=int(m.cv_repeats),
+                            lclr_cv=int(bool(m.lclr_cv)))
+    metrics["train"]["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    log(table(rows))
     return metrics

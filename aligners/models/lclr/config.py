@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from aligners.config_checks import Rule, from_config
+from aligners.errors import AlignersInputError
 
-__all__ = ["LCLRConfig", "LCLRData", "LCLR_TASKS", "lclr_settings"]
+__all__ = ["LCLRConfig", "LCLRData", "LCLR_TASKS", "FEATURE_GROUPS", "lclr_settings"]
 
 LCLR_TASKS = ("transliteration", "paraphrase", "entailment")
+FEATURE_GROUPS = ("wordnet", "pos", "ne", "neg", "string", "dep")  # `drop_features` values
 _POS, _BOOL = Rule("float", lo=0, lo_open=True), Rule("bool")
 
 
@@ -27,6 +29,12 @@ class LCLRConfig:
     C_grid: list[float] = field(default_factory=lambda: [1.0])  # SVM C values searched by
     # cross-validation on the training split (one value: no CV)
     cv_folds: int = 3
+    cv_repeats: int = 5  # sentence-pair tasks: k-fold CV repeated over this many shuffles,
+    # accuracies averaged over all repeats x folds
+    seeds: int = 3  # sentence-pair tasks: the whole pipeline (CV shuffles, selection,
+    # training) runs for seeds cfg.seed .. cfg.seed + seeds - 1; test = mean +- sd
+    drop_features: list[str] = field(default_factory=list)  # sentence-pair tasks: feature
+    # groups left out (ablation): FEATURE_GROUPS (NODE-INFO has its own switch)
     lclr_cv: bool = False  # sentence-pair tasks: LCLR picks its own C by CV (else the
     # two-stage system's)
     tol: float = 1e-5  # Algorithm 1 stops when Eq. (3) improves by less (relative)
@@ -43,6 +51,9 @@ class LCLRConfig:
         "task": Rule("str", choices=LCLR_TASKS),
         "C_grid": Rule("float", lo=0, lo_open=True, each=True, nonempty=True),
         "cv_folds": Rule("int", lo=2),
+        "cv_repeats": Rule("int", lo=1),
+        "seeds": Rule("int", lo=1),
+        "drop_features": Rule("str", choices=FEATURE_GROUPS, each=True),
         "lclr_cv": _BOOL,
         "tol": _POS,
         "max_outer": Rule("int", lo=1),
@@ -87,4 +98,7 @@ class LCLRData:
 def lclr_settings(cfg) -> tuple[LCLRConfig, LCLRData]:
     """The lclr task's model and data settings of `cfg` over their defaults (unknown keys
     and bad values: one AlignersInputError line)."""
-    return from_config(LCLRConfig, cfg.model, "model"), from_config(LCLRData, cfg.data, "data")
+    m = from_config(LCLRConfig, cfg.model, "model")
+    if not m.C_grid:
+        raise AlignersInputError("model.C_grid must list at least one C (got [])")
+    return m, from_config(LCLRData, cfg.data, "data")

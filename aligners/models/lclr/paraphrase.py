@@ -38,7 +38,7 @@ from aligners.features.string_sim import (
 from aligners.ilp import LinearConstraints, solve_ilp
 from aligners.models.lclr.model import FeatureIndex, LatentInstance, LatentTask
 
-__all__ = ["ParaphraseTask", "EntailmentTask", "HEURISTIC"]
+__all__ = ["ParaphraseTask", "EntailmentTask", "HEURISTIC", "negated", "feature_group"]
 
 _COL = {n: k for k, n in enumerate(TOKEN_PAIR_FEATURES)}
 _SIM = ("lower_identical", "stem_identical", "number_match", "wn_synonym", "edit_sim")
@@ -53,6 +53,68 @@ HEURISTIC = {"wm": -0.3, "wm|lower_identical": 1.0, "wm|stem_identical": 0.6,
              "em": 0.2, "em|same_label": 0.3}
 
 
+_NEG = frozenset({"not", "n't", "no", "never", "none", "nobody", "nothing", "neither", "nor",
+                  "without", "cannot", "nowhere", "hardly"})
+
+
+def negated(g: SentenceGraph) -> frozenset[int]:
+    """Vertices of `g` under a negation marker: linked to one, or one of the two words
+    before them is one (the paper's Neg identifiers, Table 2). Cost: O(L + E)."""
+    marks = {i for i, w in enumerate(g.words) if w.lower() in _NEG}
+    out = {i for i in range(len(g.words)) if marks & {i - 1, i - 2}}
+    for a, b, _ in g.edges:
+        if a in marks:
+            out.add(b)
+        if b in marks:
+            out.add(a)
+    return frozenset(out - marks)
+
+
+def feature_group(name: str) -> str | None:
+    """The ablation group (`FEATURE_GROUPS`) of a feature name (a NODE-INFO copy `em|node|X`:
+    that of `wm|X`); None: structural counts (wm, em, del, ed, bias, len_diff), never
+    dropped."""
+    if name.startswith("em|node|"):
+        return feature_group("wm|" + name[len("em|node|"):])
+    parts = name.split("|")
+    if len(parts) < 2 or parts[0] not in ("wm", "em", "del", "ed"):
+        return None
+    if "pos" in parts or parts[-1] == "same_pos":
+        return "pos"
+    last = parts[-1]
+    if last.startswith("wn_"):
+        return "wordnet"
+    if last.startswith("neg_"):
+        return "neg"
+    if last.startswith("ne"):
+        return "ne"
+    if parts[0] in ("em", "ed"):
+        return "dep" if last not in ("1", "2") else None
+    if last in ("1", "2"):
+        return None
+    return "string"
+
+
+def _wm_feats(wa: str, pa: str, first_a: bool, wb: str, pb: str, first_b: bool, x,
+              negs: int, neg_mismatch: bool) -> list[tuple[str, float]]:
+    """A word map's features: count, POS pair, word-pair similarities `x`, same POS, NE, Neg
+    (`negs` = how many of the two words are negated)."""
+    feats = [("wm", 1.0), (f"wm|pos|{pa}|{pb}", 1.0)]
+    feats += [(f"wm|{n}", x[_COL[n]]) for n in TOKEN_PAIR_FEATURES]
+    if pa == pb:
+        feats.append(("wm|same_pos", 1.0))
+    ne_a, ne_b = _ne(wa, pa, first_a), _ne(wb, pb, first_b)
+    if ne_a and ne_b:
+        feats.append(("wm|ne_both", 1.0))
+    elif ne_a or ne_b:
+        feats.append(("wm|ne_one", 1.0))
+    if neg_mismatch:  # Neg (Table 2): one side negated
+        feats.append(("wm|neg_mismatch", 1.0))
+    elif negs == 2:
+        feats.append(("wm|neg_both", 1.0))
+    return feats
+
+
 def _ne(word: str, pos: str, first: bool) -> bool:
     return pos == "NNP" or (not first and word[:1].isupper() and word[1:2].islower())
 
@@ -62,16 +124,18 @@ class ParaphraseTask(LatentTask):
 
     name = "paraphrase"
     edge_deletion = True
+    text_deletion = True  # word-deletion variables for sentence 1 too
     split_sentences = False  # MSRP: one sentence per side
 
     def __init__(self, features: FeatureIndex | None = None, *, graphs: dict | None = None,
-                 node_info: bool = False):
+                 node_info: bool = False, drop_features=()):
         self.features = features if features is not None else FeatureIndex()
         self.graphs: dict[str, SentenceGraph] = graphs if graphs is not None else {}
         self.node_info = bool(node_info)
+        self.drop_features = tuple(drop_features)
 
     def config(self) -> dict:
-        return {"node_info": self.node_info}
+        return {"node_info": self.node_info, "drop_features": list(self.drop_features)}
 
     def graph(self, text: str) -> SentenceGraph:
         g = self.graphs.get(text)
@@ -103,7 +167,9 @@ class ParaphraseTask(LatentTask):
     def build(self, g1: SentenceGraph, g2: SentenceGraph) -> LatentInstance:
         """Variables, features and (lazily) constraints of one pair of graphs."""
         idx = self.features.index
+        drop = set(self.drop_features)
         scale = 10.0 / (len(g1.words) + len(g2.words))
+        neg1, neg2 = negated(g1), negated(g2)
         rows, cols, vals = [], [], []
         names: list[str] = []
         kinds: list[tuple] = []
@@ -113,6 +179,8 @@ class ParaphraseTask(LatentTask):
             kinds.append(kind)
             names.append(label)
             for f, v in feats:
+                if drop and feature_group(f) in drop:
+                    continue
                 c = idx(f)
                 if c >= 0 and v != 0.0:
                     rows.append(s)
@@ -128,21 +196,15 @@ class ParaphraseTask(LatentTask):
                 if not (any(x[_COL[k]] for k in _LEXICAL) or x[_COL["edit_sim"]] >= 0.6
                         or x[_COL["trigram_dice"]] >= 0.5):
                     continue
-                feats = [("wm", 1.0), (f"wm|pos|{pa}|{pb}", 1.0)]
-                feats += [(f"wm|{n}", x[_COL[n]]) for n in TOKEN_PAIR_FEATURES]
-                if pa == pb:
-                    feats.append(("wm|same_pos", 1.0))
-                ne_a, ne_b = _ne(wa, pa, a == 0), _ne(wb, pb, b == 0)
-                if ne_a and ne_b:
-                    feats.append(("wm|ne_both", 1.0))
-                elif ne_a or ne_b:
-                    feats.append(("wm|ne_one", 1.0))
+                feats = _wm_feats(wa, pa, a == 0, wb, pb, b == 0, x,
+                                  (a in neg1) + (b in neg2), (a in neg1) != (b in neg2))
                 wmap[a, b] = var(("wm", a, b), f"{a}:{wa}={b}:{wb}", feats)
                 if self.node_info:
                     sim = max(x[_COL[k]] for k in _SIM)
                     node[a, b] = [(f"em|node|{f[3:]}", sim * v) for f, v in feats[2:]]
         del1 = [var(("d1", a), f"{a}:{w}=*", self._del_feats(w, p, a, "1"))
-                for a, (w, p) in enumerate(zip(g1.words, g1.pos, strict=True))]
+                for a, (w, p) in enumerate(zip(g1.words, g1.pos, strict=True))
+                ] if self.text_deletion else []
         del2 = [var(("d2", b), f"*={b}:{w}", self._del_feats(w, p, b, "2"))
                 for b, (w, p) in enumerate(zip(g2.words, g2.pos, strict=True))]
         emap = []
@@ -170,7 +232,8 @@ class ParaphraseTask(LatentTask):
         bc = [(idx(f), v) for f, v in base]
         bc = [(c, v) for c, v in bc if c >= 0]
         meta = {"names": names, "wmap": wmap, "del1": del1, "del2": del2, "emap": emap,
-                "edel1": edel1, "edel2": edel2, "n_edges": (len(g1.edges), len(g2.edges))}
+                "edel1": edel1, "edel2": edel2, "n_edges": (len(g1.edges), len(g2.edges)),
+                "n_words": (len(g1.words), len(g2.words))}
         return LatentInstance(len(kinds), np.array(rows, np.int64), np.array(cols, np.int64),
                               np.array(vals, np.float64), np.array([c for c, _ in bc], np.int64),
                               np.array([v for _, v in bc], np.float64), meta)
@@ -196,12 +259,15 @@ class ParaphraseTask(LatentTask):
             return cached
         m = inst.meta
         rows = []
-        by1: dict[int, dict[int, float]] = {a: {s: 1.0} for a, s in enumerate(m["del1"])}
+        by1: dict[int, dict[int, float]] = {a: {} for a in range(m["n_words"][0])}
+        for a, s in enumerate(m["del1"]):
+            by1[a][s] = 1.0
         by2: dict[int, dict[int, float]] = {b: {s: 1.0} for b, s in enumerate(m["del2"])}
         for (a, b), s in m["wmap"].items():
             by1[a][s] = 1.0
             by2[b][s] = 1.0
-        rows += [(r, 1.0, 1.0) for r in by1.values()]  # eqs. (6), (7)
+        lo1 = 1.0 if self.text_deletion else -np.inf  # no text deletion: mapped at most once
+        rows += [(r, lo1, 1.0) for r in by1.values() if r]  # eqs. (6), (7)
         rows += [(r, 1.0, 1.0) for r in by2.values()]
         n1, n2 = m["n_edges"]
         e1: dict[int, dict[int, float]] = {e: {} for e in range(n1)}
@@ -234,4 +300,6 @@ class EntailmentTask(ParaphraseTask):
 
     name = "entailment"
     edge_deletion = False
+    text_deletion = False  # sec. 5.2: word deletion for the hypothesis only (text words are
+    # mapped at most once)
     split_sentences = True  # RTE texts are paragraphs: parsed sentence by sentence
