@@ -41,7 +41,7 @@ def test_summary_mean_sd_and_table():
 
 def test_empty_c_grid_fails_fast():
     cfg = OmegaConf.create({"model": {"task": "paraphrase", "C_grid": []}, "data": {}})
-    with pytest.raises(AlignersInputError, match="C_grid must list at least one C"):
+    with pytest.raises(AlignersInputError, match="C_grid must be a non-empty list"):
         lclr_settings(cfg)
     cfg.model.C_grid = [0.1]
     cfg.model.drop_features = ["bogus"]

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from aligners.config_checks import Rule, from_config
-from aligners.errors import AlignersInputError
 
 __all__ = ["LCLRConfig", "LCLRData", "LCLR_TASKS", "FEATURE_GROUPS", "lclr_settings"]
 
@@ -98,7 +97,5 @@ class LCLRData:
 def lclr_settings(cfg) -> tuple[LCLRConfig, LCLRData]:
     """The lclr task's model and data settings of `cfg` over their defaults (unknown keys
     and bad values: one AlignersInputError line)."""
-    m = from_config(LCLRConfig, cfg.model, "model")
-    if not m.C_grid:
-        raise AlignersInputError("model.C_grid must list at least one C (got [])")
+    m = from_config(LCLRConfig, cfg.model, "model")  # (RULES: C_grid non-empty)
     return m, from_config(LCLRData, cfg.data, "data")
