@@ -250,7 +250,8 @@ def test_pair_ids_by_frequency_and_keys_rebuilt():
     corpus order), split in 3 bytes; keys dropped for sampling are rebuilt identically from
     the ids; the hashing pass alone numbers in corpus order."""
     from aligners.data.vocab import WordIds
-    from aligners.models.bayesian.corpus import _pair_ids, encode_bitext
+    from aligners.models.bayesian.corpus import encode_bitext
+    from aligners.models.bayesian.pair_table import _pair_ids
 
     pairs = _pairs(30)
     c = encode_bitext(pairs, WordIds(), WordIds())
@@ -420,7 +421,8 @@ def test_pair_table_on_two_threads_equals_one_pass(n):
     and key rebuild per half) equals the one-thread build: the same ids in every cell, the
     same keys and n_shared."""
     from aligners.data.vocab import WordIds
-    from aligners.models.bayesian.corpus import _halves, encode_bitext
+    from aligners.models.bayesian.corpus import encode_bitext
+    from aligners.models.bayesian.pair_table import _halves
 
     pairs = _pairs(max(n, 2), seed=n)[:n] + [(["zz"], ["yy", "zz"])]
     one = encode_bitext(pairs, WordIds(), WordIds(), threads=1)

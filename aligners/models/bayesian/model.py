@@ -30,9 +30,9 @@ import numpy as np
 
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
-from aligners.models.bayesian import corpus as _corpus
 from aligners.models.bayesian import counts as _c
 from aligners.models.bayesian import decode as _decode
+from aligners.models.bayesian import pair_table as _pt
 from aligners.models.bayesian import sampler as _k
 from aligners.models.bayesian.config import BayesConfig
 from aligners.models.bayesian.corpus import EncodedBitext, encode_bitext
@@ -68,6 +68,49 @@ def _n_slots(cfg: BayesConfig, n_tokens: int) -> int:
     return 3 if n_tokens < _AUTO_SLOTS_TOKENS else 2
 
 
+def _random_start(rng, a: np.ndarray, chunks, obs_off: np.ndarray, n_gen_sent: np.ndarray,
+                  p_null: float) -> None:
+    """A sampler's start, in place in `a`: per observed token NULL (-1) with p_null, else a
+    uniform position of its sentence's generating side; one chunk of draws at a time."""
+    for k0, k1 in chunks:
+        t0, t1 = int(obs_off[k0]), int(obs_off[k1])
+        n_gen = np.repeat(n_gen_sent[k0:k1], np.diff(obs_off[k0:k1 + 1]))
+        null_draw = rng.random(t1 - t0) < p_null
+        pos = (rng.random(t1 - t0) * np.maximum(n_gen, 1)).astype(a.dtype)
+        a[t0:t1] = np.where(null_draw | (n_gen == 0), -1, pos)
+
+
+def _single_counts(corpus: EncodedBitext, gen_off, obs_off, fwd: bool, alignments, n_lex: int):
+    """The single-cell pairs' counts of each sampler's final `alignments` (ids, counts), kept
+    sparse until the pair ids are freed (BayesAligner.align); None when lex holds every
+    pair (n_lex == corpus.n_pairs)."""
+    if n_lex >= corpus.n_pairs:
+        return None
+    ids = np.empty(len(alignments[0]), np.int64)
+    folded = corpus.single_off if corpus.single_off is not None else np.zeros(0, np.int64)
+    got = [ids[:_c.single_pair_ids(gen_off, obs_off, corpus.cell_off, corpus.pair_lo,
+                                    corpus.pair_hi, not fwd, a_s, n_lex, ids, folded)].copy()
+           for a_s in alignments]
+    return np.unique(np.concatenate(got), return_counts=True)
+
+
+def _average(lex, singles, slots, lex_prior, n_prior_samplers: int, n_samplers: int,
+             n_acc: int):
+    """In place: lex (the last sampler's prior + every sampler's counts) gets the other
+    samplers' priors and is averaged over the samplers, in float32; the marginal slots are
+    divided by the accumulated sweeps. Returns the averaged single-cell counts (or None)."""
+    if lex_prior is not None and n_prior_samplers:
+        lex += np.float32(n_prior_samplers) * lex_prior
+    inv = np.float32(1.0 / n_samplers)
+    lex *= inv
+    if singles is not None:
+        singles = (singles[0], singles[1].astype(np.float32) * inv)
+    scale = np.float32(1.0 / max(1, n_acc))
+    slots.mass *= scale
+    slots.null *= scale
+    return singles
+
+
 def _token_chunks(obs_off: np.ndarray, tokens: int = _CHUNK_TOKENS) -> list[tuple[int, int]]:
     """Sentence ranges [k0, k1) of about `tokens` observed tokens (at least one sentence)."""
     out, k0, n = [], 0, len(obs_off) - 1
@@ -82,9 +125,9 @@ def _token_chunks(obs_off: np.ndarray, tokens: int = _CHUNK_TOKENS) -> list[tupl
 def exact_kernels() -> tuple:
     """The numba kernels a run of the exact sampler calls from Python (their callees are
     inlined): what `jit.start_compile_child` checks and `warm.warm_all` compiles."""
-    return (_k.sweep, _c.add_counts, _c.single_pair_ids, _corpus._pair_ids,
-            _corpus._merge_ids, _corpus._count_cells, _corpus._add_counts_sat,
-            _corpus._frequency_ids, _corpus._renumber, _corpus._keys_from_ids, _decode._best)
+    return (_k.sweep, _c.add_counts, _c.single_pair_ids, _pt._pair_ids,
+            _pt._merge_ids, _pt._count_cells, _pt._add_counts_sat,
+            _pt._frequency_ids, _pt._renumber, _pt._keys_from_ids, _decode._best)
 
 
 def schedule(config: BayesConfig, n_sentences: int) -> list[int]:
@@ -200,12 +243,7 @@ class BayesAligner:
         for s in range(cfg.n_samplers):
             rng = np.random.Generator(np.random.PCG64(
                 np.random.SeedSequence([seed, 0 if fwd else 1, s])))
-            for k0, k1 in chunks:  # random start: NULL with p_null, else a uniform position
-                t0, t1 = int(obs_off[k0]), int(obs_off[k1])
-                n_gen = np.repeat(n_gen_sent[k0:k1], np.diff(obs_off[k0:k1 + 1]))
-                null_draw = rng.random(t1 - t0) < cfg.p_null
-                pos = (rng.random(t1 - t0) * np.maximum(n_gen, 1)).astype(small_int)
-                a[t0:t1] = np.where(null_draw | (n_gen == 0), -1, pos)
+            _random_start(rng, a, chunks, obs_off, n_gen_sent, cfg.p_null)
             for stage in range(1, 4):
                 n = its[stage - 1]
                 if n == 0:
@@ -247,28 +285,10 @@ class BayesAligner:
                           np.zeros((v_gen, cfg.max_fert)), 1, cfg.max_jump, cfg.max_fert,
                           cfg.lex_alpha * v_obs, cfg.fert_alpha, n_lex)
         del since, buf, phi
-        singles = None
-        if n_lex < corpus.n_pairs:  # the single-cell pairs' counts of every sampler's end,
-            # kept sparse (ids, counts) until the pair ids are freed (BayesAligner.align)
-            ids = np.empty(len(a), np.int64)
-            folded = corpus.single_off if corpus.single_off is not None else np.zeros(
-                0, np.int64)
-            got = [ids[:_c.single_pair_ids(gen_off, obs_off, corpus.cell_off, corpus.pair_lo,
-                                            corpus.pair_hi, not fwd, a_s, n_lex, ids,
-                                            folded)].copy()
-                   for a_s in [*finals, a]]
-            del ids
-            singles = np.unique(np.concatenate(got), return_counts=True)
+        singles = _single_counts(corpus, gen_off, obs_off, fwd, [*finals, a], n_lex)
         del finals, a
-        if priors[0] is not None and n_prior_samplers:
-            lex += np.float32(n_prior_samplers) * priors[0]
-        inv = np.float32(1.0 / cfg.n_samplers)
-        lex *= inv
-        if singles is not None:
-            singles = (singles[0], singles[1].astype(np.float32) * inv)
-        scale = np.float32(1.0 / max(1, n_acc))
-        slots.mass *= scale
-        slots.null *= scale
+        singles = _average(lex, singles, slots, priors[0], n_prior_samplers, cfg.n_samplers,
+                           n_acc)
         return slots, BayesCounts(lex, *small), singles
 
     def align(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]], *,
