@@ -158,9 +158,8 @@ def test_an_explicit_gpu_device_picks_the_family_that_runs_there():
 
     from aligners.commands.align import _family
 
-    args = argparse.Namespace(load_model=None, model=None, device="cuda", device_auto=False,
-                              input=None, source=None)
+    args = argparse.Namespace(load_model=None, model=None, device="cuda", input=None,
+                              source=None)
     fam, why = _family(args)
     assert fam.name == "hmm" and "--device cuda" in why
-    args.device_auto = True
-    assert _family(args)[0].name == "bayesian"
+    assert _family(args, picked=True)[0].name == "bayesian"

@@ -218,11 +218,11 @@ def run(args: argparse.Namespace) -> int:
     from aligners.commands._device import auto_device
     from aligners.models.aligned import RunOptions
 
-    args.device_auto = args.device == "auto"
+    picked = args.device == "auto"  # the device is ours to choose
     args.device, device_why = auto_device(args.device)
-    fam, why = _family(args)
+    fam, why = _family(args, picked)
     cls = fam.model_class()
-    if not cls.USES_TORCH and device_why.startswith("auto"):  # a CPU family: no GPU to pick
+    if not cls.USES_TORCH and picked:  # a CPU family: no GPU to pick
         args.device, device_why = "cpu", f"{fam.name} runs on the CPU"
     options = _options_module(fam)
     _refuse_ignored_options(args, fam, why)
@@ -286,14 +286,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _family(args: argparse.Namespace) -> tuple[Family, str]:
+def _family(args: argparse.Namespace, picked: bool = False) -> tuple[Family, str]:
     """(family, why): --model, else the kind saved in --load-model's folder, else the
-    `auto` rule. A --model that contradicts the saved kind is one clear error."""
+    `auto` rule (an explicit GPU --device, not `picked` by auto: the HMM, which runs there).
+    A --model that contradicts the saved kind is one clear error."""
     if not args.load_model:
         if args.model in (None, "auto"):
             from aligners.models.aligned import auto_family
 
-            if args.device != "cpu" and not getattr(args, "device_auto", False):
+            if args.device != "cpu" and not picked:
                 return family("hmm", verb="align"), (f"auto: --device {args.device} asked; "
                                                      "the HMM runs there")
             name, why = auto_family(args.device, _count_pairs(args.input or args.source))

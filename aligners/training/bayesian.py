@@ -60,8 +60,7 @@ def decode_and_score(marg, gold, span, decoding: dict):
     from aligners.models.bayesian.decode import direction_links, mean_links, span_sets
     from aligners.symmetrize import symmetrize_corpus
 
-    th = decoding["threshold"]
-    th = mean_threshold(marg.corpus.n_sentences) if th is None else float(th)
+    th = mean_threshold(marg.corpus.n_sentences, decoding["threshold"])
     if decoding["method"] == "mean":
         links = span_sets(marg, mean_links(marg, th), span)
     else:
@@ -77,9 +76,7 @@ def _sized(decoding: dict, n_pairs: int) -> dict:
     """`decoding` with a null threshold set by the text's size (config.mean_threshold)."""
     from aligners.models.bayesian.config import mean_threshold
 
-    if decoding.get("threshold") is None:
-        decoding = {**decoding, "threshold": mean_threshold(n_pairs)}
-    return decoding
+    return {**decoding, "threshold": mean_threshold(n_pairs, decoding.get("threshold"))}
 
 
 def _choose(marg, tune, span, grid: dict) -> tuple[dict, float]:

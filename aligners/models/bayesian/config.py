@@ -76,8 +76,10 @@ class BayesConfig:
 MEAN_THRESHOLDS = ((0, 0.35), (5_000, 0.55))
 
 
-def mean_threshold(n_pairs: int) -> float:
-    """The default threshold of the mean decoding for a text of `n_pairs` pairs."""
+def mean_threshold(n_pairs: int, threshold: float | None = None) -> float:
+    """`threshold`, or (None) the mean decoding's default for a text of `n_pairs` pairs."""
+    if threshold is not None:
+        return threshold
     return [t for start, t in MEAN_THRESHOLDS if n_pairs >= start][-1]
 
 

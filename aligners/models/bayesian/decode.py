@@ -65,6 +65,17 @@ def token_links(m: BayesMarginals, direction: str, *,
     return (sent, x, g) if rev else (sent, g, x)
 
 
+@njit(inline="always", cache=True)
+def _add_slots(buf, pos, mass, t0, n_tok, tok_stride, pos_stride):
+    """buf[x * tok_stride + pos * pos_stride] += mass for every kept slot of the n_tok tokens
+    from t0 (x: the token's place in its sentence)."""
+    for x in range(n_tok):
+        for s in range(pos.shape[1]):
+            g = pos[t0 + x, s]
+            if g >= 0:
+                buf[x * tok_stride + g * pos_stride] += mass[t0 + x, s]
+
+
 @njit(nogil=True, cache=True)
 def _mean_kernel(src_off, tgt_off, fpos, fmass, rpos, rmass, threshold, sent, ii, jj):
     """Per sentence, the dense I x J sum of the forward slots (per target token: source
@@ -79,18 +90,8 @@ def _mean_kernel(src_off, tgt_off, fpos, fmass, rpos, rmass, threshold, sent, ii
     out = 0
     for k in range(n):
         n_i, n_j = src_off[k + 1] - src_off[k], tgt_off[k + 1] - tgt_off[k]
-        for j in range(n_j):
-            t = tgt_off[k] + j
-            for s in range(fpos.shape[1]):
-                g = fpos[t, s]
-                if g >= 0:
-                    buf[g * n_j + j] += fmass[t, s]
-        for i in range(n_i):
-            t = src_off[k] + i
-            for s in range(rpos.shape[1]):
-                g = rpos[t, s]
-                if g >= 0:
-                    buf[i * n_j + g] += rmass[t, s]
+        _add_slots(buf, fpos, fmass, tgt_off[k], n_j, 1, n_j)  # cell (g, j): g * n_j + j
+        _add_slots(buf, rpos, rmass, src_off[k], n_i, n_j, 1)  # cell (i, g): i * n_j + g
         for c in range(n_i * n_j):
             if buf[c] > 2.0 * threshold:
                 sent[out], ii[out], jj[out] = k, c // n_j, c % n_j

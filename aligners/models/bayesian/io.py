@@ -42,10 +42,8 @@ class BayesAligned(Aligned):
 
         th = decoding.threshold if decoding.method == "posterior" else None
         mean = None
-        if decoding.method == "mean":
-            mean = decoding.threshold
-            if mean is None:  # by corpus size
-                mean = config.mean_threshold(self.marginals.corpus.n_sentences)
+        if decoding.method == "mean":  # (no threshold: by the text's size)
+            mean = config.mean_threshold(self.marginals.corpus.n_sentences, decoding.threshold)
         return {name: link_lines(self.marginals, threshold=th, posteriors=posteriors,
                                  heuristic=_heuristic(decoding) if name == "sym" else None,
                                  mean=mean if name == "sym" else None,
@@ -100,8 +98,9 @@ class BayesianAlignment(WordAlignment):
         return dec
 
     def save_to(self, folder, decoding: Decoding) -> Path:
-        if decoding.threshold is None:  # saved as the number used on the text it sampled
-            decoding = replace(decoding, threshold=config.mean_threshold(self.n_pairs))
+        # saved with the number used on the text it sampled
+        decoding = replace(decoding, threshold=config.mean_threshold(self.n_pairs,
+                                                                     decoding.threshold))
         return save_bayes_aligner(folder, self.model, decoding=asdict(decoding))
 
     @classmethod
