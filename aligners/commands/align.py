@@ -254,6 +254,10 @@ def run(args: argparse.Namespace) -> int:
             torch.set_num_threads(max(1, args.threads))
     phases = run_opts.phases = Phases(sync=sync)
     pairs = phases.iterate("read", _counted(_read(args)))
+    if args.source and not args.lowercase:  # (the HMMs encode the files' bytes directly)
+        from aligners.data.file_ids import ParallelFiles
+
+        pairs = ParallelFiles(pairs, args.source, args.target, lambda: phases("read"))
     with phases("train"):  # the families charge "index" (and "train") inside
         if args.load_model:
             aligned = model.decode(pairs, run_opts)

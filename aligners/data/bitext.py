@@ -38,6 +38,7 @@ from aligners.data._pairtable import (
     index_pairs,
     pad_ids,
 )
+from aligners.data.file_ids import ParallelFiles
 from aligners.data.heap import release_free_heap as _release_free_heap
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
@@ -139,8 +140,8 @@ class PairIndex:
     `src`, `tgt`: N sentences of token ids each (see `from_flat` for flat arrays).
     Build cost: O(total cells + P log P) time, one compiled pass over the cells source
     word by source word that finds the table and the ids together (two with `cache_dir` or
-    a given table: `aligners.data._pairtable`) on `threads` threads (None: torch's
-    intra-op thread count); memory 4 bytes per cell (int32 ids), kept in RAM or, with
+    a given table: `aligners.data._pairtable`) on `threads` threads (None: every
+    core this process may use); memory 4 bytes per cell (int32 ids), kept in RAM or, with
     `cache_dir`, in .npy files read back batch by batch, plus about 26 bytes per source
     token and 8 per distinct pair while building. `keys` (sorted int64 `src*Vt+tgt`) fixes
     the pair table (e.g. a loaded model's): pairs outside it get id P. With `device` (and
@@ -187,7 +188,7 @@ class PairIndex:
 
     def _build(self, src, src_off, tgt, tgt_off, *, n_src_words, n_tgt_words, keys=None,
                cells=DEFAULT_CELLS, max_batch=None, cache_dir=None, threads=None, device=None):
-        threads = max(1, torch.get_num_threads() if threads is None else int(threads))
+        threads = max(1, len(os.sched_getaffinity(0)) if threads is None else int(threads))
         for ids, n, side in ((src, n_src_words, "source"), (tgt, n_tgt_words, "target")):
             if ids.size and not (0 <= ids.min() and ids.max() < n):  # (the kernels index
                 raise ValueError(f"{side} word ids must lie in [0, {n})")  # by word id)
@@ -332,12 +333,16 @@ def build_index(
 
     Encodes the pairs as they stream in (ids added to `src_ids`/`tgt_ids` unless frozen;
     frozen: unseen words -> unknown), `_ENCODE_TOKENS` tokens at a time (one `encode` per
-    side and chunk). `keys` fixes the pair table (a loaded model's); `threads` and
-    `device` (where the table and ids are found: None = the CPU kernels) as `PairIndex`'s.
+    side and chunk); a `aligners.data.file_ids.ParallelFiles` straight from its files'
+    bytes where that path applies (the same ids). `keys` fixes the pair table (a loaded
+    model's); `threads` and `device` (where the table and ids are found: None = the CPU
+    kernels) as `PairIndex`'s.
     Memory: 4 bytes per token plus the index; the token strings are not kept (only the
     current chunk's).
     """
-    (src, src_off), (tgt, tgt_off) = _encode_stream(pairs, (src_ids, tgt_ids))
+    vocabs = (src_ids, tgt_ids)
+    fast = pairs.encode(vocabs) if isinstance(pairs, ParallelFiles) else None
+    (src, src_off), (tgt, tgt_off) = fast or _encode_stream(pairs, vocabs)
     return PairIndex.from_flat(src, src_off, tgt, tgt_off, n_src_words=len(src_ids),
                                n_tgt_words=len(tgt_ids), keys=keys, cells=cells,
                                cache_dir=cache_dir, threads=threads, device=device)
