@@ -123,7 +123,13 @@ SECTIONS = (
              Column("aer_347", "AER 347", 4), Column("f1_347", "F1 347", 4),
              Column("aer_347_intersect", "AER 347 ∩", 4), Column("aer", "AER 447", 4),
              Column("aer_intersect", "AER 447 ∩", 4)),
-             datasets=("hansards-full",), systems=_WORD_SYSTEMS, only=True))),
+             datasets=("hansards-full",), systems=_WORD_SYSTEMS, only=True),
+         Table("bitext-speed", "The bitext path on this box: `python benchmarks/bitext_speed.py`"
+               " (`aligners align --model hmm`, 1 + 1 EM iterations, CPU; seconds per phase)",
+               (Column("read_s", "read"), Column("index_s", "index"),
+                Column("train_s", "train"), Column("decode_s", "decode"),
+                Column("write_s", "write"), Column("identical", "output = base (1 = yes)")),
+               datasets=("hansards-200k",)))),
     Section("Phrasal and gappy HSMM vs Bansal, Quirk & Moore (2011)", (
         "`python train.py experiment=bansal2011_hansards[_20k]`: the paper's Table 1 shape on "
         "Hansards (lowercased). Test = the 347 test pairs after the paper's dev split (37 "
