@@ -11,7 +11,7 @@ reads stay in a (Vt,) array that fits in cache: no hash table, no per-cell binar
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -224,10 +224,12 @@ def fill_pair_ids(keys, src, src_off, tgt, tgt_off, rows, base, width, n_src_wor
     touched. Source word by source word (`threads` word ranges at once): word s's keys are
     copied into a (Vt,) scratch array, then every occurrence of s reads its sentence's
     targets there. Cost O(cells + P), cache friendly; memory 26 bytes per source token +
-    4 * Vt per thread."""
+    4 * Vt per thread. `out` may be a Future of that store (allocated meanwhile)."""
     order = np.argsort(rows, kind="stable")  # corpus order: the token reads go forward
     start, t0, tn, dst = _occurrences(src, src_off, tgt_off, rows[order], base[order],
                                       width[order], np.int64(n_src_words))
+    if isinstance(out, Future):
+        out = out.result()
     ranges = _word_ranges(start, tn, threads)
     _run(lambda s0, s1: _fill_words(keys, start, t0, tn, dst, tgt, s0, s1,
                                     np.int64(n_tgt_words), out), ranges, threads)
@@ -238,13 +240,15 @@ def index_pairs(src, src_off, tgt, tgt_off, rows, base, width, n_src_words: int,
     """`distinct_keys` and then `fill_pair_ids` (same arguments, same keys and ids) in one
     pass over the cells instead of two: returns the sorted distinct keys (P,) int64 of the
     sentences `rows` and writes their cells' ids into `out` (P is never written: every
-    cell's pair is in the table). Word ranges run on `threads` threads; a range's ids come
-    out local to it and are shifted by the keys of the ranges before it afterwards (in
-    parallel too). Cost O(cells + P log P); memory 26 bytes per source token + 12 * Vt per
-    thread."""
+    cell's pair is in the table; `out` may be a Future of that store, allocated
+    meanwhile). Word ranges run on `threads` threads; a range's ids come out local to it
+    and are shifted by the keys of the ranges before it afterwards (in parallel too).
+    Cost O(cells + P log P); memory 26 bytes per source token + 12 * Vt per thread."""
     order = np.argsort(rows, kind="stable")
     start, t0, tn, dst = _occurrences(src, src_off, tgt_off, rows[order], base[order],
                                       width[order], np.int64(n_src_words))
+    if isinstance(out, Future):
+        out = out.result()
     ranges = _word_ranges(start, tn, threads)
     parts = _run(lambda s0, s1: _index_words(start, t0, tn, dst, tgt, s0, s1,
                                              np.int64(n_tgt_words), out), ranges, threads)

@@ -24,6 +24,7 @@ import tempfile
 import weakref
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -239,9 +240,11 @@ class PairIndex:
         shapes = [(s.shape[0], s.shape[1], t.shape[1]) for _, s, t, _, _ in self._words]
         sizes = np.array([b * i * j for b, i, j in shapes], dtype=np.int64)
         starts = np.concatenate(([0], np.cumsum(sizes)))
-        if self._dir is None:
+        if self._dir is None:  # one chunk; its pages are mapped while the kernels start
             chunks = [(0, len(shapes))]
-            buf = _populated_int32(int(starts[-1]))
+            pool = ThreadPoolExecutor(max_workers=1)
+            buf = pool.submit(_populated_int32, int(starts[-1]))
+            pool.shutdown(wait=False)  # (the thread ends once the store is made)
         else:
             chunks, k0 = [], 0
             while k0 < len(shapes):
@@ -254,8 +257,7 @@ class PairIndex:
                                default=0), dtype=np.int32)
         out: list = []
         for k0, k1 in chunks:
-            n = int(starts[k1] - starts[k0])
-            chunk = buf[:n]
+            chunk = buf if self._dir is None else buf[:int(starts[k1] - starts[k0])]
             rows = np.concatenate(plans[k0:k1])
             base = np.concatenate([starts[k] - starts[k0] + np.arange(shapes[k][0])
                                    * shapes[k][1] * shapes[k][2] for k in range(k0, k1)])
@@ -269,6 +271,7 @@ class PairIndex:
             else:
                 fill_pair_ids(np.ascontiguousarray(self.keys.numpy(), dtype=np.int64), *args,
                               threads=threads)
+            chunk = chunk.result() if isinstance(chunk, Future) else chunk
             pad_ids(base, width, height, self.src_lengths[rows], self.tgt_lengths[rows],
                     np.int32(self.n_pairs), chunk)
             for k in range(k0, k1):
