@@ -1,24 +1,16 @@
 """Alignment HMM lattice with Och-Ney NULL states, specialised to its transition structure.
 
-For a source sentence of length I (per item `src_lengths[b]`) the chain over target positions
-j < J has C = 2I states: word state i (< I) = "target word j aligned to source position i",
-NULL state I + i = "target word j aligned to NULL, last aligned position was i". Transitions
-depend only on the remembered position i' (word state i' and NULL state I + i' share their
-outgoing row), given by one non-negative score matrix `jump_scores (I+1, I)` shared by the
-batch (row 0 = from a virtual start position -1, row i' + 1 = from position i'):
+Over target positions j < J, C = 2I states: word i ("t_j aligned to s_i") and NULL I + i
+("t_j aligned to NULL, last aligned position i"). One non-negative ``jump_scores (I+1, I)``
+shared by the batch (row 0 from the start, row i'+1 from position i'):
 
     p(word i   | i') = (1 - p0) * S[i'+1, i] / sum_{i'' < I_b} S[i'+1, i'']
     p(NULL I+i | i') = p0 * [i == i']
     p(first = word i) = (1 - p0) * S[0, i] / sum_{i'' < I_b} S[0, i''],
     p(first = NULL I+i) = p0 / I_b.
 
-Emissions: `link_probs[b, i, j]` = p(t_j | s_i) for word states, `null_probs[b, j]` =
-p(t_j | NULL) for every NULL state. Inputs are probabilities (not log-potentials): the DP
-runs scaled in probability space (posteriors) or in log space (Viterbi).
-
-Compared with the generic factored lattice (`aligners.lattices.hmm`) on the explicit 2I-state
-expansion (tested equal), each step here is one (B, I) x (I, I) product instead of a
-(B, 2I) x (B, 2I, 2I) one, and no (B, 2I, 2I) transition tensor is built.
+Emissions are probabilities: ``link_probs (B, I, J)``, ``null_probs (B, J)``. Each step is
+one (B, I) x (I, I) product (tested equal to `hmm` on the explicit 2I-state expansion).
 """
 
 from __future__ import annotations
@@ -90,19 +82,13 @@ def alignment_hmm_posteriors(
     p0: float,
     jump_counts: bool = True,
 ) -> AlignmentHMMPosteriors:
-    """Scaled forward-backward of the alignment HMM.
+    """Scaled forward-backward of the alignment HMM -> `AlignmentHMMPosteriors`.
 
-    Shapes: link_probs (B, I, J), null_probs (B, J), jump_scores (I+1, I), src_lengths (B,)
-    in [1, I], tgt_lengths (B,) in [1, J]; padded entries are ignored (posteriors 0 there).
-    Returns `AlignmentHMMPosteriors`. Cost O(B J I^2) time as (B, I) x (I, I) GEMMs,
-    O(B J I) memory. When an input requires grad (and grad mode is on) it runs on
-    out-of-place torch ops: the log-likelihood may be back-propagated (its gradient w.r.t.
-    log link/null probabilities = the posteriors); otherwise (the EM E-step) on preallocated
-    time-major buffers written in place, about half the elementwise kernels per position
-    (same numbers up to rounding, tested). `jump_counts=False`: the expected jump counts
-    (one (B, I, J) x (B, J, I) `bmm` and the buffers it reads) are not computed and
-    `jump_counts` is None; every other output is bit-identical (for callers with fixed jump
-    weights, e.g. the phrasal aligner's word rows).
+    link_probs (B, I, J), null_probs (B, J), jump_scores (I+1, I), src_lengths (B,) in [1, I],
+    tgt_lengths (B,) in [1, J]; padded entries are ignored. Cost O(B J I^2) time as (B, I) x
+    (I, I) GEMMs, O(B J I) memory. Inputs requiring grad take an out-of-place path (gradient of
+    the log-likelihood = posteriors); otherwise in-place time-major buffers (same numbers up to
+    rounding). `jump_counts=False` skips the jump counts (None), all else bit-identical.
     """
     _check(link_probs, null_probs, jump_scores, src_lengths, tgt_lengths)
     kw = {"src_lengths": src_lengths, "tgt_lengths": tgt_lengths, "p0": p0,
@@ -313,13 +299,10 @@ def alignment_hmm_viterbi(
     tgt_lengths: torch.Tensor,
     p0: float,
 ) -> AlignmentHMMViterbi:
-    """Max-product (Viterbi) path of the alignment HMM, in log space.
-
-    Shapes as `alignment_hmm_posteriors`. Returns `AlignmentHMMViterbi(states (B, J),
-    score (B,))`. Cost O(B J I^2) time with one (B, I, I) temporary per step (the word and NULL
-    states remembering i' share their outgoing row, so only I predecessors are maximised
-    over, not 2I), O(B J I) memory for backpointers. On exact ties a word predecessor is
-    preferred to the NULL one remembering the same position. Backtrack: `_core.backtrack`.
+    """Viterbi path of the alignment HMM in log space -> `AlignmentHMMViterbi(states (B, J),
+    score (B,))`; shapes as `alignment_hmm_posteriors`. Cost O(B J I^2) time (I predecessors per
+    state: a word and a NULL state remembering i' share their row), O(B J I) backpointers. Ties:
+    a word predecessor beats the NULL one remembering the same position.
     """
     _check(link_probs, null_probs, jump_scores, src_lengths, tgt_lengths)
     B, I, J = link_probs.shape
