@@ -21,9 +21,8 @@ from aligners.semirings import semiring_zero
 
 
 def materialise(emit: torch.Tensor, trans, start: torch.Tensor) -> torch.Tensor:
-    """The generic (B, N-1, K, C, C) log-potentials these factors stand for (module
-    docstring; a `JumpTransition` is made dense); O(B*N*K*C^2) memory, for tests and small
-    sizes."""
+    """The generic (B, N-1, K, C, C) log-potentials these factors stand for (the module
+    docstring of `factored_semimarkov`; a `JumpTransition` is made dense)."""
     if isinstance(trans, JumpTransition):
         trans = trans.dense()
     zero = semiring_zero(emit.dtype)
