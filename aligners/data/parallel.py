@@ -22,7 +22,6 @@ from aligners.errors import AlignersInputError
 
 __all__ = [
     "open_output",
-    "open_text",
     "read_line_blocks",
     "read_lines",
     "read_parallel",
@@ -137,11 +136,6 @@ def read_xml(path: str | Path, *, expected: str):
     except ET.ParseError as err:
         raise AlignersInputError(f"invalid XML ({err}); expected {expected}", path=str(path),
                                  line=err.position[0]) from None
-
-
-def open_text(path: str | Path) -> Iterator[str]:
-    """Alias of `read_lines` (decoded lines, BOM stripped, CRLF accepted)."""
-    return read_lines(path)
 
 
 def split_tokens(text: str, *, lowercase: bool = False, ascii_split: bool = False) -> list[str]:
