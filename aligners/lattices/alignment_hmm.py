@@ -86,24 +86,20 @@ def alignment_hmm_posteriors(
 
     link_probs (B, I, J), null_probs (B, J), jump_scores (I+1, I), src_lengths (B,) in [1, I],
     tgt_lengths (B,) in [1, J]; padded entries are ignored. Cost O(B J I^2) time as (B, I) x
-    (I, I) GEMMs, O(B J I) memory. Inputs requiring grad take an out-of-place path (gradient of
-    the log-likelihood = posteriors); otherwise in-place time-major buffers (same numbers up to
-    rounding). `jump_counts=False` skips the jump counts (None), all else bit-identical.
+    (I, I) GEMMs, O(B J I) memory, on time-major buffers written in place: no autograd graph
+    (the generic `hmm` lattice is differentiable). `jump_counts=False` skips the jump counts
+    (None), all else bit-identical.
     """
     _check(link_probs, null_probs, jump_scores, src_lengths, tgt_lengths)
-    kw = {"src_lengths": src_lengths, "tgt_lengths": tgt_lengths, "p0": p0,
-          "jump_counts": jump_counts}
-    if torch.is_grad_enabled() and any(x.requires_grad for x in (link_probs, null_probs,
-                                                                 jump_scores)):
-        return _posteriors_differentiable(link_probs, null_probs, jump_scores, **kw)
-    return _posteriors_inplace(link_probs, null_probs, jump_scores, **kw)
+    with torch.no_grad():
+        return _posteriors_inplace(link_probs, null_probs, jump_scores, src_lengths=src_lengths,
+                                   tgt_lengths=tgt_lengths, p0=p0, jump_counts=jump_counts)
 
 
 def _posteriors_inplace(link_probs, null_probs, jump_scores, *, src_lengths, tgt_lengths, p0,
                         jump_counts=True):
-    """The E-step's path: preallocated time-major (J, B, I) buffers written in place, the
-    constants folded into the jump matrix, about half the elementwise passes per position
-    of `_posteriors_differentiable` (same numbers up to rounding; no autograd)."""
+    """Preallocated time-major (J, B, I) buffers written in place, the constants folded into
+    the jump matrix."""
     B, I, J = link_probs.shape
     dtype = link_probs.dtype
     tiny = torch.finfo(dtype).tiny
@@ -188,81 +184,6 @@ def _backward_inplace(ew, enp, cs, inv, SqT, tgt_lengths, jump_counts):
             if jump_counts:
                 gw.masked_fill_(lj, 0.0)
     return Bt, Gw
-
-
-def _posteriors_differentiable(link_probs, null_probs, jump_scores, *, src_lengths,
-                               tgt_lengths, p0, jump_counts=True):
-    """The same forward-backward from out-of-place ops (autograd flows through it)."""
-    B, I, J = link_probs.shape
-    dtype = link_probs.dtype
-    tiny = torch.finfo(dtype).tiny
-    dev = link_probs.device
-    valid = length_mask(src_lengths, I)
-    S, vf, norm, inv = _jump_rows(jump_scores, valid, dtype)
-    St = S[1:]
-    jvalid = length_mask(tgt_lengths, J)
-    ew = link_probs.transpose(1, 2) * vf[:, None, :]  # (B, J, I)
-    en = null_probs * jvalid
-    shift = torch.maximum(ew.amax(-1), en).clamp_min(tiny)  # (B, J)
-    ew = ew / shift[..., None]
-    en = en / shift
-    q = 1.0 - p0
-    aw = q * S[0][None] / norm[:, :1] * ew[:, 0]
-    an = (p0 / src_lengths.clamp_min(1).to(dtype))[:, None] * vf * en[:, :1]
-    c = (aw.sum(-1) + an.sum(-1)).clamp_min(tiny)
-    aws, ans, cs = [aw / c[:, None]], [an / c[:, None]], [c]
-    all_live = jvalid.all(0).tolist()  # most steps: no row has ended, no masking needed
-    for j in range(1, J):
-        sv = aws[-1] + ans[-1]
-        u = q * ((sv * inv) @ St) * ew[:, j]
-        v = p0 * sv * en[:, j, None]
-        c = (u.sum(-1) + v.sum(-1)).clamp_min(tiny)
-        if all_live[j]:
-            aws.append(u / c[:, None])
-            ans.append(v / c[:, None])
-            cs.append(c)
-            continue
-        live = jvalid[:, j, None]
-        aws.append(torch.where(live, u / c[:, None], aws[-1]))
-        ans.append(torch.where(live, v / c[:, None], ans[-1]))
-        cs.append(torch.where(jvalid[:, j], c, torch.ones_like(c)))
-    cs = torch.stack(cs, 1)  # (B, J)
-    ones = torch.ones(B, I, dtype=dtype, device=dev)
-    beta = ones
-    betas, gws = [beta], []
-    last = torch.arange(J, device=dev)[None, :] >= (tgt_lengths - 1)[:, None]
-    none_last = (~last.any(0)).tolist()
-    StT = St.T.contiguous()
-    for j in range(J - 2, -1, -1):
-        g = beta / cs[:, j + 1, None]
-        gw = ew[:, j + 1] * g
-        new = q * inv * (gw @ StT) + p0 * en[:, j + 1, None] * g
-        if none_last[j]:
-            beta = new
-        else:
-            beta = torch.where(last[:, j, None], ones, new)
-            gw = torch.where(last[:, j, None], torch.zeros_like(gw), gw)
-        betas.append(beta)
-        gws.append(gw)
-    betas.reverse()
-    gws.reverse()
-    Bt = torch.stack(betas, 1)  # (B, J, I)
-    Aw, An = torch.stack(aws, 1), torch.stack(ans, 1)
-    jm = jvalid[..., None].to(dtype)
-    link_post = (Aw * Bt * jm).transpose(1, 2)
-    null_post = (An * Bt * jm).sum(-1)
-    loglik = torch.where(jvalid, torch.log(cs) + torch.log(shift), torch.zeros_like(cs)).sum(1)
-    if not jump_counts:
-        return AlignmentHMMPosteriors(loglik, link_post, null_post, None, norm)
-    first = (Aw[:, 0] * Bt[:, 0])[:, None]
-    if J > 1:
-        SV = (Aw[:, :-1] + An[:, :-1]) * inv[:, None, :]  # (B, J-1, I)
-        rest = q * torch.bmm(SV.transpose(1, 2), torch.stack(gws, 1)) * St
-    else:
-        rest = torch.zeros(B, I, I, dtype=dtype, device=dev)
-    counts = torch.cat([first, rest], dim=1)
-    return AlignmentHMMPosteriors(loglik, link_post, null_post, counts, norm)
-
 
 
 def _viterbi_potentials(log_links, null_probs, jump_scores, src_lengths, p0):
