@@ -187,11 +187,9 @@ def solve_ilp(scores: np.ndarray, cons: LinearConstraints | None = None, *,
               method: str = "lp_first") -> ILPResult:
     """argmax_h scores · h s.t. cons, h binary. scores (N,), cons over N variables.
 
-    Cost: one HiGHS LP, plus one MILP when its vertex is fractional (`method="lp_first"`),
-    or one scipy/HiGHS MILP (`method="milp"`); see the module docstring. With no
-    constraints the optimum is read off directly (h_s = 1 iff score_s > 0). Raises
-    ValueError for bad shapes, non-finite scores, infeasible constraints or an unknown
-    method.
+    Cost: one HiGHS LP, plus one MILP on a fractional vertex ("lp_first"), or one MILP
+    ("milp"). No constraints: h_s = 1 iff score_s > 0. ValueError for bad shapes, non-finite
+    scores, infeasible constraints or an unknown method.
     """
     from scipy.optimize import Bounds, LinearConstraint, milp
 

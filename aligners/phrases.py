@@ -225,13 +225,9 @@ def iter_extract(
 
 def load_corpus(src: str, tgt: str, align: str, *, limit: int | None = None,
                 lowercase: bool = False, lenient: bool = False):
-    """Stream `(src tokens, tgt tokens, [(i, j), ...])` from a bitext + Pharaoh `i-j` file.
-
-    Uses the project readers (`aligners.data.parallel`, `aligners.data.pharaoh`); gzip ok.
-    Every link (sure or possible) counts. `limit` keeps the first N pairs. A link outside
-    its sentence pair raises `AlignersInputError` naming the alignment file and line, or
-    with `lenient=True` is dropped; the drops are counted and warned about at the end
-    (`OutOfRangeLinksWarning`).
+    """Stream `(src tokens, tgt tokens, [(i, j), ...])` from a bitext + Pharaoh file (gzip ok);
+    every link counts; `limit` keeps the first N pairs. An out-of-range link raises
+    `AlignersInputError` (file, line), or with `lenient=True` is dropped, counted and warned.
     """
     from aligners.data.parallel import read_lines, read_parallel
     from aligners.data.pharaoh import check_ranges, parse_pharaoh_line, warn_dropped

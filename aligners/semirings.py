@@ -49,11 +49,9 @@ def sample_categorical(logits: torch.Tensor, *, generator: torch.Generator | Non
                        ) -> torch.Tensor:
     """One draw per row from unnormalised log-weights ``logits (..., C)`` -> ``(...)`` long.
 
-    The one categorical sampler of the project (lattices, semirings and models share it):
-    inverse CDF with ``u = 1 - rand`` in (0, 1] drawn from ``generator`` on the logits' device
-    (one ``rand`` of shape ``(..., 1)``: no host sync, reproducible from the seed). O(numel)
-    time and memory. ``-inf`` / semiring-zero entries are never drawn unless the whole row
-    is impossible (then index 0 is returned).
+    Inverse CDF with ``u = 1 - rand`` from ``generator`` on the logits' device (no host sync,
+    reproducible). O(numel). ``-inf`` / semiring-zero entries are never drawn unless the whole
+    row is (then index 0).
     """
     m = logits.amax(-1, keepdim=True)
     m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))

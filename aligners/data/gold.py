@@ -54,12 +54,10 @@ class NullLinksWarning(UserWarning):
 def read_snum_text(
     path: str | Path, *, lowercase: bool = False, lines: Iterable[str] | None = None
 ) -> list[tuple[int, list[str]]]:
-    """Read a WPT text file of `<s snum=N> tokens </s>` lines -> `[(snum, tokens)]`.
+    """Read a WPT text file of `<s snum=N> tokens </s>` lines -> `[(snum, tokens)]`. O(file size).
 
-    Cost: O(file size). A line without the wrapper, or a repeated snum, raises
-    `AlignersInputError` naming file and line. Empty lines are an error too (every WPT
-    line carries a wrapper, so an empty one means a broken file). `lines`, when given, are
-    the already-read lines of `path` (e.g. stdin, which can be read only once).
+    A line without the wrapper (empty ones too) or a repeated snum raises `AlignersInputError`
+    (file, line). `lines`: the already-read lines of `path` (stdin can be read only once).
     """
     out: list[tuple[int, list[str]]] = []
     seen: set[int] = set()

@@ -166,15 +166,11 @@ def read_parallel(
     lowercase: bool = False,
     ascii_split: bool = False,
 ) -> Iterator[tuple[list[str], list[str]]]:
-    """Stream `(source_tokens, target_tokens)` pairs.
+    """Stream `(source_tokens, target_tokens)` pairs from one `source ||| target` file (`tgt=None`)
+    or two files of one sentence per line. Cost: O(total size) time, O(one line) memory.
 
-    With `tgt=None`, `src` is one file of `source ||| target` lines; otherwise two files
-    with one sentence per line. Cost: O(total size) time, O(one line) memory.
-
-    Raises `AlignersInputError` for non-UTF-8 bytes (file, line, byte offset), a line
-    without ` ||| ` in the one-file form, or files of different line counts (naming both
-    files and the first line present in one but not the other).
-    `lowercase` and `ascii_split` are passed to `split_tokens`.
+    Raises `AlignersInputError` for non-UTF-8 bytes, a line without ` ||| `, or files of
+    different line counts (naming both files and the first unmatched line).
     """
 
     tokens = _tokenizer(lowercase, ascii_split)
