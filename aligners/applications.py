@@ -1,12 +1,9 @@
 """Alignment score as a one-feature classifier (Yao et al. 2013, section 5, Table 5).
 
-RTE (train RTE-1 dev+test, RTE-2 dev+test, RTE-3 dev; test RTE-3 test), MSRP (train / test)
-and TREC QA answer ranking (test-less-than-40, MAP / MRR over questions with both a positive
-and a negative). The feature is the normalised Viterbi score of a trained monolingual aligner
-(the longer text -- premise, sentence 1, candidate answer -- is the source). For RTE and MSRP
-the normaliser (source, target or both lengths) and the threshold are chosen for the best
-accuracy on the training data; for QA (ranking only) the normaliser is chosen by MAP on
-dev-less-than-40. Nothing is tuned on test.
+The feature: a trained monolingual aligner's Viterbi score (the longer text as source)
+normalised by a length. RTE (train RTE-1, RTE-2, RTE-3 dev; test RTE-3 test) and MSRP: the
+normaliser and threshold with the best training accuracy; TREC QA (MAP / MRR on
+test-less-than-40): the normaliser with the best MAP on dev-less-than-40.
 
     python -m aligners.applications --model RUN/model [--tasks rte msrp trecqa]
 """

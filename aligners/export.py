@@ -1,19 +1,9 @@
 """One export format for every model family, and `aligners.load(path)` for inference.
 
-A model folder holds
-- `model.safetensors`: every tensor of the model (no pickle, ever);
-- `config.json`: `{"format": "aligners/1", "kind": KIND, ...}` plus the family's plain-JSON
-  hyper-parameters and metadata;
-- optional further JSON files (`vocab.json`, ...) that the family names in `extras`.
-
-Writing is atomic: the folder is built under a temporary name beside the destination and
-renamed into place, so a failed save never leaves a partial model behind. Files are written
-with mode 0644.
-
-`load(path)` reads the folder, checks the format, and dispatches on `kind` to the family
-that registered it (`aligners.families`: its loader takes a `ModelFolder` and returns a ready
-model for inference; the loader's module is imported lazily, so loading a reorderer never
-imports the word aligner, and nothing here imports Lightning).
+A model folder: `model.safetensors` (every tensor; no pickle), `config.json` (`{"format":
+"aligners/1", "kind": KIND, ...}` and the family's JSON hyper-parameters) and the extra
+JSON files the family names. Written atomically, mode 0644. `load` dispatches on `kind` to
+the family that registered it (`aligners.families`), importing its loader lazily.
 """
 
 from __future__ import annotations
@@ -85,17 +75,12 @@ def write_model(
 ) -> Path:
     """Write the model folder `folder` atomically and return it.
 
-    `tensors`: name -> tensor (moved to CPU, made contiguous); `config`: plain JSON values
-    (`format` and `kind` are added); `extras`: file stem -> JSON value, each written as
-    `<stem>.json`. The folder is built under a temporary name beside the destination; an
-    existing destination is replaced only once the new folder is complete, and only when it
-    is an empty folder or a model folder of ours (`aligners.outputs.model_dir_problem`;
-    anything else raises AlignersInputError and is left alone). The swap (two renames) runs
-    with SIGINT held, so Ctrl-C leaves the old folder or the new one, never neither; a
-    symbolic link to a model folder keeps pointing at its (new) target.
+    `tensors`: name -> tensor (saved on CPU, contiguous); `config`: plain JSON (`format` and
+    `kind` are added); `extras`: stem -> JSON value (`<stem>.json`). An existing destination is
+    replaced only when empty or a model folder of ours (else AlignersInputError), by two renames
+    with SIGINT held; a symbolic link keeps pointing at its (new) target.
     """
     from safetensors.torch import save_file
-
 
     if "format" in config or "kind" in config:
         raise ValueError("config may not set 'format' or 'kind'; pass kind=")

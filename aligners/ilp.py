@@ -1,16 +1,10 @@
 """Binary integer linear programs for constrained latent structures (LCLR), solved by HiGHS.
 
-Shapes: N binary variables h, M linear constraints. `solve_ilp` maximises `scores · h`
-subject to `lower <= A h <= upper`, h in {0, 1}^N. Default method "lp_first" (highspy): the
-LP relaxation by the dual simplex first (a vertex); when that vertex is integral it is the
-ILP optimum (the relaxation bounds the ILP from above and the vertex is ILP-feasible),
-otherwise the same model is re-solved as a MILP by HiGHS branch and cut. The matching
-structures used here (one-to-one matchings with the paper's linking constraints) almost
-always have an integral LP vertex: on MSRP this is about 10x less CPU than the MILP through
-`scipy.optimize.milp` (method "milp", the peer of `benchmarks/lclr.py`, also the fallback
-when highspy is absent). Cost: exponential in N in the worst case, O(M N) per LP pivot.
-
-`brute_force_ilp` enumerates all 2^N assignments (N <= 20): the oracle of the tests.
+`solve_ilp` maximises `scores · h` subject to `lower <= A h <= upper`, h in {0, 1}^N (M
+constraints). Method "lp_first" (highspy): the LP relaxation first; an integral vertex is
+the ILP optimum, else the model is re-solved by HiGHS branch and cut (the matchings here are
+almost always integral: ~10x less CPU than the MILP). Method "milp": `scipy.optimize.milp`
+(also the fallback without highspy). `brute_force_ilp` (N <= 20) is the tests' oracle.
 """
 
 from __future__ import annotations
@@ -193,11 +187,9 @@ def solve_ilp(scores: np.ndarray, cons: LinearConstraints | None = None, *,
               method: str = "lp_first") -> ILPResult:
     """argmax_h scores · h s.t. cons, h binary. scores (N,), cons over N variables.
 
-    Cost: one HiGHS LP, plus one MILP when its vertex is fractional (`method="lp_first"`),
-    or one scipy/HiGHS MILP (`method="milp"`); see the module docstring. With no
-    constraints the optimum is read off directly (h_s = 1 iff score_s > 0). Raises
-    ValueError for bad shapes, non-finite scores, infeasible constraints or an unknown
-    method.
+    Cost: one HiGHS LP, plus one MILP on a fractional vertex ("lp_first"), or one MILP
+    ("milp"). No constraints: h_s = 1 iff score_s > 0. ValueError for bad shapes, non-finite
+    scores, infeasible constraints or an unknown method.
     """
     from scipy.optimize import Bounds, LinearConstraint, milp
 

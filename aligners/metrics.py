@@ -1,36 +1,18 @@
 """Alignment quality: precision, recall, AER, F1, F_alpha, exact match; micro and macro.
 
-Notation (Och & Ney 2003): A = predicted links, S = sure gold links, P = possible gold links
-with S ⊆ P (an `Alignment`'s `possible` already contains its `sure`).
+A = predicted links, S = sure gold links, P = possible gold links, S ⊆ P (Och & Ney 2003):
+precision = |A ∩ P| / |A|, recall = |A ∩ S| / |S|, AER = 1 - (|A ∩ S| + |A ∩ P|) / (|A| +
+|S|), F_alpha = 1 / (alpha / precision + (1 - alpha) / recall) (Fraser & Marcu 2007; 0.5 is
+F1), exact match = the fraction of pairs with S ⊆ A ⊆ P. A ratio with denominator 0 is 0.
 
-- precision  = |A ∩ P| / |A|
-- recall     = |A ∩ S| / |S|
-- AER        = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|)
-- F1         = 2 precision recall / (precision + recall)
-- F_alpha    = 1 / (alpha / precision + (1 - alpha) / recall)   (Fraser & Marcu 2007;
-               alpha = 0.5 gives F1)
-- exact match: the fraction of pairs with S ⊆ A ⊆ P (A = S when there are no P-only links).
+Micro scores pool the corpus's link counts. Macro scores follow jacana (Yao et al. 2013):
+precision and recall averaged over pairs, F from the two averages, AER the mean per-pair
+AER; unlike jacana, each average runs only over pairs where the ratio is defined.
 
-Micro scores pool the link counts of the whole corpus. Macro scores follow jacana
-(Yao et al. 2013): per-pair precision and recall are averaged over pairs and F1/F_alpha are
-then computed from those two averages; AER is the mean per-pair AER. Unlike jacana, which
-counts a ratio with an empty denominator as 0, each average runs over the pairs where the
-ratio is defined (precision: |A| > 0; recall: |S| > 0; AER: |A| + |S| > 0), so that a pair
-with no gold and no predicted links does not count as wrong. The two agree whenever every
-pair has predicted and sure links.
-
-Breakdowns for monolingual alignment (Yao et al. 2013, Tables 3 and 4), each a class of
-links scored with the same formulas restricted to the class (predicted links of the class
-for precision, sure gold links of the class for recall):
-- ``identical`` / ``non-identical``: the two linked tokens are / are not the same string
-  (needs the tokens);
-- ``token`` / ``phrase``: a link is phrasal when either side of its aligned block (the
-  connected component of the link graph it belongs to) spans more than one token, i.e. when
-  its source or its target word has more than one link. A predicted link's block is taken in
-  the prediction, a gold link's block in the gold alignment (S ∪ P).
-When a denominator is 0 the ratio is 0 (never NaN).
-
-Cost: O(total links) time and O(max links per pair) memory.
+Breakdowns (Yao et al. 2013, Tables 3, 4), the same formulas restricted to a class of links:
+``identical`` / ``non-identical`` (same token string; needs the tokens) and ``token`` /
+``phrase`` (phrasal: its source or target word has more than one link, in the prediction
+for predicted links, in S ∪ P for gold links). Cost O(total links).
 """
 
 from __future__ import annotations
@@ -185,16 +167,6 @@ def _as_alignment(x: Alignment | Iterable[Link]) -> Alignment:
     return Alignment(frozenset(), frozenset((int(i), int(j)) for i, j in x))
 
 
-def _count(pred: Iterable[Link], gold: Alignment) -> LinkCounts:
-    pred = set(pred)
-    return LinkCounts(
-        predicted=len(pred),
-        sure=len(gold.sure),
-        hit_sure=len(pred & gold.sure),
-        hit_possible=len(pred & gold.possible),
-    )
-
-
 def _phrasal(links: Iterable[Link]) -> set[Link]:
     """The links whose source or target word has more than one link (block wider than 1)."""
     links = list(links)
@@ -256,7 +228,7 @@ def evaluate_alignments(
     class_pairs: dict[str, list[LinkCounts]] = {c: [] for c in classes}
     for n, (g, t) in enumerate(zip(gold, test)):
         pred = _as_alignment(t).possible
-        counts = _count(pred, g)
+        counts = _class_counts(pred, g, pred, g.possible)
         total += counts
         per_pair.append(counts)
         exact += g.sure <= pred <= g.possible

@@ -1,26 +1,10 @@
-"""THE output rule of every command: what may be written where, and how (issue 25).
+"""THE output rule of every command: what may be written where, and how.
 
-- `check_paths(inputs, outputs)`, before any work: an output that is the same file as an
-  input or as another output (same inode, or the same resolved path, symbolic links followed,
-  also before the output exists), an output that is a folder, or one whose folder is missing
-  or not writable (probed by creating a file there: root passes `os.access` on /proc) is one
-  `AlignersInputError` line naming the flags.
-- `open_output(dest, flag=)` / `write_lines(dest, lines, flag=)`: `-` is stdout; a name
-  ending in `.gz` is gzipped; a regular file (or a new one) is written atomically (a
-  temporary file in the same folder, fsync, rename; the old file's mode is kept, a new file
-  gets 0666 & ~umask; a symbolic link keeps pointing at its target, which is replaced);
-  anything else (a device such as /dev/null, a FIFO) is written through, never replaced. A
-  write that fails (full disk, /dev/full, /proc/version) is one `AlignersInputError` line
-  and the temporary file is removed; so is any exception or Ctrl-C inside the block, so a
-  failed or interrupted run leaves no partial output.
-- `flush_stdout()`: stdout's buffered text written now; `> /dev/full` is one line.
-- `check_model_dir(path, flag, others=, kinds=, overwrite=)`: a model folder
-  (`--save-model`, `reorder train -o`) may be a new path, an empty folder or a model folder
-  of ours (`config.json` of format `aligners/1`, only `model.safetensors` and `*.json` files
-  in it) of one of the command's `kinds` (another kind only with `--overwrite`), which
-  `aligners.export.write_model` replaces atomically; anything else is refused before work.
-
-Cost: O(1) system calls per path; writing is O(output) with one fsync.
+`check_paths` and `check_model_dir` refuse, before any work, outputs that would destroy an
+input or cannot be written; `open_output` / `write_lines` write `-` to stdout, `.gz`
+gzipped, a regular or new file atomically (temporary file, fsync, rename; nothing partial
+is left on an error or Ctrl-C) and a device or FIFO through. Every failure is one
+`AlignersInputError` line naming the flag. Cost: O(1) system calls per path.
 """
 
 from __future__ import annotations

@@ -1,30 +1,12 @@
 """Phrase-pair extraction with orientation classes, following Moses' `extract` conventions.
 
-A phrase pair is a source span and a target span that are *consistent* with the word
-alignment: no word inside either span is linked to a word outside the other span, and at
-least one link lies inside. Spans are at most `max_length` words on each side (7, as Moses).
-A consistent pair is extended over unaligned source words at its boundaries (Moses
-enumerates every target span, so unaligned target boundary words are covered by the
-enumeration itself; source spans grow over unaligned words on both sides).
-
-Orientation of a phrase pair with respect to the *previous* target phrase (backward) or the
-*next* one (forward), in the three `msd` classes `mono`, `swap`, `other`:
-
-- `wbe` (word-based, Moses `wbe-msd`): backward `mono` when the target word just before the
-  phrase is aligned to the source word just before it (and not to the one just after),
-  `swap` in the mirrored case, `other` otherwise. The sentence start counts as aligned to
-  the sentence start (and the end to the end).
-- `phrase` (Moses `phrase-msd`): as `wbe`, and also `mono`/`swap` when some extracted
-  (length-limited) phrase pair ends at the previous target word and at the source word just
-  before / just after the current source span.
-- `hier` (Moses `hier-msd`, Galley & Manning 2008): as `phrase`, but any consistent block of
-  any length counts as the previous phrase.
-
-The forward classes mirror Moses exactly, including its choice of corner sets (the next
-phrase is looked up among blocks that *end* at target position `tgt_end`, see Moses
-`extract-main.cpp`), so that our output is line-for-line the same as Moses' `.o` file.
-
-All positions are 0-based; spans are half-open `[start, end)` in the returned tuples.
+A phrase pair is a source and a target span (at most `max_length` words each) consistent
+with the alignment (no link leaves it, at least one inside), extended over unaligned
+source words at its boundaries. Orientation towards the previous (backward) / next
+(forward) target phrase, classes `mono`, `swap`, `other`, by mode: `wbe` (word-based), `phrase`
+(also any extracted phrase pair at the corner) and `hier` (any consistent block, Galley &
+Manning 2008), the corner sets as in Moses' `extract-main.cpp`: line-for-line Moses' `.o`
+output. 0-based positions, half-open spans.
 """
 
 from collections.abc import Iterable, Iterator, Sequence
@@ -243,13 +225,9 @@ def iter_extract(
 
 def load_corpus(src: str, tgt: str, align: str, *, limit: int | None = None,
                 lowercase: bool = False, lenient: bool = False):
-    """Stream `(src tokens, tgt tokens, [(i, j), ...])` from a bitext + Pharaoh `i-j` file.
-
-    Uses the project readers (`aligners.data.parallel`, `aligners.data.pharaoh`); gzip ok.
-    Every link (sure or possible) counts. `limit` keeps the first N pairs. A link outside
-    its sentence pair raises `AlignersInputError` naming the alignment file and line, or
-    with `lenient=True` is dropped; the drops are counted and warned about at the end
-    (`OutOfRangeLinksWarning`).
+    """Stream `(src tokens, tgt tokens, [(i, j), ...])` from a bitext + Pharaoh file (gzip ok);
+    every link counts; `limit` keeps the first N pairs. An out-of-range link raises
+    `AlignersInputError` (file, line), or with `lenient=True` is dropped, counted and warned.
     """
     from aligners.data.parallel import read_lines, read_parallel
     from aligners.data.pharaoh import check_ranges, parse_pharaoh_line, warn_dropped

@@ -1,13 +1,9 @@
-"""Training curves as pictures: what a run's logger wrote per iteration, drawn beside its
-`metrics.json`.
+"""Training curves as pictures beside a run's `metrics.json`.
 
-`plot_training_curves(run_dir)` reads every `metrics.csv` that Lightning's CSVLogger wrote
-under `run_dir` (the EM log-likelihoods of the word and phrasal tasks, the training losses of
-the monolingual and reordering tasks, ...) and draws one PNG per CSV: one panel per logged
-quantity against its epoch (or step), e.g. `<run>/training.png` (`training-<version>.png`
-when a run logged several versions, one per model). A quantity logged fewer than twice
-(a final score) is not a curve and is left out. `plot_reorder` draws the reorder task's
-figures from its results. matplotlib's Agg backend; no screen needed. Cost: O(rows) per file.
+`plot_training_curves(run_dir)`: one PNG per `metrics.csv` of Lightning's CSVLogger under
+`run_dir` (`training.png`, or `training-<version>.png` for several), one panel per quantity
+logged at least twice against its epoch (or step). `plot_reorder`: the reorder task's
+figures. matplotlib Agg. Cost: O(rows) per file.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
-"""Semirings for the lattice dynamic programs, with torch-struct 0.5's interface.
+"""Semirings for the lattice dynamic programs, with torch-struct 0.5's interface and algebra
+(a leading semiring dimension: 1 for Log/Max/Sampled, k for KMax, 2 for Entropy).
 
-Every semiring works on tensors with an extra leading *semiring dimension* of size
-``S.size()`` (1 for Log/Max/Sampled, k for KMax, 2 for Entropy), exactly as in
-``torch_struct.semirings``: ``convert`` adds it, ``unconvert`` removes it, ``sum(xs, dim=-1)``
-is the semiring addition over a tensor dimension, ``mul``/``times`` the multiplication,
-``zero_``/``one_``/``zero_mask_`` fill identities in place.
-
-The algebra is torch-struct's (it is correct); what differs is the additive identity: torch-struct
-fills ``-1e5``, which is larger than legitimate log-potentials of long sequences and silently
-wrong for float64 scores below -1e5. Here the zero is dtype-aware: ``semiring_zero(dtype)`` =
-``torch.finfo(dtype).min / 2**16``, so up to 65536 zeros can be added along a path without
-overflowing to ``-inf`` (which would make ``logsumexp`` gradients NaN). float16 is refused
-(its range is too small for a safe zero); compute in float32 instead.
-
-The sampling semiring takes a ``torch.Generator`` (house rule 8): the "gradient" of its
-log-partition is one exact sample (forward filtering, backward sampling).
+What differs is the additive identity: torch-struct's ``-1e5`` is wrong for long sequences
+and float64; here ``semiring_zero(dtype) = torch.finfo(dtype).min / 2**16`` (65536 zeros add
+up without reaching ``-inf``); float16 is refused. The sampling semiring takes a
+``torch.Generator``: the "gradient" of its log-partition is one exact sample.
 """
 
 from __future__ import annotations
@@ -59,11 +49,9 @@ def sample_categorical(logits: torch.Tensor, *, generator: torch.Generator | Non
                        ) -> torch.Tensor:
     """One draw per row from unnormalised log-weights ``logits (..., C)`` -> ``(...)`` long.
 
-    The one categorical sampler of the project (lattices, semirings and models share it):
-    inverse CDF with ``u = 1 - rand`` in (0, 1] drawn from ``generator`` on the logits' device
-    (one ``rand`` of shape ``(..., 1)``: no host sync, reproducible from the seed). O(numel)
-    time and memory. ``-inf`` / semiring-zero entries are never drawn unless the whole row
-    is impossible (then index 0 is returned).
+    Inverse CDF with ``u = 1 - rand`` from ``generator`` on the logits' device (no host sync,
+    reproducible). O(numel). ``-inf`` / semiring-zero entries are never drawn unless the whole
+    row is (then index 0).
     """
     m = logits.amax(-1, keepdim=True)
     m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))

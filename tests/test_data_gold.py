@@ -1,6 +1,7 @@
 """Gold readers: every notation vs hand-worked examples, writer round trips, bad input."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -14,9 +15,9 @@ from aligners.data.gold import (
     write_naacl,
     write_onebased,
 )
-from aligners.data.jacana import read_jacana_json, read_multimwa, write_jacana_json
+from aligners.data.jacana import read_jacana_json, read_multimwa
 from aligners.data.paths import data_root
-from aligners.data.pharaoh import OutOfRangeLinksWarning
+from aligners.data.pharaoh import OutOfRangeLinksWarning, format_pharaoh
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
@@ -100,6 +101,23 @@ def test_onebased(tmp_path):
     zero = write(tmp_path, "z", "1-1\n0-2\n")
     with pytest.raises(AlignersInputError, match=r"z:2: index 0 in a 1-based"):
         read_onebased(zero)
+
+
+def write_jacana_json(pairs, out, *, sure_plus_poss=False) -> int:
+    """`AlignedPair`s as a jacana JSON array (`sure_plus_poss`: sureAlign = S∪P and
+    possibleAlign = P-only, the `*.sure+poss.json` convention); returns the count."""
+    items = []
+    for n, p in enumerate(pairs):
+        al = p.alignment or Alignment()
+        sure_links = al.possible if sure_plus_poss else al.sure
+        ident = p.id if p.id is not None else str(n + 1)
+        items.append({"id": ident, "name": ident, "source": " ".join(p.src),
+                      "target": " ".join(p.tgt),
+                      "sureAlign": format_pharaoh(Alignment(frozenset(sure_links))),
+                      "possibleAlign": format_pharaoh(Alignment(al.possible - al.sure))})
+    Path(out).write_text(json.dumps(items, ensure_ascii=False, indent=1) + "\n",
+                         encoding="utf-8")
+    return len(items)
 
 
 def test_jacana_json_round_trip_and_sure_plus_poss(tmp_path):

@@ -18,8 +18,8 @@ from aligners.lattices import (
     semimarkov,
 )
 from aligners.lattices._core import backtrack, fill_segments, length_mask
-from aligners.lattices.factored_semimarkov import materialise
 from aligners.semirings import semiring_zero
+from tests.test_lattice_factored_semimarkov import materialise
 
 LATTICES = Path(__file__).resolve().parents[1] / "aligners" / "lattices"
 

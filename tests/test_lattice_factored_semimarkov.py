@@ -15,10 +15,21 @@ from aligners.lattices.factored_semimarkov import (
     factored_log_partition,
     factored_marginals,
     factored_viterbi,
-    materialise,
 )
 from aligners.lattices.jump_transition import JumpLayout, JumpTransition
 from aligners.semirings import semiring_zero
+
+
+def materialise(emit: torch.Tensor, trans, start: torch.Tensor) -> torch.Tensor:
+    """The generic (B, N-1, K, C, C) log-potentials these factors stand for (the module
+    docstring of `factored_semimarkov`; a `JumpTransition` is made dense)."""
+    if isinstance(trans, JumpTransition):
+        trans = trans.dense()
+    zero = semiring_zero(emit.dtype)
+    lp = emit.unsqueeze(-1) + trans[:, None, None]
+    lp0 = torch.full_like(lp[:, 0], zero)
+    lp0[..., 0] = emit[:, 0] + start[:, None, :]
+    return torch.cat([lp0.unsqueeze(1), lp[:, 1:]], dim=1)
 
 
 def _factors(B, N, K, C, seed=0, dtype=torch.float64):

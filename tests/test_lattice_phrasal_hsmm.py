@@ -12,10 +12,46 @@ from aligners.lattices.hsmm import hsmm_posteriors
 from aligners.lattices.phrasal_hsmm import (
     PhrasalPotentials,
     phrasal_hsmm_log_partition,
-    phrasal_hsmm_materialise,
     phrasal_hsmm_posteriors,
     phrasal_hsmm_viterbi,
 )
+from aligners.semirings import semiring_zero
+
+
+def phrasal_hsmm_materialise(pot: PhrasalPotentials, *, src_lengths: torch.Tensor):
+    """The same model on explicit states for `aligners.lattices.hsmm` (the oracle): C = 2I + P
+    states (words, NULLs, phrases) -> (log_init (B,C), log_trans (B,C,C), log_seg_emit
+    (B,J,L,C), state_mask (B,C))."""
+    ew = pot.log_emit_word
+    B, J, L, I = ew.shape
+    P = pot.log_emit_phrase.shape[-1]
+    dtype, dev = ew.dtype, ew.device
+    zero = semiring_zero(dtype)
+    sl = src_lengths.to(dev).long()
+    ivalid = torch.arange(I, device=dev)[None, :] < sl[:, None]
+    pfirst, plast = pot.phrase_first.long(), pot.phrase_last.long()
+    pvalid = (pfirst >= 0) & (plast < sl[:, None]) & (pfirst <= plast)
+    first, last = pfirst.clamp(0, I - 1), plast.clamp(0, I - 1)
+    bidx = torch.arange(B, device=dev)[:, None]
+    init = torch.cat([pot.log_jump_init, pot.log_null_init,
+                      pot.log_jump_init.gather(1, first) + pot.log_phrase_weight], 1)
+    # rows: the last position of each state
+    lasts = torch.cat([torch.arange(I, device=dev).expand(B, I),
+                       torch.arange(I, device=dev).expand(B, I), last], 1)  # (B, C)
+    jrows = pot.log_jump[bidx, lasts]  # (B, C, I)
+    to_word = jrows
+    eye = lasts[:, :, None] == torch.arange(I, device=dev)[None, None, :]
+    to_null = torch.where(eye, pot.log_null_stay[:, None, :], torch.full((), zero, dtype=dtype,
+                                                                             device=dev))
+    to_phrase = jrows.gather(2, first[:, None, :].expand(B, 2 * I + P, P))
+    to_phrase = to_phrase + pot.log_phrase_weight[:, None, :]
+    trans = torch.cat([to_word, to_null, to_phrase], 2)
+    seg = torch.full((B, J, L, 2 * I + P), zero, dtype=dtype, device=dev)
+    seg[..., :I] = ew
+    seg[:, :, 0, I:2 * I] = pot.log_emit_null[:, :, None]
+    seg[:, :, 0, 2 * I:] = pot.log_emit_phrase
+    mask = torch.cat([ivalid, ivalid, pvalid], 1)
+    return init, trans, seg, mask
 
 
 def _random(B, I, J, L, phrases, *, seed=0, dtype=torch.float64):

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from aligners.data.jacana import read_annotated, write_jacana_json
+from aligners.data.jacana import read_annotated
 from aligners.errors import AlignersInputError
+from tests.test_data_gold import write_jacana_json
 from tests.test_mono_training import _cfg
 
 

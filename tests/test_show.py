@@ -15,7 +15,6 @@ import pytest
 from aligners.cli import main
 from aligners.data.gold import read_alignment_file, read_snum_text
 from aligners.metrics import evaluate_alignments
-from aligners.show.page import read_embedded
 from aligners.show.view import blocks
 from tests.conftest import shared_path
 
@@ -32,6 +31,13 @@ def _run(capsys, *argv):
     rc = main(["show", *argv])
     out = capsys.readouterr()
     return rc, out.out, out.err
+
+
+def read_embedded(page: str) -> dict:
+    """The view embedded in a page written by `render_page`."""
+    start_tag = '<script type="application/json" id="aligners-data">'
+    start = page.index(start_tag) + len(start_tag)
+    return json.loads(page[start:page.index("</script>", start)])
 
 
 def _page(tmp_path, capsys, *argv) -> tuple[str, dict]:

@@ -1,9 +1,6 @@
-"""Readers, writers, the one bitext path and the dataset registry.
-
-Light entry points are re-exported here (no torch import). The bitext path -- vocabulary
-(`aligners.data.vocab.WordIds`), length bucketing, pair-id index and disk cache
-(`aligners.data.bitext`, which needs torch) -- and the registry (`aligners.data.datasets`)
-are imported from their modules.
+"""Readers, writers, the one bitext path and the dataset registry. Light entry points are
+re-exported here (no torch); `aligners.data.bitext` (torch) and `aligners.data.datasets` are
+imported from their modules.
 """
 
 from aligners.data.gold import read_alignment_file, read_naacl, write_naacl

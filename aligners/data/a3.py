@@ -1,12 +1,9 @@
-"""GIZA++ A3-style alignment files, as in the MSR RTE-2006 release (`orig/`, `converted/`).
+"""GIZA++ A3-style alignment files, as in the MSR RTE-2006 release.
 
-Blocks of three lines per pair: a `# ...` header, the source sentence (MSR06: the Text T),
-and the target (the Hypothesis H) as `NULL ({ ... }) w1 ({ 4 p1 p2 / / }) w2 ({ }) ...`.
-The numbers inside `({ ... })` are **1-based** source positions aligned to that target word;
-a `p` prefix marks a possible link, none a sure one; `/` tokens are tool artifacts. Links of
-NULL are dropped. Output is 0-based `(source = T index, target = H index)`, the orientation
-of the jacana JSON files. U+FEFF characters (BOMs, also inside lines) are removed, and a
-line whose last `({ ... })` lacks its `)` (the end of `orig/RTE2_dev_C.align.txt`) is accepted.
+Three lines per pair: a `# ...` header, the source (MSR06: the Text T), the target (the
+Hypothesis H) as `NULL ({ ... }) w1 ({ 4 p1 p2 / / }) ...`: 1-based source positions per
+target word, `p` = possible, `/` ignored, NULL's links dropped. Output 0-based (T index, H
+index). U+FEFF is removed; a last `({ ... }` without `)` is accepted.
 """
 
 from __future__ import annotations

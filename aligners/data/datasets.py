@@ -1,12 +1,9 @@
 """The dataset registry: every corpus under `../shared/data`, with its orientation and counts.
 
-`DATASETS[name]` is a `DatasetSpec` (languages, which side is source, folder, splits and the
-counts stated in that folder's SOURCE.md); `load(name, split)` returns `AlignedPair`s with
-0-based links in the stated orientation (or `LabeledPair`/`QAQuestion` for msrp, rte*,
-trecqa, which carry no alignment). Gold sets known to contain links outside their
-sentence (En-Hi, De-En; Ja-En is split on ASCII spaces as its SOURCE.md explains, which
-leaves none out of range) are always read leniently; `last_dropped(name, split)` reports
-how many links were dropped. Large training text is streamed by `iter_parallel`, never loaded.
+`DATASETS[name]` is a `DatasetSpec` (languages, source side, folder, splits, the counts of
+its SOURCE.md); `load(name, split)` returns `AlignedPair`s with 0-based links (msrp, rte*,
+trecqa: `LabeledPair`/`QAQuestion`). Gold sets with out-of-range links (En-Hi, De-En) are read
+leniently (`last_dropped`); training text is streamed by `iter_parallel`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Gold-alignment readers for every shipped notation, normalised to 0-based (source, target).
 
-Each reader says which column is the source; the dataset registry (`datasets.py`) fixes the
-orientation per corpus. Notations:
-
-* NAACL/WPT: one link per line `snum i j [S|P] [confidence]`, sentence numbers as in the
-  `<s snum=N>` text files, positions 1-based with 0 = NULL (Biçici De-En: 0-based positions,
-  `token_base=0`). Column 2 is the source unless `swap=True` (Cs-En lists English first).
-  A missing label means sure (WPT05 En-Hi). NULL links are dropped and counted.
-* 1-based Pharaoh-like `i-j` (sure) / `ipj` (possible), one line per pair (Ro-En, Ja-En,
-  Zh-En): `read_onebased`.
-* jacana JSON and MultiMWA TSV carry their own text: see `jacana.py`.
+* NAACL/WPT: one link per line `snum i j [S|P] [confidence]`, 1-based with 0 = NULL
+  (`token_base=0`: 0-based); column 2 is the source unless `swap=True`; no label = sure;
+  NULL links are dropped and counted.
+* 1-based Pharaoh-like `i-j` (sure) / `ipj` (possible), one line per pair: `read_onebased`.
+* jacana JSON and MultiMWA TSV carry their own text: `jacana.py`.
 """
 
 from __future__ import annotations
@@ -59,12 +54,10 @@ class NullLinksWarning(UserWarning):
 def read_snum_text(
     path: str | Path, *, lowercase: bool = False, lines: Iterable[str] | None = None
 ) -> list[tuple[int, list[str]]]:
-    """Read a WPT text file of `<s snum=N> tokens </s>` lines -> `[(snum, tokens)]`.
+    """Read a WPT text file of `<s snum=N> tokens </s>` lines -> `[(snum, tokens)]`. O(file size).
 
-    Cost: O(file size). A line without the wrapper, or a repeated snum, raises
-    `AlignersInputError` naming file and line. Empty lines are an error too (every WPT
-    line carries a wrapper, so an empty one means a broken file). `lines`, when given, are
-    the already-read lines of `path` (e.g. stdin, which can be read only once).
+    A line without the wrapper (empty ones too) or a repeated snum raises `AlignersInputError`
+    (file, line). `lines`: the already-read lines of `path` (stdin can be read only once).
     """
     out: list[tuple[int, list[str]]] = []
     seen: set[int] = set()

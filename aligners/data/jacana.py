@@ -1,34 +1,21 @@
 """Monolingual gold alignments that carry their own text: jacana JSON and MultiMWA TSV.
 
-jacana JSON (MSR06, Edinburgh++, synthetic-phrase and pooled files): a JSON array of
-`{id, name, source, target, sureAlign, possibleAlign}`; links `i-j`, 0-based, i indexes
-`source` (source = `source`). In `*.sure+poss.json` files `sureAlign` already holds S∪P and
-`possibleAlign` the P subset: read them with `sure_plus_poss=True` (sure = sureAlign minus
-possibleAlign, possible = sureAlign ∪ possibleAlign).
-
+jacana JSON: an array of `{id, name, source, target, sureAlign, possibleAlign}`, links `i-j`
+0-based, i indexes `source`. `*.sure+poss.json` files hold S∪P in `sureAlign` and the P
+subset in `possibleAlign` (`sure_plus_poss=True`; one rule everywhere: `text_format`).
 MultiMWA TSV (Lan et al. 2021): 10 tab-separated columns `id, sent1, N/A, sent2, N/A, 1, 1,
-sure, possible, ''`; links `i-j` 0-based, source = sentence 1.
-
-`read_annotated(spec)` reads a user's annotated monolingual data in any of these, or as
-Pharaoh + text (three files: source sentences, target sentences, links `i-j` sure / `i?j`
-possible, 0-based, one line per pair): the `data.train_path` / `dev_path` / `test_path` of the
-monolingual task. One rule for `*.sure+poss.json` everywhere (`text_format`, which
-`aligners.data.gold.sniff_format` and so `aligners evaluate --gold` use too): such a file holds
-S∪P in `sureAlign`.
+sure, possible, ''`, source = sentence 1. `read_annotated(spec)` reads a user's annotated
+monolingual data in either format or as Pharaoh + text (three files).
 """
 
 from __future__ import annotations
 
-import gzip
 import json
-from collections.abc import Iterable
 from pathlib import Path
-from typing import IO
 
-from aligners.data.parallel import open_output, read_lines
+from aligners.data.parallel import read_lines
 from aligners.data.pharaoh import (
     check_ranges,
-    format_pharaoh,
     parse_pharaoh_line,
     read_pharaoh,
     warn_dropped,
@@ -36,8 +23,7 @@ from aligners.data.pharaoh import (
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
-__all__ = ["read_jacana_json", "read_multimwa", "write_jacana_json", "read_annotated",
-           "text_format"]
+__all__ = ["read_jacana_json", "read_multimwa", "read_annotated", "text_format"]
 
 _KEYS = ("source", "target", "sureAlign")
 
@@ -119,40 +105,6 @@ def read_jacana_json(
             )
         )
     return _finish(pairs, lenient=lenient, path=name, line_numbers=None)
-
-
-def write_jacana_json(
-    pairs: Iterable[AlignedPair], out: str | Path | IO[str], *, sure_plus_poss: bool = False
-) -> int:
-    """Write `AlignedPair`s as a jacana JSON array; return the count.
-
-    Default: `sureAlign` = sure links, `possibleAlign` = possible-only links. With
-    `sure_plus_poss=True`, `sureAlign` = S∪P and `possibleAlign` = P-only (the
-    `*.sure+poss.json` convention). Cost: O(total size).
-    """
-    items = []
-    for n, p in enumerate(pairs):
-        al = p.alignment or Alignment()
-        only_p = al.possible - al.sure
-        sure_links = al.possible if sure_plus_poss else al.sure
-        items.append(
-            {
-                "id": p.id if p.id is not None else str(n + 1),
-                "name": p.id if p.id is not None else str(n + 1),
-                "source": " ".join(p.src),
-                "target": " ".join(p.tgt),
-                "sureAlign": format_pharaoh(Alignment(frozenset(sure_links))),
-                "possibleAlign": format_pharaoh(Alignment(frozenset(only_p))),
-            }
-        )
-    text = json.dumps(items, ensure_ascii=False, indent=1) + "\n"
-    if isinstance(out, str | Path) and str(out).endswith(".gz"):
-        with gzip.open(out, "wt", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        with open_output(out) as handle:
-            handle.write(text)
-    return len(items)
 
 
 def read_multimwa(path: str | Path, *, lenient: bool = False) -> list[AlignedPair]:

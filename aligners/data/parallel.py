@@ -22,7 +22,6 @@ from aligners.errors import AlignersInputError
 
 __all__ = [
     "open_output",
-    "open_text",
     "read_line_blocks",
     "read_lines",
     "read_parallel",
@@ -139,11 +138,6 @@ def read_xml(path: str | Path, *, expected: str):
                                  line=err.position[0]) from None
 
 
-def open_text(path: str | Path) -> Iterator[str]:
-    """Alias of `read_lines` (decoded lines, BOM stripped, CRLF accepted)."""
-    return read_lines(path)
-
-
 def split_tokens(text: str, *, lowercase: bool = False, ascii_split: bool = False) -> list[str]:
     """Whitespace tokens of `text`; `ascii_split` splits on ASCII space/tab only.
 
@@ -172,15 +166,11 @@ def read_parallel(
     lowercase: bool = False,
     ascii_split: bool = False,
 ) -> Iterator[tuple[list[str], list[str]]]:
-    """Stream `(source_tokens, target_tokens)` pairs.
+    """Stream `(source_tokens, target_tokens)` pairs from one `source ||| target` file (`tgt=None`)
+    or two files of one sentence per line. Cost: O(total size) time, O(one line) memory.
 
-    With `tgt=None`, `src` is one file of `source ||| target` lines; otherwise two files
-    with one sentence per line. Cost: O(total size) time, O(one line) memory.
-
-    Raises `AlignersInputError` for non-UTF-8 bytes (file, line, byte offset), a line
-    without ` ||| ` in the one-file form, or files of different line counts (naming both
-    files and the first line present in one but not the other).
-    `lowercase` and `ascii_split` are passed to `split_tokens`.
+    Raises `AlignersInputError` for non-UTF-8 bytes, a line without ` ||| `, or files of
+    different line counts (naming both files and the first unmatched line).
     """
 
     tokens = _tokenizer(lowercase, ascii_split)

@@ -1,9 +1,5 @@
-"""Where the shipped data lives: `$ALIGNERS_DATA`, else `../shared/data` next to the checkout.
-
-Installed outside a checkout (a non-editable `pip install .`) there is no repository to be
-next to: the default is then `./shared/data` under the current folder, and a missing folder
-is one clear `DataFolderMissing` line (an `AlignersInputError`, exit 2 in the CLI) that says
-to set ALIGNERS_DATA.
+"""Where the shipped data lives: `$ALIGNERS_DATA`, else `../shared/data` next to the checkout
+(outside a checkout: `./shared/data`); a missing folder is one `DataFolderMissing` line.
 """
 
 import os

@@ -1,10 +1,5 @@
-"""Pharaoh alignments: one line per sentence pair, links `i-j` (0-based source-target).
-
-Notation read and written here:
-  `i-j`    a sure link from source word i to target word j (0-based);
-  `i?j`    a possible (non-sure) link; `ipj` is accepted as a synonym on input;
-  `i-j:p`  a link with posterior probability p in [0, 1] (also `i?j:p`).
-The source side is the first index, as Moses/atools expect for both directions.
+"""Pharaoh alignments: one line per sentence pair, 0-based source-target links: `i-j` sure,
+`i?j` possible (`ipj` accepted on input), `i-j:p` / `i?j:p` with a posterior p in [0, 1].
 """
 
 from __future__ import annotations

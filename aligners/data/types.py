@@ -1,6 +1,5 @@
 """Plain containers shared by readers, metrics and models. Indices are 0-based."""
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 __all__ = ["Link", "Alignment", "AlignedPair"]
@@ -22,14 +21,6 @@ class Alignment:
     def __post_init__(self) -> None:
         object.__setattr__(self, "sure", frozenset(self.sure))
         object.__setattr__(self, "possible", frozenset(self.possible) | frozenset(self.sure))
-
-    @classmethod
-    def from_links(cls, links: Iterable[tuple[int, int, bool]]) -> "Alignment":
-        """Build from `(source, target, is_sure)` triples."""
-        sure, possible = set(), set()
-        for i, j, is_sure in links:
-            (sure if is_sure else possible).add((i, j))
-        return cls(frozenset(sure), frozenset(possible))
 
     def links(self) -> list[tuple[int, int, bool]]:
         """Sorted `(source, target, is_sure)` triples, each link once."""

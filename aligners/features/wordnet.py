@@ -1,15 +1,10 @@
 """WordNet 3.0 relations read straight from the Princeton database files (no NLTK).
 
-Debian's `wordnet-base` package installs `index.*`, `data.*` and `*.exc` under
-`/usr/share/wordnet`; `$WNSEARCHDIR` overrides. When the files are absent every relation is
-False and `WordNet.available` is False (a warning is issued once), so the aligner still runs.
-
-Relations between two words (any part of speech, after morphological base-form lookup):
-synonym (share a synset), hypernym / hyponym (up to `depth` steps), antonym, derivation
-(`+` pointers), entailment (`*`), similar-to (`&`, adjectives). Multi-word lemmas use `_`.
-Cost: loading parses the index files and reads the data files as bytes once per process;
-synset lines are parsed on first use (their key is their byte offset); each query is a few
-dict lookups, memoised.
+Files from `$WNSEARCHDIR`, else `/usr/share/wordnet` (Debian `wordnet-base`); without them
+every relation is False (one warning). Relations of a directed word pair after morphy
+base forms: synonym, hypernym / hyponym (up to `depth` steps), antonym, derivation,
+entailment, similar-to. Cost: loading reads the files once; synset lines are parsed on
+first use; queries are memoised dict look-ups.
 """
 
 import functools

@@ -1,16 +1,8 @@
 """Lattices: potentials -> log_partition / marginals / argmax / sample; no parameters.
 
-Chain lattices with torch-struct 0.5 conventions (see each module's docstring):
-``linear_chain`` (``(B, N-1, C, C)``), ``semimarkov`` (``(B, N-1, K, C, C)``) and their
-drop-in distribution classes in ``distributions``. Factored alignment lattices:
-``hmm`` (``init (B,C)``, ``trans (B,C,C)``, ``emit (B,N,C)``), ``hsmm`` (segments) and
-``alignment_hmm`` (the Och-Ney alignment HMM, I word + I NULL states, jump-score rows) and
-``factored_semimarkov`` (segment score + label transition, ``emit (B,N-1,K,C)``; the transition
-may be a ``jump_transition.JumpTransition``: bucket weights + a jump bucket function, O(C)).
-
-One private core (``_core``): the log zero ``aligners.semirings.semiring_zero``, one masking
-rule for variable lengths, one vectorised backtrack, and ``sample_categorical``, the one
-categorical sampler (public: models may use it too).
+Chain lattices (torch-struct 0.5 conventions): ``linear_chain``, ``semimarkov`` and the
+drop-in ``distributions``. Alignment lattices: ``hmm``, ``hsmm``, ``alignment_hmm``,
+``factored_semimarkov`` (with ``jump_transition``), ``phrasal_hsmm``. Shapes: each module.
 """
 
 from aligners.lattices import linear_chain, semimarkov

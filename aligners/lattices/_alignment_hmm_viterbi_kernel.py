@@ -1,14 +1,7 @@
-"""Viterbi of the Och-Ney alignment HMM on CPU (numba), per item: the same path and score
-as `aligners.lattices.alignment_hmm.alignment_hmm_viterbi`.
-
-Shapes as there: link_probs (B, I, J), null_probs (B, J), jump_scores (I+1, I), lengths (B,).
-The log potentials come from the same function (`alignment_hmm._viterbi_potentials`); the
-recursion runs per item in that dtype with the same operations in the same order (max
-over predecessors keeps the first maximum, as torch's max; a word predecessor wins an
-exact tie with the NULL state remembering the same position), so states and scores are
-identical (tested bit for bit). Cost O(B J I^2) time without (B, I, I) temporaries per
-step, O(J I) backpointers per item. Used by the phrasal aligner's mining pass
-(`aligners.models.gappy_hsmm.init.word_viterbi`).
+"""Viterbi of the Och-Ney alignment HMM on CPU (numba), per item: the same path and score as
+`aligners.lattices.alignment_hmm.alignment_hmm_viterbi` (same potentials, same operations in
+the same order: tested bit for bit). Shapes as there. Cost O(B J I^2) time without (B, I, I)
+temporaries, O(J I) backpointers per item. Used by the phrasal aligner's mining pass.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Shared recursions of the linear-chain and semi-Markov lattices (private).
 
-Both lattices are the same dynamic program over *points* 0..N-1 carrying a label in 0..C-1:
-a structure is a label at point 0 followed by segments; a segment of length k (1 <= k <= S)
-goes from point n (label c') to point n+k (label c) and scores ``spans[b, n, k-1, c, c']``.
-The structure of example b ends exactly at point ``lengths[b] - 1``; spans that start at or
-reach beyond it are unused (zero marginal). The linear chain is the case S = 1.
-
-``spans`` is start-indexed: ``(B, N-1, S, C, C)``, ``[b, n, k-1, c_next, c_prev]``.
-
-Costs (T = N-1 steps): forward O(B·N·S·C²) time; the Log fast path stores only the forward
-chart ``(B, N, C)`` for backward, the explicit backward (outside pass) is O(B·N·S·C²) time;
-the generic semiring path stores its intermediate ``(B, S, C, C)`` products per step, as
-autograd needs them.
+Points 0..N-1 carry a label in 0..C-1; a segment of length k (1 <= k <= S) from point n
+(label c') to n+k (label c) scores ``spans[b, n, k-1, c, c']`` (start-indexed ``(B, N-1, S,
+C, C)``); item b ends at point ``lengths[b] - 1``. The linear chain is S = 1. Forward
+O(B·N·S·C²); the Log path stores the ``(B, N, C)`` chart and has an explicit outside pass.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """The GEMM scan of the chain lattices replayed as CUDA graphs (private): method "graph".
 
-On a GPU the scan (``_chain_scan.scan_log_partition``) is bound by the host: ~230 small
-kernels per forward + backward, each launched from Python through autograd, while the GPU
-itself is busy for a fraction of the call. ``graphed_scan_log_partition`` captures the
-scan's forward and its backward once per input shape with
-``torch.cuda.make_graphed_callables`` and then replays them: one graph launch each way, the
-same kernels, the same numbers (tests/test_cuda.py).
-
-When a graph is used: the spans are on the current CUDA device, require grad, grad mode is
-on (not inference mode, not autocast), no capture is under way, the step matrices are small
-(B·T·D² <= ``MAX_CELLS``: larger problems are not launch-bound) and the same input shape
-was seen before (a one-off shape is not worth a capture, which costs ~3 eager runs).
-Otherwise the plain scan runs. Captured graphs live in an LRU cache whose estimated memory
-(``POOL_FACTOR`` x the step matrices' bytes per graph) stays under ``POOL_BUDGET`` bytes;
-``clear()`` empties it. On an H100 a pool kept 18-20x the step matrices' bytes
-(the git log).
+``graphed_scan_log_partition`` captures ``_chain_scan.scan_log_partition`` forward and
+backward once per input shape (``torch.cuda.make_graphed_callables``, on the shape's second
+call) and replays them: one launch each way instead of ~230, the same numbers. Used where
+``wants_graph``: CUDA spans requiring grad, grad mode on, no autocast or capture, and
+B·T·D² <= ``MAX_CELLS``; else the plain scan. Graphs live in an LRU cache whose estimated
+pool memory (``POOL_FACTOR`` x the step matrices' bytes) stays under ``POOL_BUDGET``.
 """
 
 from __future__ import annotations

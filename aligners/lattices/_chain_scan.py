@@ -1,32 +1,17 @@
 """Log-depth parallel scan for the chain lattices (private): few, large kernels for a GPU.
 
-The chain DP of ``_chain_core`` (points 0..N-1, spans ``(B, N-1, S, C, C)`` start-indexed)
-is a product of T = N-1 step matrices over the window state ``W_m = (a_m, a_{m-1}, ...,
-a_{m-S+1})`` of the last S charts (D = S·C states): ``W_{m+1} = A_m ⊗ W_m`` with block row 0
-of ``A_m`` holding the spans that end at point m+1 (block k-1: length k) and identity blocks
-shifting the window. Steps at or past an item's end point are the identity (the one masking
-rule: padding contributes the semiring one), so mixed lengths are exact. log Z = ⊕ of block
-(0, 0) of ``A_{T-1} ⊗ ... ⊗ A_0`` (W_0 = (one, zero, ...)). The product is taken pairwise:
-ceil(log2 T) levels, each ONE batched semiring matrix product.
+The chain DP of ``_chain_core`` (spans ``(B, N-1, S, C, C)``) is a product of T = N-1 step
+matrices ``(D, D)`` over the window of the last S charts (D = S·C states), identity at steps
+past an item's end (mixed lengths are exact), taken pairwise in ceil(log2 T) levels of ONE
+batched semiring matrix product each.
 
-- ``scan_sum`` (any semiring, e.g. Max): broadcast products, O(B·T·D³) time and memory per
-  level (small sizes; tests and the k-best/Max cross-checks).
-- ``scan_log_partition`` (Log): each level is one batched GEMM in probability space with
-  per-row/per-column max shifts (O(B·T·D³) time, O(B·T·D²) memory, the same order as the
-  potentials when S <= 2), with an explicit backward per level (``_LogMM``: two GEMMs), so
-  autograd gives the marginals in as many levels again. Exact by
-  construction: a level whose shifted entries span more than half the dtype's exponent range
-  (where a product could underflow) flags the item, and flagged items are recomputed by the
-  per-position loop.
+- ``scan_sum`` (any semiring): broadcast products, O(B·T·D³) time and memory per level.
+- ``scan_log_partition`` (Log): one GEMM per level in probability space with max shifts and
+  an explicit backward (``_LogMM``), O(B·T·D³) time, O(B·T·D²) memory. Items where a product
+  could underflow are flagged and recomputed by the per-position loop.
 
-The GEMMs follow torch's float32 matmul precision: with TF32 enabled by the user
-(``torch.set_float32_matmul_precision("high")``) float32 results lose ~3 digits; the default
-("highest") keeps them (tests/test_cuda.py states the tolerances).
-
-``use_scan`` is the automatic choice: the loop on CPU (fewer flops, no launch overhead to
-save), the scan on CUDA when S <= 2 and D <= 256 (then its memory stays within a small
-multiple of the potentials'; larger windows keep the loop); there, small problems under
-autograd replay it as a CUDA graph (``_chain_graph``).
+``use_scan`` is the automatic choice: the loop on CPU, the scan on CUDA when S <= 2 and
+D <= 256 (small problems under autograd replay it as a CUDA graph, ``_chain_graph``).
 """
 
 from __future__ import annotations
@@ -112,15 +97,10 @@ def scan_sum(semiring, spans: torch.Tensor, lengths: torch.Tensor) -> torch.Tens
 
 
 class _LogMM(torch.autograd.Function):
-    """One scan level: mats (B, T, D, D), T even -> (B, T/2, D, D) products of the pairs
-    ``x = mats[:, 2i+1]`` (later) and ``y = mats[:, 2i]`` (earlier) in log space, as ONE GEMM
-    in probability space:
-    ``out = xm + log(exp(x + ys - xm) @ exp(y - ys))`` with row maxima ``ys`` of y and ``xm``
-    of ``x + ys`` (constants: the value does not depend on them). Structural zeros (entries
-    <= zero/2, or -inf) give exact 0 probabilities; an all-zero sum gives -inf (a structural
-    zero again). Also returns a flag (B,) for items with a real shifted entry in
-    ``(bounds[0], bounds[1]]`` = (zero/4, limit]: a term there could underflow.
-    ~12 kernels forward (+3 for the flag), ~7 backward (explicit, first order)."""
+    """One scan level: mats (B, T, D, D), T even -> (B, T/2, D, D) log-space products of the pairs
+    (``mats[:, 2i+1]`` later, ``mats[:, 2i]`` earlier) as ONE GEMM in probability space, shifted
+    by row maxima; structural zeros give exact 0. Also a flag (B,) for items with a shifted entry
+    in ``(bounds[0], bounds[1]]`` (a term could underflow). Explicit first-order backward."""
 
     @staticmethod
     def forward(ctx, mats, bounds, zero):

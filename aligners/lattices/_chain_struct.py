@@ -40,12 +40,9 @@ def _is(semiring, ours, theirs) -> bool:
 class ChainStruct:
     """Base of the chain lattices; ``semiring`` as in ``torch_struct.LinearChain(semiring)``.
 
-    ``method``: "loop" (per-position recursion, explicit backward: fewest flops, the CPU
-    choice), "scan" (log-depth parallel scan, ``_chain_scan``: few large kernels, for GPUs)
-    "graph" (the scan, replayed as a CUDA graph where ``_chain_graph.wants_graph``: small,
-    launch-bound problems on a GPU under autograd) or "auto" (under the Log semiring on CUDA
-    with S <= 2 and S·C <= 256: "graph", which falls back to the scan; else the loop). All
-    give the same numbers (tested)."""
+    ``method``: "loop" (per-position recursion, explicit backward: the CPU choice), "scan"
+    (``_chain_scan``), "graph" (the scan as a CUDA graph where ``_chain_graph.wants_graph``) or
+    "auto" (Log on CUDA with S <= 2 and S·C <= 256: "graph"; else the loop). Same numbers."""
 
     #: number of trailing event dimensions of the log-potentials (after B)
     event_dims = 3
@@ -72,7 +69,7 @@ class ChainStruct:
         raise NotImplementedError
 
     @staticmethod
-    def _from_spans(spans: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    def _from_spans(spans: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
     # -- helpers -----------------------------------------------------------------------
@@ -135,10 +132,10 @@ class ChainStruct:
                 with core.autograd_ready(log_potentials) as leaf:
                     return _grad(self._scan_log_partition(leaf, lengths).sum(), leaf)
             spans = core.finite(self._to_spans(log_potentials))
-            return self._from_spans(core.log_marginals_explicit(spans, lengths), log_potentials)
+            return self._from_spans(core.log_marginals_explicit(spans, lengths))
         if _is(self.semiring, MaxSemiring, _ts.MaxSemiring) and not _raw:
             _, parts = core.viterbi(core.finite(self._to_spans(log_potentials.detach())), lengths)
-            return self._from_spans(parts, log_potentials)
+            return self._from_spans(parts)
         with core.autograd_ready(log_potentials) as leaf:
             if self._use_scan(log_potentials, log=False):
                 v = scan.scan_sum(self.semiring, self._spans(leaf), lengths)
@@ -165,7 +162,7 @@ class ChainStruct:
         lengths = self._prepare(log_potentials, lengths)
         with torch.no_grad():
             score, parts = core.viterbi(core.finite(self._to_spans(log_potentials)), lengths)
-        return score, self._from_spans(parts, log_potentials)
+        return score, self._from_spans(parts)
 
     def kmax(self, log_potentials, k, lengths=None):
         """The k best scores ``(k, B)`` (fewer structures: padded with the semiring zero)."""
@@ -186,8 +183,7 @@ class ChainStruct:
         lengths = self._prepare(log_potentials, lengths)
         with torch.no_grad():
             _, parts = core.sample_ffbs(self._to_spans(log_potentials), lengths, n, generator)
-        return self._from_spans(parts.flatten(0, 1), log_potentials).view(
-            (n,) + tuple(log_potentials.shape))
+        return self._from_spans(parts.flatten(0, 1)).view((n,) + tuple(log_potentials.shape))
 
     def sample_labels(self, log_potentials, n, lengths=None, generator=None):
         """``n`` exact samples in compact form ``(n, B, N)`` long: the label of every point

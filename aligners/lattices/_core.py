@@ -1,14 +1,5 @@
-"""The one private numerical core of the lattices: log zero, masking rule, backtrack, sampler.
-
-- ``semiring_zero(dtype)``: the one dtype-aware log zero (``aligners.semirings``); every
-  lattice clamps forbidden (-inf) scores at it and fills impossible cells with it.
-- ``length_mask(lengths, n)``: the one masking rule for variable lengths: position/point
-  ``p`` of item ``b`` is real iff ``p < lengths[b]``; everything at or past it is padding
-  and contributes the semiring one (an identity step) to every recursion.
-- ``backtrack``: the one Viterbi backtrack, vectorised over the batch (one tensor step per
-  position, no Python loop over items, no host sync inside the loop).
-- ``sample_categorical``: the one categorical sampler (inverse CDF from a ``torch.Generator``),
-  shared with ``aligners.semirings`` and usable by models.
+"""The private numerical core of the lattices: the log zero (``semiring_zero``), the one length
+mask, the one vectorised backtrack, ``fill_segments`` and the one categorical sampler.
 """
 
 from __future__ import annotations
@@ -27,17 +18,13 @@ def length_mask(lengths: torch.Tensor, n: int) -> torch.Tensor:
 
 def backtrack(length_ptr: torch.Tensor | None, label_ptr: torch.Tensor, *, last: torch.Tensor,
               label: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Follow backpointers of a segmental (or, with ``length_ptr=None``, first-order) chain.
+    """Follow backpointers of a segmental (``length_ptr=None``: first-order) chain over points 0..T.
 
-    Points are 0..T. ``label_ptr (B, T, C)`` long: for the best structure reaching point
-    ``t`` (1..T, index ``t-1``) with label ``c``, the label at the start point of its last
-    segment; ``length_ptr (B, T, C)`` long: that segment's length ``k >= 1`` (``None``: 1).
-    ``last (B,)``: each item's end point (0..T); ``label (B,)``: its label there.
-
-    Returns ``labels (B, T+1)`` long (the label at every segment end point and at point 0,
-    -1 elsewhere and past ``last``) and ``seg_len (B, T+1)`` long (length of the segment
-    ending at each point, 0 where none). O(B·T) time: T steps of gathers, all on the
-    tensors' device, no host synchronisation.
+    ``label_ptr (B, T, C)``: for the best structure reaching point t (index t-1) with label c,
+    the label at its last segment's start point; ``length_ptr (B, T, C)``: that segment's
+    length; ``last (B,)`` end points, ``label (B,)`` their labels. Returns ``labels (B, T+1)``
+    (labels at segment end points and point 0, -1 elsewhere) and ``seg_len (B, T+1)`` (0 where
+    no segment ends). O(B·T), on device, no host sync.
     """
     batch, steps, _ = label_ptr.shape
     dev = label_ptr.device

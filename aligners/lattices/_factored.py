@@ -1,9 +1,6 @@
-"""Private helpers shared by the factored HMM and HSMM lattices: input checks and cleaning.
-
-The log zero is the one of `aligners.semirings` (re-exported here for the HMM/HSMM files).
-Cleaning makes every value the recursions read finite or -inf: masked states get -inf
-potentials, padded positions get emission 0 (never read into a real result), and NaN / +inf
-in a real entry raise `AlignersInputError`.
+"""Input checks and cleaning shared by the factored HMM and HSMM lattices: masked states get
+-inf potentials, padded positions emission 0, NaN / +inf at a real entry raise
+`AlignersInputError`.
 """
 
 from typing import NamedTuple

@@ -1,10 +1,5 @@
-"""The potential and posterior tuples of the phrasal / gappy HSMM lattice, in its dense and
-its sparse layout, and the conversions between the two (issue 10).
-
-Meaning of every field: `aligners.lattices.phrasal_hsmm` (dense) and
-`aligners.lattices.phrasal_hsmm_sparse` (sparse), which re-export these names; they live
-here so that both lattices (and the dense one's CPU path through the sparse numba kernel)
-import them without an import cycle. `check_dense` validates dense shapes and lengths.
+"""The potential and posterior tuples of the phrasal HSMM lattice in its dense and sparse
+layout, and the conversions between them (fields: `phrasal_hsmm`, `phrasal_hsmm_sparse`).
 """
 
 from __future__ import annotations

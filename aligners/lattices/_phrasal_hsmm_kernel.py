@@ -1,20 +1,10 @@
 """Explicit scaled forward-backward of the phrasal HSMM lattice on CPU (numba), per item.
 
-Sparse long segments (`aligners.lattices.phrasal_hsmm.SparsePhrasalPotentials`): one-word
-word segments log_emit_word (B,J,I); the listed longer ones as rows (M,I) with their item,
-end position and extra length (sorted by item); NULL (B,J), phrases (B,J,P), jumps (B,I) /
-(B,I,I), phrase weights and positions (B,P). Returns log Z (B,) and the posteriors in the
-same layout (one-word (B,J,I), segment rows (M,I), NULL, phrase). Cost O(B J (I^2 + P) +
-M I) time (segment lengths without a listed segment at a position are skipped), O(J (L I +
-P)) extra memory per item; float64 inside (inputs and posteriors float32 or float64).
-
-Scaling: the exit masses (paths covering target words 0..n whose last state ends at n, per
-last source position) are normalised at every n by c_n; C[n] = sum of log c_m over m < n.
-A segment starting at s and ending at e is weighted by exp(C[s] - C[e]) (forward) and the
-backward masses are scaled by the same c_n, so every posterior is
-entry(s) * emission * backward(e) * exp(C[s] - C[e + 1]). Scores below -700 (the semiring
-zero) are never exponentiated (probability 0). Tested equal to the autograd posteriors of
-the scaled forward and to brute-force enumeration (tests/test_lattice_phrasal_hsmm.py).
+Input: `SparsePhrasalPotentials` (one-word segments (B,J,I), listed longer ones as rows
+(M,I)); output: log Z (B,) and the posteriors in the same layout. Cost O(B J (I^2 + P) +
+M I) time, O(J (L I + P)) extra memory per item; float64 inside. The exit masses are
+normalised at every n by c_n, C[n] = sum of log c_m (m < n); a posterior is entry(s) *
+emission * backward(e) * exp(C[s] - C[e + 1]). Scores below -700 are probability 0.
 """
 
 from __future__ import annotations

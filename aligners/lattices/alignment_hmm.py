@@ -1,24 +1,16 @@
 """Alignment HMM lattice with Och-Ney NULL states, specialised to its transition structure.
 
-For a source sentence of length I (per item `src_lengths[b]`) the chain over target positions
-j < J has C = 2I states: word state i (< I) = "target word j aligned to source position i",
-NULL state I + i = "target word j aligned to NULL, last aligned position was i". Transitions
-depend only on the remembered position i' (word state i' and NULL state I + i' share their
-outgoing row), given by one non-negative score matrix `jump_scores (I+1, I)` shared by the
-batch (row 0 = from a virtual start position -1, row i' + 1 = from position i'):
+Over target positions j < J, C = 2I states: word i ("t_j aligned to s_i") and NULL I + i
+("t_j aligned to NULL, last aligned position i"). One non-negative ``jump_scores (I+1, I)``
+shared by the batch (row 0 from the start, row i'+1 from position i'):
 
     p(word i   | i') = (1 - p0) * S[i'+1, i] / sum_{i'' < I_b} S[i'+1, i'']
     p(NULL I+i | i') = p0 * [i == i']
     p(first = word i) = (1 - p0) * S[0, i] / sum_{i'' < I_b} S[0, i''],
     p(first = NULL I+i) = p0 / I_b.
 
-Emissions: `link_probs[b, i, j]` = p(t_j | s_i) for word states, `null_probs[b, j]` =
-p(t_j | NULL) for every NULL state. Inputs are probabilities (not log-potentials): the DP
-runs scaled in probability space (posteriors) or in log space (Viterbi).
-
-Compared with the generic factored lattice (`aligners.lattices.hmm`) on the explicit 2I-state
-expansion (tested equal), each step here is one (B, I) x (I, I) product instead of a
-(B, 2I) x (B, 2I, 2I) one, and no (B, 2I, 2I) transition tensor is built.
+Emissions are probabilities: ``link_probs (B, I, J)``, ``null_probs (B, J)``. Each step is
+one (B, I) x (I, I) product (tested equal to `hmm` on the explicit 2I-state expansion).
 """
 
 from __future__ import annotations
@@ -90,34 +82,24 @@ def alignment_hmm_posteriors(
     p0: float,
     jump_counts: bool = True,
 ) -> AlignmentHMMPosteriors:
-    """Scaled forward-backward of the alignment HMM.
+    """Scaled forward-backward of the alignment HMM -> `AlignmentHMMPosteriors`.
 
-    Shapes: link_probs (B, I, J), null_probs (B, J), jump_scores (I+1, I), src_lengths (B,)
-    in [1, I], tgt_lengths (B,) in [1, J]; padded entries are ignored (posteriors 0 there).
-    Returns `AlignmentHMMPosteriors`. Cost O(B J I^2) time as (B, I) x (I, I) GEMMs,
-    O(B J I) memory. When an input requires grad (and grad mode is on) it runs on
-    out-of-place torch ops: the log-likelihood may be back-propagated (its gradient w.r.t.
-    log link/null probabilities = the posteriors); otherwise (the EM E-step) on preallocated
-    time-major buffers written in place, about half the elementwise kernels per position
-    (same numbers up to rounding, tested). `jump_counts=False`: the expected jump counts
-    (one (B, I, J) x (B, J, I) `bmm` and the buffers it reads) are not computed and
-    `jump_counts` is None; every other output is bit-identical (for callers with fixed jump
-    weights, e.g. the phrasal aligner's word rows).
+    link_probs (B, I, J), null_probs (B, J), jump_scores (I+1, I), src_lengths (B,) in [1, I],
+    tgt_lengths (B,) in [1, J]; padded entries are ignored. Cost O(B J I^2) time as (B, I) x
+    (I, I) GEMMs, O(B J I) memory, on time-major buffers written in place: no autograd graph
+    (the generic `hmm` lattice is differentiable). `jump_counts=False` skips the jump counts
+    (None), all else bit-identical.
     """
     _check(link_probs, null_probs, jump_scores, src_lengths, tgt_lengths)
-    kw = {"src_lengths": src_lengths, "tgt_lengths": tgt_lengths, "p0": p0,
-          "jump_counts": jump_counts}
-    if torch.is_grad_enabled() and any(x.requires_grad for x in (link_probs, null_probs,
-                                                                 jump_scores)):
-        return _posteriors_differentiable(link_probs, null_probs, jump_scores, **kw)
-    return _posteriors_inplace(link_probs, null_probs, jump_scores, **kw)
+    with torch.no_grad():
+        return _posteriors_inplace(link_probs, null_probs, jump_scores, src_lengths=src_lengths,
+                                   tgt_lengths=tgt_lengths, p0=p0, jump_counts=jump_counts)
 
 
 def _posteriors_inplace(link_probs, null_probs, jump_scores, *, src_lengths, tgt_lengths, p0,
                         jump_counts=True):
-    """The E-step's path: preallocated time-major (J, B, I) buffers written in place, the
-    constants folded into the jump matrix, about half the elementwise passes per position
-    of `_posteriors_differentiable` (same numbers up to rounding; no autograd)."""
+    """Preallocated time-major (J, B, I) buffers written in place, the constants folded into
+    the jump matrix."""
     B, I, J = link_probs.shape
     dtype = link_probs.dtype
     tiny = torch.finfo(dtype).tiny
@@ -204,81 +186,6 @@ def _backward_inplace(ew, enp, cs, inv, SqT, tgt_lengths, jump_counts):
     return Bt, Gw
 
 
-def _posteriors_differentiable(link_probs, null_probs, jump_scores, *, src_lengths,
-                               tgt_lengths, p0, jump_counts=True):
-    """The same forward-backward from out-of-place ops (autograd flows through it)."""
-    B, I, J = link_probs.shape
-    dtype = link_probs.dtype
-    tiny = torch.finfo(dtype).tiny
-    dev = link_probs.device
-    valid = length_mask(src_lengths, I)
-    S, vf, norm, inv = _jump_rows(jump_scores, valid, dtype)
-    St = S[1:]
-    jvalid = length_mask(tgt_lengths, J)
-    ew = link_probs.transpose(1, 2) * vf[:, None, :]  # (B, J, I)
-    en = null_probs * jvalid
-    shift = torch.maximum(ew.amax(-1), en).clamp_min(tiny)  # (B, J)
-    ew = ew / shift[..., None]
-    en = en / shift
-    q = 1.0 - p0
-    aw = q * S[0][None] / norm[:, :1] * ew[:, 0]
-    an = (p0 / src_lengths.clamp_min(1).to(dtype))[:, None] * vf * en[:, :1]
-    c = (aw.sum(-1) + an.sum(-1)).clamp_min(tiny)
-    aws, ans, cs = [aw / c[:, None]], [an / c[:, None]], [c]
-    all_live = jvalid.all(0).tolist()  # most steps: no row has ended, no masking needed
-    for j in range(1, J):
-        sv = aws[-1] + ans[-1]
-        u = q * ((sv * inv) @ St) * ew[:, j]
-        v = p0 * sv * en[:, j, None]
-        c = (u.sum(-1) + v.sum(-1)).clamp_min(tiny)
-        if all_live[j]:
-            aws.append(u / c[:, None])
-            ans.append(v / c[:, None])
-            cs.append(c)
-            continue
-        live = jvalid[:, j, None]
-        aws.append(torch.where(live, u / c[:, None], aws[-1]))
-        ans.append(torch.where(live, v / c[:, None], ans[-1]))
-        cs.append(torch.where(jvalid[:, j], c, torch.ones_like(c)))
-    cs = torch.stack(cs, 1)  # (B, J)
-    ones = torch.ones(B, I, dtype=dtype, device=dev)
-    beta = ones
-    betas, gws = [beta], []
-    last = torch.arange(J, device=dev)[None, :] >= (tgt_lengths - 1)[:, None]
-    none_last = (~last.any(0)).tolist()
-    StT = St.T.contiguous()
-    for j in range(J - 2, -1, -1):
-        g = beta / cs[:, j + 1, None]
-        gw = ew[:, j + 1] * g
-        new = q * inv * (gw @ StT) + p0 * en[:, j + 1, None] * g
-        if none_last[j]:
-            beta = new
-        else:
-            beta = torch.where(last[:, j, None], ones, new)
-            gw = torch.where(last[:, j, None], torch.zeros_like(gw), gw)
-        betas.append(beta)
-        gws.append(gw)
-    betas.reverse()
-    gws.reverse()
-    Bt = torch.stack(betas, 1)  # (B, J, I)
-    Aw, An = torch.stack(aws, 1), torch.stack(ans, 1)
-    jm = jvalid[..., None].to(dtype)
-    link_post = (Aw * Bt * jm).transpose(1, 2)
-    null_post = (An * Bt * jm).sum(-1)
-    loglik = torch.where(jvalid, torch.log(cs) + torch.log(shift), torch.zeros_like(cs)).sum(1)
-    if not jump_counts:
-        return AlignmentHMMPosteriors(loglik, link_post, null_post, None, norm)
-    first = (Aw[:, 0] * Bt[:, 0])[:, None]
-    if J > 1:
-        SV = (Aw[:, :-1] + An[:, :-1]) * inv[:, None, :]  # (B, J-1, I)
-        rest = q * torch.bmm(SV.transpose(1, 2), torch.stack(gws, 1)) * St
-    else:
-        rest = torch.zeros(B, I, I, dtype=dtype, device=dev)
-    counts = torch.cat([first, rest], dim=1)
-    return AlignmentHMMPosteriors(loglik, link_post, null_post, counts, norm)
-
-
-
 def _viterbi_potentials(log_links, null_probs, jump_scores, src_lengths, p0):
     """The Viterbi recursion's log potentials from `log_links` (B, J, I) = log link_probs
     transposed (`log_or_zero`): valid (B, I) source mask; lw (B, J, I) word emissions
@@ -313,13 +220,10 @@ def alignment_hmm_viterbi(
     tgt_lengths: torch.Tensor,
     p0: float,
 ) -> AlignmentHMMViterbi:
-    """Max-product (Viterbi) path of the alignment HMM, in log space.
-
-    Shapes as `alignment_hmm_posteriors`. Returns `AlignmentHMMViterbi(states (B, J),
-    score (B,))`. Cost O(B J I^2) time with one (B, I, I) temporary per step (the word and NULL
-    states remembering i' share their outgoing row, so only I predecessors are maximised
-    over, not 2I), O(B J I) memory for backpointers. On exact ties a word predecessor is
-    preferred to the NULL one remembering the same position. Backtrack: `_core.backtrack`.
+    """Viterbi path of the alignment HMM in log space -> `AlignmentHMMViterbi(states (B, J),
+    score (B,))`; shapes as `alignment_hmm_posteriors`. Cost O(B J I^2) time (I predecessors per
+    state: a word and a NULL state remembering i' share their row), O(B J I) backpointers. Ties:
+    a word predecessor beats the NULL one remembering the same position.
     """
     _check(link_probs, null_probs, jump_scores, src_lengths, tgt_lengths)
     B, I, J = link_probs.shape

@@ -1,24 +1,11 @@
-"""torch-struct-compatible distribution classes over our chain lattices.
+"""torch-struct-compatible distribution classes over our chain lattices (the tested public
+drop-in; used by no model).
 
-``from aligners.lattices.distributions import LinearChainCRF, SemiMarkovCRF`` replaces
-``from torch_struct import LinearChainCRF, SemiMarkovCRF``: same constructor
-``(log_potentials, lengths=None)`` and the same properties/methods — ``partition``,
-``marginals``, ``argmax``/``mode``, ``max``, ``entropy``, ``kmax(k)``, ``topk(k)``,
-``sample(sample_shape)``, ``log_prob(value)``, ``cross_entropy(other)``, ``kl(other)``,
-``count``, ``to_event``/``from_event`` — with the same shapes (event = the log-potentials'
-shape after B; ``sample``/``topk`` put the sample/k dimension first).
-
-With mixed lengths in one batch, ``partition`` (and everything derived from it) differs
-from torch-struct's, because ours is right: every item equals its one-by-one result, while
-torch-struct 0.5 is wrong for all but the shortest sequence of a semi-Markov batch with
-K >= 3 (tested in ``tests/test_lattice_semimarkov.py``). Full-length batches agree with
-torch-struct (``tests/test_lattice_chain_distributions.py``). Used by no model: kept as the
-tested public drop-in. Other differences: ``sample`` takes ``generator=`` and any
-``sample_shape``; nothing calls ``requires_grad_`` on the caller's tensor; all of it works
-under ``torch.inference_mode``.
-
-Shapes and costs: see ``linear_chain`` (``(B, N-1, C, C)``, O(B·N·C²)) and ``semimarkov``
-(``(B, N-1, K, C, C)``, O(B·N·K·C²)).
+``LinearChainCRF`` / ``SemiMarkovCRF``: torch-struct's constructor ``(log_potentials,
+lengths=None)``, properties and methods with the same shapes (event = the log-potentials'
+shape after B; ``sample``/``topk`` put the sample/k dimension first). With mixed lengths
+``partition`` differs from torch-struct 0.5's, which is wrong for semi-Markov K >= 3;
+``sample`` takes ``generator=``. Costs: ``linear_chain``, ``semimarkov``.
 """
 
 from __future__ import annotations

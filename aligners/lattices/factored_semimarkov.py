@@ -1,28 +1,16 @@
-"""Factored semi-Markov lattice: potentials that factor into a segment score plus a
-label-transition score, reduced without ever building the (B, N-1, K, C, C) tensor.
+"""Factored semi-Markov lattice: a segment score plus a label-transition score, reduced
+without building the (B, N-1, K, C, C) tensor.
 
-Shapes (torch-struct ``SemiMarkov`` conventions, see `aligners.lattices.semimarkov`):
-``emit (B, N-1, K, C)``, ``trans (B, C, C)`` as ``[c_next, c_prev]``, ``start (B, C)`` and
-``lengths (B,)`` (number of points, 2..N). They stand for the materialised log-potentials
+``emit (B, N-1, K, C)``, ``trans (B, C, C)`` as ``[c_next, c_prev]`` (or a
+`jump_transition.JumpTransition`), ``start (B, C)``, ``lengths (B,)`` (points, 2..N) stand for
+the `semimarkov` log-potentials
 
     lp[b, n, k, c, c'] = emit[b, n, k, c] + trans[b, c, c']          (n >= 1)
-    lp[b, 0, k, c, 0]  = emit[b, 0, k, c] + start[b, c]              (n = 0, c' = NULL = 0)
+    lp[b, 0, k, c, 0]  = emit[b, 0, k, c] + start[b, c]              (n = 0, c' = START = 0)
     lp[b, 0, k, c, c'] = semiring zero                               (n = 0, c' != 0)
 
-i.e. point 0 is a START label fixed to 0; index ``k = 0`` is unused (segments have length
-1..K-1; put the semiring zero there). `materialise` builds that tensor (tests, small sizes).
-
-Cost: O(B*N*(C^2 + K*C)) time and O(B*N*K*C) memory (the generic lattice is
-O(B*N*K*C^2)): the (C, C) transition is reduced once per position instead of once per
-(position, length). 10-19x faster than `aligners.lattices.semimarkov` on the materialised
-potentials in one measurement on Edinburgh++ (Ls = Lt = 3, C ~ 90). Sequential over points.
-
-``trans`` may instead be a `aligners.lattices.jump_transition.JumpTransition` (bucket weights +
-a jump bucket function over span labels): the per-position (C, C) reduction then costs
-O(C * (D + W)) (see that module), so the lattice is O(B*N*C*(K + D + W)); Log results equal
-the dense path up to float rounding, Max results bit for bit (same backpointers, ties broken
-toward the lowest previous label as the dense path: the backtrack takes one dense row per
-segment, O(B*N*C)).
+with ``k = 0`` unused. Cost O(B*N*(C^2 + K*C)) time, O(B*N*K*C) memory (a `JumpTransition`:
+O(B*N*C*(K + D + W))); Max ties break toward the lowest previous label on both paths.
 """
 
 from __future__ import annotations
@@ -30,10 +18,10 @@ from __future__ import annotations
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.lattices._core import backtrack, semiring_zero
+from aligners.lattices._core import backtrack
 from aligners.lattices.jump_transition import JumpTransition
 
-__all__ = ["factored_log_partition", "factored_marginals", "factored_viterbi", "materialise"]
+__all__ = ["factored_log_partition", "factored_marginals", "factored_viterbi"]
 
 
 def _check(emit: torch.Tensor, trans, start: torch.Tensor,
@@ -165,16 +153,3 @@ def _jump_paths(kptr: list[torch.Tensor], charts: torch.Tensor, trans: JumpTrans
         pos, lab = begin, torch.where(active, prev, lab)
     table = torch.stack(steps, 1).tolist()  # (B, steps, 3), one transfer
     return [[tuple(s) for s in reversed(row) if s[1] > 0] for row in table]
-
-
-def materialise(emit: torch.Tensor, trans, start: torch.Tensor) -> torch.Tensor:
-    """The generic (B, N-1, K, C, C) log-potentials these factors stand for (module
-    docstring; a `JumpTransition` is made dense); O(B*N*K*C^2) memory, for tests and small
-    sizes."""
-    if isinstance(trans, JumpTransition):
-        trans = trans.dense()
-    zero = semiring_zero(emit.dtype)
-    lp = emit.unsqueeze(-1) + trans[:, None, None]
-    lp0 = torch.full_like(lp[:, 0], zero)
-    lp0[..., 0] = emit[:, 0] + start[:, None, :]
-    return torch.cat([lp0.unsqueeze(1), lp[:, 1:]], dim=1)

@@ -1,19 +1,10 @@
 """Factored HMM lattice: `init (B,C)`, `trans (B,C,C)` or `(B,N-1,C,C)`, `emit (B,N,C)`.
 
-Conventions (all functions):
-- `log_init[b, c]`: log-score of state c at position 0.
-- `log_trans[b, c_prev, c_next]`: log-score of moving from c_prev at n to c_next at n+1
-  (rows = previous state). Time-varying: `log_trans[b, n, c_prev, c_next]` for n -> n+1.
-- `log_emit[b, n, c]`: log-score of position n in state c.
-- `lengths (B,)` keyword-only, each in [1, N]; positions >= length are padding and contribute
-  exactly 0 (any value there, even NaN, is ignored). `state_mask (B,C)` bool marks real states
-  (the rest get probability 0; any value there is ignored).
-
-The posteriors use a scaled forward-backward in probability space with batched matmuls
-(per-step normalisation; emissions shifted by their per-position maximum and transitions by
-their per-item maximum before `exp`). When a per-step scale underflows (dynamic range beyond
-the dtype), the affected batch items are recomputed exactly in log space, so results are
-exact for any finite input.
+``log_trans[b, c_prev, c_next]`` (time-varying: ``[b, n, c_prev, c_next]`` for n -> n+1);
+keyword-only ``lengths (B,)`` in [1, N] (padding contributes exactly 0) and ``state_mask
+(B,C)`` bool (masked states get probability 0). Posteriors: a scaled forward-backward in
+probability space with batched matmuls; items whose per-step scale underflows are
+recomputed exactly in log space.
 """
 
 from typing import NamedTuple

@@ -1,19 +1,11 @@
 """Factored hidden semi-Markov lattice: `init (B,C)`, `trans (B,C,C)`, `seg_emit (B,N,K,C)`.
 
-A structure is a segmentation of positions 0..L-1 into segments of length 1..K, each labelled
-with a state. Its log-score is
-    init[c_1] + sum_t trans[c_{t-1}, c_t] + sum_t seg_emit[end_t, len_t - 1, c_t]
-where `end_t` is the segment's last position (inclusive) and `len_t` its length. So
-`log_seg_emit[b, n, k, c]` scores the segment ending at n with length k+1 in state c (any
-duration model is folded into it by the caller). Entries with k > n (a segment starting
-before 0) are never read. `log_trans[b, c_prev, c_next]`: rows are the previous segment's
-state; self-transitions are allowed (use -inf to forbid them). `lengths (B,)` and
-`state_mask (B,C)` are keyword-only, as in `aligners.lattices.hmm`; padded positions and
-masked states contribute exactly 0.
-
-The forward recursion is scaled in probability space (per-step normalisation, batched
-matmuls for the transitions); posteriors are its exact gradient (autograd, O(B·N·K·C)
-memory, never (B,N,C,C)). Items whose scales underflow are recomputed in log space.
+A structure segments positions 0..L-1 into labelled segments of length 1..K, scoring
+``init[c_1] + sum_t trans[c_{t-1}, c_t] + sum_t seg_emit[end_t, len_t - 1, c_t]``
+(``end_t`` inclusive; entries with k > n never read; rows of ``trans`` = previous state).
+``lengths`` and ``state_mask`` as in `hmm`. The forward is scaled in probability space;
+posteriors are its gradient (O(B·N·K·C) memory); items whose scales underflow are recomputed
+in log space.
 """
 
 from typing import NamedTuple

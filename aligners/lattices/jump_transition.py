@@ -1,11 +1,9 @@
-"""Bucketed jump transitions between span labels: the (C, C) label transition of
-`aligners.lattices.factored_semimarkov` given as bucket weights + a bucket function, reduced in
-O(C * (D + W)) per position instead of O(C^2).
+"""Bucketed jump transitions between span labels for `factored_semimarkov`: the (C, C) label
+transition as bucket weights + a bucket function, reduced in O(C * (D + W)) per position.
 
-Shapes: ``kind``, ``start``, ``end`` (B, C) long describe the labels of each batch row
-(kind 0 = absent / padding, 1 = NULL, 2 = a span [start, end] of positions, inclusive,
-``0 <= end < P``, ``1 <= end - start + 1``; start may be negative); ``weights`` (nb,) or
-(B, nb). The dense transition they stand for (`JumpTransition.dense`, ``[c_next, c_prev]``):
+``kind``, ``start``, ``end`` (B, C) long (kind 0 absent, 1 NULL, 2 a span [start, end],
+``0 <= end < P``); ``weights`` (nb,) or (B, nb). The dense transition (`JumpTransition.dense`,
+``[c_next, c_prev]``, D = ``max_jump``):
 
     trans[c, c'] = weights[to_null]                                  c NULL (any present c')
                  = weights[from_null]                                c span, c' NULL
@@ -13,17 +11,9 @@ Shapes: ``kind``, ``start``, ``end`` (B, C) long describe the labels of each bat
                  = weights[jump0 + D + clamp(start[c] - end[c'] - 1, -D, D)]   c, c' spans
                  = semiring zero                                     c or c' absent
 
-(D = ``max_jump``). The message ``m[c] = (+)_{c'} alpha[c'] (x) trans[c, c']`` groups the
-previous spans by end position (A[e] = (+) of alpha over spans ending at e; (G)-slot groups,
-with a leave-one-out copy for c' == c), so a span c with start s needs: the prefix (+) of A
-over e <= s-1-D (jump clamped to +D), the suffix over e >= s+W (clamped to -D), W = max(D,
-longest span), the D + W single positions between, itself (``same``) and NULL. Exact under
-Log (sums in another order: float rounding only) and Max (bit-equal values: adding a
-constant commutes with max); the Viterbi backtrack takes the argmax of one dense row
-(`row`), O(C), so ties break as in the dense path (lowest c').
-
-Cost per position: O(B * C * (D + W + 4) + B * P * G^2) time and memory; the layout
-(`JumpLayout.build`) is O(B * C * (D + W)) once per batch of labels.
+The message groups previous spans by end position (prefix / suffix reductions beyond the
+window, D + W single positions inside, W = max(D, longest span)). Exact under Log (up to
+rounding) and Max (bit-equal). Cost per position O(B * C * (D + W + 4) + B * P * G^2).
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """Linear-chain CRF lattice with torch-struct 0.5's ``LinearChain`` conventions.
 
-Shapes: ``log_potentials (B, N-1, C, C)`` with ``[b, n, c_next, c_prev]`` = score of labels
-``y[n+1] = c_next`` and ``y[n] = c_prev`` (unary scores are folded into the edges, as in
-torch-struct: e.g. add ``unary[n+1]`` to ``[:, n, :, :]`` rows and ``unary[0]`` to edge 0's
-columns); ``lengths (B,)`` in 1..N (default all N), a sequence of length L uses edges
-``0..L-2`` only and edges from ``L-1`` on get zero marginal. Unlike torch-struct, no length
-needs to equal N.
+``log_potentials (B, N-1, C, C)``, ``[b, n, c_next, c_prev]`` = score of ``y[n+1] = c_next``,
+``y[n] = c_prev`` (unary scores folded into the edges); ``lengths (B,)`` in 1..N (default N):
+a sequence of length L uses edges ``0..L-2`` only. Parts: labels ``(B, N)`` <-> indicators
+``(B, N-1, C, C)``, ``[b, n, y[n+1], y[n]] = 1`` for ``n < L-1``.
 
-Parts (``to_parts`` / ``from_parts``): a label sequence ``(B, N)`` in 0..C-1 is encoded as
-indicators ``(B, N-1, C, C)`` with ``[b, n, y[n+1], y[n]] = 1`` for ``n < L-1``, 0 elsewhere;
-``from_parts`` inverts it (positions past the end decode as 0).
-
-Costs: forward O(B·N·C²) time as a sequential recursion over positions; the Log semiring
-stores only the ``(B, N, C)`` forward chart for backward, and the backward (marginals) is
-an explicit outside pass, O(B·N·C²) time. Max: Viterbi with backpointers. Samples:
-explicit forward filtering, backward sampling (``sample``, ``sample_labels``; the sampling
-semiring is the cross-check ``sample_semiring``). KMax/Entropy (and any torch-struct
-semiring): the same recursion under the semiring, with autograd for k-best structures.
--inf scores (forbidden) are allowed; NaN or +inf raise ``AlignersInputError``.
-The caller's tensors are never modified (no ``requires_grad_``) and everything works under
-``torch.inference_mode``.
+Cost O(B·N·C²) time, sequential over positions; Log stores the ``(B, N, C)`` forward chart
+and computes marginals by an explicit outside pass; Max by backpointers; samples by forward
+filtering, backward sampling. -inf scores are allowed, NaN/+inf raise ``AlignersInputError``;
+caller tensors are never modified; works under ``torch.inference_mode``.
 """
 
 from __future__ import annotations
@@ -55,7 +44,7 @@ class LinearChain(ChainStruct):
     _raw_spans = _to_spans
 
     @staticmethod
-    def _from_spans(spans, like):
+    def _from_spans(spans):
         return spans.squeeze(2)
 
     @staticmethod

@@ -1,36 +1,18 @@
 """Phrasal / gappy hidden semi-Markov alignment lattice (Bansal, Quirk & Moore 2011, sec. 2.2).
 
-One direction: the I state-side ("source") words generate the J observation-side ("target")
-words. States of one pair:
-  word i      (i < I): first = last = i; emits a target segment of length 1..L;
-  NULL r      (r < I): Och-Ney NULL remembering the last position r; emits one target word;
-  phrase p    (p < P): a contiguous or gappy source phrase with first/last positions
-              `phrase_first[p] <= phrase_last[p]`; emits one target word (minimal 1-k / k-1
-              links, paper sec. 2.3). A gappy phrase is just one whose words are not adjacent.
-Transitions go from the last position k of the previous state (start: a virtual position):
-  into word i      log_jump[k, i]                (start: log_jump_init[i])
-  into phrase p    log_jump[k, first_p] + log_phrase_weight[p]   (start: log_jump_init[..])
-  into NULL r      log_null_stay[r] if r == k    (start: log_null_init[r]).
-A structure = segmentation of the J target words into segments, each with a state. Its
-score is the sum of its transitions and segment emissions:
-  log_emit_word (B,J,L,I)  [b,n,l,i]: word i emits the segment ending at n of length l+1;
-  log_emit_null (B,J)      NULL emits target word n; log_emit_phrase (B,J,P) likewise.
-Entries with l > n are never read. Padding: source positions >= src_lengths and phrases
-with phrase_first < 0 are unreachable; target positions >= tgt_lengths are ignored.
+One direction: I source words generate J target words. States: word i (emits a target
+segment of length 1..L), NULL r (Och-Ney, remembers position r; one word), phrase p (a
+contiguous or gappy source phrase phrase_first[p]..phrase_last[p]; one word). Transitions
+from the last position k of the previous state: into word i ``log_jump[k, i]``, into phrase p
+``log_jump[k, first_p] + log_phrase_weight[p]``, into NULL r ``log_null_stay[r]`` if r == k
+(from the start: ``log_jump_init``, ``log_null_init``). Emissions: ``log_emit_word (B,J,L,I)``
+``[b,n,l,i]`` (segment ending at n of length l+1; l > n never read), ``log_emit_null (B,J)``,
+``log_emit_phrase (B,J,P)``. Padding: source positions >= src_lengths, phrases with
+phrase_first < 0, target positions >= tgt_lengths.
 
-The forward recursion is specialised to the transition structure: per target position
-the exit mass is reduced to I positions and one (B,I)x(B,I,I) product gives the entry mass
-of all states. log Z ("log" semiring) runs scaled in probability space (per-item shifts of
-each position's emissions and of each jump row, per-step normalisation; float32 keeps
-relative masses down to e^-87 within a position or a jump row, float64 far below); the
-"max" semiring (Viterbi) runs in log space; both are tested equal to a plain log-space
-recursion. Segments of length > 1 scored at the semiring zero everywhere in the batch are
-skipped (exact). Cost O(B J (I^2 + L I + P I)) time. Posteriors on CPU tensors: an
-explicit scaled forward-backward per item in float64 (numba, `_phrasal_hsmm_kernel`, on
-the sparse form of `phrasal_hsmm_sparse`: only scored long segments);
-elsewhere (CUDA) and with method="autograd": autograd of log Z (O(B J (L I + P)) memory for
-the potentials' gradients, O(B J I) activations); all tested equal. Viterbi: autograd of
-the "max" score.
+Cost O(B J (I^2 + L I + P I)) time. log Z runs scaled in probability space, the "max"
+semiring (Viterbi, by autograd) in log space. Posteriors: on CPU the numba
+forward-backward on the sparse form (`_phrasal_hsmm_kernel`), elsewhere autograd of log Z.
 """
 
 from __future__ import annotations
@@ -56,7 +38,6 @@ __all__ = [
     "phrasal_hsmm_log_partition",
     "phrasal_hsmm_posteriors",
     "phrasal_hsmm_viterbi",
-    "phrasal_hsmm_materialise",
 ]
 
 
@@ -331,39 +312,3 @@ def phrasal_hsmm_viterbi(pot: PhrasalPotentials, *, src_lengths: torch.Tensor,
     ties split their mass). Shapes: see `PhrasalPosteriors`. Cost as the posteriors."""
     sl, tl = check_dense(pot, src_lengths, tgt_lengths)
     return _grad_marginals(pot, sl, tl, "max")
-
-
-def phrasal_hsmm_materialise(pot: PhrasalPotentials, *, src_lengths: torch.Tensor):
-    """The same model on explicit states for `aligners.lattices.hsmm`: C = 2I + P states
-    (words, NULLs, phrases). Returns (log_init (B,C), log_trans (B,C,C), log_seg_emit
-    (B,J,L,C), state_mask (B,C)). Cost O(B (C^2 + J L C)); for tests and small inputs."""
-    ew = pot.log_emit_word
-    B, J, L, I = ew.shape
-    P = pot.log_emit_phrase.shape[-1]
-    dtype, dev = ew.dtype, ew.device
-    zero = semiring_zero(dtype)
-    sl = src_lengths.to(dev).long()
-    ivalid = torch.arange(I, device=dev)[None, :] < sl[:, None]
-    pfirst, plast = pot.phrase_first.long(), pot.phrase_last.long()
-    pvalid = (pfirst >= 0) & (plast < sl[:, None]) & (pfirst <= plast)
-    first, last = pfirst.clamp(0, I - 1), plast.clamp(0, I - 1)
-    bidx = torch.arange(B, device=dev)[:, None]
-    init = torch.cat([pot.log_jump_init, pot.log_null_init,
-                      pot.log_jump_init.gather(1, first) + pot.log_phrase_weight], 1)
-    # rows: the last position of each state
-    lasts = torch.cat([torch.arange(I, device=dev).expand(B, I),
-                       torch.arange(I, device=dev).expand(B, I), last], 1)  # (B, C)
-    jrows = pot.log_jump[bidx, lasts]  # (B, C, I)
-    to_word = jrows
-    eye = lasts[:, :, None] == torch.arange(I, device=dev)[None, None, :]
-    to_null = torch.where(eye, pot.log_null_stay[:, None, :], torch.full((), zero, dtype=dtype,
-                                                                             device=dev))
-    to_phrase = jrows.gather(2, first[:, None, :].expand(B, 2 * I + P, P))
-    to_phrase = to_phrase + pot.log_phrase_weight[:, None, :]
-    trans = torch.cat([to_word, to_null, to_phrase], 2)
-    seg = torch.full((B, J, L, 2 * I + P), zero, dtype=dtype, device=dev)
-    seg[..., :I] = ew
-    seg[:, :, 0, I:2 * I] = pot.log_emit_null[:, :, None]
-    seg[:, :, 0, 2 * I:] = pot.log_emit_phrase
-    mask = torch.cat([ivalid, ivalid, pvalid], 1)
-    return init, trans, seg, mask

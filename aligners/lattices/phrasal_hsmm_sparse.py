@@ -1,20 +1,13 @@
-"""The phrasal / gappy HSMM lattice with sparse long segments (issue 10: speed).
+"""The phrasal / gappy HSMM lattice with sparse long segments: `phrasal_hsmm` with word states'
+multi-word segments listed instead of dense (B,J,L,I).
 
-Same model and DP as `aligners.lattices.phrasal_hsmm`; only the word states' multi-word
-target segments are stored differently. In the dense form log_emit_word (B,J,L,I) holds a
-score for every (end, length, state), almost all at the semiring zero: a word state may emit
-a target phrase only where that phrase is listed (Bansal et al. 2011, sec. 5). Here:
-  log_emit_word (B,J,I)  one-word segments (length 1) of every word state;
-  seg_item, seg_end, seg_len (M,) long  the listed longer segments: item b, end position n,
-                         extra length l (1 <= l <= n, l < L; the segment covers n-l..n),
-                         sorted by item, at most one per (item, end, length);
+  log_emit_word (B,J,I)  one-word segments of every word state;
+  seg_item, seg_end, seg_len (M,) long  the listed longer segments (item, end position n,
+                         extra length 1 <= l <= n, l < L), sorted by item, unique;
   log_emit_seg (M,I)     their scores per word state;
-and the rest as `PhrasalPotentials`. Every segment of length > 1 not listed scores the
-semiring zero (exact: the dense form with those entries at zero). Posteriors come back in
-the same layout (`SparsePhrasalPosteriors`). Cost on CPU (numba, `_phrasal_hsmm_kernel`):
-O(B J (I^2 + P) + M I) time, memory O(B J (I + P) + M I) instead of O(B J L I); elsewhere
-(CUDA) through the dense form's autograd. Tested equal to the dense form and, through it, to
-brute-force enumeration (tests/test_lattice_phrasal_hsmm.py).
+the rest as `PhrasalPotentials`; unlisted segments score the semiring zero. Posteriors come
+back in the same layout. Cost on CPU O(B J (I^2 + P) + M I) time and O(B J (I + P) + M I)
+memory; elsewhere through the dense form.
 """
 
 from __future__ import annotations

@@ -1,25 +1,12 @@
 """Semi-Markov (segmental) CRF lattice with torch-struct 0.5's ``SemiMarkov`` conventions.
 
-Shapes: ``log_potentials (B, N-1, K, C, C)`` with ``[b, n, k, c_next, c_prev]`` = score of a
-segment of length ``k`` (1 <= k <= K-1) that starts at point ``n`` labelled ``c_prev`` and
-ends at point ``n+k`` labelled ``c_next``. As in torch-struct, index ``k = 0`` is never used
-(its marginal is 0), so the longest segment is ``K-1``. A structure is the label of point 0
-followed by segments that tile points ``0..L-1`` exactly (``lengths (B,)`` in 1..N, default
-N); segments that would reach past ``L-1`` are excluded. Unlike torch-struct 0.5, variable
-lengths are exact for every K (theirs is wrong for all but the shortest sequence when
-K >= 3), and no length needs to equal N.
+``log_potentials (B, N-1, K, C, C)``, ``[b, n, k, c_next, c_prev]`` = score of a segment of
+length ``k`` (1 <= k <= K-1; index 0 unused) from point ``n`` (label ``c_prev``) to point
+``n+k`` (label ``c_next``); a structure tiles points ``0..L-1`` (``lengths (B,)`` in 1..N).
+Unlike torch-struct 0.5, mixed lengths are exact for every K. Parts: a sequence ``(B, N)``
+with labels at segment end points and ``-1`` inside <-> indicators ``(B, N-1, K, C, C)``.
 
-Parts (``to_parts`` / ``from_parts``): a sequence ``(B, N)`` with the label at each segment
-end point and ``-1`` inside segments (point 0 always labelled) is encoded as indicators
-``(B, N-1, K, C, C)`` with ``[b, n, k, y[n+k], y[n]] = 1`` for consecutive labelled points
-``n < n+k``; ``from_parts`` inverts it (``-1`` past the end).
-
-Costs: O(B·N·K·C²) time, sequential over end points; Log stores only the ``(B, N, C)``
-forward chart for backward and computes marginals by an explicit outside pass; Max uses
-backpointers (O(B·N·C) integers); samples by explicit forward filtering, backward sampling;
-KMax/Entropy run the recursion under the semiring (autograd for k-best structures). -inf
-scores are allowed, NaN/+inf raise ``AlignersInputError``. Caller tensors are never
-modified; works under ``torch.inference_mode``.
+Cost O(B·N·K·C²) time, sequential over end points; otherwise as ``linear_chain``.
 """
 
 from __future__ import annotations
@@ -58,7 +45,7 @@ class SemiMarkov(ChainStruct):
         return log_potentials
 
     @staticmethod
-    def _from_spans(spans, like):
+    def _from_spans(spans):
         return torch.cat([torch.zeros_like(spans[:, :, :1]), spans], 2)
 
     @staticmethod

@@ -1,16 +1,10 @@
 """Count scatter-add of the EM E-steps on CPU: `counts[ids[n]] += values[n]` in order.
 
-Shapes: counts (P,) float32/float64 (any strides: e.g. a column of a (P, 2) tensor), ids
-(N,) int32/int64 of any shape (read flat), values (N,) the counts' dtype. `scatter_add2_`:
-counts (P, 2) (two count vectors interleaved, e.g. both directions' counts over one pair
-table) and two value arrays. Cost O(N) time, no extra memory on CPU. Same result as
-`counts.index_add_(0, ids, values)` (per column for `scatter_add2_`), bit for bit: torch's
-CPU `index_add_` of a 1-D tensor adds in index order, and so do these loops; but torch's
-loop costs about twice as much per element for the large tables of the aligners (N ~ 10^6
-ids into P ~ 10^7 slots: memory-bound either way; issue 10's profile), and `scatter_add2_`
-touches one cache line per id instead of two. Any other device or dtype falls back to
-`index_add_`. An id outside [0, P) raises ValueError (as `index_add_` raises); the
-additions of the ids before it are kept then.
+counts (P,) float32/float64 (any strides), ids (N,) int32/int64 (read flat), values (N,).
+`scatter_add2_`: counts (P, 2) and two value arrays (both directions interleaved: one cache
+line per id). Bit for bit `counts.index_add_(0, ids, values)` (which adds in index order on
+CPU) at about half its cost; other devices or dtypes use `index_add_`. An id outside [0, P)
+raises ValueError, the additions before it kept. Cost O(N).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The inline stylesheet and script of the `aligners show --html` page (no network).
-
-The script reads the view (`view.corpus_view`) from `<script type="application/json"
-id="aligners-data">`, builds the corpus score table, the legend and the sortable / searchable
-list of pairs, and draws a pair's grids only when the pair is selected (one HTML table per
-grid: `td.c` cells with the class of `view.classify`, phrase blocks outlined by edge classes
-`bt bb bl br` for a prediction's blocks and `gt gb gl gr` for gold blocks). Every word is
-put in the page with `textContent`, never as HTML.
+"""The inline stylesheet and script of the `aligners show --html` page: it reads the embedded
+view, builds the score table, legend and searchable list of pairs, and draws a pair's grids
+on selection. Every word goes in with `textContent`, never as HTML.
 """
 
 __all__ = ["CSS", "SCRIPT"]

@@ -1,19 +1,7 @@
 """The terminal grid of one sentence pair: source words as rows, target words as vertical
-column headers, one symbol per cell (`view.SYMBOLS`), ANSI colours on request.
-
-    pair 1/2: 3 source x 4 target words
-              c n d
-              h o o
-            l a i r
-            e t r t
-    0 the   # x . .
-    1 black . . O ?
-    2 cat   . # . +
-    P 75.0%  R 66.7%  F1 70.6%  AER 28.6%  (hits 2 sure + 1 possible, misses 1, false 1)
-
-Each column is two display columns wide; a wide (East Asian) character fills both, and
-combining marks stay with their base character, so the grid stays aligned. Words longer than
-`MAX_WORD` (rows) or `MAX_HEADER` (columns) display columns are cut and end in `~`.
+column headers, one symbol per cell (`view.SYMBOLS`), ANSI colours on request. Each column
+is two display columns wide (wide characters fill both, combining marks stay with their
+base); words longer than `MAX_WORD` (rows) or `MAX_HEADER` (columns) are cut with `~`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The one self-contained HTML page of `aligners show --html`: inline CSS and script, the
-view embedded as JSON, no request to the network or to another file.
-
-The page's data is `view.corpus_view(...)`, embedded in `<script type="application/json"
-id="aligners-data">` with `<`, `>`, `&`, U+2028 and U+2029 written as `\\uXXXX` escapes, so no
-word can end the script element or inject markup; the script (`assets.SCRIPT`) renders the
-grids on demand, so a large file (thousands of pairs) stays a small page.
-A Content-Security-Policy forbids every fetch, so the page cannot reach the network.
+"""The one self-contained HTML page of `aligners show --html`: inline CSS and script, the view
+(`view.corpus_view`) embedded as JSON with `<`, `>`, `&`, U+2028, U+2029 escaped (no word can
+end the script or inject markup); a Content-Security-Policy forbids every fetch.
 """
 
 from __future__ import annotations
@@ -15,7 +10,7 @@ import json
 
 from aligners.show.assets import CSS, SCRIPT
 
-__all__ = ["embed_json", "read_embedded", "render_page"]
+__all__ = ["embed_json", "render_page"]
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
             "\u2029": "\\u2029"}
@@ -66,9 +61,3 @@ def render_page(view: dict, *, title: str) -> str:
 </html>
 """
 
-
-def read_embedded(page: str) -> dict:
-    """The view embedded in a page written by `render_page` (for tests and tools)."""
-    start_tag = '<script type="application/json" id="aligners-data">'
-    start = page.index(start_tag) + len(start_tag)
-    return json.loads(page[start:page.index("</script>", start)])

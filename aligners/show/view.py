@@ -1,23 +1,12 @@
-"""What `aligners show` draws: the cells of a source x target grid, by class, and the scores.
+"""What `aligners show` draws: the class of every cell of a source x target grid, and the
+scores (always from `aligners.metrics.evaluate_alignments`); `grid.py` and `page.py` only
+paint these classes.
 
-One place decides which class every cell of a grid belongs to; the terminal grid
-(`grid.py`) and the HTML page (`page.py`) only paint these classes. Scores always come from
-the scorer (`aligners.metrics.evaluate_alignments`), pair by pair and for the corpus.
-
-Cell classes, for predicted links A and gold sure S ⊆ possible P (indices 0-based, i source
-row, j target column):
-
-- with a prediction and gold: ``hit`` A ∩ S; ``hit_possible`` A ∩ (P − S); ``false``
-  A − P (a false link); ``miss`` S − A; ``possible`` P − S − A (possible gold, not
-  predicted: shading only). So |A| = hit + hit_possible + false, |S| = hit + miss,
-  |A ∩ S| = hit, |A ∩ P| = hit + hit_possible.
-- a prediction without gold: ``link`` = A.
-- gold without a prediction: ``sure`` = S, ``gold_possible`` = P − S.
-
-A phrase link (monolingual data: one phrase aligned to another) is a connected component of
-the link graph that holds every link of a rectangle of contiguous source rows x contiguous
-target columns, with more than one link; `blocks` lists such rectangles so that they can be
-drawn as one block.
+Classes, for predicted links A and gold sure S ⊆ possible P (i source row, j target column):
+with gold, ``hit`` A ∩ S, ``hit_possible`` A ∩ (P − S), ``false`` A − P, ``miss`` S − A,
+``possible`` P − S − A; without gold, ``link`` = A; without a prediction, ``sure`` = S and
+``gold_possible`` = P − S. `blocks` lists phrase links (a connected component of the link
+graph filling a rectangle of contiguous rows x columns, more than one link).
 """
 
 from __future__ import annotations
