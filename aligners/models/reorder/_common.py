@@ -1,7 +1,5 @@
-"""Shared helpers for the reordering models: CSR plumbing, and export through
-`aligners/export.py` (one model folder format for every family)."""
-
-from pathlib import Path
+"""Shared helpers for the reordering models: CSR plumbing, and `Saved`, their one export
+through `aligners/export.py` (one model folder format for every family)."""
 
 import numpy as np
 import scipy.sparse as sp
@@ -13,8 +11,7 @@ __all__ = [
     "LinearSoftmax",
     "csr_arrays",
     "sparse_matmul",
-    "write_reorderer",
-    "read_reorderer",
+    "Saved",
     "error_rate",
 ]
 
@@ -53,27 +50,6 @@ def sparse_matmul(X, W: torch.Tensor) -> torch.Tensor:
     return torch.sparse.mm(X, W)
 
 
-def write_reorderer(directory, *, kind: str, tensors: dict[str, torch.Tensor], config: dict,
-                    meta: dict | None = None, features: list | None = None) -> Path:
-    """Export through `aligners.export.write_model` (atomic; safetensors + config.json).
-
-    `meta` (extraction / feature settings) is merged into the config; `features` (the
-    described feature list of a featurised model) goes to `features.json`.
-    """
-    from aligners.export import write_model
-
-    extras = {"features": features} if features is not None else None
-    return write_model(directory, kind=kind, tensors=tensors, config={**config, **(meta or {})},
-                       extras=extras)
-
-
-def read_reorderer(directory, kind: str):
-    """`aligners.export.read_model(directory, kind=kind)` (AlignersInputError when wrong)."""
-    from aligners.export import ModelFolder, read_model
-
-    return directory if isinstance(directory, ModelFolder) else read_model(directory, kind=kind)
-
-
 def error_rate(log_proba: torch.Tensor, labels) -> float:
     """Fraction of rows whose argmax class differs from `labels` (E,)."""
     labels = torch.as_tensor(np.asarray(labels), dtype=torch.int64)
@@ -82,13 +58,55 @@ def error_rate(log_proba: torch.Tensor, labels) -> float:
     return float((log_proba.argmax(dim=1) != labels).double().mean())
 
 
-class LinearSoftmax:
-    """p(o | phi) = softmax(phi W): the prediction and export shared by the primal and dual
-    MaxEnt models. F features, K classes; `weight` is (F, K) float64. Subclasses set `KIND`
-    (the `kind` written into the exported config) and train `weight`.
-    """
+class Saved:
+    """The export (and checkpoint state) of a reordering model. A subclass sets `KIND` (the
+    folder's kind), `HPARAMS` (constructor argument -> type; config.json), `FLOAT32` (the
+    tensors written as float32) and implements `state()` (name -> exact tensor) and
+    `set_state(state, path)` (which checks shapes: AlignersInputError naming `path`)."""
 
     KIND = ""
+    HPARAMS: dict[str, type] = {}
+    FLOAT32: tuple[str, ...] = ()
+
+    def hparams(self) -> dict:
+        """The plain-JSON constructor arguments."""
+        return {k: getattr(self, k) for k in self.HPARAMS}
+
+    def save(self, directory, *, meta: dict | None = None, features: list | None = None):
+        """Export (`aligners.export.write_model`: atomic; kind `KIND`); `meta` (extraction /
+        feature settings) joins the config, `features` (a featurised model's described
+        features) goes to `features.json`."""
+        from aligners.export import write_model
+
+        tensors = {k: v.float() if k in self.FLOAT32 else v for k, v in self.state().items()}
+        extras = {"features": features} if features is not None else None
+        return write_model(directory, kind=self.KIND, tensors=tensors,
+                           config={**self.hparams(), **(meta or {})}, extras=extras)
+
+    @classmethod
+    def load(cls, directory):
+        """The model saved in `directory` (a path or an `export.ModelFolder`)."""
+        from aligners.export import ModelFolder, read_model
+
+        folder = directory if isinstance(directory, ModelFolder) else \
+            read_model(directory, kind=cls.KIND)
+        try:
+            model = cls(**{k: t(folder.config[k]) for k, t in cls.HPARAMS.items()})
+        except (KeyError, TypeError, ValueError) as err:
+            raise AlignersInputError(f"config.json lacks a valid {err}",
+                                     path=str(folder.path)) from None
+        model.set_state({k: folder.tensor(k) for k in model.state()}, str(folder.path))
+        return model
+
+
+class LinearSoftmax(Saved):
+    """p(o | phi) = softmax(phi W): the prediction and export shared by the primal and dual
+    MaxEnt models. F features, K classes; `weight` is (F, K) float64. Subclasses set `KIND`
+    (`Saved`) and train `weight`.
+    """
+
+    HPARAMS = {"num_features": int, "num_classes": int, "sigma2": float}
+    FLOAT32 = ("weight",)
 
     def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float):
         self.num_features, self.num_classes, self.sigma2 = num_features, num_classes, sigma2
@@ -100,34 +118,14 @@ class LinearSoftmax:
         """(E, F) CSR -> (E, K) log p(o | phi)."""
         return sparse_matmul(X, self.weight).log_softmax(dim=1)
 
-    def hparams(self) -> dict:
-        """The plain-JSON constructor arguments."""
-        return {"num_features": self.num_features, "num_classes": self.num_classes,
-                "sigma2": self.sigma2}
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"weight": self.weight}
 
-    def save(self, directory, *, meta: dict | None = None, features: list | None = None):
-        """Export (`aligners/export.py`, kind `KIND`); `meta` joins the config."""
-        return write_reorderer(directory, kind=self.KIND, tensors={"weight": self.weight.float()},
-                               config=self.hparams(), meta=meta, features=features)
-
-    @classmethod
-    def load(cls, directory):
-        """The model saved in `directory` (a path or an `export.ModelFolder`)."""
-        folder = read_reorderer(directory, cls.KIND)
-        c = folder.config
-        try:
-            model = cls(num_features=int(c["num_features"]), num_classes=int(c["num_classes"]),
-                        sigma2=float(c["sigma2"]))
-        except (KeyError, TypeError, ValueError) as err:
-            raise AlignersInputError(f"config.json lacks a valid {err}",
-                                     path=str(folder.path)) from None
-        weight = folder.tensor("weight").double()
-        if tuple(weight.shape) != (model.num_features, model.num_classes):
+    def set_state(self, state: dict[str, torch.Tensor], path: str | None = None) -> None:
+        weight = state["weight"].double()
+        if tuple(weight.shape) != (self.num_features, self.num_classes):
             raise AlignersInputError(f"weight has shape {tuple(weight.shape)}, config says "
-                                     f"({model.num_features}, {model.num_classes})",
-                                     path=str(folder.path))
+                                     f"({self.num_features}, {self.num_classes})", path=path)
         if not torch.isfinite(weight).all():
-            raise AlignersInputError("non-finite weights in model.safetensors",
-                                     path=str(folder.path))
-        model.weight = weight
-        return model
+            raise AlignersInputError("non-finite weights in model.safetensors", path=path)
+        self.weight = weight
