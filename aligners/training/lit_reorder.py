@@ -20,8 +20,8 @@ import torch
 from torch.utils.data import DataLoader
 
 from aligners.errors import AlignersInputError
-from aligners.models.reorder._common import error_rate
-from aligners.models.reorder.train import Fitting, build, settings
+from aligners.models.reorder._common import Fitting, error_rate, settings
+from aligners.models.reorder.train import build
 
 __all__ = ["LitReorderer", "fit_reorderer", "one_batch"]
 

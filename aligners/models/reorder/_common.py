@@ -1,16 +1,30 @@
-"""Shared helpers for the reordering models: CSR plumbing, and `Saved`, their one export
+"""Shared helpers for the reordering models: CSR plumbing, the one training loop (`Fitting`,
+`fit`: `aligners.models.reorder.train` and LitReorderer run it) and `Saved`, their one export
 through `aligners/export.py` (one model folder format for every family)."""
+
+import time
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
 from aligners.errors import AlignersInputError
+from aligners.models.reorder.config import (
+    SIGMA2,
+    DualConfig,
+    LexicalConfig,
+    NaiveBayesConfig,
+    PrimalConfig,
+)
 
 __all__ = [
     "LinearSoftmax",
     "csr_arrays",
     "sparse_matmul",
+    "DEFAULTS",
+    "settings",
+    "Fitting",
+    "fit",
     "Saved",
     "error_rate",
 ]
@@ -56,6 +70,68 @@ def error_rate(log_proba: torch.Tensor, labels) -> float:
     if len(labels) == 0:
         return float("nan")
     return float((log_proba.argmax(dim=1) != labels).double().mean())
+
+
+DEFAULTS = {"smoothing": LexicalConfig.smoothing, "alpha": NaiveBayesConfig.alpha,
+            "inference": NaiveBayesConfig.inference, "sigma2": SIGMA2, "lr": PrimalConfig.lr,
+            "eps": DualConfig.eps, "init_eps": DualConfig.init_eps,
+            "max_trial": DualConfig.max_trial, "reset_step": DualConfig.reset_step,
+            "step": DualConfig.step, "step_growth": DualConfig.step_growth}
+
+
+def settings(**hp) -> dict:
+    """`hp` over `DEFAULTS`, each value of its default's type; an unknown name:
+    AlignersInputError."""
+    unknown = sorted(set(hp) - set(DEFAULTS))
+    if unknown:
+        raise AlignersInputError(f"unknown reordering settings {unknown}")
+    return {k: type(v)(hp.get(k, v)) for k, v in DEFAULTS.items()}
+
+
+class Fitting:
+    """`model` trained one epoch at a time with the settings `hp` and `generator` (the SGD /
+    EG order): a counting model (no `begin_fit`: lexical, naive Bayes) in one pass, the
+    MaxEnt models by their `begin_fit(X, y, **hp)` / `fit_epoch(state, generator, **hp)`.
+    `done`: nothing is left to train; `seconds`: the time spent in the model's own code."""
+
+    def __init__(self, model, *, generator, **hp):
+        self.model, self.generator, self.hp = model, generator, settings(**hp)
+        self.counts = not hasattr(model, "begin_fit")
+        self.state: dict | None = None
+        self.done = False
+        self._count_seconds = 0.0
+
+    @property
+    def seconds(self) -> float:
+        if self.counts:
+            return self._count_seconds
+        return self.model.setup_seconds + sum(h["seconds"] for h in self.model.history)
+
+    def epoch(self, X, y) -> dict | None:
+        """One epoch on (X, y) (the same batch every epoch); its record (`seconds`, and the
+        model's own history entry), or None when there was nothing to do."""
+        m = self.model
+        if self.counts:
+            start = time.perf_counter()
+            m.fit(X, y)
+            self._count_seconds = time.perf_counter() - start
+            self.done = True
+            return {"seconds": self._count_seconds}
+        if self.state is None:
+            self.state = m.begin_fit(X, y, **self.hp)
+        rec = m.fit_epoch(self.state, generator=self.generator, **self.hp)
+        self.done = rec is None or self.state.get("done", False)
+        return rec
+
+
+def fit(model, X, y, *, epochs: int, generator, **hp):
+    """`model` trained on (X, y) for at most `epochs` epochs (`Fitting`); returns it."""
+    fitting = Fitting(model, generator=generator, **hp)
+    for _ in range(epochs):
+        fitting.epoch(X, y)
+        if fitting.done:
+            break
+    return model
 
 
 class Saved:
