@@ -198,17 +198,22 @@ def read_model(folder: str | Path, *, kind: str | None = None) -> ModelFolder:
     return ModelFolder(path=path, kind=config["kind"], config=config, tensors=tensors)
 
 
-def load(path: str | Path):
+def load(path: str | Path, *, verb: str | None = None):
     """A ready model for inference from a model folder, whatever its family.
 
     Dispatches on the folder's `kind` to its family's loader (`aligners.families.by_kind`);
-    raises AlignersInputError for an unknown kind or a bad folder.
+    `verb` (e.g. "reorder"): the family must be one that verb applies. Raises
+    AlignersInputError for an unknown kind, a kind of another verb or a bad folder.
     """
-    from aligners.families import by_kind
+    from aligners.families import by_kind, families
 
     folder = read_model(path)
     try:
         fam = by_kind(folder.kind)
     except AlignersInputError as err:
         raise AlignersInputError(err.reason, path=str(folder.path)) from None
+    if verb is not None and fam.verb != verb:
+        kinds = sorted(k for f in families(verb) for k in f.all_kinds)
+        raise AlignersInputError(f"model kind {folder.kind!r} is not for `aligners {verb}` "
+                                 f"(expected one of {kinds})", path=str(folder.path))
     return fam.load(folder)

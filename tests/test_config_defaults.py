@@ -243,19 +243,24 @@ def test_cli_defaults_come_from_the_dataclasses(path):
 def test_one_sigma2_and_the_model_classes_use_the_dataclass_defaults():
     from aligners.models.lclr.model import train_lclr
     from aligners.models.reorder import DualMLR, LexicalReordering, NaiveBayes, PrimalMLR
-    from aligners.training.lit_reorder import LitReorderer
+    from aligners.models.reorder._common import settings
 
-    assert PrimalConfig.sigma2 == DualConfig.sigma2  # one --sigma2, one LitReorderer default
+    assert PrimalConfig.sigma2 == DualConfig.sigma2  # one --sigma2, one trainer default
 
     def defaults(fn):
         return {k: p.default for k, p in inspect.signature(fn).parameters.items()
                 if p.default is not inspect.Parameter.empty}
 
     dual = DualConfig()
-    assert defaults(DualMLR.fit).items() >= {
-        "eps": dual.eps, "max_iter": dual.max_iter, "init_eps": dual.init_eps,
-        "max_trial": dual.max_trial, "reset_step": dual.reset_step, "step": dual.step,
-        "step_growth": dual.step_growth}.items()
+    # the one trainer's settings (aligners reorder train, LitReorderer, Dual/PrimalMLR.fit)
+    assert settings().items() >= {
+        "eps": dual.eps, "init_eps": dual.init_eps, "max_trial": dual.max_trial,
+        "reset_step": dual.reset_step, "step": dual.step, "step_growth": dual.step_growth,
+        "sigma2": dual.sigma2}.items()
+    assert defaults(DualMLR.fit)["max_iter"] == dual.max_iter
+    assert defaults(DualMLR.fit_epoch).items() >= {
+        "eps": dual.eps, "max_trial": dual.max_trial, "reset_step": dual.reset_step,
+        "step": dual.step, "step_growth": dual.step_growth}.items()
     assert defaults(DualMLR.__init__)["sigma2"] == dual.sigma2
     primal = PrimalConfig()
     assert defaults(PrimalMLR.__init__)["sigma2"] == primal.sigma2
@@ -264,8 +269,8 @@ def test_one_sigma2_and_the_model_classes_use_the_dataclass_defaults():
     assert defaults(NaiveBayes.__init__).items() >= {"alpha": nb.alpha,
                                                      "inference": nb.inference}.items()
     assert defaults(LexicalReordering.__init__)["smoothing"] == LexicalConfig().smoothing
-    lit = defaults(LitReorderer.__init__)
-    assert (lit["sigma2"], lit["lr"], lit["eps"], lit["alpha"], lit["smoothing"]) == (
+    s = settings()
+    assert (s["sigma2"], s["lr"], s["eps"], s["alpha"], s["smoothing"]) == (
         primal.sigma2, primal.lr, dual.eps, nb.alpha, LexicalConfig().smoothing)
     lclr = LCLRConfig(task="paraphrase")
     assert defaults(train_lclr).items() >= {"tol": lclr.tol, "max_outer": lclr.max_outer,

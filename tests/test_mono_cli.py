@@ -2,13 +2,14 @@
 (exit 2); BOM, CRLF and lone CR do not change tokens or line numbering; a t2s model flips
 links and blocks; the command (and `aligners --help`) import no Lightning / no torch."""
 
+import argparse
 from pathlib import Path
 
 import pytest
 import torch
 
 from aligners.cli import main
-from aligners.commands.monoalign import _read
+from aligners.commands.monoalign import _read_pairs
 from aligners.models.mono.aligner import MonoAligner
 from aligners.models.mono.semicrf import PhraseCRFAligner
 
@@ -179,6 +180,10 @@ def test_bad_lines_name_file_and_line(tmp_path, model_path, capsys):
         f.write_text(text, encoding="utf-8")
         rc, _, err = _run(capsys, "--model", model_path, "--input", f)
         _one_line_error(rc, err, f"{f}:{line}")
+
+
+def _read(path: str):
+    return _read_pairs(argparse.Namespace(input=path, source=None, target=None))
 
 
 def test_bom_crlf_and_lone_cr(tmp_path, model_path, capsys):

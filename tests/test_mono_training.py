@@ -151,7 +151,8 @@ def test_trainer_config_decides_the_device(tmp_path, trainer):
 
     from aligners.data.types import AlignedPair, Alignment
     from aligners.models.mono.aligner import chunks, featurise
-    from aligners.training.mono import LitMonoAligner, _trainer
+    from aligners.training.mono import LitMonoAligner
+    from aligners.training.trainer import build_trainer
 
     seen = []
 
@@ -170,7 +171,7 @@ def test_trainer_config_decides_the_device(tmp_path, trainer):
                          n_pairs=1)
     batches, _ = chunks(featurise(pairs, lit.model), max_tgt_len=1, batch_size=8)
     loader = torch.utils.data.DataLoader([batches], batch_size=None, collate_fn=lambda x: x)
-    tr = _trainer(cfg, epochs=1, direction="s2t", n_directions=1, steps_per_epoch=1)
+    tr = build_trainer(cfg, max_epochs=1, limit_val_batches=0, log_every_n_steps=1)
     tr.callbacks.append(Record())
     tr.fit(lit, loader)
     want = "cuda" if trainer == "gpu" else "cpu"

@@ -11,9 +11,9 @@ from omegaconf import OmegaConf
 
 import aligners
 from aligners.errors import AlignersInputError
-from aligners.export import write_model
+from aligners.export import load, write_model
 from aligners.features.reorder import csr_to_torch
-from aligners.models.reorder import DualMLR, NaiveBayes, PrimalMLR, Reorderer, load_reorderer
+from aligners.models.reorder import DualMLR, NaiveBayes, PrimalMLR, Reorderer
 from aligners.training.lit_reorder import LitReorderer, fit_reorderer
 
 
@@ -109,12 +109,11 @@ def test_aligners_load_returns_a_ready_reorderer(tmp_path):
     assert isinstance(r, Reorderer) and r.max_length == 3 and r.lowercase
     assert r.featurizer is not None and not r.featurizer.context
     torch.testing.assert_close(r.model.counts, model.counts.float().double())
-    # a file inside the folder works too; another family's kind is refused by name
-    assert isinstance(load_reorderer(tmp_path / "nb" / "config.json"), Reorderer)
-    write_model(tmp_path / "other", kind="word_hmm", tensors={"w": torch.zeros(1)},
-                config={})
-    with pytest.raises(AlignersInputError, match="not a reordering model"):
-        load_reorderer(tmp_path / "other")
+    # the reorder verb refuses another family's kind by name
+    assert isinstance(load(tmp_path / "nb", verb="reorder"), Reorderer)
+    write_model(tmp_path / "other", kind="lclr", tensors={"w": torch.zeros(1)}, config={})
+    with pytest.raises(AlignersInputError, match="not for `aligners reorder`"):
+        load(tmp_path / "other", verb="reorder")
     (tmp_path / "nb" / "model.safetensors").write_bytes(b"garbage")
     with pytest.raises(AlignersInputError, match="safetensors"):
         aligners.load(tmp_path / "nb")

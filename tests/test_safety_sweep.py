@@ -85,7 +85,7 @@ CASES = [
     C("evaluate-stdout-full", ("evaluate", "--gold", "gold.pharaoh", "--test", "fwd.align"),
       stdout="/dev/full", needle="stdout"),
     C("classify-model-of-another-kind", ("classify", "--model", "phrase", "--input", "pairs.tsv"),
-      needle="expected 'lclr'"),
+      needle="not for `aligners classify`"),
     C("classify-blank-line", ("classify", "--model", "lclr_model", "--input", "blank.tsv"),
       needle="blank.tsv:2: expected 'text1<TAB>text2'"),
     C("show-stdout-full", ("show", "-s", "c.en", "-t", "c.fr", "-a", "c.align"),

@@ -53,11 +53,10 @@ def read_pairs(path: str) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aligners.export import read_model
-    from aligners.models.lclr import load_lclr
+    from aligners.export import load
 
     pairs = read_pairs(args.input)  # bad input fails before the model is loaded
-    clf = load_lclr(read_model(args.model, kind="lclr"))
+    clf = load(args.model, verb="classify")
     if args.task is not None and args.task != clf.task.name:
         raise AlignersInputError(f"the model is for task {clf.task.name!r}, not {args.task!r}",
                                  path=args.model)

@@ -84,42 +84,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="torch device that decodes (cpu, cuda, cuda:1; default cpu)")
 
 
-def _read(path: str):
-    """Pairs of `path` (`-` = stdin) via `aligners.data.parallel.read_parallel`: UTF-8 with
-    a leading BOM stripped, LF or CRLF line ends; bad bytes, a missing file, a line without
-    one ` ||| ` or an empty side raise `AlignersInputError` (file, 1-based line)."""
-    from aligners.data.parallel import read_parallel
-    from aligners.data.types import AlignedPair
-    if path.endswith(".json"):
-        from aligners.data.jacana import read_jacana_json
-        return [AlignedPair(p.src, p.tgt) for p in read_jacana_json(path)]
-    name = "<stdin>" if path == "-" else path
-    pairs = []
-    for n, (src, tgt) in enumerate(read_parallel(path), 1):
-        if not src or not tgt:
-            raise AlignersInputError(
-                "expected 'source tokens ||| target tokens' (a side is empty)", path=name, line=n)
-        pairs.append(AlignedPair(tuple(src), tuple(tgt)))
-    return pairs
-
-
 def _read_pairs(args: argparse.Namespace):
-    """Pairs from `-i FILE` (`src ||| tgt`, default stdin) or from `-s SRC -t TGT` (two
-    line-aligned files, as `aligners align`); an empty side is an error naming file:line."""
-    if args.source is None and args.target is None:
-        return _read(args.input or "-")
-    if args.input is not None:
-        raise AlignersInputError("give either -i or -s/-t, not both")
-    if args.source is None or args.target is None:
-        raise AlignersInputError("give both -s SRC and -t TGT (or -i FILE with 'src ||| tgt')")
+    """Pairs from `-i FILE` (`src ||| tgt` lines or a jacana .json; default stdin) or from
+    `-s SRC -t TGT` (two line-aligned files, as `aligners align`), through
+    `aligners.data.parallel.read_parallel`: UTF-8 with a leading BOM stripped, LF or CRLF line
+    ends; bad bytes, a missing file, a line without one ` ||| ` or an empty side raise
+    `AlignersInputError` (file, 1-based line)."""
     from aligners.data.parallel import read_parallel
     from aligners.data.types import AlignedPair
 
+    if args.source is None and args.target is None:
+        path = args.input or "-"
+        if path.endswith(".json"):
+            from aligners.data.jacana import read_jacana_json
+            return [AlignedPair(p.src, p.tgt) for p in read_jacana_json(path)]
+        files, what = (path,), "'source tokens ||| target tokens'"
+        where = lambda src: "<stdin>" if path == "-" else path  # noqa: E731
+    elif args.input is not None:
+        raise AlignersInputError("give either -i or -s/-t, not both")
+    elif args.source is None or args.target is None:
+        raise AlignersInputError("give both -s SRC and -t TGT (or -i FILE with 'src ||| tgt')")
+    else:
+        files, what = (args.source, args.target), "a sentence on both sides"
+        where = lambda src: args.source if not src else args.target  # noqa: E731
     pairs = []
-    for n, (src, tgt) in enumerate(read_parallel(args.source, args.target), 1):
+    for n, (src, tgt) in enumerate(read_parallel(*files), 1):
         if not src or not tgt:
-            raise AlignersInputError("expected a sentence on both sides (a side is empty)",
-                                     path=args.source if not src else args.target, line=n)
+            raise AlignersInputError(f"expected {what} (a side is empty)", path=where(src),
+                                     line=n)
         pairs.append(AlignedPair(tuple(src), tuple(tgt)))
     return pairs
 

@@ -196,13 +196,7 @@ def _train(args) -> int:
         fit_feature_vocab,
         to_csr,
     )
-    from aligners.models.reorder import (
-        DualMLR,
-        LexicalReordering,
-        NaiveBayes,
-        PrimalMLR,
-        mutual_information,
-    )
+    from aligners.models.reorder import mutual_information, train
 
     if args.moses_table and "-" in (args.src, args.tgt, args.align):
         raise AlignersInputError("--moses-table reads the corpus twice: give files, not '-'")
@@ -213,54 +207,45 @@ def _train(args) -> int:
                            mode=args.orientation, direction=args.direction)
     if len(raw) == 0:
         raise AlignersInputError("no phrase pairs extracted (empty corpus or no links)")
-    meta = {"extract": {"max_length": args.max_length, "orientation": args.orientation,
-                        "direction": args.direction, "lowercase": args.lowercase}}
-    if args.model == "lexical":
-        lex = LexicalReordering().fit(raw.keys, raw.labels)
+    meta = dict(max_length=args.max_length, orientation=args.orientation,
+                direction=args.direction, lowercase=args.lowercase)
+    name = {"nb": "naive_bayes"}.get(args.model, args.model)
+    hp = {"alpha": args.alpha, "inference": args.inference, "sigma2": args.sigma2,
+          "lr": args.lr, "eps": args.eps}
+    gen = torch.Generator().manual_seed(args.seed)
+    epochs = {"primal": args.epochs, "dual": args.max_iter}.get(name, 1)
+    if name == "lexical":
+        lex = train.fit(train.build(name, **hp), raw.keys, raw.labels, epochs=1, generator=gen)
         if args.moses_table:
-            from aligners.features.reorder import iter_phrase_strings
-            from aligners.outputs import open_output
-
-            with open_output(args.moses_table, flag="--moses-table") as table:
-                lex.write_moses_table(table, iter_phrase_strings(
-                    _corpus(args), max_length=args.max_length, mode=args.orientation))
-        _save(lex, out, meta=meta)  # atomic: no partial or empty model folder
+            _moses_table(args, lex)
+        train.save(lex, out, meta=train.meta(**meta))  # atomic: no partial or empty folder
         print(f"aligners reorder train: lexical table of {len(lex.keys)} pairs -> {out}",
               file=sys.stderr)
         return 0
     rows = np.arange(len(raw))
     vocab = fit_feature_vocab(raw, rows, min_count=args.min_count)
-    X = csr_to_torch(to_csr(raw, rows, vocab))
-    y = raw.labels
-    F = len(vocab)
-    gen = torch.Generator().manual_seed(args.seed)
-    if args.model == "nb":
-        keep = np.arange(F)
-        if args.mi_remove > 0:
-            order = np.argsort(mutual_information(X, y, num_classes=3).numpy(), kind="stable")
-            keep = np.sort(order[int(round(args.mi_remove * F)):])
-        model = NaiveBayes(num_features=F, alpha=args.alpha, inference=args.inference).fit(X, y)
-        model = model.select(keep)
-        vocab = vocab[keep]
-    elif args.model == "primal":
-        model = PrimalMLR(num_features=F, sigma2=args.sigma2).fit(
-            X, y, epochs=args.epochs, lr=args.lr, generator=gen)
-    else:
-        model = DualMLR(num_features=F, sigma2=args.sigma2).fit(
-            X, y, eps=args.eps, max_iter=args.max_iter, step=1.0, generator=gen)
-    meta["features"] = {"min_count": args.min_count, "context": True}
-    _save(model, out, meta=meta, features=feat.describe(vocab))
+    X, y = csr_to_torch(to_csr(raw, rows, vocab)), raw.labels
+    model = train.fit(train.build(name, num_features=len(vocab), **hp), X, y, epochs=epochs,
+                      generator=gen, **hp)
+    if name == "naive_bayes" and args.mi_remove > 0:  # the lowest-MI features removed
+        order = np.argsort(mutual_information(X, y, num_classes=3).numpy(), kind="stable")
+        keep = np.sort(order[int(round(args.mi_remove * len(vocab))):])
+        model, vocab = model.select(keep), vocab[keep]
+    train.save(model, out, meta=train.meta(**meta, min_count=args.min_count),
+               features=feat.describe(vocab))
     print(f"aligners reorder train: {args.model} on {len(y)} phrase pairs, {len(vocab)} "
           f"features -> {out}", file=sys.stderr)
     return 0
 
 
-def _save(model, out: Path, **kw) -> None:
-    try:
-        model.save(out, **kw)  # aligners/export.py: atomic, never a partial folder
-    except OSError as err:
-        raise AlignersInputError(f"cannot write the model folder: {err.strerror or err}",
-                                 path=str(out)) from None
+def _moses_table(args, lex) -> None:
+    """The lexical table in Moses' reordering-table format (a second pass over the corpus)."""
+    from aligners.features.reorder import iter_phrase_strings
+    from aligners.outputs import open_output
+
+    with open_output(args.moses_table, flag="--moses-table") as table:
+        lex.write_moses_table(table, iter_phrase_strings(
+            _corpus(args), max_length=args.max_length, mode=args.orientation))
 
 
 def _chunks(it, size: int):
@@ -277,11 +262,11 @@ def _chunks(it, size: int):
 def _predict(args) -> int:
     import torch
 
-    from aligners.models.reorder import load_reorderer
+    from aligners.export import load
     from aligners.phrases import ORIENTATIONS, iter_extract
 
     model_dir = Path(args.model)
-    reorderer = load_reorderer(model_dir)  # AlignersInputError when missing/corrupt/not ours
+    reorderer = load(model_dir, verb="reorder")  # AlignersInputError: missing/corrupt/not ours
     max_length, mode = reorderer.max_length, reorderer.mode
     direction = reorderer.direction
     # featurise as in training (the keys/features are case-exact)

@@ -27,7 +27,7 @@ from aligners.models.lclr import make_task, save_lclr
 from aligners.models.lclr.config import lclr_settings
 from aligners.models.lclr.model import fixed_structure_features, train_lclr, train_two_stage
 
-__all__ = ["run_pairs", "load_pairs", "cv_splits", "summary", "table"]
+__all__ = ["run_pairs", "load_pairs", "two_stage", "lclr", "cv_splits", "summary", "table"]
 
 
 def load_pairs(cfg: DictConfig, split: str, loader) -> tuple[list[tuple[str, str]], list[int]]:
@@ -52,22 +52,19 @@ def _graphs(cfg, pairs, split, log, split_on: bool):
     return {t: merge_graphs([by[s] for s in parts[t]]) for t in texts}
 
 
-def _accuracy(clf, insts, labels, timings=None) -> float:
-    """Accuracy; `timings` gets (wall, CPU) seconds per scored pair."""
-    right = 0
-    for x, y in zip(insts, labels, strict=True):
-        t0, c0 = time.perf_counter(), time.process_time()
-        s = clf.score(x)
-        if timings is not None:
-            timings.append((time.perf_counter() - t0, time.process_time() - c0))
-        right += int((s >= 0) == bool(y))
+def _accuracy(clf, insts, labels) -> float:
+    """The fraction of `insts` whose sign of `clf.score` matches its label."""
+    right = sum(int((clf.score(x) >= 0) == bool(y)) for x, y in zip(insts, labels, strict=True))
     return right / max(1, len(labels))
 
 
-def _two_stage(task, insts, labels, C, m, seed, fixed):
+def two_stage(task, insts, labels, C, m, seed, fixed, align=None):
+    """The two-stage system on `fixed` structures, its stage-one weights `align` (default:
+    the task's heuristic) and LCLRConfig `m`'s solver settings; both LCLR runners use it."""
     F = len(task.features)
-    return train_two_stage(task, insts, labels, align_weights=task.heuristic_weights()[:F],
-                           num_features=F, C=C, tol=float(m.dcd_tol), seed=seed, fixed=fixed)
+    align = task.heuristic_weights()[:F] if align is None else align
+    return train_two_stage(task, insts, labels, align_weights=align, num_features=F, C=C,
+                           tol=float(m.dcd_tol), seed=seed, fixed=fixed)
 
 
 def cv_splits(n: int, folds: int, repeats: int, seed: int) -> list[tuple[np.ndarray, ...]]:
@@ -81,7 +78,8 @@ def cv_splits(n: int, folds: int, repeats: int, seed: int) -> list[tuple[np.ndar
     return out
 
 
-def _train_lclr(task, insts, labels, C, m, seed, w0, log=None):
+def lclr(task, insts, labels, C, m, seed, w0, log=None):
+    """LCLR from `w0` with LCLRConfig `m`'s settings; both LCLR runners use it."""
     return train_lclr(task, insts, labels, w0=w0, num_features=len(task.features), C=C,
                       tol=float(m.tol), max_outer=int(m.max_outer),
                       max_cutting=int(m.max_cutting), dcd_tol=float(m.dcd_tol), seed=seed,
@@ -97,9 +95,9 @@ def _cv(task, insts, labels, grid, splits, m, seed, system, log, fixed):
         accs = []
         for tr, te in splits:
             sub, suby = [insts[k] for k in tr], [labels[k] for k in tr]
-            clf = _two_stage(task, sub, suby, float(C), m, seed, [fixed[k] for k in tr])
+            clf = two_stage(task, sub, suby, float(C), m, seed, [fixed[k] for k in tr])
             if system == "lclr":
-                clf, _ = _train_lclr(task, sub, suby, float(C), m, seed, clf.weights)
+                clf, _ = lclr(task, sub, suby, float(C), m, seed, clf.weights)
                 accs.append(_accuracy(clf, [insts[k] for k in te], [labels[k] for k in te]))
             else:
                 w = clf.weights
@@ -148,12 +146,12 @@ def _one_seed(task, data, fixed, m, seed, log):
         if m.lclr_cv:
             C_lclr, _ = _cv(task, train, train_y, grid, splits, m, seed, "lclr", log, fixed)
     t0 = time.perf_counter()
-    two = _two_stage(task, train, train_y, C_two, m, seed, fixed)
+    two = two_stage(task, train, train_y, C_two, m, seed, fixed)
     two_s = time.perf_counter() - t0
-    w0 = two.weights if C_lclr == C_two else _two_stage(task, train, train_y, C_lclr, m,
+    w0 = two.weights if C_lclr == C_two else two_stage(task, train, train_y, C_lclr, m,
                                                         seed, fixed).weights
     t0, c0 = time.perf_counter(), time.process_time()
-    joint, hist = _train_lclr(task, train, train_y, C_lclr, m, seed, w0, log)
+    joint, hist = lclr(task, train, train_y, C_lclr, m, seed, w0, log)
     row = {"two_stage_C": C_two, "lclr_C": C_lclr, "two_stage_seconds": two_s,
            "lclr_seconds": time.perf_counter() - t0,
            "lclr_cpu_seconds": time.process_time() - c0,

@@ -52,17 +52,19 @@ class GoldData:
                                         "lenient": Rule("bool")}
 
 
-def flatten_numbers(tree: dict, prefix: str = "") -> dict[str, float]:
-    """`{"micro": {"aer": x}}` -> `{"micro.aer": x}`: the finite numbers of a nested report."""
+def flatten_numbers(tree: dict, prefix: str = "", *, sep: str = ".",
+                    finite: bool = True) -> dict[str, float]:
+    """`{"micro": {"aer": x}}` -> `{"micro.aer": x}` (names joined by `sep`): the numbers of a
+    nested report (bools never; only the finite ones with `finite`)."""
     import math
 
     out: dict[str, float] = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            out.update(flatten_numbers(value, prefix=f"{name}."))
+            out.update(flatten_numbers(value, f"{name}{sep}", sep=sep, finite=finite))
         elif isinstance(value, int | float) and not isinstance(value, bool) \
-                and math.isfinite(value):
+                and (math.isfinite(value) or not finite):
             out[name] = value
     return out
 

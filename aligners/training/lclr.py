@@ -29,7 +29,8 @@ from aligners.errors import AlignersInputError
 from aligners.metrics import write_metrics_json
 from aligners.models.lclr import make_task, save_lclr
 from aligners.models.lclr.config import lclr_settings
-from aligners.models.lclr.model import fixed_structure_features, train_lclr, train_two_stage
+from aligners.models.lclr.model import fixed_structure_features
+from aligners.training._lclr_pairs import lclr, run_pairs, two_stage
 
 __all__ = ["KINDS", "translit_protocol", "translit_distractors",
            "fit_transliteration", "cross_validate", "train", "evaluate"]
@@ -111,13 +112,8 @@ def fit_transliteration(pairs, labels, *, C: float, mcfg, seed: int, log=None,
     """Two-stage and LCLR classifiers for (pairs, labels) with one C; returns both + history.
     `prepared`: `_prepare(pairs, mcfg)`'s result, reused across C values."""
     task, insts, align, fixed = prepared if prepared is not None else _prepare(pairs, mcfg)
-    F = len(task.features)
-    two = train_two_stage(task, insts, labels, align_weights=align, num_features=F, C=C,
-                          tol=float(mcfg.dcd_tol), seed=seed, fixed=fixed)
-    joint, hist = train_lclr(task, insts, labels, w0=two.weights, num_features=F, C=C,
-                             tol=float(mcfg.tol), max_outer=int(mcfg.max_outer),
-                             max_cutting=int(mcfg.max_cutting), dcd_tol=float(mcfg.dcd_tol),
-                             seed=seed, log=log)
+    two = two_stage(task, insts, labels, C, mcfg, seed, fixed, align)
+    joint, hist = lclr(task, insts, labels, C, mcfg, seed, two.weights, log)
     return two, joint, hist
 
 
@@ -226,13 +222,8 @@ def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
     return metrics
 
 
-def _labeled(cfg: DictConfig, split: str) -> list:
-    return _load(cfg, split)
-
-
 def _pairs(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
-    from aligners.training._lclr_pairs import run_pairs
-    return run_pairs(cfg, out, _labeled)
+    return run_pairs(cfg, out, _load)
 
 
 RUNNERS = {"transliteration": _transliteration, "paraphrase": _pairs, "entailment": _pairs}

@@ -12,6 +12,7 @@ import torch
 
 from aligners.metrics import evaluate_alignments
 from aligners.models.mono.aligner import build_model, predict
+from aligners.training.baseline import flatten_numbers
 
 __all__ = ["LitMonoAligner", "flatten_report"]
 
@@ -120,13 +121,7 @@ class LitMonoAligner(pl.LightningModule):
         return torch.optim.Adam(self.model.parameters(), lr=hp.lr)
 
 
-def flatten_report(report: dict, prefix: str = "") -> dict[str, float]:
+def flatten_report(report: dict) -> dict[str, float]:
     """`EvaluationReport.to_dict()` -> flat `{"micro/f1": ..., "breakdown/token/macro/f1":
     ...}` (numbers only), one row of metrics.json."""
-    out = {}
-    for k, v in report.items():
-        if isinstance(v, dict):
-            out.update(flatten_report(v, f"{prefix}{k}/"))
-        elif isinstance(v, int | float) and not isinstance(v, bool):
-            out[f"{prefix}{k}"] = v
-    return out
+    return flatten_numbers(report, sep="/", finite=False)

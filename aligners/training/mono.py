@@ -3,9 +3,10 @@
 `python train.py experiment=yao2013_msr06_phrase` featurises the training pairs (the registry
 dataset `cfg.data.name`'s train split, or the user's own annotated file `data.train_path=`),
 fits one model per direction in `cfg.training.directions` with softmax-margin + L2 (L-BFGS full
-batch as the paper, or Adam) under a Lightning `Trainer` built from `cfg.trainer`, `cfg.logger`
-and `cfg.callbacks`, saves ONE model folder `<run>/model` (`aligners.export`, both directions),
-the learnt weights by name in `<run>/weights.json`, decodes the evaluation splits (test split
+batch as the paper, or Adam) under the one Trainer builder (`aligners.training.trainer`:
+`cfg.trainer`, `cfg.logger`, `cfg.callbacks`), saves ONE model folder `<run>/model`
+(`aligners.export`, both directions), the learnt weights by name in `<run>/weights.json`,
+decodes the evaluation splits (test split
 or `data.test_path`; `data.dev_path` / `data.dev_holdout` add a dev split) in each direction
 and their union (and `model.combine`'s combination of the two, e.g. grow-diag, when set),
 writes the predictions as Pharaoh files and `<run>/metrics.json`
@@ -18,9 +19,7 @@ this module.
 from __future__ import annotations
 
 import json
-import logging
 import time
-import warnings
 from pathlib import Path
 
 import pytorch_lightning as pl
@@ -45,6 +44,7 @@ from aligners.models.mono.config import NEURAL_KEYS
 from aligners.models.mono.ensemble import MonoEnsemble
 from aligners.training.lit_mono import LitMonoAligner, flatten_report
 from aligners.training.mono_config import check_cfg, member_cfgs, settings
+from aligners.training.trainer import build_trainer
 
 __all__ = ["KINDS", "ENSEMBLES", "NEURAL_KEYS", "LitMonoAligner", "train", "evaluate",
            "flatten_report", "add_nonident_cost"]
@@ -52,42 +52,6 @@ __all__ = ["KINDS", "ENSEMBLES", "NEURAL_KEYS", "LitMonoAligner", "train", "eval
 KINDS = ("mono-token-crf", "mono-phrase-crf", "mono-neural-crf",  # what evaluate() loads
          "mono-ensemble")
 ENSEMBLES = True  # ckpt_path=[A, B, ...]: evaluate the ensemble of saved models
-
-
-def _quiet_lightning() -> None:
-    """Silence precisely what Lightning says on every run and that does not apply here: the
-    single-worker DataLoader hint (batches are pre-built tensors, nothing to load), the
-    litmodels upload tip, the GPU/TPU availability banner (the trainer config says where
-    the run goes) and a deprecation inside Lightning itself. Everything else (real
-    warnings, errors) still shows."""
-    warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
-    warnings.filterwarnings("ignore", message=r".*litmodels.*")
-    # Lightning's own pytree helper calls an API this torch deprecates (not our code)
-    warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
-    for name in ("pytorch_lightning.utilities.rank_zero", "lightning.pytorch.utilities.rank_zero",
-                 "lightning_fabric.utilities.rank_zero"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-
-def _trainer(cfg: DictConfig, *, epochs: int, direction: str, n_directions: int,
-             steps_per_epoch: int) -> pl.Trainer:
-    """`cfg.trainer` with `cfg.logger` and `cfg.callbacks` (as the word task), max_epochs =
-    training.epochs; with two directions each checkpoint callback writes to a subfolder."""
-    from hydra.utils import instantiate
-
-    callbacks = []
-    for c in (cfg.get("callbacks") or {}).values():
-        extra = {}
-        if n_directions > 1 and c.get("dirpath"):
-            extra["dirpath"] = str(Path(c.dirpath) / direction)
-        callbacks.append(instantiate(c, **extra))
-    logger = instantiate(cfg.logger) if cfg.get("logger") else False
-    # L-BFGS takes one (full-batch) step per epoch: a logging interval longer than an epoch
-    # would log nothing (and Lightning warns about it), so cap it at the epoch length
-    every = max(1, min(int(cfg.trainer.get("log_every_n_steps", 50)), steps_per_epoch))
-    return instantiate(cfg.trainer, max_epochs=int(epochs), callbacks=callbacks, logger=logger,
-                       num_sanity_val_steps=0, limit_val_batches=0, log_every_n_steps=every,
-                       enable_model_summary=False)
 
 
 def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_directions=1,
@@ -118,8 +82,13 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_
         lit.hparams.total_steps = len(data) * int(t.epochs)
     loader = torch.utils.data.DataLoader(data, batch_size=None, collate_fn=_identity,
                                          shuffle=t.optimizer != "lbfgs")
-    trainer = _trainer(cfg, epochs=t.epochs, direction=direction, n_directions=n_directions,
-                       steps_per_epoch=len(data))
+    # L-BFGS takes one (full-batch) step per epoch: a logging interval longer than an epoch
+    # would log nothing (and Lightning warns about it), so cap it at the epoch length
+    every = max(1, min(int(cfg.trainer.get("log_every_n_steps", 50)), len(data)))
+    trainer = build_trainer(cfg, max_epochs=t.epochs,  # two directions: checkpoints apart
+                            subdir=direction if n_directions > 1 else None,
+                            limit_val_batches=0, log_every_n_steps=every,
+                            enable_model_summary=False)
     t0 = time.time()
     trainer.fit(lit, loader)
     fit_s = time.time() - t0
@@ -315,7 +284,6 @@ def train(cfg: DictConfig) -> dict:
     m, t, _ = check_cfg(cfg)
     configs = member_cfgs(cfg)
     check_combine(m.combine or "none", t.directions)
-    _quiet_lightning()
     torch.set_num_threads(int(t.threads))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """One place that silences what Lightning and torch print on every normal run and that does
 not apply to this project (issue 12 item 15). `aligners.run` calls `quiet_runs()` before any
-task runs, so every runner (word, mono, reorder, baseline) gets the same rules.
+task runs and `aligners.training.trainer.build_trainer` before any Trainer is built, so every
+runner (word, mono, reorder, baseline) gets the same rules; nothing else filters warnings.
 
 Silenced, each by its exact message:
 - Lightning's banners and tips on the `rank_zero` loggers ("GPU available: ...", "TPU

@@ -19,6 +19,7 @@ import json
 import os
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,7 @@ from aligners.features.reorder import (
 from aligners.metrics import write_metrics_json
 from aligners.models.reorder import NaiveBayes
 from aligners.models.reorder import mutual_information as mi_scores
+from aligners.models.reorder import train as reorder_train
 from aligners.models.reorder._common import error_rate
 from aligners.models.reorder.config import ReorderConfig, ReorderData, ReorderRun
 from aligners.models.reorder.dual_mlr import warmup as dual_warmup
@@ -110,7 +112,7 @@ def train(cfg: DictConfig) -> dict:
     print(json.dumps(results["data"]), flush=True)
     m = rc.models
     if m.lexical:
-        f.lexical(raw.keys[rows[0]], raw.keys[rows[1]], dev_cut)
+        f.lexical(dev_cut)
     if m.naive_bayes:
         f.naive_bayes()
     if m.primal:
@@ -153,13 +155,14 @@ def _extract(cfg, d, run, x, featurizer, results):
 
 class _Fits:
     """The feature matrices of one run and the fit, export and scoring of each model kind
-    (through `LitReorderer`), recorded into `results["models"]`."""
+    (through `LitReorderer`, the family's one trainer), recorded into `results["models"]`."""
 
     def __init__(self, cfg, rc, d, run, raw, rows, featurizer, out_dir, results):
         start = time.perf_counter()
         vocab = fit_feature_vocab(raw, rows[0], min_count=int(rc.features.min_count))
         self.X_train = csr_to_torch(to_csr(raw, rows[0], vocab))
         self.X_test = csr_to_torch(to_csr(raw, rows[1], vocab))
+        self.keys = raw.keys[rows[0]], raw.keys[rows[1]]
         self.y_train, self.y_test = raw.labels[rows[0]], raw.labels[rows[1]]
         raw.codes = np.zeros(0, dtype=np.int64)  # free the flat codes (the CSR matrices stay)
         results["feature_seconds"] = time.perf_counter() - start
@@ -170,11 +173,10 @@ class _Fits:
         self.cfg, self.rc, self.d, self.run, self.results = cfg, rc, d, run, results
         self.out_dir, self.models_dir = out_dir, out_dir / "models"
         self.gen = torch.Generator().manual_seed(int(cfg.seed))
-        x = rc.extract
-        self.meta = {"extract": {"max_length": int(x.max_length), "orientation": str(x.mode),
-                                 "direction": str(x.direction), "lowercase": bool(d.lowercase)},
-                     "features": {"min_count": int(rc.features.min_count),
-                                  "context": bool(rc.features.context)}}
+        x, f = rc.extract, rc.features
+        self.meta = reorder_train.meta(max_length=x.max_length, orientation=x.mode,
+                                       direction=x.direction, lowercase=d.lowercase,
+                                       min_count=f.min_count, context=f.context)
 
     def summary(self) -> dict:
         y_train, y_test = self.y_train, self.y_test
@@ -188,86 +190,76 @@ class _Fits:
                 np.bincount(y_train, minlength=3).argmax()] / max(len(y_test), 1)),
         }
 
-    def fit(self, name, max_epochs, train_batch, val_batch=None, **hp):
+    def fit(self, label: str, kind: str, section, epochs: int = 1, track: bool = False, **over):
+        """Model `kind` with the settings of config `section` (and `over`) trained under
+        `cfg.trainer` for at most `epochs` epochs (`track`: the held-out error after each),
+        saved as models/<label>; returns (the LitReorderer, its folder)."""
         from aligners.training.lit_reorder import LitReorderer, fit_reorderer
 
-        lit = LitReorderer(generator=self.gen, seed=int(self.cfg.seed), **hp)
-        fit_reorderer(lit, train_batch, cfg=self.cfg, name=name, max_epochs=max_epochs,
-                      val_batch=val_batch, progress=bool(self.run.progress))
-        return lit
+        hp = {k: v for k, v in asdict(section).items() if k in reorder_train.DEFAULTS}
+        lexical = kind == "lexical"
+        train, test = self.keys if lexical else (self.X_train, self.X_test)
+        lit = LitReorderer(model=kind, num_features=0 if lexical else self.F,
+                           generator=self.gen, seed=int(self.cfg.seed), **{**hp, **over})
+        fit_reorderer(lit, (train, self.y_train), cfg=self.cfg, name=label, max_epochs=epochs,
+                      val_batch=(test, self.y_test) if track else None,
+                      progress=bool(self.run.progress))
+        path = self.models_dir / label
+        lit.model.save(path, meta=self.meta, features=None if lexical else self.features)
+        return lit, path
 
-    def record(self, name, lit, log_proba_fn, save_dir, extra=None):
-        log_proba, pred_s = _timed(log_proba_fn, int(self.run.speed_repeats))
+    def record(self, label, lit, path, extra=None):
+        """Score `lit.model` on the test rows (timed) and record it as `label`."""
+        test = self.keys[1] if lit.kind == "lexical" else self.X_test
+        log_proba, pred_s = _timed(lambda: lit.model.predict_log_proba(test),
+                                   int(self.run.speed_repeats))
         rec = {"train_seconds": lit.train_seconds,
                "heldout_error": error_rate(log_proba, self.y_test),
                "predict_seconds": pred_s,
                "predictions_per_second": len(self.y_test) / pred_s if pred_s > 0 else None,
-               "size_bytes": dir_size(save_dir) if save_dir else None, **(extra or {})}
-        self.results.setdefault("models", {})[name] = rec
-        print(name, json.dumps(rec), flush=True)
+               "size_bytes": dir_size(path), **(extra or {})}
+        self.results.setdefault("models", {})[label] = rec
+        print(label, json.dumps(rec), flush=True)
         return rec
 
-    def lexical(self, train_keys, test_keys, dev_cut):
+    def lexical(self, dev_cut):
         rc, d, cfg = self.rc, self.d, self.cfg
-        lit = self.fit("lexical", 1, (train_keys, self.y_train), model="lexical",
-                       smoothing=float(rc.lexical.smoothing))
-        lex = lit.model
-        lex.save(self.models_dir / "lexical", meta=self.meta)
+        lit, path = self.fit("lexical", "lexical", rc.lexical)
         extra = {}
         if rc.lexical.write_table:
             table = self.out_dir / "reordering-table.wbe-msd-backward-fe"
             corpus = load_corpus(_resolve(d.src, cfg), _resolve(d.tgt, cfg),
                                  _resolve(d.align, cfg), limit=dev_cut,
                                  lowercase=bool(d.lowercase))
-            extra["moses_table_lines"] = lex.write_moses_table(table, iter_phrase_strings(
+            extra["moses_table_lines"] = lit.model.write_moses_table(table, iter_phrase_strings(
                 corpus, max_length=int(rc.extract.max_length), mode=rc.extract.mode))
             extra["moses_table_bytes"] = dir_size(table)
             if not rc.lexical.keep_table:
                 os.remove(table)
-        self.record("lexical", lit, lambda: lex.predict_log_proba(test_keys),
-                    self.models_dir / "lexical", extra)
+        self.record("lexical", lit, path, extra)
 
     def naive_bayes(self):
         nbc = self.rc.naive_bayes
         inferences = _as_list(nbc.inference)
         for inference in inferences:
-            lit = self.fit(f"nb_{inference}", 1, (self.X_train, self.y_train),
-                           model="naive_bayes", num_features=self.F, alpha=float(nbc.alpha),
-                           inference=str(inference))
-            path = self.models_dir / f"nb_{inference}"
-            lit.model.save(path, meta=self.meta, features=self.features)
-            self.record(f"nb_{inference}", lit,
-                        lambda nb=lit.model: nb.predict_log_proba(self.X_test), path)
+            lit, path = self.fit(f"nb_{inference}", "naive_bayes", nbc, inference=inference)
+            self.record(f"nb_{inference}", lit, path)
         if nbc.mi_fractions:
             self.results["mi_curve"] = self.mi_curve(nbc, inferences)
 
     def primal(self):
         pc = self.rc.primal
-        track = pc.track_heldout  # held-out error per epoch (time not counted)
-        lit = self.fit("primal", int(pc.epochs), (self.X_train, self.y_train),
-                       (self.X_test, self.y_test) if track else None, model="primal",
-                       num_features=self.F, sigma2=float(pc.sigma2), lr=float(pc.lr))
-        primal = lit.model
-        primal.save(self.models_dir / "primal", meta=self.meta, features=self.features)
-        self.record("primal", lit, lambda: primal.predict_log_proba(self.X_test),
-                    self.models_dir / "primal",
-                    {"epochs": int(pc.epochs), "heldout_error_per_epoch": lit.val_errors,
-                     "history": primal.history})
+        lit, path = self.fit("primal", "primal", pc, int(pc.epochs), track=pc.track_heldout)
+        self.record("primal", lit, path, {"epochs": int(pc.epochs), "heldout_error_per_epoch":
+                                          lit.val_errors, "history": lit.model.history})
 
     def dual(self):
         dc = self.rc.dual
         for eps in _as_list(dc.eps):
-            lit = self.fit(f"dual_eps{eps}", int(dc.max_iter), (self.X_train, self.y_train),
-                           model="dual", num_features=self.F, sigma2=float(dc.sigma2),
-                           eps=float(eps), init_eps=float(dc.init_eps),
-                           max_trial=int(dc.max_trial), reset_step=bool(dc.reset_step),
-                           step=float(dc.step), step_growth=float(dc.step_growth))
-            dual = lit.model
-            path = self.models_dir / f"dual_eps{eps}"
-            dual.save(path, meta=self.meta, features=self.features)
-            self.record(f"dual_eps{eps}", lit, lambda dual=dual: dual.predict_log_proba(
-                self.X_test), path, {"eps": float(eps), "history": dual.history,
-                                     "iterations": len(dual.history)})
+            lit, path = self.fit(f"dual_eps{eps}", "dual", dc, int(dc.max_iter), eps=eps)
+            h = lit.model.history
+            self.record(f"dual_eps{eps}", lit, path, {"eps": float(eps), "history": h,
+                                                      "iterations": len(h)})
 
     def mi_curve(self, nbc, inferences) -> list:
         """Error of NB (each inference) after removing the lowest-MI fraction of features.
@@ -355,14 +347,13 @@ def _test_triples(cfg: DictConfig, lowercase: bool):
 def evaluate(cfg: DictConfig) -> dict:
     """Score the saved model `cfg.ckpt_path` on the configured test data; writes and returns
     `metrics.json` ({split: {"error", "phrase_pairs"}})."""
-    from aligners.export import resolve_model_folder
-    from aligners.models.reorder import load_reorderer
+    from aligners.export import load, resolve_model_folder
 
     ckpt = cfg.get("ckpt_path")
     if not ckpt:
         raise AlignersInputError("evaluate needs ckpt_path=RUN/models/NAME (a reordering "
                                  "model folder written by the task or `aligners reorder train`)")
-    reorderer = load_reorderer(resolve_model_folder(ckpt))
+    reorderer = load(resolve_model_folder(ckpt), verb="reorder")
     split, triples = _test_triples(cfg, reorderer.lowercase)
     log_p, labels = reorderer.predict_corpus(triples)
     if len(labels) == 0:

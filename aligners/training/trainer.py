@@ -1,5 +1,7 @@
-"""The one Trainer builder of every Lightning task: `cfg.trainer` with `cfg.logger` and
-`cfg.callbacks` instantiated, so that no task silently ignores them (house rule 9)."""
+"""The one Trainer builder of every Lightning task (word, gappy, monolingual, reorder):
+`cfg.trainer` with `cfg.logger` and `cfg.callbacks` instantiated, so that no task silently
+ignores them (house rule 9), and Lightning's inapplicable chatter quieted
+(`aligners.training.quiet`, the one place that does)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,10 @@ def build_trainer(cfg: DictConfig, *, max_epochs: int, subdir: str | None = None
     strategy of `cfg.trainer.strategy` (`ddp_strategy`), no sanity validation, and
     `overrides` (any further Trainer arguments)."""
     from hydra.utils import instantiate
+
+    from aligners.training.quiet import quiet_runs
+
+    quiet_runs()
 
     callbacks = []
     for c in (cfg.get("callbacks") or {}).values():

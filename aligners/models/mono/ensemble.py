@@ -136,21 +136,14 @@ def load_ensemble(folder) -> MonoEnsemble:
 def load_aligners(paths: Sequence[str | Path]) -> MonoAligner | MonoEnsemble:
     """The aligner of saved monolingual model folders: for one folder what `aligners.load`
     returns (a MonoAligner or a saved MonoEnsemble); for several, their ensemble (a saved
-    ensemble contributes its members). Any other kind of folder: AlignersInputError."""
+    ensemble contributes its members). A folder of another verb's family:
+    AlignersInputError (`aligners.export.load`)."""
     from aligners.export import load
 
-    paths = list(paths)
-    members: list[MonoAligner] = []
-    for p in paths:
-        model = load(p)
-        if not isinstance(model, (MonoAligner, MonoEnsemble)):
-            raise AlignersInputError("not a monolingual aligner (expected a model folder of "
-                                     "kind mono-token-crf, mono-phrase-crf, mono-neural-crf or "
-                                     "mono-ensemble)", path=str(p))
-        if len(paths) == 1:
-            return model
-        members.extend(model.members if isinstance(model, MonoEnsemble) else [model])
-    return MonoEnsemble(members)
+    models = [load(p, verb="monoalign") for p in paths]
+    if len(models) == 1:
+        return models[0]
+    return MonoEnsemble([m for x in models for m in getattr(x, "members", [x])])
 
 
 def load_any(folder):

@@ -9,7 +9,7 @@ Bayesian predictive, with mutual-information feature selection). All export thro
 from aligners.families import Family, lazy_names
 
 __all__ = ["FAMILY", "DualMLR", "LexicalReordering", "NaiveBayes", "PrimalMLR", "Reorderer",
-           "load_reorderer", "mutual_information"]
+           "mutual_information"]
 
 FAMILY = Family(
     name="reorder",
@@ -26,4 +26,4 @@ FAMILY = Family(
 
 __getattr__ = lazy_names(__name__, {"DualMLR": "dual_mlr", "LexicalReordering": "lexical",
     "NaiveBayes": "naive_bayes", "mutual_information": "naive_bayes", "PrimalMLR": "mlr",
-    "Reorderer": "reorderer", "load_reorderer": "reorderer"})
+    "Reorderer": "reorderer"})

@@ -1,20 +1,31 @@
-"""Shared helpers for the reordering models: CSR plumbing, and export through
-`aligners/export.py` (one model folder format for every family)."""
+"""Shared helpers for the reordering models: CSR plumbing, the one training loop (`Fitting`,
+`fit`: `aligners.models.reorder.train` and LitReorderer run it) and `Saved`, their one export
+through `aligners/export.py` (one model folder format for every family)."""
 
-from pathlib import Path
+import time
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
 from aligners.errors import AlignersInputError
+from aligners.models.reorder.config import (
+    SIGMA2,
+    DualConfig,
+    LexicalConfig,
+    NaiveBayesConfig,
+    PrimalConfig,
+)
 
 __all__ = [
     "LinearSoftmax",
     "csr_arrays",
     "sparse_matmul",
-    "write_reorderer",
-    "read_reorderer",
+    "DEFAULTS",
+    "settings",
+    "Fitting",
+    "fit",
+    "Saved",
     "error_rate",
 ]
 
@@ -53,27 +64,6 @@ def sparse_matmul(X, W: torch.Tensor) -> torch.Tensor:
     return torch.sparse.mm(X, W)
 
 
-def write_reorderer(directory, *, kind: str, tensors: dict[str, torch.Tensor], config: dict,
-                    meta: dict | None = None, features: list | None = None) -> Path:
-    """Export through `aligners.export.write_model` (atomic; safetensors + config.json).
-
-    `meta` (extraction / feature settings) is merged into the config; `features` (the
-    described feature list of a featurised model) goes to `features.json`.
-    """
-    from aligners.export import write_model
-
-    extras = {"features": features} if features is not None else None
-    return write_model(directory, kind=kind, tensors=tensors, config={**config, **(meta or {})},
-                       extras=extras)
-
-
-def read_reorderer(directory, kind: str):
-    """`aligners.export.read_model(directory, kind=kind)` (AlignersInputError when wrong)."""
-    from aligners.export import ModelFolder, read_model
-
-    return directory if isinstance(directory, ModelFolder) else read_model(directory, kind=kind)
-
-
 def error_rate(log_proba: torch.Tensor, labels) -> float:
     """Fraction of rows whose argmax class differs from `labels` (E,)."""
     labels = torch.as_tensor(np.asarray(labels), dtype=torch.int64)
@@ -82,13 +72,117 @@ def error_rate(log_proba: torch.Tensor, labels) -> float:
     return float((log_proba.argmax(dim=1) != labels).double().mean())
 
 
-class LinearSoftmax:
-    """p(o | phi) = softmax(phi W): the prediction and export shared by the primal and dual
-    MaxEnt models. F features, K classes; `weight` is (F, K) float64. Subclasses set `KIND`
-    (the `kind` written into the exported config) and train `weight`.
-    """
+DEFAULTS = {"smoothing": LexicalConfig.smoothing, "alpha": NaiveBayesConfig.alpha,
+            "inference": NaiveBayesConfig.inference, "sigma2": SIGMA2, "lr": PrimalConfig.lr,
+            "eps": DualConfig.eps, "init_eps": DualConfig.init_eps,
+            "max_trial": DualConfig.max_trial, "reset_step": DualConfig.reset_step,
+            "step": DualConfig.step, "step_growth": DualConfig.step_growth}
+
+
+def settings(**hp) -> dict:
+    """`hp` over `DEFAULTS`, each value of its default's type; an unknown name:
+    AlignersInputError."""
+    unknown = sorted(set(hp) - set(DEFAULTS))
+    if unknown:
+        raise AlignersInputError(f"unknown reordering settings {unknown}")
+    return {k: type(v)(hp.get(k, v)) for k, v in DEFAULTS.items()}
+
+
+class Fitting:
+    """`model` trained one epoch at a time with the settings `hp` and `generator` (the SGD /
+    EG order): a counting model (no `begin_fit`: lexical, naive Bayes) in one pass, the
+    MaxEnt models by their `begin_fit(X, y, **hp)` / `fit_epoch(state, generator, **hp)`.
+    `done`: nothing is left to train; `seconds`: the time spent in the model's own code."""
+
+    def __init__(self, model, *, generator, **hp):
+        self.model, self.generator, self.hp = model, generator, settings(**hp)
+        self.counts = not hasattr(model, "begin_fit")
+        self.state: dict | None = None
+        self.done = False
+        self._count_seconds = 0.0
+
+    @property
+    def seconds(self) -> float:
+        if self.counts:
+            return self._count_seconds
+        return self.model.setup_seconds + sum(h["seconds"] for h in self.model.history)
+
+    def epoch(self, X, y) -> dict | None:
+        """One epoch on (X, y) (the same batch every epoch); its record (`seconds`, and the
+        model's own history entry), or None when there was nothing to do."""
+        m = self.model
+        if self.counts:
+            start = time.perf_counter()
+            m.fit(X, y)
+            self._count_seconds = time.perf_counter() - start
+            self.done = True
+            return {"seconds": self._count_seconds}
+        if self.state is None:
+            self.state = m.begin_fit(X, y, **self.hp)
+        rec = m.fit_epoch(self.state, generator=self.generator, **self.hp)
+        self.done = rec is None or self.state.get("done", False)
+        return rec
+
+
+def fit(model, X, y, *, epochs: int, generator, **hp):
+    """`model` trained on (X, y) for at most `epochs` epochs (`Fitting`); returns it."""
+    fitting = Fitting(model, generator=generator, **hp)
+    for _ in range(epochs):
+        fitting.epoch(X, y)
+        if fitting.done:
+            break
+    return model
+
+
+class Saved:
+    """The export (and checkpoint state) of a reordering model. A subclass sets `KIND` (the
+    folder's kind), `HPARAMS` (constructor argument -> type; config.json), `FLOAT32` (the
+    tensors written as float32) and implements `state()` (name -> exact tensor) and
+    `set_state(state, path)` (which checks shapes: AlignersInputError naming `path`)."""
 
     KIND = ""
+    HPARAMS: dict[str, type] = {}
+    FLOAT32: tuple[str, ...] = ()
+
+    def hparams(self) -> dict:
+        """The plain-JSON constructor arguments."""
+        return {k: getattr(self, k) for k in self.HPARAMS}
+
+    def save(self, directory, *, meta: dict | None = None, features: list | None = None):
+        """Export (`aligners.export.write_model`: atomic; kind `KIND`); `meta` (extraction /
+        feature settings) joins the config, `features` (a featurised model's described
+        features) goes to `features.json`."""
+        from aligners.export import write_model
+
+        tensors = {k: v.float() if k in self.FLOAT32 else v for k, v in self.state().items()}
+        extras = {"features": features} if features is not None else None
+        return write_model(directory, kind=self.KIND, tensors=tensors,
+                           config={**self.hparams(), **(meta or {})}, extras=extras)
+
+    @classmethod
+    def load(cls, directory):
+        """The model saved in `directory` (a path or an `export.ModelFolder`)."""
+        from aligners.export import ModelFolder, read_model
+
+        folder = directory if isinstance(directory, ModelFolder) else \
+            read_model(directory, kind=cls.KIND)
+        try:
+            model = cls(**{k: t(folder.config[k]) for k, t in cls.HPARAMS.items()})
+        except (KeyError, TypeError, ValueError) as err:
+            raise AlignersInputError(f"config.json lacks a valid {err}",
+                                     path=str(folder.path)) from None
+        model.set_state({k: folder.tensor(k) for k in model.state()}, str(folder.path))
+        return model
+
+
+class LinearSoftmax(Saved):
+    """p(o | phi) = softmax(phi W): the prediction and export shared by the primal and dual
+    MaxEnt models. F features, K classes; `weight` is (F, K) float64. Subclasses set `KIND`
+    (`Saved`) and train `weight`.
+    """
+
+    HPARAMS = {"num_features": int, "num_classes": int, "sigma2": float}
+    FLOAT32 = ("weight",)
 
     def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float):
         self.num_features, self.num_classes, self.sigma2 = num_features, num_classes, sigma2
@@ -100,34 +194,14 @@ class LinearSoftmax:
         """(E, F) CSR -> (E, K) log p(o | phi)."""
         return sparse_matmul(X, self.weight).log_softmax(dim=1)
 
-    def hparams(self) -> dict:
-        """The plain-JSON constructor arguments."""
-        return {"num_features": self.num_features, "num_classes": self.num_classes,
-                "sigma2": self.sigma2}
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"weight": self.weight}
 
-    def save(self, directory, *, meta: dict | None = None, features: list | None = None):
-        """Export (`aligners/export.py`, kind `KIND`); `meta` joins the config."""
-        return write_reorderer(directory, kind=self.KIND, tensors={"weight": self.weight.float()},
-                               config=self.hparams(), meta=meta, features=features)
-
-    @classmethod
-    def load(cls, directory):
-        """The model saved in `directory` (a path or an `export.ModelFolder`)."""
-        folder = read_reorderer(directory, cls.KIND)
-        c = folder.config
-        try:
-            model = cls(num_features=int(c["num_features"]), num_classes=int(c["num_classes"]),
-                        sigma2=float(c["sigma2"]))
-        except (KeyError, TypeError, ValueError) as err:
-            raise AlignersInputError(f"config.json lacks a valid {err}",
-                                     path=str(folder.path)) from None
-        weight = folder.tensor("weight").double()
-        if tuple(weight.shape) != (model.num_features, model.num_classes):
+    def set_state(self, state: dict[str, torch.Tensor], path: str | None = None) -> None:
+        weight = state["weight"].double()
+        if tuple(weight.shape) != (self.num_features, self.num_classes):
             raise AlignersInputError(f"weight has shape {tuple(weight.shape)}, config says "
-                                     f"({model.num_features}, {model.num_classes})",
-                                     path=str(folder.path))
+                                     f"({self.num_features}, {self.num_classes})", path=path)
         if not torch.isfinite(weight).all():
-            raise AlignersInputError("non-finite weights in model.safetensors",
-                                     path=str(folder.path))
-        model.weight = weight
-        return model
+            raise AlignersInputError("non-finite weights in model.safetensors", path=path)
+        self.weight = weight

@@ -8,6 +8,8 @@ is tried with the example's own step eta_i, halved until D does not increase (Eq
 the change in O(K)); on success w is updated in place (Eq. 14). alpha starts at Eq. 15.
 """
 
+from __future__ import annotations
+
 import time
 
 import numpy as np
@@ -138,9 +140,10 @@ class DualMLR(LinearSoftmax):
                  sigma2: float = DualConfig.sigma2):
         super().__init__(num_features=num_features, num_classes=num_classes, sigma2=sigma2)
         self.alpha: np.ndarray | None = None
+        self.track_objective = False  # `fit_epoch` records D(alpha) in `history`
 
     def begin_fit(self, X, labels, *, init_eps: float = DualConfig.init_eps,
-                  step: float = DualConfig.step) -> dict:
+                  step: float = DualConfig.step, **_) -> dict:
         """State of an EG run over (E, F) CSR X and (E,) labels: alpha at Eq. 15, w(alpha)
         of Eq. 10, per-example steps, the active set. Sets `setup_seconds`.
         Memory O(E K + F K)."""
@@ -167,21 +170,13 @@ class DualMLR(LinearSoftmax):
         self.setup_seconds = time.perf_counter() - start
         return state
 
-    def fit_iteration(
-        self,
-        state: dict,
-        *,
-        eps: float = DualConfig.eps,
-        max_trial: int = DualConfig.max_trial,
-        reset_step: bool = DualConfig.reset_step,
-        step: float = DualConfig.step,
-        step_growth: float = DualConfig.step_growth,
-        generator: torch.Generator,
-        track_objective: bool = False,
-    ) -> dict | None:
+    def fit_epoch(self, state: dict, *, generator: torch.Generator,
+                  eps: float = DualConfig.eps, max_trial: int = DualConfig.max_trial,
+                  reset_step: bool = DualConfig.reset_step, step: float = DualConfig.step,
+                  step_growth: float = DualConfig.step_growth, **_) -> dict | None:
         """One pass of Algorithm 1 over the active set in random order; None when no
-        example is active (converged). Appends to `history` and returns its record.
-        Cost O(nnz(active rows) K)."""
+        example is active. Appends to `history` and returns its record; `state["done"]`:
+        the active set is empty (converged). Cost O(nnz(active rows) K)."""
         order, n = state["order"], state["n"]
         n_active = len(order)
         if n_active == 0:
@@ -195,51 +190,33 @@ class DualMLR(LinearSoftmax):
                                    active, self.sigma2, eps, max_trial, reset_step,
                                    float(step), float(step_growth))
         state["order"] = order[active[order]]
+        state["done"] = len(state["order"]) == 0
         state["iteration"] += 1
         rec = {"iteration": state["iteration"], "active_fraction": n_active / max(n, 1),
                "removed": int(removed), "failed": int(failed),
                "seconds": time.perf_counter() - start}
         self.weight = torch.from_numpy(W.copy())
         self.alpha = alpha
-        if track_objective:
+        if self.track_objective:
             rec["dual_objective"] = float(
                 0.5 / self.sigma2 * (W * W).sum() + (alpha * log_alpha).sum())
         self.history.append(rec)
         return rec
 
-    def fit(
-        self,
-        X,
-        labels,
-        *,
-        eps: float = DualConfig.eps,
-        max_iter: int = DualConfig.max_iter,
-        init_eps: float = DualConfig.init_eps,
-        max_trial: int = DualConfig.max_trial,
-        reset_step: bool = DualConfig.reset_step,
-        step: float = DualConfig.step,
-        step_growth: float = DualConfig.step_growth,
-        generator: torch.Generator | None = None,
-        track_objective: bool = False,
-        callback=None,
-    ) -> "DualMLR":
-        """Algorithm 1 over (E, F) CSR X, (E,) labels; one iteration = one pass over the
-        active set in random order. Stops when no example is active or after `max_iter`.
+    def fit(self, X, labels, *, max_iter: int = DualConfig.max_iter,
+            generator: torch.Generator | None = None, track_objective: bool = False,
+            **hp) -> DualMLR:
+        """Algorithm 1 over (E, F) CSR X, (E,) labels with the settings `hp` (eps, init_eps,
+        max_trial, reset_step, step, step_growth; `aligners.models.reorder._common.settings`):
+        one iteration = one pass over the active set in random order (the family's one loop,
+        `_common.fit`); stops when no example is active or after `max_iter`.
 
         `history` gets, per iteration, the active fraction at its start (EMNLP Fig. 1),
         removed/failed counts, seconds and (if `track_objective`) D(alpha).
         Cost per iteration O(nnz(active rows) K); memory O(E K + F K).
         """
+        from aligners.models.reorder._common import fit
+
+        self.track_objective = track_objective
         gen = generator if generator is not None else torch.Generator().manual_seed(0)
-        state = self.begin_fit(X, labels, init_eps=init_eps, step=step)
-        for it in range(max_iter):
-            rec = self.fit_iteration(state, eps=eps, max_trial=max_trial, reset_step=reset_step,
-                                     step=step, step_growth=step_growth, generator=gen,
-                                     track_objective=track_objective)
-            if rec is None:
-                break
-            if callback is not None:
-                callback(it + 1, self)
-        self.weight = torch.from_numpy(state["W"])
-        self.alpha = state["alpha"]
-        return self
+        return fit(self, X, labels, epochs=max_iter, generator=gen, **hp)

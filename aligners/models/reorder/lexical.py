@@ -14,14 +14,18 @@ import numpy as np
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.models.reorder._common import read_reorderer, write_reorderer
+from aligners.models.reorder._common import Saved
 from aligners.models.reorder.config import LexicalConfig
 
 __all__ = ["LexicalReordering"]
 
 
-class LexicalReordering:
+class LexicalReordering(Saved):
     """Relative-frequency orientation table. U unique phrase pairs, K classes."""
+
+    KIND = "reorder-lexical"
+    HPARAMS = {"num_classes": int, "smoothing": float}
+    FLOAT32 = ("counts",)
 
     def __init__(self, *, num_classes: int = 3, smoothing: float = LexicalConfig.smoothing):
         self.num_classes = num_classes
@@ -91,34 +95,13 @@ class LexicalReordering:
                 n += 1
         return n
 
-    KIND = "reorder-lexical"
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"keys": torch.from_numpy(self.keys), "counts": torch.from_numpy(self.counts),
+                "class_counts": torch.from_numpy(self.class_counts)}
 
-    def hparams(self) -> dict:
-        """The plain-JSON constructor arguments."""
-        return {"num_classes": self.num_classes, "smoothing": self.smoothing}
-
-    def save(self, directory, *, meta: dict | None = None, features: list | None = None):
-        """Export (`aligners/export.py`, kind `reorder-lexical`); `meta` joins the config."""
-        return write_reorderer(
-            directory, kind=self.KIND,
-            tensors={"keys": torch.from_numpy(self.keys),
-                     "counts": torch.from_numpy(self.counts.astype(np.float32)),
-                     "class_counts": torch.from_numpy(self.class_counts)},
-            config=self.hparams(), meta=meta, features=features)
-
-    @classmethod
-    def load(cls, directory) -> "LexicalReordering":
-        """The table saved in `directory` (a path or an `export.ModelFolder`)."""
-        folder = read_reorderer(directory, cls.KIND)
-        c = folder.config
-        try:
-            model = cls(num_classes=int(c["num_classes"]), smoothing=float(c["smoothing"]))
-        except (KeyError, TypeError, ValueError) as err:
-            raise AlignersInputError(f"config.json lacks a valid {err}",
-                                     path=str(folder.path)) from None
-        model.keys = folder.tensor("keys").numpy().astype(np.int64)
-        model.counts = folder.tensor("counts").numpy().astype(np.float64)
-        model.class_counts = folder.tensor("class_counts").numpy().astype(np.float64)
-        if model.counts.shape != (len(model.keys), model.num_classes):
-            raise AlignersInputError("counts do not match keys", path=str(folder.path))
-        return model
+    def set_state(self, state: dict[str, torch.Tensor], path: str | None = None) -> None:
+        self.keys = state["keys"].numpy().astype(np.int64)
+        self.counts = state["counts"].numpy().astype(np.float64)
+        self.class_counts = state["class_counts"].numpy().astype(np.float64)
+        if self.counts.shape != (len(self.keys), self.num_classes):
+            raise AlignersInputError("counts do not match keys", path=path)

@@ -7,6 +7,7 @@ step eta_t = eta0 / (1 + eta0 lambda t) (Bottou 2010); the L2 shrink is applied 
 through a scalar (W = a V) so that one step costs O(nnz_i K), not O(F K).
 """
 
+from __future__ import annotations
 
 import numpy as np
 import torch
@@ -81,7 +82,7 @@ class PrimalMLR(LinearSoftmax):
         super().__init__(num_features=num_features, num_classes=num_classes, sigma2=sigma2)
         self.setup_seconds = 0.0
 
-    def begin_fit(self, X, labels) -> dict:
+    def begin_fit(self, X, labels, **_) -> dict:
         """State of an SGD run over (E, F) CSR X and (E,) labels, for `fit_epoch`.
 
         Sets `setup_seconds`. Memory O(F K) besides X.
@@ -98,7 +99,7 @@ class PrimalMLR(LinearSoftmax):
         self.setup_seconds = time.perf_counter() - setup
         return state
 
-    def fit_epoch(self, state: dict, *, lr: float, generator: torch.Generator) -> dict:
+    def fit_epoch(self, state: dict, *, lr: float, generator: torch.Generator, **_) -> dict:
         """One SGD epoch (random order from `generator`); updates `weight`, appends to
         `history` and returns its record. Cost O(nnz(X) K)."""
         import time
@@ -115,27 +116,15 @@ class PrimalMLR(LinearSoftmax):
         self.history.append(rec)
         return rec
 
-    def fit(
-        self,
-        X,
-        labels,
-        *,
-        epochs: int = PrimalConfig.epochs,
-        lr: float = PrimalConfig.lr,
-        generator: torch.Generator | None = None,
-        callback=None,
-    ) -> "PrimalMLR":
-        """SGD over (E, F) CSR X and (E,) labels; `callback(epoch, model)` after each epoch.
+    def fit(self, X, labels, *, epochs: int = PrimalConfig.epochs, lr: float = PrimalConfig.lr,
+            generator: torch.Generator | None = None) -> PrimalMLR:
+        """SGD over (E, F) CSR X and (E,) labels for `epochs` epochs (the family's one loop,
+        `aligners.models.reorder._common.fit`). Cost per epoch O(nnz(X) K); memory O(F K)
+        besides X."""
+        from aligners.models.reorder._common import fit
 
-        Cost per epoch O(nnz(X) K); memory O(F K) besides X.
-        """
         gen = generator if generator is not None else torch.Generator().manual_seed(0)
-        state = self.begin_fit(X, labels)
-        for epoch in range(epochs):
-            self.fit_epoch(state, lr=lr, generator=gen)
-            if callback is not None:  # not counted in `seconds`
-                callback(epoch + 1, self)
-        return self
+        return fit(self, X, labels, epochs=epochs, generator=gen, lr=lr)
 
     def objective(self, X, labels) -> float:
         return primal_objective(X, labels, self.weight, sigma2=self.sigma2)

@@ -15,12 +15,7 @@ import numpy as np
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.models.reorder._common import (
-    csr_arrays,
-    read_reorderer,
-    sparse_matmul,
-    write_reorderer,
-)
+from aligners.models.reorder._common import Saved, csr_arrays, sparse_matmul
 from aligners.models.reorder.config import NaiveBayesConfig
 
 __all__ = ["NaiveBayes", "mutual_information", "class_feature_counts"]
@@ -68,8 +63,12 @@ def mutual_information(X, labels, *, num_classes: int, normalized: bool = True) 
     return torch.from_numpy(np.maximum(mi, 0.0))
 
 
-class NaiveBayes:
+class NaiveBayes(Saved):
     """Multinomial NB over F features, K classes; `inference` is "map" or "bayes"."""
+
+    KIND = "reorder-naive-bayes"
+    HPARAMS = {"num_features": int, "num_classes": int, "alpha": float, "inference": str}
+    FLOAT32 = ("counts",)
 
     def __init__(self, *, num_features: int, num_classes: int = 3,
                  alpha: float = NaiveBayesConfig.alpha,
@@ -135,33 +134,11 @@ class NaiveBayes:
         out.class_counts = self.class_counts.clone()
         return out
 
-    KIND = "reorder-naive-bayes"
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"counts": self.counts, "class_counts": self.class_counts}
 
-    def hparams(self) -> dict:
-        """The plain-JSON constructor arguments."""
-        return {"num_features": self.num_features, "num_classes": self.num_classes,
-                "alpha": self.alpha, "inference": self.inference}
-
-    def save(self, directory, *, meta: dict | None = None, features: list | None = None):
-        """Export (`aligners/export.py`, kind `reorder-naive-bayes`); `meta` joins the config."""
-        return write_reorderer(directory, kind=self.KIND,
-                               tensors={"counts": self.counts.float(),
-                                        "class_counts": self.class_counts},
-                               config=self.hparams(), meta=meta, features=features)
-
-    @classmethod
-    def load(cls, directory) -> "NaiveBayes":
-        """The model saved in `directory` (a path or an `export.ModelFolder`)."""
-        folder = read_reorderer(directory, cls.KIND)
-        c = folder.config
-        try:
-            model = cls(num_features=int(c["num_features"]), num_classes=int(c["num_classes"]),
-                        alpha=float(c["alpha"]), inference=str(c["inference"]))
-        except (KeyError, TypeError, ValueError) as err:
-            raise AlignersInputError(f"config.json lacks a valid {err}",
-                                     path=str(folder.path)) from None
-        model.counts = folder.tensor("counts").double()
-        model.class_counts = folder.tensor("class_counts").double()
-        if tuple(model.counts.shape) != (model.num_features, model.num_classes):
-            raise AlignersInputError("counts do not match the config", path=str(folder.path))
-        return model
+    def set_state(self, state: dict[str, torch.Tensor], path: str | None = None) -> None:
+        self.counts = state["counts"].double()
+        self.class_counts = state["class_counts"].double()
+        if tuple(self.counts.shape) != (self.num_features, self.num_classes):
+            raise AlignersInputError("counts do not match the config", path=path)

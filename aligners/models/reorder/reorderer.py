@@ -1,7 +1,7 @@
 """A ready reorderer: a trained classifier plus the extraction and features it was trained on.
 
-`aligners.load(folder)` returns a `Reorderer` for every reordering kind (`LOADERS` in
-`aligners/export.py`). `predict_corpus` streams `(src, tgt, links)` triples, extracts the
+`aligners.load(folder)` returns a `Reorderer` for every reordering kind (the family's
+`loader`). `predict_corpus` streams `(src, tgt, links)` triples, extracts the
 phrase pairs as in training and returns their orientation log-probabilities: the one
 prediction path of `aligners reorder predict` and of the reorder task's `evaluate`.
 """
@@ -18,7 +18,7 @@ from aligners.models.reorder.lexical import LexicalReordering
 from aligners.models.reorder.mlr import PrimalMLR
 from aligners.models.reorder.naive_bayes import NaiveBayes
 
-__all__ = ["CLASSES", "Reorderer", "load_folder", "load_reorderer"]
+__all__ = ["CLASSES", "Reorderer", "load_folder"]
 
 # export kind -> model class
 CLASSES = {cls.KIND: cls for cls in (LexicalReordering, NaiveBayes, PrimalMLR, DualMLR)}
@@ -67,11 +67,9 @@ class Reorderer:
 
 
 def load_folder(folder) -> Reorderer:
-    """`LOADERS` entry: an `export.ModelFolder` of any reordering kind -> a `Reorderer`."""
-    cls = CLASSES.get(folder.kind)
-    if cls is None:
-        raise AlignersInputError(f"model kind {folder.kind!r} is not a reordering model "
-                                 f"(expected one of {sorted(CLASSES)})", path=str(folder.path))
+    """The reorder family's `aligners.load` loader: an `export.ModelFolder` of any reordering
+    kind (the family's kinds) -> a `Reorderer`."""
+    cls = CLASSES[folder.kind]
     model = cls.load(folder)
     cfg = folder.config
     extract = cfg.get("extract") or {}
@@ -82,17 +80,3 @@ def load_folder(folder) -> Reorderer:
     features = None if cls is LexicalReordering else folder.json("features")
     return Reorderer(model, extract=extract, features=features,
                      context=bool(feats.get("context", True)))
-
-
-def load_reorderer(path) -> Reorderer:
-    """A `Reorderer` from a model folder (or a file inside it); AlignersInputError naming
-    the folder when it is missing, corrupt or not a reordering model."""
-    from pathlib import Path
-
-    from aligners.export import read_model
-
-    p = Path(path)
-    if p.is_file():
-        p = p.parent
-    folder = read_model(p)
-    return load_folder(folder)
