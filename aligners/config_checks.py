@@ -25,8 +25,8 @@ from typing import Any
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["MAX_ITERATIONS", "Rule", "setting", "maybe", "BOOL", "POS", "NONNEG", "FRAC",
-           "UNIT", "ITERATIONS", "Common", "task_configs", "check", "check_value",
+__all__ = ["MAX_ITERATIONS", "Rule", "setting", "maybe", "one_of", "at_least", "BOOL", "POS",
+           "NONNEG", "FRAC", "UNIT", "ITERATIONS", "Common", "task_configs", "check", "check_value",
            "check_config", "check_options", "config_class", "rules_of", "meta", "from_config"]
 
 
@@ -74,6 +74,16 @@ def _num(x: float) -> str:
 def maybe(rule: Rule) -> Rule:
     """`rule`, null allowed too."""
     return replace(rule, nullable=True)
+
+
+def one_of(*choices, **kw) -> Rule:
+    """One of `choices` (strings, else integers)."""
+    return Rule("str" if isinstance(choices[0], str) else "int", choices=choices, **kw)
+
+
+def at_least(lo: int, **kw) -> Rule:
+    """An integer >= `lo`."""
+    return Rule("int", lo=lo, **kw)
 
 
 # the bound of every iteration / epoch count (EM, SGD, EG): a typo must not run for ever
@@ -150,13 +160,9 @@ def check_value(name: str, value: Any, rule: Rule) -> Any:
 
 
 def _is_list(value) -> bool:
-    if isinstance(value, list | tuple):
-        return True
-    try:
-        from omegaconf import ListConfig
-    except ImportError:  # pragma: no cover
-        return False
-    return isinstance(value, ListConfig)
+    from omegaconf import ListConfig
+
+    return isinstance(value, list | tuple | ListConfig)
 
 
 def _check_one(name: str, value: Any, rule: Rule, *, shown: Rule) -> Any:
@@ -181,17 +187,12 @@ def _lookup(node, dotted: str):
     """(found, value) of a dotted key in a DictConfig / dict, or a dataclass / Namespace."""
     for part in dotted.split("."):
         if hasattr(node, "keys"):
-            try:
-                if part not in node:
-                    return False, None
-            except TypeError:
+            if part not in node:
                 return False, None
             node = node[part]
-        elif is_dataclass(node) or hasattr(node, "__dict__"):
-            if not hasattr(node, part):
-                return False, None
+        elif hasattr(node, "__dict__") and hasattr(node, part):
             node = getattr(node, part)
-        else:  # a scalar where a section was expected
+        else:  # missing, or a scalar where a section was expected
             return False, None
     return True, node
 
@@ -218,8 +219,8 @@ def check(node, cls: type | None = None, *, where: str = "", names: dict | None 
 
 @dataclass
 class _CommonData:
-    train_limit: int | None = setting(None, Rule("int", lo=1, nullable=True))  # first N
-    test_limit: int | None = setting(None, Rule("int", lo=1, nullable=True))  # null: all
+    train_limit: int | None = setting(None, at_least(1, nullable=True))  # first N; null: all
+    test_limit: int | None = setting(None, at_least(1, nullable=True))
 
 
 @dataclass
@@ -268,10 +269,8 @@ def check_config(cfg, task: str | None = None) -> None:
 
 
 def _plain(value):
-    try:
-        from omegaconf import OmegaConf
-    except ImportError:  # pragma: no cover
-        return value
+    from omegaconf import OmegaConf
+
     return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aligners.config_checks import BOOL, POS, Rule, from_config, setting
+from aligners.config_checks import BOOL, POS, Rule, at_least, from_config, setting
 
 __all__ = ["LCLRConfig", "LCLRData", "LCLR_TASKS", "FEATURE_GROUPS", "lclr_settings"]
 
 LCLR_TASKS = ("transliteration", "paraphrase", "entailment")
 FEATURE_GROUPS = ("wordnet", "pos", "ne", "neg", "string", "dep")  # `drop_features` values
-_COUNT, _SOME, _LIMIT = Rule("int", lo=1), Rule("str", nullable=True), Rule("int", lo=1,
-                                                                              nullable=True)
+_COUNT, _SOME, _LIMIT = at_least(1), Rule("str", nullable=True), at_least(1, nullable=True)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aligners.config_checks import BOOL, NONNEG, POS, Rule, setting
+from aligners.config_checks import BOOL, FRAC, NONNEG, POS, Rule, at_least, one_of, setting
 
 __all__ = ["MonoConfig", "MonoTraining", "MonoData", "MODEL_KINDS", "DECODES", "COMBINES",
            "CONTEXTS", "PRECISIONS", "NEURAL_KEYS"]
@@ -28,8 +28,8 @@ PRECISIONS = ("fp32", "bf16", "int8")  # = aligners.features.embedding.PRECISION
 NEURAL_KEYS = ("encoder", "proj", "hidden", "sparse", "finetune", "context", "cosine",
                "encoder_layers")
 
-_COUNT, _STR, _SOME = Rule("int", lo=1), Rule("str"), Rule("str", nullable=True)
-_LIMIT = Rule("int", lo=1, nullable=True)
+_COUNT, _STR, _SOME, _LIMIT = at_least(1), Rule("str"), Rule("str", nullable=True), at_least(
+    1, nullable=True)
 
 
 @dataclass
@@ -37,32 +37,25 @@ class MonoConfig:
     """Token CRF / semi-Markov phrase CRF / neural semi-CRF (Yao et al. 2013; Lan et al.
     2021): lattice, features, decoding, and the neural aligner's encoder settings."""
 
-    kind: str = setting(rule=Rule("str", choices=MODEL_KINDS))  # token | phrase | neural
-    # (required: the config file selects it)
+    kind: str = setting(rule=one_of(*MODEL_KINDS))  # required: the config file selects it
     max_src_len: int = setting(3, _COUNT)  # longest source segment (Ls; the token CRF: 1)
     max_tgt_len: int = setting(3, _COUNT)  # longest target phrase (Lt; the token CRF: 1)
     embedding: bool = setting(False, BOOL)  # the MiniLM cosine as one more sparse feature
     phrase_cues: bool = setting(False, BOOL)  # chunk-boundary proxies for multi-token blocks
-    decode: str = setting("viterbi", Rule("str", choices=DECODES))  # viterbi (best path) |
-    # posterior (links above `threshold`)
-    threshold: float = setting(0.5, Rule("float", lo=0, hi=1, hi_open=True))  # posterior
-    # decoding only
-    combine: str = setting("none", Rule("str", choices=COMBINES, nullable=True))  # both
-    # saved directions: none (or null) | union | intersect | grow-diag | posterior (mean
-    # link posterior of s2t and t2s > threshold)
-    encoder_precision: str | None = setting(None, Rule("str", choices=PRECISIONS,
-                                                       nullable=True))  # decoding only:
-    # fp32 | bf16 | int8 (None: the aligner's default, `aligner.DEFAULT_ENCODER_PRECISION`)
+    decode: str = setting("viterbi", one_of(*DECODES))  # best path | links above threshold
+    threshold: float = setting(0.5, FRAC)  # posterior decoding only
+    combine: str = setting("none", one_of(*COMBINES, nullable=True))  # both saved directions:
+    # none (or null) | union | intersect | grow-diag | posterior (mean link posterior > threshold)
+    encoder_precision: str | None = setting(None, one_of(*PRECISIONS, nullable=True))  # for
+    # decoding only (None: the aligner's default, `aligner.DEFAULT_ENCODER_PRECISION`)
     encoder: dict | None = None  # {package: NAME} | {path: DIR} (None: the shipped MiniLM)
     proj: int = setting(64, _COUNT)  # word vectors are projected to this size before pooling
     hidden: int = setting(64, _COUNT)  # span-pair MLP hidden size
     sparse: bool = setting(True, BOOL)  # add the Yao et al. sparse feature score
     finetune: bool = setting(False, BOOL)  # train the encoder too
-    context: str = setting("separate", Rule("str", choices=CONTEXTS))  # word vectors:
-    # separate | pair | both (`CONTEXTS`)
+    context: str = setting("separate", one_of(*CONTEXTS))  # word vectors: separate | pair | both
     cosine: bool = setting(False, BOOL)  # span cosines as inputs of the pair scorer
-    encoder_layers: int | None = setting(None, _LIMIT)  # only the encoder's first N layers
-    # (None: all)
+    encoder_layers: int | None = setting(None, _LIMIT)  # the encoder's first N layers (None: all)
 
     def neural(self) -> dict:
         """The neural aligner's keyword settings (`NEURAL_KEYS`)."""
@@ -74,32 +67,28 @@ class MonoTraining:
     """How the monolingual aligners train (defaults: configs/experiment/yao2013_common.yaml,
     the paper's L-BFGS full batch; the neural experiments override them)."""
 
-    optimizer: str = setting("lbfgs", Rule("str", choices=("lbfgs", "adam", "adamw")))  #
-    # lbfgs (full batch) | adam | adamw (mini-batch)
+    # lbfgs: full batch; adam, adamw: mini-batch
+    optimizer: str = setting("lbfgs", one_of("lbfgs", "adam", "adamw"))
     lr: float = setting(1.0, POS)  # L-BFGS step scale (adam: ~0.05)
     max_iter: int = setting(40, _COUNT)  # L-BFGS iterations per epoch
     epochs: int = setting(1, _COUNT)
     l2: float = setting(1.0, NONNEG)  # L2 strength (sum-loss scale)
-    cost_weight: float = setting(1.0, NONNEG)  # softmax-margin Hamming cost; 0 = conditional
-    # log-loss
+    cost_weight: float = setting(1.0, NONNEG)  # softmax-margin Hamming cost; 0: log-loss
     fp_cost: float = setting(1.0, NONNEG)  # cost per predicted link not in gold
     fn_cost: float = setting(1.0, NONNEG)  # cost per gold link missed
-    nonident_fn_cost: float = setting(0.0, NONNEG)  # extra cost per missed gold link whose
-    # words differ
-    gold_links: str = setting("possible", Rule("str", choices=("possible", "sure")))  # train
-    # on S∪P (possible) or S (sure)
+    nonident_fn_cost: float = setting(0.0, NONNEG)  # extra, per missed non-identical link
+    gold_links: str = setting("possible", one_of("possible", "sure"))  # train on S∪P or S
     batch_size: int = setting(32, _COUNT)
     decode_batch: int = setting(64, _COUNT)
     threads: int = setting(1, _COUNT)
-    directions: list[str] = setting(rule=Rule("str", choices=("s2t", "t2s"), each=True),
+    directions: list[str] = setting(rule=one_of("s2t", "t2s", each=True),
                                     factory=lambda: ["s2t"])  # [s2t, t2s]: both
     members: list | None = None  # [{training overrides}, ...]: an ensemble of 2+ models
     sparse_lr: float = setting(0.02, POS)  # adamw: the sparse weights' learning rate
     encoder_lr: float = setting(2e-5, POS)  # adamw: a fine-tuned encoder's learning rate
     weight_decay: float = setting(0.01, NONNEG)  # adamw
     lr_decay: bool = setting(False, BOOL)  # adamw: every learning rate decays linearly to 0
-    max_train_len: int | None = setting(None, _LIMIT)  # train on pairs whose longer side is
-    # at most this
+    max_train_len: int | None = setting(None, _LIMIT)  # train on pairs no longer than this
     select: str | int | None = None  # best epoch on: dev (the dev split) | N (last N train
     # pairs) | None (the last epoch)
 
@@ -112,15 +101,12 @@ class MonoData:
 
     name: str | None = setting(None, _SOME)  # registry dataset (`aligners.data.datasets`)
     train_split: str = setting("train", _STR)
-    dev_split: str | None = setting(None, _SOME)  # also score this split (and
-    # `training.select: dev`)
+    dev_split: str | None = setting(None, _SOME)  # also score it (`training.select: dev`)
     test_split: str | None = setting("test", _SOME)  # None: only `extra_tests`
     train_path: str | list[str] | None = None
     dev_path: str | list[str] | None = None
     test_path: str | list[str] | None = None
     train_limit: int | None = setting(None, _LIMIT)  # first N training pairs (smoke runs)
-    dev_holdout: int | None = setting(None, _LIMIT)  # train on all but the last N training
-    # pairs, score those
+    dev_holdout: int | None = setting(None, _LIMIT)  # hold out (and score) the last N
     test_limit: int | None = setting(None, _LIMIT)  # first N pairs of each scored split
-    extra_tests: list[str] = setting(rule=Rule("str", each=True), factory=list)  # also
-    # scored: "dataset:split"
+    extra_tests: list[str] = setting(rule=Rule("str", each=True), factory=list)  # "set:split"

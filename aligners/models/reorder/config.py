@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aligners.config_checks import BOOL, MAX_ITERATIONS, NONNEG, POS, Rule, setting
+from aligners.config_checks import BOOL, MAX_ITERATIONS, POS, Rule, at_least, one_of, setting
 
 SIGMA2 = 0.01  # the MaxEnt models' Eq. 6 penalty (primal and dual), chosen on dev
 
@@ -29,24 +29,22 @@ __all__ = ["ExtractConfig", "FeatureConfig", "ModelSwitches", "LexicalConfig",
            "PrimalConfig", "DualConfig", "NaiveBayesConfig", "ReorderConfig", "ReorderData",
            "ReorderRun"]
 
-_PATH = Rule("str", nullable=True)
+_PATH, _LIMIT = Rule("str", nullable=True), at_least(1, nullable=True)
 
 
 @dataclass
 class ExtractConfig:
     """Phrase-pair extraction (Moses `extract`)."""
 
-    max_length: int = setting(7, Rule("int", lo=1))  # Moses default
-    mode: str = setting("wbe", Rule("str", choices=("wbe", "phrase", "hier")))  # Galley &
-    # Manning 2008
-    direction: str = setting("backward", Rule("str", choices=("backward", "forward")))  # the
-    # orientation w.r.t. the previous target phrase
+    max_length: int = setting(7, at_least(1))  # Moses default
+    mode: str = setting("wbe", one_of("wbe", "phrase", "hier"))  # Galley & Manning 2008
+    direction: str = setting("backward", one_of("backward", "forward"))  # the orientation
+    # w.r.t. the previous target phrase
 
 
 @dataclass
 class FeatureConfig:
-    min_count: int = setting(10, Rule("int", lo=0))  # features seen fewer times (training
-    # rows) are dropped
+    min_count: int = setting(10, at_least(0))  # features seen fewer times (rows) are dropped
     context: bool = setting(True, BOOL)  # source words adjacent to the source span
 
 
@@ -62,9 +60,8 @@ class ModelSwitches:
 
 @dataclass
 class LexicalConfig:
-    smoothing: float = setting(0.5, NONNEG)  # Moses lexical-reordering-score default
-    write_table: bool = setting(True, BOOL)  # the task writes the Moses reordering table
-    # (its size on disk)
+    smoothing: float = setting(0.5, Rule("float", lo=0))  # Moses lexical-reordering-score default
+    write_table: bool = setting(True, BOOL)  # the task writes the Moses table (its size)
     keep_table: bool = setting(False, BOOL)
 
 
@@ -73,10 +70,9 @@ class PrimalConfig:
     """MaxEnt in the primal, SGD (EMNLP Eq. 6)."""
 
     sigma2: float = setting(SIGMA2, POS)  # Eq. 6 penalty (dev choice, module docstring)
-    epochs: int = setting(10, Rule("int", lo=1, hi=MAX_ITERATIONS))
+    epochs: int = setting(10, at_least(1, hi=MAX_ITERATIONS))
     lr: float = setting(0.05, POS)
-    track_heldout: bool = setting(True, BOOL)  # the task scores the held-out pairs after
-    # every epoch
+    track_heldout: bool = setting(True, BOOL)  # the task scores the held-out pairs each epoch
 
 
 @dataclass
@@ -86,23 +82,19 @@ class DualConfig:
     sigma2: float = setting(SIGMA2, POS)  # dev choice (module docstring)
     eps: float | list[float] = setting(0.1, Rule("float", lo=0, listable=True))  # shrinking
     # tolerance; a list: one model each
-    max_iter: int = setting(30, Rule("int", lo=1, hi=MAX_ITERATIONS))  # EG passes at most
-    # (dev choice, module docstring)
+    max_iter: int = setting(30, at_least(1, hi=MAX_ITERATIONS))  # EG passes (dev choice)
     init_eps: float = setting(0.001, Rule("float", lo=0, hi=1, lo_open=True, hi_open=True))
-    # Eq. 15
-    max_trial: int = setting(10, Rule("int", lo=1))  # step halvings per example
+    max_trial: int = setting(10, at_least(1))  # step halvings per example
     step: float = setting(1.0, POS)  # initial per-example EG step eta_i (chosen on dev)
-    step_growth: float = setting(1.0, POS)  # eta_i *= growth after an accepted step (1: only
-    # halving)
-    reset_step: bool = setting(False, BOOL)  # true: eta_i = step at every pick (Algorithm 1
-    # literally)
+    step_growth: float = setting(1.0, POS)  # eta_i *= this after an accepted step (1: none)
+    reset_step: bool = setting(False, BOOL)  # true: eta_i = step at every pick (Alg. 1)
 
 
 @dataclass
 class NaiveBayesConfig:
     alpha: float = setting(2.0, POS)  # Dirichlet parameter (> 1 for the MAP estimate, Eq. 10)
-    inference: str | list[str] = setting("map", Rule("str", choices=("map", "bayes"),
-                                                     listable=True))  # a list: one model each
+    inference: str | list[str] = setting("map", one_of("map", "bayes", listable=True))  # a
+    # list: one model each
     mi_fractions: list[float] = setting(rule=Rule("float", lo=0, hi=1, hi_open=True, each=True),
                                         factory=list)  # the task's MI curve: fractions of
     # lowest-MI features removed (empty: no curve)
@@ -131,8 +123,7 @@ class ReorderData:
     src: str | None = setting(None, _PATH)
     tgt: str | None = setting(None, _PATH)
     align: str | None = setting(None, _PATH)  # Pharaoh i-j, source-target
-    train_limit: int | None = setting(None, Rule("int", lo=1, nullable=True))  # first N
-    # sentence pairs (None: all; the tasks' one name)
+    train_limit: int | None = setting(None, _LIMIT)  # first N pairs (None: all)
     heldout_fraction: float = setting(0.1, Rule("float", lo=0, hi=1, lo_open=True,
                                                 hi_open=True))
     dev_fraction: float = setting(0.0, Rule("float", lo=0, hi=1, hi_open=True))
@@ -140,15 +131,13 @@ class ReorderData:
     test_src: str | None = setting(None, _PATH)  # `evaluate` scores these three files when
     test_tgt: str | None = setting(None, _PATH)  # all are given
     test_align: str | None = setting(None, _PATH)
-    test_limit: int | None = setting(None, Rule("int", lo=1, nullable=True))
+    test_limit: int | None = setting(None, _LIMIT)
 
 
 @dataclass
 class ReorderRun:
     """The reorder task's top-level settings."""
 
-    evaluate_on: str = setting("heldout", Rule("str", choices=("heldout", "dev")))  # or dev:
-    # score the dev slice (choosing settings)
-    speed_repeats: int = setting(3, Rule("int", lo=1))  # timed prediction passes (the median
-    # is reported)
+    evaluate_on: str = setting("heldout", one_of("heldout", "dev"))  # dev: choosing settings
+    speed_repeats: int = setting(3, at_least(1))  # timed prediction passes (median reported)
     progress: bool = setting(True, BOOL)  # progress bars
