@@ -560,11 +560,13 @@ def test_thread_defaults_never_oversubscribe(template, tmp_path, monkeypatch):
     import yaml
 
     from aligners.cli import _subparsers, build_parser, main
+    from aligners.cli_types import from_options
+    from aligners.models.aligned import RunOptions
 
     commands = _subparsers(build_parser())
-    for name in ("align", "monoalign"):
-        assert commands[name].parse_args(["--model", "hmm"] if name == "align" else
-                                         ["--model", "M"]).threads == 1
+    align = commands["align"].parse_args(["--model", "hmm"])  # unset: RunOptions' default
+    assert align.threads is None and from_options(RunOptions, align).threads == 1
+    assert commands["monoalign"].parse_args(["--model", "M"]).threads == 1
     for name in ("train", "evaluate"):
         doc = yaml.safe_load((ROOT / "configs" / f"{name}.yaml").read_text())
         assert doc["threads"] == 1
