@@ -1,35 +1,33 @@
-"""Config and option validation, once: the rules live with the config dataclasses.
+"""Settings and their checks, once: every rule is declared on its config dataclass field.
 
 A config dataclass (e.g. `aligners.models.reorder.config.ReorderConfig`) is the one source of
-its section's defaults and value checks: its class attribute `RULES` maps a field to a `Rule`,
-and a field whose default is a dataclass (`field(default_factory=Sub)`) is a nested section
-with its own `RULES`. `task_configs()` maps a task to its sections (`"model"`, `"data"`,
-`"training"`; `""` = top-level keys) and each section to its dataclass ("module:Class",
-imported on use, so that this module imports no model). `RULES` is the older table of task
-keys that no dataclass declares yet (`"*"`: every task).
+its section's defaults and value rules: a field written `setting(default, rule)` carries its
+`Rule` (and, for an `aligners align` option, its `flag` and `help`, `aligners.cli_types`) in
+the field's metadata; a field whose default is a dataclass (`setting(factory=Sub)`) is a
+nested section. A subclass that only changes a default keeps the rule of the field it
+overrides. A class attribute `NULLABLE` names the (dotted) keys that may also be null there
+(e.g. "by corpus size").
 
-`check_config(cfg, task)` checks every key of `RULES["*"]`, `RULES[task]` and the task's
-dataclass rules that the config sets (dotted paths; a missing key is not checked) and raises
-`AlignersInputError` with one line, e.g. `model.p0 must be a number in [0, 1); got 5`.
-`aligners/run.py` calls it before every task. `from_config(cls, node, where)` builds a
-section's dataclass (defaults for what the node does not set, unknown keys refused); CLI
-commands call `check_options(args, {dest: rule})` with the dataclass's rules
-(`rules_of(cls)`), so a bad value reads the same from both, e.g. `--sigma2 must be a number
-> 0; got -1.0`. Cost: O(number of rules).
+`check(node, cls)` is the one check, called by every entry point: the Hydra tasks
+(`check_config`, `from_config`), the CLI (`aligners.cli_types.from_options`, `check_options`)
+and the Python API (`aligners.align`). A bad value is one `AlignersInputError` line naming it
+the way the user wrote it: `model.p0 must be a number in [0, 1); got 5`, `--p0 must be ...`,
+`p0 must be ...`. `task_configs()` maps a task to its sections' dataclasses. Cost: O(number
+of rules).
 """
 
 from __future__ import annotations
 
 import importlib
 import math
-from dataclasses import MISSING, dataclass, fields, is_dataclass
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
-from aligners.cli_types import MAX_ITERATIONS
 from aligners.errors import AlignersInputError
 
-__all__ = ["MAX_ITERATIONS", "Rule", "RULES", "task_configs", "check_value", "check_config",
-           "check_options", "config_class", "rules_of", "from_config"]
+__all__ = ["MAX_ITERATIONS", "Rule", "setting", "maybe", "one_of", "at_least", "BOOL", "POS",
+           "NONNEG", "FRAC", "UNIT", "ITERATIONS", "Common", "task_configs", "check", "check_value",
+           "check_config", "check_options", "config_class", "rules_of", "meta", "from_config"]
 
 
 @dataclass(frozen=True)
@@ -73,168 +71,55 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-def _int(lo=None, **kw) -> Rule:
+def maybe(rule: Rule) -> Rule:
+    """`rule`, null allowed too."""
+    return replace(rule, nullable=True)
+
+
+def one_of(*choices, **kw) -> Rule:
+    """One of `choices` (strings, else integers)."""
+    return Rule("str" if isinstance(choices[0], str) else "int", choices=choices, **kw)
+
+
+def at_least(lo: int, **kw) -> Rule:
+    """An integer >= `lo`."""
     return Rule("int", lo=lo, **kw)
 
 
-def _iterations(**kw) -> Rule:  # an iteration count, bounded (cli_types.MAX_ITERATIONS)
-    return Rule("int", lo=0, hi=MAX_ITERATIONS, **kw)
+# the bound of every iteration / epoch count (EM, SGD, EG): a typo must not run for ever
+MAX_ITERATIONS = 1000
+BOOL, POS, NONNEG = Rule("bool"), Rule("float", lo=0, lo_open=True), Rule("float", lo=0)
+FRAC, UNIT = Rule("float", lo=0, hi=1, hi_open=True), Rule("float", lo=0, hi=1)
+ITERATIONS = Rule("int", lo=0, hi=MAX_ITERATIONS)
 
 
-def _pos(**kw) -> Rule:
-    return Rule("float", lo=0, lo_open=True, **kw)
+def setting(default: Any = MISSING, rule: Rule | None = None, *, factory: Any = MISSING,
+            flag: str | None = None, help: str | None = None,  # noqa: A002 (argparse's word)
+            section: type | None = None):
+    """A dataclass field with its `rule`; `flag` and `help` make it an `aligners align`
+    option (`aligners.cli_types.add_options`; `{default}` in `help` is the field's default).
+    `factory`: the default factory (a dataclass: a nested section; `section` names the
+    dataclass of a section whose factory is a function)."""
+    info = {"rule": rule, "flag": flag, "help": help, "section": section}
+    return field(default=default, default_factory=factory,
+                 metadata={k: v for k, v in info.items() if v is not None})
 
 
-def _frac(**kw) -> Rule:  # [0, 1)
-    return Rule("float", lo=0, hi=1, hi_open=True, **kw)
-
-
-# task -> {dotted key: rule}; "*" applies to every task
-RULES: dict[str, dict[str, Rule]] = {
-    "*": {
-        "seed": _int(),
-        "threads": _int(1),
-        "data.train_limit": _int(1, nullable=True),  # first N pairs; null: all (not 0)
-        "data.test_limit": _int(1, nullable=True),
-    },
-    # The word and phrasal families' rules wait here until their config dataclasses
-    # (models/hmm/config.py, models/gappy_hsmm) declare them as the others do (task_configs());
-    # PhrasalConfig's own __post_init__ checks remain for direct use.
-    "gappy-hsmm": {
-        "model.batch_cells": _int(1),
-        "model.dev_from_test": _int(0),
-        **{f"model.{s}.{k}": r for s in ("word", "start") for k, r in (
-            ("ibm1_iterations", _iterations(nullable=True)),
-            ("hmm_iterations", _iterations(nullable=True)), ("p0", _frac()),
-            ("max_jump", _int(1)), ("lattice", Rule("str", choices=("och_ney", "generic"))))},
-        "model.phrasal.p0": _frac(nullable=True),  # null: by corpus size (REGIMENS)
-        "model.phrasal.max_phrase_len": Rule("int", lo=1, hi=16),  # phrase_lists.MAX_PHRASE_LEN
-        "model.phrasal.eta": _pos(),
-        "model.phrasal.lam": _pos(),
-        "model.phrasal.n_contiguous": _int(0),
-        "model.phrasal.n_gappy": _int(0),
-        "model.phrasal.iterations": _iterations(nullable=True),
-        "model.phrasal.agreement": Rule("bool"),
-        "model.phrasal.discount": Rule("float", lo=0),
-        "model.phrasal.min_count": _int(1, nullable=True),
-        "model.phrasal.rank": Rule("str", choices=("probability", "count")),
-        "model.phrasal.gappy_discount": Rule("float", lo=0, nullable=True),
-        "model.phrasal.gappy_min_count": _int(1, nullable=True),
-        "model.phrasal.gappy_rank": Rule("str", choices=("probability", "count"),
-                                         nullable=True),
-        "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
-    },
-    "hmm": {
-        "model.p0": _frac(),
-        "model.ibm1_iterations": _iterations(),
-        "model.hmm_iterations": _iterations(),
-        "model.max_jump": _int(1),
-        "model.alpha": Rule("float", lo=0),
-        "model.null_alpha": Rule("float", lo=0),
-        "model.batch_cells": _int(1),
-        "model.decoding.threshold": Rule("float", lo=0, hi=1),  # issue 25: 5 gave AER 1.0
-        "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
-    },
-    "bayesian": {
-        "model.decoding.threshold": Rule("float", lo=0, hi=1, nullable=True),
-        "model.tune_grid.thresholds": Rule("float", lo=0, hi=1, each=True),
-    },
-}
-
-# the baseline task (no model family): {section: "module:Class" of its config dataclass}
-_BASELINE_CONFIGS = {"model": "aligners.training.baseline:DiagonalConfig",
-                     "data": "aligners.training.baseline:GoldData"}
-
-
-def task_configs() -> dict[str, dict[str, str]]:
-    """task -> {section: "module:Class" of its config dataclass} ("" = the top-level keys):
-    each family's `sections` (`aligners.families`), and the baseline's."""
-    from aligners.families import families
-
-    return {"baseline": _BASELINE_CONFIGS,
-            **{f.task_name: dict(f.sections) for f in families() if f.sections}}
-
-
-def check_value(name: str, value: Any, rule: Rule) -> Any:
-    """`value` if it obeys `rule`, else AlignersInputError `NAME must be ...; got VALUE`."""
-    if value is None and rule.nullable:
-        return value
-    if rule.listable and not (isinstance(value, list | tuple) or _is_listconfig(value)):
-        _check_one(name, value, Rule(**{**rule.__dict__, "listable": False}), shown=rule)
-        return value
-    if rule.each or rule.listable:
-        items = list(value) if isinstance(value, list | tuple) or _is_listconfig(value) else None
-        if items is None or (rule.nonempty and not items):
-            raise AlignersInputError(f"{name} must be {rule.describe()}; got {value!r}")
-        one = Rule(**{**rule.__dict__, "each": False, "listable": False, "nullable": False,
-                      "nonempty": False})
-        for item in items:
-            _check_one(name, item, one, shown=rule)
-        return value
-    return _check_one(name, value, rule, shown=rule)
-
-
-def _is_listconfig(value) -> bool:
-    try:
-        from omegaconf import ListConfig
-    except ImportError:  # pragma: no cover
-        return False
-    return isinstance(value, ListConfig)
-
-
-def _check_one(name: str, value: Any, rule: Rule, *, shown: Rule) -> Any:
-    def bad():
-        return AlignersInputError(f"{name} must be {shown.describe()}; got {value!r}")
-
-    if value is None:
-        if rule.nullable:
-            return value
-        raise bad()
-    if rule.kind == "bool":
-        if not isinstance(value, bool):
-            raise bad()
-        return value
-    if rule.kind == "str":
-        if not isinstance(value, str) or (rule.choices and value not in rule.choices):
-            raise bad()
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise bad()
-    if rule.choices and value not in rule.choices:
-        raise bad()
-    if rule.kind == "int" and not isinstance(value, int):
-        raise bad()
-    if not math.isfinite(value):
-        raise bad()
-    if rule.lo is not None and (value < rule.lo or (rule.lo_open and value == rule.lo)):
-        raise bad()
-    if rule.hi is not None and (value > rule.hi or (rule.hi_open and value == rule.hi)):
-        raise bad()
-    return value
-
-
-def _lookup(cfg, dotted: str):
-    """(found, value) of a dotted key in a DictConfig / dict."""
-    node = cfg
-    for part in dotted.split("."):
-        try:
-            if part not in node:
-                return False, None
-            node = node[part]
-        except TypeError:  # a scalar where a mapping was expected
-            return False, None
-    return True, node
-
-
-def config_class(target: str) -> type:
-    """The dataclass named by "package.module:Class" (imported on demand)."""
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+def meta(cls: type, name: str, key: str):
+    """Metadata `key` ("rule", "flag", "help") of field `name` of dataclass `cls`, from the
+    nearest class of its MRO that declares it (the older class attribute `RULES` too)."""
+    for klass in cls.__mro__:
+        f = getattr(klass, "__dataclass_fields__", {}).get(name)
+        if f is not None and key in f.metadata:
+            return f.metadata[key]
+        if key == "rule" and name in vars(klass).get("RULES", {}):
+            return vars(klass)["RULES"][name]
+    return None
 
 
 def _section(f) -> type | None:
-    """The dataclass of a nested-section field (`field(default_factory=Sub)`), else None."""
-    sub = f.default_factory
+    """The dataclass of a nested-section field (`setting(factory=Sub)`), else None."""
+    sub = f.metadata.get("section", f.default_factory)
     return sub if isinstance(sub, type) and is_dataclass(sub) else None
 
 
@@ -243,65 +128,181 @@ def _join(where: str, name: str) -> str:
 
 
 def rules_of(cls: type, prefix: str = "") -> dict[str, Rule]:
-    """{dotted key: Rule} of dataclass `cls` (its `RULES`) and of its nested sections."""
-    own = getattr(cls, "RULES", {})
-    out = {_join(prefix, k): r for k, r in own.items()}
+    """{dotted key: Rule} of dataclass `cls` and of its nested sections (`NULLABLE` keys may
+    also be null)."""
+    out = {}
     for f in fields(cls):
         sub = _section(f)
         if sub is not None:
             out.update(rules_of(sub, _join(prefix, f.name)))
+        elif (rule := meta(cls, f.name, "rule")) is not None:
+            out[_join(prefix, f.name)] = rule
+    for key in getattr(cls, "NULLABLE", ()):
+        out[_join(prefix, key)] = maybe(out[_join(prefix, key)])
     return out
 
 
+def check_value(name: str, value: Any, rule: Rule) -> Any:
+    """`value` if it obeys `rule`, else AlignersInputError `NAME must be ...; got VALUE`."""
+    if value is None and rule.nullable:
+        return value
+    if rule.listable and not _is_list(value):
+        _check_one(name, value, replace(rule, listable=False), shown=rule)
+        return value
+    if rule.each or rule.listable:
+        if not _is_list(value) or (rule.nonempty and not list(value)):
+            raise AlignersInputError(f"{name} must be {rule.describe()}; got {value!r}")
+        one = replace(rule, each=False, listable=False, nullable=False, nonempty=False)
+        for item in value:
+            _check_one(name, item, one, shown=rule)
+        return value
+    return _check_one(name, value, rule, shown=rule)
+
+
+def _is_list(value) -> bool:
+    from omegaconf import ListConfig
+
+    return isinstance(value, list | tuple | ListConfig)
+
+
+def _check_one(name: str, value: Any, rule: Rule, *, shown: Rule) -> Any:
+    if value is None and rule.nullable:
+        return value
+    if rule.kind == "bool":
+        ok = isinstance(value, bool)
+    elif rule.kind == "str":
+        ok = isinstance(value, str) and (not rule.choices or value in rule.choices)
+    else:
+        ok = (not isinstance(value, bool) and isinstance(value, int | float)
+              and (not rule.choices or value in rule.choices)
+              and (rule.kind != "int" or isinstance(value, int)) and math.isfinite(value)
+              and (rule.lo is None or (value > rule.lo if rule.lo_open else value >= rule.lo))
+              and (rule.hi is None or (value < rule.hi if rule.hi_open else value <= rule.hi)))
+    if not ok:
+        raise AlignersInputError(f"{name} must be {shown.describe()}; got {value!r}")
+    return value
+
+
+def _lookup(node, dotted: str):
+    """(found, value) of a dotted key in a DictConfig / dict, or a dataclass / Namespace."""
+    for part in dotted.split("."):
+        if hasattr(node, "keys"):
+            if part not in node:
+                return False, None
+            node = node[part]
+        elif hasattr(node, "__dict__") and hasattr(node, part):
+            node = getattr(node, part)
+        else:  # missing, or a scalar where a section was expected
+            return False, None
+    return True, node
+
+
+def check(node, cls: type | None = None, *, where: str = "", names: dict | None = None):
+    """`node` (a dataclass instance, a mapping or a DictConfig) if every value it sets obeys
+    the rules of dataclass `cls` (default: the node's class); keys it does not set are not
+    checked. A bad value is named `where.key`, or `names[key]` (a command-line flag: then
+    never "or null", an option is given or not). An instance of `cls` with an
+    `invariants()` method (settings that depend on each other) is then asked too."""
+    cls = cls or type(node)
+    for key, rule in rules_of(cls).items():
+        found, value = _lookup(node, key)
+        if not found:
+            continue
+        if names is not None and value is not None:
+            rule = replace(rule, nullable=False)
+        check_value(names.get(key, key) if names is not None else _join(where, key),
+                    value, rule)
+    if isinstance(node, cls) and hasattr(node, "invariants"):
+        node.invariants()
+    return node
+
+
+@dataclass
+class _CommonData:
+    train_limit: int | None = setting(None, at_least(1, nullable=True))  # first N; null: all
+    test_limit: int | None = setting(None, at_least(1, nullable=True))
+
+
+@dataclass
+class Common:
+    """The keys every task reads (configs/train.yaml; `data.*_limit` in each data file)."""
+
+    seed: int = setting(rule=Rule("int"))
+    threads: int = setting(rule=Rule("int", lo=1))
+    data: _CommonData = setting(factory=_CommonData)
+
+
+# the baseline task (no model family): {section: "module:Class" of its config dataclass}
+_BASELINE_CONFIGS = {"model": "aligners.training.baseline:DiagonalConfig",
+                     "data": "aligners.training.baseline:GoldData"}
+
+
+def task_configs() -> dict[str, dict[str, str]]:
+    """task -> {section: "module:Class" of its config dataclass} ("" = the top-level keys):
+    each family's `sections` (`aligners.families`), over which its config module's
+    `TASK_SECTIONS` win, and the baseline's."""
+    from aligners.families import families
+
+    out = {"baseline": _BASELINE_CONFIGS}
+    for f in families():
+        module = importlib.import_module(f.config.partition(":")[0]) if f.config else None
+        sections = {**f.sections, **getattr(module, "TASK_SECTIONS", {})}
+        if sections:
+            out[f.task_name] = sections
+    return out
+
+
+def config_class(target: str) -> type:
+    """The dataclass named by "package.module:Class" (imported on demand)."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def check_config(cfg, task: str | None = None) -> None:
-    """Check the keys of `RULES["*"]`, `RULES[task]` and the dataclass rules of the task's
-    sections (`task_configs()`) that `cfg` sets (one line per error)."""
-    rules = {**RULES["*"], **RULES.get(task or "", {})}
+    """Check the keys every task reads (`Common`) and the sections of `task`
+    (`task_configs()`) that `cfg` sets (one line per error)."""
+    check(cfg, Common)
     for section, target in task_configs().get(task or "", {}).items():
-        rules.update(rules_of(config_class(target), section))
-    for key, rule in rules.items():
-        found, value = _lookup(cfg, key)
-        if found:
-            check_value(key, value, rule)
+        found, node = _lookup(cfg, section) if section else (True, cfg)
+        if found and node is not None:
+            check(node, config_class(target), where=section)
 
 
 def _plain(value):
-    try:
-        from omegaconf import OmegaConf
-    except ImportError:  # pragma: no cover
-        return value
+    from omegaconf import OmegaConf
+
     return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
 def from_config(cls: type, node=None, where: str = "model", *, strict: bool = True):
     """An instance of dataclass `cls` from the mapping `node` (a DictConfig section, a dict,
-    or None): each field takes the node's value, checked by `cls.RULES`, or its default (a
-    field without one is required); a nested section reads its sub-mapping. With `strict`, a
-    key of `node` that is no field is refused (AlignersInputError naming `where`). Values
-    come back as plain lists / dicts."""
+    or None), checked (`check`): each field takes the node's value or its default (a field
+    without one is required); a nested section reads its sub-mapping. With `strict`, a key
+    of `node` that is no field is refused (AlignersInputError naming `where`). Values come
+    back as plain lists / dicts."""
+    node = {} if node is None else node
+    check(node, cls, where=where)
+    return _build(cls, node, where, strict)
+
+
+def _build(cls: type, node, where: str, strict: bool):
     node = {} if node is None else node
     names = {f.name: f for f in fields(cls)}
-    if strict:
-        unknown = sorted(str(k) for k in node.keys() if k not in names)
-        if unknown:
-            raise AlignersInputError(
-                f"{_join(where, unknown[0])} is not a setting of {where or 'the task'} "
-                f"({cls.__name__}); expected one of {', '.join(sorted(names))}")
-    rules, values = getattr(cls, "RULES", {}), {}
+    unknown = sorted(str(k) for k in node.keys() if k not in names) if strict else ()
+    if unknown:
+        raise AlignersInputError(
+            f"{_join(where, unknown[0])} is not a setting of {where or 'the task'} "
+            f"({cls.__name__}); expected one of {', '.join(sorted(names))}")
+    values = {}
     for name, f in names.items():
-        if name not in node:
-            if f.default is MISSING and f.default_factory is MISSING:
-                what = f" ({rules[name].describe()})" if name in rules else ""
-                raise AlignersInputError(f"{_join(where, name)} is required{what}")
-            continue
-        sub = _section(f)
-        if sub is not None:
-            values[name] = from_config(sub, node[name], _join(where, name), strict=strict)
-            continue
-        value = _plain(node[name])
-        if name in rules:
-            check_value(_join(where, name), value, rules[name])
-        values[name] = value
+        if name in node:
+            sub = _section(f)
+            values[name] = (_build(sub, node[name], _join(where, name), strict) if sub
+                            else _plain(node[name]))
+        elif f.default is MISSING and f.default_factory is MISSING:
+            rule = meta(cls, name, "rule")
+            what = f" ({rule.describe()})" if rule else ""
+            raise AlignersInputError(f"{_join(where, name)} is required{what}")
     return cls(**values)
 
 

@@ -25,22 +25,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-__all__ = ["HEURISTICS", "symmetrize", "symmetrize_corpus"]
+__all__ = ["HEURISTICS", "check_heuristic", "symmetrize", "symmetrize_corpus"]
 
-HEURISTICS: tuple[str, ...] = (
-    "intersect",
-    "union",
-    "grow-diag",
-    "grow-diag-final",
-    "grow-diag-final-and",
-)
+HEURISTICS: tuple[str, ...] = ("intersect", "union", "grow-diag", "grow-diag-final",
+                               "grow-diag-final-and")
 
 Link = tuple[int, int]
 
 
-def _grow_diag(
-    inter: set[Link], candidates: list[Link]
-) -> tuple[set[Link], set[int], set[int]]:
+def check_heuristic(heuristic: str) -> str:
+    """`heuristic` if it is one of HEURISTICS, else ValueError naming it."""
+    if heuristic not in HEURISTICS:
+        raise ValueError(f"unknown heuristic {heuristic!r}; choose one of {', '.join(HEURISTICS)}")
+    return heuristic
+
+
+def _grow_diag(inter: set[Link], candidates: list[Link]) -> tuple[set[Link], set[int], set[int]]:
     """atools' `Grow(KoehnAligned, non-idempotent, union)` from the intersection.
 
     `candidates` are the points of F ∪ R not in F ∩ R, sorted by (i, j).
@@ -52,49 +52,32 @@ def _grow_diag(
     pending = candidates
     while pending:
         rest: list[Link] = []
-        added = False
         for link in pending:
             i, j = link
-            if (i not in src_aligned or j not in tgt_aligned) and (
-                (i - 1, j) in res
-                or (i + 1, j) in res
-                or (i, j - 1) in res
-                or (i, j + 1) in res
-                or (i - 1, j - 1) in res
-                or (i + 1, j + 1) in res
-                or (i - 1, j + 1) in res
-                or (i + 1, j - 1) in res
-            ):
+            if (i not in src_aligned or j not in tgt_aligned) and (  # a neighbour is in
+                    (i - 1, j) in res or (i + 1, j) in res or (i, j - 1) in res
+                    or (i, j + 1) in res or (i - 1, j - 1) in res or (i + 1, j + 1) in res
+                    or (i - 1, j + 1) in res or (i + 1, j - 1) in res):
                 res.add(link)
                 src_aligned.add(i)
                 tgt_aligned.add(j)
-                added = True
             else:
                 rest.append(link)
-        if not added:
+        if len(rest) == len(pending):  # nothing added
             break
         pending = rest
     return res, src_aligned, tgt_aligned
 
 
-def _final(
-    res: set[Link],
-    src_aligned: set[int],
-    tgt_aligned: set[int],
-    points: Iterable[Link],
-    *,
-    both_unaligned: bool,
-) -> None:
+def _final(res: set[Link], src_aligned: set[int], tgt_aligned: set[int],
+           points: Iterable[Link], *, both_unaligned: bool) -> None:
     """atools' idempotent `Grow(IsOneOrBothUnaligned | IsNeitherAligned, adds)`, in place."""
     for link in sorted(points):
         if link in res:
             continue
         i, j = link
-        if both_unaligned:
-            ok = i not in src_aligned and j not in tgt_aligned
-        else:
-            ok = i not in src_aligned or j not in tgt_aligned
-        if ok:
+        free_i, free_j = i not in src_aligned, j not in tgt_aligned
+        if (free_i and free_j) if both_unaligned else (free_i or free_j):
             res.add(link)
             src_aligned.add(i)
             tgt_aligned.add(j)
@@ -112,14 +95,9 @@ def symmetrize(fwd: Iterable[Link], rev: Iterable[Link], heuristic: str) -> set[
     Returns the set of links. Cost: see the module docstring. Raises `ValueError` for an
     unknown heuristic.
     """
-    f = _links(fwd)
-    r = _links(rev)
-    if heuristic == "intersect":
-        return f & r
-    if heuristic == "union":
-        return f | r
-    if heuristic not in HEURISTICS:
-        raise ValueError(f"unknown heuristic {heuristic!r}; choose one of {', '.join(HEURISTICS)}")
+    f, r = _links(fwd), _links(rev)
+    if check_heuristic(heuristic) in ("intersect", "union"):
+        return f & r if heuristic == "intersect" else f | r
     inter = f & r
     res, src_aligned, tgt_aligned = _grow_diag(inter, sorted((f | r) - inter))
     if heuristic != "grow-diag":
@@ -129,18 +107,14 @@ def symmetrize(fwd: Iterable[Link], rev: Iterable[Link], heuristic: str) -> set[
     return res
 
 
-def symmetrize_corpus(
-    fwd: Sequence[Iterable[Link]], rev: Sequence[Iterable[Link]], heuristic: str
-) -> list[set[Link]]:
+def symmetrize_corpus(fwd: Sequence[Iterable[Link]], rev: Sequence[Iterable[Link]],
+                      heuristic: str) -> list[set[Link]]:
     """`symmetrize` line by line; `fwd` and `rev` must have the same number of sentences.
 
     Shapes: N sentences in, N link sets out. Cost: O(total links) (see module docstring).
     """
     if len(fwd) != len(rev):
-        raise ValueError(
-            f"forward and reverse alignments have different numbers of lines "
-            f"({len(fwd)} vs {len(rev)})"
-        )
-    if heuristic not in HEURISTICS:
-        raise ValueError(f"unknown heuristic {heuristic!r}; choose one of {', '.join(HEURISTICS)}")
+        raise ValueError(f"forward and reverse alignments have different numbers of lines "
+                         f"({len(fwd)} vs {len(rev)})")
+    check_heuristic(heuristic)
     return [symmetrize(f, r, heuristic) for f, r in zip(fwd, rev)]

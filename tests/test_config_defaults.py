@@ -167,14 +167,13 @@ def test_rules_name_fields(task, section, cls):
 
 @pytest.mark.parametrize("experiment", _names("experiment"))
 def test_every_experiment_reads_into_its_dataclasses(experiment, tmp_path):
-    """... and so sets no key its task would ignore (bayesian: see KNOWN_GAPS)."""
+    """... and so sets no key its task would ignore."""
     cfg = _plain(_compose("train", [f"experiment={experiment}"], tmp_path))
     if cfg.get("model") is None:
         pytest.skip(f"{experiment} is a fragment other experiments include")
     for section, target in task_configs().get(cfg.task, {}).items():
         node = cfg if section == "" else cfg.get(section)
-        strict = section != "" and cfg.task != "bayesian"
-        from_config(config_class(target), node, section, strict=strict)
+        from_config(config_class(target), node, section, strict=section != "")
 
 
 # `aligners reorder` / `aligners monoalign` option -> where its default comes from
@@ -279,12 +278,11 @@ def test_one_sigma2_and_the_model_classes_use_the_dataclass_defaults():
 
 
 def test_choice_tuples_agree_with_their_modules():
-    from aligners.config_checks import RULES
     from aligners.features.embedding import PRECISIONS
     from aligners.models.gappy_hsmm.phrase_lists import MAX_PHRASE_LEN, RANK_RULES
     from aligners.models.mono import config as mono
 
     assert mono.PRECISIONS == PRECISIONS
-    phrasal = RULES["gappy-hsmm"]
-    assert phrasal["model.phrasal.max_phrase_len"].hi == MAX_PHRASE_LEN
-    assert phrasal["model.phrasal.rank"].choices == RANK_RULES
+    phrasal = rules_of(PhrasalConfig)
+    assert phrasal["max_phrase_len"].hi == MAX_PHRASE_LEN
+    assert phrasal["rank"].choices == RANK_RULES

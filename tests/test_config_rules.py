@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from aligners.config_checks import (
-    RULES,
     Rule,
     check_config,
     check_value,
     from_config,
+    setting,
     task_configs,
 )
 from aligners.errors import AlignersInputError
@@ -49,7 +49,7 @@ BAD = {
 def test_every_task_has_rules():
     assert set(BAD) == set(TASKS)
     for task in TASKS:
-        assert RULES.get(task) or task_configs().get(task), task
+        assert task_configs().get(task), task
 
 
 @pytest.mark.parametrize("task", sorted(BAD))
@@ -86,15 +86,19 @@ def test_reorder_rules(override, message, tmp_path):
 
 @dataclass
 class _Sub:
-    k: int = 2
-    RULES: ClassVar[dict] = {"k": Rule("int", lo=1)}
+    k: int = setting(2, Rule("int", lo=1))
 
 
 @dataclass
 class _Top:
-    name: str
-    sub: _Sub = field(default_factory=_Sub)
-    RULES: ClassVar[dict] = {"name": Rule("str", choices=("a", "b"))}
+    name: str = setting(rule=Rule("str", choices=("a", "b")))
+    sub: _Sub = setting(factory=_Sub)
+
+
+@dataclass
+class _Legacy:  # the older spelling, a class attribute RULES, reads the same
+    k: int = 2
+    RULES: ClassVar[dict] = {"k": Rule("int", lo=1)}
 
 
 def test_from_config_refuses_unknown_and_missing_keys_and_fills_defaults():
@@ -110,6 +114,8 @@ def test_from_config_refuses_unknown_and_missing_keys_and_fills_defaults():
                                                  r"got 0$"):
         from_config(_Top, {"name": "a", "sub": {"k": 0}}, "model")
     assert from_config(_Top, {"name": "a", "other": 1}, "", strict=False).name == "a"
+    with pytest.raises(AlignersInputError, match=r"^data\.k must be an integer >= 1; got 0$"):
+        from_config(_Legacy, {"k": 0}, "data")
 
 
 def test_rule_kinds():

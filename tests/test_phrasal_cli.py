@@ -42,7 +42,7 @@ def test_train_save_load_same_links(tmp_path, capsys):
 
 def test_phrasal_p0_reaches_the_saved_model(tmp_path, capsys):
     """--phrasal-p0 sets the phrasal model's NULL probability (not the word HMM's --p0);
-    out of [0, 1) it is a usage error."""
+    out of [0, 1) it is one line naming the flag."""
     from aligners.export import load
 
     p, _, _ = _corpus(tmp_path, 40)
@@ -50,9 +50,9 @@ def test_phrasal_p0_reaches_the_saved_model(tmp_path, capsys):
                  "--save-model", str(tmp_path / "m"), *FAST]) == 0
     bundle = load(tmp_path / "m")
     assert bundle.aligner.config.p0 == pytest.approx(0.2)
-    with pytest.raises(SystemExit):
-        main(["align", "-i", str(p), "--phrasal-p0", "1.5", *FAST])
-    assert "--phrasal-p0" in capsys.readouterr().err
+    assert main(["align", "-i", str(p), "--phrasal-p0", "1.5", *FAST]) == 2
+    assert capsys.readouterr().err == ("aligners align: error: --phrasal-p0 must be a number "
+                                       "in [0, 1); got 1.5\n")
 
 
 @pytest.mark.parametrize("decoding", ["viterbi", "posterior"])

@@ -29,10 +29,12 @@ def test_rank_rules_min_count_and_ties():
 
 def test_config_checks_the_new_options():
     assert PhrasalConfig().rank == "probability" and PhrasalConfig().min_count == 1
-    for bad, word in (({"min_count": 0}, "min counts"), ({"gappy_min_count": 0}, "min counts"),
-                      ({"gappy_discount": -1.0}, "gappy_discount"), ({"rank": "x"}, "rank"),
-                      ({"gappy_rank": "x"}, "rank")):
-        with pytest.raises(ValueError, match=word):
+    for bad, word in (({"min_count": 0}, "min_count must be an integer >= 1"),
+                      ({"gappy_min_count": 0}, "gappy_min_count must be an integer >= 1"),
+                      ({"gappy_discount": -1.0}, "gappy_discount must be a number >= 0"),
+                      ({"rank": "x"}, "rank must be one of probability, count"),
+                      ({"gappy_rank": "x"}, "gappy_rank must be one of probability, count")):
+        with pytest.raises(ValueError, match=f"^{word}"):
             PhrasalConfig(**bad)
 
 

@@ -23,11 +23,12 @@ import os
 import re
 import sys
 
-from aligners.cli_types import float_in, int_at_least
+from aligners.cli_types import add_options, from_options
 from aligners.commands._device import thread_count
-from aligners.data import DEFAULT_CELLS, GPU_CELLS
+from aligners.config_checks import Rule, check, check_value
 from aligners.errors import AlignersInputError
 from aligners.families import Family, families, family
+from aligners.models.aligned import Decoding, RunOptions
 from aligners.timing import Phases, peak_memory
 
 __all__ = ["add_arguments", "run"]
@@ -74,7 +75,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="default: the saved model's, else the family's (" +
                         ", ".join(f"{f.name} {_options_module(f).DECODING.method}" for f in word)
                         + ")")
-    d.add_argument("--threshold", type=float_in(0.0, 1.0), default=None,
+    d.add_argument("--threshold", type=float, default=None,
                    help="posterior threshold in [0, 1] (default: the saved model's, else the "
                         "family's: " + ", ".join(
                             f"{f.name} {_options_module(f).DECODING.threshold or 'by size'}"
@@ -82,14 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("running")
     r.add_argument("--device", default="auto",
                    help="auto (default: cuda where torch sees a GPU, else cpu), cpu, or cuda")
-    r.add_argument("--threads", type=int_at_least(1), default=1, help="torch CPU threads")
-    r.add_argument("--seed", type=int, default=0,
-                   help="random seed, >= 0 (the Bayesian sampler; runs are reproducible)")
-    r.add_argument("--batch-cells", type=int_at_least(1), default=None,
-                   help=f"padded source x target cells per batch (default {DEFAULT_CELLS} on "
-                        f"the CPU, {GPU_CELLS} on a GPU)")
-    r.add_argument("--cache-dir", default=None,
-                   help="keep the pair-id index in memory-mapped files here (large corpora)")
+    add_options(r, RunOptions, "threads", "seed", "batch_cells", "cache_dir")
     r.add_argument("-q", "--quiet", "--no-progress", dest="quiet", action="store_true",
                    help="no progress bars and no summary line on stderr")
     r.add_argument("-v", "--verbose", action="store_true",
@@ -100,6 +94,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 AUTO_RULE = ("bayesian below 500,000 sentence pairs (on the CPU), hmm from there on (on "
              "--device; see aligners.models.aligned.auto_family)")
 _PHASES = ("read", "index", "train", "decode", "write")  # the summary's order
+_DECODING_FLAGS = {"method": "--decoding", "threshold": "--threshold",
+                   "symmetrize": "--symmetrize"}
+
+
+def _check_decoding(given: tuple, cls) -> None:
+    """The decoding options given (method, threshold, symmetrize), by the rules of
+    `Decoding` and the family's methods: one line naming the flag."""
+    if given[0] is not None:
+        check_value("--decoding", given[0], Rule("str", choices=cls.METHODS))
+    check({k: v for k, v in zip(_DECODING_FLAGS, given) if v is not None}, Decoding,
+          names=_DECODING_FLAGS)
 
 
 def _refuse_ignored_options(args: argparse.Namespace, fam: Family, why: str) -> None:
@@ -216,7 +221,6 @@ def _check_io(args: argparse.Namespace, fam: Family) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aligners.commands._device import auto_device
-    from aligners.models.aligned import RunOptions
 
     picked = args.device == "auto"  # the device is ours to choose
     args.device, device_why = auto_device(args.device)
@@ -227,21 +231,20 @@ def run(args: argparse.Namespace) -> int:
     options = _options_module(fam)
     _refuse_ignored_options(args, fam, why)
     _check_io(args, fam)
-    if args.seed < 0:
-        raise AlignersInputError(f"--seed must be >= 0, got {args.seed}")
-    args.threads = thread_count(args.threads, prog="aligners align")
     show = not args.quiet and sys.stderr.isatty()
-    run_opts = RunOptions(device=args.device, threads=args.threads,
-                          batch_cells=args.batch_cells, cache_dir=args.cache_dir,
-                          seed=args.seed, progress=show)
+    run_opts = from_options(RunOptions, args, device=args.device, progress=show)
+    run_opts.threads = thread_count(run_opts.threads, prog="aligners align")
+    given = (args.decoding, args.threshold, args.symmetrize)
     if args.load_model:
         model = _load(args.load_model, cls)
         if hasattr(options, "adjust_loaded"):
             options.adjust_loaded(model, args)
-        decoding = model.choose_decoding(args.decoding, args.threshold, args.symmetrize)
+        _check_decoding(given, cls)
+        decoding = model.choose_decoding(*given)
     else:  # every value is checked before any work starts
         config = options.from_args(args)
-        decoding = cls.decoding_for(None, args.decoding, args.threshold, args.symmetrize)
+        _check_decoding(given, cls)
+        decoding = cls.decoding_for(None, *given)
     sync = None
     if cls.USES_TORCH or args.device != "cpu":
         import torch
@@ -251,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
         if torch_device(args.device).type == "cuda":
             sync = torch.cuda.synchronize  # kernels are charged to the phase that queued them
         if cls.USES_TORCH:
-            torch.set_num_threads(max(1, args.threads))
+            torch.set_num_threads(run_opts.threads)
     phases = run_opts.phases = Phases(sync=sync)
     pairs = phases.iterate("read", _counted(_read(args)))
     if args.source and not args.lowercase:  # (the HMMs encode the files' bytes directly)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 
+from aligners.commands.evaluate import printed_warnings
 from aligners.data.gold import (
     FORMATS,
     read_alignment_file,
@@ -104,14 +104,10 @@ def run(args: argparse.Namespace) -> int:
                 snums = snums if snums is not None else tgt_snums
         if args.swap:
             src_lengths, tgt_lengths = tgt_lengths, src_lengths
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            alignments = read_alignment_file(
+        with printed_warnings("aligners convert"):  # out-of-range (lenient) and NULL-link
+            alignments = read_alignment_file(  # drops, with their counts
                 args.input, fmt=args.fmt, lenient=args.lenient, snums=snums,
-                src_lengths=src_lengths, tgt_lengths=tgt_lengths,
-            )
-        for w in caught:  # out-of-range (lenient) and NULL-link drops, with their counts
-            print(f"aligners convert: warning: {w.message}", file=sys.stderr)
+                src_lengths=src_lengths, tgt_lengths=tgt_lengths)
     if args.swap:
         alignments = [_swap(al) for al in alignments]
     from aligners.outputs import open_output

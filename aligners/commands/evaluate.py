@@ -14,15 +14,17 @@ from `--src-text`/`--tgt-text` (plain one-sentence-per-line or WPT `<s snum=N>` 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import warnings
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "run", "TEXT_FORMATS", "read_sentences", "carried_pairs",
+           "read_links", "printed_warnings"]
 
-_TEXT_FORMATS = ("jacana", "jacana-sp", "multimwa")
+TEXT_FORMATS = ("jacana", "jacana-sp", "multimwa")  # formats whose files carry the sentences
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,23 +35,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     gold.add_argument("--dataset", help="gold from the dataset registry (e.g. hansards-enfr)")
     parser.add_argument("--split", help="split of --dataset (default: test or its only split)")
     parser.add_argument("--test", required=True, help="predicted alignment file")
-    parser.add_argument(
-        "--format", default="auto", choices=FORMATS, help="notation of --gold (auto: sniffed)"
-    )
-    parser.add_argument(
-        "--test-format", default="auto", choices=FORMATS, help="notation of --test"
-    )
+    parser.add_argument("--format", default="auto", choices=FORMATS,
+                        help="notation of --gold (auto: sniffed)")
+    parser.add_argument("--test-format", default="auto", choices=FORMATS,
+                        help="notation of --test")
     parser.add_argument("-s", "--src-text",
                         help="source sentences (enables the identity breakdown)")
     parser.add_argument("-t", "--tgt-text", help="target sentences")
-    parser.add_argument(
-        "--lenient",
-        action="store_true",
-        help="drop (count, warn about) links outside their sentence instead of failing",
-    )
-    parser.add_argument(
-        "--alpha", type=float, default=0.5, help="alpha of F_alpha (Fraser & Marcu)"
-    )
+    parser.add_argument("--lenient", action="store_true", help="drop (count, warn about) "
+                        "links outside their sentence instead of failing")
+    parser.add_argument("--alpha", type=float, default=0.5,
+                        help="alpha of F_alpha (Fraser & Marcu)")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
 
 
@@ -65,18 +61,49 @@ def _read_text(path: str) -> tuple[list[int] | None, list[list[str]]]:
     return None, [line.split() for line in lines]
 
 
-def _gold_tokens(path: str, fmt: str, lenient: bool):
+def read_sentences(src_path: str, tgt_path: str, why: str = ""):
+    """(snums or None, source token lists, target token lists) of two sentence files (plain
+    or WPT `<s snum=N>`), which must hold the same pairs."""
+    snums, src = _read_text(src_path)
+    tgt_snums, tgt = _read_text(tgt_path)
+    if len(src) != len(tgt) or snums != tgt_snums:
+        raise AlignersInputError(f"{src_path} and {tgt_path} hold different sentences "
+                                 f"({len(src)} vs {len(tgt)} lines){why}")
+    return snums, src, tgt
+
+
+def carried_pairs(path: str, fmt: str, lenient: bool):
+    """The pairs (tokens and links) of a file that carries its text (`TEXT_FORMATS`)."""
     from aligners.data.jacana import read_jacana_json, read_multimwa
 
     if fmt == "multimwa":
-        pairs = read_multimwa(path, lenient=lenient)
-    else:
-        pairs = read_jacana_json(path, sure_plus_poss=fmt == "jacana-sp", lenient=lenient)
-    return [p.alignment for p in pairs], [p.src for p in pairs], [p.tgt for p in pairs]
+        return read_multimwa(path, lenient=lenient)
+    return read_jacana_json(path, sure_plus_poss=fmt == "jacana-sp", lenient=lenient)
+
+
+def read_links(path: str, fmt: str, *, snums, src, tgt, lenient: bool):
+    """The alignments of `path` in notation `fmt`, checked against the sentences `src` /
+    `tgt` when given (NAACL: numbered by `snums`)."""
+    from aligners.data.gold import read_alignment_file
+
+    lengths = {} if src is None else {"src_lengths": [len(s) for s in src],
+                                      "tgt_lengths": [len(t) for t in tgt]}
+    extra = {"snums": snums} if fmt in ("naacl", "naacl0") and snums else {}
+    return read_alignment_file(path, fmt=fmt, lenient=lenient, **extra, **lengths)
+
+
+@contextlib.contextmanager
+def printed_warnings(prog: str):
+    """Warnings raised in the block, each one line `PROG: warning: ...` on stderr after it."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        print(f"{prog}: warning: {w.message}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
-    from aligners.data.gold import read_alignment_file, sniff_format
+    from aligners.data.gold import sniff_format
 
     if args.gold == "-" and args.test == "-":
         raise AlignersInputError("only one of --gold / --test can be '-' (stdin)")
@@ -87,52 +114,33 @@ def run(args: argparse.Namespace) -> int:
     gold_fmt = sniff_format(args.gold) if args.format == "auto" else args.format
     src = tgt = snums = None
     if args.src_text is not None:
-        snums, src = _read_text(args.src_text)
-        tgt_snums, tgt = _read_text(args.tgt_text)
-        if len(src) != len(tgt) or snums != tgt_snums:
-            raise AlignersInputError(
-                f"{args.src_text} and {args.tgt_text} hold different sentences "
-                f"({len(src)} vs {len(tgt)} lines)"
-            )
-    lengths = {}
-    if src is not None:
-        lengths = {"src_lengths": [len(s) for s in src], "tgt_lengths": [len(t) for t in tgt]}
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        if gold_fmt in _TEXT_FORMATS:
-            gold, src, tgt = _gold_tokens(args.gold, gold_fmt, args.lenient)
-            lengths = {"src_lengths": [len(s) for s in src], "tgt_lengths": [len(t) for t in tgt]}
+        snums, src, tgt = read_sentences(args.src_text, args.tgt_text)
+    with printed_warnings("aligners evaluate"):
+        if gold_fmt in TEXT_FORMATS:
+            pairs = carried_pairs(args.gold, gold_fmt, args.lenient)
+            gold, src, tgt = ([p.alignment for p in pairs], [p.src for p in pairs],
+                              [p.tgt for p in pairs])
         else:
-            extra = {"snums": snums} if gold_fmt in ("naacl", "naacl0") and snums else {}
-            gold = read_alignment_file(
-                args.gold, fmt=gold_fmt, lenient=args.lenient, **extra, **lengths
-            )
-        fmt = args.test_format
-        extra = {"snums": snums} if fmt in ("naacl", "naacl0") and snums else {}
-        test = read_alignment_file(args.test, fmt=fmt, lenient=args.lenient, **extra, **lengths)
-    for w in caught:
-        print(f"aligners evaluate: warning: {w.message}", file=sys.stderr)
+            gold = read_links(args.gold, gold_fmt, snums=snums, src=src, tgt=tgt,
+                              lenient=args.lenient)
+        test = read_links(args.test, args.test_format, snums=snums, src=src, tgt=tgt,
+                          lenient=args.lenient)
     return _report(args, gold, test, src, tgt)
 
 
 def _report(args, gold, test, src, tgt) -> int:
+    from aligners.config_checks import UNIT, check_value
     from aligners.metrics import evaluate_alignments, format_report
-
-    if len(gold) != len(test):
-        raise AlignersInputError(
-            f"{args.gold or args.dataset} has {len(gold)} sentence pairs but {args.test} has "
-            f"{len(test)}; expected the same pairs in the same order"
-        )
-    if not gold:
-        raise AlignersInputError(
-            f"{args.gold or args.dataset}: no sentence pairs; expected at least one to score"
-        )
-    if not 0.0 <= args.alpha <= 1.0:
-        raise AlignersInputError(f"--alpha must be in [0, 1], got {args.alpha}")
-    report = evaluate_alignments(gold, test, src_tokens=src, tgt_tokens=tgt, alpha=args.alpha)
     from aligners.outputs import write_lines
 
+    name = args.gold or args.dataset
+    if len(gold) != len(test):
+        raise AlignersInputError(f"{name} has {len(gold)} sentence pairs but {args.test} has "
+                                 f"{len(test)}; expected the same pairs in the same order")
+    if not gold:
+        raise AlignersInputError(f"{name}: no sentence pairs; expected at least one to score")
+    check_value("--alpha", args.alpha, UNIT)
+    report = evaluate_alignments(gold, test, src_tokens=src, tgt_tokens=tgt, alpha=args.alpha)
     text = json.dumps(report.to_dict(), indent=2) if args.json else format_report(report)
     write_lines("-", [text])  # a full stdout (`> /dev/full`) is one line, exit 2
     return 0
@@ -140,24 +148,14 @@ def _report(args, gold, test, src, tgt) -> int:
 
 def _run_dataset(args: argparse.Namespace) -> int:
     from aligners.data.datasets import load
-    from aligners.data.gold import read_alignment_file
 
     if args.src_text is not None or args.tgt_text is not None:
         raise AlignersInputError("--dataset brings its own sentences; drop --src-text/--tgt-text")
     pairs = load(args.dataset, args.split, lenient=args.lenient)
     if not pairs or getattr(pairs[0], "alignment", None) is None:
         raise AlignersInputError(f"dataset {args.dataset!r} has no gold alignments")
-    src = [p.src for p in pairs]
-    tgt = [p.tgt for p in pairs]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        test = read_alignment_file(
-            args.test,
-            fmt=args.test_format,
-            lenient=args.lenient,
-            src_lengths=[len(s) for s in src],
-            tgt_lengths=[len(t) for t in tgt],
-        )
-    for w in caught:
-        print(f"aligners evaluate: warning: {w.message}", file=sys.stderr)
+    src, tgt = [p.src for p in pairs], [p.tgt for p in pairs]
+    with printed_warnings("aligners evaluate"):
+        test = read_links(args.test, args.test_format, snums=None, src=src, tgt=tgt,
+                          lenient=args.lenient)
     return _report(args, [p.alignment for p in pairs], test, src, tgt)

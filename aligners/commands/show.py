@@ -18,14 +18,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import warnings
 from pathlib import Path
 
+from aligners.commands.evaluate import (
+    TEXT_FORMATS,
+    carried_pairs,
+    printed_warnings,
+    read_links,
+    read_sentences,
+)
 from aligners.errors import AlignersInputError
 
 __all__ = ["add_arguments", "run"]
-
-_TEXT_FORMATS = ("jacana", "jacana-sp", "multimwa")  # formats whose files carry the sentences
 
 
 def _pair_range(text: str) -> tuple[int, int]:
@@ -84,46 +88,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _read_sentences(args) -> tuple[list, list, list | None, list | None]:
     """(source token lists, target token lists, snums or None, ids or None) of -s/-t or -i."""
-    from aligners.commands.evaluate import _read_text
     from aligners.data.parallel import read_parallel
 
     if args.input is not None:
         pairs = list(read_parallel(args.input))
         return [s for s, _ in pairs], [t for _, t in pairs], None, None
-    snums, src = _read_text(args.source)
-    tgt_snums, tgt = _read_text(args.target)
-    if len(src) != len(tgt) or snums != tgt_snums:
-        raise AlignersInputError(
-            f"{args.source} and {args.target} hold different sentences "
-            f"({len(src)} vs {len(tgt)} lines); expected one sentence pair per line")
+    snums, src, tgt = read_sentences(args.source, args.target,
+                                     "; expected one sentence pair per line")
     return src, tgt, snums, None if snums is None else [str(s) for s in snums]
-
-
-def _carried_text(path: str, fmt: str, lenient: bool):
-    """(source token lists, target token lists, pair ids) of a jacana / MultiMWA file."""
-    from aligners.data.jacana import read_jacana_json, read_multimwa
-
-    if fmt == "multimwa":
-        pairs = read_multimwa(path, lenient=lenient)
-    else:
-        pairs = read_jacana_json(path, sure_plus_poss=fmt == "jacana-sp", lenient=lenient)
-    return [list(p.src) for p in pairs], [list(p.tgt) for p in pairs], [p.id for p in pairs]
 
 
 def _read_links(path: str, fmt: str, *, snums, src, tgt, lenient: bool):
     """The alignments of `path`, checked against the sentences: one per pair, in range."""
-    from aligners.data.gold import read_alignment_file
     from aligners.data.pharaoh import check_ranges, warn_dropped
 
-    lengths = {"src_lengths": [len(s) for s in src], "tgt_lengths": [len(t) for t in tgt]}
-    extra = {"snums": snums} if fmt in ("naacl", "naacl0") and snums else {}
-    als = read_alignment_file(path, fmt=fmt, lenient=lenient, **extra, **lengths)
-    if fmt in (*_TEXT_FORMATS, "a3"):  # these readers check against their own text only
+    als = read_links(path, fmt, snums=snums, src=src, tgt=tgt, lenient=lenient)
+    if fmt in (*TEXT_FORMATS, "a3"):  # these readers check against their own text only
         if len(als) != len(src):
             raise AlignersInputError(f"{len(als)} sentence pairs but the sentences are "
                                      f"{len(src)}; expected the same pairs in the same order",
                                      path=path)
-        als, dropped = check_ranges(als, **lengths, lenient=lenient, path=path)
+        als, dropped = check_ranges(als, src_lengths=[len(x) for x in src],
+                                    tgt_lengths=[len(x) for x in tgt], lenient=lenient,
+                                    path=path)
         warn_dropped(dropped, path)
     return als
 
@@ -151,14 +138,16 @@ def _load(args):
     test_fmts = [sniff_format(t) if args.test_format == "auto" else args.test_format
                  for t in tests]
     carriers = [(p, f) for p, f in ((args.gold, gold_fmt), *zip(tests, test_fmts))
-                if p is not None and f in _TEXT_FORMATS]
+                if p is not None and f in TEXT_FORMATS]
     snums = None
     if args.input is not None or args.source is not None:
-        if gold_fmt in _TEXT_FORMATS:
+        if gold_fmt in TEXT_FORMATS:
             raise AlignersInputError(f"{args.gold} carries its own sentences; drop -s/-t/-i")
         src, tgt, snums, ids = _read_sentences(args)
     elif carriers:
-        src, tgt, ids = _carried_text(*carriers[0], args.lenient)
+        pairs = carried_pairs(*carriers[0], args.lenient)
+        src, tgt = [list(p.src) for p in pairs], [list(p.tgt) for p in pairs]
+        ids = [p.id for p in pairs]
     else:
         raise AlignersInputError("no sentences: give -s SRC -t TGT or -i FILE (or links that "
                                  "carry their text: jacana JSON, MultiMWA TSV)")
@@ -203,11 +192,8 @@ def run(args: argparse.Namespace) -> int:
         raise AlignersInputError("--pair/--pairs pick grids for the terminal; the --html page "
                                  "holds every pair")
     _check_outputs(args)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with printed_warnings("aligners show"):
         src, tgt, ids, gold, systems, inputs = _load(args)
-    for w in caught:
-        print(f"aligners show: warning: {w.message}", file=sys.stderr)
     count = len(src)
     if args.html is not None:
         from aligners.show.page import render_page

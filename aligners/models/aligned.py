@@ -28,7 +28,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
+from aligners.config_checks import UNIT, Rule, check, check_value, maybe, setting
+from aligners.data import DEFAULT_CELLS, GPU_CELLS
 from aligners.errors import AlignersInputError
+from aligners.symmetrize import HEURISTICS
 
 __all__ = ["Link", "OUTPUTS", "LARGE", "SYMMETRIC", "Decoding", "TuneGrid", "RunOptions",
            "Aligned", "WordAlignment", "token_pairs", "parse_line", "auto_family", "align"]
@@ -41,32 +44,21 @@ OUTPUTS = ("fwd", "rev", "sym")
 class Decoding:
     """How links are read off a model: `method` ("agreement": product of the two directions'
     link posteriors > threshold; "mean": their mean > threshold; "posterior": each direction
-    > threshold; "viterbi": each direction's best path), `threshold` in [0, 1], and
-    `symmetrize`, the atools heuristic that combines the two directions ("none": a symmetric
-    method's links as they are)."""
+    > threshold; "viterbi": each direction's best path), `threshold` in [0, 1] (None: the
+    family's default for the text, by its size), and `symmetrize`, the atools heuristic that
+    combines the two directions ("none": a symmetric method's links as they are)."""
 
     method: str
-    threshold: float
-    symmetrize: str
+    threshold: float | None = setting(rule=maybe(UNIT))
+    symmetrize: str = setting(rule=Rule("str", choices=("none", *HEURISTICS)))
 
     def check(self, methods: Sequence[str]) -> Decoding:
-        """self, or AlignersInputError (one line) naming the bad value."""
-        from aligners.symmetrize import HEURISTICS
-
-        if self.method not in methods:
-            raise AlignersInputError(f"decoding {self.method!r} does not apply here; choose "
-                                     f"one of {', '.join(methods)}")
-        th = self.threshold  # None: the family's default for the text (by its size)
-        if th is not None and (isinstance(th, bool) or not isinstance(th, int | float)
-                               or not 0.0 <= th <= 1.0):
-            raise AlignersInputError(f"decoding threshold must be a number in [0, 1]; got {th}")
-        if self.symmetrize != "none" and self.symmetrize not in HEURISTICS:
-            raise AlignersInputError(f"symmetrize {self.symmetrize!r}: choose one of none, "
-                                     f"{', '.join(HEURISTICS)}")
-        return self
+        """self, or AlignersInputError (one line) naming the bad value; `methods`: those the
+        family supports."""
+        check_value("decoding method", self.method, Rule("str", choices=tuple(methods)))
+        return check(self, names={"threshold": "decoding threshold"})
 
 
-HEURISTICS = ["intersect", "grow-diag", "grow-diag-final-and"]
 SYMMETRIC = ("agreement", "mean")  # methods whose links combine both directions already
 
 
@@ -77,8 +69,10 @@ class TuneGrid:
     subclassing (its YAML restates them; tests/test_config_defaults.py checks that)."""
 
     methods: list[str] = field(default_factory=lambda: ["agreement", "posterior", "viterbi"])
-    thresholds: list[float] = field(default_factory=lambda: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
-    heuristics: list[str] = field(default_factory=lambda: list(HEURISTICS))
+    thresholds: list[float] = setting(rule=Rule("float", lo=0, hi=1, each=True),
+                                      factory=lambda: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    heuristics: list[str] = field(  # three of the atools HEURISTICS
+        default_factory=lambda: ["intersect", "grow-diag", "grow-diag-final-and"])
 
 
 @dataclass
@@ -88,10 +82,16 @@ class RunOptions:
     where the time goes (`phases`: "index" and "train" are charged by the families)."""
 
     device: str = "cpu"
-    threads: int = 1
-    batch_cells: int | None = None
-    cache_dir: str | None = None
-    seed: int = 0
+    threads: int = setting(1, Rule("int", lo=1), flag="--threads",
+                           help="torch CPU threads (default: {default})")
+    batch_cells: int | None = setting(
+        None, Rule("int", lo=1, nullable=True), flag="--batch-cells",
+        help=f"padded source x target cells per batch (default {DEFAULT_CELLS} on the CPU, "
+             f"{GPU_CELLS} on a GPU)")
+    cache_dir: str | None = setting(None, flag="--cache-dir", help="keep the pair-id index "
+                                    "in memory-mapped files here (large corpora)")
+    seed: int = setting(0, Rule("int", lo=0), flag="--seed", help="random seed, >= 0 (the "
+                        "Bayesian sampler; runs are reproducible)")
     progress: bool = False
     phases: Any = None  # an aligners.timing.Phases that the steps charge, or None
 
@@ -235,7 +235,7 @@ class WordAlignment(ABC):
         """The decoding to use: what is given, else what was `saved`, else the family's
         default. A saved heuristic is kept only with its own method; otherwise a symmetric
         method (`SYMMETRIC`) gets "none" and the others grow-diag-final-and. Checked here
-        (one line naming the bad value), before any work starts."""
+        (one line naming the bad value, `Decoding.check`), before any work starts."""
         base = saved or cls.DEFAULT
         method = method or base.method
         th = base.threshold if threshold is None else threshold
@@ -315,8 +315,8 @@ def align(source: Iterable, target: Iterable, model: str = "auto",
     """
     from aligners.families import family
 
-    run = RunOptions(**{f.name: options.pop(f.name) for f in fields(RunOptions)
-                        if f.name in options})
+    run = check(RunOptions(**{f.name: options.pop(f.name) for f in fields(RunOptions)
+                              if f.name in options}))
     dec = {k: options.pop(k) for k in ("method", "threshold", "symmetrize") if k in options}
     if model == "auto":
         source = source if isinstance(source, Sequence) else list(source)
@@ -324,7 +324,7 @@ def align(source: Iterable, target: Iterable, model: str = "auto",
     name = model
     fam = family(name, verb="align")
     cls = fam.model_class()
-    config = options.pop("config", None) or fam.config_class()(**options)
+    config = check(options.pop("config", None) or fam.config_class()(**options))
     decoding = cls.decoding_for(None, **dec)
     _, aligned = cls.fit(token_pairs(source, target), config, run)
     return [parse_line(x)[0] for x in aligned.lines(("sym",), decoding)["sym"]]

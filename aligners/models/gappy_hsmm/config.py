@@ -8,60 +8,58 @@ the phrasal model trained by agreement on top of it.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
-from aligners.cli_types import MAX_ITERATIONS, float_in, int_at_least
+from aligners.cli_types import add_options, from_options, given
+from aligners.config_checks import BOOL, FRAC, ITERATIONS, NONNEG, POS, Rule, check, maybe, setting
 from aligners.data import DEFAULT_CELLS
-from aligners.models.aligned import Decoding, TuneGrid
-from aligners.models.hmm.config import WordAlignConfig
-from aligners.models.hmm.config import from_args as word_from_args
+from aligners.models.aligned import TuneGrid
+from aligners.models.hmm.config import DECODING, METHODS, WordAlignConfig
 
 __all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "METHODS", "DECODING", "REGIMENS", "regimen",
-           "PhrasalConfig", "GappyHSMMConfig", "GappyTaskConfig", "add_arguments", "from_args"]
+           "PhrasalConfig", "GappyHSMMConfig", "GappyTaskConfig", "TASK_SECTIONS",
+           "add_arguments", "from_args"]
 
 MAX_PHRASE_LEN = 16  # longest phrase the span hash supports
 RANK_RULES = ("probability", "count")  # how `rank_phrases` orders the mined candidates
-METHODS = ("agreement", "posterior", "viterbi")  # the decodings this family supports
-OPTIONS_OF = ("hmm",)  # the word HMM's options set this family's start
-DECODING = Decoding("agreement", 0.3, "none")  # chosen on the Hansards trial set
+_RANK, _MIN_COUNT = Rule("str", choices=RANK_RULES), Rule("int", lo=1, nullable=True)
+OPTIONS_OF = ("hmm",)  # the word HMM's options set this family's start; its DECODING and
+# METHODS are the word HMM's (chosen on the Hansards trial set)
+_ITERATIONS_HELP = (
+    "EM iterations of the phrasal model (default: by corpus size, the regimen chosen on "
+    "Hansards dev: 5 below 100k pairs, 2 from there on; the start's --ibm1-iterations / "
+    "--hmm-iterations 5 / 4, then 3 / 3; phrasal NULL probability 0.2; see "
+    "aligners.models.gappy_hsmm.config.REGIMENS)")
 
 
 @dataclass
 class PhrasalConfig:
     """Defaults of the paper (sec. 7.2): p0 0.3, phrases <= 5 words, eta = lambda = 1,
-    1000 contiguous + 200 gappy phrases per language, 5 iterations."""
+    1000 contiguous + 200 gappy phrases per language, 5 iterations. A `SIZED` field may be
+    None: by corpus size (`GappyHSMMConfig.for_pairs`). Checked when made (`check`)."""
 
-    p0: float = 0.3
-    max_phrase_len: int = 5
-    eta: float = 1.0
-    lam: float = 1.0
-    n_contiguous: int = 1000
-    n_gappy: int = 200
-    gappy: bool = True
-    agreement: bool = True
-    iterations: int = 5
-    discount: float = 0.5  # of the discounted probability that ranks mined phrases
-    min_count: int = 1  # occurrences a contiguous phrase needs to be ranked
-    rank: str = "probability"  # or "count" (phrase_lists.RANK_RULES)
-    gappy_discount: float | None = None  # None: `discount`
-    gappy_min_count: int = 1  # occurrences a gappy phrase needs to be ranked
-    gappy_rank: str | None = None  # None: `rank`
+    p0: float | None = setting(0.3, maybe(FRAC), flag="--phrasal-p0", help=(
+        "the phrasal model's NULL probability, in [0, 1) (default: by corpus size, 0.2; the "
+        "paper's: {default})"))
+    max_phrase_len: int = setting(5, Rule("int", lo=1, hi=MAX_PHRASE_LEN))
+    eta: float = setting(1.0, POS)
+    lam: float = setting(1.0, POS)
+    n_contiguous: int = setting(1000, Rule("int", lo=0))
+    n_gappy: int = setting(200, Rule("int", lo=0))
+    gappy: bool = setting(True, BOOL, flag="--no-gappy", help="contiguous phrases only")
+    agreement: bool = setting(True, BOOL)
+    iterations: int | None = setting(5, maybe(ITERATIONS), flag="--phrasal-iterations",
+                                     help=_ITERATIONS_HELP)
+    discount: float = setting(0.5, NONNEG)  # of the discounted probability ranking phrases
+    min_count: int | None = setting(1, _MIN_COUNT)  # occurrences a contiguous phrase needs
+    rank: str = setting("probability", _RANK)  # or "count" (phrase_lists.RANK_RULES)
+    gappy_discount: float | None = setting(None, maybe(NONNEG))  # None: `discount`
+    gappy_min_count: int | None = setting(1, _MIN_COUNT)  # occurrences a gappy phrase needs
+    gappy_rank: str | None = setting(None, maybe(_RANK))  # None: `rank`
 
     def __post_init__(self):
-        checks = [(0.0 <= self.p0 < 1.0, "p0 must be in [0, 1)"),
-                  (1 <= self.max_phrase_len <= MAX_PHRASE_LEN,
-                   f"max_phrase_len must be in 1..{MAX_PHRASE_LEN}"),
-                  (self.eta > 0 and self.lam > 0, "eta and lam must be > 0"),
-                  (self.n_contiguous >= 0 and self.n_gappy >= 0, "phrase counts must be >= 0"),
-                  (self.iterations >= 0, "iterations must be >= 0"),
-                  (self.discount >= 0, "discount must be >= 0"),
-                  (self.min_count >= 1 and self.gappy_min_count >= 1, "min counts must be >= 1"),
-                  ((self.gappy_discount or 0) >= 0, "gappy_discount must be >= 0"),
-                  (self.rank in RANK_RULES and (self.gappy_rank or self.rank) in RANK_RULES,
-                   f"rank and gappy_rank must be one of {RANK_RULES}")]
-        for ok, msg in checks:
-            if not ok:
-                raise ValueError(f"PhrasalConfig: {msg}")
+        check(self)
 
 
 # The regimen chosen on Hansards dev (trial + first 100 test pairs; Bansal et al. sec. 7.2)
@@ -93,18 +91,19 @@ class GappyHSMMConfig:
     """The family's training: `start` (word HMM, no agreement), then `phrasal`. `sized`
     names the fields (`start.x`, `phrasal.y`) that `for_pairs` sets from the dev-chosen
     regimen of the bitext's size (`aligners align` leaves there every such option not
-    given)."""
+    given), as it sets every such field that is None."""
 
-    start: WordAlignConfig = field(default_factory=lambda: WordAlignConfig(agreement=False))
-    phrasal: PhrasalConfig = field(default_factory=PhrasalConfig)
+    start: WordAlignConfig = setting(factory=lambda: WordAlignConfig(agreement=False),
+                                     section=WordAlignConfig)
+    phrasal: PhrasalConfig = setting(factory=PhrasalConfig)
     sized: tuple[str, ...] = SIZED
 
     def for_pairs(self, n_pairs: int) -> GappyHSMMConfig:
         """This config with its `sized` fields set for a bitext of `n_pairs` pairs."""
         parts = {"start": {}, "phrasal": {}}
         for key, value in regimen(n_pairs).items():
-            if key in self.sized:
-                part, _, name = key.partition(".")
+            part, _, name = key.partition(".")
+            if key in self.sized or getattr(getattr(self, part), name) is None:
                 parts[part][name] = value
         return GappyHSMMConfig(start=replace(self.start, **parts["start"]),
                                phrasal=replace(self.phrasal, **parts["phrasal"]), sized=())
@@ -112,41 +111,35 @@ class GappyHSMMConfig:
 
 @dataclass
 class GappyTaskConfig:
-    """The top-level keys of the gappy-hsmm task's `model` section
-    (configs/model/gappy_hsmm.yaml; its `word`, `start` and `phrasal` sections are
-    WordAlignConfig, WordAlignConfig and PhrasalConfig)."""
+    """The gappy-hsmm task's `model` section (configs/model/gappy_hsmm.yaml): the word HMM
+    baseline (`word`), the phrasal model's start and the phrasal model; the `SIZED` keys
+    may be null there (by corpus size, `REGIMENS`)."""
 
     name: str = "gappy-hsmm"
-    batch_cells: int = DEFAULT_CELLS
-    dev_from_test: int = 100  # dev = tuning split + first 100 test pairs (sec. 7.2)
-    tune_grid: TuneGrid = field(default_factory=TuneGrid)
+    batch_cells: int = setting(DEFAULT_CELLS, Rule("int", lo=1))
+    dev_from_test: int = setting(100, Rule("int", lo=0))  # dev = tuning split + first 100
+    # test pairs (sec. 7.2)
+    word: WordAlignConfig = setting(factory=WordAlignConfig)
+    start: WordAlignConfig = setting(factory=WordAlignConfig)
+    phrasal: PhrasalConfig = setting(factory=PhrasalConfig)
+    tune_grid: TuneGrid = setting(factory=TuneGrid)
+
+    NULLABLE: ClassVar[tuple[str, ...]] = SIZED
+
+
+TASK_SECTIONS = {"model": f"{__name__}:GappyTaskConfig"}  # the task's config sections
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The phrasal options of `aligners align --model gappy-hsmm` (the word HMM's options set
     its start)."""
-    g = p.add_argument_group("gappy HSMM (--model gappy-hsmm)")
-    g.add_argument("--phrasal-iterations", type=int_at_least(0, MAX_ITERATIONS), default=None,
-                   help="EM iterations of the phrasal model (default: by corpus size, "
-                        "the regimen chosen on Hansards dev: 5 below 100k pairs, 2 from there "
-                        "on; the start's --ibm1-iterations / --hmm-iterations 5 / 4, then "
-                        "3 / 3; phrasal NULL probability 0.2; see "
-                        "aligners.models.gappy_hsmm.config.REGIMENS)")
-    g.add_argument("--phrasal-p0", type=float_in(0.0, 1.0, high_open=True), default=None,
-                   help="the phrasal model's NULL probability, in [0, 1) (default: by "
-                        f"corpus size, 0.2; the paper's: {PhrasalConfig.p0})")
-    g.add_argument("--no-gappy", action="store_true", help="contiguous phrases only")
+    add_options(p.add_argument_group("gappy HSMM (--model gappy-hsmm)"), PhrasalConfig,
+                "iterations", "p0", "gappy")
 
 
 def from_args(args: argparse.Namespace) -> GappyHSMMConfig:
     """The GappyHSMMConfig that the options describe; what they leave unset is `sized`."""
-    start = word_from_args(args)
-    start.agreement = False
-    flags = {"start.ibm1_iterations": args.ibm1_iterations,
-             "start.hmm_iterations": args.hmm_iterations, "phrasal.p0": args.phrasal_p0,
-             "phrasal.iterations": args.phrasal_iterations}
-    given = {k.partition(".")[2]: v for k, v in flags.items()
-             if k.startswith("phrasal.") and v is not None}
-    sized = tuple(k for k in SIZED if flags.get(k) is None)
-    return GappyHSMMConfig(start=start, phrasal=PhrasalConfig(gappy=not args.no_gappy, **given),
-                           sized=sized)
+    set_here = {"start": given(WordAlignConfig, args), "phrasal": given(PhrasalConfig, args)}
+    sized = tuple(k for k in SIZED if k.partition(".")[2] not in set_here[k.partition(".")[0]])
+    return GappyHSMMConfig(start=from_options(WordAlignConfig, args, agreement=False),
+                           phrasal=from_options(PhrasalConfig, args), sized=sized)

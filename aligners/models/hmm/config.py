@@ -1,57 +1,66 @@
-"""The word aligner's defaults, in one place (no torch import: the CLI parser reads them).
+"""The word aligner's defaults, rules and `aligners align` options, in one place (no torch
+import: the CLI parser reads them).
 
 `WordAlignConfig` (training schedule and model) and `WordDecoding` (decoding defaults) are
-the single source of every default: `aligners align`'s options are built from them here
-(`add_arguments`, `from_args`), and a test checks that `configs/model/hmm.yaml` restates
-them unchanged.
+the single source of every default and value rule (`aligners.config_checks.setting`); the
+`aligners align` options are generated from their fields (`aligners.cli_types`), and a test
+checks that `configs/model/hmm.yaml` restates the defaults unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 
-from aligners.cli_types import MAX_ITERATIONS, float_in, int_at_least
+from aligners.cli_types import add_options, from_options
+from aligners.config_checks import FRAC, ITERATIONS, NONNEG, UNIT, Rule, setting
 from aligners.data import DEFAULT_CELLS
 from aligners.models.aligned import Decoding, TuneGrid
 
 __all__ = ["WordAlignConfig", "WordDecoding", "HMMGrid", "HMMTaskConfig", "METHODS",
-           "DECODING", "add_arguments", "from_args"]
+           "DECODING", "TASK_SECTIONS", "add_arguments", "from_args"]
+
+METHODS = ("agreement", "posterior", "viterbi")  # the decodings this family supports
+_SIZED = "default {default} (gappy-hsmm: by corpus size)"
 
 
 @dataclass
 class WordAlignConfig:
     """Training schedule and model defaults (Liang et al. 2006: 5 + 5 joint iterations)."""
 
-    ibm1_iterations: int = 5
-    hmm_iterations: int = 5
-    agreement: bool = True
-    p0: float = 0.1  # HMM NULL probability (chosen on the Hansards trial set)
-    max_jump: int = 10  # jump widths beyond +-max_jump share a bucket
-    alpha: float = 0.0  # symmetric Dirichlet prior of the lexical tables (0 = plain EM)
-    null_alpha: float = 0.0
-    lattice: str = "och_ney"  # or "generic": aligners.lattices.hmm on 2I states (slower)
+    ibm1_iterations: int = setting(5, ITERATIONS, flag="--ibm1-iterations", help=_SIZED)
+    hmm_iterations: int = setting(5, ITERATIONS, flag="--hmm-iterations", help=_SIZED)
+    agreement: bool = setting(True, Rule("bool"), flag="--no-agreement",
+                              help="train the directions apart")
+    p0: float = setting(0.1, FRAC, flag="--p0",  # chosen on the Hansards trial set
+                        help="HMM NULL probability, in [0, 1) (default {default})")
+    max_jump: int = setting(10, Rule("int", lo=1), flag="--max-jump",  # wider jumps: one
+                            help="default {default}")  # bucket
+    alpha: float = setting(0.0, NONNEG, flag="--alpha",  # the lexical tables' symmetric
+                           help="Dirichlet prior (VB), 0 = EM (default {default})")  # prior
+    null_alpha: float = setting(0.0, NONNEG)
+    lattice: str = setting("och_ney", Rule("str", choices=("och_ney", "generic")))  # or
+    # generic: aligners.lattices.hmm on 2I states (the same numbers, slower)
 
 
-@dataclass
-class WordDecoding:
+@dataclass(frozen=True)
+class WordDecoding(Decoding):
     """Decoding defaults (chosen on the Hansards trial set): links whose product of the two
     directions' posteriors exceeds `threshold`, no further symmetrization
-    (`aligners.inference`)."""
+    (`aligners.inference`); `aligners align` uses grow-diag-final-and for the other
+    methods unless told otherwise."""
 
-    method: str = "agreement"  # or "posterior", "viterbi"
-    threshold: float = 0.3
-    symmetrize: str = "none"  # an atools heuristic; `aligners align` uses
-    # grow-diag-final-and for non-agreement decodings unless told otherwise
+    method: str = setting("agreement", Rule("str", choices=METHODS))
+    threshold: float = setting(0.3, UNIT)
+    symmetrize: str = "none"
 
 
 @dataclass
 class HMMGrid(TuneGrid):
     """The hmm task's tuning grid (finer thresholds below 0.5)."""
 
-    thresholds: list[float] = field(
-        default_factory=lambda: [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5])
+    thresholds: list[float] = setting(factory=lambda: [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4,
+                                                       0.5])
 
 
 @dataclass
@@ -60,35 +69,21 @@ class HMMTaskConfig(WordAlignConfig):
     the default decoding and the tuning grid."""
 
     name: str = "hmm"
-    batch_cells: int = DEFAULT_CELLS
-    decoding: WordDecoding = field(default_factory=WordDecoding)
-    tune_grid: HMMGrid = field(default_factory=HMMGrid)
+    batch_cells: int = setting(DEFAULT_CELLS, Rule("int", lo=1))
+    decoding: WordDecoding = setting(factory=WordDecoding)
+    tune_grid: HMMGrid = setting(factory=HMMGrid)
 
 
-METHODS = ("agreement", "posterior", "viterbi")  # the decodings this family supports
-DECODING = Decoding(WordDecoding.method, WordDecoding.threshold, WordDecoding.symmetrize)
+DECODING = Decoding(**asdict(WordDecoding()))
+TASK_SECTIONS = {"model": f"{__name__}:HMMTaskConfig"}  # the hmm task's config sections
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The word HMM's `aligners align` options (also the start of `--model gappy-hsmm`)."""
-    c = WordAlignConfig()
-    m = p.add_argument_group("word HMM (--model hmm; also the start of gappy-hsmm)")
-    m.add_argument("--ibm1-iterations", type=int_at_least(0, MAX_ITERATIONS), default=None,
-                   help=f"default {c.ibm1_iterations} (gappy-hsmm: by corpus size)")
-    m.add_argument("--hmm-iterations", type=int_at_least(0, MAX_ITERATIONS), default=None,
-                   help=f"default {c.hmm_iterations} (gappy-hsmm: by corpus size)")
-    m.add_argument("--no-agreement", action="store_true", help="train the directions apart")
-    m.add_argument("--p0", type=float_in(0.0, 1.0, high_open=True), default=c.p0,
-                   help="HMM NULL probability, in [0, 1) (default %(default)s)")
-    m.add_argument("--max-jump", type=int_at_least(1), default=c.max_jump,
-                   help="default %(default)s")
-    m.add_argument("--alpha", type=float_in(0.0, math.inf, high_open=True), default=c.alpha,
-                   help="Dirichlet prior (VB), 0 = EM (default %(default)s)")
+    add_options(p.add_argument_group("word HMM (--model hmm; also the start of gappy-hsmm)"),
+                WordAlignConfig)
 
 
 def from_args(args: argparse.Namespace) -> WordAlignConfig:
     """The WordAlignConfig that `add_arguments`' options describe (unset: the defaults)."""
-    given = {k: getattr(args, k) for k in ("ibm1_iterations", "hmm_iterations")
-             if getattr(args, k) is not None}
-    return WordAlignConfig(**given, agreement=not args.no_agreement, p0=args.p0,
-                           max_jump=args.max_jump, alpha=args.alpha)
+    return from_options(WordAlignConfig, args)
