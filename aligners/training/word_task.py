@@ -117,16 +117,24 @@ def choose(aligned: Aligned, gold: list, grid: dict, methods, *,
     return choose_decoding(grid, aers, viterbi_threshold=viterbi_threshold)
 
 
-def _row(s) -> dict:
-    return {"aer": s.aer, "precision": s.precision, "recall": s.recall, "f1": s.f1}
+class _Scores:
+    """split -> {aer, precision, recall, f1} (`metrics`), and the same rows as a table."""
 
+    def __init__(self):
+        self.metrics, self.rows = {}, []
 
-def _table(rows) -> str:
-    head = f"{'split':<12} {'decoding':<34} {'prec':>6} {'rec':>6} {'AER':>7} {'pairs':>6}"
-    out = [head, "-" * len(head)]
-    for name, desc, s, n in rows:
-        out.append(f"{name:<12} {desc:<34} {s.precision:6.4f} {s.recall:6.4f} {s.aer:7.4f} {n:6d}")
-    return "\n".join(out)
+    def add(self, split: str, gold: list, lines, dec: Decoding) -> None:
+        s = score(gold, lines)
+        self.metrics[split] = {"aer": s.aer, "precision": s.precision, "recall": s.recall,
+                               "f1": s.f1}
+        self.rows.append(f"{split:<12} {f'{dec.method}>{dec.threshold} {dec.symmetrize}':<34} "
+                         f"{s.precision:6.4f} {s.recall:6.4f} {s.aer:7.4f} {len(gold):6d}")
+
+    def table(self) -> dict:
+        """Print the table; returns the metrics."""
+        head = f"{'split':<12} {'decoding':<34} {'prec':>6} {'rec':>6} {'AER':>7} {'pairs':>6}"
+        print("\n".join([head, "-" * len(head), *self.rows]))
+        return self.metrics
 
 
 class WordTask:
@@ -203,16 +211,13 @@ class WordTask:
         if fitted is None:
             return {}
         dec = fitted.decoding or self.decoding(cfg, fitted, text, run)
-        metrics, rows = {}, []
+        scores = _Scores()
         for split, gold in text.gold.items():
             lines = sym_lines(self.part(fitted, text, split, run), dec)
             with open(out / f"alignments.{split}.txt", "w", encoding="utf-8") as f:
                 f.writelines(x + "\n" for x in lines)
-            s = score(gold, lines)
-            metrics[split] = _row(s)
-            rows.append((split, f"{dec.method}>{dec.threshold} {dec.symmetrize}", s, len(gold)))
-        metrics.update(fitted.rows)
-        print(_table(rows))
+            scores.add(split, gold, lines, dec)
+        metrics = {**scores.table(), **fitted.rows}
         if cfg.get("save_model", True):
             fitted.model.save_to(out / "model", dec)
         write_metrics_json(out / "metrics.json", metrics)
@@ -231,17 +236,16 @@ class WordTask:
         folder = resolve_model_folder(cfg.get("ckpt_path"))
         run = self.run_options(cfg)
         text = load_text(cfg, training=False)
-        metrics, rows = {}, []
+        scores = _Scores()
         for split, gold in text.gold.items():
             model = load(folder)  # anew per split: a Bayesian model's counts take in its text
             if not isinstance(model, self.family_class()):
                 raise AlignersInputError(f"ckpt_path: not a model folder of the {self.name} "
                                          "family", path=str(folder))
             dec = model.choose_decoding()
-            s = score(gold, sym_lines(model.decode([(p.src, p.tgt) for p in gold], run), dec))
-            metrics[split] = _row(s)
-            rows.append((split, f"{dec.method}>{dec.threshold} {dec.symmetrize}", s, len(gold)))
-        print(_table(rows))
+            scores.add(split, gold, sym_lines(model.decode([(p.src, p.tgt) for p in gold], run),
+                                              dec), dec)
+        metrics = scores.table()
         out = cfg.get("paths", {}).get("output_dir")
         if out:
             Path(out).mkdir(parents=True, exist_ok=True)
