@@ -222,8 +222,9 @@ class WordAligner(nn.Module):
         drives under Lightning); returns per-iteration log-likelihoods."""
         history = []
         for it in range(int(self.iteration), self.n_iterations):
+            stage = self.stage_of(it)  # (read once: `iteration` may live on a GPU)
             for k in range(len(index)):
-                self.accumulate(index.batch(k))
+                self.accumulate(index.batch(k), stage=stage)
                 if progress is not None:
                     progress(it, k)
             history.append(self.m_step().tolist())
