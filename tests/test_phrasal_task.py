@@ -34,9 +34,9 @@ def test_choose_picks_the_lowest_dev_aer():
     given as kept)."""
     from types import SimpleNamespace
 
+    from aligners.inference.choose import choose_decoding
     from aligners.models.gappy_hsmm.config import METHODS
     from aligners.models.gappy_hsmm.io import PhrasalAligned
-    from aligners.training.word_task import choose
 
     gold = [_pair("a b", "x y", {(0, 0), (1, 1)})]
     lf = np.array([[0.9, 0.2], [0.1, 0.45]], dtype=np.float32)
@@ -45,7 +45,7 @@ def test_choose_picks_the_lowest_dev_aer():
     aligned = PhrasalAligned(None, SimpleNamespace(n_sentences=1), None, keep=kept)
     grid = {"methods": ["agreement", "posterior"], "thresholds": [0.1, 0.5],
             "heuristics": ["intersect"]}
-    dec, aer = choose(aligned, gold, grid, METHODS)
+    dec, aer = choose_decoding(aligned, gold, grid, METHODS)
     assert aer == 0.0 and dec == {"method": "agreement", "threshold": 0.1, "symmetrize": "none"}
 
 

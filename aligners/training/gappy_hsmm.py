@@ -28,6 +28,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from aligners.data.heap import release_free_heap
+from aligners.inference.choose import choose_decoding, score, sym_lines
 from aligners.models.aligned import Decoding, parse_line
 from aligners.models.gappy_hsmm import PhrasalConfig, build_phrasal_aligner
 from aligners.models.gappy_hsmm.decode import prepared_batch
@@ -35,7 +36,7 @@ from aligners.models.gappy_hsmm.init import word_viterbi
 from aligners.models.gappy_hsmm.prepared import ReuseCache
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
 from aligners.training.hmm import LitEM, LitWordAligner, fit_em
-from aligners.training.word_task import Fitted, Text, WordTask, choose, score, sym_lines
+from aligners.training.word_task import Fitted, Text, WordTask
 
 __all__ = ["LitPhrasalAligner", "gappy_patterns", "sized", "start_config", "GappyTask",
            "train", "evaluate"]
@@ -151,9 +152,9 @@ class _Table:
         for part in parts.values():
             if hasattr(part, "keep"):  # (phrasal) link matrices kept for the grid's decodings
                 part.keep = {}
-        dec, dev_aer = choose(parts["dev"], g["dev"], grid, model.METHODS)
+        dec, dev_aer = choose_decoding(parts["dev"], g["dev"], grid, model.METHODS)
         s = score(g["test"], sym_lines(parts["test"], Decoding(**dec)))
-        dec_t, _ = choose(parts["trial"], g["trial"], grid, model.METHODS)
+        dec_t, _ = choose_decoding(parts["trial"], g["trial"], grid, model.METHODS)
         lines_all = sym_lines(parts["all"], Decoding(**dec_t))
         s_all = score(g["all"], lines_all)
         vit = score(g["test"], sym_lines(parts["test"],

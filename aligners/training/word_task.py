@@ -26,14 +26,14 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from aligners.errors import AlignersInputError
-from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment, parse_line
+from aligners.inference.choose import choose_decoding, score, sym_lines
+from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment
 
-__all__ = ["Text", "Fitted", "WordTask", "load_text", "score", "sym_lines", "choose"]
+__all__ = ["Text", "Fitted", "WordTask", "load_text"]
 
 
 @dataclass
@@ -88,33 +88,6 @@ def load_text(cfg: DictConfig, *, training: bool = True) -> Text:
                 yield p.src, p.tgt
 
     return Text(stream(), gold, tune)
-
-
-def score(gold: list, lines) -> Any:
-    """The micro scores (precision, recall, aer, f1) of Pharaoh `lines` against `gold`."""
-    from aligners.metrics import evaluate_alignments
-
-    links = [parse_line(x)[0] for x in lines]
-    return evaluate_alignments([p.alignment for p in gold], links, breakdowns=False).micro
-
-
-def sym_lines(aligned: Aligned, decoding: Decoding) -> list[str]:
-    """The "sym" Pharaoh lines of `aligned` under `decoding` (what `aligners align` writes)."""
-    return list(aligned.lines(("sym",), decoding)["sym"])
-
-
-def choose(aligned: Aligned, gold: list, grid: dict, methods, *,
-           viterbi_threshold: float = 0.5) -> tuple[dict, float]:
-    """(decoding, AER) with the lowest AER of `aligned` (a tuning split's text) against
-    `gold` over `grid`: the one chooser (`aligners.inference.choose`); each candidate
-    checked against the family's `methods`."""
-    from aligners.inference.choose import choose_decoding
-
-    def aers(method, th, heuristics):
-        return [score(gold, sym_lines(aligned, Decoding(method, th, h).check(methods))).aer
-                for h in heuristics]
-
-    return choose_decoding(grid, aers, viterbi_threshold=viterbi_threshold)
 
 
 class _Scores:
@@ -187,9 +160,9 @@ class WordTask:
         cls = type(fitted.model)
         grid = cfg.model.get("tune_grid")
         if text.tune is not None and grid:
-            chosen, aer = choose(self.part(fitted, text, text.tune, run), text.gold[text.tune],
-                                 OmegaConf.to_container(grid), cls.METHODS,
-                                 viterbi_threshold=self.viterbi_threshold)
+            chosen, aer = choose_decoding(
+                self.part(fitted, text, text.tune, run), text.gold[text.tune],
+                OmegaConf.to_container(grid), cls.METHODS, viterbi_threshold=self.viterbi_threshold)
             print(f"decoding chosen on {text.tune} (AER {aer:.4f}): {chosen}")
             return Decoding(**chosen)
         node = cfg.model.get("decoding")
