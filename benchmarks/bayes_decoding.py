@@ -28,8 +28,10 @@ CANDIDATES = ([("viterbi", 0.5, h) for h in ("intersect", "grow-diag", "grow-dia
 
 def main(argv=None) -> None:
     from aligners.data.datasets import iter_parallel, load
+    from aligners.inference.choose import score, sym_lines
+    from aligners.models.aligned import Decoding
     from aligners.models.bayesian import BayesAligner, BayesConfig
-    from aligners.training.bayesian import decode_and_score
+    from aligners.models.bayesian.io import BayesAligned
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=20_000, help="Hansards training pairs")
@@ -45,9 +47,9 @@ def main(argv=None) -> None:
     for seed in (int(s) for s in args.seeds.split(",")):
         marg = BayesAligner(BayesConfig()).align(pairs, seed=seed)
         for c in CANDIDATES:
-            dec = dict(zip(("method", "threshold", "symmetrize"), c, strict=True))
             for name, gold in (("trial", trial), ("test", test)):
-                aer[c][name].append(decode_and_score(marg, gold, spans[name], dec)[1].aer)
+                lines = sym_lines(BayesAligned(marg, spans[name]), Decoding(*c))
+                aer[c][name].append(score(gold, lines).aer)
         print(f"seed {seed} sampled", flush=True)
     for c, runs in aer.items():
         sd = statistics.stdev(runs["test"]) if len(runs["test"]) > 1 else 0.0

@@ -301,8 +301,9 @@ def _word_em(bench: Bench, index, ids, device: torch.device, config, test) -> di
     (agreement, threshold 0.3) of the `test` pairs: seconds of EM, peak MiB, loglik, AER.
     `ids`: the (source, target) WordIds the index was built with."""
     from aligners.data.bitext import build_index
+    from aligners.models.aligned import parse_line
     from aligners.models.hmm.agreement import WordAligner, WordDecoding
-    from aligners.models.hmm.decode import combine, decode_corpus
+    from aligners.models.hmm.decode import decode_lines
 
     model = WordAligner.from_index(index, config).to(device)
     model.reset_counts()
@@ -323,8 +324,9 @@ def _word_em(bench: Bench, index, ids, device: torch.device, config, test) -> di
     test_index = build_index([(p.src, p.tgt) for p in test], *ids,
                              keys=model.keys)
     test_index.to(device)
-    links = combine(decode_corpus(model, test_index, method=dec.method,
-                                  threshold=dec.threshold), dec.symmetrize)
+    lines = decode_lines(model, test_index, method=dec.method, threshold=dec.threshold,
+                         heuristic=dec.symmetrize, outputs=("sym",))["sym"]
+    links = [parse_line(x)[0] for x in lines]
     return {"ms": sec * 1e3, "peak_mib": peak, "loglik_fwd": hist[-1][0],
             "aer": _test_aer(test, links)}
 

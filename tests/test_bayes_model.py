@@ -10,8 +10,9 @@ from word_toy import toy_corpus
 from aligners import export
 from aligners.cli import main
 from aligners.errors import AlignersInputError
+from aligners.models.aligned import parse_line
 from aligners.models.bayesian import BayesAligner, BayesConfig, schedule
-from aligners.models.bayesian.decode import direction_links, symmetrized_links
+from aligners.models.bayesian.decode import link_lines
 from aligners.models.bayesian.io import BayesianAlignment, load_bayes_aligner, save_bayes_aligner
 
 FAST = dict(iterations=[3, 3, 8], n_samplers=2)
@@ -29,6 +30,11 @@ def _gold(pairs):
             for src, tgt in pairs]
 
 
+def _sets(m, **decoding):
+    """Per sentence, the set of links that `link_lines(m, **decoding)` writes."""
+    return [set(parse_line(x)[0]) for x in link_lines(m, **decoding)]
+
+
 def _precision(links, gold):
     hit = sum(len(a & g) for a, g in zip(links, gold, strict=True))
     return hit / max(1, sum(len(a) for a in links))
@@ -39,8 +45,8 @@ def test_learns_the_toy_bitext_in_both_directions():
     m = BayesAligner(BayesConfig(**FAST)).align(pairs, seed=1)
     gold = _gold(pairs)
     for d in ("fwd", "rev"):
-        assert _precision(direction_links(m, d), gold) > 0.9
-    sym = symmetrized_links(m, "intersect")
+        assert _precision(_sets(m, direction=d), gold) > 0.9
+    sym = _sets(m, heuristic="intersect")
     assert _precision(sym, gold) > 0.95
     for k in range(len(pairs)):  # marginals are probabilities, per observed token <= 1
         assert (m.cells(k, "fwd").sum(0) <= 1 + 1e-5).all()
@@ -111,10 +117,10 @@ def test_save_load_round_trip_and_priors_workflow(tmp_path):
            (["s6", "snovel"], ["tnovel", "t6"])]
     gold = _gold(new)
     m = loaded.align(new, seed=0)
-    assert _precision(direction_links(m, "fwd"), gold) == 1.0
+    assert _precision(_sets(m, direction="fwd"), gold) == 1.0
     assert "snovel" in loaded.src_ids.index
     cold = BayesAligner(BayesConfig(**FAST)).align(new, seed=0)
-    assert _precision(direction_links(cold, "fwd"), gold) < 0.8
+    assert _precision(_sets(cold, direction="fwd"), gold) < 0.8
 
 
 def test_bad_input(tmp_path):
@@ -142,7 +148,7 @@ def test_bad_input(tmp_path):
 def test_empty_lines_get_empty_alignments():
     pairs = [(["s1", "s2"], ["t1", "t2"]), ([], ["t1"]), (["s1"], []), (["s2"], ["t2"])]
     m = BayesAligner(BayesConfig(**FAST)).align(pairs, seed=0)
-    links = symmetrized_links(m, "grow-diag-final-and")
+    links = _sets(m, heuristic="grow-diag-final-and")
     assert links[1] == set() and links[2] == set() and len(links) == 4
 
 
@@ -217,11 +223,10 @@ def test_lazy_in_place_priors_equal_eager_copies(monkeypatch):
         assert 0.5 * n_obs < lazy.counts[d].lex.sum() <= n_obs + 1e-3
 
 
-def test_streamed_link_lines_equal_set_based_decoding():
-    """link_lines (the CLI's streaming path over the sparse marginals) writes exactly the
-    links and posteriors of the per-sentence set path, for both directions, symmetrized
-    and with a posterior threshold."""
-    from aligners.models.bayesian.decode import link_lines, posterior_lines
+def test_link_lines_symmetrize_the_directions_and_read_a_span():
+    """link_lines (the one decoder over the sparse marginals): the symmetrized lines are the
+    heuristic applied to the two directions' lines, posterior lines carry the same links,
+    and a span's lines are those sentences' lines of the whole text."""
     from aligners.symmetrize import symmetrize_corpus
 
     pairs = _pairs(40)
@@ -230,19 +235,23 @@ def test_streamed_link_lines_equal_set_based_decoding():
     def fmt(links):
         return [" ".join(f"{i}-{j}" for i, j in sorted(ls)) for ls in links]
 
+    def plain(lines):
+        return [" ".join(x.split(":")[0] for x in ln.split()) for ln in lines]
+
     for th in (None, 0.3):
-        f = direction_links(m, "fwd", threshold=th)
-        r = direction_links(m, "rev", threshold=th)
-        assert list(link_lines(m, direction="fwd", threshold=th)) == fmt(f)
-        assert list(link_lines(m, direction="rev", threshold=th)) == fmt(r)
+        f = _sets(m, direction="fwd", threshold=th)
+        r = _sets(m, direction="rev", threshold=th)
         for h in ("intersect", "grow-diag-final-and"):
             sym = symmetrize_corpus(f, r, h)
             assert list(link_lines(m, heuristic=h, threshold=th)) == fmt(sym)
-            assert list(link_lines(m, heuristic=h, threshold=th, posteriors=True)) == \
-                posterior_lines(m, sym)
-        assert list(link_lines(m, direction="rev", threshold=th, posteriors=True)) == \
-            posterior_lines(m, r, "rev")
-        assert direction_links(m, "rev", threshold=th, span=(5, 9)) == r[5:9]
+            post = list(link_lines(m, heuristic=h, threshold=th, posteriors=True))
+            assert plain(post) == fmt(sym)
+            assert all(0 < float(x.split(":")[1]) <= 1 for ln in post for x in ln.split())
+            assert list(link_lines(m, heuristic=h, threshold=th, span=(5, 9))) == fmt(sym)[5:9]
+        rev = list(link_lines(m, direction="rev", threshold=th, posteriors=True))
+        assert plain(rev) == fmt(r)
+        assert list(link_lines(m, direction="rev", threshold=th, posteriors=True,
+                               span=(5, 9))) == rev[5:9]
     assert sum(len(ls) for ls in f) > 0
 
 
@@ -461,8 +470,6 @@ def test_mean_decoding_equals_the_dense_mean_of_the_directions():
     """The mean decoding (the default) keeps exactly the cells whose mean of the forward and
     reverse kept marginals exceeds the threshold (a dense oracle built from the slots), in
     (i, j) order; its posteriors are that mean; on the toy it is precise."""
-    from aligners.models.bayesian.decode import link_lines, mean_links, span_sets
-
     pairs = _pairs(40)
     m = BayesAligner(BayesConfig(**FAST)).align(pairs, seed=3)
     c, fs, rs = m.corpus, m.fwd_slots, m.rev_slots
@@ -481,13 +488,13 @@ def test_mean_decoding_equals_the_dense_mean_of_the_directions():
                     if g >= 0:
                         dense[i, g] += p
             want.append(sorted(map(tuple, np.argwhere(dense / 2 > th).tolist())))
-        got = [sorted(ls) for ls in span_sets(m, mean_links(m, th))]
-        assert got == want
+        assert [sorted(ls) for ls in _sets(m, mean=th)] == want
+        assert list(link_lines(m, mean=th, span=(3, 7))) == list(link_lines(m, mean=th))[3:7]
         lines = list(link_lines(m, mean=th, posteriors=True))
         assert [[tuple(map(int, x.split(":")[0].split("-"))) for x in ln.split()]
                 for ln in lines] == want
         assert all(float(x.split(":")[1]) > th for ln in lines for x in ln.split())
-    assert _precision(span_sets(m, mean_links(m, 0.55)), _gold(pairs)) > 0.9
+    assert _precision(_sets(m, mean=0.55), _gold(pairs)) > 0.9
 
 
 def test_default_decoding_is_the_mean_by_size_and_a_heuristic_still_symmetrizes(tmp_path):

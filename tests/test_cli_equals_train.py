@@ -23,6 +23,12 @@ CASES = {
     "bayesian": ("efmaral_europarl_deen", ["model.rel_iterations=0.2", "model.n_samplers=2",
                                            "seed=3"],
                  ["--model", "bayesian", "--length", "0.2", "--samplers", "2", "--seed", "3"]),
+    # no tuning split: the gappy model alone (no Table 1), the regimen of 100 pairs, lowercased
+    "gappy-hsmm": ("bansal2011_europarl_deen",
+                   ["model.start.ibm1_iterations=2", "model.start.hmm_iterations=2",
+                    "model.phrasal.iterations=2"],
+                   ["--model", "gappy-hsmm", "--lowercase", "--ibm1-iterations", "2",
+                    "--hmm-iterations", "2", "--phrasal-iterations", "2"]),
 }
 
 

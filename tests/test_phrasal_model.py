@@ -9,9 +9,10 @@ import aligners
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
 from aligners.export import write_model
+from aligners.models.aligned import Decoding, RunOptions, parse_line
 from aligners.models.gappy_hsmm import PhrasalConfig, PhraseList, build_phrasal_aligner, make_layout
-from aligners.models.gappy_hsmm.decode import decode, fit_phrasal, link_matrices
-from aligners.models.gappy_hsmm.io import phrasal_parts
+from aligners.models.gappy_hsmm.decode import batch_link_matrices, fit_phrasal
+from aligners.models.gappy_hsmm.io import PhrasalAligned, phrasal_parts
 from aligners.models.gappy_hsmm.model import PhrasalAligner
 from aligners.models.gappy_hsmm.phrase_lists import mine_candidates, rank_phrases
 from aligners.models.gappy_hsmm.prepared import ReuseCache, tensor_bytes
@@ -37,6 +38,17 @@ def phrasal_toy(n=150, seed=0):
         src.append(s)
         tgt.append(t)
     return src, tgt
+
+
+def _links(aligned, method, threshold, heuristic):
+    """Per pair, the links of the "sym" lines that `aligned` (an `Aligned`) writes."""
+    lines = aligned.lines(("sym",), Decoding(method, threshold, heuristic))["sym"]
+    return [parse_line(x)[0] for x in lines]
+
+
+def _matrices(model, index):
+    """(forward, backward) link matrices of every batched pair of `index`, in batch order."""
+    return [(lf, lb) for chunk in batch_link_matrices(model, index) for _, lf, lb in chunk]
 
 
 def _word_model(src, tgt, *, p0=0.3, cells=3000):
@@ -170,14 +182,13 @@ def test_tables_are_normalised(trained):
 
 def test_gappy_links_are_decoded(trained):
     model, _, _, index, si, ti, _ = trained
-    mats = link_matrices(model, index)
-    links = decode(mats, method="agreement", threshold=0.3, heuristic="none")
-    vit = decode(link_matrices(model, index, viterbi=True), method="viterbi", threshold=0.5,
-                 heuristic="union")
+    from aligners.models.hmm.saved import WordAligned
+
+    aligned = PhrasalAligned(model, index, RunOptions())
+    links = _links(aligned, "agreement", 0.3, "none")
+    vit = _links(aligned, "viterbi", 0.5, "union")
     src, tgt = phrasal_toy()
-    word = trained[6]
-    base = decode(link_matrices(word, index, viterbi=True), method="viterbi", threshold=0.5,
-                  heuristic="union")
+    base = _links(WordAligned(trained[6], index, RunOptions()), "viterbi", 0.5, "union")
 
     def ne_pas(decoded):
         hit = total = 0
@@ -199,9 +210,8 @@ def test_export_round_trip(trained, tmp_path):
         "method": "agreement", "threshold": 0.3, "heuristic": "none"}))
     bundle = aligners.load(tmp_path / "m")
     src, tgt = phrasal_toy()
-    mats = link_matrices(model, index)
-    want = decode(mats, method="agreement", threshold=0.3, heuristic="none")
-    assert bundle.align(src, tgt) == [list(x) for x in want]
+    want = _links(PhrasalAligned(model, index, RunOptions()), "agreement", 0.3, "none")
+    assert bundle.align(src, tgt) == want
 
 
 def test_new_pairs_with_unseen_words_align(trained):
@@ -209,7 +219,7 @@ def test_new_pairs_with_unseen_words_align(trained):
     si.frozen = ti.frozen = True
     index = build_index([(["zz", "e1", "not", "e2"], ["f1", "ne", "f2", "pas", "yy"])], si, ti,
                         keys=model.word_keys)
-    (lf, lb), = link_matrices(model, index)
+    (lf, lb), = _matrices(model, index)
     assert lf.shape == (4, 5) and np.isfinite(lf).all() and np.isfinite(lb).all()
 
 
@@ -217,12 +227,12 @@ def test_model_runs_on_cuda_like_cpu(trained):
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
     model, _, _, index, *_ = trained
-    cpu = link_matrices(model, index)
+    cpu = _matrices(model, index)
     gpu_model = PhrasalAligner.__new__(PhrasalAligner)
     gpu_model.__dict__.update(model.__dict__)
     model.cuda()
     try:
-        gpu = link_matrices(model, index)
+        gpu = _matrices(model, index)
     finally:
         model.cpu()
     for (a, b), (c, d) in zip(cpu, gpu):

@@ -7,7 +7,7 @@ import pytest
 
 from aligners.data.types import AlignedPair, Alignment
 from aligners.models.gappy_hsmm import PhrasalConfig
-from aligners.training.gappy_hsmm import choose, gappy_patterns
+from aligners.training.gappy_hsmm import gappy_patterns
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -30,12 +30,22 @@ def test_gappy_patterns_count_and_fully_right():
 
 
 def test_choose_picks_the_lowest_dev_aer():
+    """The one chooser over the phrasal model's lines (`PhrasalAligned`, its link matrices
+    given as kept)."""
+    from types import SimpleNamespace
+
+    from aligners.inference.choose import choose_decoding
+    from aligners.models.gappy_hsmm.config import METHODS
+    from aligners.models.gappy_hsmm.io import PhrasalAligned
+
     gold = [_pair("a b", "x y", {(0, 0), (1, 1)})]
     lf = np.array([[0.9, 0.2], [0.1, 0.45]], dtype=np.float32)
     lb = np.array([[0.8, 0.1], [0.2, 0.7]], dtype=np.float32)
+    kept = {False: [[(0, lf, lb)]], True: [[(0, lf > 0.5, lb > 0.5)]]}
+    aligned = PhrasalAligned(None, SimpleNamespace(n_sentences=1), None, keep=kept)
     grid = {"methods": ["agreement", "posterior"], "thresholds": [0.1, 0.5],
             "heuristics": ["intersect"]}
-    dec, aer = choose([(lf, lb)], [(lf > 0.5, lb > 0.5)], gold, grid)
+    dec, aer = choose_decoding(aligned, gold, grid, METHODS)
     assert aer == 0.0 and dec == {"method": "agreement", "threshold": 0.1, "symmetrize": "none"}
 
 

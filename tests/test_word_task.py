@@ -113,11 +113,12 @@ def test_data_lowercase_lowercases_training_gold_and_tuning_text(tmp_path, lower
     """`data.lowercase=true` (the literature's Hansards protocol): every training token and
     the gold / tuning pairs' text lowercased, links unchanged; off, the text is as read."""
     from aligners.data.datasets import load
-    from aligners.training.hmm import _load_pairs
+    from aligners.training.word_task import load_text
 
     cfg = _cfg(tmp_path, f"+data.lowercase={str(lowercase).lower()}")
-    stream, gold, tune = _load_pairs(cfg)
-    tokens = [w for s, t in stream for w in (*s, *t)]
+    text = load_text(cfg)
+    gold, tune = text.gold, text.gold[text.tune]
+    tokens = [w for s, t in text.pairs for w in (*s, *t)]
     assert len(tokens) > 1000
     assert (all(w == w.lower() for w in tokens)) == lowercase
     raw = load("hansards-enfr", "test")

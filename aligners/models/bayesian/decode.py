@@ -16,10 +16,9 @@ from numba import njit
 
 from aligners.data.pharaoh import link_line
 from aligners.models.bayesian.slots import BayesMarginals
-from aligners.symmetrize import symmetrize, symmetrize_corpus
+from aligners.symmetrize import symmetrize
 
-__all__ = ["token_links", "mean_links", "span_sets", "direction_links", "symmetrized_links",
-           "link_lines", "posterior_lines"]
+__all__ = ["token_links", "mean_links", "link_lines"]
 
 
 @njit(nogil=True, cache=True)
@@ -120,59 +119,35 @@ def _per_sentence(n: int, sent: np.ndarray, i: np.ndarray, j: np.ndarray):
         yield list(zip(ii[lo:hi], jj[lo:hi], strict=True))
 
 
-def direction_links(m: BayesMarginals, direction: str, *, threshold: float | None = None,
-                    span: tuple[int, int] | None = None) -> list[set[tuple[int, int]]]:
-    """Per sentence (of `span` = [start, end) if given), the set of (i, j) source-target
-    links of `direction` (see token_links).
-
-    Cost O(tokens * K) time; one Python set per returned sentence (`link_lines` streams).
-    """
-    return span_sets(m, token_links(m, direction, threshold=threshold), span)
-
-
-def span_sets(m: BayesMarginals, links: tuple[np.ndarray, np.ndarray, np.ndarray],
-              span: tuple[int, int] | None = None) -> list[set[tuple[int, int]]]:
-    """Link arrays (sentence, i, j) sorted by sentence -> one set per sentence of `span`
-    ([start, end), default all)."""
-    sent, i, j = links
-    lo, hi = span if span is not None else (0, m.corpus.n_sentences)
-    keep = (sent >= lo) & (sent < hi)
-    return [set(ls) for ls in _per_sentence(hi - lo, sent[keep] - lo, i[keep], j[keep])]
-
-
 def link_lines(m: BayesMarginals, *, heuristic: str | None = None, direction: str = "fwd",
                threshold: float | None = None, posteriors: bool = False,
-               mean: float | None = None):
-    """Yield one output line per sentence: `direction`'s links, or (with `heuristic`) both
-    directions symmetrized, or (with `mean`, a threshold) the mean decoding's links; `i-j`
-    or, with posteriors, `i-j:p` (see posterior_lines).
+               mean: float | None = None, span: tuple[int, int] | None = None):
+    """Yield one output line per sentence (of `span` = [start, end) when given): `direction`'s
+    links, or (with `heuristic`) both directions symmetrized, or (with `mean`, a threshold)
+    the mean decoding's links; `i-j` or, with posteriors, `i-j:p` (see `_posterior_line`).
 
     Streams: per-link Python objects exist for one sentence at a time. Cost O(tokens * K).
     """
-    n = m.corpus.n_sentences
+    lo, hi = span if span is not None else (0, m.corpus.n_sentences)
+
+    def per_sentence(links):  # link arrays sorted by sentence -> lists of the span's
+        sent, i, j = links
+        a, b = np.searchsorted(sent, [lo, hi])
+        return _per_sentence(hi - lo, sent[a:b] - lo, i[a:b], j[a:b])
+
     if mean is not None:
-        for k, links in enumerate(_per_sentence(n, *mean_links(m, mean))):
+        for k, links in enumerate(per_sentence(mean_links(m, mean)), lo):
             yield _posterior_line(m, k, links, None) if posteriors else link_line(links)
         return
-    if heuristic is None:
-        sources = [_per_sentence(n, *token_links(m, direction, threshold=threshold))]
-    else:
-        sources = [_per_sentence(n, *token_links(m, d, threshold=threshold))
-                   for d in ("fwd", "rev")]
-    for k, parts in enumerate(zip(*sources, strict=True)):
+    dirs = [direction] if heuristic is None else ["fwd", "rev"]
+    sources = [per_sentence(token_links(m, d, threshold=threshold)) for d in dirs]
+    for k, parts in enumerate(zip(*sources, strict=True), lo):
         links = set(parts[0]) if heuristic is None else symmetrize(parts[0], parts[1],
                                                                    heuristic)
         if posteriors:
             yield _posterior_line(m, k, links, None if heuristic else direction)
         else:
             yield link_line(sorted(links))
-
-
-def symmetrized_links(m: BayesMarginals, heuristic: str, *,
-                      threshold: float | None = None) -> list[set[tuple[int, int]]]:
-    """Both directions' links combined by an atools heuristic (aligners.symmetrize)."""
-    return symmetrize_corpus(direction_links(m, "fwd", threshold=threshold),
-                             direction_links(m, "rev", threshold=threshold), heuristic)
 
 
 def _slot_dict(tm, t: int) -> dict[int, float]:
@@ -196,10 +171,3 @@ def _posterior_line(m: BayesMarginals, k: int, links, direction: str | None) -> 
             p += rev[i].get(j, 0.0)
         probs.append(p if direction else 0.5 * p)
     return link_line(links, probs)
-
-
-def posterior_lines(m: BayesMarginals, links: list[set[tuple[int, int]]],
-                    direction: str | None = None) -> list[str]:
-    """`i-j:p` lines (sorted links); p from `direction`, or the mean of both when None
-    (a direction whose token keeps no slot for the link contributes 0)."""
-    return [_posterior_line(m, k, ls, direction) for k, ls in enumerate(links)]

@@ -32,9 +32,11 @@ POSTERIOR = 0.5  # the per-direction posterior threshold when none is given
 
 @dataclass
 class BayesAligned(Aligned):
-    """A text sampled by the Bayesian aligner: its averaged link marginals."""
+    """A text sampled by the Bayesian aligner: its averaged link marginals (the lines of
+    its sentences [start, end) alone with `span`: a part of the text sampled together)."""
 
     marginals: BayesMarginals
+    span: tuple[int, int] | None = None
 
     def lines(self, outputs, decoding: Decoding, *, posteriors: bool = False) -> dict:
         """Lines stream per sentence from the sparse marginals (no per-link objects)."""
@@ -42,11 +44,11 @@ class BayesAligned(Aligned):
 
         th = decoding.threshold if decoding.method == "posterior" else None
         mean = None
-        if decoding.method == "mean":  # (no threshold: by the text's size)
+        if decoding.method == "mean":  # (no threshold: by the whole text's size)
             mean = config.mean_threshold(self.marginals.corpus.n_sentences, decoding.threshold)
         return {name: link_lines(self.marginals, threshold=th, posteriors=posteriors,
                                  heuristic=_heuristic(decoding) if name == "sym" else None,
-                                 mean=mean if name == "sym" else None,
+                                 mean=mean if name == "sym" else None, span=self.span,
                                  direction="rev" if name == "rev" else "fwd")
                 for name in outputs}
 

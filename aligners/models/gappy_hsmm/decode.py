@@ -1,26 +1,17 @@
-"""Decoding and the plain EM loop of the phrasal aligner (no Lightning).
-
-Link matrices per sentence come from either model family: a `PhrasalAligner` (its phrasal
-edges expanded to word links, `agreement.sparse_link_posteriors`) or a `WordAligner`. Methods:
-"agreement" (product of the two directions' link posteriors > threshold; many-to-many),
-"posterior" (each direction > threshold, then an atools heuristic), "viterbi" (each
-direction's best structure, then the heuristic).
+"""The phrasal aligner's link matrices per batch (its phrasal edges expanded to word links,
+`agreement.sparse_link_posteriors`; read into lines by `io.PhrasalAligned`) and its plain
+EM loop (no Lightning; `training.gappy_hsmm` drives the same steps under Lightning).
 """
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from aligners.data.bitext import PairIndex
 from aligners.models.gappy_hsmm.model import PhrasalAligner, make_layout
 from aligners.models.gappy_hsmm.prepared import ReuseCache
-from aligners.models.hmm.agreement import WordAligner
 
-__all__ = ["METHODS", "fit_phrasal", "prepared_batch", "batch_layout", "batch_link_matrices",
-           "link_matrices", "decode"]
-
-METHODS = ("agreement", "posterior", "viterbi")
+__all__ = ["fit_phrasal", "prepared_batch", "batch_layout", "batch_link_matrices"]
 
 
 def fit_phrasal(model: PhrasalAligner, index: PairIndex, *, progress=None,
@@ -65,20 +56,6 @@ def batch_layout(model: PhrasalAligner, b, layouts: ReuseCache | None, k: int):
     return make_layout(b, model.src_list, model.tgt_list, gappy=model.config.gappy)
 
 
-def _word_links(model: WordAligner, b, viterbi: bool):
-    if not viterbi:
-        p = model.posteriors(b)
-        return p.links_fwd, p.links_bwd
-    f, r = model.viterbi(b)
-    lf = torch.zeros(b.pair_ids.shape, device=f.device)
-    lb = torch.zeros(b.pair_ids.shape, device=f.device)
-    bj = (f >= 0).nonzero()
-    lf[bj[:, 0], f[bj[:, 0], bj[:, 1]], bj[:, 1]] = 1
-    bi = (r >= 0).nonzero()
-    lb[bi[:, 0], bi[:, 1], r[bi[:, 0], bi[:, 1]]] = 1
-    return lf, lb
-
-
 def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False, progress=None,
                         prepared: ReuseCache | None = None):
     """Per batch of `index`, a list of (input row, forward (I,J), backward (I,J)) float32
@@ -92,9 +69,7 @@ def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False, progr
         for k in range(len(index)):
             prep = prepared.get(k) if prepared is not None else None
             b = prep.batch if prep is not None else index.batch(k).to(dev)  # (read once)
-            if isinstance(model, WordAligner):
-                lf, lb = _word_links(model, b, viterbi)
-            elif prep is not None:
+            if prep is not None:
                 lf, lb = model.link_posteriors(viterbi=viterbi, prepared=prep)
             else:
                 lay = make_layout(b, model.src_list, model.tgt_list, gappy=model.config.gappy)
@@ -105,36 +80,3 @@ def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False, progr
                    for n, r in enumerate(b.rows.tolist())]
             if progress is not None:
                 progress(len(sl))
-
-
-def link_matrices(model, index: PairIndex, *, viterbi: bool = False, progress=None) -> list:
-    """Per sentence (input order) (forward (I,J), backward (I,J)) float32 numpy link
-    posteriors (0/1 under Viterbi), all held at once (`batch_link_matrices` streams them);
-    a pair with an empty side gets (0,0) matrices."""
-    empty = (np.zeros((0, 0), np.float32), np.zeros((0, 0), np.float32))
-    out = [empty] * index.n_sentences
-    for chunk in batch_link_matrices(model, index, viterbi=viterbi, progress=progress):
-        for r, lf, lb in chunk:
-            out[r] = (lf, lb)
-    return out
-
-
-def decode(mats: list, *, method: str, threshold: float, heuristic: str) -> list:
-    """Links per sentence, sorted (i, j), from `link_matrices` output (see module doc)."""
-    from aligners.symmetrize import symmetrize
-
-    if method not in METHODS:
-        raise ValueError(f"unknown decoding {method!r}; expected one of {METHODS}")
-    out = []
-    for lf, lb in mats:
-        if method == "agreement":
-            out.append([tuple(x) for x in np.argwhere(lf * lb > threshold).tolist()])
-            continue
-        th = 0.5 if method == "viterbi" else threshold
-        f = [tuple(x) for x in np.argwhere(lf > th).tolist()]
-        r = [tuple(x) for x in np.argwhere(lb > th).tolist()]
-        if heuristic == "none":
-            out.append(sorted(set(f) | set(r)) if method != "agreement" else f)
-        else:
-            out.append(sorted(symmetrize(f, r, heuristic)))
-    return out

@@ -40,42 +40,63 @@ def _line(links, post) -> str:
 @dataclass
 class PhrasalAligned(Aligned):
     """A text aligned by the phrasal model: the model, the text's pair index and, after
-    training on that text, its prepared batches (`fit_phrasal(prepared=)`; reused)."""
+    training on that text, its prepared batches (`fit_phrasal(prepared=)`; reused). `keep`
+    (a dict): the link matrices are kept there for the next `lines` (a small text decoded
+    many ways, e.g. a tuning split); None: decoded batch by batch each time."""
 
     model: PhrasalAligner
     index: PairIndex
     run: RunOptions
     prepared: ReuseCache | None = None
+    keep: dict | None = None
 
     def lines(self, outputs, decoding: Decoding, *, posteriors: bool = False) -> dict:
         """Decoded batch by batch (`batch_link_matrices`): only the lines are kept for the
-        whole text, never its link matrices."""
-        from aligners.models.gappy_hsmm.decode import batch_link_matrices
-
+        whole text, never its link matrices (unless `keep`)."""
         out = {name: [""] * self.index.n_sentences for name in outputs}  # empty side: ""
-        for chunk in batch_link_matrices(self.model, self.index, prepared=self.prepared,
-                                         viterbi=decoding.method == "viterbi"):
+        for chunk in self._chunks(viterbi=decoding.method == "viterbi"):
             mats = [(lf, lb) for _, lf, lb in chunk]
             for name, lines in _chunk_lines(mats, outputs, decoding, posteriors).items():
                 for (r, _, _), line in zip(chunk, lines):
                     out[name][r] = line
         return out
 
+    def _chunks(self, *, viterbi: bool):
+        from aligners.models.gappy_hsmm.decode import batch_link_matrices
+
+        if self.keep is not None and viterbi in self.keep:
+            return self.keep[viterbi]
+        chunks = batch_link_matrices(self.model, self.index, prepared=self.prepared,
+                                     viterbi=viterbi)
+        if self.keep is not None:
+            chunks = self.keep[viterbi] = list(chunks)
+        return chunks
+
 
 def _chunk_lines(mats: list, outputs, decoding: Decoding, posteriors: bool) -> dict:
-    """output name -> one line per (forward, backward) link matrix pair of `mats`."""
-    from aligners.models.gappy_hsmm.decode import decode
+    """output name -> one line per (forward, backward) link matrix pair of `mats`: "fwd",
+    "rev" each direction's posteriors > the threshold (0.5 under Viterbi, whose matrices are
+    0/1); "sym" the agreement's product > the threshold, else both directions combined by
+    the heuristic (their union under "none")."""
+    from aligners.symmetrize import symmetrize
 
-    method = decoding.method
+    method, h = decoding.method, decoding.symmetrize
     th = 0.5 if method == "viterbi" else float(decoding.threshold)
+
+    def above(p):
+        return [tuple(x) for x in np.argwhere(p > th).tolist()]
+
     out = {}
     for name in outputs:
-        if name == "sym":
-            links = decode(mats, method=method, threshold=th, heuristic=decoding.symmetrize)
-            post = [lf * lb if method == "agreement" else np.maximum(lf, lb) for lf, lb in mats]
-        else:
+        if name != "sym":
             post = [m[0 if name == "fwd" else 1] for m in mats]
-            links = [[tuple(x) for x in zip(*(p > th).nonzero())] for p in post]
+        else:
+            post = [lf * lb if method == "agreement" else np.maximum(lf, lb) for lf, lb in mats]
+        if name != "sym" or method == "agreement":
+            links = [above(p) for p in post]
+        else:
+            links = [sorted(set(above(lf)) | set(above(lb)) if h == "none" else
+                            symmetrize(above(lf), above(lb), h)) for lf, lb in mats]
         out[name] = [_line(ls, p if posteriors else None) for ls, p in zip(links, post)]
     return out
 

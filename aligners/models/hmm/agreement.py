@@ -145,10 +145,11 @@ class WordAligner(nn.Module):
         self.c_jump = torch.zeros(2, 2, 2 * K + 1, dtype=torch.float64, device=dev)
         self.c_loglik = torch.zeros(2, dtype=torch.float64, device=dev)
 
-    def accumulate(self, batch: Batch, *, stage: str) -> DirectionPosteriors:
-        """E-step of one batch: add its expected counts to the count buffers."""
+    def accumulate(self, batch: Batch, *, stage: str | None = None) -> DirectionPosteriors:
+        """E-step of one batch: add its expected counts to the count buffers (`stage`:
+        that of the iteration under way unless given)."""
         batch = batch.to(self.keys.device)
-        post = self.posteriors(batch, stage=stage)
+        post = self.posteriors(batch, stage=stage or self.stage_of(int(self.iteration)))
         ids = batch.pair_ids.reshape(-1)
         if self.config.agreement:
             q = post.links_fwd * post.links_bwd
@@ -181,9 +182,12 @@ class WordAligner(nn.Module):
             for t in self.count_tensors():
                 dist.all_reduce(t)
 
-    def m_step(self, *, stage: str) -> torch.Tensor:
-        """Normalise the counts into new tables; returns the log-likelihood (2,) of the
-        E-step just finished (forward, backward) and clears the counts."""
+    def m_step(self, *, stage: str | None = None) -> torch.Tensor:
+        """Sum the counts over the processes (`all_reduce_counts`), normalise them into new
+        tables; returns the log-likelihood (2,) of the E-step just finished (forward,
+        backward) and clears the counts. `stage`: the iteration's unless given."""
+        stage = stage or self.stage_of(int(self.iteration))
+        self.all_reduce_counts()
         c = self.config
         P = self.keys.numel()
         # peak memory: one (P,) int64 word-id vector at a time, tables rewritten in place
@@ -214,15 +218,16 @@ class WordAligner(nn.Module):
         return t if ok and not t.requires_grad else None
 
     def fit(self, index: PairIndex, *, progress=None) -> list[list[float]]:
-        """Run the whole schedule on one process; returns per-iteration log-likelihoods."""
+        """Run the whole schedule on one process (the steps that `training.hmm.LitEM`
+        drives under Lightning); returns per-iteration log-likelihoods."""
         history = []
         for it in range(int(self.iteration), self.n_iterations):
-            stage = self.stage_of(it)
+            stage = self.stage_of(it)  # (read once: `iteration` may live on a GPU)
             for k in range(len(index)):
                 self.accumulate(index.batch(k), stage=stage)
                 if progress is not None:
                     progress(it, k)
-            history.append(self.m_step(stage=stage).tolist())
+            history.append(self.m_step().tolist())
         return history
 
     def hparams(self) -> dict:

@@ -7,18 +7,18 @@ Methods (every result is in source-target order, 0-based):
   (Liang et al. 2006); both directions get the same links.
 Then `aligners.symmetrize` combines the two directions with any atools heuristic.
 
-Layering: this module imports no model. It works on the tensors a model returns (Viterbi
-links, posterior matrices, masks) and on the model and batch index objects passed in, which
-only need the small interfaces `AlignsBatches` and `BatchIndex` below (the word aligner of
-`aligners.models` and its pair index provide them).
+`decode_lines` is the family's one decoder (`saved.WordAligned.lines`: the CLI, the Hydra
+task and the benchmarks). It imports no model: it needs of the model `keys` (a tensor on
+its device), `viterbi(batch) -> (fwd (B, J) source index or -1, rev (B, I) target index or
+-1)` and `posteriors(batch)` with `links_fwd`, `links_bwd` (B, I, J); of the index `len()`,
+`n_sentences` and `batch(k)` (`.to(device)`, `rows (B,)`, `mask (B, I, J)`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -29,48 +29,11 @@ from aligners.models.hmm._pharaoh_kernel import link_lines
 from aligners.models.hmm.config import DECODING
 from aligners.timing import Phases
 
-__all__ = ["DECODINGS", "Decoded", "AlignsBatches", "BatchIndex", "iter_decoded",
-           "decode_corpus", "decode_lines", "combine"]
-
-
-class AlignsBatches(Protocol):
-    """What decoding needs from a word-alignment model: `keys` (a tensor on the model's
-    device), `viterbi(batch) -> (fwd (B, J) source index or -1, rev (B, I) target index or
-    -1)` and `posteriors(batch)` with `links_fwd`, `links_bwd` (B, I, J) link posteriors."""
-
-    keys: torch.Tensor
-
-    def viterbi(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor]: ...
-
-    def posteriors(self, batch: Any) -> Any: ...
-
-
-class BatchIndex(Protocol):
-    """A corpus in batches: `len()`, `n_sentences` and `batch(k)` with `.to(device)`,
-    `rows (B,)` (input row of each batch row) and `mask (B, I, J)` bool."""
-
-    n_sentences: int
-
-    def __len__(self) -> int: ...
-
-    def batch(self, k: int) -> Any: ...
+__all__ = ["DECODINGS", "decode_lines"]
 
 DECODINGS = ("viterbi", "posterior", "agreement")
 
 Link = tuple[int, int]
-
-
-@dataclass
-class Decoded:
-    """Per sentence (input order): forward / reverse links and their posteriors.
-
-    posteriors_fwd[n][(i, j)]: the forward model's p(a_j = i) (agreement: the product).
-    """
-
-    fwd: list[list[Link]]
-    rev: list[list[Link]]
-    posteriors_fwd: list[dict[Link, float]] = field(default_factory=list)
-    posteriors_rev: list[dict[Link, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -98,8 +61,7 @@ class _HostLinks:
                        for a, b in zip(starts, ends, strict=True)]
 
 
-def _device_links(model: AlignsBatches, batch, method: str, threshold: float,
-                  with_posteriors: bool):
+def _device_links(model, batch, method: str, threshold: float, with_posteriors: bool):
     """(forward links, forward values, reverse links, reverse values) of one batch on the
     model's device: links (K, 3) [b, i, j] sorted, values (K,) (None unless needed)."""
     if method == "viterbi":
@@ -131,8 +93,8 @@ def _device_links(model: AlignsBatches, batch, method: str, threshold: float,
             r_links, score_r[r_links[:, 0], r_links[:, 1], r_links[:, 2]])
 
 
-def _host_batches(model: AlignsBatches, index: BatchIndex, method: str, threshold: float,
-                  with_posteriors: bool) -> Iterator[_HostLinks]:
+def _host_batches(model, index, method: str, threshold: float, with_posteriors: bool
+                  ) -> Iterator[_HostLinks]:
     """Decode batch by batch on the model's device; each batch's rows and links come to the
     host in one copy (and its posteriors in one more)."""
     if method not in DECODINGS:
@@ -156,62 +118,13 @@ def _host_batches(model: AlignsBatches, index: BatchIndex, method: str, threshol
         yield _HostLinks(flat[:B], links, (flat[B:2 * B], flat[2 * B:3 * B]), values)
 
 
-def iter_decoded(
-    model: AlignsBatches,
-    index: BatchIndex,
-    *,
-    method: str = "agreement",
-    threshold: float = DECODING.threshold,
-    with_posteriors: bool = False,
-) -> Iterator[tuple[list[int], list, list, list, list]]:
-    """Per batch: (rows, forward links, forward posteriors, reverse links, reverse
-    posteriors), each list aligned with `rows`; links sorted (i, j), posteriors dicts."""
-    for h in _host_batches(model, index, method, threshold, with_posteriors):
-        lf, pf = h.per_row(0)
-        lr, pr = h.per_row(1)
-        yield h.rows.tolist(), lf, pf, lr, pr
-
-
-def decode_corpus(
-    model: AlignsBatches,
-    index: BatchIndex,
-    *,
-    method: str = "agreement",
-    threshold: float = DECODING.threshold,
-    with_posteriors: bool = False,
-    progress: Callable[[int], None] | None = None,
-) -> Decoded:
-    """Align every sentence pair of `index` with `model`'s current parameters.
-
-    Sentences with an empty side get no links. Cost: one E-step (posterior methods) or
-    one Viterbi pass over the corpus, plus O(links) Python objects (for large corpora
-    `decode_lines` keeps only the formatted lines).
-    """
-    N = index.n_sentences
-    out = Decoded([[] for _ in range(N)], [[] for _ in range(N)])
-    if with_posteriors:
-        out.posteriors_fwd = [{} for _ in range(N)]
-        out.posteriors_rev = [{} for _ in range(N)]
-    for rows, lf, pf, lr, pr in iter_decoded(model, index, method=method, threshold=threshold,
-                                            with_posteriors=with_posteriors):
-        for b, r in enumerate(rows):
-            out.fwd[r], out.rev[r] = lf[b], lr[b]
-            if with_posteriors:
-                out.posteriors_fwd[r], out.posteriors_rev[r] = pf[b], pr[b]
-        if progress is not None:
-            progress(len(rows))
-    return out
-
-
 def _sym_line(links, posts: dict | None) -> str:
     """A symmetrized line: `link_line`, each link's posterior from `posts` where it has one."""
     return link_line(links, None if posts is None else [posts.get(lk) for lk in links])
 
 
 def decode_lines(
-    model: AlignsBatches,
-    index: BatchIndex,
-    *,
+    model, index, *,
     method: str = "agreement",
     threshold: float = DECODING.threshold,
     heuristic: str | None = None,
@@ -261,14 +174,3 @@ def decode_lines(
         if progress is not None:
             progress(len(rows))
     return out
-
-
-def combine(decoded: Decoded, heuristic: str | None) -> list[list[Link]]:
-    """Symmetrize forward and reverse links with an atools heuristic (None: forward only)."""
-    if heuristic is None or heuristic == "none":
-        return decoded.fwd
-    from aligners.symmetrize import HEURISTICS, symmetrize_corpus
-
-    if heuristic not in HEURISTICS:
-        raise AlignersInputError(f"unknown heuristic {heuristic!r}; expected one of {HEURISTICS}")
-    return [sorted(x) for x in symmetrize_corpus(decoded.fwd, decoded.rev, heuristic)]
