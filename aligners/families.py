@@ -52,7 +52,8 @@ class Family:
     (default: the name); paper: where it comes from; order: listing order; evaluates: its
     task's `evaluate` scores a saved model (`ckpt_path`); sections: the task config's
     sections ("model", "data", ...; "" = top-level keys) -> "module:Class" of the dataclass
-    whose `RULES` check them (`aligners.config_checks`).
+    whose fields' `setting` rules check them (`aligners.config_checks.check`); a
+    `TASK_SECTIONS` dict in the family's config module wins over them.
     """
 
     name: str

@@ -31,7 +31,7 @@ def main(argv=None) -> None:
     from aligners.inference.choose import score, sym_lines
     from aligners.models.aligned import Decoding
     from aligners.models.bayesian import BayesAligner, BayesConfig
-    from aligners.models.bayesian.io import BayesAligned
+    from aligners.models.bayesian.folder import BayesAligned
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=20_000, help="Hansards training pairs")

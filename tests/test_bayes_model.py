@@ -13,7 +13,7 @@ from aligners.errors import AlignersInputError
 from aligners.models.aligned import parse_line
 from aligners.models.bayesian import BayesAligner, BayesConfig, schedule
 from aligners.models.bayesian.decode import link_lines
-from aligners.models.bayesian.io import BayesianAlignment, load_bayes_aligner, save_bayes_aligner
+from aligners.models.bayesian.folder import BayesianAlignment
 
 FAST = dict(iterations=[3, 3, 8], n_samplers=2)
 
@@ -95,7 +95,7 @@ def test_save_load_round_trip_and_priors_workflow(tmp_path):
     pairs = _pairs(60)
     model = BayesAligner(BayesConfig(**FAST))
     model.align(pairs, seed=0)
-    folder = save_bayes_aligner(tmp_path / "m", model, decoding={"method": "viterbi"})
+    folder = BayesianAlignment(model).save_to(tmp_path / "m", {"method": "viterbi"})
     found = export.load(folder)  # through the bayesian family's loader
     assert isinstance(found, BayesianAlignment) and found.decoding == {"method": "viterbi"}
     loaded = found.model
@@ -136,13 +136,13 @@ def test_bad_input(tmp_path):
         BayesAligner().state()
     (tmp_path / "x").mkdir()
     with pytest.raises(AlignersInputError):
-        load_bayes_aligner(tmp_path / "x")
+        BayesianAlignment.from_folder(tmp_path / "x")
     model = BayesAligner(BayesConfig(**FAST))
     model.align(_pairs(10), seed=0)
-    folder = save_bayes_aligner(tmp_path / "m", model)
+    folder = BayesianAlignment(model).save_to(tmp_path / "m")
     (folder / "vocab.json").write_text(json.dumps({"src": ["a"], "tgt": ["b"]}))
     with pytest.raises(AlignersInputError, match="do not match"):
-        load_bayes_aligner(folder)
+        BayesianAlignment.from_folder(folder)
 
 
 def test_empty_lines_get_empty_alignments():
@@ -512,7 +512,7 @@ def test_default_decoding_is_the_mean_by_size_and_a_heuristic_still_symmetrizes(
     explicit = BayesianAlignment.decoding_for(None, threshold=mean_threshold(30))
     assert by_size == list(aligned.lines(("sym",), explicit)["sym"])
     model.save(tmp_path / "m", dec)  # saved as the number used on its text
-    assert load_bayes_aligner(tmp_path / "m").decoding["threshold"] == 0.35
+    assert BayesianAlignment.from_folder(tmp_path / "m").decoding["threshold"] == 0.35
     asked = BayesianAlignment.decoding_for(None, symmetrize="grow-diag-final-and")
     assert (asked.method, asked.symmetrize) == ("viterbi", "grow-diag-final-and")
     with pytest.raises(AlignersInputError):

@@ -5,11 +5,11 @@ enumerated posterior (within sampling error)."""
 import itertools
 import math
 
+import bayes_token_conditional as TC
 import numpy as np
 import pytest
 
 from aligners.data.vocab import WordIds
-from aligners.models.bayesian import conditional as TC
 from aligners.models.bayesian import counts as C
 from aligners.models.bayesian import sampler as K
 from aligners.models.bayesian.corpus import encode_bitext

@@ -8,11 +8,10 @@ from phrasal_dense_agreement import agreement_counts, link_posteriors
 import aligners
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
-from aligners.export import write_model
 from aligners.models.aligned import Decoding, RunOptions, parse_line
 from aligners.models.gappy_hsmm import PhrasalConfig, PhraseList, build_phrasal_aligner, make_layout
 from aligners.models.gappy_hsmm.decode import batch_link_matrices, fit_phrasal
-from aligners.models.gappy_hsmm.io import PhrasalAligned, phrasal_parts
+from aligners.models.gappy_hsmm.folder import PhrasalAligned, PhrasalBundle
 from aligners.models.gappy_hsmm.model import PhrasalAligner
 from aligners.models.gappy_hsmm.phrase_lists import mine_candidates, rank_phrases
 from aligners.models.gappy_hsmm.prepared import ReuseCache, tensor_bytes
@@ -182,7 +181,7 @@ def test_tables_are_normalised(trained):
 
 def test_gappy_links_are_decoded(trained):
     model, _, _, index, si, ti, _ = trained
-    from aligners.models.hmm.saved import WordAligned
+    from aligners.models.hmm.folder import WordAligned
 
     aligned = PhrasalAligned(model, index, RunOptions())
     links = _links(aligned, "agreement", 0.3, "none")
@@ -206,8 +205,8 @@ def test_gappy_links_are_decoded(trained):
 
 def test_export_round_trip(trained, tmp_path):
     model, _, _, index, si, ti, _ = trained
-    write_model(tmp_path / "m", **phrasal_parts(model, si, ti, decoding={
-        "method": "agreement", "threshold": 0.3, "heuristic": "none"}))
+    PhrasalBundle(model, si, ti).save_to(tmp_path / "m", {
+        "method": "agreement", "threshold": 0.3, "heuristic": "none"})
     bundle = aligners.load(tmp_path / "m")
     src, tgt = phrasal_toy()
     want = _links(PhrasalAligned(model, index, RunOptions()), "agreement", 0.3, "none")

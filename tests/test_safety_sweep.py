@@ -583,7 +583,7 @@ def test_bayesian_default_shows_progress_and_stops_on_request(capsys):
     chunk in both directions (Ctrl-C stopped it in 0.7 s, was 107 s, at 100k pairs)."""
     from aligners.models.aligned import RunOptions
     from aligners.models.bayesian import BayesConfig
-    from aligners.models.bayesian.io import BayesianAlignment
+    from aligners.models.bayesian.folder import BayesianAlignment
 
     pairs = [("the house".split(), "la maison".split()), ("a house".split(), "une maison".split())]
     cfg = BayesConfig(iterations=[2, 2, 2], n_samplers=1)

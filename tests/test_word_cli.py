@@ -7,7 +7,7 @@ from word_toy import toy_corpus
 
 from aligners.cli import main
 from aligners.errors import AlignersInputError
-from aligners.models.hmm.saved import load_word_aligner
+from aligners.models.hmm.folder import TrainedWordAligner
 
 FAST = ["--model", "hmm", "--ibm1-iterations", "2", "--hmm-iterations", "2", "--quiet",
         "--max-jump", "3"]
@@ -80,7 +80,7 @@ def test_save_load_round_trip_aligns_identically_and_handles_unseen_words(tmp_pa
     assert len(got) == 3
     assert (2, 1) in got[0] and (0, 0) in got[0]
     assert (0, 0) in got[2]
-    saved = load_word_aligner(model_dir)
+    saved = TrainedWordAligner.from_folder(model_dir)
     assert saved.src_ids.frozen and saved.tgt_ids.frozen
     assert saved.decoding.method == "agreement" and saved.decoding.symmetrize == "none"
 
@@ -99,7 +99,7 @@ def test_bad_input_errors(tmp_path, capsys):
                  str(tmp_path / "nope"), "--quiet"]) == 2
     assert main(["align", "-s", str(s), "-t", str(t), "--symmetrize", "bogus", *FAST]) == 2
     with pytest.raises(AlignersInputError):
-        load_word_aligner(tmp_path)
+        TrainedWordAligner.from_folder(tmp_path)
 
 
 def test_empty_lines_get_empty_alignments(tmp_path):

@@ -20,7 +20,7 @@ from aligners.cli import main
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
-from aligners.models.hmm.saved import load_word_aligner
+from aligners.models.hmm.folder import TrainedWordAligner
 
 pytestmark = CUDA_MARKS
 TABLES = ("t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd")
@@ -70,7 +70,7 @@ def test_align_load_model_on_the_device_writes_the_cpu_links(tmp_path):
     assert len(a) == len(b) == 80
     differ = sum(len(x ^ y) for x, y in zip(a, b))
     assert differ <= 0.01 * sum(len(x) for x in a)  # float32 ties at the threshold only
-    loaded = load_word_aligner(model).to(DEVICE)
+    loaded = TrainedWordAligner.from_folder(model).to(DEVICE)
     index = loaded.index(list(zip(src, tgt)))
     assert index.keys.device.type == "cpu"
     assert index.batch(0).pair_ids.device.type == DEVICE.type

@@ -13,7 +13,7 @@ from aligners.errors import AlignersInputError
 from aligners.families import by_kind
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner, WordDecoding
 from aligners.models.hmm.decode import decode_lines
-from aligners.models.hmm.saved import KIND, TrainedWordAligner, save_word_aligner
+from aligners.models.hmm.folder import KIND, TrainedWordAligner
 
 TABLES = ("keys", "t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd")
 
@@ -32,7 +32,7 @@ def trained():
 def test_save_then_aligners_load_gives_identical_alignments(tmp_path, trained):
     model, si, ti, src, tgt = trained
     dec = WordDecoding(method="posterior", threshold=0.25, symmetrize="intersect")
-    save_word_aligner(tmp_path / "m", model, si, ti, decoding=dec)
+    TrainedWordAligner(model, si, ti).save_to(tmp_path / "m", dec)
     assert by_kind(KIND).name == "hmm" and by_kind(KIND).model_class() is TrainedWordAligner
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
     assert (cfg["format"], cfg["kind"], cfg["model"]["p0"]) == ("aligners/1", KIND, 0.2)
@@ -83,7 +83,7 @@ def _break(folder, what):
 @pytest.mark.parametrize("what", ["vocab", "vocab-size", "config-field", "tensor-shape"])
 def test_broken_folders_are_input_errors(tmp_path, trained, what):
     model, si, ti, _, _ = trained
-    folder = save_word_aligner(tmp_path / "m", model, si, ti)
+    folder = TrainedWordAligner(model, si, ti).save_to(tmp_path / "m")
     _break(folder, what)
     with pytest.raises(AlignersInputError) as err:
         aligners.load(folder)
@@ -91,12 +91,10 @@ def test_broken_folders_are_input_errors(tmp_path, trained, what):
 
 
 def test_wrong_kind_is_refused_by_the_word_loader(tmp_path, trained):
-    from aligners.models.hmm.saved import load_word_aligner
-
     model, si, ti, _, _ = trained
-    folder = save_word_aligner(tmp_path / "m", model, si, ti)
+    folder = TrainedWordAligner(model, si, ti).save_to(tmp_path / "m")
     _break(folder, "kind")
     with pytest.raises(AlignersInputError, match="kind"):
-        load_word_aligner(folder)
+        TrainedWordAligner.from_folder(folder)
     with pytest.raises(ValueError, match="vocabularies"):
-        save_word_aligner(tmp_path / "x", model, WordIds(), ti)
+        TrainedWordAligner(model, WordIds(), ti).save_to(tmp_path / "x")

@@ -48,7 +48,7 @@ def test_default_job_reproduces_the_documented_aer(tmp_path, capsys):
     assert json.loads((run / "metrics.json").read_text()) == m
     # the saved model folder, scored again by evaluate(ckpt_path=...): the same numbers
     assert isinstance(aligners.load(run / "model"),
-                      aligners.models.hmm.saved.TrainedWordAligner)
+                      aligners.models.hmm.folder.TrainedWordAligner)
     again = evaluate(_cfg(tmp_path / "eval", f"ckpt_path={run / 'model'}", name="evaluate",
                           small=False))
     assert again["test"] == m["test"]

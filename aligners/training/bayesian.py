@@ -45,7 +45,7 @@ class BayesTask(WordTask):
         return fitted
 
     def part(self, fitted: Fitted, text: Text, split: str, run):
-        from aligners.models.bayesian.io import BayesAligned
+        from aligners.models.bayesian.folder import BayesAligned
 
         marg = fitted.aligned.marginals
         return BayesAligned(marg, text.span(split, marg.corpus.n_sentences))

@@ -190,8 +190,8 @@ class _Stages:
         self.times[name], self.cpu[name] = time.time() - t0, time.process_time() - c0
 
     def _report(self, name: str, model, seconds: float) -> None:
-        from aligners.models.gappy_hsmm.io import PhrasalBundle
-        from aligners.models.hmm.saved import TrainedWordAligner
+        from aligners.models.gappy_hsmm.folder import PhrasalBundle
+        from aligners.models.hmm.folder import TrainedWordAligner
 
         if self.table is not None:
             wrap = TrainedWordAligner if isinstance(model, WordAligner) else PhrasalBundle
@@ -263,7 +263,7 @@ class GappyTask(WordTask):
     def fit(self, cfg: DictConfig, text: Text, run) -> Fitted:
         from aligners.data.bitext import build_index
         from aligners.data.vocab import WordIds
-        from aligners.models.gappy_hsmm.io import PhrasalBundle
+        from aligners.models.gappy_hsmm.folder import PhrasalBundle
 
         pl.seed_everything(int(cfg.seed), verbose=False)
         m = cfg.model

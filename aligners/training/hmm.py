@@ -138,7 +138,7 @@ class HMMTask(WordTask):
     def fit(self, cfg: DictConfig, text: Text, run) -> Fitted | None:
         from aligners.data.bitext import build_index
         from aligners.data.vocab import WordIds
-        from aligners.models.hmm.saved import TrainedWordAligner
+        from aligners.models.hmm.folder import TrainedWordAligner
 
         pl.seed_everything(int(cfg.seed), verbose=False)
         t0 = time.time()

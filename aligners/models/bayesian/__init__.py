@@ -11,10 +11,9 @@ FAMILY = Family(
     paper="Östling & Tiedemann 2016",
     verb="align",
     config="aligners.models.bayesian.config:BayesConfig",
-    model="aligners.models.bayesian.io:BayesianAlignment",
+    model="aligners.models.bayesian.folder:BayesianAlignment",
     read_kinds=("bayes-aligner",),  # folders written before the one-name records
     order=3,
-    sections={"model": "aligners.models.bayesian.config:BayesConfig"},
 )
 
 __getattr__ = lazy_names(__name__, {"BayesAligner": "model", "schedule": "model",

@@ -20,11 +20,11 @@ The model (stage 1 IBM1, 2 HMM, 3 HMM + fertility), with every parameter collaps
   clamped jump buckets (Och & Ney's NULL: a NULL token keeps the previous position);
 - fertility (stage 3): the number of tokens aligned to a generator position, clamped at
   max_fert, ~ Dirichlet(fert_alpha) per generator word.
-The per-token reference conditional (`token_conditional`, tested against brute force) is in
-conditional.py. The conditional of one token is exact under this collapsed model (the paper
-approximates the two jump draws as independent and samples pi instead of collapsing it; here
-both are exact, so the sampler's stationary distribution is the model's posterior, which the
-tests check by enumeration).
+The per-token reference conditional (`token_conditional`, tested against brute force) is a
+test helper, tests/bayes_token_conditional.py. The conditional of one token is exact under
+this collapsed model (the paper approximates the two jump draws as independent and samples
+pi instead of collapsing it; here both are exact, so the sampler's stationary distribution
+is the model's posterior, which the tests check by enumeration).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ FAMILY = Family(
     paper="Bansal, Quirk & Moore 2011",
     verb="align",
     config="aligners.models.gappy_hsmm.config:GappyHSMMConfig",
-    model="aligners.models.gappy_hsmm.io:PhrasalBundle",
+    model="aligners.models.gappy_hsmm.folder:PhrasalBundle",
     read_kinds=("phrasal-hsmm",),  # folders written before the one-name records
     order=2,
 )

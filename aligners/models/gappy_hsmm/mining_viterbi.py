@@ -21,7 +21,7 @@ def _hmm_viterbi_cpu(word_model, batch, log_t: tuple) -> tuple[torch.Tensor, tor
     tables' `log_or_zero`, gathered straight into the recursion's (B, O, S) word log
     potentials (the log of the gathered probabilities, the same values elementwise, without
     a (B, I, J) log pass and transposed copy per batch)."""
-    from aligners.models.hmm.hmm import jump_buckets
+    from aligners.models.hmm.directional import jump_buckets
 
     ids = batch.pair_ids
     c = word_model.config

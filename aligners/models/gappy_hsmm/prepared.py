@@ -22,7 +22,7 @@ import torch
 
 from aligners.data.bitext import Batch
 from aligners.models.gappy_hsmm.routing import phrase_rows, take_layout, take_rows
-from aligners.models.hmm.hmm import jump_buckets
+from aligners.models.hmm.directional import jump_buckets
 from aligners.semirings import semiring_zero
 
 __all__ = ["DirectionConst", "PreparedBatch", "ReuseCache", "REUSE_BYTES", "direction_const",

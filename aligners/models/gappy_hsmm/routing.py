@@ -21,7 +21,7 @@ import torch
 from aligners.data.bitext import Batch
 from aligners.lattices.alignment_hmm import alignment_hmm_posteriors, alignment_hmm_viterbi
 from aligners.models.gappy_hsmm._counts_kernel import gather2
-from aligners.models.hmm.hmm import jump_buckets
+from aligners.models.hmm.directional import jump_buckets
 
 __all__ = ["WordRowPosteriors", "phrase_rows", "take_rows", "take_layout",
            "word_row_posteriors", "word_row_counts"]

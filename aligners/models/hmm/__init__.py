@@ -1,7 +1,7 @@
-"""The word HMM family: IBM Model 1 (`ibm1`), the Och-Ney HMM (`hmm`), their joint
-two-direction training by agreement (`agreement.WordAligner`), the sparse lexical M-step
-(`lexical`), its defaults and CLI options (`config`) and its aligned model and folder
-(`saved`: `aligners.load(folder)` -> a ready `TrainedWordAligner`).
+"""The word HMM family: IBM Model 1 (`ibm1`), the Och-Ney HMM of one direction
+(`directional`), their joint two-direction training by agreement (`agreement.WordAligner`),
+the sparse lexical M-step (`lexical`), its defaults and CLI options (`config`) and its
+aligned model and folder (`folder`: `aligners.load(folder)` -> a ready `TrainedWordAligner`).
 No Lightning in here; the data path is `aligners.data.bitext`.
 """
 
@@ -15,7 +15,7 @@ FAMILY = Family(
     paper="Liang, Taskar & Klein 2006",
     verb="align",
     config="aligners.models.hmm.config:WordAlignConfig",
-    model="aligners.models.hmm.saved:TrainedWordAligner",
+    model="aligners.models.hmm.folder:TrainedWordAligner",
     read_kinds=("word-aligner",),  # folders written before the one-name records
     order=1,
 )

@@ -21,7 +21,11 @@ from torch import nn
 from aligners.data.bitext import Batch, PairIndex
 from aligners.models._scatter import scatter_add2_, scatter_add_
 from aligners.models.hmm.config import WordAlignConfig, WordDecoding
-from aligners.models.hmm.hmm import hmm_direction_posteriors, hmm_direction_viterbi, jump_m_step
+from aligners.models.hmm.directional import (
+    hmm_direction_posteriors,
+    hmm_direction_viterbi,
+    jump_m_step,
+)
 from aligners.models.hmm.ibm1 import ibm1_posteriors
 from aligners.models.hmm.lexical import normalise_counts, normalise_dense
 

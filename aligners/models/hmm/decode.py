@@ -7,7 +7,7 @@ Methods (every result is in source-target order, 0-based):
   (Liang et al. 2006); both directions get the same links.
 Then `aligners.symmetrize` combines the two directions with any atools heuristic.
 
-`decode_lines` is the family's one decoder (`saved.WordAligned.lines`: the CLI, the Hydra
+`decode_lines` is the family's one decoder (`folder.WordAligned.lines`: the CLI, the Hydra
 task and the benchmarks). It imports no model: it needs of the model `keys` (a tensor on
 its device), `viterbi(batch) -> (fwd (B, J) source index or -1, rev (B, I) target index or
 -1)` and `posteriors(batch)` with `links_fwd`, `links_bwd` (B, I, J); of the index `len()`,
@@ -143,13 +143,13 @@ def decode_lines(
     (`aligners.timing`: the caller's "decode" phase then excludes it). Memory: the
     formatted lines only (batch by batch).
     """
-    from aligners.symmetrize import HEURISTICS, symmetrize
+    from aligners.symmetrize import check_heuristic, symmetrize
 
-    if heuristic not in (None, "none") and heuristic not in HEURISTICS:
-        raise AlignersInputError(f"unknown heuristic {heuristic!r}; expected one of {HEURISTICS}")
+    plain_sym = heuristic in (None, "none")
+    if not plain_sym:
+        check_heuristic(heuristic)  # (ValueError naming it)
     N = index.n_sentences
     out = {name: [""] * N for name in outputs}
-    plain_sym = heuristic in (None, "none")
     for h in _host_batches(model, index, method, threshold, posteriors):
         rows = h.rows.tolist()
         lines = {}

@@ -2,10 +2,10 @@
 `aligners/1` model folder.
 
 `PhrasalBundle.fit` trains the family (word HMM start, then the phrasal model by agreement);
-`phrasal_parts` gives the keyword arguments of `aligners.export.write_model` (tensors: the
-tables, jump weights and both phrase lists; config: PhrasalConfig, vocabulary sizes,
-iteration, decoding; extras: the vocabularies). `load_phrasal` turns a read folder back into
-a `PhrasalBundle` ready to align. Nothing here unpickles or imports Lightning.
+`save_to` writes the folder (`aligners.export.write_model`; tensors: the tables, jump weights
+and both phrase lists; config: PhrasalConfig, vocabulary sizes, iteration, decoding; extras:
+the vocabularies) and `from_folder` reads it back, ready to align. Nothing here unpickles
+or imports Lightning.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from aligners.models.gappy_hsmm.model import PhrasalAligner
 from aligners.models.gappy_hsmm.phrase_lists import PhraseList
 from aligners.models.gappy_hsmm.prepared import ReuseCache
 
-__all__ = ["KIND", "PhrasalBundle", "PhrasalAligned", "phrasal_parts", "load_phrasal"]
+__all__ = ["KIND", "PhrasalBundle", "PhrasalAligned"]
 
 KIND = FAMILY.kind
 _TABLES = ("word_keys", "phrase_keys", "t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd",
@@ -157,61 +157,68 @@ class PhrasalBundle(WordAlignment):
         self.aligner.to(run.device)
         return PhrasalAligned(self.aligner, index, run)
 
-    def save_to(self, folder, decoding: Decoding):
+    def save_to(self, folder, decoding: Decoding | dict | None = None):
+        """Write the model folder `folder` atomically, with `decoding` saved."""
         from aligners.export import write_model
 
-        return write_model(folder, **phrasal_parts(self.aligner, self.src_ids, self.tgt_ids,
-                                                   decoding=asdict(decoding)))
+        model = self.aligner
+        tensors = {n: getattr(model, n) for n in _TABLES}
+        for side, lst in (("src", model.src_list), ("tgt", model.tgt_list)):
+            tensors[f"{side}_contiguous"] = lst.contiguous
+            tensors[f"{side}_gappy"] = lst.gappy
+        if isinstance(decoding, Decoding):
+            decoding = asdict(decoding)
+        config = {"model": asdict(model.config), "n_src_words": model.n_src_words,
+                  "n_tgt_words": model.n_tgt_words, "iteration": int(model.iteration),
+                  "decoding": decoding or {}}
+        vocab = {"source": self.src_ids.to_json(), "target": self.tgt_ids.to_json()}
+        return write_model(folder, kind=KIND, tensors=tensors, config=config,
+                           extras={"vocab": vocab})
 
     @classmethod
     def from_folder(cls, folder) -> PhrasalBundle:
-        return load_phrasal(folder).checked(folder)
+        """The model of a read `aligners.export.ModelFolder` (or its path) of this family,
+        its saved decoding checked."""
+        from aligners.export import ModelFolder, read_model
+
+        if not isinstance(folder, ModelFolder):
+            folder = read_model(folder, kind=KIND)
+        c, path = folder.config, str(folder.path)
+        try:
+            model, src, tgt = _read(folder, c)
+        except (KeyError, TypeError, ValueError) as err:
+            if isinstance(err, AlignersInputError):
+                raise
+            raise AlignersInputError(f"not a valid gappy-hsmm model ({err!r})",
+                                     path=path) from None
+        if len(src) != model.n_src_words or len(tgt) != model.n_tgt_words:
+            raise AlignersInputError("vocab.json does not match config.json", path=path)
+        model.reset_counts()
+        return cls(model, src, tgt, dict(c.get("decoding") or {})).checked(folder)
 
 
-def phrasal_parts(model: PhrasalAligner, src_ids: WordIds, tgt_ids: WordIds, *,
-                  decoding: dict | None = None) -> dict:
-    """`write_model` keyword arguments (kind, tensors, config, extras) for `model`."""
-    tensors = {n: getattr(model, n) for n in _TABLES}
-    for side, lst in (("src", model.src_list), ("tgt", model.tgt_list)):
-        tensors[f"{side}_contiguous"] = lst.contiguous
-        tensors[f"{side}_gappy"] = lst.gappy
-    config = {"model": asdict(model.config), "n_src_words": model.n_src_words,
-              "n_tgt_words": model.n_tgt_words, "iteration": int(model.iteration),
-              "decoding": decoding or {}}
-    extras = {"vocab": {"source": src_ids.to_json(), "target": tgt_ids.to_json()}}
-    return {"kind": KIND, "tensors": tensors, "config": config, "extras": extras}
-
-
-def load_phrasal(folder) -> PhrasalBundle:
-    """A `PhrasalBundle` from an `aligners.export.ModelFolder` of the gappy-hsmm family."""
-    c, path = folder.config, str(folder.path)
-    try:
-        cfg = PhrasalConfig(**c["model"])
-        Vs, Vt = int(c["n_src_words"]), int(c["n_tgt_words"])
-        lists = {side: PhraseList(folder.tensor(f"{side}_contiguous").long(),
-                                  folder.tensor(f"{side}_gappy").long(), V, cfg.max_phrase_len)
-                 for side, V in (("src", Vs), ("tgt", Vt))}
-        model = PhrasalAligner(word_keys=folder.tensor("word_keys"),
-                               phrase_keys=folder.tensor("phrase_keys"), n_src_words=Vs,
-                               n_tgt_words=Vt, src_list=lists["src"], tgt_list=lists["tgt"],
-                               jump_fwd=folder.tensor("jump_fwd"),
-                               jump_bwd=folder.tensor("jump_bwd"), config=cfg)
-        for name in _TABLES[2:]:
-            t = folder.tensor(name)
-            if t.shape != getattr(model, name).shape:
-                raise AlignersInputError(f"tensor {name!r} has shape {tuple(t.shape)}, "
-                                         f"expected {tuple(getattr(model, name).shape)}",
-                                         path=path)
-            setattr(model, name, t.float())
-        model.iteration = torch.tensor(int(c.get("iteration", 0)))
-        vocab = folder.json("vocab")
-        src = WordIds.from_json(vocab["source"], path=f"{path}/vocab.json")
-        tgt = WordIds.from_json(vocab["target"], path=f"{path}/vocab.json")
-    except (KeyError, TypeError, ValueError) as err:
-        if isinstance(err, AlignersInputError):
-            raise
-        raise AlignersInputError(f"not a valid gappy-hsmm model ({err!r})", path=path) from None
-    if len(src) != Vs or len(tgt) != Vt:
-        raise AlignersInputError("vocab.json does not match config.json", path=path)
-    model.reset_counts()
-    return PhrasalBundle(model, src, tgt, dict(c.get("decoding") or {}))
+def _read(folder, c: dict) -> tuple[PhrasalAligner, WordIds, WordIds]:
+    """The aligner and both vocabularies of a read folder (its config.json `c`)."""
+    path = str(folder.path)
+    cfg = PhrasalConfig(**c["model"])
+    Vs, Vt = int(c["n_src_words"]), int(c["n_tgt_words"])
+    lists = {side: PhraseList(folder.tensor(f"{side}_contiguous").long(),
+                              folder.tensor(f"{side}_gappy").long(), V, cfg.max_phrase_len)
+             for side, V in (("src", Vs), ("tgt", Vt))}
+    model = PhrasalAligner(word_keys=folder.tensor("word_keys"),
+                           phrase_keys=folder.tensor("phrase_keys"), n_src_words=Vs,
+                           n_tgt_words=Vt, src_list=lists["src"], tgt_list=lists["tgt"],
+                           jump_fwd=folder.tensor("jump_fwd"),
+                           jump_bwd=folder.tensor("jump_bwd"), config=cfg)
+    for name in _TABLES[2:]:
+        t = folder.tensor(name)
+        if t.shape != getattr(model, name).shape:
+            raise AlignersInputError(f"tensor {name!r} has shape {tuple(t.shape)}, "
+                                     f"expected {tuple(getattr(model, name).shape)}",
+                                     path=path)
+        setattr(model, name, t.float())
+    model.iteration = torch.tensor(int(c.get("iteration", 0)))
+    vocab = folder.json("vocab")
+    src = WordIds.from_json(vocab["source"], path=f"{path}/vocab.json")
+    tgt = WordIds.from_json(vocab["target"], path=f"{path}/vocab.json")
+    return model, src, tgt

@@ -1,10 +1,10 @@
-"""The conditional of one token of the Bayesian aligner's exact sampler (sampler.py describes
-the model and the count layout), on its own: `token_conditional` removes the token's counts,
-fills its conditional with the sweep's own functions (`_ibm1_conditional`,
-`_hmm_conditional`, from freshly computed position factors) and puts the counts back. The
-tests check it against brute-force enumeration, and `sampler.sweep` (whose position factors
-are kept up to date incrementally) against a token-by-token sweep through it.
-Cost O(I + J) per call.
+"""A test helper (no part of the package): the conditional of one token of the Bayesian
+aligner's exact sampler (aligners/models/bayesian/sampler.py describes the model and the
+count layout), on its own: `token_conditional` removes the token's counts, fills its
+conditional with the sweep's own functions (`_ibm1_conditional`, `_hmm_conditional`, from
+freshly computed position factors) and puts the counts back. The tests check it against
+brute-force enumeration, and `sampler.sweep` (whose position factors are kept up to date
+incrementally) against a token-by-token sweep through it. Cost O(I + J) per call.
 """
 
 from __future__ import annotations

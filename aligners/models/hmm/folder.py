@@ -23,8 +23,7 @@ from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment
 from aligners.models.hmm import FAMILY, config
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner, WordDecoding
 
-__all__ = ["KIND", "TrainedWordAligner", "WordAligned", "save_word_aligner",
-           "load_word_aligner"]
+__all__ = ["KIND", "TrainedWordAligner", "WordAligned"]
 
 KIND = FAMILY.kind
 _TENSORS = ("keys", "t_fwd", "t_bwd", "null_tgt", "null_src", "jump_fwd", "jump_bwd")
@@ -85,13 +84,49 @@ class TrainedWordAligner(WordAlignment):
             index.to(run.device)
         return WordAligned(self.model, index, run)
 
-    def save_to(self, folder, decoding: Decoding) -> Path:
-        return save_word_aligner(folder, self.model, self.src_ids, self.tgt_ids,
-                                 decoding=WordDecoding(**asdict(decoding)))
+    def save_to(self, folder: str | Path, decoding: Decoding | WordDecoding | None = None
+                ) -> Path:
+        """Write the model folder `folder` atomically (see `aligners.export.write_model`),
+        with `decoding` saved (None: WordDecoding's defaults).
+
+        Size: 4 bytes per table entry, O(P + V); vocabularies as JSON word lists.
+        """
+        model = self.model
+        if (len(self.src_ids), len(self.tgt_ids)) != (model.n_src_words, model.n_tgt_words):
+            raise ValueError("vocabularies do not match the model's vocabulary sizes")
+        dec = WordDecoding(**asdict(decoding)) if decoding is not None else WordDecoding()
+        config = {"model": asdict(model.config), "n_src_words": model.n_src_words,
+                  "n_tgt_words": model.n_tgt_words, "iteration": int(model.iteration),
+                  "decoding": asdict(dec)}
+        tensors = {name: getattr(model, name) for name in _TENSORS}
+        vocab = {"source": self.src_ids.to_json(), "target": self.tgt_ids.to_json()}
+        return write_model(folder, kind=KIND, tensors=tensors, config=config,
+                           extras={"vocab": vocab})
 
     @classmethod
-    def from_folder(cls, folder) -> TrainedWordAligner:
-        return load_word_aligner(folder).checked(folder)
+    def from_folder(cls, folder: str | Path | ModelFolder) -> TrainedWordAligner:
+        """Read a folder written by `save_to` (the `aligners.load` loader of KIND), its
+        saved decoding checked. Raises AlignersInputError naming the file when something
+        is missing or inconsistent. Cost: reads O(P + V)."""
+        mf = folder if isinstance(folder, ModelFolder) else read_model(folder, kind=KIND)
+        where = str(mf.path / "config.json")
+        cfg = mf.config
+        for key in ("model", "n_src_words", "n_tgt_words", "iteration"):
+            if key not in cfg:
+                raise AlignersInputError(f"config.json has no {key!r}", path=where)
+        config = _fields(WordAlignConfig, cfg["model"], "model", where)
+        decoding = _fields(WordDecoding, cfg.get("decoding", {}), "decoding", where)
+        ns, nt = cfg["n_src_words"], cfg["n_tgt_words"]
+        if not (isinstance(ns, int) and isinstance(nt, int) and ns >= 2 and nt >= 2):
+            raise AlignersInputError("config.json: vocabulary sizes must be integers >= 2",
+                                     path=where)
+        model = WordAligner(keys=mf.tensor("keys"), n_src_words=ns, n_tgt_words=nt,
+                            config=config)
+        for name, t in _tables(mf, config.max_jump, ns, nt).items():
+            setattr(model, name, t)
+        model.iteration = torch.tensor(int(cfg["iteration"]))
+        src, tgt = _vocab(mf, ns, nt)
+        return cls(model, src, tgt, decoding).checked(mf)
 
     def index(self, pairs, *, cells: int = DEFAULT_CELLS, cache_dir: str | None = None
               ) -> PairIndex:
@@ -111,24 +146,6 @@ class TrainedWordAligner(WordAlignment):
         return self
 
 
-def save_word_aligner(folder: str | Path, model: WordAligner, src_ids: WordIds,
-                      tgt_ids: WordIds, *, decoding: WordDecoding | None = None) -> Path:
-    """Write the model folder `folder` atomically (see `aligners.export.write_model`).
-
-    Size: 4 bytes per table entry, O(P + V); vocabularies as JSON word lists.
-    """
-    if (len(src_ids), len(tgt_ids)) != (model.n_src_words, model.n_tgt_words):
-        raise ValueError("vocabularies do not match the model's vocabulary sizes")
-    dec = decoding or WordDecoding()
-    config = {"model": asdict(model.config), "n_src_words": model.n_src_words,
-              "n_tgt_words": model.n_tgt_words, "iteration": int(model.iteration),
-              "decoding": asdict(dec)}
-    tensors = {name: getattr(model, name) for name in _TENSORS}
-    vocab = {"source": src_ids.to_json(), "target": tgt_ids.to_json()}
-    return write_model(folder, kind=KIND, tensors=tensors, config=config,
-                       extras={"vocab": vocab})
-
-
 def _fields(cls, value, what: str, path: str):
     names = {f.name for f in fields(cls)}
     if not isinstance(value, dict) or not set(value) <= names:
@@ -140,36 +157,20 @@ def _fields(cls, value, what: str, path: str):
         raise AlignersInputError(f"config.json: bad {what} ({err})", path=path) from None
 
 
-def load_word_aligner(folder: str | Path | ModelFolder) -> TrainedWordAligner:
-    """Read a folder written by `save_word_aligner` (the `aligners.load` loader of KIND).
-
-    Raises AlignersInputError naming the file when something is missing or inconsistent.
-    Cost: reads O(P + V).
-    """
-    mf = folder if isinstance(folder, ModelFolder) else read_model(folder, kind=KIND)
-    where = str(mf.path / "config.json")
-    cfg = mf.config
-    for key in ("model", "n_src_words", "n_tgt_words", "iteration"):
-        if key not in cfg:
-            raise AlignersInputError(f"config.json has no {key!r}", path=where)
-    config = _fields(WordAlignConfig, cfg["model"], "model", where)
-    decoding = _fields(WordDecoding, cfg.get("decoding", {}), "decoding", where)
-    ns, nt = cfg["n_src_words"], cfg["n_tgt_words"]
-    if not (isinstance(ns, int) and isinstance(nt, int) and ns >= 2 and nt >= 2):
-        raise AlignersInputError("config.json: vocabulary sizes must be integers >= 2",
-                                 path=where)
+def _tables(mf: ModelFolder, K: int, ns: int, nt: int) -> dict:
+    """The saved tables but the keys, each checked for its length."""
     t = {name: mf.tensor(name) for name in _TENSORS}
-    P, K = t["keys"].numel(), config.max_jump
+    P = t["keys"].numel()
     want = {"t_fwd": P + 1, "t_bwd": P + 1, "null_tgt": nt, "null_src": ns,
             "jump_fwd": 2 * K + 1, "jump_bwd": 2 * K + 1}
     for name, n in want.items():
         if t[name].dim() != 1 or t[name].numel() != n:
             raise AlignersInputError(f"tensor {name!r} has shape {tuple(t[name].shape)}, "
                                      f"expected ({n},)", path=str(mf.path / "model.safetensors"))
-    model = WordAligner(keys=t["keys"], n_src_words=ns, n_tgt_words=nt, config=config)
-    for name in _TENSORS[1:]:
-        setattr(model, name, t[name])
-    model.iteration = torch.tensor(int(cfg["iteration"]))
+    return {name: t[name] for name in want}
+
+
+def _vocab(mf: ModelFolder, ns: int, nt: int) -> tuple[WordIds, WordIds]:
     vocab = mf.json("vocab")
     vpath = str(mf.path / "vocab.json")
     if not isinstance(vocab, dict) or set(vocab) != {"source", "target"}:
@@ -179,4 +180,4 @@ def load_word_aligner(folder: str | Path | ModelFolder) -> TrainedWordAligner:
     if (len(src), len(tgt)) != (ns, nt):
         raise AlignersInputError("vocab.json does not match config.json's vocabulary sizes",
                                  path=vpath)
-    return TrainedWordAligner(model, src, tgt, decoding)
+    return src, tgt

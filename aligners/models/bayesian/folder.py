@@ -23,8 +23,7 @@ from aligners.models.bayesian.config import BayesConfig
 from aligners.models.bayesian.model import BayesAligner
 from aligners.models.bayesian.slots import BayesMarginals
 
-__all__ = ["KIND", "BayesianAlignment", "BayesAligned", "save_bayes_aligner",
-           "load_bayes_aligner", "from_folder"]
+__all__ = ["KIND", "BayesianAlignment", "BayesAligned"]
 
 KIND = FAMILY.kind
 POSTERIOR = 0.5  # the per-direction posterior threshold when none is given
@@ -84,8 +83,9 @@ class BayesianAlignment(WordAlignment):
 
     @classmethod
     def decoding_for(cls, saved, method=None, threshold=None, symmetrize=None) -> Decoding:
-        from aligners.symmetrize import HEURISTICS
-
+        """As the base's (the heuristic checked there, `Decoding.check`), with: a heuristic
+        asked for with the mean decoding means Viterbi links so combined, and a method of one
+        direction ("viterbi", "posterior") needs a heuristic, never "none"."""
         sized = threshold is None and (saved is None or saved.threshold is None)
         dec = super().decoding_for(saved, method, POSTERIOR if sized else threshold,
                                    symmetrize)
@@ -93,54 +93,45 @@ class BayesianAlignment(WordAlignment):
             return Decoding("viterbi", dec.threshold, dec.symmetrize)
         if dec.method == "mean" and sized:  # by the text's size (config.mean_threshold)
             return replace(dec, threshold=None)
-        if dec.method != "mean" and dec.symmetrize not in HEURISTICS:
+        if dec.method != "mean" and dec.symmetrize == "none":
+            from aligners.symmetrize import HEURISTICS
+
             raise AlignersInputError(f"--symmetrize {dec.symmetrize!r}: the Bayesian "
                                      f"aligner's directions are combined by one of "
                                      f"{', '.join(HEURISTICS)}")
         return dec
 
-    def save_to(self, folder, decoding: Decoding) -> Path:
-        # saved with the number used on the text it sampled
-        decoding = replace(decoding, threshold=config.mean_threshold(self.n_pairs,
-                                                                     decoding.threshold))
-        return save_bayes_aligner(folder, self.model, decoding=asdict(decoding))
+    def save_to(self, folder: str | Path, decoding: Decoding | dict | None = None) -> Path:
+        """Write the model (after `align`) to `folder` atomically; returns the folder. A
+        Decoding is saved with the mean threshold used on the text it sampled."""
+        import torch
+
+        from aligners.export import write_model
+
+        if isinstance(decoding, Decoding):
+            decoding = asdict(replace(decoding, threshold=config.mean_threshold(
+                self.n_pairs, decoding.threshold)))
+        arrays, cfg, vocab = self.model.state()
+        tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in arrays.items()}
+        return write_model(folder, kind=KIND, tensors=tensors,
+                           config={"bayes": cfg, "decoding": decoding or {}},
+                           extras={"vocab": vocab})
 
     @classmethod
     def from_folder(cls, folder) -> BayesianAlignment:
-        return from_folder(folder).checked(folder)
+        """A `ModelFolder` (or its path) -> the sampler and the saved decoding, checked."""
+        from aligners.export import ModelFolder, read_model
 
-
-def save_bayes_aligner(folder: str | Path, model: BayesAligner, *,
-                       decoding: dict | None = None) -> Path:
-    """Write `model` (after `align`) to `folder` atomically; returns the folder."""
-    import torch
-
-    from aligners.export import write_model
-
-    arrays, config, vocab = model.state()
-    tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in arrays.items()}
-    return write_model(folder, kind=KIND, tensors=tensors,
-                       config={"bayes": config, "decoding": decoding or {}},
-                       extras={"vocab": vocab})
-
-
-def from_folder(folder) -> BayesianAlignment:
-    """A `ModelFolder` -> BayesianAlignment (the sampler and the saved decoding)."""
-    cfg = folder.config
-    try:
-        vocab = folder.json("vocab")
-        arrays = {k: v.numpy() for k, v in folder.tensors.items()}
-        model = BayesAligner.from_state(arrays, dict(cfg["bayes"]), vocab)
-    except (KeyError, TypeError, ValueError) as err:
-        if isinstance(err, AlignersInputError):
-            raise
-        raise AlignersInputError(f"not a valid saved Bayesian aligner ({err})",
-                                 path=str(folder.path)) from None
-    return BayesianAlignment(model, dict(cfg.get("decoding") or {}))
-
-
-def load_bayes_aligner(folder: str | Path) -> BayesianAlignment:
-    """Read a folder written by `save_bayes_aligner` (AlignersInputError when it is not)."""
-    from aligners.export import read_model
-
-    return from_folder(read_model(folder, kind=KIND))
+        if not isinstance(folder, ModelFolder):
+            folder = read_model(folder, kind=KIND)
+        cfg = folder.config
+        try:
+            vocab = folder.json("vocab")
+            arrays = {k: v.numpy() for k, v in folder.tensors.items()}
+            model = BayesAligner.from_state(arrays, dict(cfg["bayes"]), vocab)
+        except (KeyError, TypeError, ValueError) as err:
+            if isinstance(err, AlignersInputError):
+                raise
+            raise AlignersInputError(f"not a valid saved Bayesian aligner ({err})",
+                                     path=str(folder.path)) from None
+        return cls(model, dict(cfg.get("decoding") or {})).checked(folder)
