@@ -105,7 +105,7 @@ def test_every_phrasal_config_key_reaches_the_model():
 
     from hydra import compose, initialize_config_dir
 
-    from aligners.training.gappy_hsmm import sized
+    from aligners.training.gappy_hsmm import task_config
 
     configs = CONFIGS
     for exp in ("bansal2011_hansards", "bansal2011_hansards_20k"):
@@ -113,9 +113,8 @@ def test_every_phrasal_config_key_reaches_the_model():
             cfg = compose(config_name="train", overrides=[
                 f"experiment={exp}", "model.phrasal.min_count=7",
                 "model.phrasal.gappy_rank=count"])
-        keys = sized(cfg.model.phrasal, "phrasal", 20_000)
-        assert set(keys) <= set(PhrasalConfig.__dataclass_fields__), exp
-        pc = PhrasalConfig(**keys)
+        assert set(cfg.model.phrasal) <= set(PhrasalConfig.__dataclass_fields__), exp
+        pc = task_config(cfg.model, 20_000).phrasal
         assert (pc.min_count, pc.gappy_rank) == (7, "count")
 
 
@@ -124,7 +123,10 @@ def test_the_phrasal_start_takes_model_start_iteration_counts():
     no-agreement start; unknown keys are a clear error, not silently dropped."""
     from omegaconf import OmegaConf
 
-    from aligners.training.gappy_hsmm import start_config
+    from aligners.training.gappy_hsmm import task_config
+
+    def start_config(m, n_pairs):
+        return task_config(m, n_pairs).start
 
     m = OmegaConf.create({"word": {"ibm1_iterations": 5, "hmm_iterations": 5, "p0": 0.2,
                                    "max_jump": 7},
@@ -148,16 +150,15 @@ def test_null_sized_settings_follow_the_one_regimen_table_of_the_cli(n_pairs):
     from hydra import compose, initialize_config_dir
 
     from aligners.models.gappy_hsmm.config import GappyHSMMConfig
-    from aligners.training.gappy_hsmm import sized, start_config
+    from aligners.training.gappy_hsmm import task_config
 
     with initialize_config_dir(str(CONFIGS), version_base=None):
         m = compose("train", overrides=["experiment=bansal2011_hansards"]).model
     cli = GappyHSMMConfig().for_pairs(n_pairs)
-    start = start_config(m, n_pairs)
-    assert (start.ibm1_iterations, start.hmm_iterations) == (
+    task = task_config(m, n_pairs)
+    assert (task.start.ibm1_iterations, task.start.hmm_iterations) == (
         cli.start.ibm1_iterations, cli.start.hmm_iterations)
-    phrasal = sized(m.phrasal, "phrasal", n_pairs)
     for key in ("p0", "iterations", "min_count", "gappy_min_count"):
-        assert phrasal[key] == getattr(cli.phrasal, key), key
+        assert getattr(task.phrasal, key) == getattr(cli.phrasal, key), key
     m.phrasal.p0 = 0.35
-    assert sized(m.phrasal, "phrasal", n_pairs)["p0"] == 0.35
+    assert task_config(m, n_pairs).phrasal.p0 == 0.35

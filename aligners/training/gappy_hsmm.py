@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import resource
 import time
+from dataclasses import replace
 
 import pytorch_lightning as pl
 import torch
@@ -31,6 +32,7 @@ from aligners.data.heap import release_free_heap
 from aligners.inference.choose import choose_decoding, score, sym_lines
 from aligners.models.aligned import Decoding, parse_line
 from aligners.models.gappy_hsmm import PhrasalConfig, build_phrasal_aligner
+from aligners.models.gappy_hsmm.config import SIZED, GappyHSMMConfig
 from aligners.models.gappy_hsmm.decode import prepared_batch
 from aligners.models.gappy_hsmm.init import word_viterbi
 from aligners.models.gappy_hsmm.prepared import ReuseCache
@@ -38,8 +40,8 @@ from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
 from aligners.training.hmm import LitEM, LitWordAligner, fit_em
 from aligners.training.word_task import Fitted, Text, WordTask
 
-__all__ = ["LitPhrasalAligner", "gappy_patterns", "sized", "start_config", "GappyTask",
-           "train", "evaluate"]
+__all__ = ["LitPhrasalAligner", "gappy_patterns", "task_config", "GappyTask", "train",
+           "evaluate"]
 
 
 class LitPhrasalAligner(LitEM):
@@ -109,28 +111,32 @@ def _warm_up_kernels() -> None:
     scatter_add2_(torch.zeros(1, 2), ids, v, v)
 
 
-def sized(node, part: str, n_pairs: int) -> dict:
-    """`model.<part>` ("start" or "phrasal") as a dict whose null values are the dev-chosen
-    regimen's for `n_pairs` pairs (`REGIMENS`: the one table `aligners align --model
-    gappy-hsmm` uses too)."""
-    from aligners.models.gappy_hsmm.config import regimen
-
-    given = OmegaConf.to_container(node) if node is not None else {}
-    table = {k.partition(".")[2]: v for k, v in regimen(n_pairs).items()
-             if k.startswith(part + ".")}
-    return {k: table[k] if v is None and k in table else v for k, v in given.items()}
-
-
-def start_config(m: DictConfig, n_pairs: int) -> WordAlignConfig:
-    """The phrasal model's start (sec. 7.1: Model 1 + word HMM, no agreement): `model.word`
-    with `model.start`'s iteration counts (Bansal et al. tuned them on dev, sec. 7.2; null:
-    the regimen of `n_pairs` pairs)."""
-    start = sized(m.get("start"), "start", n_pairs)
-    unknown = set(start) - {"ibm1_iterations", "hmm_iterations"}
+def task_config(m: DictConfig, n_pairs: int) -> GappyHSMMConfig:
+    """The family's config of the task's `model` section for `n_pairs` pairs, the one that
+    `aligners align --model gappy-hsmm` trains with: the start (sec. 7.1: Model 1 + word
+    HMM, no agreement) is `model.word` with `model.start`'s iteration counts (Bansal et al.
+    tuned them on dev, sec. 7.2), the phrasal model `model.phrasal`; a sized setting given
+    as null (not left out) takes the dev-chosen regimen of `n_pairs` pairs
+    (`GappyHSMMConfig.for_pairs`, the one `REGIMENS` table). Keys of `model.phrasal` that
+    are not PhrasalConfig fields are left out; unknown keys of `model.start` are a
+    ValueError."""
+    given, sized = {"start": {}, "phrasal": {}}, []
+    for part in ("start", "phrasal"):
+        node = m.get(part)
+        for k, v in (OmegaConf.to_container(node) if node is not None else {}).items():
+            if v is None and f"{part}.{k}" in SIZED:
+                sized.append(f"{part}.{k}")
+            else:
+                given[part][k] = v
+    unknown = set(given["start"]) - {"ibm1_iterations", "hmm_iterations"}
     if unknown:
         raise ValueError(f"model.start: unknown keys {sorted(unknown)} (allowed: "
                          "ibm1_iterations, hmm_iterations)")
-    return WordAlignConfig(**{**{k: m.word[k] for k in m.word}, **start, "agreement": False})
+    start = WordAlignConfig(**{**{k: m.word[k] for k in m.word}, **given["start"],
+                               "agreement": False})
+    phrasal = PhrasalConfig(**{k: v for k, v in given["phrasal"].items()
+                               if k in PhrasalConfig.__dataclass_fields__})
+    return GappyHSMMConfig(start, phrasal, tuple(sized)).for_pairs(n_pairs)
 
 
 class _Table:
@@ -220,17 +226,17 @@ class _Stages:
         self._done("word_viterbi", t0, c0)
         return word, vit
 
-    def phrasal(self, pcfg: dict, kinds):
+    def phrasal(self, config: GappyHSMMConfig, kinds):
         """Stages 3 and 4 (those of `kinds`: "contiguous", "gappy") from the start; returns
         (the last model, the phrase statistics per model)."""
-        word, vit = self.start(start_config(self.cfg.model, self.index.n_sentences))
+        word, vit = self.start(config.start)
         vit_s, vit_cpu = self.times["word_viterbi"], self.cpu["word_viterbi"]
         stats, model = {}, None
         for name in kinds:
             t0, c0 = time.time() - vit_s, time.process_time() - vit_cpu
             layouts = ReuseCache()  # batch layouts matched while building: reused by iteration 1
             model, st = build_phrasal_aligner(
-                word, self.index, PhrasalConfig(**{**pcfg, "gappy": name == "gappy"}), vit=vit,
+                word, self.index, replace(config.phrasal, gappy=name == "gappy"), vit=vit,
                 layouts=layouts)
             if name == kinds[-1]:  # the start model and its Viterbi links: not needed after
                 word = vit = None
@@ -279,17 +285,16 @@ class GappyTask(WordTask):
         _warm_up_kernels()  # one-off numba loads, not charged to the first timed stage
         if table is not None:
             stages.baseline()
-        pcfg = {k: v for k, v in sized(m.phrasal, "phrasal", index.n_sentences).items()
-                if k in PhrasalConfig.__dataclass_fields__}
-        model, stats = stages.phrasal(pcfg, ("gappy",) if table is None else
+        config = task_config(m, index.n_sentences)
+        model, stats = stages.phrasal(config, ("gappy",) if table is None else
                                       ("contiguous", "gappy"))
-        start = start_config(m, index.n_sentences)
+        start = config.start
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         rows = {} if table is None else table.metrics
         rows["run"] = {"index_seconds": index_s, "peak_rss_mb": rss_mb,
                        "start_ibm1_iterations": start.ibm1_iterations,
                        "start_hmm_iterations": start.hmm_iterations,
-                       "phrasal_iterations": int(pcfg["iterations"]),
+                       "phrasal_iterations": int(config.phrasal.iterations),
                        "training_pairs": index.n_sentences,
                        **{f"{k}_seconds": v for k, v in stages.times.items()},
                        **{f"{k}_cpu_seconds": v for k, v in stages.cpu.items()}}
