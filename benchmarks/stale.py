@@ -26,7 +26,7 @@ from harness import RESULTS_DIR, ROOT, load_rows  # noqa: E402
 __all__ = ["CODE", "code_of", "stale_rows", "main"]
 
 MARK = "† "
-_WORD = ("aligners/data", "aligners/symmetrize.py", "aligners/commands/align.py")
+_WORD = ("aligners/data", "aligners/inference/symmetrize.py", "aligners/commands/align.py")
 CODE = {  # (task prefix, system text) -> the paths a row's figure depends on
     ("word", "bayesian"): (*_WORD, "aligners/models/bayesian"),
     ("word", "gappy"): (*_WORD, "aligners/models/gappy_hsmm", "aligners/models/hmm",
