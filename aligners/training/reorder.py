@@ -37,7 +37,6 @@ from aligners.features.reorder import (
     to_csr,
 )
 from aligners.metrics import write_metrics_json
-from aligners.models.reorder import NaiveBayes
 from aligners.models.reorder import mutual_information as mi_scores
 from aligners.models.reorder import train as reorder_train
 from aligners.models.reorder._common import error_rate
@@ -240,12 +239,13 @@ class _Fits:
 
     def naive_bayes(self):
         nbc = self.rc.naive_bayes
-        inferences = _as_list(nbc.inference)
-        for inference in inferences:
+        fitted = {}
+        for inference in _as_list(nbc.inference):
             lit, path = self.fit(f"nb_{inference}", "naive_bayes", nbc, inference=inference)
             self.record(f"nb_{inference}", lit, path)
+            fitted[inference] = lit.model
         if nbc.mi_fractions:
-            self.results["mi_curve"] = self.mi_curve(nbc, inferences)
+            self.results["mi_curve"] = self.mi_curve(nbc.mi_fractions, fitted)
 
     def primal(self):
         pc = self.rc.primal
@@ -261,29 +261,24 @@ class _Fits:
             self.record(f"dual_eps{eps}", lit, path, {"eps": float(eps), "history": h,
                                                       "iterations": len(h)})
 
-    def mi_curve(self, nbc, inferences) -> list:
-        """Error of NB (each inference) after removing the lowest-MI fraction of features.
-
-        An analysis sweep: each point is one counting pass (`NaiveBayes.fit`), not a Lightning
-        run; the exported size is measured on a temporary model folder, removed afterwards.
-        """
-        X_train, y_train, y_test, F = self.X_train, self.y_train, self.y_test, self.F
-        scores = mi_scores(X_train, y_train, num_classes=3).numpy()
+    def mi_curve(self, fractions, fitted: dict) -> list:
+        """Error of the fitted NB models (inference -> NaiveBayes) after removing the
+        lowest-MI fraction of features (`NaiveBayes.select`: no refit). An analysis sweep,
+        not a Lightning run; the exported size is measured on a temporary model folder."""
+        scores = mi_scores(self.X_train, self.y_train, num_classes=3).numpy()
         order = np.argsort(scores, kind="stable")  # lowest MI first
-        X_train_d, X_test_d = X_train.to_sparse_coo(), self.X_test.to_sparse_coo()
+        X_test = self.X_test.to_sparse_coo()
         curve = []
-        for frac in nbc.mi_fractions:
-            n_drop = int(round(float(frac) * F))
+        for frac in fractions:
+            n_drop = int(round(float(frac) * self.F))
             keep = np.sort(order[n_drop:])
-            Xtr = _select_columns(X_train_d, keep, F)
-            Xte = _select_columns(X_test_d, keep, F)
+            Xte = _select_columns(X_test, keep, self.F)
             row = {"fraction_removed": float(frac), "features": int(len(keep)),
                    "threshold": float(scores[order[n_drop - 1]]) if n_drop > 0 else 0.0}
-            for inference in inferences:
-                nb = NaiveBayes(num_features=len(keep), alpha=float(nbc.alpha),
-                                inference=inference).fit(Xtr, y_train)
-                row[f"error_{inference}"] = error_rate(nb.predict_log_proba(Xte), y_test)
-                if inference == inferences[0]:  # size on disk, then the folder is removed
+            for k, (inference, full) in enumerate(fitted.items()):
+                nb = full.select(keep)
+                row[f"error_{inference}"] = error_rate(nb.predict_log_proba(Xte), self.y_test)
+                if k == 0:  # size on disk, then the folder is removed
                     with tempfile.TemporaryDirectory(prefix="aligners-nb-mi-") as tmp:
                         path = Path(tmp) / "nb_mi"
                         nb.save(path, meta=self.meta, features=[self.features[i] for i in keep])
