@@ -37,6 +37,7 @@ from aligners.features.reorder import (
     to_csr,
 )
 from aligners.metrics import write_metrics_json
+from aligners.models.reorder import folder as reorder_folder
 from aligners.models.reorder import mutual_information as mi_scores
 from aligners.models.reorder import train as reorder_train
 from aligners.models.reorder._common import error_rate
@@ -173,7 +174,7 @@ class _Fits:
         self.out_dir, self.models_dir = out_dir, out_dir / "models"
         self.gen = torch.Generator().manual_seed(int(cfg.seed))
         x, f = rc.extract, rc.features
-        self.meta = reorder_train.meta(max_length=x.max_length, orientation=x.mode,
+        self.meta = reorder_folder.meta(max_length=x.max_length, orientation=x.mode,
                                        direction=x.direction, lowercase=d.lowercase,
                                        min_count=f.min_count, context=f.context)
 
@@ -204,7 +205,8 @@ class _Fits:
                       val_batch=(test, self.y_test) if track else None,
                       progress=bool(self.run.progress))
         path = self.models_dir / label
-        lit.model.save(path, meta=self.meta, features=None if lexical else self.features)
+        reorder_folder.save(lit.model, path, meta=self.meta,
+                            features=None if lexical else self.features)
         return lit, path
 
     def record(self, label, lit, path, extra=None):
@@ -281,7 +283,8 @@ class _Fits:
                 if k == 0:  # size on disk, then the folder is removed
                     with tempfile.TemporaryDirectory(prefix="aligners-nb-mi-") as tmp:
                         path = Path(tmp) / "nb_mi"
-                        nb.save(path, meta=self.meta, features=[self.features[i] for i in keep])
+                        reorder_folder.save(nb, path, meta=self.meta,
+                                            features=[self.features[i] for i in keep])
                         row["size_bytes"] = dir_size(path)
             curve.append(row)
             print("mi", json.dumps(row), flush=True)
