@@ -197,6 +197,7 @@ def _train(args) -> int:
         to_csr,
     )
     from aligners.models.reorder import folder, mutual_information, train
+    from aligners.models.reorder.naive_bayes import mi_kept
 
     if args.moses_table and "-" in (args.src, args.tgt, args.align):
         raise AlignersInputError("--moses-table reads the corpus twice: give files, not '-'")
@@ -228,8 +229,7 @@ def _train(args) -> int:
     model = train.fit(train.build(name, num_features=len(vocab), **hp), X, y, epochs=epochs,
                       generator=gen, **hp)
     if name == "naive_bayes" and args.mi_remove > 0:  # the lowest-MI features removed
-        order = np.argsort(mutual_information(X, y, num_classes=3).numpy(), kind="stable")
-        keep = np.sort(order[int(round(args.mi_remove * len(vocab))):])
+        keep = mi_kept(mutual_information(X, y, num_classes=3).numpy(), args.mi_remove)
         model, vocab = model.select(keep), vocab[keep]
     folder.save(model, out, meta=folder.meta(**meta, min_count=args.min_count),
                features=feat.describe(vocab))

@@ -20,6 +20,7 @@ from aligners.config_checks import Rule, from_config
 from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.metrics import evaluate_alignments, format_report, write_metrics_json
+from aligners.outputs import write_lines
 
 __all__ = ["KINDS", "DiagonalConfig", "GoldData", "diagonal_alignment", "flatten_numbers",
            "registry_split", "train", "evaluate"]
@@ -109,9 +110,7 @@ def evaluate(cfg: DictConfig) -> dict:
     report = evaluate_alignments(gold, pred, src_tokens=src_tokens, tgt_tokens=tgt_tokens)
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / "alignments.txt", "w", encoding="utf-8") as f:
-        for links in pred:
-            f.write(link_line(sorted(links)) + "\n")
+    write_lines(str(out_dir / "alignments.txt"), (link_line(sorted(al)) for al in pred))
     metrics = {
         "task": "baseline",
         "model": "diagonal",

@@ -42,6 +42,7 @@ from aligners.models.mono.aligner import (
 from aligners.models.mono.combine import check_combine, combine_links
 from aligners.models.mono.config import NEURAL_KEYS
 from aligners.models.mono.ensemble import MonoEnsemble
+from aligners.outputs import write_lines
 from aligners.training.lit_mono import LitMonoAligner, flatten_report
 from aligners.training.mono_config import check_cfg, member_cfgs, settings
 from aligners.training.trainer import build_trainer
@@ -212,12 +213,6 @@ def _select_pairs(cfg: DictConfig) -> list[AlignedPair] | None:
     return _dev_split(d) if t.select == "dev" else _train_split(d)[0][-int(t.select):]
 
 
-def _write_pharaoh(path: Path, links: list[set]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(link_line(sorted(al)) + "\n" for al in links), encoding="utf-8")
-    tmp.replace(path)
-
-
 def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timing: dict,
                       out_dir: Path) -> dict:
     """Decode every evaluation split in each direction (+ union), print the reports, write
@@ -262,7 +257,8 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timi
                                       tgt_tokens=[p.tgt for p in pairs])
             print(format_report(rep))
             metrics[f"{split}/{d}"] = flatten_report(rep.to_dict())
-            _write_pharaoh(out_dir / f"predictions.{split}.{d}.pharaoh", links)
+            write_lines(str(out_dir / f"predictions.{split}.{d}.pharaoh"),
+                        (link_line(sorted(al)) for al in links))
     write_metrics_json(out_dir / "metrics.json", metrics)
     print(f"wrote {out_dir / 'metrics.json'}")
     return metrics

@@ -44,6 +44,7 @@ from aligners.models.reorder._common import error_rate
 from aligners.models.reorder.config import ReorderConfig, ReorderData, ReorderRun
 from aligners.models.reorder.dual_mlr import warmup as dual_warmup
 from aligners.models.reorder.mlr import warmup as mlr_warmup
+from aligners.models.reorder.naive_bayes import mi_kept
 from aligners.phrases import load_corpus
 from aligners.plots import plot_reorder
 
@@ -268,15 +269,14 @@ class _Fits:
         lowest-MI fraction of features (`NaiveBayes.select`: no refit). An analysis sweep,
         not a Lightning run; the exported size is measured on a temporary model folder."""
         scores = mi_scores(self.X_train, self.y_train, num_classes=3).numpy()
-        order = np.argsort(scores, kind="stable")  # lowest MI first
         X_test = self.X_test.to_sparse_coo()
         curve = []
         for frac in fractions:
-            n_drop = int(round(float(frac) * self.F))
-            keep = np.sort(order[n_drop:])
+            keep = mi_kept(scores, frac)
+            dropped = scores[np.setdiff1d(np.arange(self.F), keep)]
             Xte = _select_columns(X_test, keep, self.F)
             row = {"fraction_removed": float(frac), "features": int(len(keep)),
-                   "threshold": float(scores[order[n_drop - 1]]) if n_drop > 0 else 0.0}
+                   "threshold": float(dropped.max()) if len(dropped) else 0.0}
             for k, (inference, full) in enumerate(fitted.items()):
                 nb = full.select(keep)
                 row[f"error_{inference}"] = error_rate(nb.predict_log_proba(Xte), self.y_test)
