@@ -18,6 +18,7 @@ this module.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
@@ -213,6 +214,15 @@ def _select_pairs(cfg: DictConfig) -> list[AlignedPair] | None:
     return _dev_split(d) if t.select == "dev" else _train_split(d)[0][-int(t.select):]
 
 
+def _decoded(aligner, pairs, label: str, name: str, **kw) -> list[set]:
+    """The links of `aligner.align(pairs, **kw)` per pair (the row `name`), timed."""
+    t0 = time.time()
+    out = aligner.align(pairs, **kw)
+    print(f"== {label} {name} ({len(pairs)} pairs, {len(pairs) / (time.time() - t0):.0f} "
+          "pairs/s incl. features)")
+    return [set(o[1]) for o in out]
+
+
 def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timing: dict,
                       out_dir: Path) -> dict:
     """Decode every evaluation split in each direction (+ union), print the reports, write
@@ -223,32 +233,20 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timi
     if timing:
         metrics["train"] = {f"{d}/{k}": v for d, row in timing.items() for k, v in row.items()}
     m, t, _ = settings(cfg)
-    batch = int(t.decode_batch)
-    decode = {"decode": m.decode, "threshold": float(m.threshold)}
-    decode["encoder_precision"] = m.encoder_precision  # neural: decoding only
+    decode = {"decode": m.decode, "threshold": float(m.threshold), "embedder": embedder,
+              "encoder_precision": m.encoder_precision,  # neural: decoding only
+              "batch_size": int(t.decode_batch)}
     combine = check_combine(m.combine or "none", aligner.directions)
     for split, pairs in _eval_splits(cfg).items():
         if not pairs:
             raise AlignersInputError(f"the {split} split has no pairs to score")
-        preds = {}
-        for d in aligner.directions:
-            t0 = time.time()
-            out = aligner.align(pairs, direction=d, batch_size=batch, embedder=embedder,
-                                **decode)
-            dt = time.time() - t0
-            preds[d] = [set(o[1]) for o in out]
-            print(f"== {label} {split} {d} ({len(pairs)} pairs, {len(pairs) / dt:.0f} pairs/s "
-                  "incl. features)")
+        row = functools.partial(_decoded, aligner, pairs, f"{label} {split}", **decode)
+        preds = {d: row(d, direction=d) for d in aligner.directions}
         if len(preds) == 2:
             preds["union"] = [combine_links(a, b, "union")
                               for a, b in zip(preds["s2t"], preds["t2s"])]
         if combine not in ("none", "union"):  # model.combine: its own row, e.g. test/grow-diag
-            t0 = time.time()
-            out = aligner.align(pairs, combine=combine, batch_size=batch, embedder=embedder,
-                                **decode)
-            preds[combine] = [set(o[1]) for o in out]
-            print(f"== {label} {split} {combine} ({len(pairs)} pairs, "
-                  f"{len(pairs) / (time.time() - t0):.0f} pairs/s incl. features)")
+            preds[combine] = row(combine, combine=combine)
         for d, links in preds.items():
             if d not in DIRECTIONS:
                 print(f"== {label} {split} {d}")
