@@ -322,18 +322,14 @@ def _test_triples(cfg: DictConfig, lowercase: bool):
 
     _, d, run = _settings(cfg)
     given = [d.test_src, d.test_tgt, d.test_align]
-    if any(given):
-        if not all(given):
-            raise AlignersInputError("give all of data.test_src, data.test_tgt, data.test_align")
-        paths = [_resolve(str(p), cfg) for p in given]
-        for p in paths:
-            if not Path(p).is_file():
-                raise AlignersInputError("no such test file", path=p)
-        return "test", load_corpus(*paths, limit=d.test_limit, lowercase=lowercase)
-    paths = [_resolve(str(p), cfg) for p in (d.src, d.tgt, d.align)]
+    if any(given) and not all(given):
+        raise AlignersInputError("give all of data.test_src, data.test_tgt, data.test_align")
+    paths = [_resolve(str(p), cfg) for p in (given if any(given) else (d.src, d.tgt, d.align))]
     for p in paths:
         if not Path(p).is_file():
-            raise AlignersInputError("no such data file", path=p)
+            raise AlignersInputError(f"no such {'test' if any(given) else 'data'} file", path=p)
+    if any(given):
+        return "test", load_corpus(*paths, limit=d.test_limit, lowercase=lowercase)
     n = _count_pairs(paths[2], d.train_limit)
     dev_cut, test_cut = _cuts(n, d)
     corpus = load_corpus(*paths, limit=n, lowercase=lowercase)
