@@ -180,10 +180,10 @@ def test_rank_with_distractors_and_romanization_feature():
     plain = rank_candidates(joint, src, cand)
     more = rank_candidates(joint, src, cand, distractors=["שלום", "דני"])
     assert np.all(more >= plain) and np.all(more <= plain + 2)
-    from aligners.training.lclr import _grid_ranks
+    from aligners.models.lclr.transliteration import grid_ranks
     pool = cand + ["שלום", "דני"]
     grid = [[task.instance(a, c) for c in pool] for a in src]
-    assert _grid_ranks(joint, grid).tolist() == more.tolist()  # prebuilt == on the fly
+    assert grid_ranks(joint, grid).tolist() == more.tolist()  # prebuilt == on the fly
     # a distractor identical to an answer ties with it, and ties count against the answer
     assert rank_candidates(joint, src[:1], cand[:1], distractors=[cand[0]])[0] == 2
 

@@ -1,19 +1,18 @@
 """The span-pair scorer of `NeuralCRFAligner.span_scores` after issue 13's speed work (rows
 by source length, per-span terms accumulated by baddbmm_, smaller blocks) equals the scorer
-it replaced (kept below verbatim as the reference, blocks of 1 << 23 elements) on random
+it replaced (its MLP kept below verbatim as the reference, blocks of 1 << 23 elements, over
+the model's own `_span_features`, which that work left unchanged) on random
 weights and batches of mixed lengths: scores at every real source position (padding now
 scores 0) and the gradients of every parameter, float64, with and without span cosines."""
 
 import pytest
 import torch
-from torch import nn
 
 pytest.importorskip("transformers")
 
 from test_mono_neural import encoder_dir, model, pairs  # noqa: E402,F401 (fixture)
 
 from aligners.models.mono.aligner import chunks, featurise  # noqa: E402
-from aligners.models.mono.states import state_table  # noqa: E402
 
 REF_CHUNK = 1 << 23
 
@@ -22,50 +21,7 @@ def _reference_span_scores(self, batch):
     """(B, I, Ls, C) span-pair scores (column 0 = 0) and (B, I) NULL scores.
     O(B * I * Ls * C * proj * hidden), + O(B * I * Ls * C * D) with `cosine`."""
     B, I, Ls, C = batch.valid.shape
-    w = self.proj.weight
-    src, tgt = self._vectors(batch.examples)
-    pad = nn.utils.rnn.pad_sequence
-    Rs = pad([v.to(w.device, w.dtype) for v in src], batch_first=True)
-    Rt = pad([v.to(w.device, w.dtype) for v in tgt], batch_first=True)
-    if Rs.shape[1] < I:  # (B, I, D) even when the batch is padded beyond its sentences
-        Rs = torch.cat([Rs, Rs.new_zeros(B, I - Rs.shape[1], Rs.shape[2])], 1)
-    S, T = self.proj(Rs), self.proj(Rt)
-    # source spans [n, n+k): cumulative sums, mean + length embedding -> (B, I, Ls, d)
-    n = torch.arange(I, device=w.device)
-    k = torch.arange(1, Ls + 1, device=w.device)
-    end = (n[:, None] + k[None, :]).clamp(max=I)
-
-    def src_spans(X):  # (B, I, D) -> (B, I, Ls, D) span means
-        cs = torch.cat([X.new_zeros(B, 1, X.shape[2]), X.cumsum(1)], 1)
-        return (cs[:, end] - cs[:, n][:, :, None]) / k[None, None, :, None].to(w.dtype)
-
-    a_mean = src_spans(S)
-    a = a_mean + self.src_len.weight[None, None]
-    # target states -> (start, length): mean over the phrase + length embedding (B, C, d)
-    starts = torch.zeros(B, C, dtype=torch.long)
-    lens = torch.zeros(B, C, dtype=torch.long)
-    for b, e in enumerate(batch.examples):
-        st = state_table(tgt_len=len(e.tgt), max_tgt_len=self.max_tgt_len)
-        Cb = st["start"].shape[0]
-        starts[b, :Cb] = st["start"].clamp(min=0)
-        lens[b, :Cb] = st["length"]
-    starts, lens = starts.to(w.device), lens.to(w.device)
-    ends = (starts + lens).clamp(max=T.shape[1])
-    rows = torch.arange(B, device=w.device)[:, None]
-
-    def tgt_spans(X):  # (B, J, D) -> (B, C, D) state phrase means (0 for NULL)
-        ct = torch.cat([X.new_zeros(B, 1, X.shape[2]), X.cumsum(1)], 1)
-        return (ct[rows, ends] - ct[rows, starts]) / lens.clamp(min=1)[..., None].to(w.dtype)
-
-    b_mean = tgt_spans(T)
-    bvec = b_mean + self.tgt_len.weight[(lens - 1).clamp(min=0)]
-    cos = None
-    if self.cosine:  # (B, I, Ls, C, 2): cosine of the raw and of the projected span means
-        unit = nn.functional.normalize
-        cos = torch.stack([
-            torch.einsum("bnkd,bcd->bnkc", unit(src_spans(Rs), dim=-1),
-                         unit(tgt_spans(Rt), dim=-1)),
-            torch.einsum("bnkd,bcd->bnkc", unit(a_mean, dim=-1), unit(b_mean, dim=-1))], -1)
+    S, a, bvec, lens, cos = self._span_features(batch)  # the span features are unchanged
     # MLP over [a, b, a*b, (a-b)^2]: per-span terms + one bilinear matrix product, over
     # blocks of source positions so that the hidden units stay under REF_CHUNK elements
     d, H = a.shape[-1], self.hidden

@@ -94,6 +94,7 @@ def test_lightning_checkpoint_round_trip(tmp_path, kind, optimizer):
 
     from aligners.data.types import AlignedPair, Alignment
     from aligners.models.mono.aligner import chunks, featurise
+    from aligners.models.mono.config import MonoConfig, MonoTraining
     from aligners.training.mono import LitMonoAligner
 
     pairs = [AlignedPair(("he", "passed", "away"), ("he", "died"),
@@ -102,8 +103,8 @@ def test_lightning_checkpoint_round_trip(tmp_path, kind, optimizer):
              AlignedPair(("the", "cat", "sat"), ("a", "cat", "sat"),
                          Alignment(frozenset({(1, 1), (2, 2)}), frozenset({(1, 1), (2, 2)})))]
     torch.manual_seed(0)
-    lit = LitMonoAligner(kind=kind, max_src_len=2, max_tgt_len=2, embedding=False,
-                         optimizer=optimizer, lr=0.1, l2=0.1, cost_weight=1.0, max_iter=3,
+    lit = LitMonoAligner(MonoConfig(kind=kind, max_src_len=2, max_tgt_len=2),
+                         MonoTraining(optimizer=optimizer, lr=0.1, l2=0.1, max_iter=3),
                          n_pairs=len(pairs))
     examples = featurise(pairs, lit.model)
     batches, _ = chunks(examples, max_tgt_len=lit.model.max_tgt_len, batch_size=8)
@@ -151,6 +152,7 @@ def test_trainer_config_decides_the_device(tmp_path, trainer):
 
     from aligners.data.types import AlignedPair, Alignment
     from aligners.models.mono.aligner import chunks, featurise
+    from aligners.models.mono.config import MonoConfig, MonoTraining
     from aligners.training.mono import LitMonoAligner
     from aligners.training.trainer import build_trainer
 
@@ -166,9 +168,8 @@ def test_trainer_config_decides_the_device(tmp_path, trainer):
                          "training.max_iter=2"], tmp_path)
     pairs = [AlignedPair(("the", "cat", "sat"), ("a", "cat", "sat"),
                          Alignment(frozenset({(1, 1), (2, 2)}), frozenset({(1, 1), (2, 2)})))]
-    lit = LitMonoAligner(kind="token", max_src_len=1, max_tgt_len=1, embedding=False,
-                         optimizer="lbfgs", lr=1.0, l2=1.0, cost_weight=1.0, max_iter=2,
-                         n_pairs=1)
+    lit = LitMonoAligner(MonoConfig(kind="token", max_src_len=1, max_tgt_len=1),
+                         MonoTraining(max_iter=2), n_pairs=1)
     batches, _ = chunks(featurise(pairs, lit.model), max_tgt_len=1, batch_size=8)
     loader = torch.utils.data.DataLoader([batches], batch_size=None, collate_fn=lambda x: x)
     tr = build_trainer(cfg, max_epochs=1, limit_val_batches=0, log_every_n_steps=1)

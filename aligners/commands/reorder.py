@@ -196,7 +196,8 @@ def _train(args) -> int:
         fit_feature_vocab,
         to_csr,
     )
-    from aligners.models.reorder import mutual_information, train
+    from aligners.models.reorder import folder, mutual_information, train
+    from aligners.models.reorder.naive_bayes import mi_kept
 
     if args.moses_table and "-" in (args.src, args.tgt, args.align):
         raise AlignersInputError("--moses-table reads the corpus twice: give files, not '-'")
@@ -218,7 +219,7 @@ def _train(args) -> int:
         lex = train.fit(train.build(name, **hp), raw.keys, raw.labels, epochs=1, generator=gen)
         if args.moses_table:
             _moses_table(args, lex)
-        train.save(lex, out, meta=train.meta(**meta))  # atomic: no partial or empty folder
+        folder.save(lex, out, meta=folder.meta(**meta))  # atomic: no partial or empty folder
         print(f"aligners reorder train: lexical table of {len(lex.keys)} pairs -> {out}",
               file=sys.stderr)
         return 0
@@ -228,10 +229,9 @@ def _train(args) -> int:
     model = train.fit(train.build(name, num_features=len(vocab), **hp), X, y, epochs=epochs,
                       generator=gen, **hp)
     if name == "naive_bayes" and args.mi_remove > 0:  # the lowest-MI features removed
-        order = np.argsort(mutual_information(X, y, num_classes=3).numpy(), kind="stable")
-        keep = np.sort(order[int(round(args.mi_remove * len(vocab))):])
+        keep = mi_kept(mutual_information(X, y, num_classes=3).numpy(), args.mi_remove)
         model, vocab = model.select(keep), vocab[keep]
-    train.save(model, out, meta=train.meta(**meta, min_count=args.min_count),
+    folder.save(model, out, meta=folder.meta(**meta, min_count=args.min_count),
                features=feat.describe(vocab))
     print(f"aligners reorder train: {args.model} on {len(y)} phrase pairs, {len(vocab)} "
           f"features -> {out}", file=sys.stderr)

@@ -23,7 +23,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from aligners.features.parse import default_cache_dir, merge_graphs, parse_all, split_sentences
-from aligners.models.lclr import make_task, save_lclr
+from aligners.models.lclr import make_task
 from aligners.models.lclr.config import lclr_settings
 from aligners.models.lclr.model import fixed_structure_features, train_lclr, train_two_stage
 
@@ -209,9 +209,9 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_pairs(cfg: DictConfig, out: Path, loader, log=print) -> dict[str, dict[str, float]]:
-    """Both systems on `cfg.data` (train_split -> test_split) for `model.seeds` seeds; the
-    first seed's models saved; metrics (test: mean, sd and per seed)."""
+def run_pairs(cfg: DictConfig, loader, log=print):
+    """Both systems on `cfg.data` (train_split -> test_split) for `model.seeds` seeds:
+    metrics (test: mean, sd and per seed) and the first seed's {system: (model, its C)}."""
     import resource
 
     m, _ = lclr_settings(cfg)
@@ -222,8 +222,6 @@ def run_pairs(cfg: DictConfig, out: Path, loader, log=print) -> dict[str, dict[s
         rows.append({"seed": seed, **row})
         models = models or (two, joint, row)
     two, joint, first = models
-    save_lclr(out / "two_stage", two, system="two_stage", meta={"C": first["two_stage_C"]})
-    save_lclr(out / "lclr", joint, system="lclr", meta={"C": first["lclr_C"]})
     test_y = test[1]
     metrics = {"test": {**summary(rows), "seeds": len(rows),
                         "majority_acc": float(max(np.mean(test_y), 1 - np.mean(test_y)))},
@@ -238,4 +236,4 @@ def run_pairs(cfg: DictConfig, out: Path, loader, log=print) -> dict[str, dict[s
                             lclr_cv=int(bool(m.lclr_cv)))
     metrics["train"]["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     log(table(rows))
-    return metrics
+    return metrics, {"two_stage": (two, first["two_stage_C"]), "lclr": (joint, first["lclr_C"])}

@@ -20,9 +20,10 @@ from aligners.config_checks import Rule, from_config
 from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.metrics import evaluate_alignments, format_report, write_metrics_json
+from aligners.outputs import write_lines
 
 __all__ = ["KINDS", "DiagonalConfig", "GoldData", "diagonal_alignment", "flatten_numbers",
-           "train", "evaluate"]
+           "registry_split", "train", "evaluate"]
 
 KINDS: tuple[str, ...] = ()  # no model to load: `ckpt_path` is refused
 
@@ -80,21 +81,21 @@ def diagonal_alignment(*, src_len: int, tgt_len: int) -> set[tuple[int, int]]:
     return {(min(src_len - 1, (2 * j + 1) * src_len // (2 * tgt_len)), j) for j in range(tgt_len)}
 
 
-def _load(cfg: DictConfig) -> list:
-    """The registry pairs of `cfg.data`; `cfg.paths.data_root`, when set, is the data root."""
+def registry_split(cfg: DictConfig, name: str, split: str | None, **kw) -> list:
+    """Split `split` of registry dataset `name` (`aligners.data.datasets.load(..., **kw)`);
+    `cfg.paths.data_root`, when set, is the data root."""
     from aligners.data.datasets import load
     from aligners.data.paths import data_root_set_to
 
-    d = from_config(GoldData, cfg.data, "data")
     with data_root_set_to((cfg.get("paths") or {}).get("data_root")):
-        return load(d.name, d.split, lenient=d.lenient)
+        return load(name, split, **kw)
 
 
 def evaluate(cfg: DictConfig) -> dict:
     """Align `cfg.data`'s pairs on the diagonal and score them; returns `metrics.json`'s dict."""
     from_config(DiagonalConfig, cfg.get("model"), "model")  # nothing else to set
-    pairs = _load(cfg)
     d = from_config(GoldData, cfg.data, "data")
+    pairs = registry_split(cfg, d.name, d.split, lenient=d.lenient)
     if not pairs or getattr(pairs[0], "alignment", None) is None:  # e.g. MSRP: labels only
         raise AlignersInputError(
             f"dataset {d.name!r} has no gold alignments to score against"
@@ -109,9 +110,7 @@ def evaluate(cfg: DictConfig) -> dict:
     report = evaluate_alignments(gold, pred, src_tokens=src_tokens, tgt_tokens=tgt_tokens)
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / "alignments.txt", "w", encoding="utf-8") as f:
-        for links in pred:
-            f.write(link_line(sorted(links)) + "\n")
+    write_lines(str(out_dir / "alignments.txt"), (link_line(sorted(al)) for al in pred))
     metrics = {
         "task": "baseline",
         "model": "diagonal",

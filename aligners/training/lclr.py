@@ -30,7 +30,9 @@ from aligners.metrics import write_metrics_json
 from aligners.models.lclr import make_task, save_lclr
 from aligners.models.lclr.config import lclr_settings
 from aligners.models.lclr.model import fixed_structure_features
+from aligners.models.lclr.transliteration import grid_ranks
 from aligners.training._lclr_pairs import lclr, run_pairs, two_stage
+from aligners.training.baseline import registry_split
 
 __all__ = ["KINDS", "translit_protocol", "translit_distractors",
            "fit_transliteration", "cross_validate", "train", "evaluate"]
@@ -39,11 +41,7 @@ KINDS: tuple[str, ...] = ()  # train.py is train-and-test; saved models are scor
 
 
 def _load(cfg: DictConfig, split: str) -> list:
-    from aligners.data.datasets import load
-    from aligners.data.paths import data_root_set_to
-
-    with data_root_set_to((cfg.get("paths") or {}).get("data_root")):
-        return load(lclr_settings(cfg)[1].name, split)
+    return registry_split(cfg, lclr_settings(cfg)[1].name, split)
 
 
 def _distinct(names: list, limit: int) -> list[tuple[str, str]]:
@@ -117,18 +115,8 @@ def fit_transliteration(pairs, labels, *, C: float, mcfg, seed: int, log=None,
     return two, joint, hist
 
 
-def _grid_ranks(clf, grid) -> np.ndarray:
-    """Ranks over prebuilt instances: grid[k] = source k against the pool, answer at k
-    (ties count against the answer, as `rank_candidates`)."""
-    ranks = []
-    for k, row in enumerate(grid):
-        s = np.array([clf.score(x) for x in row])
-        ranks.append(1 + int(np.sum(np.delete(s, k) >= s[k])))
-    return np.array(ranks)
-
-
 def _grid_mrr(clf, grid) -> float:
-    return float(np.mean(1.0 / _grid_ranks(clf, grid)))
+    return float(np.mean(1.0 / grid_ranks(clf, grid)))
 
 
 def cross_validate(pairs, labels, *, grid, folds: int, mcfg, seed: int, log=print,
@@ -176,7 +164,7 @@ def _logger(cfg: DictConfig):
     return [instantiate(c) for c in confs]
 
 
-def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
+def _transliteration(cfg: DictConfig):
     m, d = lclr_settings(cfg)
     pairs, labels, test = translit_protocol(
         _load(cfg, d.train_split), _load(cfg, d.test_split), positives=int(d.train_positives),
@@ -204,8 +192,6 @@ def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
     _, joint, hist = fit_transliteration(pairs, labels, C=best["lclr"], mcfg=m,
                                          seed=int(cfg.seed), log=print, prepared=prepared)
     train_s = time.perf_counter() - t0
-    save_lclr(out / "two_stage", two, system="two_stage", meta={"C": best["two_stage"]})
-    save_lclr(out / "lclr", joint, system="lclr", meta={"C": best["lclr"]})
     metrics = {"test": {}, "train": {"lclr_C": best["lclr"], "two_stage_C": best["two_stage"],
                                      "lclr_outer_iterations": len(hist["objective"]) - 1,
                                      "lclr_objective": hist["objective"][-1],
@@ -213,17 +199,17 @@ def _transliteration(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
     task = prepared[0]
     test_grid = [[task.instance(s, c) for _, c in test] for s, _ in test]
     for system, clf in (("two_stage", two), ("lclr", joint)):
-        ranks = _grid_ranks(clf, test_grid)
+        ranks = grid_ranks(clf, test_grid)
         metrics["test"][f"{system}_acc"] = float(np.mean(ranks == 1))
         metrics["test"][f"{system}_mrr"] = float(np.mean(1.0 / ranks))
     for system, row in table.items():
         for C, v in row.items():
             metrics.setdefault("cv", {})[f"{system}_mrr_C{C:g}"] = v
-    return metrics
+    return metrics, {"two_stage": (two, best["two_stage"]), "lclr": (joint, best["lclr"])}
 
 
-def _pairs(cfg: DictConfig, out: Path) -> dict[str, dict[str, float]]:
-    return run_pairs(cfg, out, _load)
+def _pairs(cfg: DictConfig):
+    return run_pairs(cfg, _load)
 
 
 RUNNERS = {"transliteration": _transliteration, "paraphrase": _pairs, "entailment": _pairs}
@@ -236,7 +222,9 @@ def train(cfg: DictConfig) -> dict:
         raise AlignersInputError(f"model.task must be one of {sorted(RUNNERS)}, got {name!r}")
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    metrics = RUNNERS[name](cfg, out)
+    metrics, systems = RUNNERS[name](cfg)  # the two systems: {name: (classifier, its C)}
+    for system, (clf, C) in systems.items():
+        save_lclr(out / system, clf, system=system, meta={"C": C})
     write_metrics_json(out / "metrics.json", metrics)
     for lg in _logger(cfg):
         lg.log_metrics({f"{s}/{k}": v for s, row in metrics.items() for k, v in row.items()})

@@ -7,18 +7,23 @@ the task.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytorch_lightning as pl
 import torch
 
+from aligners.config_checks import from_config
 from aligners.metrics import evaluate_alignments
 from aligners.models.mono.aligner import build_model, predict
+from aligners.models.mono.config import MonoConfig, MonoTraining
 from aligners.training.baseline import flatten_numbers
 
 __all__ = ["LitMonoAligner", "flatten_report"]
 
 
 class LitMonoAligner(pl.LightningModule):
-    """Orchestration only: softmax-margin + L2 with L-BFGS (full batch), Adam or AdamW
+    """Orchestration only: `model`'s model (MonoConfig) trained with `training` (MonoTraining;
+    hparams keep both as dicts): softmax-margin + L2 with L-BFGS (full batch), Adam or AdamW
     (mini-batch; AdamW takes the neural model's parameter groups: `lr` for the scorer,
     `sparse_lr` for the sparse weights, `encoder_lr` for a fine-tuned encoder).
     A training batch is a list of MonoBatches (all of them for L-BFGS); they are moved to the
@@ -26,24 +31,25 @@ class LitMonoAligner(pl.LightningModule):
     is decoded on them after every epoch and the best epoch's weights (micro F1) are kept:
     `best_state`, `best_epoch`, `select_log`."""
 
-    def __init__(self, *, kind: str, max_src_len: int, max_tgt_len: int, embedding: bool,
-                 optimizer: str, lr: float, l2: float, cost_weight: float, max_iter: int,
-                 n_pairs: int, phrase_cues: bool = False, neural: dict | None = None,
-                 sparse_lr: float = 0.02, encoder_lr: float = 2e-5, weight_decay: float = 0.01,
-                 select=None, decode_batch: int = 64, total_steps: int = 0):
+    def __init__(self, model: MonoConfig | dict, training: MonoTraining | dict, *,
+                 n_pairs: int, select=None, total_steps: int = 0):
         super().__init__()
-        if optimizer not in ("lbfgs", "adam", "adamw"):
-            raise ValueError(f"training.optimizer must be lbfgs, adam or adamw, "
-                             f"got {optimizer!r}")
-        self.save_hyperparameters(ignore=["select"])
+        m, t = (from_config(cls, x if isinstance(x, dict) else asdict(x), where)  # checked
+                for cls, x, where in ((MonoConfig, model, "model"),
+                                      (MonoTraining, training, "training")))
+        self.save_hyperparameters({"model": asdict(m), "training": asdict(t),
+                                   "n_pairs": n_pairs, "total_steps": total_steps})
+        self.settings = t  # (`self.training` is torch's train / eval flag)
         self.automatic_optimization = False
         self.evaluations = 0
         self.select, self.best_state, self.best_epoch, self.best_f1 = select, None, -1, -1.0
         self.select_log: list[float] = []
         self.select_nonident: list[float] = []  # non-identical micro F1 per epoch (reported)
-        self.model = build_model(kind=kind, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                                 embedding=embedding, phrase_cues=phrase_cues, **(neural or {}))
-        if optimizer == "adamw" and not hasattr(self.model, "trainable_groups"):
+        self.model = build_model(kind=m.kind, max_src_len=m.max_src_len,
+                                 max_tgt_len=m.max_tgt_len, embedding=m.embedding,
+                                 phrase_cues=m.phrase_cues,
+                                 **(m.neural() if m.kind == "neural" else {}))
+        if t.optimizer == "adamw" and not hasattr(self.model, "trainable_groups"):
             raise ValueError("training.optimizer adamw is for model.kind neural")
 
     def on_train_epoch_end(self):
@@ -51,7 +57,7 @@ class LitMonoAligner(pl.LightningModule):
         if self.select is None:
             return
         examples, golds = self.select
-        out = predict(self.model, examples, batch_size=self.hparams.decode_batch)
+        out = predict(self.model, examples, batch_size=self.settings.decode_batch)
         self.model.train()
         rep = evaluate_alignments(golds, [set(o[1]) for o in out],
                                   src_tokens=[e.src for e in examples],
@@ -70,14 +76,14 @@ class LitMonoAligner(pl.LightningModule):
         return [b.to(device) for b in batch]
 
     def _objective(self, batches) -> float:
-        hp = self.hparams
+        t, n = self.settings, self.hparams.n_pairs
         total = 0.0
         for b in batches:
-            loss = self.model.loss(b, cost_weight=hp.cost_weight) / hp.n_pairs
+            loss = self.model.loss(b, cost_weight=t.cost_weight) / n
             self.manual_backward(loss)
             total += loss.item()
-        share = sum(len(b.examples) for b in batches) / hp.n_pairs
-        reg = 0.5 * hp.l2 * share * self.model.l2() / hp.n_pairs
+        share = sum(len(b.examples) for b in batches) / n
+        reg = 0.5 * t.l2 * share * self.model.l2() / n
         self.manual_backward(reg)
         self.evaluations += 1
         if self.evaluations % 10 == 0:
@@ -87,7 +93,7 @@ class LitMonoAligner(pl.LightningModule):
 
     def training_step(self, batches, batch_idx):
         opt = self.optimizers()
-        if self.hparams.optimizer == "lbfgs":
+        if self.settings.optimizer == "lbfgs":
             def closure():
                 opt.zero_grad()
                 return torch.tensor(self._objective(batches))
@@ -96,13 +102,13 @@ class LitMonoAligner(pl.LightningModule):
             opt.zero_grad()
             value = torch.tensor(self._objective(batches))
             opt.step()
-            if self.hparams.optimizer == "adamw" and self.hparams.total_steps:
+            if self.settings.optimizer == "adamw" and self.hparams.total_steps:
                 self.lr_schedulers().step()
         self.log("train_loss", float(value), prog_bar=True, batch_size=1, on_step=False,
                  on_epoch=True)
 
     def configure_optimizers(self):
-        hp = self.hparams
+        hp = self.settings
         if hp.optimizer == "lbfgs":
             return torch.optim.LBFGS(self.model.parameters(), lr=hp.lr, max_iter=hp.max_iter,
                                      history_size=20, line_search_fn="strong_wolfe",
@@ -112,10 +118,10 @@ class LitMonoAligner(pl.LightningModule):
                 self.model.trainable_groups(lr=hp.lr, sparse_lr=hp.sparse_lr,
                                             encoder_lr=hp.encoder_lr),
                 lr=hp.lr, weight_decay=hp.weight_decay)
-            if not hp.total_steps:
+            total = int(self.hparams.total_steps)
+            if not total:
                 return opt
             # learning rates decay linearly to 0 over the run (stepped in training_step)
-            total = int(hp.total_steps)
             sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / total))
             return [opt], [sched]
         return torch.optim.Adam(self.model.parameters(), lr=hp.lr)

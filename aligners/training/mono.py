@@ -18,6 +18,7 @@ this module.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
@@ -39,9 +40,10 @@ from aligners.models.mono.aligner import (
     flip,
     shared_embedder,
 )
-from aligners.models.mono.combine import check_combine
+from aligners.models.mono.combine import check_combine, combine_links
 from aligners.models.mono.config import NEURAL_KEYS
 from aligners.models.mono.ensemble import MonoEnsemble
+from aligners.outputs import write_lines
 from aligners.training.lit_mono import LitMonoAligner, flatten_report
 from aligners.training.mono_config import check_cfg, member_cfgs, settings
 from aligners.training.trainer import build_trainer
@@ -57,13 +59,7 @@ ENSEMBLES = True  # ckpt_path=[A, B, ...]: evaluate the ensemble of saved models
 def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_directions=1,
          select_pairs: list[AlignedPair] | None = None):
     m, t, _ = settings(cfg)
-    lit = LitMonoAligner(kind=m.kind, max_src_len=m.max_src_len, max_tgt_len=m.max_tgt_len,
-                         embedding=m.embedding, optimizer=t.optimizer, lr=t.lr, l2=t.l2,
-                         cost_weight=t.cost_weight, max_iter=t.max_iter, n_pairs=len(pairs),
-                         phrase_cues=m.phrase_cues,
-                         neural=m.neural() if m.kind == "neural" else None,
-                         sparse_lr=t.sparse_lr, encoder_lr=t.encoder_lr,
-                         weight_decay=t.weight_decay, decode_batch=int(t.decode_batch))
+    lit = LitMonoAligner(m, t, n_pairs=len(pairs))
     t0 = time.time()
     examples = featurise(pairs, lit.model, direction=direction, gold_links=t.gold_links,
                          embedder=embedder)
@@ -145,14 +141,11 @@ def _embedder(cfg: DictConfig):
 
 
 def _train_pairs(cfg: DictConfig) -> list[AlignedPair]:
-
     _, t, d = settings(cfg)
-    pairs = _train_split(d)
-    if d.dev_holdout:  # tuning runs: hold out the last N training pairs
-        if d.dev_holdout >= len(pairs):
-            raise AlignersInputError(f"data.dev_holdout={d.dev_holdout} leaves no training "
-                                     f"pairs (there are {len(pairs)})")
-        pairs = pairs[: -int(d.dev_holdout)]
+    pairs, held = _train_split(d)
+    if d.dev_holdout and not pairs:  # tuning runs: the last N training pairs are held out
+        raise AlignersInputError(f"data.dev_holdout={d.dev_holdout} leaves no training "
+                                 f"pairs (there are {len(held)})")
     sel = t.select
     if isinstance(sel, int) and not isinstance(sel, bool):  # epoch selection on held-out pairs
         if sel >= len(pairs):
@@ -169,13 +162,24 @@ def _train_pairs(cfg: DictConfig) -> list[AlignedPair]:
     return pairs
 
 
-def _train_split(d) -> list[AlignedPair]:
-    """Every training pair of `MonoData` d: data.train_path, else the train split."""
+def _train_split(d) -> tuple[list[AlignedPair], list[AlignedPair]]:
+    """(every training pair but the last data.dev_holdout ones, those) of `MonoData` d:
+    data.train_path, else the train split."""
     from aligners.data.datasets import load
 
-    if d.train_path:
-        return read_annotated(d.train_path, what="data.train_path")
-    return load(d.name, d.train_split)
+    pairs = (read_annotated(d.train_path, what="data.train_path") if d.train_path
+             else load(d.name, d.train_split))
+    n = int(d.dev_holdout or 0)
+    return (pairs[:-n], pairs[-n:]) if n else (pairs, [])
+
+
+def _dev_split(d) -> list[AlignedPair] | None:
+    """The dev pairs of `MonoData` d: data.dev_path, else the dev split (None: neither)."""
+    from aligners.data.datasets import load
+
+    if d.dev_path:
+        return read_annotated(d.dev_path, what="data.dev_path")
+    return load(d.name, d.dev_split) if d.dev_split else None
 
 
 def _eval_splits(cfg: DictConfig) -> dict[str, list[AlignedPair]]:
@@ -186,12 +190,11 @@ def _eval_splits(cfg: DictConfig) -> dict[str, list[AlignedPair]]:
     d = settings(cfg)[2]
     limit = int(d.test_limit) if d.test_limit else None
     if d.dev_holdout:
-        return {"dev": _train_split(d)[-int(d.dev_holdout):][:limit]}
+        return {"dev": _train_split(d)[1][:limit]}
     splits = {}
-    if d.dev_path:
-        splits["dev"] = read_annotated(d.dev_path, what="data.dev_path")[:limit]
-    elif d.dev_split:
-        splits["dev"] = load(d.name, d.dev_split)[:limit]
+    dev = _dev_split(d)
+    if dev is not None:
+        splits["dev"] = dev[:limit]
     if d.test_path:
         splits["test"] = read_annotated(d.test_path, what="data.test_path")[:limit]
     elif d.test_split is not None:  # null: only the extra_tests
@@ -205,26 +208,19 @@ def _eval_splits(cfg: DictConfig) -> dict[str, list[AlignedPair]]:
 def _select_pairs(cfg: DictConfig) -> list[AlignedPair] | None:
     """Pairs for choosing the best epoch (`training.select`): the dev split, or the last N
     training pairs (held out of training by `_train_pairs`); never the test split."""
-    from aligners.data.datasets import load
-
     _, t, d = settings(cfg)
-    sel = t.select
-    if sel is None:
+    if t.select is None:
         return None
-    if sel == "dev":
-        if d.dev_path:
-            return read_annotated(d.dev_path, what="data.dev_path")
-        return load(d.name, d.dev_split)
-    train = _train_split(d)
-    if d.dev_holdout:
-        train = train[: -int(d.dev_holdout)]
-    return train[-int(sel):]
+    return _dev_split(d) if t.select == "dev" else _train_split(d)[0][-int(t.select):]
 
 
-def _write_pharaoh(path: Path, links: list[set]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(link_line(sorted(al)) + "\n" for al in links), encoding="utf-8")
-    tmp.replace(path)
+def _decoded(aligner, pairs, label: str, name: str, **kw) -> list[set]:
+    """The links of `aligner.align(pairs, **kw)` per pair (the row `name`), timed."""
+    t0 = time.time()
+    out = aligner.align(pairs, **kw)
+    print(f"== {label} {name} ({len(pairs)} pairs, {len(pairs) / (time.time() - t0):.0f} "
+          "pairs/s incl. features)")
+    return [set(o[1]) for o in out]
 
 
 def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timing: dict,
@@ -237,31 +233,20 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timi
     if timing:
         metrics["train"] = {f"{d}/{k}": v for d, row in timing.items() for k, v in row.items()}
     m, t, _ = settings(cfg)
-    batch = int(t.decode_batch)
-    decode = {"decode": m.decode, "threshold": float(m.threshold)}
-    decode["encoder_precision"] = m.encoder_precision  # neural: decoding only
+    decode = {"decode": m.decode, "threshold": float(m.threshold), "embedder": embedder,
+              "encoder_precision": m.encoder_precision,  # neural: decoding only
+              "batch_size": int(t.decode_batch)}
     combine = check_combine(m.combine or "none", aligner.directions)
     for split, pairs in _eval_splits(cfg).items():
         if not pairs:
             raise AlignersInputError(f"the {split} split has no pairs to score")
-        preds = {}
-        for d in aligner.directions:
-            t0 = time.time()
-            out = aligner.align(pairs, direction=d, batch_size=batch, embedder=embedder,
-                                **decode)
-            dt = time.time() - t0
-            preds[d] = [set(o[1]) for o in out]
-            print(f"== {label} {split} {d} ({len(pairs)} pairs, {len(pairs) / dt:.0f} pairs/s "
-                  "incl. features)")
+        row = functools.partial(_decoded, aligner, pairs, f"{label} {split}", **decode)
+        preds = {d: row(d, direction=d) for d in aligner.directions}
         if len(preds) == 2:
-            preds["union"] = [a | b for a, b in zip(preds["s2t"], preds["t2s"])]
+            preds["union"] = [combine_links(a, b, "union")
+                              for a, b in zip(preds["s2t"], preds["t2s"])]
         if combine not in ("none", "union"):  # model.combine: its own row, e.g. test/grow-diag
-            t0 = time.time()
-            out = aligner.align(pairs, combine=combine, batch_size=batch, embedder=embedder,
-                                **decode)
-            preds[combine] = [set(o[1]) for o in out]
-            print(f"== {label} {split} {combine} ({len(pairs)} pairs, "
-                  f"{len(pairs) / (time.time() - t0):.0f} pairs/s incl. features)")
+            preds[combine] = row(combine, combine=combine)
         for d, links in preds.items():
             if d not in DIRECTIONS:
                 print(f"== {label} {split} {d}")
@@ -270,7 +255,8 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timi
                                       tgt_tokens=[p.tgt for p in pairs])
             print(format_report(rep))
             metrics[f"{split}/{d}"] = flatten_report(rep.to_dict())
-            _write_pharaoh(out_dir / f"predictions.{split}.{d}.pharaoh", links)
+            write_lines(str(out_dir / f"predictions.{split}.{d}.pharaoh"),
+                        (link_line(sorted(al)) for al in links))
     write_metrics_json(out_dir / "metrics.json", metrics)
     print(f"wrote {out_dir / 'metrics.json'}")
     return metrics

@@ -37,13 +37,14 @@ from aligners.features.reorder import (
     to_csr,
 )
 from aligners.metrics import write_metrics_json
-from aligners.models.reorder import NaiveBayes
+from aligners.models.reorder import folder as reorder_folder
 from aligners.models.reorder import mutual_information as mi_scores
 from aligners.models.reorder import train as reorder_train
 from aligners.models.reorder._common import error_rate
 from aligners.models.reorder.config import ReorderConfig, ReorderData, ReorderRun
 from aligners.models.reorder.dual_mlr import warmup as dual_warmup
 from aligners.models.reorder.mlr import warmup as mlr_warmup
+from aligners.models.reorder.naive_bayes import mi_kept
 from aligners.phrases import load_corpus
 from aligners.plots import plot_reorder
 
@@ -174,7 +175,7 @@ class _Fits:
         self.out_dir, self.models_dir = out_dir, out_dir / "models"
         self.gen = torch.Generator().manual_seed(int(cfg.seed))
         x, f = rc.extract, rc.features
-        self.meta = reorder_train.meta(max_length=x.max_length, orientation=x.mode,
+        self.meta = reorder_folder.meta(max_length=x.max_length, orientation=x.mode,
                                        direction=x.direction, lowercase=d.lowercase,
                                        min_count=f.min_count, context=f.context)
 
@@ -205,7 +206,8 @@ class _Fits:
                       val_batch=(test, self.y_test) if track else None,
                       progress=bool(self.run.progress))
         path = self.models_dir / label
-        lit.model.save(path, meta=self.meta, features=None if lexical else self.features)
+        reorder_folder.save(lit.model, path, meta=self.meta,
+                            features=None if lexical else self.features)
         return lit, path
 
     def record(self, label, lit, path, extra=None):
@@ -240,12 +242,13 @@ class _Fits:
 
     def naive_bayes(self):
         nbc = self.rc.naive_bayes
-        inferences = _as_list(nbc.inference)
-        for inference in inferences:
+        fitted = {}
+        for inference in _as_list(nbc.inference):
             lit, path = self.fit(f"nb_{inference}", "naive_bayes", nbc, inference=inference)
             self.record(f"nb_{inference}", lit, path)
+            fitted[inference] = lit.model
         if nbc.mi_fractions:
-            self.results["mi_curve"] = self.mi_curve(nbc, inferences)
+            self.results["mi_curve"] = self.mi_curve(nbc.mi_fractions, fitted)
 
     def primal(self):
         pc = self.rc.primal
@@ -261,32 +264,27 @@ class _Fits:
             self.record(f"dual_eps{eps}", lit, path, {"eps": float(eps), "history": h,
                                                       "iterations": len(h)})
 
-    def mi_curve(self, nbc, inferences) -> list:
-        """Error of NB (each inference) after removing the lowest-MI fraction of features.
-
-        An analysis sweep: each point is one counting pass (`NaiveBayes.fit`), not a Lightning
-        run; the exported size is measured on a temporary model folder, removed afterwards.
-        """
-        X_train, y_train, y_test, F = self.X_train, self.y_train, self.y_test, self.F
-        scores = mi_scores(X_train, y_train, num_classes=3).numpy()
-        order = np.argsort(scores, kind="stable")  # lowest MI first
-        X_train_d, X_test_d = X_train.to_sparse_coo(), self.X_test.to_sparse_coo()
+    def mi_curve(self, fractions, fitted: dict) -> list:
+        """Error of the fitted NB models (inference -> NaiveBayes) after removing the
+        lowest-MI fraction of features (`NaiveBayes.select`: no refit). An analysis sweep,
+        not a Lightning run; the exported size is measured on a temporary model folder."""
+        scores = mi_scores(self.X_train, self.y_train, num_classes=3).numpy()
+        X_test = self.X_test.to_sparse_coo()
         curve = []
-        for frac in nbc.mi_fractions:
-            n_drop = int(round(float(frac) * F))
-            keep = np.sort(order[n_drop:])
-            Xtr = _select_columns(X_train_d, keep, F)
-            Xte = _select_columns(X_test_d, keep, F)
+        for frac in fractions:
+            keep = mi_kept(scores, frac)
+            dropped = scores[np.setdiff1d(np.arange(self.F), keep)]
+            Xte = _select_columns(X_test, keep, self.F)
             row = {"fraction_removed": float(frac), "features": int(len(keep)),
-                   "threshold": float(scores[order[n_drop - 1]]) if n_drop > 0 else 0.0}
-            for inference in inferences:
-                nb = NaiveBayes(num_features=len(keep), alpha=float(nbc.alpha),
-                                inference=inference).fit(Xtr, y_train)
-                row[f"error_{inference}"] = error_rate(nb.predict_log_proba(Xte), y_test)
-                if inference == inferences[0]:  # size on disk, then the folder is removed
+                   "threshold": float(dropped.max()) if len(dropped) else 0.0}
+            for k, (inference, full) in enumerate(fitted.items()):
+                nb = full.select(keep)
+                row[f"error_{inference}"] = error_rate(nb.predict_log_proba(Xte), self.y_test)
+                if k == 0:  # size on disk, then the folder is removed
                     with tempfile.TemporaryDirectory(prefix="aligners-nb-mi-") as tmp:
                         path = Path(tmp) / "nb_mi"
-                        nb.save(path, meta=self.meta, features=[self.features[i] for i in keep])
+                        reorder_folder.save(nb, path, meta=self.meta,
+                                            features=[self.features[i] for i in keep])
                         row["size_bytes"] = dir_size(path)
             curve.append(row)
             print("mi", json.dumps(row), flush=True)
@@ -324,18 +322,14 @@ def _test_triples(cfg: DictConfig, lowercase: bool):
 
     _, d, run = _settings(cfg)
     given = [d.test_src, d.test_tgt, d.test_align]
-    if any(given):
-        if not all(given):
-            raise AlignersInputError("give all of data.test_src, data.test_tgt, data.test_align")
-        paths = [_resolve(str(p), cfg) for p in given]
-        for p in paths:
-            if not Path(p).is_file():
-                raise AlignersInputError("no such test file", path=p)
-        return "test", load_corpus(*paths, limit=d.test_limit, lowercase=lowercase)
-    paths = [_resolve(str(p), cfg) for p in (d.src, d.tgt, d.align)]
+    if any(given) and not all(given):
+        raise AlignersInputError("give all of data.test_src, data.test_tgt, data.test_align")
+    paths = [_resolve(str(p), cfg) for p in (given if any(given) else (d.src, d.tgt, d.align))]
     for p in paths:
         if not Path(p).is_file():
-            raise AlignersInputError("no such data file", path=p)
+            raise AlignersInputError(f"no such {'test' if any(given) else 'data'} file", path=p)
+    if any(given):
+        return "test", load_corpus(*paths, limit=d.test_limit, lowercase=lowercase)
     n = _count_pairs(paths[2], d.train_limit)
     dev_cut, test_cut = _cuts(n, d)
     corpus = load_corpus(*paths, limit=n, lowercase=lowercase)

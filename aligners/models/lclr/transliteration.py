@@ -25,7 +25,8 @@ import numpy as np
 from aligners.ilp import LinearConstraints
 from aligners.models.lclr.model import FeatureIndex, LatentInstance, LatentTask
 
-__all__ = ["ROMANIZATION", "TransliterationTask", "monotone_matching", "rank_candidates"]
+__all__ = ["ROMANIZATION", "TransliterationTask", "monotone_matching", "rank_candidates",
+           "grid_ranks"]
 
 # Hebrew letter -> English letters that commonly transcribe it (the two-stage system's fixed
 # "Romanization table" weights, as in Chang et al. 2009; vowels are written by matres lectionis).
@@ -162,10 +163,15 @@ def rank_candidates(clf, sources: list[str], candidates: list[str], *,
     (rank = 1 + #other candidates scoring >= it). Cost: S (S + D) inferences."""
     if len(sources) != len(candidates):
         raise ValueError("need exactly one answer candidate per source")
-    task = clf.task
     pool = list(candidates) + list(distractors)
-    ranks = np.empty(len(sources), dtype=np.int64)
-    for k, src in enumerate(sources):
-        s = np.array([clf.score(task.instance(src, c)) for c in pool])
-        ranks[k] = 1 + int(np.sum(np.delete(s, k) >= s[k]))
-    return ranks
+    return grid_ranks(clf, ([clf.task.instance(src, c) for c in pool] for src in sources))
+
+
+def grid_ranks(clf, grid) -> np.ndarray:
+    """`rank_candidates` over built instances: row k of `grid` (an iterable of rows) holds
+    source k against the pool, its answer at k. Ranks (S,) int; one inference an instance."""
+    ranks = []
+    for k, row in enumerate(grid):
+        s = np.array([clf.score(x) for x in row])
+        ranks.append(1 + int(np.sum(np.delete(s, k) >= s[k])))
+    return np.array(ranks, dtype=np.int64)

@@ -2,8 +2,8 @@
 Niranjan 2014). `lexical` (Moses relative frequencies), `mlr` (primal MaxEnt, SGD),
 `dual_mlr` (dual MaxEnt, exponentiated gradient with shrinking), `naive_bayes` (MAP and
 Bayesian predictive, with mutual-information feature selection). All export through
-`aligners/export.py` (kinds `reorder-*`); `aligners.load(folder)` returns a ready
-`Reorderer`. Heavy names (torch, numba) are imported on first use.
+`aligners/export.py` (kinds `reorder-*`; `folder`: save and load); `aligners.load(folder)`
+returns a ready `Reorderer`. Heavy names (torch, numba) are imported on first use.
 """
 
 from aligners.families import Family, lazy_names
@@ -20,7 +20,7 @@ FAMILY = Family(
     sections={"model": "aligners.models.reorder.config:ReorderConfig",
               "data": "aligners.models.reorder.config:ReorderData",
               "": "aligners.models.reorder.config:ReorderRun"},
-    loader="aligners.models.reorder.reorderer:load_folder",
+    loader="aligners.models.reorder.folder:load_folder",
     kinds=("reorder-lexical", "reorder-naive-bayes", "reorder-primal-mlr", "reorder-dual-mlr"),
 )
 

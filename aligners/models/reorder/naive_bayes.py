@@ -18,7 +18,7 @@ from aligners.errors import AlignersInputError
 from aligners.models.reorder._common import Saved, csr_arrays, sparse_matmul
 from aligners.models.reorder.config import NaiveBayesConfig
 
-__all__ = ["NaiveBayes", "mutual_information", "class_feature_counts"]
+__all__ = ["NaiveBayes", "mutual_information", "mi_kept", "class_feature_counts"]
 
 
 def class_feature_counts(X, labels, *, num_classes: int) -> torch.Tensor:
@@ -61,6 +61,13 @@ def mutual_information(X, labels, *, num_classes: int, normalized: bool = True) 
             denom = np.minimum(h_x, h_y)
             mi = np.where(denom > 0, mi / denom, 0.0)
     return torch.from_numpy(np.maximum(mi, 0.0))
+
+
+def mi_kept(scores: np.ndarray, fraction: float) -> np.ndarray:
+    """The feature columns (sorted) left when the round(fraction * F) features of lowest
+    `scores` (F,) are removed (ties: the lower column goes first). O(F log F)."""
+    order = np.argsort(scores, kind="stable")
+    return np.sort(order[int(round(float(fraction) * len(order))):])
 
 
 class NaiveBayes(Saved):

@@ -1,7 +1,7 @@
 """A ready reorderer: a trained classifier plus the extraction and features it was trained on.
 
 `aligners.load(folder)` returns a `Reorderer` for every reordering kind (the family's
-`loader`). `predict_corpus` streams `(src, tgt, links)` triples, extracts the
+loader, `folder.load_folder`). `predict_corpus` streams `(src, tgt, links)` triples, extracts the
 phrase pairs as in training and returns their orientation log-probabilities: the one
 prediction path of `aligners reorder predict` and of the reorder task's `evaluate`.
 """
@@ -13,16 +13,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from aligners.errors import AlignersInputError
-from aligners.models.reorder.dual_mlr import DualMLR
 from aligners.models.reorder.lexical import LexicalReordering
-from aligners.models.reorder.mlr import PrimalMLR
-from aligners.models.reorder.naive_bayes import NaiveBayes
 
-__all__ = ["CLASSES", "Reorderer", "load_folder"]
-
-# export kind -> model class
-CLASSES = {cls.KIND: cls for cls in (LexicalReordering, NaiveBayes, PrimalMLR, DualMLR)}
-
+__all__ = ["Reorderer"]
 
 class Reorderer:
     """`model` (one of CLASSES) + `extract` settings (max_length, orientation, direction,
@@ -64,19 +57,3 @@ class Reorderer:
         raw = collect_examples(triples, self.featurizer, grow=False, **kw)
         X = to_csr(raw, np.arange(len(raw)), self.codes)[:, self._back].tocsr()
         return self.model.predict_log_proba(csr_to_torch(X)), raw.labels
-
-
-def load_folder(folder) -> Reorderer:
-    """The reorder family's `aligners.load` loader: an `export.ModelFolder` of any reordering
-    kind (the family's kinds) -> a `Reorderer`."""
-    cls = CLASSES[folder.kind]
-    model = cls.load(folder)
-    cfg = folder.config
-    extract = cfg.get("extract") or {}
-    feats = cfg.get("features") or {}
-    if not isinstance(extract, dict) or not isinstance(feats, dict):
-        raise AlignersInputError("config.json: 'extract'/'features' must be objects",
-                                 path=str(folder.path))
-    features = None if cls is LexicalReordering else folder.json("features")
-    return Reorderer(model, extract=extract, features=features,
-                     context=bool(feats.get("context", True)))

@@ -1,6 +1,7 @@
 """The one reorder trainer: `aligners reorder train` (`fit`) and the reorder task
 (`aligners.training.lit_reorder.LitReorderer`, one Lightning epoch = one `Fitting.epoch`)
-build, train, describe and save a reordering model with this code.
+build and train a reordering model with this code (`folder`: what its folder records, and
+saving it).
 
 - `settings(**hp)`: the flat training settings over their defaults (`DEFAULTS`, from
   `aligners.models.reorder.config`); `build(name, num_features, **hp)`: an untrained model,
@@ -8,9 +9,7 @@ build, train, describe and save a reordering model with this code.
 - `Fitting` (from `_common`, where the models' own `fit` finds it too): one model trained on
   one batch `(X (E, F) CSR, y (E,))` (keys instead of X for the lexical table), one epoch at
   a time: lexical / naive Bayes one counting pass, primal one SGD epoch, dual one EG pass
-  over the active set (done when the set is empty); `fit`: its loop;
-- `meta(...)`: the extraction / feature settings a model folder records; `save`: the export,
-  an unwritable folder being one AlignersInputError line.
+  over the active set (done when the set is empty); `fit`: its loop.
 Cost: that of the models' own fitting code; nothing here holds more than the model.
 """
 
@@ -23,7 +22,7 @@ from aligners.models.reorder.lexical import LexicalReordering
 from aligners.models.reorder.mlr import PrimalMLR
 from aligners.models.reorder.naive_bayes import NaiveBayes
 
-__all__ = ["NAMES", "DEFAULTS", "settings", "build", "Fitting", "fit", "meta", "save"]
+__all__ = ["NAMES", "DEFAULTS", "settings", "build", "Fitting", "fit"]
 
 NAMES = {"lexical": LexicalReordering, "naive_bayes": NaiveBayes, "primal": PrimalMLR,
          "dual": DualMLR}
@@ -40,24 +39,3 @@ def build(name: str, *, num_features: int = 0, num_classes: int = 3, **hp):
         return NaiveBayes(num_features=num_features, num_classes=num_classes, alpha=s["alpha"],
                           inference=s["inference"])
     return NAMES[name](num_features=num_features, num_classes=num_classes, sigma2=s["sigma2"])
-
-
-def meta(*, max_length: int, orientation: str, direction: str, lowercase: bool,
-         min_count: int | None = None, context: bool = True) -> dict:
-    """What a model folder records of its training data: the extraction settings and (with
-    `min_count`) the feature settings, as `aligners.models.reorder.reorderer` reads them."""
-    out = {"extract": {"max_length": int(max_length), "orientation": str(orientation),
-                       "direction": str(direction), "lowercase": bool(lowercase)}}
-    if min_count is not None:
-        out["features"] = {"min_count": int(min_count), "context": bool(context)}
-    return out
-
-
-def save(model, out, **kw) -> None:
-    """`model.save(out, **kw)` (atomic: never a partial folder); an OSError is one
-    AlignersInputError naming the folder."""
-    try:
-        model.save(out, **kw)
-    except OSError as err:
-        raise AlignersInputError(f"cannot write the model folder: {err.strerror or err}",
-                                 path=str(out)) from None
