@@ -70,8 +70,9 @@ def main(argv=None) -> int:
         try:
             trees = {"this checkout": ROOT, f"main {args.base}": base}
             outs = {name: work / f"out{k}" for k, name in enumerate(trees)}
-            cmds = {name: [sys.executable, "-m", "aligners", "align", "-s", str(src), "-t",
-                           str(tgt), "-o", str(outs[name]), *FLAGS] for name in trees}
+            # -P: each tree's code comes from PYTHONPATH, not from the working directory
+            cmds = {name: [sys.executable, "-P", "-m", "aligners", "align", "-s", str(src),
+                           "-t", str(tgt), "-o", str(outs[name]), *FLAGS] for name in trees}
             envs = {name: dict(os.environ, PYTHONPATH=str(tree))
                     for name, tree in trees.items()}
             run_side_by_side(cmds, repeats=1, envs=envs)  # warm-up: numba caches compiled

@@ -11,14 +11,13 @@ reads stay in a (Vt,) array that fits in cache: no hash table, no per-cell binar
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
 from numba import njit
 
-__all__ = ["cut_batches", "device_pair_ids", "distinct_keys", "fill_pair_ids", "index_pairs",
-           "pad_ids"]
+__all__ = ["cut_batches", "device_pair_ids", "distinct_keys", "fill_pair_ids", "pad_ids"]
 
 _MERGE_KEYS = 1 << 26  # on a device: batches' distinct keys merged into the table from this
 # many on (or the table's size, if larger: the merges' cost stays O(P log) however large)
@@ -126,42 +125,23 @@ def _fill_words(keys, start, t0, tn, dst, tgt, s0, s1, n_tgt_words, out):
 
 
 @njit(nogil=True, cache=True)
-def _index_words(start, t0, tn, dst, tgt, s0, s1, n_tgt_words, out):
-    """The sorted distinct keys (m,) int64 of the cells whose source word is in [s0, s1)
-    and, unless `out` is empty, their ids in the same pass: each word's distinct targets
-    are found (stamps), sorted and numbered in a (Vt,) scratch array, then its occurrences
-    (hot in cache) read their ids there: out[dst[o] + j] = the position of the cell's key
-    in the range's keys (the caller adds the keys of earlier ranges: `_shift_words`)."""
+def _word_keys(start, t0, tn, tgt, s0, s1, n_tgt_words):
+    """The sorted distinct keys (m,) int64 of the cells whose source word is in [s0, s1):
+    each word's distinct targets found with stamps and sorted (`_row_targets`)."""
     stamp = np.full(n_tgt_words, -1, np.int32)
-    scratch = np.empty(n_tgt_words, np.int32)
     row = np.empty(n_tgt_words + 1, np.int32)  # (+1: _row_targets writes one past)
     keys = np.empty(16, np.int64)
     n = 0
     for s in range(s0, s1):
         m = _row_targets(start, t0, tn, tgt, s, stamp, row, n_tgt_words)
-        if m == 0:
-            continue
         if n + m > len(keys):
             bigger = np.empty(max(n + m, 2 * len(keys)), np.int64)
             bigger[:n] = keys[:n]
             keys = bigger
         for q in range(m):
             keys[n + q] = np.int64(s) * n_tgt_words + row[q]
-            scratch[row[q]] = n + q
-        for o in range(start[s], start[s + 1] if len(out) else start[s]):
-            d = dst[o] - t0[o]
-            for j in range(t0[o], t0[o] + tn[o]):
-                out[d + j] = scratch[tgt[j]]
         n += m
     return keys[:n].copy()
-
-
-@njit(nogil=True, cache=True)
-def _shift_words(start, tn, dst, s0, s1, add, out):
-    """out[cells of the occurrences of source words [s0, s1)] += add."""
-    for o in range(start[s0], start[s1]):
-        for j in range(dst[o], dst[o] + tn[o]):
-            out[j] += add
 
 
 @njit(nogil=True, cache=True)
@@ -174,9 +154,12 @@ def pad_ids(base, width, height, li, lj, value, out):
             out[lo + (lj[q] if i < li[q] else 0):lo + width[q]] = value
 
 
-def _word_ranges(start: np.ndarray, t0n: np.ndarray, parts: int) -> list[tuple[int, int]]:
-    """[s0, s1) source word ranges of about equal cells (tn summed over occurrences)."""
+def _word_ranges(start: np.ndarray, t0n: np.ndarray, threads: int) -> list[tuple[int, int]]:
+    """[s0, s1) source word ranges of about equal cells (tn summed over occurrences): one
+    with one thread, else 8 per thread, which the threads take in turn (a rare word's cell
+    costs more than a frequent one's, so equal cells are not equal time)."""
     V = len(start) - 1
+    parts = 8 * threads if threads > 1 else 1
     if parts <= 1 or len(t0n) == 0:
         return [(0, V)]
     cum = np.cumsum(t0n, dtype=np.int64)
@@ -196,7 +179,6 @@ def _run(fn, ranges, threads):
 
 
 _EMPTY = np.zeros(0, np.int64)
-_NONE = np.zeros(0, np.int32)
 
 
 def distinct_keys(src, src_off, tgt, tgt_off, rows, n_src_words: int, n_tgt_words: int, *,
@@ -211,8 +193,8 @@ def distinct_keys(src, src_off, tgt, tgt_off, rows, n_src_words: int, n_tgt_word
     start, t0, tn, _ = _occurrences(src, src_off, tgt_off, np.sort(rows), _EMPTY, _EMPTY,
                                     np.int64(n_src_words))
     ranges = _word_ranges(start, tn, threads)
-    parts = _run(lambda s0, s1: _index_words(start, t0, tn, _EMPTY, tgt, s0, s1,
-                                             np.int64(n_tgt_words), _NONE), ranges, threads)
+    parts = _run(lambda s0, s1: _word_keys(start, t0, tn, tgt, s0, s1,
+                                           np.int64(n_tgt_words)), ranges, threads)
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
@@ -224,40 +206,13 @@ def fill_pair_ids(keys, src, src_off, tgt, tgt_off, rows, base, width, n_src_wor
     touched. Source word by source word (`threads` word ranges at once): word s's keys are
     copied into a (Vt,) scratch array, then every occurrence of s reads its sentence's
     targets there. Cost O(cells + P), cache friendly; memory 26 bytes per source token +
-    4 * Vt per thread. `out` may be a Future of that store (allocated meanwhile)."""
+    4 * Vt per thread."""
     order = np.argsort(rows, kind="stable")  # corpus order: the token reads go forward
     start, t0, tn, dst = _occurrences(src, src_off, tgt_off, rows[order], base[order],
                                       width[order], np.int64(n_src_words))
-    if isinstance(out, Future):
-        out = out.result()
     ranges = _word_ranges(start, tn, threads)
     _run(lambda s0, s1: _fill_words(keys, start, t0, tn, dst, tgt, s0, s1,
                                     np.int64(n_tgt_words), out), ranges, threads)
-
-
-def index_pairs(src, src_off, tgt, tgt_off, rows, base, width, n_src_words: int,
-                n_tgt_words: int, out, *, threads: int = 1) -> np.ndarray:
-    """`distinct_keys` and then `fill_pair_ids` (same arguments, same keys and ids) in one
-    pass over the cells instead of two: returns the sorted distinct keys (P,) int64 of the
-    sentences `rows` and writes their cells' ids into `out` (P is never written: every
-    cell's pair is in the table; `out` may be a Future of that store, allocated
-    meanwhile). Word ranges run on `threads` threads; a range's ids come out local to it
-    and are shifted by the keys of the ranges before it afterwards (in parallel too).
-    Cost O(cells + P log P); memory 26 bytes per source token + 12 * Vt per thread."""
-    order = np.argsort(rows, kind="stable")
-    start, t0, tn, dst = _occurrences(src, src_off, tgt_off, rows[order], base[order],
-                                      width[order], np.int64(n_src_words))
-    if isinstance(out, Future):
-        out = out.result()
-    ranges = _word_ranges(start, tn, threads)
-    parts = _run(lambda s0, s1: _index_words(start, t0, tn, dst, tgt, s0, s1,
-                                             np.int64(n_tgt_words), out), ranges, threads)
-    shifts = np.cumsum([0] + [len(k) for k in parts[:-1]])
-    later = [(r, int(a)) for r, a in zip(ranges, shifts, strict=True) if a]
-    if later:
-        _run(lambda r, a: _shift_words(start, tn, dst, r[0], r[1], np.int32(a), out),
-             later, threads)
-    return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
 def _cell_keys(words, n_tgt_words: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -36,7 +36,6 @@ from aligners.data._pairtable import (
     device_pair_ids,
     distinct_keys,
     fill_pair_ids,
-    index_pairs,
     pad_ids,
 )
 from aligners.data.file_ids import ParallelFiles
@@ -117,6 +116,15 @@ def _populated_int32(n: int) -> np.ndarray:
     return np.frombuffer(buf, dtype=np.int32)
 
 
+def _in_background(fn, *args) -> Future:
+    """fn(*args) run on a thread of its own (which ends with it)."""
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(fn, *args)
+    finally:
+        pool.shutdown(wait=False)
+
+
 def _flatten(sents: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Sentences of token ids -> (flat (T,) int32, offsets (N + 1,) int64)."""
     off = np.zeros(len(sents) + 1, dtype=np.int64)
@@ -139,16 +147,16 @@ class PairIndex:
     """The encoded, batched bitext and its table of co-occurring pairs.
 
     `src`, `tgt`: N sentences of token ids each (see `from_flat` for flat arrays).
-    Build cost: O(total cells + P log P) time, one compiled pass over the cells source
-    word by source word that finds the table and the ids together (two with `cache_dir` or
-    a given table: `aligners.data._pairtable`) on `threads` threads (None: every
-    core this process may use); memory 4 bytes per cell (int32 ids), kept in RAM or, with
-    `cache_dir`, in .npy files read back batch by batch, plus about 26 bytes per source
-    token and 8 per distinct pair while building. `keys` (sorted int64 `src*Vt+tgt`) fixes
-    the pair table (e.g. a loaded model's): pairs outside it get id P. With `device` (and
-    no `cache_dir`) the batches go there first and the table and ids are found there with
-    torch's unique / searchsorted (`device_pair_ids`): the same keys and ids, none on the
-    host.
+    Build cost: O(total cells + P log P) time, two compiled passes over the cells source
+    word by source word, the table's and then the ids (one with a given table:
+    `aligners.data._pairtable`), in word ranges on `threads` threads (None: every core
+    this process may use; the id store's pages are mapped meanwhile); memory 4 bytes per
+    cell (int32 ids), kept in RAM or, with `cache_dir`, in .npy files read back batch by
+    batch, plus about 26 bytes per source token and 8 per distinct pair while building.
+    `keys` (sorted int64 `src*Vt+tgt`) fixes the pair table (e.g. a loaded model's): pairs
+    outside it get id P. With `device` (and no `cache_dir`) the batches go there first and
+    the table and ids are found there with torch's unique / searchsorted
+    (`device_pair_ids`): the same keys and ids, none on the host.
     """
 
     def __init__(
@@ -205,6 +213,10 @@ class PairIndex:
         if max_batch is None:  # 4096 pairs per 1M cells: short pairs fill larger budgets too
             max_batch = max(4096, 4096 * cells // DEFAULT_CELLS)
         plans = plan_batches(src_len, tgt_len, cells=cells, max_batch=max_batch)
+        store = None  # the in-memory id store, its pages mapped on a thread meanwhile
+        if device is None and cache_dir is None and plans:
+            store = _in_background(_populated_int32, sum(
+                len(r) * int(src_len[r].max()) * int(tgt_len[r].max()) for r in plans))
         self._words = [(torch.from_numpy(rows), torch.from_numpy(_pad(rows, src, src_off)),
                         torch.from_numpy(_pad(rows, tgt, tgt_off)),
                         torch.from_numpy(src_len[rows]), torch.from_numpy(tgt_len[rows]))
@@ -216,35 +228,32 @@ class PairIndex:
             self.n_pairs = int(self.keys.numel())
             _release_free_heap()  # (the host copies of the padded words)
             return
-        if keys is None and (cache_dir is not None or not plans):  # (else: found while the
-            rows = np.concatenate(plans) if plans else np.zeros(0, np.int64)  # ids fill)
+        if keys is None:
+            rows = np.concatenate(plans) if plans else np.zeros(0, np.int64)
             keys = torch.from_numpy(distinct_keys(src, src_off, tgt, tgt_off, rows,
                                                   n_src_words, n_tgt_words, threads=threads))
         if cache_dir is not None:
             os.makedirs(cache_dir, exist_ok=True)
             self._dir = tempfile.mkdtemp(prefix="pairs-", dir=cache_dir)
             weakref.finalize(self, shutil.rmtree, self._dir, True)  # removed with the index
-        self._ids = self._fill_ids(plans, src, src_off, tgt, tgt_off, threads, keys)
+        self._ids = self._fill_ids(plans, src, src_off, tgt, tgt_off, threads, keys, store)
         _release_free_heap()
 
-    def _fill_ids(self, plans, src, src_off, tgt, tgt_off, threads: int, keys) -> list:
+    def _fill_ids(self, plans, src, src_off, tgt, tgt_off, threads: int, keys: torch.Tensor,
+                  store: Future | None) -> list:
         """Every batch's (B, I, J) int32 pair ids (P on padding): tensors viewing one
         allocation for all batches (no heap holes between them), or with a disk cache the
-        paths of .npy files written `_FILL_CELLS` cells at a time. Sets `keys` and
-        `n_pairs`; `keys` None (in memory only): the table is found in the same pass."""
-        if keys is not None:
-            self.keys = keys.cpu()  # the lookup runs on the CPU, whatever the model's device
-            self.n_pairs = int(keys.numel())
+        paths of .npy files written `_FILL_CELLS` cells at a time. Sets `keys` (the
+        table, sorted) and `n_pairs`; `store`: the in-memory store being mapped."""
+        self.keys = keys.cpu()  # the lookup runs on the CPU, whatever the model's device
+        self.n_pairs = int(keys.numel())
         if not self._words:
             return []
         shapes = [(s.shape[0], s.shape[1], t.shape[1]) for _, s, t, _, _ in self._words]
         sizes = np.array([b * i * j for b, i, j in shapes], dtype=np.int64)
         starts = np.concatenate(([0], np.cumsum(sizes)))
-        if self._dir is None:  # one chunk; its pages are mapped while the kernels start
-            chunks = [(0, len(shapes))]
-            pool = ThreadPoolExecutor(max_workers=1)
-            buf = pool.submit(_populated_int32, int(starts[-1]))
-            pool.shutdown(wait=False)  # (the thread ends once the store is made)
+        if self._dir is None:  # one chunk: the whole store
+            chunks, buf = [(0, len(shapes))], store.result()
         else:
             chunks, k0 = [], 0
             while k0 < len(shapes):
@@ -257,21 +266,15 @@ class PairIndex:
                                default=0), dtype=np.int32)
         out: list = []
         for k0, k1 in chunks:
-            chunk = buf if self._dir is None else buf[:int(starts[k1] - starts[k0])]
+            chunk = buf[:int(starts[k1] - starts[k0])]
             rows = np.concatenate(plans[k0:k1])
             base = np.concatenate([starts[k] - starts[k0] + np.arange(shapes[k][0])
                                    * shapes[k][1] * shapes[k][2] for k in range(k0, k1)])
             width, height = (np.concatenate([np.full(shapes[k][0], shapes[k][x]) for k in
                                              range(k0, k1)]) for x in (2, 1))
-            args = (src, src_off, tgt, tgt_off, rows, base, width, self.n_src_words,
-                    self.n_tgt_words, chunk)
-            if keys is None:
-                self.keys = torch.from_numpy(index_pairs(*args, threads=threads))
-                self.n_pairs = int(self.keys.numel())
-            else:
-                fill_pair_ids(np.ascontiguousarray(self.keys.numpy(), dtype=np.int64), *args,
-                              threads=threads)
-            chunk = chunk.result() if isinstance(chunk, Future) else chunk
+            fill_pair_ids(np.ascontiguousarray(self.keys.numpy(), dtype=np.int64), src, src_off,
+                          tgt, tgt_off, rows, base, width, self.n_src_words, self.n_tgt_words,
+                          chunk, threads=threads)
             pad_ids(base, width, height, self.src_lengths[rows], self.tgt_lengths[rows],
                     np.int32(self.n_pairs), chunk)
             for k in range(k0, k1):
