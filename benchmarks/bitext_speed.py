@@ -92,7 +92,7 @@ def main(argv=None) -> int:
         note = (f"{args.repeats} runs alternating with the other row's, after one warm-up "
                 f"each; medians; outputs byte-identical: {'yes' if same else 'NO'}; test AER "
                 f"{aer:.4f} (this checkout)")
-        rows.append(make_row("bitext-speed", f"hansards-{args.pairs // 1000}k", name,
+        rows.append(make_row("bitext-speed", f"hansards-{args.pairs // 1000}k-test", name,
                              metrics={**med, "identical": int(same)}, wall_s=wall,
                              cpu_s=statistics.median(r["cpu_s"] for r in res),
                              peak_rss_mib=statistics.median(r["peak_rss_mib"] for r in res),

@@ -77,6 +77,7 @@ class Section:
 DATASETS = {
     "hansards-1k": "Hansards En-Fr 1k", "hansards-20k": "Hansards En-Fr 20k (+ test, trial)",
     "hansards-200k": "Hansards En-Fr 200k (+ test, trial)",
+    "hansards-200k-test": "Hansards En-Fr 200k (+ test)",
     "hansards-200k-x5": "Hansards 200k x 5 (1M pairs)",
     "hansards-full": "Hansards En-Fr full (1.13M)", "rwth-deen-europarl": "RWTH De-En (508)",
     "wpt-roen": "WPT Ro-En (248)", "pcedt-csen": "PCEDT Cs-En (515)",
@@ -130,7 +131,7 @@ SECTIONS = (
                (Column("read_s", "read"), Column("index_s", "index"),
                 Column("train_s", "train"), Column("decode_s", "decode"),
                 Column("write_s", "write"), Column("identical", "output = base (1 = yes)")),
-               datasets=("hansards-200k",)))),
+               datasets=("hansards-200k-test",)))),
     Section("Phrasal and gappy HSMM vs Bansal, Quirk & Moore (2011)", (
         "`python train.py experiment=bansal2011_hansards[_20k]`: the paper's Table 1 shape on "
         "Hansards (lowercased). Test = the 347 test pairs after the paper's dev split (37 "
