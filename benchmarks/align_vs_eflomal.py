@@ -19,12 +19,12 @@ RSS), tools alternating: per seed eflomal (its defaults, OMP_NUM_THREADS unset: 
 `aligners align --seed S` (the default: what a user gets without flags) and `aligners align
 --model bayesian --seed S`; once (deterministic) `--model hmm` (`--threads` torch threads) and
 `--model gappy-hsmm`. Every system of ours is scored on its default output (-o); the samplers'
-(and the default's) directions (-f/-r) are also symmetrized by
-`aligners.inference.symmetrize` (intersect, grow-diag-final-and: eflomal's "aer" is its
-grow-diag-final-and, the better of the two is the one to beat). AER = `aligners.metrics`
-on the test pairs; a row holds the mean AER of its runs and the median time and RSS, and
-ours/eflomal time ratios. eflomal (GPL-3.0) is installed in the benchmark environment only
-(`pip install -e .[bench]`), never imported.
+(and the default's) directions (-f/-r) are also symmetrized by `aligners.symmetrize` (intersect,
+grow-diag-final-and: eflomal's "aer" is its grow-diag-final-and, the better of the two is
+the one to beat). AER = `aligners.metrics` on the test pairs; a row holds the
+mean AER of its runs and the median time and RSS, and ours/eflomal time ratios. eflomal
+(GPL-3.0) is installed in the benchmark environment only (`pip install -e .[bench]`), never
+imported.
 """
 
 from __future__ import annotations
@@ -149,8 +149,8 @@ def _score(system: str, seed: int, work: Path, gold, first: int, *,
     """AER of the system's default output (eflomal: grow-diag-final-and) on the test pairs,
     and for the samplers their directions' intersection and grow-diag-final-and; on Hansards
     also on the 347 test pairs of Bansal et al. (the first 100 are their dev)."""
-    from aligners.inference.symmetrize import symmetrize_corpus
     from aligners.metrics import evaluate_alignments
+    from aligners.symmetrize import symmetrize_corpus
 
     def aer(links, lo=0):  # links of the test pairs only
         return evaluate_alignments(gold[lo:], links[lo:], breakdowns=False).micro

@@ -28,10 +28,10 @@ CANDIDATES = ([("viterbi", 0.5, h) for h in ("intersect", "grow-diag", "grow-dia
 
 def main(argv=None) -> None:
     from aligners.data.datasets import iter_parallel, load
+    from aligners.inference.choose import score, sym_lines
     from aligners.models.aligned import Decoding
     from aligners.models.bayesian import BayesAligner, BayesConfig
     from aligners.models.bayesian.folder import BayesAligned
-    from aligners.training.choose import score, sym_lines
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=20_000, help="Hansards training pairs")

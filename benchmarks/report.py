@@ -111,8 +111,7 @@ SECTIONS = (
     Section("Word alignment vs eflomal", (
         "Each system trains on the text it aligns (Hansards: N training pairs + the 447 test + "
         "37 trial pairs) and is scored on the gold test pairs by `aligners.metrics`; eflomal's "
-        "and the Bayesian aligner's two directions are symmetrized by "
-        "`aligners.inference.symmetrize`. "
+        "and the Bayesian aligner's two directions are symmetrized by `aligners.symmetrize`. "
         "AER = each system's default output (`default`: `aligners align` with no flags; "
         "`hmm`, `gappy-hsmm` agreement decoding; `bayesian` since this round the mean of its "
         "directions' marginals, earlier rows grow-diag-final-and) and eflomal's "

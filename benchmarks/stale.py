@@ -26,7 +26,7 @@ from harness import RESULTS_DIR, ROOT, load_rows  # noqa: E402
 __all__ = ["CODE", "code_of", "stale_rows", "main"]
 
 MARK = "† "
-_WORD = ("aligners/data", "aligners/inference/symmetrize.py", "aligners/commands/align.py")
+_WORD = ("aligners/data", "aligners/symmetrize.py", "aligners/commands/align.py")
 CODE = {  # (task prefix, system text) -> the paths a row's figure depends on
     ("word", "bayesian"): (*_WORD, "aligners/models/bayesian"),
     ("word", "gappy"): (*_WORD, "aligners/models/gappy_hsmm", "aligners/models/hmm",
@@ -35,7 +35,7 @@ CODE = {  # (task prefix, system text) -> the paths a row's figure depends on
     ("word", "default"): (*_WORD, "aligners/models"),
     ("phrasal", ""): ("aligners/models/gappy_hsmm", "aligners/models/hmm",
                       "aligners/training/gappy_hsmm.py", "aligners/training/word_task.py",
-                      "aligners/training/choose.py", "aligners/lattices"),
+                      "aligners/inference/choose.py", "aligners/lattices"),
     ("bitext", ""): (*_WORD, "aligners/models/hmm", "aligners/lattices"),
     ("gpu", ""): ("aligners/models/hmm", "aligners/lattices", "aligners/data"),
     ("lattices", ""): ("aligners/lattices",),

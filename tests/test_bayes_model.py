@@ -227,7 +227,7 @@ def test_link_lines_symmetrize_the_directions_and_read_a_span():
     """link_lines (the one decoder over the sparse marginals): the symmetrized lines are the
     heuristic applied to the two directions' lines, posterior lines carry the same links,
     and a span's lines are those sentences' lines of the whole text."""
-    from aligners.inference.symmetrize import symmetrize_corpus
+    from aligners.symmetrize import symmetrize_corpus
 
     pairs = _pairs(40)
     m = BayesAligner(BayesConfig(**FAST)).align(pairs, seed=2)

@@ -304,9 +304,8 @@ def test_mixed_batches_give_the_same_counts_and_links_routed_or_not(trained, dty
 
 
 def _tight_keys_reference(f, b, I, J, ss, st, sw, tw, Ut):
-    """The keys of one pair from `aligners.inference.symmetrize` and dictionaries (the
-    definition)."""
-    from aligners.inference.symmetrize import symmetrize
+    """The keys of one pair from `aligners.symmetrize` and dictionaries (the definition)."""
+    from aligners.symmetrize import symmetrize
 
     links = symmetrize([(i, j) for j, i in enumerate(f[:J]) if i >= 0],
                        [(i, j) for i, j in enumerate(b[:I]) if j >= 0], "grow-diag-final")

@@ -34,9 +34,9 @@ def test_choose_picks_the_lowest_dev_aer():
     given as kept)."""
     from types import SimpleNamespace
 
+    from aligners.inference.choose import choose_decoding
     from aligners.models.gappy_hsmm.config import METHODS
     from aligners.models.gappy_hsmm.folder import PhrasalAligned
-    from aligners.training.choose import choose_decoding
 
     gold = [_pair("a b", "x y", {(0, 0), (1, 1)})]
     lf = np.array([[0.9, 0.2], [0.1, 0.45]], dtype=np.float32)

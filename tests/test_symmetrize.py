@@ -1,10 +1,10 @@
-"""aligners.inference.symmetrize against fast_align atools' own outputs, plus hand-worked cases."""
+"""aligners.symmetrize against fast_align atools' own outputs, plus hand-worked cases."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aligners.inference.symmetrize import HEURISTICS, symmetrize, symmetrize_corpus
+from aligners.symmetrize import HEURISTICS, symmetrize, symmetrize_corpus
 from tests.conftest import shared_path
 
 ORACLE_INPUTS = ("eflomal.enfr", "eflomal.enfr3k", "fastalign.enfr")

@@ -5,7 +5,7 @@ import pytest
 from test_word_cli import FAST, links, write_corpus
 
 from aligners.cli import main
-from aligners.inference.symmetrize import symmetrize
+from aligners.symmetrize import symmetrize
 
 
 def test_output_with_forward_and_reverse_writes_symmetrized_links(tmp_path):

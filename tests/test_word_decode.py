@@ -9,10 +9,10 @@ from word_toy import toy_corpus
 
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
-from aligners.inference.symmetrize import symmetrize
 from aligners.models.hmm._pharaoh_kernel import link_lines
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
 from aligners.models.hmm.decode import decode_lines
+from aligners.symmetrize import symmetrize
 
 METHODS = {"agreement": 0.3, "posterior": 0.4, "viterbi": 0.3}
 

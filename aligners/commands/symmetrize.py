@@ -16,7 +16,7 @@ import re
 
 from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
-from aligners.inference.symmetrize import HEURISTICS
+from aligners.symmetrize import HEURISTICS
 
 __all__ = ["add_arguments", "run"]
 
@@ -53,8 +53,8 @@ def _read_links(path: str) -> list[set[tuple[int, int]]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aligners.inference.symmetrize import symmetrize
     from aligners.outputs import check_paths, write_lines
+    from aligners.symmetrize import symmetrize
 
     if args.fwd == "-" and args.rev == "-":
         raise AlignersInputError("only one of -i / -j can be '-' (stdin)")

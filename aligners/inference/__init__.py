@@ -1,3 +1,1 @@
-"""Decoding every family shares: `symmetrize` (the atools heuristics that combine two
-directions' link sets). A leaf below the models (imports no other aligners module); each
-family's own decoder lives in its `models/<family>/decode.py`."""
+"""See DESIGN.md for what lives here."""

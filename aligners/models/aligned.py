@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 from aligners.config_checks import UNIT, Rule, check, check_value, maybe, setting
 from aligners.data import DEFAULT_CELLS, GPU_CELLS
 from aligners.errors import AlignersInputError
-from aligners.inference.symmetrize import HEURISTICS
+from aligners.symmetrize import HEURISTICS
 
 __all__ = ["Link", "OUTPUTS", "LARGE", "SYMMETRIC", "Decoding", "TuneGrid", "RunOptions",
            "Aligned", "WordAlignment", "token_pairs", "parse_line", "auto_family", "align"]
@@ -64,7 +64,7 @@ SYMMETRIC = ("agreement", "mean")  # methods whose links combine both directions
 
 @dataclass
 class TuneGrid:
-    """The decodings a Hydra task searches on its tuning split (`aligners.training.choose`):
+    """The decodings a Hydra task searches on its tuning split (`aligners.inference.choose`):
     the `tune_grid` of a word family's model config. A family sets its own defaults by
     subclassing (its YAML restates them; tests/test_config_defaults.py checks that)."""
 

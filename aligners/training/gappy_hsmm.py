@@ -29,6 +29,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from aligners.data.heap import release_free_heap
+from aligners.inference.choose import choose_decoding, score, sym_lines
 from aligners.models.aligned import Decoding, parse_line
 from aligners.models.gappy_hsmm import PhrasalConfig, build_phrasal_aligner
 from aligners.models.gappy_hsmm.config import SIZED, GappyHSMMConfig
@@ -36,7 +37,6 @@ from aligners.models.gappy_hsmm.decode import prepared_batch
 from aligners.models.gappy_hsmm.init import word_viterbi
 from aligners.models.gappy_hsmm.prepared import ReuseCache
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
-from aligners.training.choose import choose_decoding, score, sym_lines
 from aligners.training.hmm import LitEM, LitWordAligner, fit_em
 from aligners.training.word_task import Fitted, Text, WordTask
 

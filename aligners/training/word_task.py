@@ -8,7 +8,7 @@ gappy-hsmm) is a `WordTask` whose subclass overrides only what differs (its hook
 2. the family's `fit` (hook `fit`; by default `Family.model_class().fit` on the text with
    the config of `cfg.model`, hook `config`);
 3. the decoding: chosen on the tuning split (`data.tune_split`, never a test split) by the
-   one chooser (`aligners.training.choose`) over `model.tune_grid`; without one,
+   one chooser (`aligners.inference.choose`) over `model.tune_grid`; without one,
    `model.decoding` (the family's default where the config has none);
 4. every gold split decoded (hook `part`: by default `model.decode` of its text), written
    as `alignments.<split>.txt` (Pharaoh: what `aligners align` writes for that text and
@@ -30,8 +30,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from aligners.errors import AlignersInputError
+from aligners.inference.choose import choose_decoding, score, sym_lines
 from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment
-from aligners.training.choose import choose_decoding, score, sym_lines
 
 __all__ = ["Text", "Fitted", "WordTask", "load_text"]
 

@@ -15,8 +15,8 @@ import numpy as np
 from numba import njit
 
 from aligners.data.pharaoh import link_line
-from aligners.inference.symmetrize import symmetrize
 from aligners.models.bayesian.slots import BayesMarginals
+from aligners.symmetrize import symmetrize
 
 __all__ = ["token_links", "mean_links", "link_lines"]
 

@@ -94,7 +94,7 @@ class BayesianAlignment(WordAlignment):
         if dec.method == "mean" and sized:  # by the text's size (config.mean_threshold)
             return replace(dec, threshold=None)
         if dec.method != "mean" and dec.symmetrize == "none":
-            from aligners.inference.symmetrize import HEURISTICS
+            from aligners.symmetrize import HEURISTICS
 
             raise AlignersInputError(f"--symmetrize {dec.symmetrize!r}: the Bayesian "
                                      f"aligner's directions are combined by one of "

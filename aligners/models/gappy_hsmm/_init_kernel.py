@@ -3,7 +3,7 @@
 Used by `aligners.models.gappy_hsmm.init` (initial phrasal emissions, Bansal et al. 2011, sec.
 7.1). Per pair: forward Viterbi f (J,) (source position of each target word, -1 NULL) and
 backward b (I,) (target position of each source word, -1 NULL) are symmetrised with
-grow-diag-final exactly as `aligners.inference.symmetrize.symmetrize` (atools order: sweeps over the
+grow-diag-final exactly as `aligners.symmetrize.symmetrize` (atools order: sweeps over the
 not-yet-added union points in (i, j) order, added points count at once; then the forward
 points, then the backward ones, in (i, j) order). Then every source word i whose links
 span targets lo..hi (hi > lo) with no other source linked inside gives the key

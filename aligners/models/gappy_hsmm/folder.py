@@ -78,7 +78,7 @@ def _chunk_lines(mats: list, outputs, decoding: Decoding, posteriors: bool) -> d
     "rev" each direction's posteriors > the threshold (0.5 under Viterbi, whose matrices are
     0/1); "sym" the agreement's product > the threshold, else both directions combined by
     the heuristic (their union under "none")."""
-    from aligners.inference.symmetrize import symmetrize
+    from aligners.symmetrize import symmetrize
 
     method, h = decoding.method, decoding.symmetrize
     th = 0.5 if method == "viterbi" else float(decoding.threshold)

@@ -5,7 +5,7 @@ Methods (every result is in source-target order, 0-based):
 - "posterior": each direction's links whose posterior exceeds `threshold`;
 - "agreement": links whose product of the two directions' posteriors exceeds `threshold`
   (Liang et al. 2006); both directions get the same links.
-Then `aligners.inference.symmetrize` combines the two directions with any atools heuristic.
+Then `aligners.symmetrize` combines the two directions with any atools heuristic.
 
 `decode_lines` is the family's one decoder (`folder.WordAligned.lines`: the CLI, the Hydra
 task and the benchmarks). It imports no model: it needs of the model `keys` (a tensor on
@@ -139,11 +139,11 @@ def decode_lines(
     Each batch is decoded on the model's device and comes to the host in one copy; its
     lines are written by one compiled pass (`_pharaoh_kernel.link_lines`), without a Python
     object per link, except for a symmetrization heuristic (per sentence, in Python:
-    `aligners.inference.symmetrize`), whose time goes to phase "symmetrize" of `phases` when given
+    `aligners.symmetrize`), whose time goes to phase "symmetrize" of `phases` when given
     (`aligners.timing`: the caller's "decode" phase then excludes it). Memory: the
     formatted lines only (batch by batch).
     """
-    from aligners.inference.symmetrize import check_heuristic, symmetrize
+    from aligners.symmetrize import check_heuristic, symmetrize
 
     plain_sym = heuristic in (None, "none")
     if not plain_sym:
