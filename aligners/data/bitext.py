@@ -213,10 +213,10 @@ class PairIndex:
         if max_batch is None:  # 4096 pairs per 1M cells: short pairs fill larger budgets too
             max_batch = max(4096, 4096 * cells // DEFAULT_CELLS)
         plans = plan_batches(src_len, tgt_len, cells=cells, max_batch=max_batch)
+        shapes = [(len(r), int(src_len[r].max()), int(tgt_len[r].max())) for r in plans]
         store = None  # the in-memory id store, its pages mapped on a thread meanwhile
         if device is None and cache_dir is None and plans:
-            store = _in_background(_populated_int32, sum(
-                len(r) * int(src_len[r].max()) * int(tgt_len[r].max()) for r in plans))
+            store = _in_background(_populated_int32, sum(b * i * j for b, i, j in shapes))
         self._words = [(torch.from_numpy(rows), torch.from_numpy(_pad(rows, src, src_off)),
                         torch.from_numpy(_pad(rows, tgt, tgt_off)),
                         torch.from_numpy(src_len[rows]), torch.from_numpy(tgt_len[rows]))
@@ -236,20 +236,21 @@ class PairIndex:
             os.makedirs(cache_dir, exist_ok=True)
             self._dir = tempfile.mkdtemp(prefix="pairs-", dir=cache_dir)
             weakref.finalize(self, shutil.rmtree, self._dir, True)  # removed with the index
-        self._ids = self._fill_ids(plans, src, src_off, tgt, tgt_off, threads, keys, store)
+        self._ids = self._fill_ids(plans, shapes, src, src_off, tgt, tgt_off, threads, keys,
+                                   store)
         _release_free_heap()
 
-    def _fill_ids(self, plans, src, src_off, tgt, tgt_off, threads: int, keys: torch.Tensor,
-                  store: Future | None) -> list:
+    def _fill_ids(self, plans, shapes, src, src_off, tgt, tgt_off, threads: int,
+                  keys: torch.Tensor, store: Future | None) -> list:
         """Every batch's (B, I, J) int32 pair ids (P on padding): tensors viewing one
         allocation for all batches (no heap holes between them), or with a disk cache the
         paths of .npy files written `_FILL_CELLS` cells at a time. Sets `keys` (the
-        table, sorted) and `n_pairs`; `store`: the in-memory store being mapped."""
+        table, sorted) and `n_pairs`; `shapes`: each batch's (B, I, J); `store`: the
+        in-memory store being mapped."""
         self.keys = keys.cpu()  # the lookup runs on the CPU, whatever the model's device
         self.n_pairs = int(keys.numel())
         if not self._words:
             return []
-        shapes = [(s.shape[0], s.shape[1], t.shape[1]) for _, s, t, _, _ in self._words]
         sizes = np.array([b * i * j for b, i, j in shapes], dtype=np.int64)
         starts = np.concatenate(([0], np.cumsum(sizes)))
         if self._dir is None:  # one chunk: the whole store
