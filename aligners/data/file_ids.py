@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
 
+from aligners.data.parallel import _BOM, is_plain_file
 from aligners.data.vocab import WordIds
 
 __all__ = ["ParallelFiles", "encode_bytes"]
 
-_BOM = b"\xef\xbb\xbf"
 # the bytes str.split() splits on (with \n, the line end): \t \n \v \f \r \x1c-\x1f space
 _WS = np.zeros(256, np.bool_)
 _WS[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
@@ -188,7 +187,7 @@ def encode_bytes(data: bytes, first_id: int = len(WordIds.RESERVED)):
 
 def _read_plain(path: str) -> bytes | None:
     """The bytes of a plain (uncompressed, regular) file of valid UTF-8, else None."""
-    if path.endswith((".gz", ".xz", ".bz2")) or not os.path.isfile(path):
+    if not is_plain_file(path):
         return None
     try:
         with open(path, "rb") as fh:

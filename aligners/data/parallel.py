@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import itertools
+import os
 import re
 import sys
 import zlib
@@ -21,6 +22,7 @@ from typing import IO
 from aligners.errors import AlignersInputError
 
 __all__ = [
+    "is_plain_file",
     "open_output",
     "read_line_blocks",
     "read_lines",
@@ -32,6 +34,13 @@ __all__ = [
 
 _BOM = b"\xef\xbb\xbf"
 _ASCII_WS = re.compile(r"[ \t]+")
+
+
+def is_plain_file(path) -> bool:
+    """Whether `path` names a regular, uncompressed file (not stdin `-`, not .gz/.xz/.bz2):
+    one that can be read again or in one piece."""
+    path = str(path)
+    return path != "-" and not path.endswith((".gz", ".xz", ".bz2")) and os.path.isfile(path)
 
 
 @contextmanager
