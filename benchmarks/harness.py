@@ -43,7 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 
-__all__ = ["FIELDS", "RESULTS_DIR", "ROLES", "ResultsError", "add_output_args", "check_row",
+__all__ = ["FIELDS", "OPTIONAL", "RESULTS_DIR", "ROLES", "ResultsError", "add_output_args",
+           "check_row",
            "command_line", "cuda_peak_mib", "git_commit", "load_rows", "machine", "make_row",
            "measure", "measure_interleaved", "measured_now", "peak_growth_mib", "rounded",
            "run_command", "run_side_by_side", "write_rows"]
@@ -52,6 +53,9 @@ __all__ = ["FIELDS", "RESULTS_DIR", "ROLES", "ResultsError", "add_output_args", 
 FIELDS = ("task", "dataset", "system", "role", "metrics", "wall_s", "cpu_s", "peak_rss_mib",
           "cuda_peak_mib", "peer", "headline", "machine", "command", "measured", "source",
           "note")
+# Optional: command_s, the seconds the row's whole command ran when benchmarks/rerun.py last
+# ran it (a lower bound where it was stopped at the limit).
+OPTIONAL = ("command_s",)
 ROLES = ("ours", "peer", "paper")
 _TEXT = ("task", "dataset", "system", "machine", "command", "measured", "source")
 _SECONDS_OR_MIB = ("wall_s", "cpu_s", "peak_rss_mib", "cuda_peak_mib")
@@ -66,14 +70,14 @@ def _number(x) -> bool:
 
 
 def check_row(row, where: str = "row") -> dict:
-    """Raise ResultsError naming `where` unless `row` is a dict with exactly FIELDS: the
-    text fields non-empty strings, role in ROLES, metrics a dict of name -> finite number,
-    the times / memories None or a number >= 0, peer and note None or a string, headline a
-    bool. Returns the row."""
+    """Raise ResultsError naming `where` unless `row` is a dict with exactly FIELDS (and any
+    of OPTIONAL): the text fields non-empty strings, role in ROLES, metrics a dict of name ->
+    finite number, the times / memories (and command_s) None or a number >= 0, peer and note
+    None or a string, headline a bool. Returns the row."""
     if not isinstance(row, dict):
         raise ResultsError(f"{where}: a row must be a JSON object, got {type(row).__name__}")
     missing = [k for k in FIELDS if k not in row]
-    unknown = sorted(k for k in row if k not in FIELDS)
+    unknown = sorted(k for k in row if k not in FIELDS + OPTIONAL)
     if missing or unknown:
         raise ResultsError(f"{where}: " + "; ".join(
             ([f"missing key(s) {', '.join(missing)}"] if missing else [])
@@ -88,7 +92,7 @@ def check_row(row, where: str = "row") -> dict:
     if not isinstance(m, dict) or not all(isinstance(k, str) and _number(v) for k, v in
                                           m.items()):
         raise ResultsError(f"{where}: metrics must map names to finite numbers, got {m!r}")
-    for k in _SECONDS_OR_MIB:
+    for k in _SECONDS_OR_MIB + tuple(k for k in OPTIONAL if k in row):
         if row[k] is not None and not (_number(row[k]) and row[k] >= 0):
             raise ResultsError(f"{where}: {k} must be null or a number >= 0, got {row[k]!r}")
     for k in ("peer", "note"):
@@ -196,7 +200,8 @@ def write_rows(name: str, rows: list[dict], results_dir: Path | None = None) -> 
     new = {key(check_row(r, f"new row {i + 1}")): r for i, r in enumerate(rows)}
     merged = [new.pop(key(r), r) for r in stored] + list(new.values())
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps([{k: r[k] for k in FIELDS} for r in merged], indent=1, ensure_ascii=False)
+    text = json.dumps([{k: r[k] for k in FIELDS + OPTIONAL if k in r} for r in merged],
+                      indent=1, ensure_ascii=False)
     path.write_text(text + "\n", encoding="utf-8")
     return path
 

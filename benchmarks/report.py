@@ -2,6 +2,8 @@
 
     python benchmarks/report.py            # rewrite RESULTS.md and README.md's blocks
     python benchmarks/report.py --check    # exit 1 if either is out of date, write nothing
+    python benchmarks/report.py --rerun [--dry-run] [--stale] [--match TEXT] [--limit-min 30]
+                                           # re-run the rows' commands first (rerun.py)
 
 Reads every ``benchmarks/results/*.json`` (rows with the keys of ``harness.FIELDS``; a bad
 row or an unknown task stops it with one line naming the file and row, exit 2) and writes one
@@ -439,8 +441,29 @@ def main(argv=None) -> int:
                     help="file whose results blocks are refreshed (none: --readme '')")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 if --out or the README blocks are out of date; write nothing")
+    rerun_args = ap.add_argument_group("re-running the rows' commands (benchmarks/rerun.py)")
+    rerun_args.add_argument("--rerun", action="store_true",
+                            help="first re-run the commands behind the rows, then render")
+    rerun_args.add_argument("--dry-run", action="store_true", help="--rerun: the plan only")
+    rerun_args.add_argument("--stale", action="store_true",
+                            help="--rerun: only commands with a stale row")
+    rerun_args.add_argument("--match", default="", help="--rerun: only commands containing this")
+    rerun_args.add_argument("--limit-min", type=float, default=30.0,
+                            help="--rerun: stop a command after this many minutes (default 30)")
+    rerun_args.add_argument("--log-dir", type=Path, default=None,
+                            help="--rerun: where each command's output goes (default: a new "
+                                 "temporary folder)")
     args = ap.parse_args(argv)
+    code = 0
     try:
+        if args.rerun:
+            from rerun import rerun
+
+            code = rerun(read_results(args.results), args.results, limit_min=args.limit_min,
+                         stale_only=args.stale, match=args.match, dry_run=args.dry_run,
+                         log_dir=args.log_dir)
+            if args.dry_run:
+                return code
         rows = read_results(args.results)
         targets = {args.out: render_results(rows)}
         if args.readme:
@@ -459,7 +482,7 @@ def main(argv=None) -> int:
     for p in stale:
         p.write_text(targets[p], encoding="utf-8")
         print(f"wrote {p}")
-    return 0
+    return code
 
 
 if __name__ == "__main__":
