@@ -128,6 +128,20 @@ def _pairs_note(key: str, test: dict, train: dict, inf: dict) -> str:
     return note
 
 
+def _translit_note(key: str, test: dict, train: dict) -> str:
+    """Mean ± sd over seeds of accuracy and MRR, each seed's figures and C."""
+    seeds = sorted(int(k.rsplit("seed", 1)[1]) for k in test if k.startswith(f"{key}_acc_seed"))
+    per = ", ".join(f"seed {s}: {100 * test[f'{key}_acc_seed{s}']:.2f} / "
+                    f"{100 * test[f'{key}_mrr_seed{s}']:.2f} (C {train[f'{key}_C_seed{s}']:g})"
+                    for s in seeds)
+    return (f"accuracy {100 * test[f'{key}_acc']:.2f} ± {100 * test[f'{key}_acc_sd']:.2f}, "
+            f"MRR {100 * test[f'{key}_mrr']:.2f} ± {100 * test[f'{key}_mrr_sd']:.2f} (mean ± sd "
+            f"over {len(seeds)} seeds of the whole pipeline: the draw of the training pairs, "
+            f"the CV folds and distractors, training; accuracy / MRR per seed: {per}); C by "
+            f"{int(train['cv_folds'])}-fold CV (MRR) on the training names; {int(test['names'])} "
+            f"test names ranked against {int(test['names'])} candidates")
+
+
 def rows_from_metrics(metrics: dict, experiment: str, run: dict, desc: str) -> list[dict]:
     """Rows of an LCLR experiment's metrics.json (accuracies and MRR in %); sentence-pair
     experiments: the mean over seeds, with the sd and the package versions in the note."""
@@ -140,7 +154,12 @@ def rows_from_metrics(metrics: dict, experiment: str, run: dict, desc: str) -> l
         if f"{key}_mrr" in test:
             m["mrr"] = round(100 * test[f"{key}_mrr"], 2)
         lclr = key == "lclr" and "lclr_seconds" in train
-        if f"{key}_acc_sd" in test:
+        if f"{key}_mrr_sd" in test:  # transliteration over seeds
+            m["accuracy_sd"] = round(100 * test[f"{key}_acc_sd"], 2)
+            m["mrr_sd"] = round(100 * test[f"{key}_mrr_sd"], 2)
+            note = _translit_note(key, test, train)
+            note += f"; {versions()}; whole run {run['wall_s']:.0f} s wall"
+        elif f"{key}_acc_sd" in test:
             m["accuracy_sd"] = round(100 * test[f"{key}_acc_sd"], 2)
             note = _pairs_note(key, test, train, inf if lclr else {})
             note += (f"; {versions()}; whole run {run['wall_s']:.0f} s wall; the box was shared "

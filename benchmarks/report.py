@@ -179,7 +179,7 @@ SECTIONS = (
         "validation on the training split. The ILP table: the paraphrase ILP on 400 MSRP "
         "test pairs, one process."),
         (Table("lclr", "", (Column("accuracy", "Acc %"), Column("accuracy_sd", "± sd"),
-                            Column("mrr", "MRR %")),
+                            Column("mrr", "MRR %"), Column("mrr_sd", "± sd")),
                datasets=("news-translit-enhe", "msrp", "rte5"),
                systems=("two-stage", "LCLR")),
          Table("lclr-ilp", "ILP inference", (Column("pairs_per_s_wall", "pairs/s wall"),

@@ -158,8 +158,13 @@ def test_experiment_runs_end_to_end(tmp_path):
     metrics = train(OmegaConf.create(cfg))
     on_disk = json.loads((tmp_path / "metrics.json").read_text())
     assert on_disk == json.loads(json.dumps(metrics))
+    test = on_disk["test"]
+    assert test["seeds"] == 3  # the default model.seeds: mean ± sd over seeds 1234..1236
     for k in ("lclr_acc", "lclr_mrr", "two_stage_acc", "two_stage_mrr"):
-        assert 0.0 <= on_disk["test"][k] <= 1.0
+        per_seed = [test[f"{k}_seed{s}"] for s in (1234, 1235, 1236)]
+        assert all(0.0 <= v <= 1.0 for v in per_seed)
+        assert test[k] == pytest.approx(np.mean(per_seed))
+        assert test[f"{k}_sd"] == pytest.approx(np.std(per_seed, ddof=1))
     assert (tmp_path / "lclr" / "model.safetensors").is_file()
     assert (tmp_path / "two_stage" / "features.json").is_file()
 

@@ -183,16 +183,16 @@ def _inference(joint, test) -> dict[str, float]:
             "constraints_mean": float(np.mean([c.num_constraints for c in cons]))}
 
 
-def summary(rows: list[dict]) -> dict[str, float]:
-    """Mean and sample sd (ddof 1; 0 for one seed) of the per-seed test accuracies, and each
-    seed's figures."""
+def summary(rows: list[dict], keys=("two_stage_acc", "lclr_acc")) -> dict[str, float]:
+    """Mean and sample sd (ddof 1; 0 for one seed) of the per-seed test figures `keys`, and
+    each seed's figures."""
     out = {}
-    for key in ("two_stage_acc", "lclr_acc"):
+    for key in keys:
         v = np.array([r[key] for r in rows])
         out[key] = float(v.mean())
         out[f"{key}_sd"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
     for r in rows:
-        for key in ("two_stage_acc", "lclr_acc"):
+        for key in keys:
             out[f"{key}_seed{r['seed']}"] = r[key]
     return out
 

@@ -31,7 +31,7 @@ from aligners.models.lclr import make_task, save_lclr
 from aligners.models.lclr.config import lclr_settings
 from aligners.models.lclr.model import fixed_structure_features
 from aligners.models.lclr.transliteration import grid_ranks
-from aligners.training._lclr_pairs import lclr, run_pairs, two_stage
+from aligners.training._lclr_pairs import lclr, run_pairs, summary, two_stage
 from aligners.training.baseline import registry_split
 
 __all__ = ["KINDS", "translit_protocol", "translit_distractors",
@@ -164,14 +164,14 @@ def _logger(cfg: DictConfig):
     return [instantiate(c) for c in confs]
 
 
-def _transliteration(cfg: DictConfig):
-    m, d = lclr_settings(cfg)
+def _translit_seed(cfg: DictConfig, m, d, seed: int):
+    """The transliteration protocol for one seed (the draw of the training pairs, the CV
+    distractors and folds, training): (row of test figures, C and CV MRRs, two, joint)."""
     pairs, labels, test = translit_protocol(
         _load(cfg, d.train_split), _load(cfg, d.test_split), positives=int(d.train_positives),
-        negative_fraction=float(d.negative_fraction), test_size=int(d.test_names),
-        seed=int(cfg.seed))
-    print(f"transliteration: {sum(labels)} positive / {len(labels) - sum(labels)} negative "
-          f"training pairs, {len(test)} test names x {len(test)} candidates")
+        negative_fraction=float(d.negative_fraction), test_size=int(d.test_names), seed=seed)
+    print(f"transliteration, seed {seed}: {sum(labels)} positive / {len(labels) - sum(labels)} "
+          f"negative training pairs, {len(test)} test names x {len(test)} candidates")
     grid = list(m.C_grid)
     fixed_C = m.C_fixed  # {two_stage: C, lclr: C}: chosen by an earlier CV run
     if fixed_C:
@@ -180,32 +180,56 @@ def _transliteration(cfg: DictConfig):
         folds = int(m.cv_folds)
         extra = max(0, int(d.cv_candidates) - -(-sum(labels) // folds))
         distract = translit_distractors(_load(cfg, d.train_split), pairs, count=extra,
-                                        seed=int(cfg.seed)) if extra else []
+                                        seed=seed) if extra else []
         best, table = cross_validate(pairs, labels, grid=grid, folds=folds, mcfg=m,
-                                     seed=int(cfg.seed), distractors=distract)
+                                     seed=seed, distractors=distract)
     else:
         best, table = {"two_stage": float(grid[0]), "lclr": float(grid[0])}, {}
     t0 = time.perf_counter()
     prepared = _prepare(pairs, m)
-    two, _, _ = fit_transliteration(pairs, labels, C=best["two_stage"], mcfg=m,
-                                    seed=int(cfg.seed), prepared=prepared)
-    _, joint, hist = fit_transliteration(pairs, labels, C=best["lclr"], mcfg=m,
-                                         seed=int(cfg.seed), log=print, prepared=prepared)
-    train_s = time.perf_counter() - t0
-    metrics = {"test": {}, "train": {"lclr_C": best["lclr"], "two_stage_C": best["two_stage"],
-                                     "lclr_outer_iterations": len(hist["objective"]) - 1,
-                                     "lclr_objective": hist["objective"][-1],
-                                     "seconds": train_s}}
+    two, _, _ = fit_transliteration(pairs, labels, C=best["two_stage"], mcfg=m, seed=seed,
+                                    prepared=prepared)
+    _, joint, hist = fit_transliteration(pairs, labels, C=best["lclr"], mcfg=m, seed=seed,
+                                         log=print, prepared=prepared)
+    row = {"seed": seed, "names": len(test), "lclr_C": best["lclr"],
+           "two_stage_C": best["two_stage"], "lclr_outer_iterations": len(hist["objective"]) - 1,
+           "lclr_objective": hist["objective"][-1], "seconds": time.perf_counter() - t0}
     task = prepared[0]
     test_grid = [[task.instance(s, c) for _, c in test] for s, _ in test]
     for system, clf in (("two_stage", two), ("lclr", joint)):
         ranks = grid_ranks(clf, test_grid)
-        metrics["test"][f"{system}_acc"] = float(np.mean(ranks == 1))
-        metrics["test"][f"{system}_mrr"] = float(np.mean(1.0 / ranks))
-    for system, row in table.items():
-        for C, v in row.items():
+        row[f"{system}_acc"] = float(np.mean(ranks == 1))
+        row[f"{system}_mrr"] = float(np.mean(1.0 / ranks))
+    return row, table, two, joint
+
+
+_TRANSLIT_TEST = ("two_stage_acc", "lclr_acc", "two_stage_mrr", "lclr_mrr")
+
+
+def _transliteration(cfg: DictConfig):
+    """`model.seeds` seeds from `cfg.seed`: test = mean ± sd (and each seed's figures);
+    train = the first seed's C and CV table, iterations and seconds averaged; models: the
+    first seed's."""
+    m, d = lclr_settings(cfg)
+    rows, first = [], None
+    for seed in range(int(cfg.seed), int(cfg.seed) + int(m.seeds)):
+        row, table, two, joint = _translit_seed(cfg, m, d, seed)
+        rows.append(row)
+        first = first or (row, table, two, joint)
+    row, table, two, joint = first
+    metrics = {"test": {**summary(rows, _TRANSLIT_TEST), "seeds": len(rows),
+                        "names": row["names"]},
+               "train": {"lclr_C": row["lclr_C"], "two_stage_C": row["two_stage_C"],
+                         "lclr_objective": row["lclr_objective"], "cv_folds": int(m.cv_folds)}}
+    for key in ("lclr_outer_iterations", "seconds"):
+        metrics["train"][key] = float(np.mean([r[key] for r in rows]))
+    for r in rows:
+        for key in ("two_stage_C", "lclr_C"):
+            metrics["train"][f"{key}_seed{r['seed']}"] = r[key]
+    for system, cv_row in table.items():
+        for C, v in cv_row.items():
             metrics.setdefault("cv", {})[f"{system}_mrr_C{C:g}"] = v
-    return metrics, {"two_stage": (two, best["two_stage"]), "lclr": (joint, best["lclr"])}
+    return metrics, {"two_stage": (two, row["two_stage_C"]), "lclr": (joint, row["lclr_C"])}
 
 
 def _pairs(cfg: DictConfig):
