@@ -23,6 +23,7 @@ import time
 
 from aligners import __version__
 from aligners.errors import AlignersInputError
+from aligners.outputs import flush_stdout
 
 __all__ = ["COMMANDS", "SUMMARISED", "build_parser", "main"]
 
@@ -120,10 +121,6 @@ def _close_progress() -> None:
             pass
 
 
-def _quiet(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "quiet", False) or getattr(args, "no_progress", False))
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; its exit status. Bad input (`AlignersInputError`, including an
     unwritable or full stdout/output, `aligners.outputs`): one line, 2. Ctrl-C: one line
@@ -136,16 +133,12 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(f"aligners.commands.{args._module}")
         start = time.perf_counter()
         status = int(module.run(args) or 0)
-        from aligners.outputs import flush_stdout
-
         flush_stdout()
     except AlignersInputError as err:
         _close_progress()
         print(f"{command}: error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `aligners align ... | head`
-        from aligners.outputs import flush_stdout
-
         with contextlib.suppress(BrokenPipeError, AlignersInputError):
             flush_stdout()  # drops what is left, so that the exit prints nothing either
         return 0
@@ -162,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     summary = getattr(args, "summary", None)
-    if (status == 0 and summary and args.command in SUMMARISED and not _quiet(args)
+    quiet = getattr(args, "quiet", False) or getattr(args, "no_progress", False)
+    if (status == 0 and summary and args.command in SUMMARISED and not quiet
             and (not sys.stderr.isatty() or getattr(args, "verbose", False))):
         _close_progress()
         print(f"{command}: {summary} in {time.perf_counter() - start:.1f} s",

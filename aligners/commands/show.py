@@ -170,28 +170,21 @@ def _load(args):
     return src, tgt, ids, gold, [(n, als) for n, (_, als) in zip(names, systems)], inputs
 
 
-def _check_outputs(args) -> None:
-    """Every input and the --html page, before any work (`aligners.outputs`)."""
-    from aligners.outputs import check_paths
-
-    tests = args.test or []
-    named = {f"-a {t}" if len(tests) > 1 else "-a": t for t in tests}
-    check_paths({"-s": args.source, "-t": args.target, "-i": args.input, "--gold": args.gold,
-                 **named}, {"--html": args.html})
-
-
 MAX_GRID_TOKENS = 200  # a terminal grid is drawn for pairs up to this many tokens a side
 
 
 def run(args: argparse.Namespace) -> int:
-    from aligners.outputs import open_output
+    from aligners.outputs import check_paths, open_output
     from aligners.show.grid import legend, render_pair
     from aligners.show.view import corpus_view, pair_view, shown_classes
 
     if args.html is not None and (args.pair is not None or args.pairs is not None):
         raise AlignersInputError("--pair/--pairs pick grids for the terminal; the --html page "
                                  "holds every pair")
-    _check_outputs(args)
+    tests = args.test or []  # every input and the --html page, before any work
+    named = {f"-a {t}" if len(tests) > 1 else "-a": t for t in tests}
+    check_paths({"-s": args.source, "-t": args.target, "-i": args.input, "--gold": args.gold,
+                 **named}, {"--html": args.html})
     with printed_warnings("aligners show"):
         src, tgt, ids, gold, systems, inputs = _load(args)
     count = len(src)
