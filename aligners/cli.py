@@ -115,10 +115,8 @@ def _close_progress() -> None:
     if tqdm_module is None:
         return
     for bar in list(getattr(tqdm_module.tqdm, "_instances", ())):
-        try:
+        with contextlib.suppress(Exception):  # a bar on a closed stream: nothing to tidy
             bar.close()
-        except Exception:  # a bar on a closed stream: nothing to tidy
-            pass
 
 
 def main(argv: list[str] | None = None) -> int:
