@@ -1,18 +1,11 @@
 """The `aligners` command line: `aligners SUBCOMMAND ...` (no Hydra needed for inference).
 
-Each subcommand lives in `aligners/commands/<name>.py` and exposes
-`add_arguments(parser)` and `run(args) -> int`. Modules are imported lazily so that
-`aligners evaluate` does not pay for importing torch.
-
-What every subcommand shares (issue 12 item 14), applied here in one place: help with the
-default shown on every option; `-q/--quiet` (no progress bars, no summary); when stderr is
-not a terminal, a long command (`SUMMARISED`) ends with one summary line on stderr
-(`aligners align: 20000 sentence pairs in 31.2 s`); open progress bars are closed before an
-error is printed, so an error always starts its own line; an unknown option is reported by
-the parser of the (sub)command it was given to, and every argument error is one line;
-Ctrl-C is one line (`aligners align: interrupted`, exit 130; outputs are written by
-`aligners.outputs`, so none is left partial); running out of memory is one line, exit 1;
-stdout is flushed before the exit status is decided (`> /dev/full`: one line, exit 2).
+Each subcommand lives in `aligners/commands/<name>.py` (`add_arguments(parser)`, `run(args)
+-> int`), imported lazily. What every subcommand shares is applied here once: the default
+shown on every option, `-q/--quiet`, one summary line on stderr after a long command
+(`SUMMARISED`) when stderr is not a terminal, open progress bars closed before an error, an
+argument error as one line from the (sub)command it was given to, and one line for bad
+input, Ctrl-C, running out of memory and a full stdout (`main`).
 """
 
 import argparse

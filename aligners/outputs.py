@@ -1,9 +1,6 @@
-"""THE output rule of every command: what may be written where, and how.
-
-`check_paths` and `check_model_dir` refuse, before any work, outputs that would destroy an
-input or cannot be written; `open_output` / `write_lines` write `-` to stdout, `.gz`
-gzipped, a regular or new file atomically (temporary file, fsync, rename; nothing partial
-is left on an error or Ctrl-C) and a device or FIFO through. Every failure is one
+"""THE output rule of every command: `check_paths` and `check_model_dir` refuse, before any
+work, outputs that would destroy an input or cannot be written; `open_output` / `write_lines`
+write them (nothing partial is left on an error or Ctrl-C). Every failure is one
 `AlignersInputError` line naming the flag. Cost: O(1) system calls per path.
 """
 

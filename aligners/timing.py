@@ -72,10 +72,6 @@ class Phases:
                 self._switch(None)
             yield item
 
-    def add(self, name: str, seconds: float) -> None:
-        """Charge `seconds` to phase `name` (e.g. a time measured elsewhere)."""
-        self._seconds[name] = self._seconds.get(name, 0.0) + seconds
-
     @property
     def seconds(self) -> dict[str, float]:
         """{phase: seconds}, in order of first entry (a copy)."""

@@ -13,8 +13,8 @@ __all__ = ["torch_device", "thread_count", "gpu_present", "auto_device"]
 
 def thread_count(n: int, *, prog: str, flag: str = "--threads") -> int:
     """`n` CPU threads, clamped to `os.cpu_count()` with a one-line warning on stderr (more
-    threads than cores only slows down; 100000 made OpenBLAS fail and monoalign crash).
-    n < 1 raises AlignersInputError. Imports nothing."""
+    threads than cores only slows down, or crashes OpenBLAS). n < 1 raises
+    AlignersInputError. Imports nothing."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise AlignersInputError(f"{flag} must be >= 1, got {n!r}")
     cores = os.cpu_count() or 1

@@ -5,12 +5,9 @@
     aligners show -s test.e -t test.f --gold G -a A --test B --html page.html
     aligners show --gold msr.edinburgh.test.json -a pred.align --html mono.html
 
-Inputs are read as `aligners evaluate` reads them (the same readers): sentences from
-`-s/-t` (plain or WPT `<s snum=N>` lines) or `-i` ('source ||| target'), or from a gold or
-links file that carries its text (jacana JSON, MultiMWA TSV); links in any notation of
-`aligners.data.gold.FORMATS` (Pharaoh `i-j`, `i?j`/`ipj`, `i-j:p`, NAACL with snums, ...).
-Pairs are numbered 1..N in file order. Scores come from `aligners.metrics`; the page's
-corpus scores are those `aligners evaluate` prints for the same files. See docs/show.md.
+Inputs are read by `aligners evaluate`'s readers (sentences from -s/-t, -i or a links file
+that carries its text; links in any notation of `aligners.data.gold.FORMATS`); pairs are
+numbered 1..N in file order; scores are `aligners evaluate`'s. See docs/show.md.
 """
 
 from __future__ import annotations
