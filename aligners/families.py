@@ -157,10 +157,7 @@ def by_kind(kind: str) -> Family:
 
 def by_task(task: str) -> Family | None:
     """The family that runs Hydra task `task`, or None (a task without a family)."""
-    for f in families():
-        if f.task_name == task:
-            return f
-    return None
+    return next((f for f in families() if f.task_name == task), None)
 
 
 class _CallableModule(type(importlib)):

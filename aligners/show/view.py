@@ -68,10 +68,8 @@ def classify(pred: Alignment | None, gold: Alignment | None) -> dict[str, frozen
 
 def shown_classes(*, gold: bool, pred: bool) -> list[str]:
     """The classes `classify` gives with / without gold and a prediction (the legend's)."""
-    if not gold:
-        return ["link"]
-    return ["hit", "hit_possible", "false", "miss", "possible"] if pred else [
-        "sure", "gold_possible"]
+    empty = Alignment()  # without gold, the links' class even with no prediction
+    return list(classify(empty if pred or not gold else None, empty if gold else None))
 
 
 def pair_scores(pred: Alignment, gold: Alignment) -> dict:
