@@ -83,18 +83,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "and NO_COLOR is unset)")
 
 
-def _read_sentences(args) -> tuple[list, list, list | None, list | None]:
-    """(source token lists, target token lists, snums or None, ids or None) of -s/-t or -i."""
-    from aligners.data.parallel import read_parallel
-
-    if args.input is not None:
-        pairs = list(read_parallel(args.input))
-        return [s for s, _ in pairs], [t for _, t in pairs], None, None
-    snums, src, tgt = read_sentences(args.source, args.target,
-                                     "; expected one sentence pair per line")
-    return src, tgt, snums, None if snums is None else [str(s) for s in snums]
-
-
 def _read_links(path: str, fmt: str, *, snums, src, tgt, lenient: bool):
     """The alignments of `path`, checked against the sentences: one per pair, in range."""
     from aligners.data.pharaoh import check_ranges, warn_dropped
@@ -115,6 +103,7 @@ def _read_links(path: str, fmt: str, *, snums, src, tgt, lenient: bool):
 def _load(args):
     """(src, tgt, ids, gold or None, [(name, alignments)]) from the arguments."""
     from aligners.data.gold import sniff_format
+    from aligners.data.parallel import read_parallel
 
     tests = args.test or []
     if not tests and args.gold is None:
@@ -136,11 +125,17 @@ def _load(args):
                  for t in tests]
     carriers = [(p, f) for p, f in ((args.gold, gold_fmt), *zip(tests, test_fmts))
                 if p is not None and f in TEXT_FORMATS]
-    snums = None
+    snums = ids = None
     if args.input is not None or args.source is not None:
         if gold_fmt in TEXT_FORMATS:
             raise AlignersInputError(f"{args.gold} carries its own sentences; drop -s/-t/-i")
-        src, tgt, snums, ids = _read_sentences(args)
+        if args.input is not None:
+            pairs = list(read_parallel(args.input))
+            src, tgt = [s for s, _ in pairs], [t for _, t in pairs]
+        else:
+            snums, src, tgt = read_sentences(args.source, args.target,
+                                             "; expected one sentence pair per line")
+            ids = None if snums is None else [str(s) for s in snums]
     elif carriers:
         pairs = carried_pairs(*carriers[0], args.lenient)
         src, tgt = [list(p.src) for p in pairs], [list(p.tgt) for p in pairs]
