@@ -7,17 +7,11 @@
     model.align(src_lines, tgt_lines)            # word and monolingual aligners alike
 """
 
+from aligners.families import lazy_names
+
 __all__ = ["__version__", "load", "families", "align"]
 __version__ = "0.1.0"
 
-_LAZY = {"load": "aligners.export", "families": "aligners.families",
-         "align": "aligners.models.aligned"}
-
-
-def __getattr__(name: str):
-    """The public API, imported lazily so that `import aligners` stays cheap."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'aligners' has no attribute {name!r}")
+# the public API, imported lazily so that `import aligners` stays cheap
+__getattr__ = lazy_names("aligners", {"load": "export", "families": "families",
+                                      "align": "models.aligned"})

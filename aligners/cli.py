@@ -1,18 +1,11 @@
 """The `aligners` command line: `aligners SUBCOMMAND ...` (no Hydra needed for inference).
 
-Each subcommand lives in `aligners/commands/<name>.py` and exposes
-`add_arguments(parser)` and `run(args) -> int`. Modules are imported lazily so that
-`aligners evaluate` does not pay for importing torch.
-
-What every subcommand shares (issue 12 item 14), applied here in one place: help with the
-default shown on every option; `-q/--quiet` (no progress bars, no summary); when stderr is
-not a terminal, a long command (`SUMMARISED`) ends with one summary line on stderr
-(`aligners align: 20000 sentence pairs in 31.2 s`); open progress bars are closed before an
-error is printed, so an error always starts its own line; an unknown option is reported by
-the parser of the (sub)command it was given to, and every argument error is one line;
-Ctrl-C is one line (`aligners align: interrupted`, exit 130; outputs are written by
-`aligners.outputs`, so none is left partial); running out of memory is one line, exit 1;
-stdout is flushed before the exit status is decided (`> /dev/full`: one line, exit 2).
+Each subcommand lives in `aligners/commands/<name>.py` (`add_arguments(parser)`, `run(args)
+-> int`), imported lazily. What every subcommand shares is applied here once: the default
+shown on every option, `-q/--quiet`, one summary line on stderr after a long command
+(`SUMMARISED`) when stderr is not a terminal, open progress bars closed before an error, an
+argument error as one line from the (sub)command it was given to, and one line for bad
+input, Ctrl-C, running out of memory and a full stdout (`main`).
 """
 
 import argparse
@@ -23,6 +16,7 @@ import time
 
 from aligners import __version__
 from aligners.errors import AlignersInputError
+from aligners.outputs import flush_stdout
 
 __all__ = ["COMMANDS", "SUMMARISED", "build_parser", "main"]
 
@@ -114,14 +108,8 @@ def _close_progress() -> None:
     if tqdm_module is None:
         return
     for bar in list(getattr(tqdm_module.tqdm, "_instances", ())):
-        try:
+        with contextlib.suppress(Exception):  # a bar on a closed stream: nothing to tidy
             bar.close()
-        except Exception:  # a bar on a closed stream: nothing to tidy
-            pass
-
-
-def _quiet(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "quiet", False) or getattr(args, "no_progress", False))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,16 +124,12 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(f"aligners.commands.{args._module}")
         start = time.perf_counter()
         status = int(module.run(args) or 0)
-        from aligners.outputs import flush_stdout
-
         flush_stdout()
     except AlignersInputError as err:
         _close_progress()
         print(f"{command}: error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `aligners align ... | head`
-        from aligners.outputs import flush_stdout
-
         with contextlib.suppress(BrokenPipeError, AlignersInputError):
             flush_stdout()  # drops what is left, so that the exit prints nothing either
         return 0
@@ -162,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     summary = getattr(args, "summary", None)
-    if (status == 0 and summary and args.command in SUMMARISED and not _quiet(args)
+    quiet = getattr(args, "quiet", False) or getattr(args, "no_progress", False)
+    if (status == 0 and summary and args.command in SUMMARISED and not quiet
             and (not sys.stderr.isatty() or getattr(args, "verbose", False))):
         _close_progress()
         print(f"{command}: {summary} in {time.perf_counter() - start:.1f} s",

@@ -153,14 +153,17 @@ def resolve_model_folder(path) -> Path:
                              path=str(p))
 
 
-def read_config(folder: str | Path) -> dict[str, Any]:
-    """The format-checked `config.json` of a model folder (tensors are not read)."""
+def read_config(folder: str | Path, *, files: tuple[str, ...] = ("config.json",)
+                ) -> dict[str, Any]:
+    """The format-checked `config.json` of a model folder (tensors are not read), after
+    checking that the folder holds each of `files`."""
     if not Path(folder).is_dir():
         raise AlignersInputError("no model folder here (expected a folder written by "
                                  "`--save-model` or a training run)", path=str(folder))
+    for name in files:
+        if not (Path(folder) / name).is_file():
+            raise AlignersInputError(f"not a saved model: {name} is missing", path=str(folder))
     cfg_path = Path(folder) / "config.json"
-    if not cfg_path.is_file():
-        raise AlignersInputError("not a saved model: config.json is missing", path=str(folder))
     config = _read_json(cfg_path)
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         found = config.get("format") if isinstance(config, dict) else None
@@ -179,17 +182,11 @@ def read_model(folder: str | Path, *, kind: str | None = None) -> ModelFolder:
     from safetensors.torch import load_file
 
     path = Path(folder)
-    if not path.is_dir():
-        raise AlignersInputError("no model folder here (expected a folder written by "
-                                 "`--save-model` or a training run)", path=str(path))
-    cfg_path, weights = path / "config.json", path / "model.safetensors"
-    for f in (cfg_path, weights):
-        if not f.is_file():
-            raise AlignersInputError(f"not a saved model: {f.name} is missing", path=str(path))
-    config = read_config(path)
+    config = read_config(path, files=("config.json", "model.safetensors"))
+    weights = path / "model.safetensors"
     if kind is not None and config.get("kind") != kind:
         raise AlignersInputError(f"model kind {config.get('kind')!r}, expected {kind!r}",
-                                 path=str(cfg_path))
+                                 path=str(path / "config.json"))
     try:
         tensors = load_file(str(weights))
     except (SafetensorError, OSError, ValueError) as err:

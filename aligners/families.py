@@ -1,26 +1,13 @@
 """The model families: one record each, and every registry derived from the records.
 
 A family is registered once, by its own package: `aligners/models/<pkg>/__init__.py` sets
-`FAMILY = Family(...)` (a package with several families sets `FAMILIES = (...)`). The
-package's `__init__` must stay cheap (no torch import; heavy names are resolved lazily), so
-that `aligners --help` can list the families. Nothing else registers anything:
-
-- the `aligners align --model` choices are the families whose verb is "align";
-- the Hydra tasks (`cfg.task`) and the model kinds each task evaluates come from `task` and
-  `kinds`;
-- `aligners.load(folder)` dispatches a folder's `kind` to its family's `loader`;
-- `aligners.config_checks` finds a task's config dataclass through `config`;
-- `aligners.families()` lists the records for users.
-
-The one name: a family's `name` is its CLI choice, the kind its model folders are written
-with, its Hydra task and its config file; where a name cannot be spelt as given (a Python
-module or a YAML file), `-` is written `_` (`gappy-hsmm` -> `aligners/training/gappy_hsmm.py`,
-`configs/model/gappy_hsmm.yaml`). A family whose models come in variants (the monolingual
-CRFs, the reorderers) lists one kind per variant, `<name>-<variant>`.
-
-Adding a family = one folder under `aligners/models/` whose `__init__` sets `FAMILY`, plus its
-task module under `aligners/training/`; no shared file changes (docs/DESIGN.md, "Adding a
-model family").
+`FAMILY = Family(...)` (several families: `FAMILIES = (...)`), and stays cheap (no torch;
+heavy names resolved lazily) so that `aligners --help` can list the families. The
+`aligners align --model` choices, the Hydra tasks and the kinds they evaluate,
+`aligners.load` (by kind), the config checks and `aligners.families()` all read the records.
+A family's `name` is its CLI choice, model kind, Hydra task and config file (`-` written `_`
+in module and YAML names); variants get kinds `<name>-<variant>`. See docs/DESIGN.md,
+"Model families" and "Adding a model family".
 """
 
 from __future__ import annotations
@@ -170,16 +157,13 @@ def by_kind(kind: str) -> Family:
 
 def by_task(task: str) -> Family | None:
     """The family that runs Hydra task `task`, or None (a task without a family)."""
-    for f in families():
-        if f.task_name == task:
-            return f
-    return None
+    return next((f for f in families() if f.task_name == task), None)
 
 
 class _CallableModule(type(importlib)):
     """This module, callable as `families()`: importing `aligners.families` (as `aligners.load`
     and `aligners.align` do) makes `aligners.families` this module, and the public
-    `aligners.families()` must keep working (issue 36 item 16)."""
+    `aligners.families()` must keep working."""
 
     def __call__(self, verb: str | None = None) -> list[Family]:
         return families(verb)

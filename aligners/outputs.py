@@ -1,9 +1,6 @@
-"""THE output rule of every command: what may be written where, and how.
-
-`check_paths` and `check_model_dir` refuse, before any work, outputs that would destroy an
-input or cannot be written; `open_output` / `write_lines` write `-` to stdout, `.gz`
-gzipped, a regular or new file atomically (temporary file, fsync, rename; nothing partial
-is left on an error or Ctrl-C) and a device or FIFO through. Every failure is one
+"""THE output rule of every command: `check_paths` and `check_model_dir` refuse, before any
+work, outputs that would destroy an input or cannot be written; `open_output` / `write_lines`
+write them (nothing partial is left on an error or Ctrl-C). Every failure is one
 `AlignersInputError` line naming the flag. Cost: O(1) system calls per path.
 """
 
@@ -145,18 +142,11 @@ class _Checked:
         except OSError as err:
             raise self._fail(err) from None
 
-    def writelines(self, lines: Iterable[str]) -> None:
-        for line in lines:
-            self.write(line)
-
     def flush(self) -> None:
         try:
             self._h.flush()
         except OSError as err:
             raise self._fail(err) from None
-
-    def writable(self) -> bool:
-        return True
 
 
 def _quiet_stdout() -> None:
@@ -178,36 +168,6 @@ def flush_stdout() -> None:
     _Checked(sys.stdout, flag="stdout", dest="-").flush()
 
 
-class _Sink:
-    """The text layer (UTF-8, LF; gzip when `dest` ends in .gz) over the binary file `raw`;
-    `finish()` writes everything down to the disk (fsync), `abandon()` closes quietly."""
-
-    def __init__(self, raw: IO[bytes], dest: str, flag: str):
-        self.raw = raw
-        self.gz = gzip.GzipFile(fileobj=raw, mode="wb") if dest.endswith(".gz") else None
-        text = io.TextIOWrapper(self.gz or raw, encoding="utf-8", newline="\n")
-        self.text = text
-        self.handle = _Checked(text, flag=flag, dest=dest)
-
-    def finish(self, *, sync: bool) -> None:
-        self.handle.flush()
-        try:
-            if self.gz is not None:
-                self.text.close()  # the gzip trailer, into `raw` (left open)
-            self.raw.flush()
-            if sync:
-                os.fsync(self.raw.fileno())
-            self.text.close()
-            self.raw.close()
-        except OSError as err:
-            raise self.handle._fail(err) from None
-
-    def abandon(self) -> None:
-        for f in (self.text, self.raw):
-            with contextlib.suppress(Exception):
-                f.close()
-
-
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
@@ -215,54 +175,12 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def _atomic(dest: str, flag: str) -> Iterator[IO[str]]:
-    target = os.path.realpath(dest)  # a symbolic link keeps pointing at its (new) target
-    st = _stat(target)
-    mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
-                                   dir=os.path.dirname(target) or ".")
-    except OSError as err:
-        raise AlignersInputError(f"{flag}: cannot write ({_why(err)}); expected a writable "
-                                 "output path", path=dest) from None
-    sink = _Sink(os.fdopen(fd, "wb"), dest, flag)
-    try:
-        yield sink.handle
-        sink.finish(sync=True)
-        try:
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except OSError as err:
-            raise sink.handle._fail(err) from None
-    except BaseException:
-        sink.abandon()
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-@contextlib.contextmanager
-def _through(dest: str, flag: str) -> Iterator[IO[str]]:
-    """Write through to a device or FIFO (never replaced, never synced)."""
-    try:
-        raw = open(dest, "wb")  # noqa: SIM115 - closed by the sink
-    except OSError as err:
-        raise AlignersInputError(f"{flag}: cannot write ({_why(err)}); expected a writable "
-                                 "output path", path=dest) from None
-    sink = _Sink(raw, dest, flag)
-    try:
-        yield sink.handle
-        sink.finish(sync=False)
-    finally:
-        sink.abandon()
-
-
-@contextlib.contextmanager
 def open_output(dest: str, *, flag: str = "-o") -> Iterator[IO[str]]:
     """A text handle (UTF-8, LF) on `dest` under the rules of this module: `-` = stdout
-    (flushed at the end), `.gz` gzipped, a regular or new file atomically (nothing is in
-    place until the block ends without error), a device or FIFO written through. Write
-    errors are one AlignersInputError line naming `flag`."""
+    (flushed at the end), `.gz` gzipped, a regular or new file atomically (a temporary file
+    beside it, fsynced and renamed when the block ends without error; its mode kept, a
+    symbolic link keeps pointing at its new target), a device or FIFO written through (never
+    replaced, never synced). Write errors are one AlignersInputError line naming `flag`."""
     dest = str(dest)
     if dest == "-":
         yield _Checked(sys.stdout, flag=flag, dest="-")
@@ -272,9 +190,46 @@ def open_output(dest: str, *, flag: str = "-o") -> Iterator[IO[str]]:
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise AlignersInputError(f"{flag}: is a folder; expected an output file path",
                                  path=dest)
-    opener = _atomic if st is None or stat.S_ISREG(st.st_mode) else _through
-    with opener(dest, flag) as handle:
+    tmp = None
+    try:
+        if st is None or stat.S_ISREG(st.st_mode):
+            target = os.path.realpath(dest)
+            mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
+                                       dir=os.path.dirname(target) or ".")
+            raw = os.fdopen(fd, "wb")
+        else:
+            raw = open(dest, "wb")  # noqa: SIM115 - closed below
+    except OSError as err:
+        raise AlignersInputError(f"{flag}: cannot write ({_why(err)}); expected a writable "
+                                 "output path", path=dest) from None
+    gz = gzip.GzipFile(fileobj=raw, mode="wb") if dest.endswith(".gz") else None
+    text = io.TextIOWrapper(gz or raw, encoding="utf-8", newline="\n")
+    handle = _Checked(text, flag=flag, dest=dest)
+    try:
         yield handle
+        handle.flush()
+        try:
+            if gz is not None:
+                text.close()  # the gzip trailer, into `raw` (left open)
+            raw.flush()
+            if tmp is not None:
+                os.fsync(raw.fileno())
+            text.close()
+            raw.close()
+            if tmp is not None:
+                os.chmod(tmp, mode)
+                os.replace(tmp, target)
+                tmp = None
+        except OSError as err:
+            raise handle._fail(err) from None
+    finally:
+        for f in (text, raw):
+            with contextlib.suppress(Exception):
+                f.close()
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def write_lines(dest: str, lines: Iterable[str], *, flag: str = "-o") -> int:

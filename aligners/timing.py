@@ -28,7 +28,7 @@ class Phases:
     def __init__(self, *, sync: Callable[[], None] | None = None,
                  clock: Callable[[], float] = time.perf_counter):
         self._seconds: dict[str, float] = {}
-        self._sync = sync
+        self._sync = sync or (lambda: None)
         self._clock = clock
         self._stack: list[str] = []
         self._mark = 0.0  # when the running phase (top of the stack) was last charged
@@ -49,14 +49,12 @@ class Phases:
     @contextmanager
     def __call__(self, name: str) -> Iterator[None]:
         """Time the block as phase `name` (also when it raises)."""
-        if self._sync is not None:
-            self._sync()
+        self._sync()
         self._switch(name)
         try:
             yield
         finally:
-            if self._sync is not None:
-                self._sync()
+            self._sync()
             self._switch(None)
 
     def iterate(self, name: str, items: Iterable[T]) -> Iterator[T]:
@@ -71,10 +69,6 @@ class Phases:
             finally:
                 self._switch(None)
             yield item
-
-    def add(self, name: str, seconds: float) -> None:
-        """Charge `seconds` to phase `name` (e.g. a time measured elsewhere)."""
-        self._seconds[name] = self._seconds.get(name, 0.0) + seconds
 
     @property
     def seconds(self) -> dict[str, float]:

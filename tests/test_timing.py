@@ -27,10 +27,11 @@ def test_phases_self_time_order_repeats_and_errors():
     with pytest.raises(RuntimeError), phases("read"):  # repeated: adds up, even on errors
         clock.now += 0.5
         raise RuntimeError
-    phases.add("train", 20.06)
+    with phases("train"):
+        clock.now += 20.06
     assert phases.seconds == {"read": 1.75, "index": 3.25, "keys": 0.5, "train": 20.06}
     assert phases.summary() == "read 1.8 s, index 3.2 s, keys 0.5 s, train 20.1 s"
-    assert len(synced) == 8  # before and after each of the 4 timed blocks
+    assert len(synced) == 10  # before and after each of the 5 timed blocks
     assert Phases().summary() == ""
 
 

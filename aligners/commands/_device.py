@@ -11,15 +11,15 @@ from aligners.errors import AlignersInputError
 __all__ = ["torch_device", "thread_count", "gpu_present", "auto_device"]
 
 
-def thread_count(n: int, *, prog: str, flag: str = "--threads") -> int:
+def thread_count(n: int, *, prog: str) -> int:
     """`n` CPU threads, clamped to `os.cpu_count()` with a one-line warning on stderr (more
-    threads than cores only slows down; 100000 made OpenBLAS fail and monoalign crash).
-    n < 1 raises AlignersInputError. Imports nothing."""
+    threads than cores only slows down, or crashes OpenBLAS). n < 1 raises
+    AlignersInputError. Imports nothing."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise AlignersInputError(f"{flag} must be >= 1, got {n!r}")
+        raise AlignersInputError(f"--threads must be >= 1, got {n!r}")
     cores = os.cpu_count() or 1
     if n > cores:
-        print(f"{prog}: warning: {flag} {n} is more than the {cores} CPU cores here; using "
+        print(f"{prog}: warning: --threads {n} is more than the {cores} CPU cores here; using "
               f"{cores}", file=sys.stderr)
         return cores
     return n

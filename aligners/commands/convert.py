@@ -27,6 +27,7 @@ from aligners.data.parallel import read_lines, read_parallel
 from aligners.data.pharaoh import write_pharaoh
 from aligners.data.types import Alignment
 from aligners.errors import AlignersInputError
+from aligners.outputs import check_paths, open_output
 
 __all__ = ["add_arguments", "run"]
 
@@ -61,8 +62,6 @@ def _side(path: str) -> tuple[list[int] | None, list[int]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aligners.outputs import check_paths
-
     check_paths({"-i": args.input, "--src": args.src, "--tgt": args.tgt, "--text": args.text},
                 {"-o": args.output})
     snums = src_lengths = tgt_lengths = None
@@ -110,8 +109,6 @@ def run(args: argparse.Namespace) -> int:
                 src_lengths=src_lengths, tgt_lengths=tgt_lengths)
     if args.swap:
         alignments = [_swap(al) for al in alignments]
-    from aligners.outputs import open_output
-
     with open_output(args.output, flag="-o") as out:  # atomic; .gz by name
         if args.to == "pharaoh":
             write_pharaoh(alignments, out, posteriors=args.posteriors)

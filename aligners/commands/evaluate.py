@@ -103,36 +103,42 @@ def printed_warnings(prog: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    from aligners.config_checks import UNIT, check_value
     from aligners.data.gold import sniff_format
+    from aligners.metrics import evaluate_alignments, format_report
+    from aligners.outputs import write_lines
 
     if args.gold == "-" and args.test == "-":
         raise AlignersInputError("only one of --gold / --test can be '-' (stdin)")
+    src = tgt = snums = gold = None
     if args.dataset is not None:
-        return _run_dataset(args)
-    if (args.src_text is None) != (args.tgt_text is None):
-        raise AlignersInputError("--src-text and --tgt-text go together; give both or neither")
-    gold_fmt = sniff_format(args.gold) if args.format == "auto" else args.format
-    src = tgt = snums = None
-    if args.src_text is not None:
-        snums, src, tgt = read_sentences(args.src_text, args.tgt_text)
+        from aligners.data.datasets import load
+
+        if args.src_text is not None or args.tgt_text is not None:
+            raise AlignersInputError("--dataset brings its own sentences; drop "
+                                     "--src-text/--tgt-text")
+        pairs = load(args.dataset, args.split, lenient=args.lenient)
+        if not pairs or getattr(pairs[0], "alignment", None) is None:
+            raise AlignersInputError(f"dataset {args.dataset!r} has no gold alignments")
+        gold, src, tgt = ([p.alignment for p in pairs], [p.src for p in pairs],
+                          [p.tgt for p in pairs])
+    else:
+        if (args.src_text is None) != (args.tgt_text is None):
+            raise AlignersInputError("--src-text and --tgt-text go together; give both or "
+                                     "neither")
+        gold_fmt = sniff_format(args.gold) if args.format == "auto" else args.format
+        if args.src_text is not None:
+            snums, src, tgt = read_sentences(args.src_text, args.tgt_text)
     with printed_warnings("aligners evaluate"):
-        if gold_fmt in TEXT_FORMATS:
+        if gold is None and gold_fmt in TEXT_FORMATS:
             pairs = carried_pairs(args.gold, gold_fmt, args.lenient)
             gold, src, tgt = ([p.alignment for p in pairs], [p.src for p in pairs],
                               [p.tgt for p in pairs])
-        else:
+        elif gold is None:
             gold = read_links(args.gold, gold_fmt, snums=snums, src=src, tgt=tgt,
                               lenient=args.lenient)
         test = read_links(args.test, args.test_format, snums=snums, src=src, tgt=tgt,
                           lenient=args.lenient)
-    return _report(args, gold, test, src, tgt)
-
-
-def _report(args, gold, test, src, tgt) -> int:
-    from aligners.config_checks import UNIT, check_value
-    from aligners.metrics import evaluate_alignments, format_report
-    from aligners.outputs import write_lines
-
     name = args.gold or args.dataset
     if len(gold) != len(test):
         raise AlignersInputError(f"{name} has {len(gold)} sentence pairs but {args.test} has "
@@ -144,18 +150,3 @@ def _report(args, gold, test, src, tgt) -> int:
     text = json.dumps(report.to_dict(), indent=2) if args.json else format_report(report)
     write_lines("-", [text])  # a full stdout (`> /dev/full`) is one line, exit 2
     return 0
-
-
-def _run_dataset(args: argparse.Namespace) -> int:
-    from aligners.data.datasets import load
-
-    if args.src_text is not None or args.tgt_text is not None:
-        raise AlignersInputError("--dataset brings its own sentences; drop --src-text/--tgt-text")
-    pairs = load(args.dataset, args.split, lenient=args.lenient)
-    if not pairs or getattr(pairs[0], "alignment", None) is None:
-        raise AlignersInputError(f"dataset {args.dataset!r} has no gold alignments")
-    src, tgt = [p.src for p in pairs], [p.tgt for p in pairs]
-    with printed_warnings("aligners evaluate"):
-        test = read_links(args.test, args.test_format, snums=None, src=src, tgt=tgt,
-                          lenient=args.lenient)
-    return _report(args, [p.alignment for p in pairs], test, src, tgt)

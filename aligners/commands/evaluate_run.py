@@ -8,20 +8,14 @@ Runs in a child interpreter (`python -m aligners.evaluate`); exit status is the 
 
 import argparse
 
-__all__ = ["add_arguments", "run"]
+from aligners.commands.train import add_overrides, child
 
-ENTRY = "aligners.evaluate"
+__all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("overrides", nargs=argparse.REMAINDER, metavar="OVERRIDE",
-                        help="Hydra overrides, e.g. experiment=NAME ckpt_path=RUN/model")
+    add_overrides(parser, "e.g. experiment=NAME ckpt_path=RUN/model")
 
 
 def run(args: argparse.Namespace) -> int:
-    from aligners.commands.train import child
-
-    overrides = list(args.overrides)
-    if overrides[:1] == ["--"]:
-        overrides = overrides[1:]
-    return child(ENTRY, overrides)
+    return child("aligners.evaluate", args.overrides)

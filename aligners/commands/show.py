@@ -5,12 +5,9 @@
     aligners show -s test.e -t test.f --gold G -a A --test B --html page.html
     aligners show --gold msr.edinburgh.test.json -a pred.align --html mono.html
 
-Inputs are read as `aligners evaluate` reads them (the same readers): sentences from
-`-s/-t` (plain or WPT `<s snum=N>` lines) or `-i` ('source ||| target'), or from a gold or
-links file that carries its text (jacana JSON, MultiMWA TSV); links in any notation of
-`aligners.data.gold.FORMATS` (Pharaoh `i-j`, `i?j`/`ipj`, `i-j:p`, NAACL with snums, ...).
-Pairs are numbered 1..N in file order. Scores come from `aligners.metrics`; the page's
-corpus scores are those `aligners evaluate` prints for the same files. See docs/show.md.
+Inputs are read by `aligners evaluate`'s readers (sentences from -s/-t, -i or a links file
+that carries its text; links in any notation of `aligners.data.gold.FORMATS`); pairs are
+numbered 1..N in file order; scores are `aligners evaluate`'s. See docs/show.md.
 """
 
 from __future__ import annotations
@@ -86,18 +83,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "and NO_COLOR is unset)")
 
 
-def _read_sentences(args) -> tuple[list, list, list | None, list | None]:
-    """(source token lists, target token lists, snums or None, ids or None) of -s/-t or -i."""
-    from aligners.data.parallel import read_parallel
-
-    if args.input is not None:
-        pairs = list(read_parallel(args.input))
-        return [s for s, _ in pairs], [t for _, t in pairs], None, None
-    snums, src, tgt = read_sentences(args.source, args.target,
-                                     "; expected one sentence pair per line")
-    return src, tgt, snums, None if snums is None else [str(s) for s in snums]
-
-
 def _read_links(path: str, fmt: str, *, snums, src, tgt, lenient: bool):
     """The alignments of `path`, checked against the sentences: one per pair, in range."""
     from aligners.data.pharaoh import check_ranges, warn_dropped
@@ -118,6 +103,7 @@ def _read_links(path: str, fmt: str, *, snums, src, tgt, lenient: bool):
 def _load(args):
     """(src, tgt, ids, gold or None, [(name, alignments)]) from the arguments."""
     from aligners.data.gold import sniff_format
+    from aligners.data.parallel import read_parallel
 
     tests = args.test or []
     if not tests and args.gold is None:
@@ -139,11 +125,17 @@ def _load(args):
                  for t in tests]
     carriers = [(p, f) for p, f in ((args.gold, gold_fmt), *zip(tests, test_fmts))
                 if p is not None and f in TEXT_FORMATS]
-    snums = None
+    snums = ids = None
     if args.input is not None or args.source is not None:
         if gold_fmt in TEXT_FORMATS:
             raise AlignersInputError(f"{args.gold} carries its own sentences; drop -s/-t/-i")
-        src, tgt, snums, ids = _read_sentences(args)
+        if args.input is not None:
+            pairs = list(read_parallel(args.input))
+            src, tgt = [s for s, _ in pairs], [t for _, t in pairs]
+        else:
+            snums, src, tgt = read_sentences(args.source, args.target,
+                                             "; expected one sentence pair per line")
+            ids = None if snums is None else [str(s) for s in snums]
     elif carriers:
         pairs = carried_pairs(*carriers[0], args.lenient)
         src, tgt = [list(p.src) for p in pairs], [list(p.tgt) for p in pairs]
@@ -170,28 +162,21 @@ def _load(args):
     return src, tgt, ids, gold, [(n, als) for n, (_, als) in zip(names, systems)], inputs
 
 
-def _check_outputs(args) -> None:
-    """Every input and the --html page, before any work (`aligners.outputs`)."""
-    from aligners.outputs import check_paths
-
-    tests = args.test or []
-    named = {f"-a {t}" if len(tests) > 1 else "-a": t for t in tests}
-    check_paths({"-s": args.source, "-t": args.target, "-i": args.input, "--gold": args.gold,
-                 **named}, {"--html": args.html})
-
-
 MAX_GRID_TOKENS = 200  # a terminal grid is drawn for pairs up to this many tokens a side
 
 
 def run(args: argparse.Namespace) -> int:
-    from aligners.outputs import open_output
+    from aligners.outputs import check_paths, open_output
     from aligners.show.grid import legend, render_pair
     from aligners.show.view import corpus_view, pair_view, shown_classes
 
     if args.html is not None and (args.pair is not None or args.pairs is not None):
         raise AlignersInputError("--pair/--pairs pick grids for the terminal; the --html page "
                                  "holds every pair")
-    _check_outputs(args)
+    tests = args.test or []  # every input and the --html page, before any work
+    named = {f"-a {t}" if len(tests) > 1 else "-a": t for t in tests}
+    check_paths({"-s": args.source, "-t": args.target, "-i": args.input, "--gold": args.gold,
+                 **named}, {"--html": args.html})
     with printed_warnings("aligners show"):
         src, tgt, ids, gold, systems, inputs = _load(args)
     count = len(src)

@@ -13,17 +13,19 @@ import signal
 import subprocess
 import sys
 
-__all__ = ["add_arguments", "run", "child"]
+__all__ = ["add_arguments", "run", "add_overrides", "child"]
 
-ENTRY = "aligners.train"
+
+def add_overrides(parser: argparse.ArgumentParser, example: str) -> None:
+    """The positional Hydra overrides of `train` and `evaluate-run`."""
+    parser.add_argument("overrides", nargs=argparse.REMAINDER, metavar="OVERRIDE",
+                        help=f"Hydra overrides, {example}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list", action="store_true",
                         help="print the runnable experiment names and exit")
-    parser.add_argument("overrides", nargs=argparse.REMAINDER, metavar="OVERRIDE",
-                        help="Hydra overrides, e.g. experiment=NAME seed=1 "
-                             "(`-- --help` shows Hydra's help)")
+    add_overrides(parser, "e.g. experiment=NAME seed=1 (`-- --help` shows Hydra's help)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,16 +35,16 @@ def run(args: argparse.Namespace) -> int:
 
         write_lines("-", experiments())
         return 0
-    overrides = list(args.overrides)
-    if overrides[:1] == ["--"]:
-        overrides = overrides[1:]
-    return child(ENTRY, overrides)
+    return child("aligners.train", args.overrides)
 
 
 def child(entry: str, overrides: list[str]) -> int:
-    """Run `python -m ENTRY OVERRIDES...` and return its exit status. Ctrl-C: the child (which
-    marks its run folder FAILED and prints the one line) is sent SIGINT too, in case only
-    this process got it, and is waited for; a second Ctrl-C here is ignored."""
+    """Run `python -m ENTRY OVERRIDES...` (a leading `--` dropped) and return its exit
+    status. Ctrl-C: the child (which marks its run folder FAILED and prints the one line) is
+    sent SIGINT too, in case only this process got it, and is waited for; a second Ctrl-C
+    here is ignored."""
+    if overrides[:1] == ["--"]:
+        overrides = overrides[1:]
     proc = subprocess.Popen([sys.executable, "-m", entry, *overrides])
     try:
         return proc.wait()

@@ -8,7 +8,6 @@ Empty sentences are kept as empty lists and stay in place.
 from __future__ import annotations
 
 import gzip
-import io
 import itertools
 import os
 import re
@@ -217,21 +216,14 @@ def read_parallel(
 
 @contextmanager
 def open_output(path: str | Path | IO[str]) -> Iterator[IO[str]]:
-    """A text handle for writing: an open handle as is, `-` = stdout, `.gz` gzipped."""
+    """A text handle for writing: an open handle as is, else `aligners.outputs.open_output`
+    (`-` = stdout, `.gz` gzipped, a file written atomically)."""
     if not isinstance(path, str | Path):
         yield path
         return
-    if str(path) == "-":
-        yield sys.stdout
-        return
-    p = Path(path)
-    try:
-        raw = gzip.open(p, "wb") if p.suffix == ".gz" else open(p, "wb")
-    except OSError as err:
-        raise AlignersInputError(
-            f"cannot write: {err.strerror or err}; expected a writable output path", path=str(p)
-        ) from None
-    with raw, io.TextIOWrapper(raw, encoding="utf-8", newline="\n") as handle:
+    from aligners.outputs import open_output as open_checked
+
+    with open_checked(str(path), flag="output") as handle:
         yield handle
 
 

@@ -91,11 +91,8 @@ def _grid(src: Sequence[str], tgt: Sequence[str], cells: dict, *, color: bool) -
         row = [h[k - (height - len(h))] if k >= height - len(h) else "" for h in headers]
         lines.append((prefix + "".join(_pad(x, 2) for x in row)).rstrip())
     for i, label in enumerate(labels):
-        marks = []
-        for j in range(len(tgt)):
-            cls = where.get((i, j))
-            marks.append(_paint(SYMBOLS[cls], cls, color) if cls else
-                         _paint(EMPTY, "empty", color))
+        marks = [_paint(SYMBOLS.get(cls, EMPTY), cls, color)
+                 for cls in (where.get((i, j), "empty") for j in range(len(tgt)))]
         lines.append(f"{i:>{digits}} {_pad(label, label_width)} {' '.join(marks)}".rstrip())
     return lines
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 
 from aligners.data.types import Alignment, Link
-from aligners.metrics import EvaluationReport, evaluate_alignments, format_report
+from aligners.metrics import evaluate_alignments, format_report
 
 __all__ = [
     "CLASSES",
@@ -68,16 +68,14 @@ def classify(pred: Alignment | None, gold: Alignment | None) -> dict[str, frozen
 
 def shown_classes(*, gold: bool, pred: bool) -> list[str]:
     """The classes `classify` gives with / without gold and a prediction (the legend's)."""
-    if not gold:
-        return ["link"]
-    return ["hit", "hit_possible", "false", "miss", "possible"] if pred else [
-        "sure", "gold_possible"]
+    empty = Alignment()  # without gold, the links' class even with no prediction
+    return list(classify(empty if pred or not gold else None, empty if gold else None))
 
 
-def pair_scores(pred: Alignment, gold: Alignment, *, alpha: float = 0.5) -> dict:
+def pair_scores(pred: Alignment, gold: Alignment) -> dict:
     """`{"counts": LinkCounts as a dict, "precision", "recall", "f1", "aer"}` of one pair,
     computed by `aligners.metrics.evaluate_alignments` (micro scores of a one-pair corpus)."""
-    report = evaluate_alignments([gold], [pred], alpha=alpha, breakdowns=False)
+    report = evaluate_alignments([gold], [pred], breakdowns=False)
     s = report.micro
     return {"counts": asdict(report.counts), "precision": s.precision, "recall": s.recall,
             "f1": s.f1, "aer": s.aer}
@@ -114,10 +112,6 @@ def blocks(links: Iterable[Link]) -> list[tuple[int, int, int, int]]:
     return sorted(out)
 
 
-def _cells(classes: dict[str, frozenset[Link]]) -> dict[str, list[list[int]]]:
-    return {name: [list(link) for link in sorted(links)] for name, links in classes.items()}
-
-
 def pair_view(
     n: int,
     src: Sequence[str],
@@ -126,7 +120,6 @@ def pair_view(
     preds: Sequence[Alignment],
     *,
     pair_id: str | None = None,
-    alpha: float = 0.5,
 ) -> dict:
     """The JSON-able view of pair `n` (1-based): its words and one grid per prediction in
     `preds` (or one grid of the gold alone when `preds` is empty).
@@ -137,10 +130,11 @@ def pair_view(
     """
     grids = []
     for pred in preds or [None]:
-        grid = {"cells": _cells(classify(pred, gold)),
+        grid = {"cells": {name: [list(link) for link in sorted(links)]
+                          for name, links in classify(pred, gold).items()},
                 "blocks": [list(b) for b in blocks((pred or gold).possible)],
                 "scores": None if gold is None or pred is None
-                else pair_scores(pred, gold, alpha=alpha)}
+                else pair_scores(pred, gold)}
         if pred is not None and pred.posteriors:
             grid["posteriors"] = [[i, j, p] for (i, j), p in sorted(pred.posteriors.items())]
         grids.append(grid)
@@ -154,10 +148,6 @@ def pair_view(
     }
 
 
-def _report(report: EvaluationReport) -> dict:
-    return {**report.to_dict(), "text": format_report(report)}
-
-
 def corpus_view(
     src_tokens: Sequence[Sequence[str]],
     tgt_tokens: Sequence[Sequence[str]],
@@ -165,7 +155,6 @@ def corpus_view(
     systems: Sequence[tuple[str, Sequence[Alignment]]],
     *,
     ids: Sequence[str | None] | None = None,
-    alpha: float = 0.5,
 ) -> dict:
     """The JSON-able view of a whole corpus of N pairs: `{"has_gold", "alpha", "legend":
     [[class, symbol, text], ...] (the classes shown), "systems": [{"name", "report"}],
@@ -186,16 +175,15 @@ def corpus_view(
     for name, als in systems:
         report = None
         if gold is not None:
-            report = _report(evaluate_alignments(
-                gold, als, src_tokens=src_tokens, tgt_tokens=tgt_tokens, alpha=alpha))
+            report = evaluate_alignments(gold, als, src_tokens=src_tokens, tgt_tokens=tgt_tokens)
+            report = {**report.to_dict(), "text": format_report(report)}
         out_systems.append({"name": name, "report": report})
     pairs = [
         pair_view(n + 1, src_tokens[n], tgt_tokens[n], None if gold is None else gold[n],
-                  [als[n] for _, als in systems], alpha=alpha,
-                  pair_id=None if ids is None else ids[n])
+                  [als[n] for _, als in systems], pair_id=None if ids is None else ids[n])
         for n in range(count)
     ]
     shown = shown_classes(gold=gold is not None, pred=bool(systems))
-    return {"has_gold": gold is not None, "alpha": alpha,
+    return {"has_gold": gold is not None, "alpha": 0.5,  # the scorer's default alpha
             "legend": [[name, *CLASSES[name]] for name in shown], "systems": out_systems,
             "pairs": pairs}
