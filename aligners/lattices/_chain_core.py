@@ -262,22 +262,12 @@ def sample_ffbs(spans: torch.Tensor, lengths: torch.Tensor, n: int, generator=No
 
 
 @contextlib.contextmanager
-def _grad_mode():
-    with torch.inference_mode(False), torch.enable_grad():
-        yield
-
-
 def autograd_ready(log_potentials: torch.Tensor):
     """Context + a leaf copy usable by autograd even under ``torch.inference_mode`` and
     without touching the caller's tensor (no ``requires_grad_`` on it)."""
-
-    @contextlib.contextmanager
-    def ctx():
-        with _grad_mode():
-            if torch.is_inference(log_potentials):
-                leaf = log_potentials.clone()
-            else:
-                leaf = log_potentials.detach()
-            yield leaf.requires_grad_(True)
-
-    return ctx()
+    with torch.inference_mode(False), torch.enable_grad():
+        if torch.is_inference(log_potentials):
+            leaf = log_potentials.clone()
+        else:
+            leaf = log_potentials.detach()
+        yield leaf.requires_grad_(True)

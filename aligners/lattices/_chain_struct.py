@@ -18,7 +18,6 @@ from aligners.semirings import (
     KMaxSemiring,
     LogSemiring,
     MaxSemiring,
-    SampledSemiring,
     semiring_zero,
 )
 
@@ -42,7 +41,11 @@ class ChainStruct:
 
     ``method``: "loop" (per-position recursion, explicit backward: the CPU choice), "scan"
     (``_chain_scan``), "graph" (the scan as a CUDA graph where ``_chain_graph.wants_graph``) or
-    "auto" (Log on CUDA with S <= 2 and S·C <= 256: "graph"; else the loop). Same numbers."""
+    "auto" (Log on CUDA with S <= 2 and S·C <= 256: "graph"; else the loop). Same numbers.
+
+    Subclasses define ``_check(log_potentials)`` (shape errors), ``_raw_spans`` (the
+    ``(B, N-1, offset+S, C, C)`` view of the log-potentials) and ``_from_spans`` (start-indexed
+    spans -> the log-potentials' shape)."""
 
     #: number of trailing event dimensions of the log-potentials (after B)
     event_dims = 3
@@ -54,25 +57,15 @@ class ChainStruct:
         scan.use_scan(method, torch.empty(0, 0, 1, 1, 1))  # refuses unknown methods
         self.method = method
 
-    # -- to be provided by subclasses -------------------------------------------------
-    @classmethod
-    def _check(cls, log_potentials: torch.Tensor) -> None:
-        raise NotImplementedError
-
-    @staticmethod
-    def _to_spans(log_potentials: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
-
-    @staticmethod
-    def _raw_spans(log_potentials: torch.Tensor) -> torch.Tensor:
-        """(B, N-1, offset+S, C, C) view of the log-potentials."""
-        raise NotImplementedError
-
-    @staticmethod
-    def _from_spans(spans: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
-
     # -- helpers -----------------------------------------------------------------------
+    def _under(self, semiring) -> ChainStruct:
+        """The same lattice (and method) under another semiring."""
+        return type(self)(semiring, self.method)
+
+    def _to_spans(self, log_potentials):
+        """Start-indexed spans ``(B, N-1, S, C, C)`` (a view)."""
+        return self._raw_spans(log_potentials)[:, :, self.offset:]
+
     def _spans(self, log_potentials):
         """Start-indexed spans, clamped at the semiring zero so that ``-inf`` (forbidden)
         scores never turn into NaN (e.g. a label unreachable from every predecessor)."""
@@ -166,15 +159,15 @@ class ChainStruct:
 
     def kmax(self, log_potentials, k, lengths=None):
         """The k best scores ``(k, B)`` (fewer structures: padded with the semiring zero)."""
-        return KMaxStruct(self, k).sum(log_potentials, lengths, _raw=True)
+        return self._under(KMaxSemiring(k)).sum(log_potentials, lengths, _raw=True)
 
     def topk(self, log_potentials, k, lengths=None):
         """Indicators of the k best structures ``(k, B, event)``."""
-        return KMaxStruct(self, k).marginals(log_potentials, lengths, _raw=True)
+        return self._under(KMaxSemiring(k)).marginals(log_potentials, lengths, _raw=True)
 
     def entropy(self, log_potentials, lengths=None):
         """Entropy (nats) of the Gibbs distribution ``(B,)``: one forward pass."""
-        return type(self)(EntropySemiring, self.method).sum(log_potentials, lengths)
+        return self._under(EntropySemiring).sum(log_potentials, lengths)
 
     def sample(self, log_potentials, n, lengths=None, generator=None):
         """``n`` exact samples (forward filtering, backward sampling), ``(n, B, event)``
@@ -194,20 +187,3 @@ class ChainStruct:
             labels, _ = core.sample_ffbs(self._to_spans(log_potentials), lengths, n, generator,
                                          dense=False)
         return labels
-
-    def sample_semiring(self, log_potentials, n, lengths=None, generator=None):
-        """The same samples drawn through the sampling semiring (autograd "gradient" of
-        log Z): a cross-check of ``sample``; memory n times the potentials' autograd graph."""
-        lengths = self._prepare(log_potentials, lengths)
-        batch = log_potentials.shape[0]
-        rep = log_potentials.detach().repeat((n,) + (1,) * (log_potentials.dim() - 1))
-        semiring = SampledSemiring.with_generator(generator)
-        with core.autograd_ready(rep) as leaf:
-            v = core.generic_sum(semiring, self._spans(leaf), lengths.repeat(n))
-            g = _grad(v.sum(), leaf)
-        return g.view((n, batch) + log_potentials.shape[1:])
-
-
-def KMaxStruct(struct: ChainStruct, k: int) -> ChainStruct:  # noqa: N802
-    """The same lattice under the k-max semiring."""
-    return type(struct)(KMaxSemiring(k), struct.method)

@@ -38,10 +38,8 @@ class LinearChain(ChainStruct):
             )
 
     @staticmethod
-    def _to_spans(log_potentials):
+    def _raw_spans(log_potentials):
         return log_potentials.unsqueeze(2)
-
-    _raw_spans = _to_spans
 
     @staticmethod
     def _from_spans(spans):
