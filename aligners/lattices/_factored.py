@@ -12,12 +12,14 @@ from aligners.lattices._core import length_mask, semiring_zero
 
 __all__ = [
     "Cleaned",
+    "FromGradients",
+    "bad_rows",
     "clean_factored",
     "col_shift",
     "detached_leaf",
     "finite_shift",
+    "needs_grad",
     "semiring_zero",
-    "underflow_floor",
 ]
 
 
@@ -136,10 +138,13 @@ def finite_shift(x: torch.Tensor, dim) -> torch.Tensor:
     return torch.where(torch.isfinite(m), m, torch.zeros_like(m))
 
 
-def underflow_floor(dtype: torch.dtype, num_states: int) -> float:
-    """Smallest per-step scale the probability-space recursions trust (else: log-space)."""
-    fi = torch.finfo(dtype)
-    return fi.tiny / fi.eps * num_states
+def bad_rows(scales: torch.Tensor, pos_mask: torch.Tensor, num_states: int) -> torch.Tensor:
+    """(B,) bool: items with a per-step scale `scales` (B,N) at a real position below the
+    smallest one the probability-space recursions trust (tiny / eps · C), or not finite:
+    they are recomputed in log space."""
+    fi = torch.finfo(scales.dtype)
+    floor = fi.tiny / fi.eps * num_states
+    return (((scales < floor) | ~torch.isfinite(scales)) & pos_mask).any(1)
 
 
 def detached_leaf(x: torch.Tensor) -> torch.Tensor:
@@ -147,3 +152,24 @@ def detached_leaf(x: torch.Tensor) -> torch.Tensor:
     for inference tensors (call it under `torch.inference_mode(False)`)."""
     return x.detach().clone().requires_grad_(True)
 
+
+def needs_grad(*inputs: torch.Tensor) -> bool:
+    """Whether autograd will want gradients of a result computed from `inputs`."""
+    return torch.is_grad_enabled() and any(x.requires_grad for x in inputs)
+
+
+class FromGradients(torch.autograd.Function):
+    """log Z (B,) with a precomputed first-order backward: ``apply(grads, log_init, log_trans,
+    log_emit, lengths, state_mask)`` runs ``grads(...) -> (log Z, d/d log_init, d/d log_trans,
+    d/d log_emit)`` once; the backward scales those by the incoming gradient."""
+
+    @staticmethod
+    def forward(ctx, grads, log_init, log_trans, log_emit, lengths, state_mask):
+        logz, *partials = grads(log_init, log_trans, log_emit, lengths, state_mask)
+        ctx.save_for_backward(*partials)
+        return logz
+
+    @staticmethod
+    def backward(ctx, grad):
+        scaled = (grad.view(-1, *[1] * (g.dim() - 1)) * g for g in ctx.saved_tensors)
+        return None, *scaled, None, None

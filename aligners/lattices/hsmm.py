@@ -15,12 +15,14 @@ import torch
 from aligners.errors import AlignersInputError
 from aligners.lattices._core import backtrack, fill_segments, sample_categorical
 from aligners.lattices._factored import (
+    FromGradients,
+    bad_rows,
     clean_factored,
     col_shift,
     detached_leaf,
     finite_shift,
+    needs_grad,
     semiring_zero,
-    underflow_floor,
 )
 
 __all__ = [
@@ -126,11 +128,6 @@ def _logspace_forward(init, trans, seg, lengths):
     return torch.logsumexp(last, -1), None, torch.stack(lpred, 1).detach()
 
 
-def _bad_rows(c, pos_mask, dtype, C):
-    floor = underflow_floor(dtype, C)
-    return (((c < floor) | ~torch.isfinite(c)) & pos_mask).any(1)
-
-
 def _grads(cl, rows=None):
     """(logZ, d/d init, d/d trans, d/d seg) by autograd; log space for `rows`, else scaled."""
     init, trans, seg, lengths = cl.init, cl.trans, cl.emit, cl.lengths
@@ -158,7 +155,7 @@ def _grads(cl, rows=None):
 
 def _posteriors(cl):
     logz, c, gi, gt, ge = _grads(cl)
-    bad = _bad_rows(c.detach(), cl.pos_mask, cl.emit.dtype, cl.emit.shape[-1])
+    bad = bad_rows(c.detach(), cl.pos_mask, cl.emit.shape[-1])
     bad = bad | ~torch.isfinite(ge.sum((1, 2, 3))) | ~torch.isfinite(gt.sum((1, 2)))
     if bool(bad.any()):
         idx = bad.nonzero().squeeze(1)
@@ -178,33 +175,18 @@ def hsmm_posteriors(log_init, log_trans, log_seg_emit, *, lengths=None, state_ma
     return HSMMPosteriors(logz, ge, gt)
 
 
-class _HSMMLogLikelihood(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, log_init, log_trans, log_seg_emit, lengths, state_mask):
-        cl = _clean(log_init, log_trans, log_seg_emit, lengths, state_mask)
-        logz, gi, gt, ge = _posteriors(cl)
-        ctx.save_for_backward(gi, gt, ge)
-        return logz
-
-    @staticmethod
-    def backward(ctx, grad):
-        gi, gt, ge = ctx.saved_tensors
-        return grad[:, None] * gi, grad[:, None, None] * gt, grad.view(-1, 1, 1, 1) * ge, None, None
-
-
 def hsmm_log_likelihood(log_init, log_trans, log_seg_emit, *, lengths=None, state_mask=None):
     """(B,C), (B,C,C), (B,N,K,C) -> log-likelihood (B,).
 
     Cost: forward only, O(B·N·(C² + K·C)) time. Differentiable (backward = posteriors).
     """
-    if torch.is_grad_enabled() and any(
-        x.requires_grad for x in (log_init, log_trans, log_seg_emit)
-    ):
-        return _HSMMLogLikelihood.apply(log_init, log_trans, log_seg_emit, lengths, state_mask)
+    if needs_grad(log_init, log_trans, log_seg_emit):
+        return FromGradients.apply(lambda *x: _posteriors(_clean(*x)), log_init, log_trans,
+                                   log_seg_emit, lengths, state_mask)
     cl = _clean(log_init, log_trans, log_seg_emit, lengths, state_mask)
     with torch.no_grad():
         logz, c, _ = _scaled_forward(cl.init, cl.trans, cl.emit, cl.lengths)
-        bad = _bad_rows(c, cl.pos_mask, cl.emit.dtype, cl.emit.shape[-1])
+        bad = bad_rows(c, cl.pos_mask, cl.emit.shape[-1])
         if bool(bad.any()):
             idx = bad.nonzero().squeeze(1)
             logz = logz.clone()
@@ -269,7 +251,7 @@ def hsmm_sample(
     S, dev = num_samples, cl.emit.device
     with torch.no_grad():
         _, c, logpred = _scaled_forward(cl.init, cl.trans, cl.emit, cl.lengths)
-        bad = _bad_rows(c, cl.pos_mask, cl.emit.dtype, C)
+        bad = bad_rows(c, cl.pos_mask, C)
         if bool(bad.any()):
             idx = bad.nonzero().squeeze(1)
             logpred = logpred.clone()
