@@ -13,6 +13,7 @@ from torch_struct import semirings as _ts
 from aligners.lattices import _chain_core as core
 from aligners.lattices import _chain_graph as graph
 from aligners.lattices import _chain_scan as scan
+from aligners.lattices._core import check_lengths
 from aligners.semirings import (
     EntropySemiring,
     KMaxSemiring,
@@ -95,7 +96,7 @@ class ChainStruct:
         semiring_zero(log_potentials.dtype)  # refuses ints / float16
         self._check(log_potentials)
         batch, n = log_potentials.shape[0], log_potentials.shape[1] + 1
-        lengths = core.check_lengths(lengths, batch=batch, n=n, device=log_potentials.device)
+        lengths = check_lengths(lengths, batch=batch, n=n, device=log_potentials.device)
         return lengths
 
     # -- torch-struct interface --------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.lattices._core import length_mask, semiring_zero
+from aligners.lattices._core import check_lengths, length_mask, semiring_zero
 
 __all__ = [
     "Cleaned",
@@ -83,16 +83,7 @@ def clean_factored(
     else:
         raise _shape_error("log_trans", f"(B,C,C)=({B},{C},{C}) or (B,N-1,C,C)", log_trans)
     device = log_emit.device
-    if lengths is None:
-        lengths = torch.full((B,), N, dtype=torch.long, device=device)
-    else:
-        if not isinstance(lengths, torch.Tensor) or lengths.shape != (B,):
-            raise AlignersInputError(f"lengths: expected a (B,)=({B},) integer tensor")
-        if lengths.is_floating_point() or lengths.dtype == torch.bool:
-            raise AlignersInputError("lengths: expected an integer tensor")
-        lengths = lengths.to(device=device, dtype=torch.long)
-        if bool(((lengths < 1) | (lengths > N)).any()):
-            raise AlignersInputError(f"lengths: every length must be in [1, N={N}]")
+    lengths = check_lengths(lengths, batch=B, n=N, device=device)
     pos_mask = length_mask(lengths, N)
     neg_inf = float("-inf")
     init, trans, emit = log_init.detach(), log_trans.detach(), log_emit.detach()

@@ -85,9 +85,7 @@ def phrasal_hsmm_sparse_posteriors(spot: SparsePhrasalPotentials, *, max_len: in
     from aligners.lattices._phrasal_hsmm_kernel import phrasal_forward_backward
 
     sl, tl = check_dense(_dense_view(spot, max_len), src_lengths, tgt_lengths)
-    out = phrasal_forward_backward(spot, sl, tl, max_len)
-    dtype = spot.log_emit_word.dtype
-    return SparsePhrasalPosteriors(*(torch.from_numpy(x).to(dtype) for x in out))
+    return phrasal_forward_backward(spot, sl, tl, max_len)
 
 
 def _dense_view(spot: SparsePhrasalPotentials, max_len: int) -> PhrasalPotentials:
