@@ -16,10 +16,9 @@ from aligners.lattices._factored import (
     FromGradients,
     bad_rows,
     clean_factored,
-    detached_leaf,
     finite_shift,
+    logspace_grads,
     needs_grad,
-    semiring_zero,
 )
 
 __all__ = [
@@ -143,21 +142,11 @@ def _logspace_log_likelihood(log_init, log_trans, log_emit, lengths=None):
 def _exact_fallback(cl, rows, logz, gamma, xi, per_step_trans):
     """Recompute batch items `rows` in log space by autograd (rare: underflow only)."""
     idx = rows.nonzero().squeeze(1)
-    neg = semiring_zero(cl.emit.dtype)
-    with torch.inference_mode(False), torch.enable_grad():
-        li, lt, le = (detached_leaf(x[idx].clamp(min=neg)) for x in (cl.init, cl.trans, cl.emit))
-        z = _logspace_log_likelihood(li, lt, le, cl.lengths[idx])
-        gi, gt, ge = torch.autograd.grad(z.sum(), (li, lt, le))
-    z = z.detach()
-    ok = z > neg / 2
-    z = torch.where(ok, z, torch.full_like(z, float("-inf")))
-    ge = torch.where(ok[:, None, None], ge, torch.zeros_like(ge))
-    gt = torch.where(ok.view(-1, *([1] * (gt.dim() - 1))), gt, torch.zeros_like(gt))
-    ge = ge * cl.pos_mask[idx].unsqueeze(-1)
+    z, _, gt, ge = logspace_grads(lambda *x: (_logspace_log_likelihood(*x),), cl, idx)
     if cl.time_varying and not per_step_trans:
         gt = gt.sum(1)
     logz, gamma, xi = logz.clone(), gamma.clone(), xi.clone()
-    logz[idx], gamma[idx], xi[idx] = z, ge.nan_to_num(0.0), gt.nan_to_num(0.0)
+    logz[idx], gamma[idx], xi[idx] = z, ge * cl.pos_mask[idx].unsqueeze(-1), gt
     return logz, gamma, xi
 
 

@@ -16,13 +16,12 @@ from aligners.errors import AlignersInputError
 from aligners.lattices._core import backtrack, fill_segments, sample_categorical
 from aligners.lattices._factored import (
     FromGradients,
+    autograd_grads,
     bad_rows,
     clean_factored,
-    col_shift,
-    detached_leaf,
     finite_shift,
+    logspace_grads,
     needs_grad,
-    semiring_zero,
 )
 
 __all__ = [
@@ -81,7 +80,7 @@ def _scaled_forward(init, trans, seg, lengths):
     """Differentiable scaled forward. Returns (logZ (B,), per-step scales c (B,N),
     log-pred (B,N+1,C): log of sum_i alpha[m,i] trans[i,c] for m = -1..N-1 (m=-1: init))."""
     B, N, K, C = seg.shape
-    tc, cmax = col_shift(trans.detach())
+    cmax = finite_shift(trans.detach(), -2).squeeze(-2)  # column maxima over c_prev
     tc = torch.exp(trans - cmax.unsqueeze(-2))  # differentiable, shift held constant
     imax = finite_shift(init.detach(), -1)
     preds = [torch.exp(init - imax)]
@@ -128,38 +127,16 @@ def _logspace_forward(init, trans, seg, lengths):
     return torch.logsumexp(last, -1), None, torch.stack(lpred, 1).detach()
 
 
-def _grads(cl, rows=None):
-    """(logZ, d/d init, d/d trans, d/d seg) by autograd; log space for `rows`, else scaled."""
-    init, trans, seg, lengths = cl.init, cl.trans, cl.emit, cl.lengths
-    if rows is not None:
-        neg = semiring_zero(seg.dtype)
-        init, trans, seg = (x[rows].clamp(min=neg) for x in (init, trans, seg))
-        lengths = lengths[rows]
-    with torch.inference_mode(False), torch.enable_grad():
-        li, lt, le = (detached_leaf(x) for x in (init, trans, seg))
-        fwd = _logspace_forward if rows is not None else _scaled_forward
-        logz, c, _ = fwd(li, lt, le, lengths)
-        ok = torch.isfinite(logz)
-        leaves = (li, lt, le)
-        grads = torch.autograd.grad(
-            torch.where(ok, logz, 0.0).sum(), leaves, allow_unused=True
-        )  # trans is unused when N == 1
-        gi, gt, ge = (torch.zeros_like(x) if g is None else g for g, x in zip(grads, leaves))
-    logz = logz.detach()
-    if rows is not None:
-        ok = logz > semiring_zero(seg.dtype) / 2
-        logz = torch.where(ok, logz, float("-inf"))
-        gi, gt, ge = (g.nan_to_num(0.0) * ok.view(-1, *[1] * (g.dim() - 1)) for g in (gi, gt, ge))
-    return logz, c, gi, gt, ge
-
-
 def _posteriors(cl):
-    logz, c, gi, gt, ge = _grads(cl)
+    """(log Z, d/d init, d/d trans, d/d seg) by autograd of the scaled forward; items whose
+    scales underflow (or whose gradients are not finite) by autograd in log space."""
+    tensors = (cl.init, cl.trans, cl.emit)
+    logz, (c, _), (gi, gt, ge) = autograd_grads(_scaled_forward, tensors, cl.lengths)
     bad = bad_rows(c.detach(), cl.pos_mask, cl.emit.shape[-1])
     bad = bad | ~torch.isfinite(ge.sum((1, 2, 3))) | ~torch.isfinite(gt.sum((1, 2)))
     if bool(bad.any()):
         idx = bad.nonzero().squeeze(1)
-        z2, _, gi2, gt2, ge2 = _grads(cl, idx)
+        z2, gi2, gt2, ge2 = logspace_grads(_logspace_forward, cl, idx)
         logz, gi, gt, ge = logz.clone(), gi.clone(), gt.clone(), ge.clone()
         logz[idx], gi[idx], gt[idx], ge[idx] = z2, gi2, gt2, ge2
     return logz, gi, gt, ge
@@ -190,7 +167,7 @@ def hsmm_log_likelihood(log_init, log_trans, log_seg_emit, *, lengths=None, stat
         if bool(bad.any()):
             idx = bad.nonzero().squeeze(1)
             logz = logz.clone()
-            logz[idx] = _grads(cl, idx)[0]
+            logz[idx] = logspace_grads(_logspace_forward, cl, idx)[0]
     return logz
 
 
