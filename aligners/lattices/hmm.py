@@ -118,7 +118,7 @@ def _fast_fb(cl, *, per_step_trans: bool):
     return logz, gamma, xi, bad
 
 
-def _logspace_log_likelihood(log_init, log_trans, log_emit, lengths=None):
+def _logspace_log_likelihood(log_init, log_trans, log_emit, lengths):
     """Plain log-space forward (differentiable by autograd; O(B·N·C²) autograd memory).
 
     Reference implementation and exact fallback: (B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> (B,).
@@ -132,28 +132,22 @@ def _logspace_log_likelihood(log_init, log_trans, log_emit, lengths=None):
         t = steps[n] if time_varying else log_trans
         alpha = torch.logsumexp(alpha.unsqueeze(2) + t, dim=1) + e
         alphas.append(alpha)
-    if lengths is None:
-        return torch.logsumexp(alpha, -1)
     A = torch.stack(alphas, 1)
     idx = (lengths - 1).view(B, 1, 1).expand(B, 1, C)
     return torch.logsumexp(A.gather(1, idx).squeeze(1), -1)
 
 
-def _exact_fallback(cl, rows, logz, gamma, xi, per_step_trans):
-    """Recompute batch items `rows` in log space by autograd (rare: underflow only)."""
-    idx = rows.nonzero().squeeze(1)
-    z, _, gt, ge = logspace_grads(lambda *x: (_logspace_log_likelihood(*x),), cl, idx)
-    if cl.time_varying and not per_step_trans:
-        gt = gt.sum(1)
-    logz, gamma, xi = logz.clone(), gamma.clone(), xi.clone()
-    logz[idx], gamma[idx], xi[idx] = z, ge * cl.pos_mask[idx].unsqueeze(-1), gt
-    return logz, gamma, xi
-
-
 def _posteriors(cl, per_step_trans=False):
+    """(log Z, gamma, xi) by the scaled forward-backward; items whose scales underflow are
+    recomputed in log space by autograd (rare)."""
     logz, gamma, xi, bad = _fast_fb(cl, per_step_trans=per_step_trans)
     if bool(bad.any()):
-        logz, gamma, xi = _exact_fallback(cl, bad, logz, gamma, xi, per_step_trans)
+        idx = bad.nonzero().squeeze(1)
+        z, _, gt, ge = logspace_grads(lambda *x: (_logspace_log_likelihood(*x),), cl, idx)
+        if cl.time_varying and not per_step_trans:
+            gt = gt.sum(1)
+        logz, gamma, xi = logz.clone(), gamma.clone(), xi.clone()
+        logz[idx], gamma[idx], xi[idx] = z, ge * cl.pos_mask[idx].unsqueeze(-1), gt
     return logz, gamma, xi
 
 

@@ -241,8 +241,8 @@ def hsmm_sample(
     n = (cl.lengths - 1).expand(S, B).clone()
     cnext = torch.zeros(S, B, dtype=torch.long, device=dev)
     first = True
-    ends = torch.zeros(S, B, N, dtype=torch.bool, device=dev)
-    at_end = torch.zeros(S, B, N, dtype=torch.long, device=dev)
+    # each segment's label at its end point (position + 1), -1 elsewhere: `fill_segments`
+    labels = torch.full((S, B, N + 1), -1, dtype=torch.long, device=dev)
     trans_t = cl.trans.transpose(1, 2)  # [b, c_next, c_prev]
     while bool((n >= 0).any()):
         active = n >= 0
@@ -254,13 +254,9 @@ def hsmm_sample(
         W = W.masked_fill((karange > nn.unsqueeze(-1)).unsqueeze(-1), float("-inf"))
         flat = sample_categorical(W.reshape(S, B, K * C), generator=generator)
         k, cc = flat // C, flat % C
-        ends[sidx, bidx, nn] |= active
-        at_end[sidx, bidx, nn] = torch.where(active, cc, at_end[sidx, bidx, nn])
+        labels[sidx, bidx, nn + 1] = torch.where(active, cc, labels[sidx, bidx, nn + 1])
         cnext = torch.where(active, cc, cnext)
         n = torch.where(active, n - k - 1, n)
         first = False
-    pos_idx = torch.arange(N, device=dev)
-    nearest = torch.where(ends, pos_idx, N).flip(-1).cummin(-1).values.flip(-1)
-    states = at_end.gather(-1, nearest.clamp(max=N - 1))
-    states = torch.where(cl.pos_mask.unsqueeze(0), states, -1)
-    return HSMMSamples(states, ends)
+    states = fill_segments(labels.view(S * B, N + 1)).view(S, B, N)
+    return HSMMSamples(states, labels[..., 1:] >= 0)
