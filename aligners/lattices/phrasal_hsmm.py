@@ -119,29 +119,21 @@ def _exp0(x: torch.Tensor) -> torch.Tensor:
                                                                       device=x.device))
 
 
-def _mask_shift(x, mask, dims):
-    """exp(x - m) zeroed where ~mask, and the per-item shift m (B,) (detached, finite)."""
-    z = torch.full((), float("-inf"), dtype=x.dtype, device=x.device)
-    m = torch.where(mask, x.detach(), z).amax(dim=dims) if x.numel() else None
-    if m is None:
-        return torch.zeros_like(x), torch.zeros(x.shape[0], dtype=x.dtype, device=x.device)
-    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-    shape = (-1,) + (1,) * (x.dim() - 1)
-    return torch.where(mask, _exp0(x - m.view(shape)), torch.zeros((), dtype=x.dtype,
-                                                                      device=x.device)), m
+def _mask_shift(x, mask, dim):
+    """(exp(x - m) zeroed where ~mask, the shift m): m the max of x over `dim` where `mask`
+    (detached; 0 where there is none)."""
+    if not x.shape[dim]:
+        return torch.zeros_like(x), x.new_zeros(x.shape[:dim] + x.shape[dim + 1:])
+    m = torch.where(mask, x.detach(), float("-inf")).amax(dim=dim)
+    m = torch.where(torch.isfinite(m), m, 0.0)
+    return torch.where(mask, _exp0(x - m.unsqueeze(dim)), 0.0), m
 
 
 def _scaled_jumps(log_jump, ivalid):
     """(A (B,I,I), row_f (B,I) <= 1, ma (B,)): the jump probabilities with each row shifted
     by its maximum over valid states (the row shifts go into the exit masses: row_f, ma)."""
-    dtype, dev = log_jump.dtype, log_jump.device
-    jmask = ivalid[:, None, :] & ivalid[:, :, None]
-    row = torch.where(jmask, log_jump.detach(), torch.full((), float("-inf"), dtype=dtype,
-                                                           device=dev)).amax(2)
-    row = torch.where(torch.isfinite(row), row, torch.zeros_like(row))  # (B, I)
+    A, row = _mask_shift(log_jump, ivalid[:, None, :] & ivalid[:, :, None], 2)
     ma = row.amax(1)
-    A = torch.where(jmask, _exp0(log_jump - row[:, :, None]),
-                    torch.zeros((), dtype=dtype, device=dev))
     return A, torch.exp(row - ma[:, None]), ma
 
 
