@@ -90,14 +90,19 @@ class ChainStruct:
             log_z = log_z.index_copy(0, idx, loop)
         return log_z
 
+    def _semiring_sum(self, log_potentials, lengths):
+        """Raw ``(ssize, B)`` sum under a semiring other than Log (differentiable by
+        autograd): the scan where ``method`` asks for it, else the loop."""
+        fn = scan.scan_sum if self._use_scan(log_potentials, log=False) else core.generic_sum
+        return fn(self.semiring, self._spans(log_potentials), lengths)
+
     def _prepare(self, log_potentials, lengths):
         if not isinstance(log_potentials, torch.Tensor):
             raise TypeError("log_potentials must be a torch.Tensor")
         semiring_zero(log_potentials.dtype)  # refuses ints / float16
         self._check(log_potentials)
         batch, n = log_potentials.shape[0], log_potentials.shape[1] + 1
-        lengths = check_lengths(lengths, batch=batch, n=n, device=log_potentials.device)
-        return lengths
+        return check_lengths(lengths, batch=batch, n=n, device=log_potentials.device)
 
     # -- torch-struct interface --------------------------------------------------------
     def sum(self, log_potentials, lengths=None, _raw=False):
@@ -110,10 +115,7 @@ class ChainStruct:
             else:
                 v = core.log_partition(self._raw_spans(log_potentials), lengths, self.offset)
             return v.unsqueeze(0) if _raw else v
-        if self._use_scan(log_potentials, log=False):
-            v = scan.scan_sum(self.semiring, self._spans(log_potentials), lengths)
-            return v if _raw else self.semiring.unconvert(v)
-        v = core.generic_sum(self.semiring, self._spans(log_potentials), lengths)
+        v = self._semiring_sum(log_potentials, lengths)
         return v if _raw else self.semiring.unconvert(v)
 
     def marginals(self, log_potentials, lengths=None, _raw=False):
@@ -131,15 +133,10 @@ class ChainStruct:
             _, parts = core.viterbi(core.finite(self._to_spans(log_potentials.detach())), lengths)
             return self._from_spans(parts)
         with core.autograd_ready(log_potentials) as leaf:
-            if self._use_scan(log_potentials, log=False):
-                v = scan.scan_sum(self.semiring, self._spans(leaf), lengths)
-            else:
-                v = core.generic_sum(self.semiring, self._spans(leaf), lengths)
+            v = self._semiring_sum(leaf, lengths)
             if not _raw:
                 return _grad(self.semiring.unconvert(v).sum(), leaf)
-            out = []
-            for j in range(v.shape[0]):
-                out.append(_grad(v[j].sum(), leaf, retain=j + 1 < v.shape[0]))
+            out = [_grad(v[j].sum(), leaf, retain=j + 1 < len(v)) for j in range(len(v))]
         return torch.stack(out, 0)
 
     def score(self, potentials, parts, batch_dims=(0,)):

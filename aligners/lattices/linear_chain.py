@@ -27,8 +27,6 @@ class LinearChain(ChainStruct):
     torch-struct; plus ``viterbi``, ``kmax``, ``topk``, ``entropy``, ``sample``, ``score``.
     log_potentials ``(B, N-1, C, C)``, lengths ``(B,)``."""
 
-    event_dims = 3
-
     @classmethod
     def _check(cls, log_potentials):
         if log_potentials.dim() != 4 or log_potentials.shape[2] != log_potentials.shape[3]:
