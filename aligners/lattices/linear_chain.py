@@ -17,6 +17,7 @@ import torch
 
 from aligners.errors import AlignersInputError
 from aligners.lattices._chain_struct import ChainStruct
+from aligners.lattices._core import length_mask
 from aligners.semirings import LogSemiring, MaxSemiring
 
 __all__ = ["LinearChain", "log_partition", "marginals", "viterbi"]
@@ -58,10 +59,9 @@ class LinearChain(ChainStruct):
         if n < 2:
             return parts
         dev = sequence.device
-        b, pos = torch.meshgrid(torch.arange(batch, device=dev), torch.arange(n - 1, device=dev),
-                                indexing="ij")
-        keep = (pos < (lengths - 1).view(-1, 1)).long()
-        parts[b, pos, sequence[:, 1:], sequence[:, :-1]] = keep
+        keep = length_mask(lengths - 1, n - 1).long()  # edges n < L-1
+        parts[torch.arange(batch, device=dev)[:, None], torch.arange(n - 1, device=dev),
+              sequence[:, 1:], sequence[:, :-1]] = keep
         return parts
 
     @staticmethod
