@@ -106,9 +106,6 @@ def _fast_fb(cl, *, per_step_trans: bool):
     pmf = pm.unsqueeze(-1).to(E.dtype)
     gamma = A * Bt * pmf
     bad = bad | ~torch.isfinite(gamma.sum((1, 2)))  # non-finite iff an entry is (or huge)
-    if N == 1:
-        shape = (B, 0, C, C) if per_step_trans and cl.time_varying else (B, C, C)
-        return logz, gamma, torch.zeros(shape, dtype=E.dtype, device=E.device), bad
     Gs = G[:, 1:] * Bt[:, 1:] * pmf[:, 1:]
     if cl.time_varying:
         xi = tc * (A[:, :-1, :, None] * Gs[:, :, None, :])

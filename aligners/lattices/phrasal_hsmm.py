@@ -43,10 +43,7 @@ __all__ = [
 def _span_table(ew: torch.Tensor) -> list:
     """[n][k-1]: whether any item scores a segment of length k+1 ending at n above the
     semiring zero (segments never scored are skipped: exact, and the usual case)."""
-    zero = semiring_zero(ew.dtype)
-    if ew.shape[2] < 2:
-        return [[] for _ in range(ew.shape[1])]
-    return (ew[:, :, 1:].detach() > zero / 2).any(3).any(0).tolist()
+    return (ew[:, :, 1:].detach() > semiring_zero(ew.dtype) / 2).any(3).any(0).tolist()
 
 
 def _max_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
