@@ -76,7 +76,7 @@ def check_dense(pot: PhrasalPotentials, src_lengths, tgt_lengths):
     return sl, tl
 
 
-_NEG = -700.0  # the kernel's probability-0 threshold: a row below it everywhere is dropped
+_NEG = -700.0  # below it a log score is probability 0 (the kernel; `to_sparse` drops such rows)
 
 
 class SparsePhrasalPotentials(NamedTuple):

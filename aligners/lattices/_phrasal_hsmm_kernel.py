@@ -13,11 +13,9 @@ import numpy as np
 import torch
 from numba import njit
 
-from aligners.lattices._phrasal_hsmm_forms import SparsePhrasalPosteriors
+from aligners.lattices._phrasal_hsmm_forms import _NEG, SparsePhrasalPosteriors
 
 __all__ = ["phrasal_forward_backward"]
-
-_NEG = -700.0  # below this a log score is treated as probability 0
 
 
 @njit(inline="always", cache=True, error_model="numpy")
