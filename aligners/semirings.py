@@ -62,7 +62,8 @@ def sample_categorical(logits: torch.Tensor, *, generator: torch.Generator | Non
 
 
 class _DtypeZero:
-    """Mixin: dtype-aware additive identity for a log-space semiring."""
+    """Mixin: dtype-aware additive identity for a log-space semiring (``one_``: torch-struct's
+    ``_BaseLog.one_``, 0)."""
 
     @classmethod
     def zero_(cls, xs: torch.Tensor) -> torch.Tensor:
@@ -71,10 +72,6 @@ class _DtypeZero:
     @classmethod
     def zero_mask_(cls, xs: torch.Tensor, mask: torch.Tensor) -> None:
         xs.masked_fill_(mask.unsqueeze(0), semiring_zero(xs.dtype))
-
-    @staticmethod
-    def one_(xs: torch.Tensor) -> torch.Tensor:
-        return xs.fill_(0.0)
 
 
 class LogSemiring(_DtypeZero, _ts.LogSemiring):
@@ -90,17 +87,8 @@ def KMaxSemiring(k: int) -> type:  # noqa: N802 (torch-struct's name)
     j-th best structure's indicators. Semiring dimension has size ``k``."""
     if int(k) < 1:
         raise AlignersInputError(f"k must be >= 1, got {k}")
-    base = _ts.KMaxSemiring(int(k))
-
-    class _KMax(_DtypeZero, base):
-        @classmethod
-        def one_(cls, xs: torch.Tensor) -> torch.Tensor:
-            cls.zero_(xs)
-            xs[0].fill_(0.0)
-            return xs
-
-    _KMax.__name__ = _KMax.__qualname__ = f"KMaxSemiring({int(k)})"
-    return _KMax
+    # torch-struct's ``one_`` (zero_, then 0 in slot 0) picks up the dtype-aware ``zero_``
+    return type(f"KMaxSemiring({int(k)})", (_DtypeZero, _ts.KMaxSemiring(int(k))), {})
 
 
 class EntropySemiring(_ts.EntropySemiring):

@@ -238,15 +238,17 @@ def test_equals_generic_hsmm_on_materialised_potentials():
 
 
 @pytest.mark.parametrize("scale", [1.0, 30.0])
-def test_scaled_forward_equals_log_space_forward(scale):
-    from aligners.lattices.phrasal_hsmm import _forward
+def test_scaled_forward_equals_generic_hsmm(scale):
+    # the reference: the generic HSMM lattice (tested against a plain log-space forward)
+    from aligners.lattices.hsmm import hsmm_log_likelihood
 
     B, I, J, L = 4, 5, 9, 4
     sl, tl = torch.tensor([5, 3, 1, 4]), torch.tensor([9, 2, 5, 7])
     phrases = [[(0, 2), (1, 4)], [(0, 1), (-1, -1)], [(-1, -1), (-1, -1)], [(1, 3), (0, 3)]]
     pot = _random(B, I, J, L, phrases, seed=4)
     pot = PhrasalPotentials(*(x * scale for x in pot[:8]), *pot[8:])
-    ref = _forward(pot, sl, tl, "log")
+    init, trans, seg, mask = phrasal_hsmm_materialise(pot, src_lengths=sl)
+    ref = hsmm_log_likelihood(init, trans, seg, lengths=tl, state_mask=mask)
     got = phrasal_hsmm_log_partition(pot, src_lengths=sl, tgt_lengths=tl)
     assert torch.allclose(got, ref, rtol=1e-9, atol=1e-8)
     one = PhrasalPotentials(*(x.float() for x in pot[:8]), *pot[8:])

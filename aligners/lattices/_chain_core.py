@@ -16,7 +16,6 @@ from aligners.errors import AlignersInputError
 from aligners.lattices._core import backtrack, length_mask, sample_categorical, semiring_zero
 
 __all__ = [
-    "check_lengths",
     "end_indexed",
     "generic_sum",
     "log_partition",
@@ -25,21 +24,6 @@ __all__ = [
     "sample_ffbs",
     "autograd_ready",
 ]
-
-
-def check_lengths(lengths, *, batch: int, n: int, device) -> torch.Tensor:
-    """Validate ``lengths (B,)`` (1 <= L <= N); ``None`` means all N. Returns int64 on device."""
-    if lengths is None:
-        return torch.full((batch,), n, dtype=torch.long, device=device)
-    lengths = torch.as_tensor(lengths, device=device)
-    if lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
-        raise AlignersInputError(f"lengths must be integers, got {lengths.dtype}")
-    if lengths.shape != (batch,):
-        raise AlignersInputError(f"lengths must have shape ({batch},), got {tuple(lengths.shape)}")
-    lengths = lengths.long()
-    if batch and (int(lengths.min()) < 1 or int(lengths.max()) > n):
-        raise AlignersInputError(f"lengths must lie in [1, N={n}], got {lengths.tolist()}")
-    return lengths
 
 
 def end_indexed(spans: torch.Tensor) -> list[torch.Tensor]:
@@ -262,22 +246,12 @@ def sample_ffbs(spans: torch.Tensor, lengths: torch.Tensor, n: int, generator=No
 
 
 @contextlib.contextmanager
-def _grad_mode():
-    with torch.inference_mode(False), torch.enable_grad():
-        yield
-
-
 def autograd_ready(log_potentials: torch.Tensor):
     """Context + a leaf copy usable by autograd even under ``torch.inference_mode`` and
     without touching the caller's tensor (no ``requires_grad_`` on it)."""
-
-    @contextlib.contextmanager
-    def ctx():
-        with _grad_mode():
-            if torch.is_inference(log_potentials):
-                leaf = log_potentials.clone()
-            else:
-                leaf = log_potentials.detach()
-            yield leaf.requires_grad_(True)
-
-    return ctx()
+    with torch.inference_mode(False), torch.enable_grad():
+        if torch.is_inference(log_potentials):
+            leaf = log_potentials.clone()
+        else:
+            leaf = log_potentials.detach()
+        yield leaf.requires_grad_(True)

@@ -13,12 +13,12 @@ from torch_struct import semirings as _ts
 from aligners.lattices import _chain_core as core
 from aligners.lattices import _chain_graph as graph
 from aligners.lattices import _chain_scan as scan
+from aligners.lattices._core import check_lengths
 from aligners.semirings import (
     EntropySemiring,
     KMaxSemiring,
     LogSemiring,
     MaxSemiring,
-    SampledSemiring,
     semiring_zero,
 )
 
@@ -42,7 +42,11 @@ class ChainStruct:
 
     ``method``: "loop" (per-position recursion, explicit backward: the CPU choice), "scan"
     (``_chain_scan``), "graph" (the scan as a CUDA graph where ``_chain_graph.wants_graph``) or
-    "auto" (Log on CUDA with S <= 2 and S·C <= 256: "graph"; else the loop). Same numbers."""
+    "auto" (Log on CUDA with S <= 2 and S·C <= 256: "graph"; else the loop). Same numbers.
+
+    Subclasses define ``_check(log_potentials)`` (shape errors), ``_raw_spans`` (the
+    ``(B, N-1, offset+S, C, C)`` view of the log-potentials) and ``_from_spans`` (start-indexed
+    spans -> the log-potentials' shape)."""
 
     #: number of trailing event dimensions of the log-potentials (after B)
     event_dims = 3
@@ -54,25 +58,15 @@ class ChainStruct:
         scan.use_scan(method, torch.empty(0, 0, 1, 1, 1))  # refuses unknown methods
         self.method = method
 
-    # -- to be provided by subclasses -------------------------------------------------
-    @classmethod
-    def _check(cls, log_potentials: torch.Tensor) -> None:
-        raise NotImplementedError
-
-    @staticmethod
-    def _to_spans(log_potentials: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
-
-    @staticmethod
-    def _raw_spans(log_potentials: torch.Tensor) -> torch.Tensor:
-        """(B, N-1, offset+S, C, C) view of the log-potentials."""
-        raise NotImplementedError
-
-    @staticmethod
-    def _from_spans(spans: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
-
     # -- helpers -----------------------------------------------------------------------
+    def _under(self, semiring) -> ChainStruct:
+        """The same lattice (and method) under another semiring."""
+        return type(self)(semiring, self.method)
+
+    def _to_spans(self, log_potentials):
+        """Start-indexed spans ``(B, N-1, S, C, C)`` (a view)."""
+        return self._raw_spans(log_potentials)[:, :, self.offset:]
+
     def _spans(self, log_potentials):
         """Start-indexed spans, clamped at the semiring zero so that ``-inf`` (forbidden)
         scores never turn into NaN (e.g. a label unreachable from every predecessor)."""
@@ -96,14 +90,19 @@ class ChainStruct:
             log_z = log_z.index_copy(0, idx, loop)
         return log_z
 
+    def _semiring_sum(self, log_potentials, lengths):
+        """Raw ``(ssize, B)`` sum under a semiring other than Log (differentiable by
+        autograd): the scan where ``method`` asks for it, else the loop."""
+        fn = scan.scan_sum if self._use_scan(log_potentials, log=False) else core.generic_sum
+        return fn(self.semiring, self._spans(log_potentials), lengths)
+
     def _prepare(self, log_potentials, lengths):
         if not isinstance(log_potentials, torch.Tensor):
             raise TypeError("log_potentials must be a torch.Tensor")
         semiring_zero(log_potentials.dtype)  # refuses ints / float16
         self._check(log_potentials)
         batch, n = log_potentials.shape[0], log_potentials.shape[1] + 1
-        lengths = core.check_lengths(lengths, batch=batch, n=n, device=log_potentials.device)
-        return lengths
+        return check_lengths(lengths, batch=batch, n=n, device=log_potentials.device)
 
     # -- torch-struct interface --------------------------------------------------------
     def sum(self, log_potentials, lengths=None, _raw=False):
@@ -116,10 +115,7 @@ class ChainStruct:
             else:
                 v = core.log_partition(self._raw_spans(log_potentials), lengths, self.offset)
             return v.unsqueeze(0) if _raw else v
-        if self._use_scan(log_potentials, log=False):
-            v = scan.scan_sum(self.semiring, self._spans(log_potentials), lengths)
-            return v if _raw else self.semiring.unconvert(v)
-        v = core.generic_sum(self.semiring, self._spans(log_potentials), lengths)
+        v = self._semiring_sum(log_potentials, lengths)
         return v if _raw else self.semiring.unconvert(v)
 
     def marginals(self, log_potentials, lengths=None, _raw=False):
@@ -137,15 +133,10 @@ class ChainStruct:
             _, parts = core.viterbi(core.finite(self._to_spans(log_potentials.detach())), lengths)
             return self._from_spans(parts)
         with core.autograd_ready(log_potentials) as leaf:
-            if self._use_scan(log_potentials, log=False):
-                v = scan.scan_sum(self.semiring, self._spans(leaf), lengths)
-            else:
-                v = core.generic_sum(self.semiring, self._spans(leaf), lengths)
+            v = self._semiring_sum(leaf, lengths)
             if not _raw:
                 return _grad(self.semiring.unconvert(v).sum(), leaf)
-            out = []
-            for j in range(v.shape[0]):
-                out.append(_grad(v[j].sum(), leaf, retain=j + 1 < v.shape[0]))
+            out = [_grad(v[j].sum(), leaf, retain=j + 1 < len(v)) for j in range(len(v))]
         return torch.stack(out, 0)
 
     def score(self, potentials, parts, batch_dims=(0,)):
@@ -166,15 +157,15 @@ class ChainStruct:
 
     def kmax(self, log_potentials, k, lengths=None):
         """The k best scores ``(k, B)`` (fewer structures: padded with the semiring zero)."""
-        return KMaxStruct(self, k).sum(log_potentials, lengths, _raw=True)
+        return self._under(KMaxSemiring(k)).sum(log_potentials, lengths, _raw=True)
 
     def topk(self, log_potentials, k, lengths=None):
         """Indicators of the k best structures ``(k, B, event)``."""
-        return KMaxStruct(self, k).marginals(log_potentials, lengths, _raw=True)
+        return self._under(KMaxSemiring(k)).marginals(log_potentials, lengths, _raw=True)
 
     def entropy(self, log_potentials, lengths=None):
         """Entropy (nats) of the Gibbs distribution ``(B,)``: one forward pass."""
-        return type(self)(EntropySemiring, self.method).sum(log_potentials, lengths)
+        return self._under(EntropySemiring).sum(log_potentials, lengths)
 
     def sample(self, log_potentials, n, lengths=None, generator=None):
         """``n`` exact samples (forward filtering, backward sampling), ``(n, B, event)``
@@ -194,20 +185,3 @@ class ChainStruct:
             labels, _ = core.sample_ffbs(self._to_spans(log_potentials), lengths, n, generator,
                                          dense=False)
         return labels
-
-    def sample_semiring(self, log_potentials, n, lengths=None, generator=None):
-        """The same samples drawn through the sampling semiring (autograd "gradient" of
-        log Z): a cross-check of ``sample``; memory n times the potentials' autograd graph."""
-        lengths = self._prepare(log_potentials, lengths)
-        batch = log_potentials.shape[0]
-        rep = log_potentials.detach().repeat((n,) + (1,) * (log_potentials.dim() - 1))
-        semiring = SampledSemiring.with_generator(generator)
-        with core.autograd_ready(rep) as leaf:
-            v = core.generic_sum(semiring, self._spans(leaf), lengths.repeat(n))
-            g = _grad(v.sum(), leaf)
-        return g.view((n, batch) + log_potentials.shape[1:])
-
-
-def KMaxStruct(struct: ChainStruct, k: int) -> ChainStruct:  # noqa: N802
-    """The same lattice under the k-max semiring."""
-    return type(struct)(KMaxSemiring(k), struct.method)

@@ -1,14 +1,38 @@
-"""The private numerical core of the lattices: the log zero (``semiring_zero``), the one length
-mask, the one vectorised backtrack, ``fill_segments`` and the one categorical sampler.
+"""The private numerical core of the lattices: the log zero (``semiring_zero``), the one check
+of the lengths and the one length mask, the one vectorised backtrack, ``fill_segments`` and
+the one categorical sampler.
 """
 
 from __future__ import annotations
 
 import torch
 
+from aligners.errors import AlignersInputError
 from aligners.semirings import sample_categorical, semiring_zero
 
-__all__ = ["backtrack", "fill_segments", "length_mask", "sample_categorical", "semiring_zero"]
+__all__ = [
+    "backtrack",
+    "check_lengths",
+    "fill_segments",
+    "length_mask",
+    "sample_categorical",
+    "semiring_zero",
+]
+
+
+def check_lengths(lengths, *, batch: int, n: int, device) -> torch.Tensor:
+    """Validate ``lengths (B,)`` (1 <= L <= N); ``None`` means all N. Returns int64 on device."""
+    if lengths is None:
+        return torch.full((batch,), n, dtype=torch.long, device=device)
+    lengths = torch.as_tensor(lengths, device=device)
+    if lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
+        raise AlignersInputError(f"lengths must be integers, got {lengths.dtype}")
+    if lengths.shape != (batch,):
+        raise AlignersInputError(f"lengths must have shape ({batch},), got {tuple(lengths.shape)}")
+    lengths = lengths.long()
+    if batch and (int(lengths.min()) < 1 or int(lengths.max()) > n):
+        raise AlignersInputError(f"lengths must lie in [1, N={n}], got {lengths.tolist()}")
+    return lengths
 
 
 def length_mask(lengths: torch.Tensor, n: int) -> torch.Tensor:

@@ -8,16 +8,18 @@ from typing import NamedTuple
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.lattices._core import length_mask, semiring_zero
+from aligners.lattices._core import check_lengths, length_mask, semiring_zero
 
 __all__ = [
     "Cleaned",
+    "FromGradients",
+    "bad_rows",
     "clean_factored",
-    "col_shift",
-    "detached_leaf",
+    "autograd_grads",
     "finite_shift",
+    "logspace_grads",
+    "needs_grad",
     "semiring_zero",
-    "underflow_floor",
 ]
 
 
@@ -29,7 +31,6 @@ class Cleaned(NamedTuple):
     emit: torch.Tensor
     lengths: torch.Tensor
     pos_mask: torch.Tensor
-    state_mask: torch.Tensor | None
     time_varying: bool
 
 
@@ -81,16 +82,7 @@ def clean_factored(
     else:
         raise _shape_error("log_trans", f"(B,C,C)=({B},{C},{C}) or (B,N-1,C,C)", log_trans)
     device = log_emit.device
-    if lengths is None:
-        lengths = torch.full((B,), N, dtype=torch.long, device=device)
-    else:
-        if not isinstance(lengths, torch.Tensor) or lengths.shape != (B,):
-            raise AlignersInputError(f"lengths: expected a (B,)=({B},) integer tensor")
-        if lengths.is_floating_point() or lengths.dtype == torch.bool:
-            raise AlignersInputError("lengths: expected an integer tensor")
-        lengths = lengths.to(device=device, dtype=torch.long)
-        if bool(((lengths < 1) | (lengths > N)).any()):
-            raise AlignersInputError(f"lengths: every length must be in [1, N={N}]")
+    lengths = check_lengths(lengths, batch=B, n=N, device=device)
     pos_mask = length_mask(lengths, N)
     neg_inf = float("-inf")
     init, trans, emit = log_init.detach(), log_trans.detach(), log_emit.detach()
@@ -117,17 +109,7 @@ def clean_factored(
     _check_finite_or_neg_inf("log_init", init)
     _check_finite_or_neg_inf("log_trans", trans)
     _check_finite_or_neg_inf(emit_name, emit)
-    return Cleaned(init, trans, emit, lengths, pos_mask, state_mask, time_varying)
-
-
-def col_shift(log_trans: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """`(exp(log_trans - colmax), colmax)`: column maxima over c_prev (dim -2), -inf -> 0.
-
-    Every non-empty column of the scaled matrix has a 1, so `alpha @ T` keeps full precision.
-    """
-    cmax = log_trans.amax(dim=-2)
-    cmax = torch.where(torch.isfinite(cmax), cmax, torch.zeros_like(cmax))
-    return torch.exp(log_trans - cmax.unsqueeze(-2)), cmax
+    return Cleaned(init, trans, emit, lengths, pos_mask, time_varying)
 
 
 def finite_shift(x: torch.Tensor, dim) -> torch.Tensor:
@@ -136,14 +118,58 @@ def finite_shift(x: torch.Tensor, dim) -> torch.Tensor:
     return torch.where(torch.isfinite(m), m, torch.zeros_like(m))
 
 
-def underflow_floor(dtype: torch.dtype, num_states: int) -> float:
-    """Smallest per-step scale the probability-space recursions trust (else: log-space)."""
-    fi = torch.finfo(dtype)
-    return fi.tiny / fi.eps * num_states
+def bad_rows(scales: torch.Tensor, pos_mask: torch.Tensor, num_states: int) -> torch.Tensor:
+    """(B,) bool: items with a per-step scale `scales` (B,N) at a real position below the
+    smallest one the probability-space recursions trust (tiny / eps · C), or not finite:
+    they are recomputed in log space."""
+    fi = torch.finfo(scales.dtype)
+    floor = fi.tiny / fi.eps * num_states
+    return (((scales < floor) | ~torch.isfinite(scales)) & pos_mask).any(1)
 
 
-def detached_leaf(x: torch.Tensor) -> torch.Tensor:
-    """A fresh autograd leaf with x's values: never touches the caller's tensor, and works
-    for inference tensors (call it under `torch.inference_mode(False)`)."""
-    return x.detach().clone().requires_grad_(True)
+def autograd_grads(forward, tensors, lengths):
+    """Run `forward(*leaves, lengths) -> (log Z (B,), *extra)` on autograd-leaf copies of
+    `tensors` (the caller's are never touched; also under inference mode) -> (log Z, extra,
+    gradients of its finite entries w.r.t. each tensor, zero where unused: trans if N == 1)."""
+    with torch.inference_mode(False), torch.enable_grad():
+        leaves = [x.detach().clone().requires_grad_(True) for x in tensors]
+        logz, *extra = forward(*leaves, lengths)
+        grads = torch.autograd.grad(torch.where(torch.isfinite(logz), logz, 0.0).sum(), leaves,
+                                    allow_unused=True)
+    grads = [torch.zeros_like(x) if g is None else g for g, x in zip(grads, leaves)]
+    return logz.detach(), extra, grads
 
+
+def logspace_grads(forward, cl: Cleaned, idx: torch.Tensor):
+    """The exact fallback for the items `idx` whose scaled recursion underflows: (log Z, d/d
+    init, d/d trans, d/d emit) by `autograd_grads` of the log-space `forward` on the inputs
+    clamped at the semiring zero; an impossible item gets -inf and zero gradients."""
+    neg = semiring_zero(cl.emit.dtype)
+    tensors = [x[idx].clamp(min=neg) for x in (cl.init, cl.trans, cl.emit)]
+    z, _, grads = autograd_grads(forward, tensors, cl.lengths[idx])
+    ok = z > neg / 2
+    grads = [torch.where(ok.view(-1, *[1] * (g.dim() - 1)), g.nan_to_num(0.0), 0.0)
+             for g in grads]
+    return torch.where(ok, z, float("-inf")), *grads
+
+
+def needs_grad(*inputs: torch.Tensor) -> bool:
+    """Whether autograd will want gradients of a result computed from `inputs`."""
+    return torch.is_grad_enabled() and any(x.requires_grad for x in inputs)
+
+
+class FromGradients(torch.autograd.Function):
+    """log Z (B,) with a precomputed first-order backward: ``apply(grads, log_init, log_trans,
+    log_emit, lengths, state_mask)`` runs ``grads(...) -> (log Z, d/d log_init, d/d log_trans,
+    d/d log_emit)`` once; the backward scales those by the incoming gradient."""
+
+    @staticmethod
+    def forward(ctx, grads, log_init, log_trans, log_emit, lengths, state_mask):
+        logz, *partials = grads(log_init, log_trans, log_emit, lengths, state_mask)
+        ctx.save_for_backward(*partials)
+        return logz
+
+    @staticmethod
+    def backward(ctx, grad):
+        scaled = (grad.view(-1, *[1] * (g.dim() - 1)) * g for g in ctx.saved_tensors)
+        return None, *scaled, None, None

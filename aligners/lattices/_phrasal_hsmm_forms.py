@@ -76,7 +76,7 @@ def check_dense(pot: PhrasalPotentials, src_lengths, tgt_lengths):
     return sl, tl
 
 
-_NEG = -700.0  # the kernel's probability-0 threshold: a row below it everywhere is dropped
+_NEG = -700.0  # below it a log score is probability 0 (the kernel; `to_sparse` drops such rows)
 
 
 class SparsePhrasalPotentials(NamedTuple):
@@ -123,24 +123,25 @@ def to_sparse(pot: PhrasalPotentials) -> SparsePhrasalPotentials:
     return SparsePhrasalPotentials(ew[:, :, 0], b, n, k + 1, long[b, n, k], *pot[1:])
 
 
+def _dense_words(one_word, spot, seg_rows, max_len: int, fill: float) -> torch.Tensor:
+    """(B,J,L,I): one_word (B,J,I) at l = 0, the listed segments' rows seg_rows (M,I), fill
+    elsewhere. O(B J L I)."""
+    B, J, I = one_word.shape
+    out = torch.full((B, J, max_len, I), fill, dtype=one_word.dtype, device=one_word.device)
+    out[:, :, 0] = one_word
+    out[spot.seg_item, spot.seg_end, spot.seg_len] = seg_rows
+    return out
+
+
 def to_dense(spot: SparsePhrasalPotentials, max_len: int) -> PhrasalPotentials:
-    """The dense form (log_emit_word (B,J,L,I), unlisted segments at the semiring zero).
-    O(B J L I)."""
-    ew1 = spot.log_emit_word
-    B, J, I = ew1.shape
-    zero = semiring_zero(ew1.dtype)
-    ew = torch.full((B, J, max_len, I), zero, dtype=ew1.dtype, device=ew1.device)
-    ew[:, :, 0] = ew1
-    ew[spot.seg_item, spot.seg_end, spot.seg_len] = spot.log_emit_seg
+    """The dense form (log_emit_word (B,J,L,I), unlisted segments at the semiring zero)."""
+    zero = semiring_zero(spot.log_emit_word.dtype)
+    ew = _dense_words(spot.log_emit_word, spot, spot.log_emit_seg, max_len, zero)
     return PhrasalPotentials(ew, *spot[5:])
 
 
 def sparse_posteriors_to_dense(post: SparsePhrasalPosteriors, spot: SparsePhrasalPotentials,
                                max_len: int) -> PhrasalPosteriors:
     """Dense `PhrasalPosteriors` (word (B,J,L,I)) of sparse ones. O(B J L I)."""
-    w1 = post.word
-    B, J, I = w1.shape
-    w = torch.zeros((B, J, max_len, I), dtype=w1.dtype, device=w1.device)
-    w[:, :, 0] = w1
-    w[spot.seg_item, spot.seg_end, spot.seg_len] = post.seg
+    w = _dense_words(post.word, spot, post.seg, max_len, 0.0)
     return PhrasalPosteriors(post.log_likelihood, w, post.null, post.phrase)

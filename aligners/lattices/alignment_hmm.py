@@ -72,6 +72,7 @@ def _jump_rows(jump_scores, valid, dtype):
     return S, vf, norm, vf / norm[:, 1:]
 
 
+@torch.no_grad()
 def alignment_hmm_posteriors(
     link_probs: torch.Tensor,
     null_probs: torch.Tensor,
@@ -88,18 +89,9 @@ def alignment_hmm_posteriors(
     tgt_lengths (B,) in [1, J]; padded entries are ignored. Cost O(B J I^2) time as (B, I) x
     (I, I) GEMMs, O(B J I) memory, on time-major buffers written in place: no autograd graph
     (the generic `hmm` lattice is differentiable). `jump_counts=False` skips the jump counts
-    (None), all else bit-identical.
+    (None), all else bit-identical. The constants are folded into the jump matrix.
     """
     _check(link_probs, null_probs, jump_scores, src_lengths, tgt_lengths)
-    with torch.no_grad():
-        return _posteriors_inplace(link_probs, null_probs, jump_scores, src_lengths=src_lengths,
-                                   tgt_lengths=tgt_lengths, p0=p0, jump_counts=jump_counts)
-
-
-def _posteriors_inplace(link_probs, null_probs, jump_scores, *, src_lengths, tgt_lengths, p0,
-                        jump_counts=True):
-    """Preallocated time-major (J, B, I) buffers written in place, the constants folded into
-    the jump matrix."""
     B, I, J = link_probs.shape
     dtype = link_probs.dtype
     tiny = torch.finfo(dtype).tiny
@@ -162,7 +154,7 @@ def _posteriors_inplace(link_probs, null_probs, jump_scores, *, src_lengths, tgt
 
 
 def _backward_inplace(ew, enp, cs, inv, SqT, tgt_lengths, jump_counts):
-    """The scaled backward of `_posteriors_inplace`: Bt (J, B, I) and Gw, the (J-1, B, I)
+    """The scaled backward of `alignment_hmm_posteriors`: Bt (J, B, I) and Gw, the (J-1, B, I)
     scaled emission-weighted backward of step j -> j+1 (for the jump counts; without them
     one reused (1, B, I) buffer)."""
     J, B, I = ew.shape

@@ -46,29 +46,24 @@ def _factored_scan(emit: torch.Tensor, trans, start: torch.Tensor,
     jump = isinstance(trans, JumpTransition)
     B, N1, K, C = emit.shape
     rows = emit.unbind(1)
-    outgoing, out_arg, alphas, pointers = [], [], [], []
-    zero_ptr = torch.zeros(B, K, C, dtype=torch.long, device=emit.device)
-    alpha = None
-    for t in range(N1 + 1):
-        if t > 0:
-            ks = range(1, min(K - 1, t) + 1)
-            cand = torch.stack([outgoing[t - k][:, k] for k in ks], dim=1)  # (B, k, C)
-            if reduce_max:
-                alpha, kbest = cand.max(1)
-                if jump:
-                    pointers.append(kbest + 1)
-                else:
-                    prev = torch.stack([out_arg[t - k][:, k] for k in ks], dim=1)
-                    pointers.append((kbest + 1, prev.gather(1, kbest.unsqueeze(1)).squeeze(1)))
+    outgoing = [rows[0] + start[:, None, :]]  # (B, K, C) per start point
+    out_arg = [torch.zeros(B, K, C, dtype=torch.long, device=emit.device)]
+    alphas, pointers = [], []
+    for t in range(1, N1 + 1):
+        ks = range(1, min(K - 1, t) + 1)
+        cand = torch.stack([outgoing[t - k][:, k] for k in ks], dim=1)  # (B, k, C)
+        if reduce_max:
+            alpha, kbest = cand.max(1)
+            if jump:
+                pointers.append(kbest + 1)
             else:
-                alpha = torch.logsumexp(cand, 1)
-            alphas.append(alpha)
+                prev = torch.stack([out_arg[t - k][:, k] for k in ks], dim=1)
+                pointers.append((kbest + 1, prev.gather(1, kbest.unsqueeze(1)).squeeze(1)))
+        else:
+            alpha = torch.logsumexp(cand, 1)
+        alphas.append(alpha)
         if t == N1:
             break
-        if t == 0:
-            outgoing.append(rows[0] + start[:, None, :])
-            out_arg.append(zero_ptr)
-            continue
         if jump:
             outgoing.append(rows[t] + trans.message(alpha, reduce_max=reduce_max)[:, None, :])
             continue

@@ -13,11 +13,12 @@ import torch
 
 from aligners.lattices._core import backtrack, sample_categorical
 from aligners.lattices._factored import (
+    FromGradients,
+    bad_rows,
     clean_factored,
-    detached_leaf,
     finite_shift,
-    semiring_zero,
-    underflow_floor,
+    logspace_grads,
+    needs_grad,
 )
 
 __all__ = [
@@ -38,13 +39,15 @@ class HMMPosteriors(NamedTuple):
     transition_counts: torch.Tensor
 
 
-def _emission_factors(cl):
-    """Shifted emission probabilities E (B,N,C), log shifts (B,N), scaled transitions Tc.
+def _scaled_forward(cl):
+    """Scaled forward: shifted emission probabilities E (B,N,C), scaled transitions Tc,
+    normalised forward variables A (B,N,C), per-step scales c (B,N), log Z (B,) and the
+    items whose scales underflow (B,) bool (they go to the log-space fallback).
 
     Transitions are shifted by their per-item (per-step if time-varying) maximum, which is
     folded into the shifts, so the forward step is `u_n = (alpha_{n-1} @ Tc) * E_n` exactly.
-    (A whole-matrix max is a cheap contiguous reduction; terms it underflows are below
-    `underflow_floor` relative to the step's total, else the item goes to the fallback.)
+    (A whole-matrix max is a cheap contiguous reduction; terms it underflows are below the
+    trusted floor (`bad_rows`) relative to the step's total, else the item falls back.)
     """
     trans = cl.trans
     flat = trans.flatten(-2)
@@ -54,35 +57,29 @@ def _emission_factors(cl):
     le[:, 0] += cl.init
     le[:, 1:] += tmax if cl.time_varying else tmax.unsqueeze(1)
     shift = finite_shift(le, -1)
-    return torch.exp(le - shift), shift.squeeze(-1), tc
-
-
-def _scaled_forward(E, tc, time_varying):
-    """Normalised forward variables A (B,N,C) and per-step scales c (B,N)."""
+    E = torch.exp(le - shift)
     alpha = E[:, 0]
     c = alpha.sum(-1, keepdim=True)
     alpha = alpha / c
     alphas, scales = [alpha], [c]
-    steps = tc.unbind(1) if time_varying else None
+    steps = tc.unbind(1) if cl.time_varying else None
     for n, e in enumerate(E.unbind(1)[1:]):
-        t = steps[n] if time_varying else tc
+        t = steps[n] if cl.time_varying else tc
         u = torch.bmm(alpha.unsqueeze(1), t).squeeze(1).mul_(e)
         c = u.sum(-1, keepdim=True)
         alpha = u.div_(c)
         alphas.append(alpha)
         scales.append(c)
-    return torch.stack(alphas, 1), torch.cat(scales, 1)
+    c = torch.cat(scales, 1)
+    logz = torch.where(cl.pos_mask, torch.log(c) + shift.squeeze(-1), torch.zeros_like(c)).sum(1)
+    return E, tc, torch.stack(alphas, 1), c, logz, bad_rows(c, cl.pos_mask, E.shape[-1])
 
 
 def _fast_fb(cl, *, per_step_trans: bool):
     """Scaled forward-backward. Returns (logZ, gamma, counts or per-step xi, bad (B,) bool)."""
     B, N, C = cl.emit.shape
-    E, shift, tc = _emission_factors(cl)
-    A, c = _scaled_forward(E, tc, cl.time_varying)
+    E, tc, A, c, logz, bad = _scaled_forward(cl)
     pm = cl.pos_mask
-    floor = underflow_floor(E.dtype, C)
-    bad = (((c < floor) | ~torch.isfinite(c)) & pm).any(1)
-    logz = torch.where(pm, torch.log(c) + shift, torch.zeros_like(c)).sum(1)
     G = E / c.unsqueeze(-1)
     # beta_{L-1} = 1 for each item; betas past an item's end are a well-scaled by-product
     # (never read: gamma and the counts mask them), so only items ending at n are reset.
@@ -109,9 +106,6 @@ def _fast_fb(cl, *, per_step_trans: bool):
     pmf = pm.unsqueeze(-1).to(E.dtype)
     gamma = A * Bt * pmf
     bad = bad | ~torch.isfinite(gamma.sum((1, 2)))  # non-finite iff an entry is (or huge)
-    if N == 1:
-        shape = (B, 0, C, C) if per_step_trans and cl.time_varying else (B, C, C)
-        return logz, gamma, torch.zeros(shape, dtype=E.dtype, device=E.device), bad
     Gs = G[:, 1:] * Bt[:, 1:] * pmf[:, 1:]
     if cl.time_varying:
         xi = tc * (A[:, :-1, :, None] * Gs[:, :, None, :])
@@ -121,7 +115,7 @@ def _fast_fb(cl, *, per_step_trans: bool):
     return logz, gamma, xi, bad
 
 
-def _logspace_log_likelihood(log_init, log_trans, log_emit, lengths=None):
+def _logspace_log_likelihood(log_init, log_trans, log_emit, lengths):
     """Plain log-space forward (differentiable by autograd; O(B·N·C²) autograd memory).
 
     Reference implementation and exact fallback: (B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> (B,).
@@ -135,38 +129,22 @@ def _logspace_log_likelihood(log_init, log_trans, log_emit, lengths=None):
         t = steps[n] if time_varying else log_trans
         alpha = torch.logsumexp(alpha.unsqueeze(2) + t, dim=1) + e
         alphas.append(alpha)
-    if lengths is None:
-        return torch.logsumexp(alpha, -1)
     A = torch.stack(alphas, 1)
     idx = (lengths - 1).view(B, 1, 1).expand(B, 1, C)
     return torch.logsumexp(A.gather(1, idx).squeeze(1), -1)
 
 
-def _exact_fallback(cl, rows, logz, gamma, xi, per_step_trans):
-    """Recompute batch items `rows` in log space by autograd (rare: underflow only)."""
-    idx = rows.nonzero().squeeze(1)
-    neg = semiring_zero(cl.emit.dtype)
-    with torch.inference_mode(False), torch.enable_grad():
-        li, lt, le = (detached_leaf(x[idx].clamp(min=neg)) for x in (cl.init, cl.trans, cl.emit))
-        z = _logspace_log_likelihood(li, lt, le, cl.lengths[idx])
-        gi, gt, ge = torch.autograd.grad(z.sum(), (li, lt, le))
-    z = z.detach()
-    ok = z > neg / 2
-    z = torch.where(ok, z, torch.full_like(z, float("-inf")))
-    ge = torch.where(ok[:, None, None], ge, torch.zeros_like(ge))
-    gt = torch.where(ok.view(-1, *([1] * (gt.dim() - 1))), gt, torch.zeros_like(gt))
-    ge = ge * cl.pos_mask[idx].unsqueeze(-1)
-    if cl.time_varying and not per_step_trans:
-        gt = gt.sum(1)
-    logz, gamma, xi = logz.clone(), gamma.clone(), xi.clone()
-    logz[idx], gamma[idx], xi[idx] = z, ge.nan_to_num(0.0), gt.nan_to_num(0.0)
-    return logz, gamma, xi
-
-
 def _posteriors(cl, per_step_trans=False):
+    """(log Z, gamma, xi) by the scaled forward-backward; items whose scales underflow are
+    recomputed in log space by autograd (rare)."""
     logz, gamma, xi, bad = _fast_fb(cl, per_step_trans=per_step_trans)
     if bool(bad.any()):
-        logz, gamma, xi = _exact_fallback(cl, bad, logz, gamma, xi, per_step_trans)
+        idx = bad.nonzero().squeeze(1)
+        z, _, gt, ge = logspace_grads(lambda *x: (_logspace_log_likelihood(*x),), cl, idx)
+        if cl.time_varying and not per_step_trans:
+            gt = gt.sum(1)
+        logz, gamma, xi = logz.clone(), gamma.clone(), xi.clone()
+        logz[idx], gamma[idx], xi[idx] = z, ge * cl.pos_mask[idx].unsqueeze(-1), gt
     return logz, gamma, xi
 
 
@@ -183,22 +161,11 @@ def hmm_posteriors(log_init, log_trans, log_emit, *, lengths=None, state_mask=No
     return HMMPosteriors(logz, gamma, xi)
 
 
-class _HMMLogLikelihood(torch.autograd.Function):
-    """log Z with the scaled forward-backward as its backward (first order only)."""
-
-    @staticmethod
-    def forward(ctx, log_init, log_trans, log_emit, lengths, state_mask):
-        cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
-        logz, gamma, xi = _posteriors(cl, per_step_trans=cl.time_varying)
-        ctx.save_for_backward(gamma, xi)
-        return logz
-
-    @staticmethod
-    def backward(ctx, grad):
-        gamma, xi = ctx.saved_tensors
-        g_init = grad[:, None] * gamma[:, 0]
-        g_trans = grad.view(-1, *([1] * (xi.dim() - 1))) * xi
-        return g_init, g_trans, grad[:, None, None] * gamma, None, None
+def _log_likelihood_grads(log_init, log_trans, log_emit, lengths, state_mask):
+    """(log Z, d/d log_init, d/d log_trans, d/d log_emit) by the scaled forward-backward."""
+    cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
+    logz, gamma, xi = _posteriors(cl, per_step_trans=cl.time_varying)
+    return logz, gamma[:, 0], xi, gamma
 
 
 def hmm_log_likelihood(log_init, log_trans, log_emit, *, lengths=None, state_mask=None):
@@ -207,18 +174,13 @@ def hmm_log_likelihood(log_init, log_trans, log_emit, *, lengths=None, state_mas
     Cost: forward only, O(B·N·C²) time, O(B·N·C) memory. Differentiable: when an input
     requires grad, the backward is the scaled forward-backward (gradient = posteriors).
     """
-    if torch.is_grad_enabled() and any(
-        x.requires_grad for x in (log_init, log_trans, log_emit)
-    ):
-        return _HMMLogLikelihood.apply(log_init, log_trans, log_emit, lengths, state_mask)
+    if needs_grad(log_init, log_trans, log_emit):
+        return FromGradients.apply(_log_likelihood_grads, log_init, log_trans, log_emit, lengths,
+                                   state_mask)
     cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
-    E, shift, tc = _emission_factors(cl)
-    _, c = _scaled_forward(E, tc, cl.time_varying)
-    bad = (((c < underflow_floor(E.dtype, E.shape[-1])) | ~torch.isfinite(c)) & cl.pos_mask)
-    logz = torch.where(cl.pos_mask, torch.log(c) + shift, torch.zeros_like(c)).sum(1)
-    rows = bad.any(1)
-    if bool(rows.any()):
-        idx = rows.nonzero().squeeze(1)
+    *_, logz, bad = _scaled_forward(cl)
+    if bool(bad.any()):
+        idx = bad.nonzero().squeeze(1)
         logz = logz.clone()
         logz[idx] = _logspace_log_likelihood(
             cl.init[idx], cl.trans[idx], cl.emit[idx], cl.lengths[idx]
@@ -272,9 +234,7 @@ def hmm_sample(
         raise ValueError("num_samples must be >= 1")
     cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
     B, N, C = cl.emit.shape
-    E, shift, tc = _emission_factors(cl)
-    A, c = _scaled_forward(E, tc, cl.time_varying)
-    bad = (((c < underflow_floor(E.dtype, C)) | ~torch.isfinite(c)) & cl.pos_mask).any(1)
+    _, _, A, _, _, bad = _scaled_forward(cl)
     logA = torch.log(A)
     if bool(bad.any()):
         # Exact log-space filter for the few items whose scales underflowed.

@@ -15,12 +15,13 @@ import torch
 from aligners.errors import AlignersInputError
 from aligners.lattices._core import backtrack, fill_segments, sample_categorical
 from aligners.lattices._factored import (
+    FromGradients,
+    autograd_grads,
+    bad_rows,
     clean_factored,
-    col_shift,
-    detached_leaf,
     finite_shift,
-    semiring_zero,
-    underflow_floor,
+    logspace_grads,
+    needs_grad,
 )
 
 __all__ = [
@@ -79,7 +80,7 @@ def _scaled_forward(init, trans, seg, lengths):
     """Differentiable scaled forward. Returns (logZ (B,), per-step scales c (B,N),
     log-pred (B,N+1,C): log of sum_i alpha[m,i] trans[i,c] for m = -1..N-1 (m=-1: init))."""
     B, N, K, C = seg.shape
-    tc, cmax = col_shift(trans.detach())
+    cmax = finite_shift(trans.detach(), -2).squeeze(-2)  # column maxima over c_prev
     tc = torch.exp(trans - cmax.unsqueeze(-2))  # differentiable, shift held constant
     imax = finite_shift(init.detach(), -1)
     preds = [torch.exp(init - imax)]
@@ -126,43 +127,16 @@ def _logspace_forward(init, trans, seg, lengths):
     return torch.logsumexp(last, -1), None, torch.stack(lpred, 1).detach()
 
 
-def _bad_rows(c, pos_mask, dtype, C):
-    floor = underflow_floor(dtype, C)
-    return (((c < floor) | ~torch.isfinite(c)) & pos_mask).any(1)
-
-
-def _grads(cl, rows=None):
-    """(logZ, d/d init, d/d trans, d/d seg) by autograd; log space for `rows`, else scaled."""
-    init, trans, seg, lengths = cl.init, cl.trans, cl.emit, cl.lengths
-    if rows is not None:
-        neg = semiring_zero(seg.dtype)
-        init, trans, seg = (x[rows].clamp(min=neg) for x in (init, trans, seg))
-        lengths = lengths[rows]
-    with torch.inference_mode(False), torch.enable_grad():
-        li, lt, le = (detached_leaf(x) for x in (init, trans, seg))
-        fwd = _logspace_forward if rows is not None else _scaled_forward
-        logz, c, _ = fwd(li, lt, le, lengths)
-        ok = torch.isfinite(logz)
-        leaves = (li, lt, le)
-        grads = torch.autograd.grad(
-            torch.where(ok, logz, 0.0).sum(), leaves, allow_unused=True
-        )  # trans is unused when N == 1
-        gi, gt, ge = (torch.zeros_like(x) if g is None else g for g, x in zip(grads, leaves))
-    logz = logz.detach()
-    if rows is not None:
-        ok = logz > semiring_zero(seg.dtype) / 2
-        logz = torch.where(ok, logz, float("-inf"))
-        gi, gt, ge = (g.nan_to_num(0.0) * ok.view(-1, *[1] * (g.dim() - 1)) for g in (gi, gt, ge))
-    return logz, c, gi, gt, ge
-
-
 def _posteriors(cl):
-    logz, c, gi, gt, ge = _grads(cl)
-    bad = _bad_rows(c.detach(), cl.pos_mask, cl.emit.dtype, cl.emit.shape[-1])
+    """(log Z, d/d init, d/d trans, d/d seg) by autograd of the scaled forward; items whose
+    scales underflow (or whose gradients are not finite) by autograd in log space."""
+    tensors = (cl.init, cl.trans, cl.emit)
+    logz, (c, _), (gi, gt, ge) = autograd_grads(_scaled_forward, tensors, cl.lengths)
+    bad = bad_rows(c.detach(), cl.pos_mask, cl.emit.shape[-1])
     bad = bad | ~torch.isfinite(ge.sum((1, 2, 3))) | ~torch.isfinite(gt.sum((1, 2)))
     if bool(bad.any()):
         idx = bad.nonzero().squeeze(1)
-        z2, _, gi2, gt2, ge2 = _grads(cl, idx)
+        z2, gi2, gt2, ge2 = logspace_grads(_logspace_forward, cl, idx)
         logz, gi, gt, ge = logz.clone(), gi.clone(), gt.clone(), ge.clone()
         logz[idx], gi[idx], gt[idx], ge[idx] = z2, gi2, gt2, ge2
     return logz, gi, gt, ge
@@ -178,37 +152,22 @@ def hsmm_posteriors(log_init, log_trans, log_seg_emit, *, lengths=None, state_ma
     return HSMMPosteriors(logz, ge, gt)
 
 
-class _HSMMLogLikelihood(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, log_init, log_trans, log_seg_emit, lengths, state_mask):
-        cl = _clean(log_init, log_trans, log_seg_emit, lengths, state_mask)
-        logz, gi, gt, ge = _posteriors(cl)
-        ctx.save_for_backward(gi, gt, ge)
-        return logz
-
-    @staticmethod
-    def backward(ctx, grad):
-        gi, gt, ge = ctx.saved_tensors
-        return grad[:, None] * gi, grad[:, None, None] * gt, grad.view(-1, 1, 1, 1) * ge, None, None
-
-
 def hsmm_log_likelihood(log_init, log_trans, log_seg_emit, *, lengths=None, state_mask=None):
     """(B,C), (B,C,C), (B,N,K,C) -> log-likelihood (B,).
 
     Cost: forward only, O(B·N·(C² + K·C)) time. Differentiable (backward = posteriors).
     """
-    if torch.is_grad_enabled() and any(
-        x.requires_grad for x in (log_init, log_trans, log_seg_emit)
-    ):
-        return _HSMMLogLikelihood.apply(log_init, log_trans, log_seg_emit, lengths, state_mask)
+    if needs_grad(log_init, log_trans, log_seg_emit):
+        return FromGradients.apply(lambda *x: _posteriors(_clean(*x)), log_init, log_trans,
+                                   log_seg_emit, lengths, state_mask)
     cl = _clean(log_init, log_trans, log_seg_emit, lengths, state_mask)
     with torch.no_grad():
         logz, c, _ = _scaled_forward(cl.init, cl.trans, cl.emit, cl.lengths)
-        bad = _bad_rows(c, cl.pos_mask, cl.emit.dtype, cl.emit.shape[-1])
+        bad = bad_rows(c, cl.pos_mask, cl.emit.shape[-1])
         if bool(bad.any()):
             idx = bad.nonzero().squeeze(1)
             logz = logz.clone()
-            logz[idx] = _grads(cl, idx)[0]
+            logz[idx] = logspace_grads(_logspace_forward, cl, idx)[0]
     return logz
 
 
@@ -269,7 +228,7 @@ def hsmm_sample(
     S, dev = num_samples, cl.emit.device
     with torch.no_grad():
         _, c, logpred = _scaled_forward(cl.init, cl.trans, cl.emit, cl.lengths)
-        bad = _bad_rows(c, cl.pos_mask, cl.emit.dtype, C)
+        bad = bad_rows(c, cl.pos_mask, C)
         if bool(bad.any()):
             idx = bad.nonzero().squeeze(1)
             logpred = logpred.clone()
@@ -282,8 +241,8 @@ def hsmm_sample(
     n = (cl.lengths - 1).expand(S, B).clone()
     cnext = torch.zeros(S, B, dtype=torch.long, device=dev)
     first = True
-    ends = torch.zeros(S, B, N, dtype=torch.bool, device=dev)
-    at_end = torch.zeros(S, B, N, dtype=torch.long, device=dev)
+    # each segment's label at its end point (position + 1), -1 elsewhere: `fill_segments`
+    labels = torch.full((S, B, N + 1), -1, dtype=torch.long, device=dev)
     trans_t = cl.trans.transpose(1, 2)  # [b, c_next, c_prev]
     while bool((n >= 0).any()):
         active = n >= 0
@@ -295,13 +254,9 @@ def hsmm_sample(
         W = W.masked_fill((karange > nn.unsqueeze(-1)).unsqueeze(-1), float("-inf"))
         flat = sample_categorical(W.reshape(S, B, K * C), generator=generator)
         k, cc = flat // C, flat % C
-        ends[sidx, bidx, nn] |= active
-        at_end[sidx, bidx, nn] = torch.where(active, cc, at_end[sidx, bidx, nn])
+        labels[sidx, bidx, nn + 1] = torch.where(active, cc, labels[sidx, bidx, nn + 1])
         cnext = torch.where(active, cc, cnext)
         n = torch.where(active, n - k - 1, n)
         first = False
-    pos_idx = torch.arange(N, device=dev)
-    nearest = torch.where(ends, pos_idx, N).flip(-1).cummin(-1).values.flip(-1)
-    states = at_end.gather(-1, nearest.clamp(max=N - 1))
-    states = torch.where(cl.pos_mask.unsqueeze(0), states, -1)
-    return HSMMSamples(states, ends)
+    states = fill_segments(labels.view(S * B, N + 1)).view(S, B, N)
+    return HSMMSamples(states, labels[..., 1:] >= 0)

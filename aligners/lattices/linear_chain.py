@@ -17,6 +17,7 @@ import torch
 
 from aligners.errors import AlignersInputError
 from aligners.lattices._chain_struct import ChainStruct
+from aligners.lattices._core import length_mask
 from aligners.semirings import LogSemiring, MaxSemiring
 
 __all__ = ["LinearChain", "log_partition", "marginals", "viterbi"]
@@ -27,8 +28,6 @@ class LinearChain(ChainStruct):
     torch-struct; plus ``viterbi``, ``kmax``, ``topk``, ``entropy``, ``sample``, ``score``.
     log_potentials ``(B, N-1, C, C)``, lengths ``(B,)``."""
 
-    event_dims = 3
-
     @classmethod
     def _check(cls, log_potentials):
         if log_potentials.dim() != 4 or log_potentials.shape[2] != log_potentials.shape[3]:
@@ -38,10 +37,8 @@ class LinearChain(ChainStruct):
             )
 
     @staticmethod
-    def _to_spans(log_potentials):
+    def _raw_spans(log_potentials):
         return log_potentials.unsqueeze(2)
-
-    _raw_spans = _to_spans
 
     @staticmethod
     def _from_spans(spans):
@@ -62,10 +59,9 @@ class LinearChain(ChainStruct):
         if n < 2:
             return parts
         dev = sequence.device
-        b, pos = torch.meshgrid(torch.arange(batch, device=dev), torch.arange(n - 1, device=dev),
-                                indexing="ij")
-        keep = (pos < (lengths - 1).view(-1, 1)).long()
-        parts[b, pos, sequence[:, 1:], sequence[:, :-1]] = keep
+        keep = length_mask(lengths - 1, n - 1).long()  # edges n < L-1
+        parts[torch.arange(batch, device=dev)[:, None], torch.arange(n - 1, device=dev),
+              sequence[:, 1:], sequence[:, :-1]] = keep
         return parts
 
     @staticmethod

@@ -25,7 +25,6 @@ from aligners.errors import AlignersInputError
 from aligners.lattices._phrasal_hsmm_forms import (
     PhrasalPosteriors,
     PhrasalPotentials,
-    SparsePhrasalPosteriors,
     check_dense,
     sparse_posteriors_to_dense,
     to_sparse,
@@ -44,36 +43,23 @@ __all__ = [
 def _span_table(ew: torch.Tensor) -> list:
     """[n][k-1]: whether any item scores a segment of length k+1 ending at n above the
     semiring zero (segments never scored are skipped: exact, and the usual case)."""
-    zero = semiring_zero(ew.dtype)
-    if ew.shape[2] < 2:
-        return [[] for _ in range(ew.shape[1])]
-    return (ew[:, :, 1:].detach() > zero / 2).any(3).any(0).tolist()
+    return (ew[:, :, 1:].detach() > semiring_zero(ew.dtype) / 2).any(3).any(0).tolist()
 
 
-def _agg(x: torch.Tensor, dim, semiring: str) -> torch.Tensor:
-    if semiring == "log":
-        return torch.logsumexp(x, dim)
-    return x.amax(dim)
-
-
-def _forward(pot: PhrasalPotentials, sl, tl, semiring: str) -> torch.Tensor:
-    """log Z (B,) (or the best score under "max"), differentiable in every potential."""
+def _max_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
+    """The best score (B,) in log space (the "max" semiring), differentiable in every
+    potential (its gradient: the best structure's indicators)."""
     ew = pot.log_emit_word
     B, J, L, I = ew.shape
     dtype, dev = ew.dtype, ew.device
     zero = semiring_zero(dtype)
-    ivalid = torch.arange(I, device=dev)[None, :] < sl[:, None]  # (B, I)
-    pfirst, plast = pot.phrase_first.long(), pot.phrase_last.long()
-    pvalid = (pfirst >= 0) & (plast < sl[:, None]) & (pfirst <= plast)  # (B, P)
+    ivalid, pvalid, first, plast = _valid(pot, sl)
     z = torch.full((), zero, dtype=dtype, device=dev)
     jump = torch.where(ivalid[:, None, :] & ivalid[:, :, None], pot.log_jump, z)
     pw = torch.where(pvalid, pot.log_phrase_weight, z)
-    first = pfirst.clamp(0, I - 1)
     last_hot = torch.where(  # (B, P, I): 0 at the phrase's last position, zero elsewhere
         torch.arange(I, device=dev)[None, None, :] == plast.clamp(0, I - 1)[:, :, None], 0.0, z)
     null_stay = torch.where(ivalid, pot.log_null_stay, z)
-    if semiring == "log":
-        ejump = torch.exp(jump)  # probabilities for one scaled (B,I)x(B,I,I) product
 
     def enter(R):  # entry scores of words, phrases (given R (B,I) per first position)
         return R, R.gather(1, first) + pw
@@ -93,31 +79,32 @@ def _forward(pot: PhrasalPotentials, sl, tl, semiring: str) -> torch.Tensor:
         if len(ks) == 1:
             w = pre_ws[n] + ew_n[n][0]
         else:
-            cand = torch.stack([pre_ws[n - k] + ew_n[n][k] for k in ks], 1)
-            w = _agg(cand, 1, semiring)
+            w = torch.stack([pre_ws[n - k] + ew_n[n][k] for k in ks], 1).amax(1)
         nu = pre_n + en_n[n][:, None]
         ph = pre_ps + ep_n[n]
         if n in stops:
-            end = _agg(torch.cat([w, nu, ph], 1), 1, semiring)
-            logz = torch.where(tl - 1 == n, end, logz)
+            logz = torch.where(tl - 1 == n, torch.cat([w, nu, ph], 1).amax(1), logz)
         if n == J - 1:
             break
-        M = _agg(torch.stack([w, nu], 1), 1, semiring)
+        M = torch.stack([w, nu], 1).amax(1)
         if ph.shape[1]:
-            M = _agg(torch.stack([M, _agg(ph[:, :, None] + last_hot, 1, semiring)], 1), 1,
-                     semiring)
+            M = torch.stack([M, (ph[:, :, None] + last_hot).amax(1)], 1).amax(1)
         M = torch.where(ivalid, M, z)
-        if semiring == "log":
-            m = M.amax(1, keepdim=True).detach()
-            R = torch.bmm(torch.exp(M - m)[:, None, :], ejump)[:, 0]
-            R = torch.log(R.clamp_min(torch.finfo(dtype).tiny)) + m
-        else:
-            R = (M[:, :, None] + jump).amax(1)
-        R = torch.where(ivalid, R, z)
+        R = torch.where(ivalid, (M[:, :, None] + jump).amax(1), z)
         pre_w, pre_ps = enter(R)
         pre_ws.append(pre_w)
         pre_n = M + null_stay
     return logz
+
+
+def _valid(pot: PhrasalPotentials, sl):
+    """ivalid (B,I) real source positions, pvalid (B,P) real phrases, their first positions
+    (B,P) clamped into 0..I-1, and their last positions (B,P) long."""
+    I = pot.log_emit_word.shape[-1]
+    ivalid = torch.arange(I, device=sl.device)[None, :] < sl[:, None]  # (B, I)
+    pfirst, plast = pot.phrase_first.long(), pot.phrase_last.long()
+    pvalid = (pfirst >= 0) & (plast < sl[:, None]) & (pfirst <= plast)  # (B, P)
+    return ivalid, pvalid, pfirst.clamp(0, I - 1), plast
 
 
 def _exp0(x: torch.Tensor) -> torch.Tensor:
@@ -129,29 +116,21 @@ def _exp0(x: torch.Tensor) -> torch.Tensor:
                                                                       device=x.device))
 
 
-def _mask_shift(x, mask, dims):
-    """exp(x - m) zeroed where ~mask, and the per-item shift m (B,) (detached, finite)."""
-    z = torch.full((), float("-inf"), dtype=x.dtype, device=x.device)
-    m = torch.where(mask, x.detach(), z).amax(dim=dims) if x.numel() else None
-    if m is None:
-        return torch.zeros_like(x), torch.zeros(x.shape[0], dtype=x.dtype, device=x.device)
-    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-    shape = (-1,) + (1,) * (x.dim() - 1)
-    return torch.where(mask, _exp0(x - m.view(shape)), torch.zeros((), dtype=x.dtype,
-                                                                      device=x.device)), m
+def _mask_shift(x, mask, dim):
+    """(exp(x - m) zeroed where ~mask, the shift m): m the max of x over `dim` where `mask`
+    (detached; 0 where there is none)."""
+    if not x.shape[dim]:
+        return torch.zeros_like(x), x.new_zeros(x.shape[:dim] + x.shape[dim + 1:])
+    m = torch.where(mask, x.detach(), float("-inf")).amax(dim=dim)
+    m = torch.where(torch.isfinite(m), m, 0.0)
+    return torch.where(mask, _exp0(x - m.unsqueeze(dim)), 0.0), m
 
 
 def _scaled_jumps(log_jump, ivalid):
     """(A (B,I,I), row_f (B,I) <= 1, ma (B,)): the jump probabilities with each row shifted
     by its maximum over valid states (the row shifts go into the exit masses: row_f, ma)."""
-    dtype, dev = log_jump.dtype, log_jump.device
-    jmask = ivalid[:, None, :] & ivalid[:, :, None]
-    row = torch.where(jmask, log_jump.detach(), torch.full((), float("-inf"), dtype=dtype,
-                                                           device=dev)).amax(2)
-    row = torch.where(torch.isfinite(row), row, torch.zeros_like(row))  # (B, I)
+    A, row = _mask_shift(log_jump, ivalid[:, None, :] & ivalid[:, :, None], 2)
     ma = row.amax(1)
-    A = torch.where(jmask, _exp0(log_jump - row[:, :, None]),
-                    torch.zeros((), dtype=dtype, device=dev))
     return A, torch.exp(row - ma[:, None]), ma
 
 
@@ -184,18 +163,15 @@ def _scaled_emissions(pot: PhrasalPotentials, ivalid, pvalid):
 
 
 def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
-    """log Z (B,) of the "log" semiring by a scaled forward in probability space (per-step
-    normalisation, (B,I)x(B,I,I) products; no per-element logs): same value as `_forward`,
-    differentiable, much cheaper to back-propagate."""
+    """log Z (B,) by a scaled forward in probability space (per-step normalisation,
+    (B,I)x(B,I,I) products; no per-element logs): differentiable, much cheaper to
+    back-propagate than a log-space forward."""
     ew = pot.log_emit_word
     B, J, L, I = ew.shape
     P = pot.log_emit_phrase.shape[-1]
     dtype, dev = ew.dtype, ew.device
     tiny = torch.finfo(dtype).tiny
-    ivalid = torch.arange(I, device=dev)[None, :] < sl[:, None]
-    pfirst, plast = pot.phrase_first.long(), pot.phrase_last.long()
-    pvalid = (pfirst >= 0) & (plast < sl[:, None]) & (pfirst <= plast)
-    first = pfirst.clamp(0, I - 1)
+    ivalid, pvalid, first, plast = _valid(pot, sl)
     last_hot = ((torch.arange(I, device=dev)[None, None, :] == plast.clamp(0, I - 1)[..., None])
                 & pvalid[..., None]).to(dtype)  # (B, P, I)
     A, row_f, ma = _scaled_jumps(pot.log_jump, ivalid)
@@ -259,20 +235,15 @@ def phrasal_hsmm_log_partition(pot: PhrasalPotentials, *, src_lengths: torch.Ten
     if semiring not in ("log", "max"):
         raise AlignersInputError(f"semiring must be 'log' or 'max', got {semiring!r}")
     sl, tl = check_dense(pot, src_lengths, tgt_lengths)
-    if semiring == "log":
-        return _scaled_forward(pot, sl, tl)
-    return _forward(pot, sl, tl, semiring)
+    return (_scaled_forward if semiring == "log" else _max_forward)(pot, sl, tl)
 
 
-def _grad_marginals(pot, sl, tl, semiring) -> PhrasalPosteriors:
+def _grad_marginals(pot, sl, tl, forward) -> PhrasalPosteriors:
+    """Gradients of `forward` (log Z or the best score) w.r.t. the three emission tensors."""
     with torch.enable_grad():
         leaves = [x.detach().requires_grad_(True) for x in pot[:3]]
         rest = [x.detach() for x in pot[3:]]
-        leaf_pot = PhrasalPotentials(*leaves, *rest)
-        if semiring == "log":
-            logz = _scaled_forward(leaf_pot, sl, tl)
-        else:
-            logz = _forward(leaf_pot, sl, tl, semiring)
+        logz = forward(PhrasalPotentials(*leaves, *rest), sl, tl)
         if leaves[0].numel() == 0:
             return PhrasalPosteriors(logz.detach(), *(torch.zeros_like(x) for x in leaves))
         grads = torch.autograd.grad(logz.sum(), leaves, allow_unused=True)
@@ -296,13 +267,11 @@ def phrasal_hsmm_posteriors(pot: PhrasalPotentials, *, src_lengths: torch.Tensor
     if method == "explicit" and not cpu:
         raise AlignersInputError("method='explicit' needs CPU tensors")
     if method == "autograd" or not cpu:
-        return _grad_marginals(pot, sl, tl, "log")
+        return _grad_marginals(pot, sl, tl, _scaled_forward)
     from aligners.lattices._phrasal_hsmm_kernel import phrasal_forward_backward
 
     spot = to_sparse(pot)  # the listed (scored) long segments only; exact
-    out = phrasal_forward_backward(spot, sl, tl, pot.log_emit_word.shape[2])
-    dtype = pot.log_emit_word.dtype
-    post = SparsePhrasalPosteriors(*(torch.from_numpy(x).to(dtype) for x in out))
+    post = phrasal_forward_backward(spot, sl, tl, pot.log_emit_word.shape[2])
     return sparse_posteriors_to_dense(post, spot, pot.log_emit_word.shape[2])
 
 
@@ -311,4 +280,4 @@ def phrasal_hsmm_viterbi(pot: PhrasalPotentials, *, src_lengths: torch.Tensor,
     """Best structure as 0/1 segment indicators (gradient of the max-semiring score; exact
     ties split their mass). Shapes: see `PhrasalPosteriors`. Cost as the posteriors."""
     sl, tl = check_dense(pot, src_lengths, tgt_lengths)
-    return _grad_marginals(pot, sl, tl, "max")
+    return _grad_marginals(pot, sl, tl, _max_forward)

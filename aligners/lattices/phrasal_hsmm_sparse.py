@@ -36,6 +36,8 @@ __all__ = [
 ]
 
 def _check(spot, max_len, src_lengths, tgt_lengths):
+    """(src_lengths, tgt_lengths) as `check_dense` returns them, after checking the sparse
+    layout and (on a shape-only expanded view of the dense form) every other field."""
     if not isinstance(spot, SparsePhrasalPotentials):
         raise AlignersInputError("expected a SparsePhrasalPotentials tuple")
     ew = spot.log_emit_word
@@ -61,6 +63,8 @@ def _check(spot, max_len, src_lengths, tgt_lengths):
         key = (it * J + n) * max_len + ln
         if torch.unique(key).numel() != M:
             raise AlignersInputError("at most one segment per (item, end, length)")
+    view = PhrasalPotentials(ew[:, :, None, :].expand(-1, -1, max_len, -1), *spot[5:])
+    return check_dense(view, src_lengths, tgt_lengths)
 
 
 def phrasal_hsmm_sparse_posteriors(spot: SparsePhrasalPotentials, *, max_len: int,
@@ -73,7 +77,7 @@ def phrasal_hsmm_sparse_posteriors(spot: SparsePhrasalPotentials, *, max_len: in
     through the dense form (`phrasal_hsmm_posteriors` / `phrasal_hsmm_viterbi`,
     O(B J L I) memory), gathered back.
     """
-    _check(spot, max_len, src_lengths, tgt_lengths)
+    sl, tl = _check(spot, max_len, src_lengths, tgt_lengths)
     cpu = spot.log_emit_word.device.type == "cpu"
     if viterbi or not cpu:
         pot = to_dense(spot, max_len)
@@ -84,13 +88,5 @@ def phrasal_hsmm_sparse_posteriors(spot: SparsePhrasalPotentials, *, max_len: in
                                        d.null, d.phrase)
     from aligners.lattices._phrasal_hsmm_kernel import phrasal_forward_backward
 
-    sl, tl = check_dense(_dense_view(spot, max_len), src_lengths, tgt_lengths)
-    out = phrasal_forward_backward(spot, sl, tl, max_len)
-    dtype = spot.log_emit_word.dtype
-    return SparsePhrasalPosteriors(*(torch.from_numpy(x).to(dtype) for x in out))
+    return phrasal_forward_backward(spot, sl, tl, max_len)
 
-
-def _dense_view(spot: SparsePhrasalPotentials, max_len: int) -> PhrasalPotentials:
-    """A shape-only stand-in of the dense form (expanded view, no copy) for shape checks."""
-    ew1 = spot.log_emit_word
-    return PhrasalPotentials(ew1[:, :, None, :].expand(-1, -1, max_len, -1), *spot[5:])

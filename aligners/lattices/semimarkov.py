@@ -37,10 +37,6 @@ class SemiMarkov(ChainStruct):
             )
 
     @staticmethod
-    def _to_spans(log_potentials):
-        return log_potentials[:, :, 1:]
-
-    @staticmethod
     def _raw_spans(log_potentials):
         return log_potentials
 
