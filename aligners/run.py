@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["tasks", "train", "evaluate", "check", "main"]
+__all__ = ["tasks", "train", "evaluate", "check", "main", "register_schemas"]
 
 BASELINE = "baseline"  # diagonal aligner scored on a gold test set (the default job)
 
@@ -47,6 +47,25 @@ def tasks() -> dict[str, str]:
 # `${pid:}` in hydra.run.dir: two runs started in the same microsecond still differ
 if not OmegaConf.has_resolver("pid"):
     OmegaConf.register_new_resolver("pid", os.getpid)
+
+
+def register_schemas() -> None:
+    """Each task's `model` dataclass's defaults in Hydra's ConfigStore as the config
+    `model/<task>_schema` (`-` written `_`), before anything composes: a file of
+    configs/model/ extends it (`defaults: [<task>_schema, _self_]`) and holds only what it
+    changes. The node is plain (untyped), so values are checked once, by
+    `aligners.config_checks.check`, with its one-line messages."""
+    from hydra.core.config_store import ConfigStore
+
+    from aligners.config_checks import config_class, defaults_of, task_configs
+
+    for task, sections in task_configs().items():
+        if "model" in sections:
+            ConfigStore.instance().store(group="model", name=f"{task.replace('-', '_')}_schema",
+                                         node=defaults_of(config_class(sections["model"])))
+
+
+register_schemas()
 
 
 def _task_module(cfg: DictConfig):
