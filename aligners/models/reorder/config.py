@@ -2,8 +2,8 @@
 `aligners reorder` parser reads them).
 
 `ReorderConfig` is the `model` section of the reorder task (configs/model/reorder.yaml
-restates it; a test checks that) and the source of `aligners reorder train`'s defaults;
-`ReorderData` and `ReorderRun` are the task's `data` section and top-level settings. Its
+extends it) and the source of `aligners reorder train`'s defaults; `ReorderData` and
+`ReorderRun` are the task's `data` section and top-level settings. Its
 sections: `extract` (phrase extraction), `features`, `models` (which models the task
 trains), `lexical`, `primal`, `dual`, `naive_bayes`. Where the task compares several
 settings, a field takes one value or a list (`dual.eps`, `naive_bayes.inference`: one model
@@ -61,7 +61,8 @@ class ModelSwitches:
 @dataclass
 class LexicalConfig:
     smoothing: float = setting(0.5, Rule("float", lo=0))  # Moses lexical-reordering-score default
-    write_table: bool = setting(True, BOOL)  # the task writes the Moses table (its size)
+    write_table: bool = setting(True, BOOL)  # the task writes the Moses table (its size on
+    # disk)
     keep_table: bool = setting(False, BOOL)
 
 
