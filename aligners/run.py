@@ -50,19 +50,20 @@ if not OmegaConf.has_resolver("pid"):
 
 
 def register_schemas() -> None:
-    """Each task's `model` dataclass's defaults in Hydra's ConfigStore as the config
-    `model/<task>_schema` (`-` written `_`), before anything composes: a file of
-    configs/model/ extends it (`defaults: [<task>_schema, _self_]`) and holds only what it
-    changes. The node is plain (untyped), so values are checked once, by
-    `aligners.config_checks.check`, with its one-line messages."""
+    """The defaults of each task's `model` and `data` dataclasses in Hydra's ConfigStore as
+    the configs `model/<task>_schema`, `data/<task>_schema` (`-` written `_`), before
+    anything composes: a file of configs/model/ or configs/data/ extends one
+    (`defaults: [<task>_schema, _self_]`) and holds only what it changes. The node is plain
+    (untyped): values are checked once, by `aligners.config_checks.check` (one line)."""
     from hydra.core.config_store import ConfigStore
 
     from aligners.config_checks import config_class, defaults_of, task_configs
 
     for task, sections in task_configs().items():
-        if "model" in sections:
-            ConfigStore.instance().store(group="model", name=f"{task.replace('-', '_')}_schema",
-                                         node=defaults_of(config_class(sections["model"])))
+        for group in ("model", "data"):
+            if group in sections:
+                ConfigStore.instance().store(group=group, name=f"{task.replace('-', '_')}_schema",
+                                             node=defaults_of(config_class(sections[group])))
 
 
 register_schemas()

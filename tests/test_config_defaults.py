@@ -41,38 +41,44 @@ from aligners.models.reorder.config import (
 from aligners.training.baseline import DiagonalConfig
 from tests.test_configs import _compose, _names, _plain
 
-MODEL = Path(__file__).resolve().parents[1] / "configs" / "model"
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 # Files that restate their dataclass instead of extending its schema: tests that compose
 # them import no `aligners.run` first (tests/test_phrasal_task.py, tests/test_qa_cli.py)
 RESTATED = {"gappy_hsmm": GappyTaskConfig, "diagonal": DiagonalConfig}
 
 
-def _schema(name: str) -> dict:
-    return OmegaConf.to_container(ConfigStore.instance().repo["model"][f"{name}.yaml"].node)
+def _schema(group: str, name: str) -> dict:
+    return OmegaConf.to_container(ConfigStore.instance().repo[group][f"{name}.yaml"].node)
 
 
-def _doc(name: str) -> dict:
-    return yaml.safe_load((MODEL / f"{name}.yaml").read_text(encoding="utf-8"))
+def _doc(group: str, name: str) -> dict:
+    return yaml.safe_load((CONFIGS / group / f"{name}.yaml").read_text(encoding="utf-8"))
 
 
-def _extending() -> list[str]:
-    return [n for n in _names("model") if n not in RESTATED]
+def _extending() -> list[tuple[str, str]]:
+    """(group, name) of the model and data files that extend a schema: every model file
+    but RESTATED; the data files of the tasks with a data dataclass."""
+    return [(g, n) for g in ("model", "data") for n in _names(g)
+            if n not in RESTATED and "defaults" in _doc(g, n)]
 
 
 def test_the_schemas_are_the_dataclass_defaults():
     for task, sections in task_configs().items():
-        if "model" in sections:
-            cls = config_class(sections["model"])
-            assert _schema(f"{task.replace('-', '_')}_schema") == defaults_of(cls), task
+        for group in ("model", "data"):
+            if group in sections:
+                cls = config_class(sections[group])
+                name = f"{task.replace('-', '_')}_schema"
+                assert _schema(group, name) == defaults_of(cls), (group, task)
+    assert len(_extending()) == len(_names("model")) - len(RESTATED) + 9
 
 
-@pytest.mark.parametrize("name", _extending())
-def test_a_model_file_extends_its_schema_with_only_what_it_changes(name):
-    doc = _doc(name)
+@pytest.mark.parametrize("group,name", _extending())
+def test_a_file_extends_its_schema_with_only_what_it_changes(group, name):
+    doc = _doc(group, name)
     schema = doc.pop("defaults")
     assert len(schema) == 2 and schema[1] == "_self_", name
-    defaults = _schema(schema[0])
+    defaults = _schema(group, schema[0])
 
     def walk(node: dict, default: dict, where: str):
         for key, value in node.items():
@@ -84,11 +90,11 @@ def test_a_model_file_extends_its_schema_with_only_what_it_changes(name):
     walk(doc, defaults, "")
 
 
-@pytest.mark.parametrize("name", _extending())
-def test_the_composed_model_is_the_schema_with_the_file(name, tmp_path):
-    doc = _doc(name)
-    want = OmegaConf.merge(_schema(doc.pop("defaults")[0]), doc)
-    got = _compose("train", [f"model={name}"], tmp_path).model
+@pytest.mark.parametrize("group,name", _extending())
+def test_the_composed_section_is_the_schema_with_the_file(group, name, tmp_path):
+    doc = _doc(group, name)
+    want = OmegaConf.merge(_schema(group, doc.pop("defaults")[0]), doc)
+    got = _compose("train", [f"{group}={name}"], tmp_path)[group]
     assert OmegaConf.to_container(got, resolve=True) == OmegaConf.to_container(want,
                                                                                resolve=True)
 
@@ -107,7 +113,7 @@ def test_a_restated_model_file_holds_the_defaults(name):
             else:
                 assert value == default[key] or (value is None and f"{where}{key}" in
                                                  nullable), f"{name}.yaml: {where}{key}"
-    walk(_doc(name), defaults_of(cls), "")
+    walk(_doc("model", name), defaults_of(cls), "")
 
 
 def test_a_misspelt_key_or_a_bad_value_is_one_line(tmp_path):

@@ -109,10 +109,11 @@ class MonoData:
     train_split: str = setting("train", _STR)
     dev_split: str | None = setting(None, _SOME)  # also score it (`training.select: dev`)
     test_split: str | None = setting("test", _SOME)  # None: only `extra_tests`
-    train_path: str | list[str] | None = None
-    dev_path: str | list[str] | None = None
-    test_path: str | list[str] | None = None
+    train_path: str | list[str] | None = None  # instead of the train split
+    dev_path: str | list[str] | None = None  # also score this dev set ("dev" in metrics.json)
+    test_path: str | list[str] | None = None  # score this file instead of the test split
     train_limit: int | None = setting(None, _LIMIT)  # first N training pairs (smoke runs)
-    dev_holdout: int | None = setting(None, _LIMIT)  # hold out (and score) the last N
+    dev_holdout: int | None = setting(None, _LIMIT)  # train on all but the last N training
+    # pairs and score those (tuning)
     test_limit: int | None = setting(None, _LIMIT)  # first N pairs of each scored split
     extra_tests: list[str] = setting(rule=Rule("str", each=True), factory=list)  # "set:split"

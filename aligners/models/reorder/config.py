@@ -126,11 +126,12 @@ class ReorderData:
     align: str | None = setting(None, _PATH)  # Pharaoh i-j, source-target
     train_limit: int | None = setting(None, _LIMIT)  # first N pairs (None: all)
     heldout_fraction: float = setting(0.1, Rule("float", lo=0, hi=1, lo_open=True,
-                                                hi_open=True))
+                                                hi_open=True))  # split by sentence pair
     dev_fraction: float = setting(0.0, Rule("float", lo=0, hi=1, hi_open=True))
     lowercase: bool = setting(False, BOOL)
     test_src: str | None = setting(None, _PATH)  # `evaluate` scores these three files when
-    test_tgt: str | None = setting(None, _PATH)  # all are given
+    test_tgt: str | None = setting(None, _PATH)  # all are given (every pair), else the
+    # held-out (or dev) slice
     test_align: str | None = setting(None, _PATH)
     test_limit: int | None = setting(None, _LIMIT)
 
