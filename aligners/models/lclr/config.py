@@ -49,8 +49,7 @@ class LCLRConfig:
     # features (Table 2; paraphrase two-stage 3-fold CV: 75.66 vs 75.71 without)
     solver: str = setting("dp", Rule("str", choices=("dp", "ilp")))  # transliteration: exact
     # monotone DP (tested equal to the ILP) or ilp
-    C_fixed: dict | None = None  # transliteration: {two_stage: C, lclr: C} skips the CV (C
-    # chosen by an earlier CV run)
+    C_fixed: dict | None = None  # transliteration: {two_stage: C, lclr: C} (earlier CV) skips CV
     romanization_feature: bool = setting(False, BOOL)  # transliteration: the "rom" feature
 
 

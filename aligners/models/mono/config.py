@@ -44,8 +44,7 @@ class MonoConfig:
     phrase_cues: bool = setting(False, BOOL)  # chunk-boundary proxies for multi-token blocks
     # (no chunker offline)
     decode: str = setting("viterbi", one_of(*DECODES))  # best path | links above threshold
-    threshold: float = setting(0.5, FRAC)  # posterior decoding only: choose it on dev (the
-    # git log, issue 13)
+    threshold: float = setting(0.5, FRAC)  # posterior decoding only: choose it on dev
     combine: str = setting("none", one_of(*COMBINES, nullable=True))  # both saved directions:
     # none (or null) | union | intersect | grow-diag | posterior (mean link posterior > threshold)
     encoder_precision: str | None = setting(None, one_of(*PRECISIONS, nullable=True))  # for
@@ -58,8 +57,7 @@ class MonoConfig:
     finetune: bool = setting(False, BOOL)  # train the encoder too (saved with the model)
     context: str = setting("separate", one_of(*CONTEXTS))  # word vectors: separate (each
     # sentence alone) | pair (one encoder pass, [CLS] s [SEP] t [SEP]) | both (concatenated)
-    cosine: bool = setting(False, BOOL)  # span cosines (raw + projected vectors) as inputs of
-    # the pair scorer
+    cosine: bool = setting(False, BOOL)  # span cosines (raw + projected vectors) as inputs
     encoder_layers: int | None = setting(None, _LIMIT)  # the encoder's first N layers (None:
     # all 6 of MiniLM): a cheaper encoder for decoding speed (git log, issue 13, neural8)
 
@@ -113,7 +111,6 @@ class MonoData:
     dev_path: str | list[str] | None = None  # also score this dev set ("dev" in metrics.json)
     test_path: str | list[str] | None = None  # score this file instead of the test split
     train_limit: int | None = setting(None, _LIMIT)  # first N training pairs (smoke runs)
-    dev_holdout: int | None = setting(None, _LIMIT)  # train on all but the last N training
-    # pairs and score those (tuning)
+    dev_holdout: int | None = setting(None, _LIMIT)  # hold out (and score) the last N
     test_limit: int | None = setting(None, _LIMIT)  # first N pairs of each scored split
     extra_tests: list[str] = setting(rule=Rule("str", each=True), factory=list)  # "set:split"
