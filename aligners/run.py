@@ -91,18 +91,15 @@ def _check_ckpt(cfg: DictConfig, module, *, evaluating: bool) -> None:
 
     ckpt = cfg.get("ckpt_path")
     kinds = _kinds(cfg.task)
-    if ckpt in (None, "") and not evaluating:
+    if ckpt in (None, "") and (not evaluating or not kinds):
         return
     if not kinds:
-        if ckpt in (None, ""):
-            return
         raise AlignersInputError(f"task {cfg.task!r} has no model to load; drop ckpt_path "
                                  f"(got {ckpt})")
     if ckpt in (None, ""):
         raise AlignersInputError(
             "ckpt_path is required: evaluate needs ckpt_path=MODEL, a model folder written by "
-            f"task {cfg.task!r} "
-            "(python train.py experiment=...), or a file inside it")
+            f"task {cfg.task!r} (python train.py experiment=...), or a file inside it")
     many = OmegaConf.is_list(ckpt) or isinstance(ckpt, (list, tuple))  # an ensemble
     if many:
         if not getattr(module, "ENSEMBLES", False):
