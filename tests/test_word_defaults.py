@@ -18,7 +18,7 @@ def test_hydra_model_config_equals_the_dataclasses(tmp_path):
     assert {k: y[k] for k in asdict(WordAlignConfig())} == asdict(WordAlignConfig())
     assert y["decoding"] == asdict(WordDecoding())
     assert y["batch_cells"] == DEFAULT_CELLS
-    known = {*asdict(WordAlignConfig()), "name", "batch_cells", "decoding", "tune_grid"}
+    known = {*asdict(WordAlignConfig()), "batch_cells", "decoding", "tune_grid"}
     assert set(y) == known  # nothing the task would silently ignore
 
 

@@ -108,7 +108,6 @@ DECODING = Decoding(**asdict(BayesDecoding()))
 class BayesTaskConfig(BayesConfig):
     """The bayesian task's `model` section (configs/model/bayesian.yaml)."""
 
-    name: str = "bayesian"
     decoding: BayesDecoding = setting(factory=BayesDecoding)
     tune_grid: BayesGrid = setting(factory=BayesGrid)
 

@@ -69,7 +69,6 @@ class HMMTaskConfig(WordAlignConfig):
     """The hmm task's `model` section (configs/model/hmm.yaml): the model, the batch budget,
     the default decoding and the tuning grid."""
 
-    name: str = "hmm"
     batch_cells: int = setting(DEFAULT_CELLS, Rule("int", lo=1))
     decoding: WordDecoding = setting(factory=WordDecoding)
     tune_grid: HMMGrid = setting(factory=HMMGrid)
