@@ -27,7 +27,8 @@ from aligners.errors import AlignersInputError
 
 __all__ = ["MAX_ITERATIONS", "Rule", "setting", "maybe", "one_of", "at_least", "BOOL", "POS",
            "NONNEG", "FRAC", "UNIT", "ITERATIONS", "Common", "task_configs", "check", "check_value",
-           "check_config", "check_options", "config_class", "rules_of", "meta", "from_config"]
+           "check_config", "check_options", "config_class", "rules_of", "meta", "from_config",
+           "defaults_of"]
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,23 @@ def task_configs() -> dict[str, dict[str, str]]:
         sections = {**f.sections, **getattr(module, "TASK_SECTIONS", {})}
         if sections:
             out[f.task_name] = sections
+    return out
+
+
+def defaults_of(cls_or_obj) -> dict:
+    """{field: default} of a dataclass (or the values of an instance), a nested section as
+    its own dict, a tuple as a list, a required field as "???" (OmegaConf's missing value):
+    the Hydra schema of a config section (`aligners.run` registers them)."""
+    out = {}
+    for f in fields(cls_or_obj):
+        if not isinstance(cls_or_obj, type):
+            value = getattr(cls_or_obj, f.name)
+        elif f.default is not MISSING:
+            value = f.default
+        else:
+            value = "???" if f.default_factory is MISSING else f.default_factory()
+        out[f.name] = (defaults_of(value) if is_dataclass(value)
+                       else list(value) if isinstance(value, tuple) else value)
     return out
 
 

@@ -118,7 +118,9 @@ def check_argv(argv: list[str]) -> None:
         return  # nothing runs
     multirun = "-m" in argv or "--multirun" in argv
     run_key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
-    run_dir, overwrite, seen = "outputs" if not multirun else "multirun", False, set()
+    # Hydra's default: a new folder under outputs/ (multirun/), never an earlier run's
+    run_dir = ("multirun" if multirun else "outputs") + "/${hydra:runtime.choices.experiment}"
+    overwrite, seen = False, set()
     for arg in argv:
         key, eq, value = arg.partition("=")
         key = key.lstrip("+~")

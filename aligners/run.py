@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from aligners.errors import AlignersInputError
 
-__all__ = ["tasks", "train", "evaluate", "check", "main"]
+__all__ = ["tasks", "train", "evaluate", "check", "main", "register_schemas"]
 
 BASELINE = "baseline"  # diagonal aligner scored on a gold test set (the default job)
 
@@ -47,6 +47,26 @@ def tasks() -> dict[str, str]:
 # `${pid:}` in hydra.run.dir: two runs started in the same microsecond still differ
 if not OmegaConf.has_resolver("pid"):
     OmegaConf.register_new_resolver("pid", os.getpid)
+
+
+def register_schemas() -> None:
+    """The defaults of each task's `model` and `data` dataclasses in Hydra's ConfigStore as
+    the configs `model/<task>_schema`, `data/<task>_schema` (`-` written `_`), before
+    anything composes: a file of configs/model/ or configs/data/ extends one
+    (`defaults: [<task>_schema, _self_]`) and holds only what it changes. The node is plain
+    (untyped): values are checked once, by `aligners.config_checks.check` (one line)."""
+    from hydra.core.config_store import ConfigStore
+
+    from aligners.config_checks import config_class, defaults_of, task_configs
+
+    for task, sections in task_configs().items():
+        for group in ("model", "data"):
+            if group in sections:
+                ConfigStore.instance().store(group=group, name=f"{task.replace('-', '_')}_schema",
+                                             node=defaults_of(config_class(sections[group])))
+
+
+register_schemas()
 
 
 def _task_module(cfg: DictConfig):
@@ -71,18 +91,15 @@ def _check_ckpt(cfg: DictConfig, module, *, evaluating: bool) -> None:
 
     ckpt = cfg.get("ckpt_path")
     kinds = _kinds(cfg.task)
-    if ckpt in (None, "") and not evaluating:
+    if ckpt in (None, "") and (not evaluating or not kinds):
         return
     if not kinds:
-        if ckpt in (None, ""):
-            return
         raise AlignersInputError(f"task {cfg.task!r} has no model to load; drop ckpt_path "
                                  f"(got {ckpt})")
     if ckpt in (None, ""):
         raise AlignersInputError(
             "ckpt_path is required: evaluate needs ckpt_path=MODEL, a model folder written by "
-            f"task {cfg.task!r} "
-            "(python train.py experiment=...), or a file inside it")
+            f"task {cfg.task!r} (python train.py experiment=...), or a file inside it")
     many = OmegaConf.is_list(ckpt) or isinstance(ckpt, (list, tuple))  # an ensemble
     if many:
         if not getattr(module, "ENSEMBLES", False):

@@ -139,6 +139,7 @@ def test_entry_points_print_one_line_exit_2_and_leave_no_folder(tmp_path):
     for script, args in (
         ("evaluate.py", ["experiment=reorder_emnlp_table2", f"ckpt_path={tmp_path / 'nope'}"]),
         ("train.py", ["experiment=diagonal_baseline", "threads=0"]),
+        ("train.py", ["experiment=default", "model.p00=0.1"]),  # misspelt: Hydra's error
     ):
         res = _run(script, args, tmp_path)
         assert res.returncode == 2, res.stderr
@@ -147,6 +148,17 @@ def test_entry_points_print_one_line_exit_2_and_leave_no_folder(tmp_path):
         assert "Traceback" not in res.stderr
         assert not (tmp_path / "outputs").exists() or not any(
             (tmp_path / "outputs").rglob(".hydra")), "a failed run left its output folder"
+
+
+def test_an_earlier_run_under_outputs_does_not_stop_the_next(tmp_path, monkeypatch):
+    from aligners.launch import check_argv
+
+    (tmp_path / "outputs" / "default" / "run").mkdir(parents=True)
+    (tmp_path / "outputs" / "default" / "run" / "metrics.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    check_argv(["experiment=default"])  # Hydra's default folder: a new one under outputs/
+    with pytest.raises(AlignersInputError, match="not empty and not a run folder"):
+        check_argv(["experiment=default", "hydra.run.dir=outputs"])
 
 
 def test_two_runs_started_together_get_two_folders(tmp_path):

@@ -61,7 +61,7 @@ def member_cfgs(cfg: DictConfig) -> list[DictConfig]:
     if not OmegaConf.is_list(members) or len(members) < 2:
         raise AlignersInputError("training.members must be null or a list of two or more "
                                  "dicts of training.* overrides (one per ensemble member)")
-    out = []
+    out, fields = [], MonoConfig.__dataclass_fields__
     for k, over in enumerate(members):
         if not OmegaConf.is_dict(over):
             raise AlignersInputError(f"training.members[{k}] must be a dict of training.* "
@@ -72,7 +72,7 @@ def member_cfgs(cfg: DictConfig) -> list[DictConfig]:
         if unknown:
             raise AlignersInputError(f"training.members[{k}] sets unknown training keys "
                                      f"{unknown}")
-        bad = sorted(set(model) - (set(cfg.model) - _ENSEMBLE_MODEL_KEYS)) if isinstance(
+        bad = sorted(set(model) - (set(fields) - _ENSEMBLE_MODEL_KEYS)) if isinstance(
             model, dict) else [model]
         if bad:
             raise AlignersInputError(f"training.members[{k}].model may override the model's "

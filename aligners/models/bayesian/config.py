@@ -29,9 +29,9 @@ class BayesConfig:
 
     model: int = setting(3, Rule("int", choices=(1, 2, 3)), flag="--stages",
                          help="1 IBM1, 2 +HMM, 3 +fertility (default {default})")
-    n_samplers: int = setting(3, Rule("int", lo=1), flag="--samplers",
+    n_samplers: int = setting(3, Rule("int", lo=1), flag="--samplers",  # marginals averaged
                               help="independent samplers ({default})")
-    rel_iterations: float = setting(  # x eflomal's sweeps
+    rel_iterations: float = setting(  # x eflomal's sweeps per stage (5000 / sqrt(pairs))
         1.0, Rule("float", lo=0, lo_open=True, hi=100), flag="--length",
         help="relative number of sweeps (1.0 = eflomal's schedule)")
     iterations: list[int] | None = setting(None, Rule(  # sweeps per stage; None: eflomal's
@@ -95,7 +95,7 @@ class BayesDecoding(Decoding):
 @dataclass
 class BayesGrid(TuneGrid):
     """The bayesian task's tuning grid (the mean of the directions' marginals, not their
-    product: one sampler per direction)."""
+    product: one sampler per direction), searched on data.tune_split (never the test)."""
 
     methods: list[str] = setting(factory=lambda: ["mean", "viterbi", "posterior"])
     thresholds: list[float] = setting(factory=lambda: [0.3, 0.4, 0.5, 0.55, 0.6])
@@ -108,7 +108,6 @@ DECODING = Decoding(**asdict(BayesDecoding()))
 class BayesTaskConfig(BayesConfig):
     """The bayesian task's `model` section (configs/model/bayesian.yaml)."""
 
-    name: str = "bayesian"
     decoding: BayesDecoding = setting(factory=BayesDecoding)
     tune_grid: BayesGrid = setting(factory=BayesGrid)
 

@@ -115,7 +115,6 @@ class GappyTaskConfig:
     baseline (`word`), the phrasal model's start and the phrasal model; the `SIZED` keys
     may be null there (by corpus size, `REGIMENS`)."""
 
-    name: str = "gappy-hsmm"
     batch_cells: int = setting(DEFAULT_CELLS, Rule("int", lo=1))
     dev_from_test: int = setting(100, Rule("int", lo=0))  # dev = tuning split + first 100
     # test pairs (sec. 7.2)

