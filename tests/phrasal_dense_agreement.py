@@ -7,7 +7,8 @@ phrase (B,I,Pb), null (B,I); `lay` a `make_layout` phrase layout. Cost O(B I J (
 
 import torch
 
-from aligners.models.gappy_hsmm.agreement import EdgeCounts, _members
+from aligners.models.gappy_hsmm.agreement import EdgeCounts
+from aligners.models.gappy_hsmm.prepared import _members
 
 __all__ = ["agreement_counts", "link_posteriors"]
 
@@ -101,7 +102,8 @@ def _links(word, phrase, ph, n_states):
             if k < O:
                 out[:, :O - k] += s[:, k:]
     if phrase.shape[-1]:
-        out = out + torch.bmm(phrase, _members(ph, n_states, phrase.dtype))
+        first, last, _, gap = ph
+        out = out + torch.bmm(phrase, _members(first, last, gap, n_states, phrase.dtype)[0])
     return out
 
 

@@ -451,34 +451,21 @@ def test_log_tables_follow_in_place_changes(trained):
                                                  before))
 
 
-def test_gappy_candidate_totals_equal_match_gappy_counts():
-    from aligners.models.gappy_hsmm.mining import _gappy_totals
-
-    g = torch.Generator().manual_seed(5)
-    V, B, N = 12, 30, 9
-    words = torch.randint(0, V, (B, N), generator=g)
-    lengths = torch.randint(1, N + 1, (B,), generator=g)
-    keys = torch.unique(torch.randint(0, V * V, (40,), generator=g))
-    lst = PhraseList(torch.zeros(0, 3, dtype=torch.long), torch.stack([keys // V, keys % V], 1),
-                     V, 3)
-    gp = lst.match_gappy(words, lengths)
-    want = torch.bincount(gp[gp >= 0] - V, minlength=keys.numel())
-    got = _gappy_totals(words, lengths, keys, V)
-    assert want.sum() > 20 and torch.equal(got, want)
-
-
-def test_gappy_counter_kernel_equals_the_torch_totals():
-    from aligners.models.gappy_hsmm.mining import _gappy_totals, _GappyCounter
+def test_gappy_counter_kernel_equals_the_match_gappy_counts():
+    from aligners.models.gappy_hsmm.mining import _GappyCounter
 
     g = torch.Generator().manual_seed(6)
     V = 15
     keys = torch.unique(torch.randint(0, V * V, (50,), generator=g))
+    lst = PhraseList(torch.zeros(0, 3, dtype=torch.long), torch.stack([keys // V, keys % V], 1),
+                     V, 3)
     counter, want = _GappyCounter(keys, V), torch.zeros(keys.numel(), dtype=torch.long)
     for B, N in ((20, 7), (11, 13), (1, 1)):  # several batches, padded rows, a 1-word one
         words = torch.randint(0, V, (B, N), generator=g)
         lengths = torch.randint(1, N + 1, (B,), generator=g)
         counter.add(words, lengths)
-        want += _gappy_totals(words, lengths, keys, V)
+        gp = lst.match_gappy(words, lengths)
+        want += torch.bincount(gp[gp >= 0] - V, minlength=keys.numel())
     assert want.sum() > 30 and np.array_equal(counter.counts, want.numpy())
     empty = _GappyCounter(torch.zeros(0, dtype=torch.long), V)
     empty.add(words, lengths)

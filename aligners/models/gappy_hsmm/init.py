@@ -23,7 +23,7 @@ from aligners.models.gappy_hsmm._init_kernel import tight_phrase_keys
 from aligners.models.gappy_hsmm.mining import mine_phrase_lists
 from aligners.models.gappy_hsmm.mining_viterbi import word_viterbi
 from aligners.models.gappy_hsmm.model import PhrasalAligner, PhrasalConfig, make_layout
-from aligners.models.gappy_hsmm.phrase_lists import PhraseList, mine_candidates
+from aligners.models.gappy_hsmm.phrase_lists import PhraseList
 from aligners.models.gappy_hsmm.prepared import ReuseCache
 from aligners.models.gappy_hsmm.routing import phrase_rows
 
@@ -80,22 +80,16 @@ def _gappy_units(lst: PhraseList, words: torch.Tensor, rb, ra, rc) -> torch.Tens
                        torch.full_like(pos, -1))
 
 
-def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list,
-                 spans: list | None = None, gappy_where: list | None = None) -> torch.Tensor:
+def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list, spans: list,
+                 gappy_where: list | None) -> torch.Tensor:
     """(Q,) counts of the tight 1-k / k-1 grow-diag-final pairs and reversed gappy links.
-    `spans`: per batch (phrase rows, span_src, span_tgt) from `phrase_keys` (else matched
-    here); `gappy_where`: per batch the gappy instances of `mine_phrase_lists` (else mined
-    here)."""
+    `spans`: per batch (phrase rows, span_src, span_tgt) from `phrase_keys`; `gappy_where`:
+    per batch the gappy instances of `mine_phrase_lists` (a gappy model)."""
     Ut, P = model.n_tgt_units, model.word_keys.numel()
     keys = []
     for k in range(len(index)):
         bt = index.batch(k)
-        if spans is None:
-            lay = make_layout(bt, model.src_list, model.tgt_list, gappy=model.config.gappy)
-            rows = phrase_rows(lay).nonzero()[:, 0]
-            ss, st = lay.span_src[rows], lay.span_tgt[rows]
-        else:
-            rows, ss, st = spans[k]
+        rows, ss, st = spans[k]
         f, b = vit[k]
         src, tgt = bt.src.long(), bt.tgt.long()
         # a pair adds keys only through its listed spans: rows without a phrase state add
@@ -105,14 +99,8 @@ def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list,
                 f[rows], b[rows], bt.src_lengths[rows], bt.tgt_lengths[rows], ss, st,
                 src[rows], tgt[rows], Ut)))
         if model.config.gappy:
-            for obs, al, ln, lst, fwd in ((bt.src, b, bt.src_lengths, model.src_list, True),
-                                          (bt.tgt, f, bt.tgt_lengths, model.tgt_list, False)):
-                if gappy_where is None:
-                    _, (_, where) = mine_candidates(obs, al.long(), ln, max_len=1,
-                                                    n_words=lst.n_words)
-                else:
-                    where = gappy_where[k]["src" if fwd else "tgt"]
-                rb, ra, rc, state = where.unbind(1)
+            for obs, lst, fwd in ((bt.src, model.src_list, True), (bt.tgt, model.tgt_list, False)):
+                rb, ra, rc, state = gappy_where[k]["src" if fwd else "tgt"].unbind(1)
                 unit = _gappy_units(lst, obs, rb, ra, rc)
                 ok = unit >= 0
                 other = (tgt if fwd else src)[rb[ok], state[ok]]

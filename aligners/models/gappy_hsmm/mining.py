@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from aligners.data.bitext import PairIndex
-from aligners.models.gappy_hsmm._init_kernel import gappy_occurrences, hash_table, key_occurrences
+from aligners.models.gappy_hsmm._init_kernel import gappy_occurrences, hash_table, key_positions
 from aligners.models.gappy_hsmm._mine_kernel import mine_candidates_cpu
 from aligners.models.gappy_hsmm.model import PhrasalConfig
 from aligners.models.gappy_hsmm.phrase_lists import (
@@ -81,30 +81,12 @@ def _rankable(rows: torch.Tensor, aligned, total, *, min_count: int,
     return dict(zip(phs, a[keep].tolist())), dict(zip(phs, t[keep].tolist()))
 
 
-def _gappy_totals(words: torch.Tensor, lengths: torch.Tensor, keys: torch.Tensor,
-                  V: int) -> torch.Tensor:
-    """(G,) occurrences in one batch (words (B,N), lengths (B,)) of the gappy candidates with
-    sorted keys w1 * V + w2 (G,): pairs a < c - 1 of one sentence. The counts of
-    `PhraseList.match_gappy` without its (B,N,N) unit table. O(B N^2 log G). The reference
-    of `_GappyCounter` (tests)."""
-    w = words.long()
-    N = w.shape[1]
-    ar = torch.arange(N, device=w.device)
-    live = ar[None, :] < lengths[:, None]
-    a_ok = torch.isin(w, torch.unique(keys // V)) & live
-    c_ok = torch.isin(w, torch.unique(keys % V)) & live
-    b, a, c = (a_ok[:, :, None] & c_ok[:, None, :] & (ar[:, None] + 1 < ar[None, :])).nonzero(
-        as_tuple=True)
-    q = w[b, a] * V + w[b, c]
-    pos = torch.searchsorted(keys, q).clamp(max=keys.numel() - 1)
-    return torch.bincount(pos[keys[pos] == q], minlength=keys.numel())
-
-
 class _GappyCounter:
     """Occurrences of the gappy candidates (sorted keys (G,), w1 * V + w2) summed over
-    batches: `add(words, lengths)` per batch, `counts` (G,) int64. Same counts as summing
-    `_gappy_totals` (integers), by the numba kernel `_init_kernel.gappy_occurrences`
-    without (B,N,N) temporaries: a hash table of the keys, first / last word filters."""
+    batches: `add(words, lengths)` per batch, `counts` (G,) int64. The counts of
+    `PhraseList.match_gappy` (pairs a < c - 1 of one sentence), by the numba kernel
+    `_init_kernel.gappy_occurrences` without (B,N,N) temporaries: a hash table of the keys,
+    first / last word filters."""
 
     def __init__(self, keys: torch.Tensor, V: int):
         k = np.ascontiguousarray(keys.numpy(), dtype=np.int64)
@@ -148,7 +130,8 @@ class _SpanCounter:
         for ln in self.lengths:
             h, valid = span_hashes(words, lengths, length=ln)
             if h.numel():
-                key_occurrences(h, valid, self.keys, self.table, self.counts)
+                pos = key_positions(h.reshape(-1), valid.reshape(-1), self.keys, self.table)
+                self.counts += np.bincount(pos[pos >= 0], minlength=self.counts.shape[0])
 
 
 def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
