@@ -127,23 +127,22 @@ class PhrasalBundle(WordAlignment):
     @classmethod
     def _fit_index(cls, index, src_ids, tgt_ids, config: GappyHSMMConfig, run: RunOptions):
         from aligners.models.gappy_hsmm.decode import fit_phrasal
-        from aligners.models.gappy_hsmm.init import build_phrasal_aligner
-        from aligners.models.hmm.agreement import WordAligner
+        from aligners.models.gappy_hsmm.init import phrasal_stages
 
         src_ids.frozen = tgt_ids.frozen = True
-        config = config.for_pairs(index.n_sentences)
-        word = WordAligner.from_index(index, config.start)
-        word.to(run.device)
-        word.reset_counts()
-        bar = run.bar(word.n_iterations * len(index), "word EM")
-        word.fit(index, progress=lambda it, k: bar.update(1))
-        bar.close()
-        word.cpu()
-        layouts = ReuseCache()  # batch layouts matched by the build, reused by iteration 1
-        model, _ = build_phrasal_aligner(word, index, config.phrasal, layouts=layouts)
-        del word
+
+        def fit_word(word):
+            word.to(run.device)
+            word.reset_counts()
+            bar = run.bar(word.n_iterations * len(index), "word EM")
+            word.fit(index, progress=lambda it, k: bar.update(1))
+            bar.close()
+            word.cpu()
+
+        _, model, _, layouts = next(phrasal_stages(index, config.for_pairs(index.n_sentences),
+                                                   fit_word))
         model.to(run.device)
-        bar = run.bar(config.phrasal.iterations * len(index), "phrasal EM")
+        bar = run.bar(model.config.iterations * len(index), "phrasal EM")
         prepared = ReuseCache()
         fit_phrasal(model, index, progress=lambda it, k: bar.update(1), layouts=layouts,
                     prepared=prepared)

@@ -16,9 +16,14 @@ Cost: two Viterbi passes and three matching passes over the bitext (O(cells) eac
 
 from __future__ import annotations
 
+import gc
+from contextlib import nullcontext
+from dataclasses import replace
+
 import torch
 
 from aligners.data.bitext import PairIndex
+from aligners.data.heap import release_free_heap
 from aligners.models.gappy_hsmm._init_kernel import tight_phrase_keys
 from aligners.models.gappy_hsmm.mining import mine_phrase_lists
 from aligners.models.gappy_hsmm.mining_viterbi import word_viterbi
@@ -27,7 +32,8 @@ from aligners.models.gappy_hsmm.phrase_lists import PhraseList
 from aligners.models.gappy_hsmm.prepared import ReuseCache
 from aligners.models.gappy_hsmm.routing import phrase_rows
 
-__all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_aligner"]
+__all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_aligner",
+           "phrasal_stages"]
 
 _TINY = 1e-20
 
@@ -206,3 +212,33 @@ def build_phrasal_aligner(word_model, index: PairIndex, config: PhrasalConfig, *
                  phrase_keys=int(pk.numel()), mean_phrases_matched=mean_matched,
                  init_phrase_pairs=float(counts.sum()))
     return model, stats
+
+
+def phrasal_stages(index: PairIndex, config, fit_word, *, kinds: tuple | None = None,
+                   timed=lambda name: nullcontext()):
+    """The regimen (sec. 7.1) of `aligners align` and of the task: the start (a word HMM
+    of `config.start`, sized by `for_pairs`, trained by `fit_word(word)`) and its Viterbi
+    links, then per name of `kinds` ("contiguous", "gappy"; default: the one of
+    `config.phrasal.gappy`) yields (name, phrasal model built from them, build stats, its
+    batch layouts for the first EM iteration) for the caller to train; the start is freed
+    after the last build. `timed(name)` (a context manager) times each step."""
+    from aligners.models.hmm.agreement import WordAligner
+
+    kinds = kinds or ("gappy" if config.phrasal.gappy else "contiguous",)
+    with timed("word_hmm_no_agreement"):
+        word = WordAligner.from_index(index, config.start)
+        fit_word(word)
+    with timed("word_viterbi"):
+        vit = word_viterbi(word, index)
+    for name in kinds:
+        with timed(name):
+            layouts = ReuseCache()  # batch layouts matched by the build: reused by iteration 1
+            model, stats = build_phrasal_aligner(
+                word, index, replace(config.phrasal, gappy=name == "gappy"), vit=vit,
+                layouts=layouts)
+            if name == kinds[-1]:  # the start model and its Viterbi links: not needed after
+                word = vit = None
+                gc.collect()
+                release_free_heap()
+        yield name, model, stats, layouts
+        model = layouts = None
