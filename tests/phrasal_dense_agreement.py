@@ -7,10 +7,21 @@ phrase (B,I,Pb), null (B,I); `lay` a `make_layout` phrase layout. Cost O(B I J (
 
 import torch
 
+from aligners.lattices.phrasal_hsmm_sparse import sparse_posteriors_to_dense
 from aligners.models.gappy_hsmm.agreement import EdgeCounts
 from aligners.models.gappy_hsmm.prepared import _members
 
-__all__ = ["agreement_counts", "link_posteriors"]
+__all__ = ["dense_posteriors", "agreement_counts", "link_posteriors"]
+
+
+def dense_posteriors(model, batch, lay, *, viterbi=False):
+    """(forward, backward) dense segment posteriors (`PhrasalPosteriors`, word (B,O,L,S); or
+    Viterbi indicators) of one batch, every row on the phrasal lattice (`model` a
+    `PhrasalAligner`): the sparse E-step's posteriors made dense."""
+    prep = model.prepare(batch, lay, route=False)
+    pb, L = prep.phrase_batch(), model.config.max_phrase_len
+    return [sparse_posteriors_to_dense(p, model._potentials(d, pb), L)
+            for p, d in zip(model._sparse(prep, pb, viterbi=viterbi), (prep.fwd, prep.bwd))]
 
 
 def _onehot(pos, n, mask):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from phrasal_dense_agreement import agreement_counts, link_posteriors
+from phrasal_dense_agreement import agreement_counts, dense_posteriors, link_posteriors
 
 import aligners
 from aligners.data.bitext import build_index
@@ -121,7 +121,7 @@ def test_without_phrases_the_model_is_the_word_hmm():
     for k in range(len(index)):
         b = index.batch(k)
         lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
-        (pf, _, _), (pb, _, _) = model.posteriors(b, lay)
+        pf, pb = dense_posteriors(model, b, lay)
         ref = wa.posteriors(b, stage="hmm")
         ll = torch.stack([pf.log_likelihood.sum(), pb.log_likelihood.sum()]).double()
         assert torch.allclose(ll, ref.log_likelihood, rtol=1e-4)
@@ -144,7 +144,7 @@ def test_mirrored_edges_get_the_same_agreement_count(trained):
     model, _, _, index, _, _, _ = trained
     b = index.batch(len(index) - 1)
     lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
-    (pf, _, _), (pb, _, _) = model.posteriors(b, lay)
+    pf, pb = dense_posteriors(model, b, lay)
     qf, qb = agreement_counts(pf, pb, lay, agreement=True, src_lengths=b.src_lengths,
                               tgt_lengths=b.tgt_lengths)
     first, last, _, gap = lay.ph_bwd
@@ -261,7 +261,7 @@ def test_word_rows_routed_to_the_word_hmm_equal_the_phrasal_lattice(trained):
         wb = take_rows(b, rows)
         wlay = make_layout(wb, model.src_list, model.tgt_list, gappy=True)
         assert wlay.n_matched() == 0 and (wlay.span_src < 0).all() and (wlay.span_tgt < 0).all()
-        (pf, _, _), (pb, _, _) = model.posteriors(wb, wlay)
+        pf, pb = dense_posteriors(model, wb, wlay)
         lf, lb = model.link_posteriors(wb, wlay, route=False)
         w = word_row_posteriors(model, wb)
         assert torch.allclose(w.loglik_fwd, pf.log_likelihood, atol=1e-6, rtol=0)
@@ -473,8 +473,6 @@ def test_gappy_counter_kernel_equals_the_match_gappy_counts():
 
 
 def test_gappy_units_equal_the_match_gappy_table():
-    from aligners.models.gappy_hsmm.init import _gappy_units
-
     g = torch.Generator().manual_seed(7)
     V, B, N = 10, 25, 8
     words = torch.randint(0, V, (B, N), generator=g)
@@ -485,10 +483,10 @@ def test_gappy_units_equal_the_match_gappy_table():
     rb, ra, rc = torch.ones(B, N, N, dtype=torch.bool).nonzero(as_tuple=True)
     ok = (ra + 1 < rc) & (rc < lengths[rb])
     rb, ra, rc = rb[ok], ra[ok], rc[ok]
-    got = _gappy_units(lst, words, rb, ra, rc)
+    got = lst.gappy_units(words, rb, ra, rc)
     assert (got >= 0).sum() > 10 and torch.equal(got, table[rb, ra, rc])
     empty = PhraseList(torch.tensor([[1, 2, -1]]), torch.zeros(0, 2, dtype=torch.long), V, 3)
-    assert bool((_gappy_units(empty, words, rb, ra, rc) == -1).all())
+    assert bool((empty.gappy_units(words, rb, ra, rc) == -1).all())
 
 
 def test_span_counter_equals_the_match_spans_counts():

@@ -23,6 +23,7 @@ import gc
 import resource
 import time
 from contextlib import contextmanager
+from dataclasses import asdict
 
 import pytorch_lightning as pl
 import torch
@@ -51,7 +52,7 @@ class LitPhrasalAligner(LitEM):
         super().__init__(model, index)
         self._layouts = layouts  # batch CompactLayouts from build_phrasal_aligner, or None
         self._prepared = ReuseCache()  # batch number -> PhrasalAligner.prepare(...)
-        self.save_hyperparameters(model.hparams())
+        self.save_hyperparameters(asdict(model.config))
 
     def train_dataloader(self):
         if self.trainer is not None and self.trainer.world_size > 1:

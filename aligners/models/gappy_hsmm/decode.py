@@ -48,7 +48,7 @@ def prepared_batch(model: PhrasalAligner, index: PairIndex, k: int, prepared: Re
     return prepared.put(k, model.prepare(b, lay))
 
 
-def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False, progress=None,
+def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False,
                         prepared: ReuseCache | None = None):
     """Per batch of `index`, a list of (input row, forward (I,J), backward (I,J)) float32
     numpy link posteriors (0/1 under Viterbi): a generator, so a caller that turns each
@@ -70,5 +70,3 @@ def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False, progr
             sl, tl = b.src_lengths.tolist(), b.tgt_lengths.tolist()
             yield [(r, lf[n, :sl[n], :tl[n]], lb[n, :sl[n], :tl[n]])
                    for n, r in enumerate(b.rows.tolist())]
-            if progress is not None:
-                progress(len(sl))

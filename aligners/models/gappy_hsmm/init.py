@@ -73,19 +73,6 @@ def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
     return _unique([merged, *parts]), matched / max(1, index.n_sentences)
 
 
-def _gappy_units(lst: PhraseList, words: torch.Tensor, rb, ra, rc) -> torch.Tensor:
-    """Unit of the listed gappy phrase words[rb, ra] ? words[rb, rc] (or -1) per instance:
-    `lst.match_gappy(words, ...)[rb, ra, rc]` without its (B,N,N) table. O(M log Pg)."""
-    _, gk, order = lst._tables(words.device)
-    if gk.numel() == 0 or rb.numel() == 0:
-        return torch.full_like(rb, -1)
-    w = words.long()
-    keys = w[rb, ra] * lst.n_words + w[rb, rc]
-    pos = torch.searchsorted(gk, keys).clamp(max=gk.numel() - 1)
-    return torch.where(gk[pos] == keys, order[pos] + lst.n_words + lst.n_contiguous,
-                       torch.full_like(pos, -1))
-
-
 def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list, spans: list,
                  gappy_where: list | None) -> torch.Tensor:
     """(Q,) counts of the tight 1-k / k-1 grow-diag-final pairs and reversed gappy links.
@@ -107,7 +94,7 @@ def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list, spans: list
         if model.config.gappy:
             for obs, lst, fwd in ((bt.src, model.src_list, True), (bt.tgt, model.tgt_list, False)):
                 rb, ra, rc, state = gappy_where[k]["src" if fwd else "tgt"].unbind(1)
-                unit = _gappy_units(lst, obs, rb, ra, rc)
+                unit = lst.gappy_units(obs, rb, ra, rc)
                 ok = unit >= 0
                 other = (tgt if fwd else src)[rb[ok], state[ok]]
                 key = unit[ok] * Ut + other if fwd else other * Ut + unit[ok]

@@ -10,6 +10,8 @@ import torch
 
 from aligners.data.bitext import PairIndex
 from aligners.lattices._alignment_hmm_viterbi_kernel import alignment_hmm_viterbi_cpu
+from aligners.models.gappy_hsmm.routing import take
+from aligners.models.hmm.directional import _jump_scores
 from aligners.semirings import log_or_zero
 
 __all__ = ["word_viterbi"]
@@ -21,14 +23,8 @@ def _hmm_viterbi_cpu(word_model, batch, log_t: tuple) -> tuple[torch.Tensor, tor
     tables' `log_or_zero`, gathered straight into the recursion's (B, O, S) word log
     potentials (the log of the gathered probabilities, the same values elementwise, without
     a (B, I, J) log pass and transposed copy per batch)."""
-    from aligners.models.hmm.directional import jump_buckets
-
     ids = batch.pair_ids
     c = word_model.config
-
-    def take(t, x):
-        return t.index_select(0, x.reshape(-1)).view(x.shape)
-
     out = []
     for lw_ids, null, jw, sl, tl, lt in (
             (ids.transpose(1, 2), take(word_model.null_tgt, batch.tgt), word_model.jump_fwd,
@@ -37,9 +33,7 @@ def _hmm_viterbi_cpu(word_model, batch, log_t: tuple) -> tuple[torch.Tensor, tor
              batch.tgt_lengths, batch.src_lengths, log_t[1])):
         log_links = take(lt, lw_ids)  # (B, O, S)
         I = log_links.shape[2]
-        K = (jw.numel() - 1) // 2
-        scores = jw.to(log_links.dtype)[jump_buckets(n_src=I, max_jump=K,
-                                                     device=log_links.device)]
+        scores = _jump_scores(jw, n_src=I, dtype=log_links.dtype)
         path = alignment_hmm_viterbi_cpu(None, null, scores, src_lengths=sl, tgt_lengths=tl,
                                          p0=c.p0, log_links=log_links).states
         jvalid = torch.arange(path.shape[1])[None, :] < tl[:, None]

@@ -111,8 +111,7 @@ class PhraseList:
         (c > a + 1), -1 elsewhere. Cost O(B N^2 log Pg)."""
         B, N = words.shape
         out = torch.full((B, N, N), -1, dtype=torch.long, device=words.device)
-        _, gk, order = self._tables(words.device)
-        if gk.numel() == 0:
+        if self.n_gappy == 0:
             return out
         w = words.long()
         ar = torch.arange(N, device=words.device)
@@ -122,11 +121,20 @@ class PhraseList:
         c_ok = torch.isin(w, self.gappy[:, 1].to(w.device)) & live
         ok = a_ok[:, :, None] & c_ok[:, None, :] & (ar[:, None] + 1 < ar[None, :])
         b, a, c = ok.nonzero(as_tuple=True)
+        out[b, a, c] = self.gappy_units(words, b, a, c)
+        return out
+
+    def gappy_units(self, words: torch.Tensor, b, a, c) -> torch.Tensor:
+        """(M,) unit of the listed gappy phrase words[b, a] ? words[b, c] (or -1) per
+        instance: `match_gappy(words, ...)[b, a, c]` without its (B,N,N) table. O(M log Pg)."""
+        _, gk, order = self._tables(words.device)
+        if gk.numel() == 0 or b.numel() == 0:
+            return torch.full_like(b, -1)
+        w = words.long()
         keys = w[b, a] * self.n_words + w[b, c]
         pos = torch.searchsorted(gk, keys).clamp(max=gk.numel() - 1)
-        hit = gk[pos] == keys
-        out[b[hit], a[hit], c[hit]] = order[pos[hit]] + self.n_words + self.n_contiguous
-        return out
+        return torch.where(gk[pos] == keys, order[pos] + self.n_words + self.n_contiguous,
+                           torch.full_like(pos, -1))
 
 
 def mine_candidates(obs: torch.Tensor, align: torch.Tensor, lengths: torch.Tensor, *,

@@ -22,7 +22,7 @@ import torch
 
 from aligners.data.bitext import Batch
 from aligners.models.gappy_hsmm.routing import phrase_rows, take_layout, take_rows
-from aligners.models.hmm.directional import jump_buckets
+from aligners.models.hmm.directional import _jump_scores
 from aligners.semirings import semiring_zero
 
 __all__ = ["DirectionConst", "PreparedBatch", "ReuseCache", "REUSE_BYTES", "direction_const",
@@ -147,10 +147,8 @@ def word_slots(d: DirectionConst, pbatch: Batch) -> torch.Tensor:
 
 
 def _jump_weights(jw, sl, S, dtype):
-    K = (jw.numel() - 1) // 2
     valid = torch.arange(S, device=sl.device)[None, :] < sl[:, None]
-    return jw.to(dtype)[jump_buckets(n_src=S, max_jump=K, device=sl.device)][None] * valid[
-        :, None], valid
+    return _jump_scores(jw, n_src=S, dtype=dtype)[None] * valid[:, None], valid
 
 
 def jump_potentials(model, d: DirectionConst):
