@@ -10,10 +10,11 @@ from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
 from aligners.models.aligned import Decoding, RunOptions, parse_line
 from aligners.models.gappy_hsmm import PhrasalConfig, PhraseList, build_phrasal_aligner, make_layout
+from aligners.models.gappy_hsmm._mine_kernel import mine_candidates
 from aligners.models.gappy_hsmm.decode import batch_link_matrices, fit_phrasal
 from aligners.models.gappy_hsmm.folder import PhrasalAligned, PhrasalBundle
 from aligners.models.gappy_hsmm.model import PhrasalAligner
-from aligners.models.gappy_hsmm.phrase_lists import mine_candidates, rank_phrases
+from aligners.models.gappy_hsmm.phrase_lists import rank_phrases
 from aligners.models.gappy_hsmm.prepared import ReuseCache, tensor_bytes
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
 
@@ -660,11 +661,11 @@ def test_unique_rows_equals_unique_dim(n, V):
 
 
 def test_numba_mining_equals_mine_candidates():
-    """`_mine_kernel.mine_candidates_cpu` gives `mine_candidates`' outputs exactly (spans per
+    """`_mine_kernel.mine_candidates` gives the torch reference's outputs exactly (spans per
     length in (item, start) order, gappy keys and instances in (item, a, c) order, dtypes),
     on random and monotone alignments with ragged lengths, states beyond the observation
     length, and max_len 1, 3, 5."""
-    from aligners.models.gappy_hsmm._mine_kernel import mine_candidates_cpu
+    from phrasal_mine_reference import mine_candidates as reference
 
     g = torch.Generator().manual_seed(1)
     n_gappy = n_spans = 0
@@ -678,8 +679,8 @@ def test_numba_mining_equals_mine_candidates():
             al = torch.sort(al, 1).values  # long runs of one state
         ln = torch.randint(1, N + 1, (B,), generator=g)
         for L in (1, 3, 5):
-            c1, (k1, w1) = mine_candidates(obs, al, ln, max_len=L, n_words=50)
-            c2, (k2, w2) = mine_candidates_cpu(obs, al, ln, max_len=L, n_words=50)
+            c1, (k1, w1) = reference(obs, al, ln, max_len=L, n_words=50)
+            c2, (k2, w2) = mine_candidates(obs, al, ln, max_len=L, n_words=50)
             assert c1.keys() == c2.keys()
             for k in c1:
                 assert c1[k].dtype == c2[k].dtype and torch.equal(c1[k], c2[k])

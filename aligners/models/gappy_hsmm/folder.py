@@ -33,10 +33,6 @@ _TABLES = ("word_keys", "phrase_keys", "t_fwd", "t_bwd", "null_tgt", "null_src",
            "jump_bwd")
 
 
-def _line(links, post) -> str:
-    return link_line(links, None if post is None else [float(post[i, j]) for i, j in links])
-
-
 @dataclass
 class PhrasalAligned(Aligned):
     """A text aligned by the phrasal model: the model, the text's pair index and, after
@@ -97,7 +93,8 @@ def _chunk_lines(mats: list, outputs, decoding: Decoding, posteriors: bool) -> d
         else:
             links = [sorted(set(above(lf)) | set(above(lb)) if h == "none" else
                             symmetrize(above(lf), above(lb), h)) for lf, lb in mats]
-        out[name] = [_line(ls, p if posteriors else None) for ls, p in zip(links, post)]
+        out[name] = [link_line(ls, [float(p[i, j]) for i, j in ls] if posteriors else None)
+                     for ls, p in zip(links, post)]
     return out
 
 
@@ -117,18 +114,13 @@ class PhrasalBundle(WordAlignment):
     def fit(cls, pairs, config: GappyHSMMConfig, run: RunOptions):
         """Model 1 -> word HMM (both directions, no agreement: `config.start`), then the
         phrasal model by agreement (`config.phrasal`), on `run.device`."""
+        from aligners.models.gappy_hsmm.decode import fit_phrasal
+        from aligners.models.gappy_hsmm.init import phrasal_stages
+
         src_ids, tgt_ids = WordIds(), WordIds()
         with run.phase("index"):
             index = build_index(pairs, src_ids, tgt_ids, cells=run.cells(),
                                 cache_dir=run.cache_dir)
-        with run.phase("train"):
-            return cls._fit_index(index, src_ids, tgt_ids, config, run)
-
-    @classmethod
-    def _fit_index(cls, index, src_ids, tgt_ids, config: GappyHSMMConfig, run: RunOptions):
-        from aligners.models.gappy_hsmm.decode import fit_phrasal
-        from aligners.models.gappy_hsmm.init import phrasal_stages
-
         src_ids.frozen = tgt_ids.frozen = True
 
         def fit_word(word):
@@ -139,14 +131,15 @@ class PhrasalBundle(WordAlignment):
             bar.close()
             word.cpu()
 
-        _, model, _, layouts = next(phrasal_stages(index, config.for_pairs(index.n_sentences),
-                                                   fit_word))
-        model.to(run.device)
-        bar = run.bar(model.config.iterations * len(index), "phrasal EM")
-        prepared = ReuseCache()
-        fit_phrasal(model, index, progress=lambda it, k: bar.update(1), layouts=layouts,
-                    prepared=prepared)
-        bar.close()
+        with run.phase("train"):
+            _, model, _, layouts = next(phrasal_stages(
+                index, config.for_pairs(index.n_sentences), fit_word))
+            model.to(run.device)
+            bar = run.bar(model.config.iterations * len(index), "phrasal EM")
+            prepared = ReuseCache()
+            fit_phrasal(model, index, progress=lambda it, k: bar.update(1), layouts=layouts,
+                        prepared=prepared)
+            bar.close()
         return cls(model, src_ids, tgt_ids), PhrasalAligned(model, index, run, prepared)
 
     def decode(self, pairs, run: RunOptions) -> PhrasalAligned:

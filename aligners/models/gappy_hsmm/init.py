@@ -2,7 +2,7 @@
 
 1. Viterbi alignments of both word-HMM directions over the whole bitext;
 2. phrase lists per language (`mining.py`): contiguous observation spans aligned to one state
-   and gappy pairs (see `phrase_lists.mine_candidates`), ranked by (aligned - discount) /
+   and gappy pairs (see `_mine_kernel.mine_candidates`), ranked by (aligned - discount) /
    occurrences, top N contiguous + top N gappy;
 3. the phrase-key table: every co-occurring (phrase state, observation word) pair of both
    directions;

@@ -1,6 +1,6 @@
 """Step 2 of building a `PhrasalAligner` (Bansal et al. 2011, sec. 5; `init.py` runs the
 steps): `mine_phrase_lists` mines the phrase candidates of both languages from the word HMM's
-Viterbi alignments (`phrase_lists.mine_candidates`), counts every candidate's occurrences over
+Viterbi alignments (`_mine_kernel.mine_candidates`), counts every candidate's occurrences over
 the bitext (numba hash tables: `_SpanCounter`, `_GappyCounter`) and keeps the top N
 contiguous and top N gappy phrases by (aligned - discount) / occurrences (`rank_phrases`).
 Cost: one mining and one counting pass over the bitext per language (O(cells) each).
@@ -13,11 +13,10 @@ import torch
 
 from aligners.data.bitext import PairIndex
 from aligners.models.gappy_hsmm._init_kernel import gappy_occurrences, hash_table, key_positions
-from aligners.models.gappy_hsmm._mine_kernel import mine_candidates_cpu
+from aligners.models.gappy_hsmm._mine_kernel import mine_candidates
 from aligners.models.gappy_hsmm.model import PhrasalConfig
 from aligners.models.gappy_hsmm.phrase_lists import (
     PhraseList,
-    mine_candidates,
     rank_phrases,
     span_hashes,
 )
@@ -149,8 +148,8 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
         where_k = {}
         for side, obs, al, ln in (("tgt", bt.tgt, f, bt.tgt_lengths),
                                   ("src", bt.src, b, bt.src_lengths)):
-            mine = mine_candidates_cpu if obs.device.type == "cpu" else mine_candidates
-            contig, (gk, where_k[side]) = mine(obs, al.long(), ln, max_len=L, n_words=V[side])
+            contig, (gk, where_k[side]) = mine_candidates(obs, al.long(), ln, max_len=L,
+                                                          n_words=V[side])
             for length, words in contig.items():
                 spans[side][length].append(words)
             gkeys[side].append(gk)
