@@ -8,6 +8,7 @@ phrase (B,I,Pb), null (B,I); `lay` a `make_layout` phrase layout. Cost O(B I J (
 import torch
 
 from aligners.lattices.phrasal_hsmm_sparse import sparse_posteriors_to_dense
+from aligners.models.gappy_hsmm._counts_kernel import gather2
 from aligners.models.gappy_hsmm.agreement import EdgeCounts
 from aligners.models.gappy_hsmm.prepared import _members
 
@@ -20,8 +21,10 @@ def dense_posteriors(model, batch, lay, *, viterbi=False):
     `PhrasalAligner`): the sparse E-step's posteriors made dense."""
     prep = model.prepare(batch, lay, route=False)
     pb, L = prep.phrase_batch(), model.config.max_phrase_len
-    return [sparse_posteriors_to_dense(p, model._potentials(d, pb), L)
-            for p, d in zip(model._sparse(prep, pb, viterbi=viterbi), (prep.fwd, prep.bwd))]
+    wb, wf = gather2(model.pair_tables(log=True), pb.pair_ids)[::-1]
+    return [sparse_posteriors_to_dense(p, model._potentials(d, w), L)
+            for p, d, w in zip(model._sparse(prep, pb, viterbi=viterbi), (prep.fwd, prep.bwd),
+                               (wf.transpose(1, 2), wb))]
 
 
 def _onehot(pos, n, mask):

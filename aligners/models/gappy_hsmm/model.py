@@ -42,7 +42,6 @@ from aligners.models.gappy_hsmm.prepared import (
     PreparedBatch,
     jump_potentials,
     prepare_batch,
-    word_slots,
 )
 from aligners.models.gappy_hsmm.routing import take, take_rows, word_row_counts, word_row_posteriors
 
@@ -131,15 +130,12 @@ class PhrasalAligner(nn.Module):
         weights and config are unchanged."""
         return prepare_batch(self, batch, lay, route=route)
 
-    def _potentials(self, d: DirectionConst, pbatch: Batch,
-                    word: torch.Tensor | None = None) -> SparsePhrasalPotentials:
-        """Sparse potentials of one direction of the phrase rows `pbatch` from the current
-        tables: word (B,O,S), listed long segments (M,S), null (B,O), phrase (B,O,P).
-        `word`: the (B,O,S) word-slot log potentials when gathered already (`_sparse`)."""
+    def _potentials(self, d: DirectionConst, word: torch.Tensor) -> SparsePhrasalPotentials:
+        """Sparse potentials of one direction of the phrase rows from the current tables:
+        word (B,O,S) (the word-slot log potentials, gathered by `_sparse`), listed long
+        segments (M,S), null (B,O), phrase (B,O,P)."""
         table = self.pair_tables(log=True)[:, 0 if d.forward else 1]
         null_t = self._log_table("null_tgt" if d.forward else "null_src")
-        if word is None:
-            word = take(table, word_slots(d, pbatch))
         return SparsePhrasalPotentials(
             word, d.seg_item, d.seg_end, d.seg_len,
             take(table, d.ids_s) + d.seg_lam, take(null_t, d.obs), take(table, d.ids_p),
@@ -173,7 +169,7 @@ class PhrasalAligner(nn.Module):
         wb, wf = gather2(self.pair_tables(log=True), pbatch.pair_ids)[::-1]
         for d, w in ((prep.fwd, wf.transpose(1, 2)), (prep.bwd, wb)):  # (B,O,S) each
             out.append(phrasal_hsmm_sparse_posteriors(
-                self._potentials(d, pbatch, w), max_len=self.config.max_phrase_len,
+                self._potentials(d, w), max_len=self.config.max_phrase_len,
                 src_lengths=d.state_lengths, tgt_lengths=d.obs_lengths, viterbi=viterbi))
         return out
 

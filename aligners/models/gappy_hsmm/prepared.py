@@ -26,7 +26,7 @@ from aligners.models.hmm.directional import _jump_scores
 from aligners.semirings import semiring_zero
 
 __all__ = ["DirectionConst", "PreparedBatch", "ReuseCache", "REUSE_BYTES", "direction_const",
-           "prepare_batch", "word_slots", "jump_potentials", "tensor_bytes"]
+           "prepare_batch", "jump_potentials", "tensor_bytes"]
 
 _TINY = 1e-20
 REUSE_BYTES = 1 << 29  # bytes of per-batch constants kept for reuse, per cache (prepared, layouts)
@@ -84,8 +84,8 @@ class ReuseCache(dict):
 
 class DirectionConst(NamedTuple):
     """One direction's fixed part (small: O(B (S + O P) + M S); the (B,O,S) word slots are
-    the phrase rows' pair ids and the (B,S,S) jumps are recomputed per use by `word_slots`
-    and `jump_potentials`; the (B,P,S) memberships are kept, `members` / `gends`, in the
+    the phrase rows' pair ids, gathered per use, and the (B,S,S) jumps are recomputed per
+    use by `jump_potentials`; the (B,P,S) memberships are kept, `members` / `gends`, in the
     model's dtype: `_members`). seg_item, seg_end, seg_len (M,)
     the listed observation spans (order of `span.nonzero()`); ids_s (M,S) int32 their slots
     per state word; seg_lam (M,1) l log(lambda); ids_p (B,O,P) int32 phrase-state slots; obs
@@ -139,11 +139,6 @@ class PreparedBatch:
             return None
         return self.batch if self.phrase_rows is None else take_rows(self.batch,
                                                                      self.phrase_rows)
-
-
-def word_slots(d: DirectionConst, pbatch: Batch) -> torch.Tensor:
-    """(B,O,S) int32 word->word slots of the phrase rows' sub-batch (a view)."""
-    return pbatch.pair_ids.transpose(1, 2) if d.forward else pbatch.pair_ids
 
 
 def _jump_weights(jw, sl, S, dtype):
