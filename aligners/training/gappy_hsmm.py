@@ -86,12 +86,8 @@ def gappy_patterns(gold, links) -> tuple[int, int, int, int]:
         if not pats:
             continue
         n += 1
-        good = True
-        for side, w in pats:
-            need = {lk for lk in sure if lk[side] == w}
-            have = {lk for lk in pred if lk[side] == w}
-            good &= need <= have and have <= poss
-        ok += good
+        ok += all({lk for lk in sure if lk[side] == w} <= {lk for lk in pred if lk[side] == w}
+                  <= poss for side, w in pats)
         src, tgt = p.src, p.tgt
         for i, w in enumerate(src):
             if w == "not":

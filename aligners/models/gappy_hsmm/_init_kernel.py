@@ -35,20 +35,15 @@ def _gdf(f, b, I, J):
     res = F & R
     sa = np.zeros(I, dtype=np.bool_)
     ta = np.zeros(J, dtype=np.bool_)
+    pi = np.empty(I + J, dtype=np.int64)  # F has at most J points, R at most I
+    pj = np.empty(I + J, dtype=np.int64)
     n = 0
-    for i in range(I):
+    for i in range(I):  # candidates in (i, j) order
         for j in range(J):
             if res[i, j]:
                 sa[i] = True
                 ta[j] = True
             elif F[i, j] or R[i, j]:
-                n += 1
-    pi = np.empty(n, dtype=np.int64)
-    pj = np.empty(n, dtype=np.int64)
-    n = 0
-    for i in range(I):  # candidates in (i, j) order
-        for j in range(J):
-            if (F[i, j] or R[i, j]) and not res[i, j]:
                 pi[n] = i
                 pj[n] = j
                 n += 1
@@ -115,13 +110,6 @@ def _word_to_span(res, spans, words, Ut, word_first, out, k):
 
 
 @njit(cache=True)
-def _pair(f, b, I, J, ss, st, sw, tw, Ut, out, k):
-    res = _gdf(f, b, I, J)
-    k = _word_to_span(res, st, sw, Ut, True, out, k)  # source word i -> target span
-    return _word_to_span(res.T, ss, tw, Ut, False, out, k)  # source span -> target word j
-
-
-@njit(cache=True)
 def _batch(f, b, sl, tl, ss, st, sw, tw, Ut):
     n = 0
     for r in range(f.shape[0]):
@@ -129,7 +117,9 @@ def _batch(f, b, sl, tl, ss, st, sw, tw, Ut):
     out = np.empty(n, dtype=np.int64)
     k = 0
     for r in range(f.shape[0]):
-        k = _pair(f[r], b[r], sl[r], tl[r], ss[r], st[r], sw[r], tw[r], Ut, out, k)
+        res = _gdf(f[r], b[r], sl[r], tl[r])
+        k = _word_to_span(res, st[r], sw[r], Ut, True, out, k)  # source word i -> target span
+        k = _word_to_span(res.T, ss[r], tw[r], Ut, False, out, k)  # source span -> target word
     return out[:k]
 
 

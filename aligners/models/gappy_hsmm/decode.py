@@ -1,5 +1,5 @@
 """The phrasal aligner's link matrices per batch (its phrasal edges expanded to word links,
-`agreement.sparse_link_posteriors`; read into lines by `io.PhrasalAligned`) and its plain
+`agreement.sparse_link_posteriors`; read into lines by `folder.PhrasalAligned`) and its plain
 EM loop (no Lightning; `training.gappy_hsmm` drives the same steps under Lightning).
 """
 

@@ -43,7 +43,7 @@ def _unique(parts):
 
 
 def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
-                gappy: bool, spans: list | None = None,
+                gappy: bool, spans: list,
                 layouts: ReuseCache | None = None) -> tuple[torch.Tensor, float]:
     """(sorted phrase keys (Q,), mean number of phrase states matched per pair). `spans`: a
     list that receives per batch (phrase rows (R,), their span_src, span_tgt) for
@@ -57,9 +57,8 @@ def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
         matched += lay.n_matched()
         if layouts is not None:
             layouts.put(k, lay.compact())
-        if spans is not None:
-            rows = phrase_rows(lay).nonzero()[:, 0]
-            spans.append((rows, lay.span_src[rows], lay.span_tgt[rows]))
+        rows = phrase_rows(lay).nonzero()[:, 0]
+        spans.append((rows, lay.span_src[rows], lay.span_tgt[rows]))
         for ph, words, ln, fwd in ((lay.ph_fwd, bt.tgt, bt.tgt_lengths, True),
                                    (lay.ph_bwd, bt.src, bt.src_lengths, False)):
             unit = ph[2]

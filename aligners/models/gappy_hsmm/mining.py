@@ -66,18 +66,19 @@ def _count_rows(parts: dict, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     return t, torch.cat(counts) if counts else torch.zeros(0, dtype=torch.long)
 
 
-def _rankable(rows: torch.Tensor, aligned, total, *, min_count: int,
-              discount: float) -> tuple[dict, dict]:
-    """({phrase tuple: aligned}, {phrase tuple: total}) of the candidates `rank_phrases`
-    can rank (total >= 1 and >= min_count, aligned - discount > 0), from rows (N, W) (-1
-    padded) and the counts (N,) of all candidates: the same ranking as passing every
-    candidate, without a Python tuple per candidate."""
+def _top(rows: torch.Tensor, aligned, total, *, top: int, min_count: int, discount: float,
+         rule: str) -> list:
+    """`rank_phrases` of the candidates rows (N, W) (-1 padded) with the counts (N,)
+    aligned / total, given only those it can rank (total >= 1 and >= min_count, aligned -
+    discount > 0): the same ranking as passing every candidate, without a Python tuple per
+    candidate."""
     a = np.asarray(aligned, dtype=np.int64)
     t = np.asarray(total, dtype=np.int64)
     keep = np.nonzero((t > 0) & (t >= min_count) & (a - discount > 0))[0]
     sub = rows[torch.from_numpy(keep)].tolist()
     phs = [tuple(w for w in r if w >= 0) for r in sub]
-    return dict(zip(phs, a[keep].tolist())), dict(zip(phs, t[keep].tolist()))
+    return rank_phrases(dict(zip(phs, a[keep].tolist())), dict(zip(phs, t[keep].tolist())),
+                        top=top, discount=discount, min_count=min_count, rule=rule)
 
 
 class _GappyCounter:
@@ -170,19 +171,14 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
             tot_c.add(words, ln)
             if config.gappy and cand.n_gappy:
                 tot_g.add(words, ln)
-        aligned, total = _rankable(rows, counts.numpy(), tot_c.counts,
-                                   min_count=config.min_count, discount=config.discount)
-        top_c = rank_phrases(aligned, total, top=config.n_contiguous,
-                             discount=config.discount, min_count=config.min_count,
-                             rule=config.rank)
+        top_c = _top(rows, counts.numpy(), tot_c.counts, top=config.n_contiguous,
+                     min_count=config.min_count, discount=config.discount, rule=config.rank)
         top_g = []
         if config.gappy:
             gd = config.discount if config.gappy_discount is None else config.gappy_discount
-            galigned, gtotal = _rankable(cand.gappy, gc.numpy(), tot_g.counts,
-                                         min_count=config.gappy_min_count, discount=gd)
-            top_g = rank_phrases(galigned, gtotal, top=config.n_gappy, discount=gd,
-                                 min_count=config.gappy_min_count,
-                                 rule=config.gappy_rank or config.rank)
+            top_g = _top(cand.gappy, gc.numpy(), tot_g.counts, top=config.n_gappy,
+                         min_count=config.gappy_min_count, discount=gd,
+                         rule=config.gappy_rank or config.rank)
         lists[side] = PhraseList(_to_list(top_c, L),
                                  torch.tensor(top_g, dtype=torch.long).view(-1, 2), V[side], L)
         stats[f"{side}_contiguous_candidates"] = cand.n_contiguous
