@@ -29,15 +29,19 @@ import pytorch_lightning as pl
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from aligners.data.bitext import build_index
 from aligners.data.heap import release_free_heap
+from aligners.data.vocab import WordIds
 from aligners.inference.choose import choose_decoding, score, sym_lines
 from aligners.models.aligned import Decoding, parse_line
 from aligners.models.gappy_hsmm import PhrasalConfig
 from aligners.models.gappy_hsmm.config import SIZED, GappyHSMMConfig
 from aligners.models.gappy_hsmm.decode import prepared_batch
+from aligners.models.gappy_hsmm.folder import PhrasalBundle
 from aligners.models.gappy_hsmm.init import phrasal_stages
 from aligners.models.gappy_hsmm.prepared import ReuseCache
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
+from aligners.models.hmm.folder import TrainedWordAligner
 from aligners.training.hmm import LitEM, LitWordAligner, fit_em
 from aligners.training.word_task import Fitted, Text, WordTask
 
@@ -198,9 +202,6 @@ class _Stages:
         self.cpu[name] = self.cpu.get(name, 0.0) + time.process_time() - c0
 
     def _report(self, name: str, model, seconds: float) -> None:
-        from aligners.models.gappy_hsmm.folder import PhrasalBundle
-        from aligners.models.hmm.folder import TrainedWordAligner
-
         if self.table is not None:
             wrap = TrainedWordAligner if isinstance(model, WordAligner) else PhrasalBundle
             self.table.report(name, wrap(model, *self.vocab), seconds)
@@ -254,10 +255,6 @@ class GappyTask(WordTask):
     name = "gappy-hsmm"
 
     def fit(self, cfg: DictConfig, text: Text, run) -> Fitted:
-        from aligners.data.bitext import build_index
-        from aligners.data.vocab import WordIds
-        from aligners.models.gappy_hsmm.folder import PhrasalBundle
-
         pl.seed_everything(int(cfg.seed), verbose=False)
         m = cfg.model
         src_ids, tgt_ids = WordIds(), WordIds()
