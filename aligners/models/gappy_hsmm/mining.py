@@ -20,6 +20,7 @@ from aligners.models.gappy_hsmm._mine_kernel import mine_candidates
 from aligners.models.gappy_hsmm.model import PhrasalConfig
 from aligners.models.gappy_hsmm.phrase_lists import (
     PhraseList,
+    phrase_hashes,
     rank_phrases,
     span_hashes,
 )
@@ -160,17 +161,9 @@ class _SpanCounter:
     binary search over the sorted candidate hashes."""
 
     def __init__(self, rows: torch.Tensor, max_len: int):
-        lens = (rows >= 0).sum(1)
-        self.max_len = max_len
-        keys = torch.zeros(rows.shape[0], dtype=torch.long)
-        self.lengths = []
-        for ln in range(2, max_len + 1):
-            sel = (lens == ln).nonzero()[:, 0]
-            if sel.numel():
-                keys[sel] = span_hashes(rows[sel, :ln], torch.full((sel.numel(),), ln),
-                                        length=ln)[0][:, 0]
-                self.lengths.append(ln)
-        self.keys = np.ascontiguousarray(keys.numpy())
+        lens = set((rows >= 0).sum(1).tolist())
+        self.lengths = [ln for ln in range(2, max_len + 1) if ln in lens]
+        self.keys = np.ascontiguousarray(phrase_hashes(rows, max_len).numpy())
         self.table = hash_table(self.keys) if self.keys.shape[0] else None
         self.counts = np.zeros(self.keys.shape[0], dtype=np.int64)
 

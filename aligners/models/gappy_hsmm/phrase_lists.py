@@ -16,7 +16,8 @@ import torch
 
 from aligners.models.gappy_hsmm.config import MAX_PHRASE_LEN, RANK_RULES
 
-__all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "PhraseList", "span_hashes", "rank_phrases"]
+__all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "PhraseList", "span_hashes", "phrase_hashes",
+           "rank_phrases"]
 
 _HASH_SEED = 20110619
 
@@ -43,6 +44,19 @@ def span_hashes(words: torch.Tensor, lengths: torch.Tensor, *, length: int) -> t
         h = h + (words[:, k:k + W].long() + 1) * R[k + 1]
     valid = torch.arange(W, device=words.device)[None, :] + length <= lengths[:, None]
     return h, valid
+
+
+def phrase_hashes(rows: torch.Tensor, max_len: int) -> torch.Tensor:
+    """(N,) int64 `span_hashes` of each phrase of rows (N, W) (word ids, -1 padded, lengths
+    2..max_len; 0 for any other length). Cost O(N max_len)."""
+    lens = (rows >= 0).sum(1)
+    out = torch.zeros(rows.shape[0], dtype=torch.long, device=rows.device)
+    for ln in range(2, max_len + 1):
+        sel = (lens == ln).nonzero()[:, 0]
+        if sel.numel():
+            n = torch.full((sel.numel(),), ln, device=rows.device)
+            out[sel] = span_hashes(rows[sel, :ln], n, length=ln)[0][:, 0]
+    return out
 
 
 @dataclass
@@ -75,13 +89,11 @@ class PhraseList:
         if key not in self._index:
             c = self.contiguous.to(device)
             by_len = {}
-            lens = (c >= 0).sum(1)
+            lens, hashes = (c >= 0).sum(1), phrase_hashes(c, self.max_len)
             for ln in range(2, self.max_len + 1):
                 rows = (lens == ln).nonzero()[:, 0]
                 if rows.numel():
-                    h, _ = span_hashes(c[rows, :ln], torch.full((rows.numel(),), ln,
-                                                               device=device), length=ln)
-                    h = h[:, 0]
+                    h = hashes[rows]
                     order = h.argsort()
                     by_len[ln] = (h[order], rows[order])
             gk = self.gappy[:, 0].to(device) * self.n_words + self.gappy[:, 1].to(device)
