@@ -123,12 +123,7 @@ class PhrasalAligner(nn.Module):
         return hit[1]
 
     # ------------------------------------------------------------------ potentials
-    def prepare(self, batch: Batch, lay: Layout, *, route: bool = True) -> PreparedBatch:
-        """The batch's fixed E-step parts (routing split, slots, transitions, agreement
-        maps; `prepared.prepare_batch`): build once per batch, pass to `accumulate` and
-        `link_posteriors` in every iteration. Valid while the phrase lists, keys, jump
-        weights and config are unchanged."""
-        return prepare_batch(self, batch, lay, route=route)
+    prepare = prepare_batch  # model.prepare(batch, lay, *, route=True) -> PreparedBatch
 
     def _potentials(self, d: DirectionConst, word: torch.Tensor) -> SparsePhrasalPotentials:
         """Sparse potentials of one direction of the phrase rows from the current tables:

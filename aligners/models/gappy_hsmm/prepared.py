@@ -243,8 +243,11 @@ def direction_const(model, batch: Batch, lay, *, forward: bool) -> DirectionCons
 
 
 def prepare_batch(model, batch: Batch, lay, *, route: bool = True) -> PreparedBatch:
-    """Split `batch` (routing: rows without a phrase state go to the word HMM) and build the
-    phrase rows' `DirectionConst`s. `route=False`: every row on the phrasal lattice."""
+    """The batch's fixed E-step parts (`PhrasalAligner.prepare`): `batch` split (routing:
+    rows without a phrase state go to the word HMM; `route=False`: every row on the phrasal
+    lattice) and the phrase rows' `DirectionConst`s. Build once per batch, pass to
+    `accumulate` and `link_posteriors` in every iteration; valid while the phrase lists,
+    keys, jump weights and config are unchanged."""
     batch = batch.to(model.word_keys.device)
     word_rows = prows = None
     pb, play = batch, lay
