@@ -7,9 +7,24 @@ phrase (B,I,Pb), null (B,I); `lay` a `make_layout` phrase layout. Cost O(B I J (
 
 import torch
 
-from aligners.models.gappy_hsmm.agreement import EdgeCounts, _members
+from aligners.lattices.phrasal_hsmm_sparse import sparse_posteriors_to_dense
+from aligners.models.gappy_hsmm._counts_kernel import gather2
+from aligners.models.gappy_hsmm.agreement import EdgeCounts
+from aligners.models.gappy_hsmm.prepared import _members
 
-__all__ = ["agreement_counts", "link_posteriors"]
+__all__ = ["dense_posteriors", "agreement_counts", "link_posteriors"]
+
+
+def dense_posteriors(model, batch, lay, *, viterbi=False):
+    """(forward, backward) dense segment posteriors (`PhrasalPosteriors`, word (B,O,L,S); or
+    Viterbi indicators) of one batch, every row on the phrasal lattice (`model` a
+    `PhrasalAligner`): the sparse E-step's posteriors made dense."""
+    prep = model.prepare(batch, lay, route=False)
+    pb, L = prep.phrase_batch(), model.config.max_phrase_len
+    wb, wf = gather2(model.pair_tables(log=True), pb.pair_ids)[::-1]
+    return [sparse_posteriors_to_dense(p, model._potentials(d, w), L)
+            for p, d, w in zip(model._sparse(prep, pb, viterbi=viterbi), (prep.fwd, prep.bwd),
+                               (wf.transpose(1, 2), wb))]
 
 
 def _onehot(pos, n, mask):
@@ -101,7 +116,8 @@ def _links(word, phrase, ph, n_states):
             if k < O:
                 out[:, :O - k] += s[:, k:]
     if phrase.shape[-1]:
-        out = out + torch.bmm(phrase, _members(ph, n_states, phrase.dtype))
+        first, last, _, gap = ph
+        out = out + torch.bmm(phrase, _members(first, last, gap, n_states, phrase.dtype)[0])
     return out
 
 

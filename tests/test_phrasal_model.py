@@ -3,17 +3,18 @@
 import numpy as np
 import pytest
 import torch
-from phrasal_dense_agreement import agreement_counts, link_posteriors
+from phrasal_dense_agreement import agreement_counts, dense_posteriors, link_posteriors
 
 import aligners
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
 from aligners.models.aligned import Decoding, RunOptions, parse_line
 from aligners.models.gappy_hsmm import PhrasalConfig, PhraseList, build_phrasal_aligner, make_layout
+from aligners.models.gappy_hsmm._mine_kernel import mine_candidates
 from aligners.models.gappy_hsmm.decode import batch_link_matrices, fit_phrasal
 from aligners.models.gappy_hsmm.folder import PhrasalAligned, PhrasalBundle
 from aligners.models.gappy_hsmm.model import PhrasalAligner
-from aligners.models.gappy_hsmm.phrase_lists import mine_candidates, rank_phrases
+from aligners.models.gappy_hsmm.phrase_lists import rank_phrases
 from aligners.models.gappy_hsmm.prepared import ReuseCache, tensor_bytes
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
 
@@ -121,7 +122,7 @@ def test_without_phrases_the_model_is_the_word_hmm():
     for k in range(len(index)):
         b = index.batch(k)
         lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
-        (pf, _, _), (pb, _, _) = model.posteriors(b, lay)
+        pf, pb = dense_posteriors(model, b, lay)
         ref = wa.posteriors(b, stage="hmm")
         ll = torch.stack([pf.log_likelihood.sum(), pb.log_likelihood.sum()]).double()
         assert torch.allclose(ll, ref.log_likelihood, rtol=1e-4)
@@ -144,7 +145,7 @@ def test_mirrored_edges_get_the_same_agreement_count(trained):
     model, _, _, index, _, _, _ = trained
     b = index.batch(len(index) - 1)
     lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
-    (pf, _, _), (pb, _, _) = model.posteriors(b, lay)
+    pf, pb = dense_posteriors(model, b, lay)
     qf, qb = agreement_counts(pf, pb, lay, agreement=True, src_lengths=b.src_lengths,
                               tgt_lengths=b.tgt_lengths)
     first, last, _, gap = lay.ph_bwd
@@ -261,7 +262,7 @@ def test_word_rows_routed_to_the_word_hmm_equal_the_phrasal_lattice(trained):
         wb = take_rows(b, rows)
         wlay = make_layout(wb, model.src_list, model.tgt_list, gappy=True)
         assert wlay.n_matched() == 0 and (wlay.span_src < 0).all() and (wlay.span_tgt < 0).all()
-        (pf, _, _), (pb, _, _) = model.posteriors(wb, wlay)
+        pf, pb = dense_posteriors(model, wb, wlay)
         lf, lb = model.link_posteriors(wb, wlay, route=False)
         w = word_row_posteriors(model, wb)
         assert torch.allclose(w.loglik_fwd, pf.log_likelihood, atol=1e-6, rtol=0)
@@ -451,34 +452,21 @@ def test_log_tables_follow_in_place_changes(trained):
                                                  before))
 
 
-def test_gappy_candidate_totals_equal_match_gappy_counts():
-    from aligners.models.gappy_hsmm.mining import _gappy_totals
-
-    g = torch.Generator().manual_seed(5)
-    V, B, N = 12, 30, 9
-    words = torch.randint(0, V, (B, N), generator=g)
-    lengths = torch.randint(1, N + 1, (B,), generator=g)
-    keys = torch.unique(torch.randint(0, V * V, (40,), generator=g))
-    lst = PhraseList(torch.zeros(0, 3, dtype=torch.long), torch.stack([keys // V, keys % V], 1),
-                     V, 3)
-    gp = lst.match_gappy(words, lengths)
-    want = torch.bincount(gp[gp >= 0] - V, minlength=keys.numel())
-    got = _gappy_totals(words, lengths, keys, V)
-    assert want.sum() > 20 and torch.equal(got, want)
-
-
-def test_gappy_counter_kernel_equals_the_torch_totals():
-    from aligners.models.gappy_hsmm.mining import _gappy_totals, _GappyCounter
+def test_gappy_counter_kernel_equals_the_match_gappy_counts():
+    from aligners.models.gappy_hsmm.mining import _GappyCounter
 
     g = torch.Generator().manual_seed(6)
     V = 15
     keys = torch.unique(torch.randint(0, V * V, (50,), generator=g))
+    lst = PhraseList(torch.zeros(0, 3, dtype=torch.long), torch.stack([keys // V, keys % V], 1),
+                     V, 3)
     counter, want = _GappyCounter(keys, V), torch.zeros(keys.numel(), dtype=torch.long)
     for B, N in ((20, 7), (11, 13), (1, 1)):  # several batches, padded rows, a 1-word one
         words = torch.randint(0, V, (B, N), generator=g)
         lengths = torch.randint(1, N + 1, (B,), generator=g)
         counter.add(words, lengths)
-        want += _gappy_totals(words, lengths, keys, V)
+        gp = lst.match_gappy(words, lengths)
+        want += torch.bincount(gp[gp >= 0] - V, minlength=keys.numel())
     assert want.sum() > 30 and np.array_equal(counter.counts, want.numpy())
     empty = _GappyCounter(torch.zeros(0, dtype=torch.long), V)
     empty.add(words, lengths)
@@ -486,8 +474,6 @@ def test_gappy_counter_kernel_equals_the_torch_totals():
 
 
 def test_gappy_units_equal_the_match_gappy_table():
-    from aligners.models.gappy_hsmm.init import _gappy_units
-
     g = torch.Generator().manual_seed(7)
     V, B, N = 10, 25, 8
     words = torch.randint(0, V, (B, N), generator=g)
@@ -498,10 +484,10 @@ def test_gappy_units_equal_the_match_gappy_table():
     rb, ra, rc = torch.ones(B, N, N, dtype=torch.bool).nonzero(as_tuple=True)
     ok = (ra + 1 < rc) & (rc < lengths[rb])
     rb, ra, rc = rb[ok], ra[ok], rc[ok]
-    got = _gappy_units(lst, words, rb, ra, rc)
+    got = lst.gappy_units(words, rb, ra, rc)
     assert (got >= 0).sum() > 10 and torch.equal(got, table[rb, ra, rc])
     empty = PhraseList(torch.tensor([[1, 2, -1]]), torch.zeros(0, 2, dtype=torch.long), V, 3)
-    assert bool((_gappy_units(empty, words, rb, ra, rc) == -1).all())
+    assert bool((empty.gappy_units(words, rb, ra, rc) == -1).all())
 
 
 def test_span_counter_equals_the_match_spans_counts():
@@ -675,11 +661,11 @@ def test_unique_rows_equals_unique_dim(n, V):
 
 
 def test_numba_mining_equals_mine_candidates():
-    """`_mine_kernel.mine_candidates_cpu` gives `mine_candidates`' outputs exactly (spans per
+    """`_mine_kernel.mine_candidates` gives the torch reference's outputs exactly (spans per
     length in (item, start) order, gappy keys and instances in (item, a, c) order, dtypes),
     on random and monotone alignments with ragged lengths, states beyond the observation
     length, and max_len 1, 3, 5."""
-    from aligners.models.gappy_hsmm._mine_kernel import mine_candidates_cpu
+    from phrasal_mine_reference import mine_candidates as reference
 
     g = torch.Generator().manual_seed(1)
     n_gappy = n_spans = 0
@@ -693,8 +679,8 @@ def test_numba_mining_equals_mine_candidates():
             al = torch.sort(al, 1).values  # long runs of one state
         ln = torch.randint(1, N + 1, (B,), generator=g)
         for L in (1, 3, 5):
-            c1, (k1, w1) = mine_candidates(obs, al, ln, max_len=L, n_words=50)
-            c2, (k2, w2) = mine_candidates_cpu(obs, al, ln, max_len=L, n_words=50)
+            c1, (k1, w1) = reference(obs, al, ln, max_len=L, n_words=50)
+            c2, (k2, w2) = mine_candidates(obs, al, ln, max_len=L, n_words=50)
             assert c1.keys() == c2.keys()
             for k in c1:
                 assert c1[k].dtype == c2[k].dtype and torch.equal(c1[k], c2[k])

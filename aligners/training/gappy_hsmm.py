@@ -22,21 +22,26 @@ from __future__ import annotations
 import gc
 import resource
 import time
-from dataclasses import replace
+from contextlib import contextmanager
+from dataclasses import asdict
 
 import pytorch_lightning as pl
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from aligners.data.bitext import build_index
 from aligners.data.heap import release_free_heap
+from aligners.data.vocab import WordIds
 from aligners.inference.choose import choose_decoding, score, sym_lines
 from aligners.models.aligned import Decoding, parse_line
-from aligners.models.gappy_hsmm import PhrasalConfig, build_phrasal_aligner
+from aligners.models.gappy_hsmm import PhrasalConfig
 from aligners.models.gappy_hsmm.config import SIZED, GappyHSMMConfig
 from aligners.models.gappy_hsmm.decode import prepared_batch
-from aligners.models.gappy_hsmm.init import word_viterbi
+from aligners.models.gappy_hsmm.folder import PhrasalBundle
+from aligners.models.gappy_hsmm.init import phrasal_stages
 from aligners.models.gappy_hsmm.prepared import ReuseCache
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
+from aligners.models.hmm.folder import TrainedWordAligner
 from aligners.training.hmm import LitEM, LitWordAligner, fit_em
 from aligners.training.word_task import Fitted, Text, WordTask
 
@@ -51,7 +56,7 @@ class LitPhrasalAligner(LitEM):
         super().__init__(model, index)
         self._layouts = layouts  # batch CompactLayouts from build_phrasal_aligner, or None
         self._prepared = ReuseCache()  # batch number -> PhrasalAligner.prepare(...)
-        self.save_hyperparameters(model.hparams())
+        self.save_hyperparameters(asdict(model.config))
 
     def train_dataloader(self):
         if self.trainer is not None and self.trainer.world_size > 1:
@@ -85,12 +90,8 @@ def gappy_patterns(gold, links) -> tuple[int, int, int, int]:
         if not pats:
             continue
         n += 1
-        good = True
-        for side, w in pats:
-            need = {lk for lk in sure if lk[side] == w}
-            have = {lk for lk in pred if lk[side] == w}
-            good &= need <= have and have <= poss
-        ok += good
+        ok += all({lk for lk in sure if lk[side] == w} <= {lk for lk in pred if lk[side] == w}
+                  <= poss for side, w in pats)
         src, tgt = p.src, p.tgt
         for i, w in enumerate(src):
             if w == "not":
@@ -192,61 +193,48 @@ class _Stages:
         self.cfg, self.index, self.vocab, self.table = cfg, index, vocab, table
         self.times, self.cpu = {}, {}
 
-    def _done(self, name: str, t0: float, c0: float) -> None:
-        self.times[name], self.cpu[name] = time.time() - t0, time.process_time() - c0
+    @contextmanager
+    def timed(self, name: str):
+        """Adds the block's wall and CPU seconds to `times[name]`, `cpu[name]`."""
+        t0, c0 = time.time(), time.process_time()
+        yield
+        self.times[name] = self.times.get(name, 0.0) + time.time() - t0
+        self.cpu[name] = self.cpu.get(name, 0.0) + time.process_time() - c0
 
     def _report(self, name: str, model, seconds: float) -> None:
-        from aligners.models.gappy_hsmm.folder import PhrasalBundle
-        from aligners.models.hmm.folder import TrainedWordAligner
-
         if self.table is not None:
             wrap = TrainedWordAligner if isinstance(model, WordAligner) else PhrasalBundle
             self.table.report(name, wrap(model, *self.vocab), seconds)
 
+    def _fit_word(self, word: WordAligner) -> None:
+        fit_em(self.cfg, LitWordAligner.from_model(word, self.index), word.n_iterations)
+
     def baseline(self) -> None:
         """Stage 1: the word HMM by agreement (the baseline row)."""
         wcfg = {k: self.cfg.model.word[k] for k in self.cfg.model.word}
-        t0, c0 = time.time(), time.process_time()
-        base = WordAligner.from_index(self.index, WordAlignConfig(**{**wcfg, "agreement": True}))
-        fit_em(self.cfg, LitWordAligner.from_model(base, self.index), base.n_iterations)
-        self._done("word_hmm_agreement", t0, c0)
+        with self.timed("word_hmm_agreement"):
+            base = WordAligner.from_index(self.index,
+                                          WordAlignConfig(**{**wcfg, "agreement": True}))
+            self._fit_word(base)
         self._report("word_hmm_agreement", base, self.times["word_hmm_agreement"])
         del base
         release_free_heap()  # the baseline's freed tables and E-step buffers back to the OS
 
-    def start(self, start: WordAlignConfig):
-        """Stage 2, the word HMM without agreement, and its Viterbi links (run once, shared:
-        its time is counted in each phrasal model's initialisation, as each would need it)."""
-        t0, c0 = time.time(), time.process_time()
-        word = WordAligner.from_index(self.index, start)
-        fit_em(self.cfg, LitWordAligner.from_model(word, self.index), word.n_iterations)
-        self._done("word_hmm_no_agreement", t0, c0)
-        t0, c0 = time.time(), time.process_time()
-        vit = word_viterbi(word, self.index)
-        self._done("word_viterbi", t0, c0)
-        return word, vit
-
     def phrasal(self, config: GappyHSMMConfig, kinds):
-        """Stages 3 and 4 (those of `kinds`: "contiguous", "gappy") from the start; returns
-        (the last model, the phrase statistics per model)."""
-        word, vit = self.start(config.start)
-        vit_s, vit_cpu = self.times["word_viterbi"], self.cpu["word_viterbi"]
-        stats, model = {}, None
-        for name in kinds:
-            t0, c0 = time.time() - vit_s, time.process_time() - vit_cpu
-            layouts = ReuseCache()  # batch layouts matched while building: reused by iteration 1
-            model, st = build_phrasal_aligner(
-                word, self.index, replace(config.phrasal, gappy=name == "gappy"), vit=vit,
-                layouts=layouts)
-            if name == kinds[-1]:  # the start model and its Viterbi links: not needed after
-                word = vit = None
-                gc.collect()
-                release_free_heap()
-            init_s, init_cpu = time.time() - t0, time.process_time() - c0
-            lit = LitPhrasalAligner(model, self.index, layouts)
-            fit_em(self.cfg, lit, model.config.iterations)
-            lit._prepared.clear()  # the prepared batches of this model: not needed any more
-            self._done(name, t0, c0)
+        """Stages 2 and those of `kinds` ("contiguous", "gappy"): `phrasal_stages`, each
+        model trained under Lightning (the shared Viterbi links' time is counted in each
+        model's initialisation). Returns (the last model, the phrase statistics per model)."""
+        stats = {}
+        for name, model, st, layouts in phrasal_stages(self.index, config, self._fit_word,
+                                                       kinds=kinds, timed=self.timed):
+            vit_s, vit_cpu = self.times["word_viterbi"], self.cpu["word_viterbi"]
+            self.times[name] += vit_s
+            self.cpu[name] += vit_cpu
+            init_s, init_cpu = self.times[name], self.cpu[name]
+            with self.timed(name):
+                lit = LitPhrasalAligner(model, self.index, layouts)
+                fit_em(self.cfg, lit, model.config.iterations)
+                lit._prepared.clear()  # the prepared batches of this model: not needed any more
             stats[name] = {**st, "init_seconds": init_s, "init_cpu_seconds": init_cpu}
             print(f"[{name}] {st}; init {init_s:.1f} s (CPU {init_cpu:.1f} s), total "
                   f"{self.times[name]:.1f} s (CPU {self.cpu[name]:.1f} s); "
@@ -267,10 +255,6 @@ class GappyTask(WordTask):
     name = "gappy-hsmm"
 
     def fit(self, cfg: DictConfig, text: Text, run) -> Fitted:
-        from aligners.data.bitext import build_index
-        from aligners.data.vocab import WordIds
-        from aligners.models.gappy_hsmm.folder import PhrasalBundle
-
         pl.seed_everything(int(cfg.seed), verbose=False)
         m = cfg.model
         src_ids, tgt_ids = WordIds(), WordIds()

@@ -9,12 +9,6 @@ and counts[ids[b,i,j], 1] += bwd[b,i,j] in (b, i, j) order: per column the order
 sums are the same bit for bit; both directions of one item run back to back, so the second
 pass finds the item's slots (one cache line per slot for both columns) still in cache.
 Cost O(B I J) time, no extra memory. Other devices / dtypes: the two `scatter_add_` calls.
-`gather2(tables, ids)`: tables (N, 2) (e.g. t_fwd, t_bwd interleaved), ids int32/int64 of
-any shape -> (tables[ids, 0], tables[ids, 1]) shaped like ids: the values `index_select`
-gives, one cache line per id instead of two. O(|ids|). `normalise_counts(counts, givens, n,
-...)`: the M-step's conditional table in two passes (the torch expression of
-`PhrasalAligner.normalise`, the same values: the totals added in index order as
-`index_add_` does, the division and clamps in the counts' dtype). O(N + n).
 """
 
 from __future__ import annotations
@@ -57,8 +51,9 @@ def _gather2(tables, ids, out0, out1):
 
 
 def gather2(tables: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(tables[ids, 0], tables[ids, 1]), each shaped like ids; tables (N, 2). See the
-    module docstring."""
+    """(tables[ids, 0], tables[ids, 1]), each shaped like ids (int32/int64, any shape);
+    tables (N, 2) (e.g. t_fwd, t_bwd interleaved): the values `index_select` gives, one
+    cache line per id instead of two. O(|ids|)."""
     if tables.dim() != 2 or tables.shape[1] != 2:
         raise ValueError(f"gather2: tables must be (N, 2), got {tuple(tables.shape)}")
     if not (tables.device.type == "cpu" and ids.device.type == "cpu" and tables.is_contiguous()
@@ -125,8 +120,10 @@ def _normalise(counts, wkeys, pkeys, vt, ut, forward, tot, out, floor, tiny):
 def normalise_counts(counts: torch.Tensor, word_keys: torch.Tensor, phrase_keys: torch.Tensor,
                      n_tgt_words: int, n_tgt_units: int, n: int, floor: float, *,
                      forward: bool) -> torch.Tensor | None:
-    """(P+1+Q,) table from counts (P+1+Q,): counts / (total of the counts with the same
-    conditioning unit; 0 where that is 0), clamped below at `floor`, slot P = floor. The
+    """(P+1+Q,) table from counts (P+1+Q,) in two passes: counts / (total of the counts
+    with the same conditioning unit, added in index order as `index_add_` does; 0 where
+    that is 0), clamped below at `floor`, slot P = floor (`PhrasalAligner.normalise`'s
+    values, in the counts' dtype). O(N + n). The
     unit of a slot (`PhrasalAligner.givens`: key // width forward, key % width backward;
     slot P unit 0) is computed on the fly, no (P+1+Q,) index kept. None where the inputs
     are not CPU float32/float64 counts and int64 keys (the caller runs torch then)."""

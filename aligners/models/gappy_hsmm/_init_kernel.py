@@ -18,8 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["tight_phrase_keys", "hash_table", "gappy_occurrences", "key_occurrences",
-           "key_positions"]
+__all__ = ["tight_phrase_keys", "hash_table", "gappy_occurrences", "key_positions"]
 
 
 @njit(cache=True)
@@ -36,20 +35,15 @@ def _gdf(f, b, I, J):
     res = F & R
     sa = np.zeros(I, dtype=np.bool_)
     ta = np.zeros(J, dtype=np.bool_)
+    pi = np.empty(I + J, dtype=np.int64)  # F has at most J points, R at most I
+    pj = np.empty(I + J, dtype=np.int64)
     n = 0
-    for i in range(I):
+    for i in range(I):  # candidates in (i, j) order
         for j in range(J):
             if res[i, j]:
                 sa[i] = True
                 ta[j] = True
             elif F[i, j] or R[i, j]:
-                n += 1
-    pi = np.empty(n, dtype=np.int64)
-    pj = np.empty(n, dtype=np.int64)
-    n = 0
-    for i in range(I):  # candidates in (i, j) order
-        for j in range(J):
-            if (F[i, j] or R[i, j]) and not res[i, j]:
                 pi[n] = i
                 pj[n] = j
                 n += 1
@@ -116,13 +110,6 @@ def _word_to_span(res, spans, words, Ut, word_first, out, k):
 
 
 @njit(cache=True)
-def _pair(f, b, I, J, ss, st, sw, tw, Ut, out, k):
-    res = _gdf(f, b, I, J)
-    k = _word_to_span(res, st, sw, Ut, True, out, k)  # source word i -> target span
-    return _word_to_span(res.T, ss, tw, Ut, False, out, k)  # source span -> target word j
-
-
-@njit(cache=True)
 def _batch(f, b, sl, tl, ss, st, sw, tw, Ut):
     n = 0
     for r in range(f.shape[0]):
@@ -130,18 +117,22 @@ def _batch(f, b, sl, tl, ss, st, sw, tw, Ut):
     out = np.empty(n, dtype=np.int64)
     k = 0
     for r in range(f.shape[0]):
-        k = _pair(f[r], b[r], sl[r], tl[r], ss[r], st[r], sw[r], tw[r], Ut, out, k)
+        res = _gdf(f[r], b[r], sl[r], tl[r])
+        k = _word_to_span(res, st[r], sw[r], Ut, True, out, k)  # source word i -> target span
+        k = _word_to_span(res.T, ss[r], tw[r], Ut, False, out, k)  # source span -> target word
     return out[:k]
+
+
+def _array(x, dtype=np.int64) -> np.ndarray:
+    """numpy or CPU torch -> a contiguous numpy array of `dtype` (default int64)."""
+    return np.ascontiguousarray(x.numpy() if hasattr(x, "numpy") else x, dtype=dtype)
 
 
 def tight_phrase_keys(f, b, sl, tl, ss, st, sw, tw, Ut: int) -> np.ndarray:
     """int64 keys (see the module docstring) of R pairs: f (R,J), b (R,I) Viterbi positions,
     sl, tl (R,) lengths, ss (R,I,L) / st (R,J,L) listed span units (-1 none), sw (R,I) /
     tw (R,J) word ids (numpy or CPU torch integer arrays)."""
-    def a(x):
-        x = x.numpy() if hasattr(x, "numpy") else x
-        return np.ascontiguousarray(x, dtype=np.int64)
-
+    a = _array
     return _batch(a(f), a(b), a(sl), a(tl), a(ss), a(st), a(sw), a(tw), int(Ut))
 
 
@@ -149,8 +140,8 @@ _GOLD = np.uint64(11400714819323198485)  # 2^64 / golden ratio (multiplicative h
 
 
 @njit(cache=True)
-def _slot(q, shift, mask):
-    return np.int64((np.uint64(q) * _GOLD) >> shift) & mask
+def _slot(q, bits):
+    return np.int64((np.uint64(q) * _GOLD) >> np.uint64(64 - bits)) & ((1 << bits) - 1)
 
 
 @njit(cache=True)
@@ -161,10 +152,9 @@ def hash_table(keys):
     while (1 << bits) < 2 * keys.shape[0]:
         bits += 1
     mask = (1 << bits) - 1
-    shift = np.uint64(64 - bits)
     slots = np.full(1 << bits, -1, dtype=np.int64)
     for k in range(keys.shape[0]):
-        h = _slot(keys[k], shift, mask)
+        h = _slot(keys[k], bits)
         while slots[h] >= 0:
             h = (h + 1) & mask
         slots[h] = k
@@ -172,9 +162,10 @@ def hash_table(keys):
 
 
 @njit(cache=True)
-def _find(x, keys, slots, shift, mask):
-    """The index of key x in a `hash_table` (slots, shift = 64 - b, mask = 2^b - 1), or -1."""
-    h = _slot(x, shift, mask)
+def _find(x, keys, slots, bits):
+    """The index of key x in a `hash_table` (slots, bits), or -1."""
+    mask = (1 << bits) - 1
+    h = _slot(x, bits)
     while slots[h] >= 0:
         if keys[slots[h]] == x:
             return slots[h]
@@ -182,15 +173,8 @@ def _find(x, keys, slots, shift, mask):
     return -1
 
 
-def _array(x, dtype=np.int64) -> np.ndarray:
-    """numpy or CPU torch -> a contiguous numpy array of `dtype` (default int64)."""
-    return np.ascontiguousarray(x.numpy() if hasattr(x, "numpy") else x, dtype=dtype)
-
-
 @njit(cache=True)
 def _gappy_count(words, lengths, keys, slots, bits, first_ok, last_ok, V, counts):
-    mask = (1 << bits) - 1
-    shift = np.uint64(64 - bits)
     for r in range(words.shape[0]):
         n = lengths[r]
         for a in range(n):
@@ -201,7 +185,7 @@ def _gappy_count(words, lengths, keys, slots, bits, first_ok, last_ok, V, counts
                 wc = words[r, c]
                 if not last_ok[wc]:
                     continue
-                k = _find(wa * V + wc, keys, slots, shift, mask)
+                k = _find(wa * V + wc, keys, slots, bits)
                 if k >= 0:
                     counts[k] += 1
 
@@ -217,32 +201,9 @@ def gappy_occurrences(words, lengths, keys: np.ndarray, table: tuple, first_ok: 
 
 
 @njit(cache=True)
-def _count_keys(q, valid, keys, slots, bits, counts):
-    mask = (1 << bits) - 1
-    shift = np.uint64(64 - bits)
-    for r in range(q.shape[0]):
-        for c in range(q.shape[1]):
-            if valid[r, c]:
-                k = _find(q[r, c], keys, slots, shift, mask)
-                if k >= 0:
-                    counts[k] += 1
-
-
-def key_occurrences(q, valid, keys: np.ndarray, table: tuple, counts: np.ndarray) -> None:
-    """Add to counts (G,) int64 the occurrences of keys (G,) int64 (distinct; table =
-    hash_table(keys)) among q (B,W) int64 where valid (B,W) bool (numpy or CPU torch).
-    Cost O(B W) with O(1) expected per look-up."""
-    q = _array(q)
-    v = _array(valid, np.bool_)
-    _count_keys(q, v, keys, table[0], table[1], counts)
-
-
-@njit(cache=True)
 def _positions(q, valid, keys, slots, bits, out):
-    mask = (1 << bits) - 1
-    shift = np.uint64(64 - bits)
     for n in range(q.shape[0]):
-        out[n] = _find(q[n], keys, slots, shift, mask) if valid[n] else -1
+        out[n] = _find(q[n], keys, slots, bits) if valid[n] else -1
 
 
 def key_positions(q, valid, keys: np.ndarray, table: tuple) -> np.ndarray:

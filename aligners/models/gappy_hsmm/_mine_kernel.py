@@ -1,11 +1,8 @@
-"""Phrase-candidate mining of one batch (numba): `phrase_lists.mine_candidates` without its
-(B, N, N) temporaries.
-
-Shapes as there: obs (B, N) observation word ids, align (B, N) state position per
-observation (-1 NULL or pad), lengths (B,). The same outputs in the same order (tested
-equal): contiguous spans per length in (item, start) order, gappy pairs in (item, a, c)
-order. Cost O(B N L) time, no (B, N, N) arrays (a state's observations are found through
-its count and the last position seen).
+"""Phrase-candidate mining of one batch from one direction's Viterbi alignment (numba;
+tested equal to the torch reference tests/phrasal_mine_reference.py). Outputs: contiguous
+spans per length in (item, start) order, gappy pairs in (item, a, c) order. Cost O(B N L)
+time, no (B, N, N) arrays (a state's observations are found through its count and the last
+position seen).
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ import numpy as np
 import torch
 from numba import njit
 
-__all__ = ["mine_candidates_cpu"]
+__all__ = ["mine_candidates"]
 
 
 @njit(cache=True)
@@ -98,10 +95,14 @@ def _gappy(obs, a, b, cnt, n_words, keys, where, m0):
     return m
 
 
-def mine_candidates_cpu(obs: torch.Tensor, align: torch.Tensor, lengths: torch.Tensor, *,
-                        max_len: int, n_words: int):
-    """`mine_candidates(obs, align, lengths, max_len=, n_words=)` on CPU tensors: the same
-    (contiguous {length: words (M, length) long}, (keys (M,) long, where (M, 4) long))."""
+def mine_candidates(obs: torch.Tensor, align: torch.Tensor, lengths: torch.Tensor, *,
+                    max_len: int, n_words: int):
+    """Phrase instances of one batch (CPU tensors): obs (B, N) observation word ids, align
+    (B, N) state position per observation (-1 NULL or pad), lengths (B,). Returns
+    (contiguous: {length: words (M, length) long} of spans all aligned to one state; gappy:
+    (keys (M,) long w1*V+w2, where (M, 4) long [b, a, c, state position]) of pairs a < c - 1
+    aligned to one state that has exactly these two observations, with an observation
+    aligned to another state between them)."""
     B, N = obs.shape
     a = torch.where(torch.arange(N)[None, :] < lengths[:, None], align.long(),
                     torch.full((B, N), -1, dtype=torch.long))

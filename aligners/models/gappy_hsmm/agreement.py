@@ -34,17 +34,6 @@ class EdgeCounts(NamedTuple):
     null: torch.Tensor
 
 
-def _members(ph, n, dtype):
-    """(B,P,n) membership of each position in each phrase state: all of a contiguous
-    phrase's words, the two ends of a gappy one."""
-    first, last, _, gap = ph
-    ar = torch.arange(n, device=first.device)
-    valid = first >= 0
-    contig = (ar >= first[..., None]) & (ar <= last[..., None]) & (gap[..., None] <= 0)
-    ends = ((ar == first[..., None]) | (ar == last[..., None])) & (gap[..., None] > 0)
-    return ((contig | ends) & valid[..., None]).to(dtype)
-
-
 def _sparse_coverage(word, seg, phrase, d):
     """(B,O) total count of the edges covering each observation word, on sparse posteriors
     (word (B,O,S), seg (M,S)); the dense oracle's additions in the same order (per extra
@@ -64,13 +53,11 @@ def sparse_agreement_counts(pf, pb, df, db, *, agreement: bool):
     if not agreement:
         return (EdgeCounts((pf.word, pf.seg), pf.phrase, pf.null),
                 EdgeCounts((pb.word, pb.seg), pb.phrase, pb.null))
-    from aligners.models.gappy_hsmm.prepared import memberships
-
     Fww = pf.word.transpose(1, 2)  # (B, I, J)
     Gww = pb.word  # (B, I, J)
-    Fgap = torch.bmm(memberships(df, pf.word.dtype)[1].transpose(1, 2),
+    Fgap = torch.bmm(df.gends.to(pf.word.dtype).transpose(1, 2),
                      pf.phrase.transpose(1, 2))  # (B, I, J)
-    Ggap = torch.bmm(pb.phrase, memberships(db, pb.word.dtype)[1])  # (B, I, J)
+    Ggap = torch.bmm(pb.phrase, db.gends.to(pb.word.dtype))  # (B, I, J)
 
     def seg_q(post, other_phrase, d):  # segment x mirror phrase state (at listed spans)
         if d.seg_item.numel() == 0:
@@ -113,9 +100,7 @@ def _sparse_links(word, seg, phrase, d):
     for pos, rows in d.cover:
         flat[pos] += seg[rows]
     if phrase.shape[-1]:
-        from aligners.models.gappy_hsmm.prepared import memberships
-
-        out = out + torch.bmm(phrase, memberships(d, phrase.dtype)[0])
+        out = out + torch.bmm(phrase, d.members.to(phrase.dtype))
     return out
 
 

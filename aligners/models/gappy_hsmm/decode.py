@@ -1,5 +1,5 @@
 """The phrasal aligner's link matrices per batch (its phrasal edges expanded to word links,
-`agreement.sparse_link_posteriors`; read into lines by `io.PhrasalAligned`) and its plain
+`agreement.sparse_link_posteriors`; read into lines by `folder.PhrasalAligned`) and its plain
 EM loop (no Lightning; `training.gappy_hsmm` drives the same steps under Lightning).
 """
 
@@ -11,27 +11,23 @@ from aligners.data.bitext import PairIndex
 from aligners.models.gappy_hsmm.model import PhrasalAligner, make_layout
 from aligners.models.gappy_hsmm.prepared import ReuseCache
 
-__all__ = ["fit_phrasal", "prepared_batch", "batch_layout", "batch_link_matrices"]
+__all__ = ["fit_phrasal", "prepared_batch", "batch_link_matrices"]
 
 
 def fit_phrasal(model: PhrasalAligner, index: PairIndex, *, progress=None,
-                route: bool = True, prepared: ReuseCache | None = None,
-                layouts: ReuseCache | None = None) -> list:
+                prepared: ReuseCache | None = None, layouts: ReuseCache | None = None) -> list:
     """The remaining EM iterations on one process; per-iteration log-likelihoods (2,).
     Each batch is prepared (`PhrasalAligner.prepare`) once and reused by every iteration
     while the prepared batches fit their cache's budget (the rest are prepared again).
-    `route=False`: every pair on the phrasal lattice (see `PhrasalAligner.accumulate`).
-    `prepared`: a `ReuseCache` kept across calls (same model structure and `route`);
-    filled here. `layouts`: batch number -> `CompactLayout` from
-    `build_phrasal_aligner(layouts=)` (used to prepare the batch instead of matching it
-    again; each entry is dropped once used)."""
+    `prepared`: a `ReuseCache` kept across calls (same model structure); filled here.
+    `layouts`: batch number -> `CompactLayout` from `build_phrasal_aligner(layouts=)` (used
+    to prepare the batch instead of matching it again; each entry is dropped once used)."""
     history = []
     prepared = ReuseCache() if prepared is None else prepared
     for it in range(int(model.iteration), model.config.iterations):
         model.reset_counts()
         for k in range(len(index)):
-            model.accumulate(prepared=prepared_batch(model, index, k, prepared, layouts,
-                                                     route=route))
+            model.accumulate(prepared=prepared_batch(model, index, k, prepared, layouts))
             if progress is not None:
                 progress(it, k)
         history.append(model.m_step().tolist())
@@ -39,24 +35,20 @@ def fit_phrasal(model: PhrasalAligner, index: PairIndex, *, progress=None,
 
 
 def prepared_batch(model: PhrasalAligner, index: PairIndex, k: int, prepared: ReuseCache,
-                   layouts: ReuseCache | None, *, route: bool = True):
-    """Batch k prepared for the E-step: from `prepared`, else built (and offered to it)."""
+                   layouts: ReuseCache | None):
+    """Batch k prepared for the E-step: from `prepared`, else built (and offered to it) from
+    its layout, `layouts[k].expand()` when kept there (the entry is then dropped), else
+    matched (`make_layout`)."""
     if k in prepared:
         return prepared[k]
     b = index.batch(k).to(model.word_keys.device)
-    return prepared.put(k, model.prepare(b, batch_layout(model, b, layouts, k), route=route))
-
-
-def batch_layout(model: PhrasalAligner, b, layouts: ReuseCache | None, k: int):
-    """The `Layout` of batch k (`b`): `layouts[k].expand()` when kept there (the entry is
-    then dropped), else matched (`make_layout`)."""
     kept = layouts.pop(k) if layouts is not None else None
-    if kept is not None:
-        return kept.expand(b.src.device)
-    return make_layout(b, model.src_list, model.tgt_list, gappy=model.config.gappy)
+    lay = kept.expand(b.src.device) if kept is not None else make_layout(
+        b, model.src_list, model.tgt_list, gappy=model.config.gappy)
+    return prepared.put(k, model.prepare(b, lay))
 
 
-def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False, progress=None,
+def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False,
                         prepared: ReuseCache | None = None):
     """Per batch of `index`, a list of (input row, forward (I,J), backward (I,J)) float32
     numpy link posteriors (0/1 under Viterbi): a generator, so a caller that turns each
@@ -68,15 +60,13 @@ def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False, progr
     with torch.no_grad():
         for k in range(len(index)):
             prep = prepared.get(k) if prepared is not None else None
-            b = prep.batch if prep is not None else index.batch(k).to(dev)  # (read once)
-            if prep is not None:
-                lf, lb = model.link_posteriors(viterbi=viterbi, prepared=prep)
-            else:
-                lay = make_layout(b, model.src_list, model.tgt_list, gappy=model.config.gappy)
-                lf, lb = model.link_posteriors(b, lay, viterbi=viterbi)
+            if prep is None:
+                b = index.batch(k).to(dev)
+                prep = model.prepare(b, make_layout(b, model.src_list, model.tgt_list,
+                                                    gappy=model.config.gappy))
+            b = prep.batch
+            lf, lb = model.link_posteriors(viterbi=viterbi, prepared=prep)
             lf, lb = lf.float().cpu().numpy(), lb.float().cpu().numpy()
             sl, tl = b.src_lengths.tolist(), b.tgt_lengths.tolist()
             yield [(r, lf[n, :sl[n], :tl[n]], lb[n, :sl[n], :tl[n]])
                    for n, r in enumerate(b.rows.tolist())]
-            if progress is not None:
-                progress(len(sl))

@@ -33,10 +33,6 @@ _TABLES = ("word_keys", "phrase_keys", "t_fwd", "t_bwd", "null_tgt", "null_src",
            "jump_bwd")
 
 
-def _line(links, post) -> str:
-    return link_line(links, None if post is None else [float(post[i, j]) for i, j in links])
-
-
 @dataclass
 class PhrasalAligned(Aligned):
     """A text aligned by the phrasal model: the model, the text's pair index and, after
@@ -97,7 +93,8 @@ def _chunk_lines(mats: list, outputs, decoding: Decoding, posteriors: bool) -> d
         else:
             links = [sorted(set(above(lf)) | set(above(lb)) if h == "none" else
                             symmetrize(above(lf), above(lb), h)) for lf, lb in mats]
-        out[name] = [_line(ls, p if posteriors else None) for ls, p in zip(links, post)]
+        out[name] = [link_line(ls, [float(p[i, j]) for i, j in ls] if posteriors else None)
+                     for ls, p in zip(links, post)]
     return out
 
 
@@ -117,37 +114,32 @@ class PhrasalBundle(WordAlignment):
     def fit(cls, pairs, config: GappyHSMMConfig, run: RunOptions):
         """Model 1 -> word HMM (both directions, no agreement: `config.start`), then the
         phrasal model by agreement (`config.phrasal`), on `run.device`."""
+        from aligners.models.gappy_hsmm.decode import fit_phrasal
+        from aligners.models.gappy_hsmm.init import phrasal_stages
+
         src_ids, tgt_ids = WordIds(), WordIds()
         with run.phase("index"):
             index = build_index(pairs, src_ids, tgt_ids, cells=run.cells(),
                                 cache_dir=run.cache_dir)
-        with run.phase("train"):
-            return cls._fit_index(index, src_ids, tgt_ids, config, run)
-
-    @classmethod
-    def _fit_index(cls, index, src_ids, tgt_ids, config: GappyHSMMConfig, run: RunOptions):
-        from aligners.models.gappy_hsmm.decode import fit_phrasal
-        from aligners.models.gappy_hsmm.init import build_phrasal_aligner
-        from aligners.models.hmm.agreement import WordAligner
-
         src_ids.frozen = tgt_ids.frozen = True
-        config = config.for_pairs(index.n_sentences)
-        word = WordAligner.from_index(index, config.start)
-        word.to(run.device)
-        word.reset_counts()
-        bar = run.bar(word.n_iterations * len(index), "word EM")
-        word.fit(index, progress=lambda it, k: bar.update(1))
-        bar.close()
-        word.cpu()
-        layouts = ReuseCache()  # batch layouts matched by the build, reused by iteration 1
-        model, _ = build_phrasal_aligner(word, index, config.phrasal, layouts=layouts)
-        del word
-        model.to(run.device)
-        bar = run.bar(config.phrasal.iterations * len(index), "phrasal EM")
-        prepared = ReuseCache()
-        fit_phrasal(model, index, progress=lambda it, k: bar.update(1), layouts=layouts,
-                    prepared=prepared)
-        bar.close()
+
+        def fit_word(word):
+            word.to(run.device)
+            word.reset_counts()
+            bar = run.bar(word.n_iterations * len(index), "word EM")
+            word.fit(index, progress=lambda it, k: bar.update(1))
+            bar.close()
+            word.cpu()
+
+        with run.phase("train"):
+            _, model, _, layouts = next(phrasal_stages(
+                index, config.for_pairs(index.n_sentences), fit_word))
+            model.to(run.device)
+            bar = run.bar(model.config.iterations * len(index), "phrasal EM")
+            prepared = ReuseCache()
+            fit_phrasal(model, index, progress=lambda it, k: bar.update(1), layouts=layouts,
+                        prepared=prepared)
+            bar.close()
         return cls(model, src_ids, tgt_ids), PhrasalAligned(model, index, run, prepared)
 
     def decode(self, pairs, run: RunOptions) -> PhrasalAligned:

@@ -2,7 +2,7 @@
 
 1. Viterbi alignments of both word-HMM directions over the whole bitext;
 2. phrase lists per language (`mining.py`): contiguous observation spans aligned to one state
-   and gappy pairs (see `phrase_lists.mine_candidates`), ranked by (aligned - discount) /
+   and gappy pairs (see `_mine_kernel.mine_candidates`), ranked by (aligned - discount) /
    occurrences, top N contiguous + top N gappy;
 3. the phrase-key table: every co-occurring (phrase state, observation word) pair of both
    directions;
@@ -16,18 +16,23 @@ Cost: two Viterbi passes and three matching passes over the bitext (O(cells) eac
 
 from __future__ import annotations
 
+import gc
+from contextlib import nullcontext
+from dataclasses import replace
+
 import torch
 
 from aligners.data.bitext import PairIndex
+from aligners.data.heap import release_free_heap
 from aligners.models.gappy_hsmm._init_kernel import tight_phrase_keys
-from aligners.models.gappy_hsmm.mining import mine_phrase_lists
-from aligners.models.gappy_hsmm.mining_viterbi import word_viterbi
+from aligners.models.gappy_hsmm.mining import mine_phrase_lists, word_viterbi
 from aligners.models.gappy_hsmm.model import PhrasalAligner, PhrasalConfig, make_layout
-from aligners.models.gappy_hsmm.phrase_lists import PhraseList, mine_candidates
+from aligners.models.gappy_hsmm.phrase_lists import PhraseList
 from aligners.models.gappy_hsmm.prepared import ReuseCache
 from aligners.models.gappy_hsmm.routing import phrase_rows
 
-__all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_aligner"]
+__all__ = ["word_viterbi", "mine_phrase_lists", "phrase_keys", "build_phrasal_aligner",
+           "phrasal_stages"]
 
 _TINY = 1e-20
 
@@ -37,7 +42,7 @@ def _unique(parts):
 
 
 def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
-                gappy: bool, spans: list | None = None,
+                gappy: bool, spans: list,
                 layouts: ReuseCache | None = None) -> tuple[torch.Tensor, float]:
     """(sorted phrase keys (Q,), mean number of phrase states matched per pair). `spans`: a
     list that receives per batch (phrase rows (R,), their span_src, span_tgt) for
@@ -51,9 +56,8 @@ def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
         matched += lay.n_matched()
         if layouts is not None:
             layouts.put(k, lay.compact())
-        if spans is not None:
-            rows = phrase_rows(lay).nonzero()[:, 0]
-            spans.append((rows, lay.span_src[rows], lay.span_tgt[rows]))
+        rows = phrase_rows(lay).nonzero()[:, 0]
+        spans.append((rows, lay.span_src[rows], lay.span_tgt[rows]))
         for ph, words, ln, fwd in ((lay.ph_fwd, bt.tgt, bt.tgt_lengths, True),
                                    (lay.ph_bwd, bt.src, bt.src_lengths, False)):
             unit = ph[2]
@@ -67,35 +71,16 @@ def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
     return _unique([merged, *parts]), matched / max(1, index.n_sentences)
 
 
-def _gappy_units(lst: PhraseList, words: torch.Tensor, rb, ra, rc) -> torch.Tensor:
-    """Unit of the listed gappy phrase words[rb, ra] ? words[rb, rc] (or -1) per instance:
-    `lst.match_gappy(words, ...)[rb, ra, rc]` without its (B,N,N) table. O(M log Pg)."""
-    _, gk, order = lst._tables(words.device)
-    if gk.numel() == 0 or rb.numel() == 0:
-        return torch.full_like(rb, -1)
-    w = words.long()
-    keys = w[rb, ra] * lst.n_words + w[rb, rc]
-    pos = torch.searchsorted(gk, keys).clamp(max=gk.numel() - 1)
-    return torch.where(gk[pos] == keys, order[pos] + lst.n_words + lst.n_contiguous,
-                       torch.full_like(pos, -1))
-
-
-def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list,
-                 spans: list | None = None, gappy_where: list | None = None) -> torch.Tensor:
+def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list, spans: list,
+                 gappy_where: list | None) -> torch.Tensor:
     """(Q,) counts of the tight 1-k / k-1 grow-diag-final pairs and reversed gappy links.
-    `spans`: per batch (phrase rows, span_src, span_tgt) from `phrase_keys` (else matched
-    here); `gappy_where`: per batch the gappy instances of `mine_phrase_lists` (else mined
-    here)."""
+    `spans`: per batch (phrase rows, span_src, span_tgt) from `phrase_keys`; `gappy_where`:
+    per batch the gappy instances of `mine_phrase_lists` (a gappy model)."""
     Ut, P = model.n_tgt_units, model.word_keys.numel()
     keys = []
     for k in range(len(index)):
         bt = index.batch(k)
-        if spans is None:
-            lay = make_layout(bt, model.src_list, model.tgt_list, gappy=model.config.gappy)
-            rows = phrase_rows(lay).nonzero()[:, 0]
-            ss, st = lay.span_src[rows], lay.span_tgt[rows]
-        else:
-            rows, ss, st = spans[k]
+        rows, ss, st = spans[k]
         f, b = vit[k]
         src, tgt = bt.src.long(), bt.tgt.long()
         # a pair adds keys only through its listed spans: rows without a phrase state add
@@ -105,15 +90,9 @@ def _init_counts(model: PhrasalAligner, index: PairIndex, vit: list,
                 f[rows], b[rows], bt.src_lengths[rows], bt.tgt_lengths[rows], ss, st,
                 src[rows], tgt[rows], Ut)))
         if model.config.gappy:
-            for obs, al, ln, lst, fwd in ((bt.src, b, bt.src_lengths, model.src_list, True),
-                                          (bt.tgt, f, bt.tgt_lengths, model.tgt_list, False)):
-                if gappy_where is None:
-                    _, (_, where) = mine_candidates(obs, al.long(), ln, max_len=1,
-                                                    n_words=lst.n_words)
-                else:
-                    where = gappy_where[k]["src" if fwd else "tgt"]
-                rb, ra, rc, state = where.unbind(1)
-                unit = _gappy_units(lst, obs, rb, ra, rc)
+            for obs, lst, fwd in ((bt.src, model.src_list, True), (bt.tgt, model.tgt_list, False)):
+                rb, ra, rc, state = gappy_where[k]["src" if fwd else "tgt"].unbind(1)
+                unit = lst.gappy_units(obs, rb, ra, rc)
                 ok = unit >= 0
                 other = (tgt if fwd else src)[rb[ok], state[ok]]
                 key = unit[ok] * Ut + other if fwd else other * Ut + unit[ok]
@@ -218,3 +197,33 @@ def build_phrasal_aligner(word_model, index: PairIndex, config: PhrasalConfig, *
                  phrase_keys=int(pk.numel()), mean_phrases_matched=mean_matched,
                  init_phrase_pairs=float(counts.sum()))
     return model, stats
+
+
+def phrasal_stages(index: PairIndex, config, fit_word, *, kinds: tuple | None = None,
+                   timed=lambda name: nullcontext()):
+    """The regimen (sec. 7.1) of `aligners align` and of the task: the start (a word HMM
+    of `config.start`, sized by `for_pairs`, trained by `fit_word(word)`) and its Viterbi
+    links, then per name of `kinds` ("contiguous", "gappy"; default: the one of
+    `config.phrasal.gappy`) yields (name, phrasal model built from them, build stats, its
+    batch layouts for the first EM iteration) for the caller to train; the start is freed
+    after the last build. `timed(name)` (a context manager) times each step."""
+    from aligners.models.hmm.agreement import WordAligner
+
+    kinds = kinds or ("gappy" if config.phrasal.gappy else "contiguous",)
+    with timed("word_hmm_no_agreement"):
+        word = WordAligner.from_index(index, config.start)
+        fit_word(word)
+    with timed("word_viterbi"):
+        vit = word_viterbi(word, index)
+    for name in kinds:
+        with timed(name):
+            layouts = ReuseCache()  # batch layouts matched by the build: reused by iteration 1
+            model, stats = build_phrasal_aligner(
+                word, index, replace(config.phrasal, gappy=name == "gappy"), vit=vit,
+                layouts=layouts)
+            if name == kinds[-1]:  # the start model and its Viterbi links: not needed after
+                word = vit = None
+                gc.collect()
+                release_free_heap()
+        yield name, model, stats, layouts
+        model = layouts = None

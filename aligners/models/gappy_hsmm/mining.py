@@ -1,6 +1,8 @@
-"""Step 2 of building a `PhrasalAligner` (Bansal et al. 2011, sec. 5; `init.py` runs the
-steps): `mine_phrase_lists` mines the phrase candidates of both languages from the word HMM's
-Viterbi alignments (`phrase_lists.mine_candidates`), counts every candidate's occurrences over
+"""Steps 1 and 2 of building a `PhrasalAligner` (Bansal et al. 2011, sec. 5; `init.py` runs
+the steps): `word_viterbi`, the word HMM's Viterbi alignments, per batch both directions of a
+trained `WordAligner` (forward (B, J) and backward (B, I) int32 state positions, -1 = NULL;
+O(B J I^2) per batch); `mine_phrase_lists` mines the phrase candidates of both languages from
+them (`_mine_kernel.mine_candidates`), counts every candidate's occurrences over
 the bitext (numba hash tables: `_SpanCounter`, `_GappyCounter`) and keeps the top N
 contiguous and top N gappy phrases by (aligned - discount) / occurrences (`rank_phrases`).
 Cost: one mining and one counting pass over the bitext per language (O(cells) each).
@@ -12,17 +14,63 @@ import numpy as np
 import torch
 
 from aligners.data.bitext import PairIndex
-from aligners.models.gappy_hsmm._init_kernel import gappy_occurrences, hash_table, key_occurrences
-from aligners.models.gappy_hsmm._mine_kernel import mine_candidates_cpu
+from aligners.lattices._alignment_hmm_viterbi_kernel import alignment_hmm_viterbi_cpu
+from aligners.models.gappy_hsmm._init_kernel import gappy_occurrences, hash_table, key_positions
+from aligners.models.gappy_hsmm._mine_kernel import mine_candidates
 from aligners.models.gappy_hsmm.model import PhrasalConfig
 from aligners.models.gappy_hsmm.phrase_lists import (
     PhraseList,
-    mine_candidates,
+    phrase_hashes,
     rank_phrases,
     span_hashes,
 )
+from aligners.models.gappy_hsmm.routing import take
+from aligners.models.hmm.directional import _jump_scores
+from aligners.semirings import log_or_zero
 
-__all__ = ["mine_phrase_lists"]
+__all__ = ["word_viterbi", "mine_phrase_lists"]
+
+
+def _hmm_viterbi_cpu(word_model, batch, log_t: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+    """`word_model.viterbi(batch)` of an Och-Ney word HMM on CPU through the numba Viterbi
+    (`alignment_hmm_viterbi_cpu`, identical paths). `log_t`: the forward and backward
+    tables' `log_or_zero`, gathered straight into the recursion's (B, O, S) word log
+    potentials (the log of the gathered probabilities, the same values elementwise, without
+    a (B, I, J) log pass and transposed copy per batch)."""
+    ids = batch.pair_ids
+    c = word_model.config
+    out = []
+    for lw_ids, null, jw, sl, tl, lt in (
+            (ids.transpose(1, 2), take(word_model.null_tgt, batch.tgt), word_model.jump_fwd,
+             batch.src_lengths, batch.tgt_lengths, log_t[0]),
+            (ids, take(word_model.null_src, batch.src), word_model.jump_bwd,
+             batch.tgt_lengths, batch.src_lengths, log_t[1])):
+        log_links = take(lt, lw_ids)  # (B, O, S)
+        I = log_links.shape[2]
+        scores = _jump_scores(jw, n_src=I, dtype=log_links.dtype)
+        path = alignment_hmm_viterbi_cpu(None, null, scores, src_lengths=sl, tgt_lengths=tl,
+                                         p0=c.p0, log_links=log_links).states
+        jvalid = torch.arange(path.shape[1])[None, :] < tl[:, None]
+        out.append(torch.where((path < I) & jvalid & (path >= 0), path,
+                               torch.full_like(path, -1)))
+    return out[0], out[1]
+
+
+def word_viterbi(word_model, index: PairIndex) -> list:
+    """Per batch (forward (B,J), backward (B,I)) word-HMM Viterbi alignments (-1 = NULL).
+    An Och-Ney word HMM on CPU runs the numba Viterbi (same paths); else `.viterbi`."""
+    out = []
+    fast = (word_model.keys.device.type == "cpu" and word_model.stage == "hmm"
+            and word_model.config.lattice == "och_ney")
+    with torch.no_grad():
+        log_t = ((log_or_zero(word_model.t_fwd), log_or_zero(word_model.t_bwd)) if fast
+                 else None)
+        for k in range(len(index)):
+            bt = index.batch(k)
+            f, b = (_hmm_viterbi_cpu(word_model, bt, log_t) if fast
+                    else word_model.viterbi(bt))
+            out.append((f.cpu().int(), b.cpu().int()))
+    return out
 
 
 def _to_list(rows: list, width: int) -> torch.Tensor:
@@ -67,44 +115,27 @@ def _count_rows(parts: dict, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     return t, torch.cat(counts) if counts else torch.zeros(0, dtype=torch.long)
 
 
-def _rankable(rows: torch.Tensor, aligned, total, *, min_count: int,
-              discount: float) -> tuple[dict, dict]:
-    """({phrase tuple: aligned}, {phrase tuple: total}) of the candidates `rank_phrases`
-    can rank (total >= 1 and >= min_count, aligned - discount > 0), from rows (N, W) (-1
-    padded) and the counts (N,) of all candidates: the same ranking as passing every
-    candidate, without a Python tuple per candidate."""
+def _top(rows: torch.Tensor, aligned, total, *, top: int, min_count: int, discount: float,
+         rule: str) -> list:
+    """`rank_phrases` of the candidates rows (N, W) (-1 padded) with the counts (N,)
+    aligned / total, given only those it can rank (total >= 1 and >= min_count, aligned -
+    discount > 0): the same ranking as passing every candidate, without a Python tuple per
+    candidate."""
     a = np.asarray(aligned, dtype=np.int64)
     t = np.asarray(total, dtype=np.int64)
     keep = np.nonzero((t > 0) & (t >= min_count) & (a - discount > 0))[0]
     sub = rows[torch.from_numpy(keep)].tolist()
     phs = [tuple(w for w in r if w >= 0) for r in sub]
-    return dict(zip(phs, a[keep].tolist())), dict(zip(phs, t[keep].tolist()))
-
-
-def _gappy_totals(words: torch.Tensor, lengths: torch.Tensor, keys: torch.Tensor,
-                  V: int) -> torch.Tensor:
-    """(G,) occurrences in one batch (words (B,N), lengths (B,)) of the gappy candidates with
-    sorted keys w1 * V + w2 (G,): pairs a < c - 1 of one sentence. The counts of
-    `PhraseList.match_gappy` without its (B,N,N) unit table. O(B N^2 log G). The reference
-    of `_GappyCounter` (tests)."""
-    w = words.long()
-    N = w.shape[1]
-    ar = torch.arange(N, device=w.device)
-    live = ar[None, :] < lengths[:, None]
-    a_ok = torch.isin(w, torch.unique(keys // V)) & live
-    c_ok = torch.isin(w, torch.unique(keys % V)) & live
-    b, a, c = (a_ok[:, :, None] & c_ok[:, None, :] & (ar[:, None] + 1 < ar[None, :])).nonzero(
-        as_tuple=True)
-    q = w[b, a] * V + w[b, c]
-    pos = torch.searchsorted(keys, q).clamp(max=keys.numel() - 1)
-    return torch.bincount(pos[keys[pos] == q], minlength=keys.numel())
+    return rank_phrases(dict(zip(phs, a[keep].tolist())), dict(zip(phs, t[keep].tolist())),
+                        top=top, discount=discount, min_count=min_count, rule=rule)
 
 
 class _GappyCounter:
     """Occurrences of the gappy candidates (sorted keys (G,), w1 * V + w2) summed over
-    batches: `add(words, lengths)` per batch, `counts` (G,) int64. Same counts as summing
-    `_gappy_totals` (integers), by the numba kernel `_init_kernel.gappy_occurrences`
-    without (B,N,N) temporaries: a hash table of the keys, first / last word filters."""
+    batches: `add(words, lengths)` per batch, `counts` (G,) int64. The counts of
+    `PhraseList.match_gappy` (pairs a < c - 1 of one sentence), by the numba kernel
+    `_init_kernel.gappy_occurrences` without (B,N,N) temporaries: a hash table of the keys,
+    first / last word filters."""
 
     def __init__(self, keys: torch.Tensor, V: int):
         k = np.ascontiguousarray(keys.numpy(), dtype=np.int64)
@@ -130,17 +161,9 @@ class _SpanCounter:
     binary search over the sorted candidate hashes."""
 
     def __init__(self, rows: torch.Tensor, max_len: int):
-        lens = (rows >= 0).sum(1)
-        self.max_len = max_len
-        keys = torch.zeros(rows.shape[0], dtype=torch.long)
-        self.lengths = []
-        for ln in range(2, max_len + 1):
-            sel = (lens == ln).nonzero()[:, 0]
-            if sel.numel():
-                keys[sel] = span_hashes(rows[sel, :ln], torch.full((sel.numel(),), ln),
-                                        length=ln)[0][:, 0]
-                self.lengths.append(ln)
-        self.keys = np.ascontiguousarray(keys.numpy())
+        lens = set((rows >= 0).sum(1).tolist())
+        self.lengths = [ln for ln in range(2, max_len + 1) if ln in lens]
+        self.keys = np.ascontiguousarray(phrase_hashes(rows, max_len).numpy())
         self.table = hash_table(self.keys) if self.keys.shape[0] else None
         self.counts = np.zeros(self.keys.shape[0], dtype=np.int64)
 
@@ -148,7 +171,8 @@ class _SpanCounter:
         for ln in self.lengths:
             h, valid = span_hashes(words, lengths, length=ln)
             if h.numel():
-                key_occurrences(h, valid, self.keys, self.table, self.counts)
+                pos = key_positions(h.reshape(-1), valid.reshape(-1), self.keys, self.table)
+                self.counts += np.bincount(pos[pos >= 0], minlength=self.counts.shape[0])
 
 
 def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
@@ -166,8 +190,8 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
         where_k = {}
         for side, obs, al, ln in (("tgt", bt.tgt, f, bt.tgt_lengths),
                                   ("src", bt.src, b, bt.src_lengths)):
-            mine = mine_candidates_cpu if obs.device.type == "cpu" else mine_candidates
-            contig, (gk, where_k[side]) = mine(obs, al.long(), ln, max_len=L, n_words=V[side])
+            contig, (gk, where_k[side]) = mine_candidates(obs, al.long(), ln, max_len=L,
+                                                          n_words=V[side])
             for length, words in contig.items():
                 spans[side][length].append(words)
             gkeys[side].append(gk)
@@ -188,19 +212,14 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
             tot_c.add(words, ln)
             if config.gappy and cand.n_gappy:
                 tot_g.add(words, ln)
-        aligned, total = _rankable(rows, counts.numpy(), tot_c.counts,
-                                   min_count=config.min_count, discount=config.discount)
-        top_c = rank_phrases(aligned, total, top=config.n_contiguous,
-                             discount=config.discount, min_count=config.min_count,
-                             rule=config.rank)
+        top_c = _top(rows, counts.numpy(), tot_c.counts, top=config.n_contiguous,
+                     min_count=config.min_count, discount=config.discount, rule=config.rank)
         top_g = []
         if config.gappy:
             gd = config.discount if config.gappy_discount is None else config.gappy_discount
-            galigned, gtotal = _rankable(cand.gappy, gc.numpy(), tot_g.counts,
-                                         min_count=config.gappy_min_count, discount=gd)
-            top_g = rank_phrases(galigned, gtotal, top=config.n_gappy, discount=gd,
-                                 min_count=config.gappy_min_count,
-                                 rule=config.gappy_rank or config.rank)
+            top_g = _top(cand.gappy, gc.numpy(), tot_g.counts, top=config.n_gappy,
+                         min_count=config.gappy_min_count, discount=gd,
+                         rule=config.gappy_rank or config.rank)
         lists[side] = PhraseList(_to_list(top_c, L),
                                  torch.tensor(top_g, dtype=torch.long).view(-1, 2), V[side], L)
         stats[f"{side}_contiguous_candidates"] = cand.n_contiguous

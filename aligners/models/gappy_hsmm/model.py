@@ -20,7 +20,6 @@ every EM iteration; only the tables change.
 from __future__ import annotations
 
 import weakref
-from dataclasses import asdict
 
 import numpy as np
 import torch
@@ -30,7 +29,6 @@ from aligners.data.bitext import Batch
 from aligners.lattices.phrasal_hsmm_sparse import (
     SparsePhrasalPotentials,
     phrasal_hsmm_sparse_posteriors,
-    sparse_posteriors_to_dense,
 )
 from aligners.models._scatter import scatter_add2_, scatter_add_
 from aligners.models.gappy_hsmm._counts_kernel import gather2, normalise_counts, scatter_word_slots_
@@ -44,19 +42,12 @@ from aligners.models.gappy_hsmm.prepared import (
     PreparedBatch,
     jump_potentials,
     prepare_batch,
-    word_slots,
 )
-from aligners.models.gappy_hsmm.routing import take_rows, word_row_counts, word_row_posteriors
+from aligners.models.gappy_hsmm.routing import take, take_rows, word_row_counts, word_row_posteriors
 
 __all__ = ["PhrasalConfig", "Layout", "CompactLayout", "PhrasalAligner", "make_layout"]
 
 _TINY = 1e-20
-
-
-def _take(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """table[ids] (any shape) by one index_select (CPU: about 10x faster than advanced
-    indexing for large index tensors; the same values)."""
-    return table.index_select(0, ids.reshape(-1)).view(ids.shape)
 
 
 class PhrasalAligner(nn.Module):
@@ -111,72 +102,60 @@ class PhrasalAligner(nn.Module):
         return out.view(key.shape)
 
     def _phrase_hash(self) -> tuple:
-        """(phrase keys as int64 numpy, `_init_kernel.hash_table` of them), built once per
-        phrase_keys object and version (CPU). Memory ~ 4 Q int64."""
-        pk = self.phrase_keys
-        hit = self.__dict__.get("_hash_cache")
-        if hit is None or hit[0]() is not pk or hit[1] != pk._version:
-            keys = np.ascontiguousarray(pk.numpy(), dtype=np.int64)
-            hit = (weakref.ref(pk), pk._version, (keys, hash_table(keys)))
-            self.__dict__["_hash_cache"] = hit
-        return hit[2]
+        """(phrase keys as int64 numpy, `_init_kernel.hash_table` of them) (CPU; cached as
+        `_cached`). Memory ~ 4 Q int64."""
+        def build():
+            keys = np.ascontiguousarray(self.phrase_keys.numpy(), dtype=np.int64)
+            return keys, hash_table(keys)
+
+        return self._cached("hash", (self.phrase_keys,), build)
+
+    def _cached(self, name, tensors: tuple, build):
+        """`build()`, computed once per objects and versions of `tensors` (the M-step
+        replaces the tables; an in-place change such as load_state_dict bumps the version);
+        only weak references to them kept; the stale value dropped before the rebuild."""
+        cache = self.__dict__.setdefault("_caches", {})
+        hit = cache.get(name)
+        if hit is None or any(r() is not t or v != t._version
+                              for (r, v), t in zip(hit[0], tensors)):
+            cache.pop(name, None)
+            hit = cache[name] = ([(weakref.ref(t), t._version) for t in tensors], build())
+        return hit[1]
 
     # ------------------------------------------------------------------ potentials
-    def prepare(self, batch: Batch, lay: Layout, *, route: bool = True) -> PreparedBatch:
-        """The batch's fixed E-step parts (routing split, slots, transitions, agreement
-        maps; `prepared.prepare_batch`): build once per batch, pass to `accumulate` and
-        `link_posteriors` in every iteration. Valid while the phrase lists, keys, jump
-        weights and config are unchanged."""
-        return prepare_batch(self, batch, lay, route=route)
+    prepare = prepare_batch  # model.prepare(batch, lay, *, route=True) -> PreparedBatch
 
-    def _potentials(self, d: DirectionConst, pbatch: Batch,
-                    word: torch.Tensor | None = None) -> SparsePhrasalPotentials:
-        """Sparse potentials of one direction of the phrase rows `pbatch` from the current
-        tables: word (B,O,S), listed long segments (M,S), null (B,O), phrase (B,O,P).
-        `word`: the (B,O,S) word-slot log potentials when gathered already (`_sparse`)."""
+    def _potentials(self, d: DirectionConst, word: torch.Tensor) -> SparsePhrasalPotentials:
+        """Sparse potentials of one direction of the phrase rows from the current tables:
+        word (B,O,S) (the word-slot log potentials, gathered by `_sparse`), listed long
+        segments (M,S), null (B,O), phrase (B,O,P)."""
         table = self.pair_tables(log=True)[:, 0 if d.forward else 1]
         null_t = self._log_table("null_tgt" if d.forward else "null_src")
-        if word is None:
-            word = _take(table, word_slots(d, pbatch))
         return SparsePhrasalPotentials(
             word, d.seg_item, d.seg_end, d.seg_len,
-            _take(table, d.ids_s) + d.seg_lam, _take(null_t, d.obs), _take(table, d.ids_p),
+            take(table, d.ids_s) + d.seg_lam, take(null_t, d.obs), take(table, d.ids_p),
             *jump_potentials(self, d), d.null_init, d.null_stay, d.phrase_weight, d.first,
             d.last)
 
     def pair_tables(self, *, log: bool = False) -> torch.Tensor:
         """(P+1+Q, 2) t_fwd and t_bwd interleaved (log: their logs, each `torch.log` of its
-        own table, so the same values as gathering then taking the log), built once per
-        table objects and versions (as `_log_table`); gathered by `gather2`, one cache line
-        for both directions' slot. Memory 2 (P+1+Q) floats per form."""
+        own table, so the same values as gathering then taking the log; cached as
+        `_cached`); gathered by `gather2`, one cache line for both directions' slot. Memory
+        2 (P+1+Q) floats per form."""
         tabs = (self.t_fwd, self.t_bwd)
-        cache = self.__dict__.setdefault("_pair_cache", {})
-        hit = cache.get(log)
-        if hit is None or any(r() is not t or v != t._version for (r, v), t in zip(hit[0], tabs)):
-            cache.pop(log, None)
-            stamp = [(weakref.ref(t), t._version) for t in tabs]
-            cols = [torch.log(t) for t in tabs] if log else tabs
-            hit = cache[log] = (stamp, torch.stack(cols, 1))
-        return hit[1]
+        return self._cached(("pair", log), tabs, lambda: torch.stack(
+            [torch.log(t) for t in tabs] if log else tabs, 1))
 
     def clear_caches(self) -> None:
-        """Drop the cached log tables and interleaved pair tables (rebuilt on next use):
-        frees 4 (P+1+Q) floats and more once a model is trained and evaluated."""
-        for name in ("_log_cache", "_pair_cache", "_hash_cache"):
-            self.__dict__.pop(name, None)
+        """Drop the cached log tables, interleaved pair tables and phrase hash (rebuilt on
+        next use): frees 4 (P+1+Q) floats and more once a model is trained and evaluated."""
+        self.__dict__.pop("_caches", None)
 
     def _log_table(self, name: str) -> torch.Tensor:
-        """log of the table `name` (t_fwd, t_bwd, null_tgt, null_src), computed once per
-        table object and version (the M-step replaces the tables; an in-place change such
-        as load_state_dict bumps the version); one cached log per name, only a weak reference
-        to the table kept. Gathering from it equals the log of the gathered probabilities."""
+        """log of the table `name` (null_tgt, null_src; cached as `_cached`): gathering from
+        it equals the log of the gathered probabilities."""
         table = getattr(self, name)
-        cache = self.__dict__.setdefault("_log_cache", {})
-        hit = cache.get(name)
-        if hit is None or hit[0]() is not table or hit[1] != table._version:
-            cache.pop(name, None)
-            hit = cache[name] = (weakref.ref(table), table._version, torch.log(table))
-        return hit[2]
+        return self._cached(("log", name), (table,), lambda: torch.log(table))
 
     def _sparse(self, prep: PreparedBatch, pbatch: Batch, *, viterbi: bool = False):
         """Both directions' sparse posteriors (or Viterbi indicators) of the phrase rows
@@ -185,20 +164,11 @@ class PhrasalAligner(nn.Module):
         wb, wf = gather2(self.pair_tables(log=True), pbatch.pair_ids)[::-1]
         for d, w in ((prep.fwd, wf.transpose(1, 2)), (prep.bwd, wb)):  # (B,O,S) each
             out.append(phrasal_hsmm_sparse_posteriors(
-                self._potentials(d, pbatch, w), max_len=self.config.max_phrase_len,
+                self._potentials(d, w), max_len=self.config.max_phrase_len,
                 src_lengths=d.state_lengths, tgt_lengths=d.obs_lengths, viterbi=viterbi))
         return out
 
     # ------------------------------------------------------------------ E-step
-    def posteriors(self, batch: Batch, lay: Layout, *, viterbi: bool = False):
-        """Both directions' dense segment posteriors (or Viterbi indicators) of one batch,
-        every row on the phrasal lattice: ((fwd PhrasalPosteriors, None, None), (bwd ...)),
-        word (B,O,L,S). For tests and inspection; training uses the sparse form."""
-        prep = self.prepare(batch, lay, route=False)
-        pb, L = prep.phrase_batch(), self.config.max_phrase_len
-        return [(sparse_posteriors_to_dense(p, self._potentials(d, pb), L), None, None)
-                for p, d in zip(self._sparse(prep, pb, viterbi=viterbi), (prep.fwd, prep.bwd))]
-
     def link_posteriors(self, batch: Batch | None = None, lay: Layout | None = None, *,
                         viterbi: bool = False, route: bool = True,
                         prepared: PreparedBatch | None = None):
@@ -306,6 +276,3 @@ class PhrasalAligner(nn.Module):
         self.iteration += 1
         self.reset_counts()
         return ll
-
-    def hparams(self) -> dict:
-        return asdict(self.config)

@@ -16,7 +16,7 @@ import torch
 
 from aligners.models.gappy_hsmm.config import MAX_PHRASE_LEN, RANK_RULES
 
-__all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "PhraseList", "span_hashes", "mine_candidates",
+__all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "PhraseList", "span_hashes", "phrase_hashes",
            "rank_phrases"]
 
 _HASH_SEED = 20110619
@@ -44,6 +44,19 @@ def span_hashes(words: torch.Tensor, lengths: torch.Tensor, *, length: int) -> t
         h = h + (words[:, k:k + W].long() + 1) * R[k + 1]
     valid = torch.arange(W, device=words.device)[None, :] + length <= lengths[:, None]
     return h, valid
+
+
+def phrase_hashes(rows: torch.Tensor, max_len: int) -> torch.Tensor:
+    """(N,) int64 `span_hashes` of each phrase of rows (N, W) (word ids, -1 padded, lengths
+    2..max_len; 0 for any other length). Cost O(N max_len)."""
+    lens = (rows >= 0).sum(1)
+    out = torch.zeros(rows.shape[0], dtype=torch.long, device=rows.device)
+    for ln in range(2, max_len + 1):
+        sel = (lens == ln).nonzero()[:, 0]
+        if sel.numel():
+            n = torch.full((sel.numel(),), ln, device=rows.device)
+            out[sel] = span_hashes(rows[sel, :ln], n, length=ln)[0][:, 0]
+    return out
 
 
 @dataclass
@@ -76,13 +89,11 @@ class PhraseList:
         if key not in self._index:
             c = self.contiguous.to(device)
             by_len = {}
-            lens = (c >= 0).sum(1)
+            lens, hashes = (c >= 0).sum(1), phrase_hashes(c, self.max_len)
             for ln in range(2, self.max_len + 1):
                 rows = (lens == ln).nonzero()[:, 0]
                 if rows.numel():
-                    h, _ = span_hashes(c[rows, :ln], torch.full((rows.numel(),), ln,
-                                                               device=device), length=ln)
-                    h = h[:, 0]
+                    h = hashes[rows]
                     order = h.argsort()
                     by_len[ln] = (h[order], rows[order])
             gk = self.gappy[:, 0].to(device) * self.n_words + self.gappy[:, 1].to(device)
@@ -111,8 +122,7 @@ class PhraseList:
         (c > a + 1), -1 elsewhere. Cost O(B N^2 log Pg)."""
         B, N = words.shape
         out = torch.full((B, N, N), -1, dtype=torch.long, device=words.device)
-        _, gk, order = self._tables(words.device)
-        if gk.numel() == 0:
+        if self.n_gappy == 0:
             return out
         w = words.long()
         ar = torch.arange(N, device=words.device)
@@ -122,47 +132,20 @@ class PhraseList:
         c_ok = torch.isin(w, self.gappy[:, 1].to(w.device)) & live
         ok = a_ok[:, :, None] & c_ok[:, None, :] & (ar[:, None] + 1 < ar[None, :])
         b, a, c = ok.nonzero(as_tuple=True)
-        keys = w[b, a] * self.n_words + w[b, c]
-        pos = torch.searchsorted(gk, keys).clamp(max=gk.numel() - 1)
-        hit = gk[pos] == keys
-        out[b[hit], a[hit], c[hit]] = order[pos[hit]] + self.n_words + self.n_contiguous
+        out[b, a, c] = self.gappy_units(words, b, a, c)
         return out
 
-
-def mine_candidates(obs: torch.Tensor, align: torch.Tensor, lengths: torch.Tensor, *,
-                    max_len: int, n_words: int):
-    """Phrase instances of one batch from one direction's Viterbi alignment.
-
-    obs (B, N) observation word ids, align (B, N) state position per observation (-1 NULL
-    or pad), lengths (B,). Returns (contiguous: {length: (words (M, length), count)} of
-    spans all aligned to one state; gappy: (keys (M,) w1*V+w2, where (M, 4) [b, a, c, state
-    position]) of pairs a < c - 1 aligned to one state that has exactly these two
-    observations, with an observation aligned to another state between them).
-    Cost O(B N (L + N)).
-    """
-    B, N = obs.shape
-    dev = obs.device
-    valid = torch.arange(N, device=dev)[None, :] < lengths[:, None]
-    a = torch.where(valid, align, torch.full_like(align, -1))
-    contiguous = {}
-    for ln in range(2, max_len + 1):
-        if N < ln:
-            break
-        win = a.unfold(1, ln, 1)  # (B, W, ln)
-        same = (win == win[..., :1]).all(-1) & (win[..., 0] >= 0)
-        contiguous[ln] = obs.long().unfold(1, ln, 1)[same]
-    eq = (a[:, :, None] == a[:, None, :]) & (a[:, :, None] >= 0)
-    cnt = eq.sum(2)
-    ar = torch.arange(N, device=dev)
-    cum = torch.cat([torch.zeros(B, 1, dtype=torch.long, device=dev),
-                     (a >= 0).long().cumsum(1)], 1)  # cum[:, k] = aligned among 0..k-1
-    between = cum[:, None, :N] - cum[:, 1:, None]  # [b, i, c]: aligned in i+1..c-1
-    ok = eq & (ar[None, :, None] + 1 < ar[None, None, :]) & (cnt[:, :, None] == 2) & (between > 0)
-    b, i, c = ok.nonzero(as_tuple=True)
-    w = obs.long()
-    keys = w[b, i] * n_words + w[b, c]
-    where = torch.stack([b, i, c, a[b, i]], 1)
-    return contiguous, (keys, where)
+    def gappy_units(self, words: torch.Tensor, b, a, c) -> torch.Tensor:
+        """(M,) unit of the listed gappy phrase words[b, a] ? words[b, c] (or -1) per
+        instance: `match_gappy(words, ...)[b, a, c]` without its (B,N,N) table. O(M log Pg)."""
+        _, gk, order = self._tables(words.device)
+        if gk.numel() == 0 or b.numel() == 0:
+            return torch.full_like(b, -1)
+        w = words.long()
+        keys = w[b, a] * self.n_words + w[b, c]
+        pos = torch.searchsorted(gk, keys).clamp(max=gk.numel() - 1)
+        return torch.where(gk[pos] == keys, order[pos] + self.n_words + self.n_contiguous,
+                           torch.full_like(pos, -1))
 
 
 def rank_phrases(aligned: dict, total: dict, *, top: int, discount: float,

@@ -22,11 +22,11 @@ import torch
 
 from aligners.data.bitext import Batch
 from aligners.models.gappy_hsmm.routing import phrase_rows, take_layout, take_rows
-from aligners.models.hmm.directional import jump_buckets
+from aligners.models.hmm.directional import _jump_scores
 from aligners.semirings import semiring_zero
 
 __all__ = ["DirectionConst", "PreparedBatch", "ReuseCache", "REUSE_BYTES", "direction_const",
-           "prepare_batch", "word_slots", "jump_potentials", "memberships", "tensor_bytes"]
+           "prepare_batch", "jump_potentials", "tensor_bytes"]
 
 _TINY = 1e-20
 REUSE_BYTES = 1 << 29  # bytes of per-batch constants kept for reuse, per cache (prepared, layouts)
@@ -84,9 +84,9 @@ class ReuseCache(dict):
 
 class DirectionConst(NamedTuple):
     """One direction's fixed part (small: O(B (S + O P) + M S); the (B,O,S) word slots are
-    the phrase rows' pair ids and the (B,S,S) jumps are recomputed per use by `word_slots`
-    and `jump_potentials`; the (B,P,S) memberships are kept, `members` / `gends`, in the
-    model's dtype: `memberships`). seg_item, seg_end, seg_len (M,)
+    the phrase rows' pair ids, gathered per use, and the (B,S,S) jumps are recomputed per
+    use by `jump_potentials`; the (B,P,S) memberships are kept, `members` / `gends`, in the
+    model's dtype: `_members`). seg_item, seg_end, seg_len (M,)
     the listed observation spans (order of `span.nonzero()`); ids_s (M,S) int32 their slots
     per state word; seg_lam (M,1) l log(lambda); ids_p (B,O,P) int32 phrase-state slots; obs
     (B,O) int32 observation words; jump_norm (B,S+1) the jump normalisers; null_init, null_stay
@@ -116,8 +116,8 @@ class DirectionConst(NamedTuple):
     state_lengths: torch.Tensor
     obs_lengths: torch.Tensor
     forward: bool
-    members: torch.Tensor | None = None  # (B,P,S) `_members` in the model's dtype
-    gends: torch.Tensor | None = None  # (B,P,S) gappy ends, likewise
+    members: torch.Tensor  # (B,P,S) `_members` in the model's dtype
+    gends: torch.Tensor  # (B,P,S) gappy ends, likewise
 
 
 @dataclass
@@ -141,16 +141,9 @@ class PreparedBatch:
                                                                      self.phrase_rows)
 
 
-def word_slots(d: DirectionConst, pbatch: Batch) -> torch.Tensor:
-    """(B,O,S) int32 word->word slots of the phrase rows' sub-batch (a view)."""
-    return pbatch.pair_ids.transpose(1, 2) if d.forward else pbatch.pair_ids
-
-
 def _jump_weights(jw, sl, S, dtype):
-    K = (jw.numel() - 1) // 2
     valid = torch.arange(S, device=sl.device)[None, :] < sl[:, None]
-    return jw.to(dtype)[jump_buckets(n_src=S, max_jump=K, device=sl.device)][None] * valid[
-        :, None], valid
+    return _jump_scores(jw, n_src=S, dtype=dtype)[None] * valid[:, None], valid
 
 
 def jump_potentials(model, d: DirectionConst):
@@ -166,14 +159,6 @@ def jump_potentials(model, d: DirectionConst):
     lj = w.mul_((1 - c.p0) * c.eta).div_(d.jump_norm.clamp_min(_TINY)[..., None])
     lj = lj.clamp_min_(_TINY).log_().masked_fill_(~valid[:, None, :], semiring_zero(dtype))
     return lj[:, 0], lj[:, 1:]
-
-
-def memberships(d: DirectionConst, dtype):
-    """((B,P,S) membership of each state position in each phrase state, (B,P,S) gappy
-    ends); see `_members`. Kept in `d` when built in `dtype` (`direction_const`)."""
-    if d.members is not None and d.members.dtype == dtype:
-        return d.members, d.gends
-    return _members(d.first, d.last, d.gap, d.null_stay.shape[1], dtype)
 
 
 def _members(first, last, gap, n, dtype):
@@ -258,8 +243,11 @@ def direction_const(model, batch: Batch, lay, *, forward: bool) -> DirectionCons
 
 
 def prepare_batch(model, batch: Batch, lay, *, route: bool = True) -> PreparedBatch:
-    """Split `batch` (routing: rows without a phrase state go to the word HMM) and build the
-    phrase rows' `DirectionConst`s. `route=False`: every row on the phrasal lattice."""
+    """The batch's fixed E-step parts (`PhrasalAligner.prepare`): `batch` split (routing:
+    rows without a phrase state go to the word HMM; `route=False`: every row on the phrasal
+    lattice) and the phrase rows' `DirectionConst`s. Build once per batch, pass to
+    `accumulate` and `link_posteriors` in every iteration; valid while the phrase lists,
+    keys, jump weights and config are unchanged."""
     batch = batch.to(model.word_keys.device)
     word_rows = prows = None
     pb, play = batch, lay

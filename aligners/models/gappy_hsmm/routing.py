@@ -21,9 +21,9 @@ import torch
 from aligners.data.bitext import Batch
 from aligners.lattices.alignment_hmm import alignment_hmm_posteriors, alignment_hmm_viterbi
 from aligners.models.gappy_hsmm._counts_kernel import gather2
-from aligners.models.hmm.directional import jump_buckets
+from aligners.models.hmm.directional import _jump_scores
 
-__all__ = ["WordRowPosteriors", "phrase_rows", "take_rows", "take_layout",
+__all__ = ["WordRowPosteriors", "take", "phrase_rows", "take_rows", "take_layout",
            "word_row_posteriors", "word_row_counts"]
 
 
@@ -37,6 +37,12 @@ class WordRowPosteriors(NamedTuple):
     null_fwd: torch.Tensor
     links_bwd: torch.Tensor
     null_bwd: torch.Tensor
+
+
+def take(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """table[ids] (any shape) by one index_select (CPU: about 10x faster than advanced
+    indexing for large index tensors; the same values)."""
+    return table.index_select(0, ids.reshape(-1)).view(ids.shape)
 
 
 def phrase_rows(lay) -> torch.Tensor:
@@ -67,20 +73,14 @@ def _direction_inputs(model, batch: Batch, link, *, forward: bool):
     """(link probs (B,S,O) state x observation, null probs (B,O), jump scores (S+1,S),
     state lengths, observation lengths) of one direction; `link` this direction's (B,I,J)
     word-slot probabilities (`gather2` of `model.pair_tables()`)."""
-    def take(table, idx, shape):  # table[idx] by one index_select (same values, faster)
-        return table.index_select(0, idx.reshape(-1)).view(shape)
-
     if forward:
-        null = take(model.null_tgt, batch.tgt, batch.tgt.shape)
+        null = take(model.null_tgt, batch.tgt)
         jump, sl, ol = model.jump_fwd, batch.src_lengths, batch.tgt_lengths
     else:
         link = link.transpose(1, 2)
-        null = take(model.null_src, batch.src, batch.src.shape)
+        null = take(model.null_src, batch.src)
         jump, sl, ol = model.jump_bwd, batch.tgt_lengths, batch.src_lengths
-    S = link.shape[1]
-    K = (jump.numel() - 1) // 2
-    scores = jump.to(link.dtype)[jump_buckets(n_src=S, max_jump=K, device=link.device)]
-    return link, null, scores, sl, ol
+    return link, null, _jump_scores(jump, n_src=link.shape[1], dtype=link.dtype), sl, ol
 
 
 def _viterbi_links(link, null, scores, sl, ol, p0):
