@@ -447,8 +447,7 @@ def test_compile_child_warms_every_kernel_and_is_skipped_when_cached(monkeypatch
     """warm_all compiles every kernel a run calls; a child starts only when the cache lacks
     them (and never inside the child itself), exits 0, and is waited for once."""
     from aligners.models.bayesian import jit
-    from aligners.models.bayesian.model import exact_kernels
-    from aligners.models.bayesian.warm import warm_all
+    from aligners.models.bayesian.model import exact_kernels, warm_all
 
     warm_all()
     kernels = exact_kernels()
