@@ -16,7 +16,7 @@ import ctypes.util
 import mmap
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -55,17 +55,6 @@ class EncodedBitext:
     n_pairs: int
     n_shared: int = -1  # ids from here on occur in one cell each (-1: unknown)
     single_off: np.ndarray | None = None  # (K + 1,) folded single cells before sentence k
-    _pair: np.ndarray | None = field(default=None, repr=False)
-
-    @property
-    def pair(self) -> np.ndarray:
-        """(cells,) int64 pair ids, built on first use and kept (8 bytes per cell: for
-        checks; the sampler reads pair_lo / pair_hi). Not once folded."""
-        if self.single_off is not None:
-            raise ValueError("the single-cell pairs are folded (fold_singles): no per-cell ids")
-        if self._pair is None:
-            self._pair = self.pair_lo.astype(np.int64) | (self.pair_hi.astype(np.int64) << 16)
-        return self._pair
 
     def fold_singles(self) -> bool:
         """Give every cell of a single-cell pair the one id SINGLE, so that the ids fit 3
@@ -89,7 +78,7 @@ class EncodedBitext:
         _fold(self.pair_lo, hi, out, np.int64(self.n_shared), self.cell_off, self.single_off)
         if hi.itemsize > 1:
             _drop_pages(hi.view(np.uint8)[n:])
-        self.pair_hi, self._pair = out, None
+        self.pair_hi = out
         return True
 
     def drop_keys(self) -> None:
@@ -127,16 +116,11 @@ class EncodedBitext:
         """Free the per-cell pair ids (3 bytes per cell); not needed to decode."""
         self.pair_lo = np.zeros(0, np.uint16)
         self.pair_hi = np.zeros(0, self.pair_hi.dtype)
-        self._pair = self.single_off = None
+        self.single_off = None
 
     @property
     def n_sentences(self) -> int:
         return len(self.src_off) - 1
-
-    def lengths(self, k: int) -> tuple[int, int]:
-        """(I, J) of sentence k."""
-        return (int(self.src_off[k + 1] - self.src_off[k]),
-                int(self.tgt_off[k + 1] - self.tgt_off[k]))
 
 
 def _drop_pages(view: np.ndarray) -> bool:

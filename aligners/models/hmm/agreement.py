@@ -89,48 +89,42 @@ class WordAligner(nn.Module):
         return "hmm" if self.config.hmm_iterations > 0 and done else "ibm1"
 
     # ----------------------------------------------------------------- E-step
+    def _lattice_inputs(self, batch: Batch) -> list[tuple]:
+        """Per direction (forward, then backward: transposed) the lattice's inputs: link
+        probabilities (B, I, J) / (B, J, I), NULL probabilities, lengths, jump weights."""
+        ids, sl, tl = batch.pair_ids, batch.src_lengths, batch.tgt_lengths
+        return [(_gather(self.t_fwd, ids), _gather(self.null_tgt, batch.tgt),
+                 {"src_lengths": sl, "tgt_lengths": tl}, self.jump_fwd),
+                (_gather(self.t_bwd, ids).transpose(1, 2), _gather(self.null_src, batch.src),
+                 {"src_lengths": tl, "tgt_lengths": sl}, self.jump_bwd)]
+
     def posteriors(self, batch: Batch, *, stage: str | None = None) -> DirectionPosteriors:
         """Both directions' posteriors for one batch. Cost O(B I J) (Model 1) or the HMM
         lattice's O(B J I^2 + B I J^2)."""
         stage = stage or self.stage
-        batch = batch.to(self.keys.device)
-        ids = batch.pair_ids
-        pf, pb = _gather(self.t_fwd, ids), _gather(self.t_bwd, ids)  # (B, I, J)
-        nf, nb = _gather(self.null_tgt, batch.tgt), _gather(self.null_src, batch.src)
-        sl, tl = batch.src_lengths, batch.tgt_lengths
-        if stage == "ibm1":
-            llf, lf, nuf = ibm1_posteriors(pf, nf, src_lengths=sl, tgt_lengths=tl)
-            llb, lb, nub = ibm1_posteriors(pb.transpose(1, 2), nb, src_lengths=tl, tgt_lengths=sl)
-            ll = torch.stack([llf.sum(), llb.sum()]).double()
-            return DirectionPosteriors(ll, lf, nuf, lb.transpose(1, 2), nub)
         c = self.config
-        llf, lf, nuf, jf = hmm_direction_posteriors(
-            pf, nf, src_lengths=sl, tgt_lengths=tl, jump_weights=self.jump_fwd, p0=c.p0,
-            lattice=c.lattice)
-        llb, lb, nub, jb = hmm_direction_posteriors(
-            pb.transpose(1, 2), nb, src_lengths=tl, tgt_lengths=sl,
-            jump_weights=self.jump_bwd, p0=c.p0, lattice=c.lattice)
-        lb = lb.transpose(1, 2)  # both are zero in padded cells already
+        inputs = self._lattice_inputs(batch.to(self.keys.device))
+        if stage == "ibm1":
+            out = [ibm1_posteriors(p, n, **lengths) for p, n, lengths, _ in inputs]
+        else:
+            out = [hmm_direction_posteriors(p, n, **lengths, jump_weights=jw, p0=c.p0,
+                                            lattice=c.lattice) for p, n, lengths, jw in inputs]
+        (llf, lf, nuf, *jf), (llb, lb, nub, *jb) = out  # (jumps: the HMM's only)
         ll = torch.stack([llf.sum(), llb.sum()]).double()
-        return DirectionPosteriors(ll, lf, nuf, lb, nub, jf, jb)
+        return DirectionPosteriors(ll, lf, nuf, lb.transpose(1, 2), nub, *jf, *jb)
 
     def viterbi(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Best alignments: forward (B, J) source position per target word, backward (B, I)
         target position per source word; -1 = NULL or padding."""
         batch = batch.to(self.keys.device)
-        ids = batch.pair_ids
-        pf, pb = _gather(self.t_fwd, ids), _gather(self.t_bwd, ids)
-        nf, nb = _gather(self.null_tgt, batch.tgt), _gather(self.null_src, batch.src)
-        sl, tl = batch.src_lengths, batch.tgt_lengths
         if self.stage == "ibm1":
             post = self.posteriors(batch, stage="ibm1")
-            return _argmax_or_null(post.links_fwd, post.null_fwd, 1, tl), _argmax_or_null(
-                post.links_bwd, post.null_bwd, 2, sl)
+            return (_argmax_or_null(post.links_fwd, post.null_fwd, 1, batch.tgt_lengths),
+                    _argmax_or_null(post.links_bwd, post.null_bwd, 2, batch.src_lengths))
         c = self.config
-        fwd = hmm_direction_viterbi(pf, nf, src_lengths=sl, tgt_lengths=tl,
-                                    jump_weights=self.jump_fwd, p0=c.p0, lattice=c.lattice)
-        bwd = hmm_direction_viterbi(pb.transpose(1, 2), nb, src_lengths=tl, tgt_lengths=sl,
-                                    jump_weights=self.jump_bwd, p0=c.p0, lattice=c.lattice)
+        fwd, bwd = (hmm_direction_viterbi(p, n, **lengths, jump_weights=jw, p0=c.p0,
+                                          lattice=c.lattice)
+                    for p, n, lengths, jw in self._lattice_inputs(batch))
         return fwd, bwd
 
     # ----------------------------------------------------------------- EM

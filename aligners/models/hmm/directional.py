@@ -65,12 +65,10 @@ def hmm_potentials(
     each position. Cost O(B I (I + J)) time and memory.
     """
     B, I, J = link_probs.shape
-    K = (jump_weights.numel() - 1) // 2
     dtype = link_probs.dtype
     dev = link_probs.device
-    bk = jump_buckets(n_src=I, max_jump=K, device=dev)
     valid = torch.arange(I, device=dev)[None, :] < src_lengths[:, None]  # (B, I)
-    weights = jump_weights.to(dtype)[bk][None] * valid[:, None, :]  # (B, I+1, I)
+    weights = _jump_scores(jump_weights, n_src=I, dtype=dtype)[None] * valid[:, None, :]
     norm = weights.sum(-1).clamp_min(torch.finfo(dtype).tiny)
     ctx = weights / norm[..., None]
     words = (1 - p0) * ctx[:, 1:, :]
