@@ -33,11 +33,10 @@ from aligners.data import DEFAULT_CELLS, GPU_CELLS
 from aligners.errors import AlignersInputError
 from aligners.symmetrize import HEURISTICS
 
-__all__ = ["Link", "OUTPUTS", "LARGE", "SYMMETRIC", "Decoding", "TuneGrid", "RunOptions",
+__all__ = ["Link", "LARGE", "SYMMETRIC", "Decoding", "TuneGrid", "RunOptions",
            "Aligned", "WordAlignment", "token_pairs", "parse_line", "auto_family", "align"]
 
 Link = tuple[int, int]
-OUTPUTS = ("fwd", "rev", "sym")
 
 
 @dataclass(frozen=True)

@@ -110,13 +110,15 @@ def mean_links(m: BayesMarginals, threshold: float) -> tuple[np.ndarray, np.ndar
     return sent[:n], ii[:n], jj[:n]
 
 
-def _per_sentence(n: int, sent: np.ndarray, i: np.ndarray, j: np.ndarray):
-    """Yield, per sentence 0..n-1, its links as a list of (i, j) (arrays sorted by sentence)."""
-    bounds = np.searchsorted(sent, np.arange(n + 1))
-    ii, jj = i.tolist(), j.tolist()
-    for k in range(n):
-        lo, hi = int(bounds[k]), int(bounds[k + 1])
-        yield list(zip(ii[lo:hi], jj[lo:hi], strict=True))
+def _per_sentence(links, lo: int, hi: int):
+    """Yield, per sentence lo..hi-1, its links as a list of (i, j) (link arrays (sentence,
+    i, j) sorted by sentence)."""
+    sent, i, j = links
+    bounds = np.searchsorted(sent, np.arange(lo, hi + 1))
+    a = int(bounds[0])
+    ii, jj = i[a:bounds[-1]].tolist(), j[a:bounds[-1]].tolist()
+    for b, e in zip((bounds[:-1] - a).tolist(), (bounds[1:] - a).tolist(), strict=True):
+        yield list(zip(ii[b:e], jj[b:e], strict=True))
 
 
 def link_lines(m: BayesMarginals, *, heuristic: str | None = None, direction: str = "fwd",
@@ -129,18 +131,12 @@ def link_lines(m: BayesMarginals, *, heuristic: str | None = None, direction: st
     Streams: per-link Python objects exist for one sentence at a time. Cost O(tokens * K).
     """
     lo, hi = span if span is not None else (0, m.corpus.n_sentences)
-
-    def per_sentence(links):  # link arrays sorted by sentence -> lists of the span's
-        sent, i, j = links
-        a, b = np.searchsorted(sent, [lo, hi])
-        return _per_sentence(hi - lo, sent[a:b] - lo, i[a:b], j[a:b])
-
     if mean is not None:
-        for k, links in enumerate(per_sentence(mean_links(m, mean)), lo):
+        for k, links in enumerate(_per_sentence(mean_links(m, mean), lo, hi), lo):
             yield _posterior_line(m, k, links, None) if posteriors else link_line(links)
         return
     dirs = [direction] if heuristic is None else ["fwd", "rev"]
-    sources = [per_sentence(token_links(m, d, threshold=threshold)) for d in dirs]
+    sources = [_per_sentence(token_links(m, d, threshold=threshold), lo, hi) for d in dirs]
     for k, parts in enumerate(zip(*sources, strict=True), lo):
         links = set(parts[0]) if heuristic is None else symmetrize(parts[0], parts[1],
                                                                    heuristic)

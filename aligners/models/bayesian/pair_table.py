@@ -71,17 +71,11 @@ def _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
                         bigger[:n] = keys[:n]
                         keys = bigger
                     if 10 * (n + 1) > 7 * (1 << bits):  # load 0.7: double and rehash
-                        bits += 1
-                        mask = (1 << bits) - 1
+                        bits += 1  # (every key is new to the table: _probe finds a free slot)
                         table = np.full(1 << bits, -1, np.int32)
                         for q in range(n):
-                            h2 = _slot_of(keys[q], bits)
-                            while table[h2] >= 0:
-                                h2 = (h2 + 1) & mask
-                            table[h2] = q
-                        h = _slot_of(key, bits)
-                        while table[h] >= 0:
-                            h = (h + 1) & mask
+                            table[_probe(table, keys, keys[q], bits)[0]] = q
+                        h = _probe(table, keys, key, bits)[0]
                     table[h] = n
                     keys[n] = key
                     slot = n

@@ -13,7 +13,7 @@ Expected counts live in buffers that `all_reduce_counts` sums across processes (
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -227,9 +227,6 @@ class WordAligner(nn.Module):
                     progress(it, k)
             history.append(self.m_step().tolist())
         return history
-
-    def hparams(self) -> dict:
-        return asdict(self.config)
 
 
 def _gather(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:

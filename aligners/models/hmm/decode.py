@@ -17,7 +17,6 @@ its device), `viterbi(batch) -> (fwd (B, J) source index or -1, rev (B, I) targe
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +26,6 @@ from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.models.hmm._pharaoh_kernel import link_lines
 from aligners.models.hmm.config import DECODING
-from aligners.timing import Phases
 
 __all__ = ["DECODINGS", "decode_lines"]
 
@@ -131,7 +129,6 @@ def decode_lines(
     posteriors: bool = False,
     outputs: tuple[str, ...] = ("fwd", "rev", "sym"),
     progress: Callable[[int], None] | None = None,
-    phases: Phases | None = None,
 ) -> dict[str, list[str]]:
     """Pharaoh lines (`i-j`, or `i-j:p` with `posteriors`) per output in `outputs`:
     "fwd", "rev" and "sym" (symmetrized with `heuristic`; None/"none" = forward links).
@@ -139,9 +136,7 @@ def decode_lines(
     Each batch is decoded on the model's device and comes to the host in one copy; its
     lines are written by one compiled pass (`_pharaoh_kernel.link_lines`), without a Python
     object per link, except for a symmetrization heuristic (per sentence, in Python:
-    `aligners.symmetrize`), whose time goes to phase "symmetrize" of `phases` when given
-    (`aligners.timing`: the caller's "decode" phase then excludes it). Memory: the
-    formatted lines only (batch by batch).
+    `aligners.symmetrize`). Memory: the formatted lines only (batch by batch).
     """
     from aligners.symmetrize import check_heuristic, symmetrize
 
@@ -161,12 +156,10 @@ def decode_lines(
             if plain_sym:
                 lines["sym"] = lines["fwd"]
             else:
-                with phases("symmetrize") if phases is not None else nullcontext():
-                    (lf, pf), (lr, pr) = h.per_row(0), h.per_row(1)
-                    lines["sym"] = [
-                        _sym_line(sorted(symmetrize(lf[b], lr[b], heuristic)),
-                                  {**pr[b], **pf[b]} if posteriors else None)
-                        for b in range(len(rows))]
+                (lf, pf), (lr, pr) = h.per_row(0), h.per_row(1)
+                lines["sym"] = [_sym_line(sorted(symmetrize(lf[b], lr[b], heuristic)),
+                                          {**pr[b], **pf[b]} if posteriors else None)
+                                for b in range(len(rows))]
         for name in out:
             dest, got = out[name], lines[name]
             for b, r in enumerate(rows):
