@@ -207,11 +207,9 @@ class WordAlignment(ABC):
             d = asdict(d)
         if not d:
             return None
-        d = {"symmetrize": d.get("symmetrize", d.get("heuristic", self.DEFAULT.symmetrize)),
-             "method": d.get("method", self.DEFAULT.method),
-             "threshold": d.get("threshold", self.DEFAULT.threshold)}
-        th = d["threshold"]
-        return Decoding(d["method"], None if th is None else float(th), d["symmetrize"])
+        th = d.get("threshold", self.DEFAULT.threshold)
+        return Decoding(d.get("method", self.DEFAULT.method), None if th is None else float(th),
+                        d.get("symmetrize", d.get("heuristic", self.DEFAULT.symmetrize)))
 
     def checked(self, folder) -> WordAlignment:
         """self, after checking the decoding saved in `folder` (a loaded model): one

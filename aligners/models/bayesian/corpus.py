@@ -183,13 +183,12 @@ def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids:
     cell_off = np.zeros(len(cells) + 1, dtype=np.int64)
     np.cumsum(cells, out=cell_off[1:])
     lo = np.empty(int(cell_off[-1]), np.uint16)
-    hi = np.empty(int(cell_off[-1]), np.uint8)
-    built = _build_pairs(src, src_off, tgt, tgt_off, cell_off, np.int64(len(tgt_ids)), lo, hi,
-                         threads)
-    if built is None:  # 2^24 distinct pairs or more: 16 high bits
-        hi = np.empty(int(cell_off[-1]), np.uint16)
+    for hi_dtype in (np.uint8, np.uint16):  # 2^24 distinct pairs or more: 16 high bits
+        hi = np.empty(int(cell_off[-1]), hi_dtype)
         built = _build_pairs(src, src_off, tgt, tgt_off, cell_off, np.int64(len(tgt_ids)), lo,
                              hi, threads)
+        if built is not None:
+            break
     keys, n_shared = built
     release_free_heap()
     return EncodedBitext(src, src_off, tgt, tgt_off, cell_off, lo, hi, keys,
