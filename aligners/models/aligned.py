@@ -318,8 +318,7 @@ def align(source: Iterable, target: Iterable, model: str = "auto",
     if model == "auto":
         source = source if isinstance(source, Sequence) else list(source)
         model = auto_family(run.device, len(source))[0]
-    name = model
-    fam = family(name, verb="align")
+    fam = family(model, verb="align")
     cls = fam.model_class()
     config = check(options.pop("config", None) or fam.config_class()(**options))
     decoding = cls.decoding_for(None, **dec)
