@@ -122,9 +122,9 @@ def exact_kernels() -> tuple:
 
 def warm_all() -> None:
     """Compile (and cache) every kernel of `exact_kernels` with the argument types of a real
-    run: the exact sampler on a 4-pair corpus (both pair-table halves, all three stages), its
-    decoding, and `counts.warmup` (the wide-integer variants); what the compiling child of
-    `jit.py` runs. Cost: compile time only."""
+    run: the exact sampler on a 4-pair corpus (both pair-table halves, all three stages; its
+    `align` runs `counts.warmup`, the wide-integer variants) and its decoding; what the
+    compiling child of `jit.py` runs. Cost: compile time only."""
     pairs = [("a b c".split(), "x y z".split()), ("b c".split(), "y z".split()),
              ("a c".split(), "x z".split()), ("c".split(), "z w".split())]
     marg = BayesAligner(BayesConfig(iterations=[1, 1, 2], n_samplers=2)).align(pairs)
@@ -133,7 +133,6 @@ def warm_all() -> None:
             pass
     for _ in _decode.link_lines(marg, heuristic="grow-diag-final-and", direction="fwd"):
         pass
-    _c.warmup()
 
 
 def schedule(config: BayesConfig, n_sentences: int) -> list[int]:

@@ -216,16 +216,13 @@ class WordAligner(nn.Module):
         self.c_loglik += post.log_likelihood
         return post
 
-    def count_tensors(self) -> list[torch.Tensor]:
-        """The count buffers, in a fixed order (what DDP all-reduces)."""
-        return [self.c_lex, self.c_null_tgt, self.c_null_src, self.c_jump, self.c_loglik]
-
     def all_reduce_counts(self) -> None:
-        """Sum the counts over all processes (no-op without torch.distributed)."""
+        """Sum the count buffers over all processes, in a fixed order (no-op without
+        torch.distributed)."""
         import torch.distributed as dist
 
         if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            for t in self.count_tensors():
+            for t in (self.c_lex, self.c_null_tgt, self.c_null_src, self.c_jump, self.c_loglik):
                 dist.all_reduce(t)
 
     def m_step(self, *, stage: str | None = None) -> torch.Tensor:
