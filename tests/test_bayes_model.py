@@ -283,10 +283,10 @@ def test_pair_ids_by_frequency_and_keys_rebuilt():
     n_cells = np.bincount(pid, minlength=c.n_pairs)
     assert n_cells[0] > 1 and np.all(np.diff(n_cells) <= 0)
     keys = c.keys.copy()
-    c.drop_keys()
+    c.keys = None
     c.restore_keys()
     np.testing.assert_array_equal(c.keys, keys)
-    lo, hi = np.empty_like(c.pair_lo), np.empty(len(pid), np.uint16)
+    lo, hi = np.empty(len(pid), np.uint16), np.empty(len(pid), np.uint16)
     buf, n, _, _ = _pair_ids(c.src, c.src_off, c.tgt, c.tgt_off, np.int64(c.n_tgt_words), lo,
                              hi)
     first_occ = lo.astype(np.int64) | (hi.astype(np.int64) << 16)
@@ -338,8 +338,8 @@ def test_restore_keys_releasing_pairs_block_by_block():
 
     c = encode_bitext(_pairs(40), WordIds(), WordIds())
     keys = c.keys.copy()
-    c.drop_keys()
-    c.restore_keys(release_pairs=True)
+    c.keys = None
+    c.restore_keys()
     np.testing.assert_array_equal(c.keys, keys)
     assert len(c.pair_lo) == len(c.pair_hi) == 0
     big = np.ones(1 << 22, np.uint8)
@@ -385,8 +385,8 @@ def test_folded_single_cell_ids_fit_three_bytes_and_keep_their_ids(hi_bytes):
         n = C.single_pair_ids(gen_off, obs_off, c.cell_off, c.pair_lo, c.pair_hi, rev, a,
                               n_shared, out, c.single_off)
         np.testing.assert_array_equal(out[:n], want)
-    c.drop_keys()
-    c.restore_keys(release_pairs=True)
+    c.keys = None
+    c.restore_keys()
     np.testing.assert_array_equal(c.keys, keys)
 
 

@@ -37,9 +37,8 @@ class EncodedBitext:
 
     Pair ids are numbered by decreasing number of cells; the first n_shared occur in two
     cells or more, the others in one cell each. Memory: 4 bytes per token, 3 per cell
-    (sum_k I_k * J_k), 8 per distinct pair. keys may
-    be set to None while sampling (`drop_keys`) and rebuilt from the pair ids
-    (`restore_keys`); `release_pairs` frees the pair ids.
+    (sum_k I_k * J_k), 8 per distinct pair. keys may be set to None while sampling and
+    rebuilt from the pair ids (`restore_keys`, which frees the ids).
     """
 
     src: np.ndarray
@@ -81,22 +80,17 @@ class EncodedBitext:
         self.pair_hi = out
         return True
 
-    def drop_keys(self) -> None:
-        """Free keys (8 bytes per pair) while sampling; `restore_keys` rebuilds them."""
-        self.keys = None
+    def restore_keys(self) -> None:
+        """Rebuild keys (None while sampling: 8 bytes per pair not read there) from the pair
+        ids, then free the ids (3 bytes per cell; not needed to decode). Cost O(cells).
 
-    def restore_keys(self, *, release_pairs: bool = False) -> None:
-        """Rebuild keys from the pair ids (before they are released). Cost O(cells).
-
-        With `release_pairs` the ids are read in blocks of sentences and each block's
-        memory pages go back to the OS once read (`_drop_pages`), then the ids are released
-        (`release_pairs`): the keys (8 bytes per pair) never add to the ids' 3 bytes per
-        cell at the peak.
+        The ids are read in blocks of sentences and each block's memory pages go back to
+        the OS once read (`_drop_pages`): the keys never add to the ids at the peak.
         """
         if self.keys is None:
             self.keys = np.empty(self.n_pairs, np.int64)
             n = self.n_sentences
-            step = n if not release_pairs else max(1, n // 64)
+            step = max(1, n // 64)
             for k0 in range(0, n, step):
                 k1 = min(n, k0 + step)
                 c0, c1 = int(self.cell_off[k0]), int(self.cell_off[k1])
@@ -106,14 +100,8 @@ class EncodedBitext:
                                self.tgt_off[k0:k1 + 1], np.int64(self.n_tgt_words), lo, hi,
                                self.keys, np.int64(self.n_shared if folded else -1),
                                np.int64(self.single_off[k0] if folded else 0))
-                if release_pairs:
-                    _drop_pages(lo)
-                    _drop_pages(hi)
-        if release_pairs:
-            self.release_pairs()
-
-    def release_pairs(self) -> None:
-        """Free the per-cell pair ids (3 bytes per cell); not needed to decode."""
+                _drop_pages(lo)
+                _drop_pages(hi)
         self.pair_lo = np.zeros(0, np.uint16)
         self.pair_hi = np.zeros(0, self.pair_hi.dtype)
         self.single_off = None

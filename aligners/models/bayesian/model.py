@@ -313,7 +313,7 @@ class BayesAligner:
         its = schedule(self.config, corpus.n_sentences)
         _c.warmup()
         jobs = [(d, seed, self._priors(corpus, d, lazy=True)) for d in ("fwd", "rev")]
-        corpus.drop_keys()  # 8 bytes per pair, not read while sampling: rebuilt after
+        corpus.keys = None  # 8 bytes per pair, not read while sampling: rebuilt after
         if all(p[0] is None for _, _, p in jobs):  # single-cell pairs' ids never read:
             corpus.fold_singles()  # 3 bytes per cell where 2^24 or more pairs took 4
         stop, shown = threading.Event(), None if bar is None else bar(
@@ -341,7 +341,7 @@ class BayesAligner:
             if shown is not None:
                 shown.close()
         # keys rebuilt while the pair ids (3 bytes per cell, not needed to decode) are freed
-        corpus.restore_keys(release_pairs=True)
+        corpus.restore_keys()
         self.keys = corpus.keys
         for _, counts, singles in out:  # full (P,) lex counts, now that the ids are gone
             if singles is not None:
