@@ -199,8 +199,7 @@ class WordAligner(nn.Module):
         ids = batch.pair_ids.reshape(-1)
         if self.config.agreement:
             q = post.links_fwd * post.links_bwd
-            flat = q.reshape(-1)
-            scatter_add_(self.c_fwd, ids, flat)  # c_bwd is the same tensor
+            scatter_add_(self.c_fwd, ids, q.reshape(-1))  # c_bwd is the same tensor
             jv = torch.arange(q.shape[2], device=q.device)[None, :] < batch.tgt_lengths[:, None]
             iv = torch.arange(q.shape[1], device=q.device)[None, :] < batch.src_lengths[:, None]
             null_f = (1 - q.sum(1)).clamp_min(0) * jv
@@ -225,11 +224,11 @@ class WordAligner(nn.Module):
             for t in (self.c_lex, self.c_null_tgt, self.c_null_src, self.c_jump, self.c_loglik):
                 dist.all_reduce(t)
 
-    def m_step(self, *, stage: str | None = None) -> torch.Tensor:
+    def m_step(self) -> torch.Tensor:
         """Sum the counts over the processes (`all_reduce_counts`), normalise them into new
-        tables; returns the log-likelihood (2,) of the E-step just finished (forward,
-        backward) and clears the counts. `stage`: the iteration's unless given."""
-        stage = stage or self.stage_of(int(self.iteration))
+        tables (the current iteration's stage); returns the log-likelihood (2,) of the
+        E-step just finished (forward, backward) and clears the counts."""
+        stage = self.stage_of(int(self.iteration))
         self.all_reduce_counts()
         c = self.config
         P = self.keys.numel()
