@@ -22,19 +22,16 @@ __all__ = ["token_links", "mean_links", "link_lines"]
 
 
 @njit(nogil=True, cache=True)
-def _best(pos, mass, null, threshold, best, prob):
+def _best(pos, mass, null, best):
     """Per observed token: the slot position with the largest mass (ties: lower position),
-    -1 when it does not beat NULL (or, with threshold >= 0, falls below it); its mass."""
+    -1 when it does not beat NULL."""
     for t in range(pos.shape[0]):
         b, pb = -1, 0.0
         for s in range(pos.shape[1]):
             g = pos[t, s]
             if g >= 0 and (mass[t, s] > pb or (mass[t, s] == pb and b >= 0 and g < b)):
                 b, pb = g, mass[t, s]
-        if threshold < 0 and pb <= null[t]:
-            b = -1
-        best[t] = b
-        prob[t] = pb
+        best[t] = b if pb > null[t] else -1
 
 
 def token_links(m: BayesMarginals, direction: str, *,
@@ -51,11 +48,10 @@ def token_links(m: BayesMarginals, direction: str, *,
     obs_off = c.src_off if rev else c.tgt_off
     if threshold is None:
         best = np.empty(int(obs_off[-1]), np.int32)
-        prob = np.empty(int(obs_off[-1]), np.float32)
-        _best(tm.pos, tm.mass, tm.null, -1.0, best, prob)
+        _best(tm.pos, tm.mass, tm.null, best)
         t_idx = np.flatnonzero(best >= 0)
         g = best[t_idx]
-        del best, prob
+        del best
     else:
         t_idx, slot = np.nonzero((tm.pos >= 0) & (tm.mass >= threshold))
         g = tm.pos[t_idx, slot].astype(np.int32)

@@ -147,8 +147,7 @@ def _prefetch_ahead(lex, pair_lo, pair_hi, gen_off, obs_off, cell_off, rev, k, k
     if xa >= n_obs and k + 1 < k1:
         xa -= n_obs
         k += 1
-        n_gen = gen_off[k + 1] - gen_off[k]
-        n_obs = obs_off[k + 1] - obs_off[k]
+        _, n_gen, _, n_obs = _span(gen_off, obs_off, k)
     if xa < n_obs:
         cb, step = _row(cell_off[k], xa, n_gen, n_obs, rev)
         _prefetch_row(lex, pair_lo, pair_hi, cb, step, n_gen, lim)

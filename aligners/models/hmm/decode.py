@@ -110,11 +110,6 @@ def _host_batches(model, index, method: str, threshold: float, with_posteriors: 
         yield _HostLinks(flat[:B], links, (flat[B:2 * B], flat[2 * B:3 * B]), values)
 
 
-def _sym_line(links, posts: dict | None) -> str:
-    """A symmetrized line: `link_line`, each link's posterior from `posts` where it has one."""
-    return link_line(links, None if posts is None else [posts.get(lk) for lk in links])
-
-
 def decode_lines(
     model, index, *,
     method: str = "agreement",
@@ -151,9 +146,12 @@ def decode_lines(
                 lines["sym"] = lines["fwd"]
             else:
                 (lf, pf), (lr, pr) = h.per_row(0), h.per_row(1)
-                lines["sym"] = [_sym_line(sorted(symmetrize(lf[b], lr[b], heuristic)),
-                                          {**pr[b], **pf[b]} if posteriors else None)
-                                for b in range(len(rows))]
+                lines["sym"] = []
+                for b in range(len(rows)):  # each link's posterior where a direction has it
+                    links = sorted(symmetrize(lf[b], lr[b], heuristic))
+                    posts = {**pr[b], **pf[b]}
+                    lines["sym"].append(link_line(
+                        links, [posts.get(lk) for lk in links] if posteriors else None))
         for name in out:
             dest, got = out[name], lines[name]
             for b, r in enumerate(rows):
