@@ -47,8 +47,7 @@ def start_compile_child(kernels: Sequence) -> bool:
     if _child is not None or os.environ.get(_ENV) or kernels_cached(kernels):
         return False  # (_ENV: this is the child itself)
     root = str(Path(__file__).resolve().parents[3])  # the folder holding this `aligners`
-    env = dict(os.environ)
-    env[_ENV] = "1"
+    env = {**os.environ, _ENV: "1"}
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
                                 else "")
     _child = subprocess.Popen(
