@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from bayes_dense import cells, dense, pair_ids
 from word_toy import toy_corpus
 
 from aligners import export
@@ -49,9 +50,9 @@ def test_learns_the_toy_bitext_in_both_directions():
     sym = _sets(m, heuristic="intersect")
     assert _precision(sym, gold) > 0.95
     for k in range(len(pairs)):  # marginals are probabilities, per observed token <= 1
-        assert (m.cells(k, "fwd").sum(0) <= 1 + 1e-5).all()
-        assert (m.cells(k, "rev").sum(1) <= 1 + 1e-5).all()
-        assert (m.cells(k, "fwd") >= 0).all()
+        assert (cells(m, k, "fwd").sum(0) <= 1 + 1e-5).all()
+        assert (cells(m, k, "rev").sum(1) <= 1 + 1e-5).all()
+        assert (cells(m, k, "fwd") >= 0).all()
 
 
 def test_same_seed_same_marginals_other_seed_differs():
@@ -59,14 +60,15 @@ def test_same_seed_same_marginals_other_seed_differs():
     a = BayesAligner(BayesConfig(**FAST)).align(pairs, seed=3)
     b = BayesAligner(BayesConfig(**FAST, threads=1)).align(pairs, seed=3)
     c = BayesAligner(BayesConfig(**FAST)).align(pairs, seed=4)
-    np.testing.assert_array_equal(a.fwd, b.fwd)  # threads do not change the result
-    np.testing.assert_array_equal(a.rev, b.rev)
-    assert not np.array_equal(a.fwd, c.fwd)
+    # threads do not change the result
+    np.testing.assert_array_equal(dense(a, "fwd"), dense(b, "fwd"))
+    np.testing.assert_array_equal(dense(a, "rev"), dense(b, "rev"))
+    assert not np.array_equal(dense(a, "fwd"), dense(c, "fwd"))
 
 
 def _null_mass(m):
     """Mean NULL probability of a target token (forward direction)."""
-    return float(1 - m.fwd.sum() / len(m.corpus.tgt))
+    return float(1 - dense(m).sum() / len(m.corpus.tgt))
 
 
 def test_priors_move_the_result_in_the_expected_direction():
@@ -78,7 +80,7 @@ def test_priors_move_the_result_in_the_expected_direction():
     flat = BayesAligner(BayesConfig(**FAST, lex_alpha=50.0)).align(pairs, seed=0)
 
     def peak(m):  # mean largest link marginal per target token: sparse priors are peakier
-        return np.mean([m.cells(k).max(0).mean() for k in range(m.corpus.n_sentences)])
+        return np.mean([cells(m, k).max(0).mean() for k in range(m.corpus.n_sentences)])
 
     assert peak(sparse) > peak(flat) + 0.05
 
@@ -207,14 +209,14 @@ def test_lazy_in_place_priors_equal_eager_copies(monkeypatch):
     pairs = _pairs(40)
     lazy = BayesAligner(BayesConfig(**FAST))
     a = lazy.align(pairs, seed=5)
-    assert len(a.corpus.pair) == 0  # released
+    assert len(a.corpus.pair_lo) == len(a.corpus.pair_hi) == 0  # released
     eager = BayesAligner(BayesConfig(**FAST))
     orig = BayesAligner._priors
     monkeypatch.setattr(BayesAligner, "_priors",
                         lambda self, c, d, lazy=False: orig(self, c, d, lazy=False))
     b = eager.align(pairs, seed=5)
-    np.testing.assert_array_equal(a.fwd, b.fwd)
-    np.testing.assert_array_equal(a.rev, b.rev)
+    np.testing.assert_array_equal(dense(a, "fwd"), dense(b, "fwd"))
+    np.testing.assert_array_equal(dense(a, "rev"), dense(b, "rev"))
     for d in ("fwd", "rev"):
         np.testing.assert_allclose(lazy.counts[d].lex, eager.counts[d].lex, rtol=1e-6)
         assert lazy.counts[d].lex.dtype == np.float32
@@ -265,7 +267,7 @@ def test_pair_ids_by_frequency_and_keys_rebuilt():
 
     pairs = _pairs(30)
     c = encode_bitext(pairs, WordIds(), WordIds())
-    pid = c.pair
+    pid = pair_ids(c)
     assert c.pair_lo.dtype == np.uint16 and c.pair_hi.dtype == np.uint8
     full = []
     for k in range(c.n_sentences):
@@ -281,10 +283,10 @@ def test_pair_ids_by_frequency_and_keys_rebuilt():
     n_cells = np.bincount(pid, minlength=c.n_pairs)
     assert n_cells[0] > 1 and np.all(np.diff(n_cells) <= 0)
     keys = c.keys.copy()
-    c.drop_keys()
+    c.keys = None
     c.restore_keys()
     np.testing.assert_array_equal(c.keys, keys)
-    lo, hi = np.empty_like(c.pair_lo), np.empty(len(pid), np.uint16)
+    lo, hi = np.empty(len(pid), np.uint16), np.empty(len(pid), np.uint16)
     buf, n, _, _ = _pair_ids(c.src, c.src_off, c.tgt, c.tgt_off, np.int64(c.n_tgt_words), lo,
                              hi)
     first_occ = lo.astype(np.int64) | (hi.astype(np.int64) << 16)
@@ -307,7 +309,7 @@ def test_pair_table_grows_past_its_first_size():
         (c.src[c.src_off[k]:c.src_off[k + 1]].astype(np.int64)[:, None] * c.n_tgt_words
          + c.tgt[c.tgt_off[k]:c.tgt_off[k + 1]][None, :]).ravel()
         for k in range(c.n_sentences)])
-    np.testing.assert_array_equal(c.keys[c.pair], full)
+    np.testing.assert_array_equal(c.keys[pair_ids(c)], full)
     assert len(np.unique(c.keys)) == c.n_pairs
 
 
@@ -336,8 +338,8 @@ def test_restore_keys_releasing_pairs_block_by_block():
 
     c = encode_bitext(_pairs(40), WordIds(), WordIds())
     keys = c.keys.copy()
-    c.drop_keys()
-    c.restore_keys(release_pairs=True)
+    c.keys = None
+    c.restore_keys()
     np.testing.assert_array_equal(c.keys, keys)
     assert len(c.pair_lo) == len(c.pair_hi) == 0
     big = np.ones(1 << 22, np.uint8)
@@ -383,10 +385,8 @@ def test_folded_single_cell_ids_fit_three_bytes_and_keep_their_ids(hi_bytes):
         n = C.single_pair_ids(gen_off, obs_off, c.cell_off, c.pair_lo, c.pair_hi, rev, a,
                               n_shared, out, c.single_off)
         np.testing.assert_array_equal(out[:n], want)
-    with pytest.raises(ValueError, match="folded"):
-        _ = c.pair
-    c.drop_keys()
-    c.restore_keys(release_pairs=True)
+    c.keys = None
+    c.restore_keys()
     np.testing.assert_array_equal(c.keys, keys)
 
 
@@ -447,8 +447,7 @@ def test_compile_child_warms_every_kernel_and_is_skipped_when_cached(monkeypatch
     """warm_all compiles every kernel a run calls; a child starts only when the cache lacks
     them (and never inside the child itself), exits 0, and is waited for once."""
     from aligners.models.bayesian import jit
-    from aligners.models.bayesian.model import exact_kernels
-    from aligners.models.bayesian.warm import warm_all
+    from aligners.models.bayesian.model import exact_kernels, warm_all
 
     warm_all()
     kernels = exact_kernels()

@@ -93,22 +93,3 @@ def test_link_lines_digits_empty_lines_and_posteriors():
     assert got[1] == f"0-1:0.5 9-10:{float(p[1]):.6g} 10-9:{float(p[2]):.6g}"
     assert got[3] == "2047-0:1" and got[0] == got[2] == ""
     assert link_lines(np.zeros(0, np.int64), i[:0], j[:0]) == []
-
-
-def test_decode_lines_charges_symmetrization_to_its_phase(trained):
-    """With `phases`, the per-sentence symmetrization is timed as "symmetrize" (self time:
-    not in the caller's "decode"); the lines are those without `phases`."""
-    from aligners.timing import Phases
-
-    model, index = trained
-    phases = Phases()
-    with phases("decode"):
-        got = decode_lines(model, index, method="viterbi", heuristic="grow-diag-final-and",
-                           phases=phases)
-    assert got == decode_lines(model, index, method="viterbi",
-                               heuristic="grow-diag-final-and")
-    assert list(phases.seconds) == ["decode", "symmetrize"]
-    assert phases.seconds["symmetrize"] > 0
-    quiet = Phases()
-    decode_lines(model, index, heuristic="none", phases=quiet)
-    assert quiet.seconds == {}  # nothing to symmetrize

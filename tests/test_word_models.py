@@ -11,10 +11,12 @@ from word_toy import toy_corpus
 
 from aligners.data.bitext import PairIndex
 from aligners.data.vocab import WordIds
-from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
-from aligners.models.hmm.directional import hmm_direction_posteriors, jump_buckets
-from aligners.models.hmm.ibm1 import ibm1_posteriors
-from aligners.models.hmm.lexical import normalise_counts
+from aligners.models.hmm.agreement import WordAlignConfig, WordAligner, normalise_counts
+from aligners.models.hmm.directional import (
+    hmm_direction_posteriors,
+    ibm1_posteriors,
+    jump_buckets,
+)
 
 
 def encode(src, tgt, **kw):

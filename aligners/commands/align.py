@@ -141,9 +141,13 @@ def _own_options() -> dict[str, dict]:
 _SNUM = re.compile(r"<s\s+snum\s*=\s*[\"']?(\d+)[\"']?\s*>(.*?)</s>\Z")
 
 
+def _match(tokens: list[str]):
+    return _SNUM.match(" ".join(tokens)) if tokens and tokens[0].startswith("<s") else None
+
+
 def _unwrap(tokens: list[str], wrapped: bool, name: str, line: int):
     """(snum or None, tokens) of one side; `wrapped` says whether the side's first line was."""
-    m = _SNUM.match(" ".join(tokens)) if tokens and tokens[0].startswith("<s") else None
+    m = _match(tokens)
     if wrapped and m is None:
         raise AlignersInputError("expected '<s snum=N> tokens </s>' like the first line",
                                  path=name, line=line)
@@ -156,22 +160,19 @@ def _unwrap(tokens: list[str], wrapped: bool, name: str, line: int):
 
 
 def _snum_aware(pairs, src_name: str, tgt_name: str):
-    """Strip `<s snum=N> ... </s>` wrappers (WPT/NAACL text); both sides or neither."""
+    """Strip `<s snum=N> ... </s>` wrappers (WPT/NAACL text); both sides or neither (a
+    wrapped line later in unwrapped text is an error)."""
     wrapped = None
     for line, (s, t) in enumerate(pairs, start=1):
         if wrapped is None:
-            wrapped = tuple(bool(x) and x[0].startswith("<s") and
-                            _SNUM.match(" ".join(x)) is not None for x in (s, t))
-            if wrapped[0] != wrapped[1]:
-                which = src_name if wrapped[0] else tgt_name
+            wrapped = _match(s) is not None
+            if wrapped != (_match(t) is not None):
+                which = src_name if wrapped else tgt_name
                 raise AlignersInputError(
                     f"{which} is '<s snum=N> ... </s>'-wrapped but the other side is not; "
                     "give both sides in the same format", line=1)
-        if not wrapped[0]:  # a wrapped line later in unwrapped text is an error
-            yield _unwrap(s, False, src_name, line)[1], _unwrap(t, False, tgt_name, line)[1]
-            continue
-        ns, s = _unwrap(s, True, src_name, line)
-        nt, t = _unwrap(t, True, tgt_name, line)
+        ns, s = _unwrap(s, wrapped, src_name, line)
+        nt, t = _unwrap(t, wrapped, tgt_name, line)
         if ns != nt:
             raise AlignersInputError(f"sentence numbers differ: source snum={ns}, target "
                                      f"snum={nt}", path=tgt_name, line=line)

@@ -56,15 +56,17 @@ def _np(x: torch.Tensor) -> np.ndarray:
     return np.ascontiguousarray(x.reshape(-1).numpy())
 
 
-def _raise_if_bad(bad: int, ids: np.ndarray, n: int) -> None:
-    if bad >= 0:
-        raise ValueError(f"scatter_add_: id {int(ids[bad])} outside [0, {n})")
-
-
-def _check_sizes(ids, values) -> None:
+def _run(kernel, counts: torch.Tensor, ids: torch.Tensor, values) -> torch.Tensor:
+    """The numba `kernel` on numpy views of the tensors; ValueError when the sizes differ
+    or an id is outside [0, P). Returns counts."""
     for v in values:
         if v.numel() != ids.numel():
             raise ValueError(f"scatter_add_: {ids.numel()} ids but {v.numel()} values")
+    i = _np(ids)
+    bad = kernel(counts.numpy(), i, *map(_np, values))
+    if bad >= 0:
+        raise ValueError(f"scatter_add_: id {int(i[bad])} outside [0, {counts.shape[0]})")
+    return counts
 
 
 def scatter_add_(counts: torch.Tensor, ids: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
@@ -72,10 +74,7 @@ def scatter_add_(counts: torch.Tensor, ids: torch.Tensor, values: torch.Tensor) 
     See the module docstring (shapes, cost, exactness)."""
     if counts.dim() != 1 or not kernel_ready(counts, ids, (values,)):
         return counts.index_add_(0, ids.reshape(-1), values.reshape(-1))
-    _check_sizes(ids, (values,))
-    i = _np(ids)
-    _raise_if_bad(_scatter(counts.numpy(), i, _np(values)), i, counts.shape[0])
-    return counts
+    return _run(_scatter, counts, ids, (values,))
 
 
 def scatter_add2_(counts: torch.Tensor, ids: torch.Tensor, v0: torch.Tensor,
@@ -88,7 +87,4 @@ def scatter_add2_(counts: torch.Tensor, ids: torch.Tensor, v0: torch.Tensor,
         for col, v in enumerate((v0, v1)):
             counts[:, col].index_add_(0, ids.reshape(-1), v.reshape(-1))
         return counts
-    _check_sizes(ids, (v0, v1))
-    i = _np(ids)
-    _raise_if_bad(_scatter2(counts.numpy(), i, _np(v0), _np(v1)), i, counts.shape[0])
-    return counts
+    return _run(_scatter2, counts, ids, (v0, v1))

@@ -33,11 +33,10 @@ from aligners.data import DEFAULT_CELLS, GPU_CELLS
 from aligners.errors import AlignersInputError
 from aligners.symmetrize import HEURISTICS
 
-__all__ = ["Link", "OUTPUTS", "LARGE", "SYMMETRIC", "Decoding", "TuneGrid", "RunOptions",
+__all__ = ["Link", "LARGE", "SYMMETRIC", "Decoding", "TuneGrid", "RunOptions",
            "Aligned", "WordAlignment", "token_pairs", "parse_line", "auto_family", "align"]
 
 Link = tuple[int, int]
-OUTPUTS = ("fwd", "rev", "sym")
 
 
 @dataclass(frozen=True)
@@ -208,11 +207,9 @@ class WordAlignment(ABC):
             d = asdict(d)
         if not d:
             return None
-        d = {"symmetrize": d.get("symmetrize", d.get("heuristic", self.DEFAULT.symmetrize)),
-             "method": d.get("method", self.DEFAULT.method),
-             "threshold": d.get("threshold", self.DEFAULT.threshold)}
-        th = d["threshold"]
-        return Decoding(d["method"], None if th is None else float(th), d["symmetrize"])
+        th = d.get("threshold", self.DEFAULT.threshold)
+        return Decoding(d.get("method", self.DEFAULT.method), None if th is None else float(th),
+                        d.get("symmetrize", d.get("heuristic", self.DEFAULT.symmetrize)))
 
     def checked(self, folder) -> WordAlignment:
         """self, after checking the decoding saved in `folder` (a loaded model): one
@@ -321,8 +318,7 @@ def align(source: Iterable, target: Iterable, model: str = "auto",
     if model == "auto":
         source = source if isinstance(source, Sequence) else list(source)
         model = auto_family(run.device, len(source))[0]
-    name = model
-    fam = family(name, verb="align")
+    fam = family(model, verb="align")
     cls = fam.model_class()
     config = check(options.pop("config", None) or fam.config_class()(**options))
     decoding = cls.decoding_for(None, **dec)

@@ -16,7 +16,7 @@ import ctypes.util
 import mmap
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,9 +37,8 @@ class EncodedBitext:
 
     Pair ids are numbered by decreasing number of cells; the first n_shared occur in two
     cells or more, the others in one cell each. Memory: 4 bytes per token, 3 per cell
-    (sum_k I_k * J_k), 8 per distinct pair. keys may
-    be set to None while sampling (`drop_keys`) and rebuilt from the pair ids
-    (`restore_keys`); `release_pairs` frees the pair ids.
+    (sum_k I_k * J_k), 8 per distinct pair. keys may be set to None while sampling and
+    rebuilt from the pair ids (`restore_keys`, which frees the ids).
     """
 
     src: np.ndarray
@@ -55,17 +54,6 @@ class EncodedBitext:
     n_pairs: int
     n_shared: int = -1  # ids from here on occur in one cell each (-1: unknown)
     single_off: np.ndarray | None = None  # (K + 1,) folded single cells before sentence k
-    _pair: np.ndarray | None = field(default=None, repr=False)
-
-    @property
-    def pair(self) -> np.ndarray:
-        """(cells,) int64 pair ids, built on first use and kept (8 bytes per cell: for
-        checks; the sampler reads pair_lo / pair_hi). Not once folded."""
-        if self.single_off is not None:
-            raise ValueError("the single-cell pairs are folded (fold_singles): no per-cell ids")
-        if self._pair is None:
-            self._pair = self.pair_lo.astype(np.int64) | (self.pair_hi.astype(np.int64) << 16)
-        return self._pair
 
     def fold_singles(self) -> bool:
         """Give every cell of a single-cell pair the one id SINGLE, so that the ids fit 3
@@ -89,25 +77,20 @@ class EncodedBitext:
         _fold(self.pair_lo, hi, out, np.int64(self.n_shared), self.cell_off, self.single_off)
         if hi.itemsize > 1:
             _drop_pages(hi.view(np.uint8)[n:])
-        self.pair_hi, self._pair = out, None
+        self.pair_hi = out
         return True
 
-    def drop_keys(self) -> None:
-        """Free keys (8 bytes per pair) while sampling; `restore_keys` rebuilds them."""
-        self.keys = None
+    def restore_keys(self) -> None:
+        """Rebuild keys (None while sampling: 8 bytes per pair not read there) from the pair
+        ids, then free the ids (3 bytes per cell; not needed to decode). Cost O(cells).
 
-    def restore_keys(self, *, release_pairs: bool = False) -> None:
-        """Rebuild keys from the pair ids (before they are released). Cost O(cells).
-
-        With `release_pairs` the ids are read in blocks of sentences and each block's
-        memory pages go back to the OS once read (`_drop_pages`), then the ids are released
-        (`release_pairs`): the keys (8 bytes per pair) never add to the ids' 3 bytes per
-        cell at the peak.
+        The ids are read in blocks of sentences and each block's memory pages go back to
+        the OS once read (`_drop_pages`): the keys never add to the ids at the peak.
         """
         if self.keys is None:
             self.keys = np.empty(self.n_pairs, np.int64)
             n = self.n_sentences
-            step = n if not release_pairs else max(1, n // 64)
+            step = max(1, n // 64)
             for k0 in range(0, n, step):
                 k1 = min(n, k0 + step)
                 c0, c1 = int(self.cell_off[k0]), int(self.cell_off[k1])
@@ -117,26 +100,15 @@ class EncodedBitext:
                                self.tgt_off[k0:k1 + 1], np.int64(self.n_tgt_words), lo, hi,
                                self.keys, np.int64(self.n_shared if folded else -1),
                                np.int64(self.single_off[k0] if folded else 0))
-                if release_pairs:
-                    _drop_pages(lo)
-                    _drop_pages(hi)
-        if release_pairs:
-            self.release_pairs()
-
-    def release_pairs(self) -> None:
-        """Free the per-cell pair ids (3 bytes per cell); not needed to decode."""
+                _drop_pages(lo)
+                _drop_pages(hi)
         self.pair_lo = np.zeros(0, np.uint16)
         self.pair_hi = np.zeros(0, self.pair_hi.dtype)
-        self._pair = self.single_off = None
+        self.single_off = None
 
     @property
     def n_sentences(self) -> int:
         return len(self.src_off) - 1
-
-    def lengths(self, k: int) -> tuple[int, int]:
-        """(I, J) of sentence k."""
-        return (int(self.src_off[k + 1] - self.src_off[k]),
-                int(self.tgt_off[k + 1] - self.tgt_off[k]))
 
 
 def _drop_pages(view: np.ndarray) -> bool:
@@ -199,13 +171,12 @@ def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids:
     cell_off = np.zeros(len(cells) + 1, dtype=np.int64)
     np.cumsum(cells, out=cell_off[1:])
     lo = np.empty(int(cell_off[-1]), np.uint16)
-    hi = np.empty(int(cell_off[-1]), np.uint8)
-    built = _build_pairs(src, src_off, tgt, tgt_off, cell_off, np.int64(len(tgt_ids)), lo, hi,
-                         threads)
-    if built is None:  # 2^24 distinct pairs or more: 16 high bits
-        hi = np.empty(int(cell_off[-1]), np.uint16)
+    for hi_dtype in (np.uint8, np.uint16):  # 2^24 distinct pairs or more: 16 high bits
+        hi = np.empty(int(cell_off[-1]), hi_dtype)
         built = _build_pairs(src, src_off, tgt, tgt_off, cell_off, np.int64(len(tgt_ids)), lo,
                              hi, threads)
+        if built is not None:
+            break
     keys, n_shared = built
     release_free_heap()
     return EncodedBitext(src, src_off, tgt, tgt_off, cell_off, lo, hi, keys,

@@ -12,7 +12,7 @@ from numba import njit
 
 from aligners.models.bayesian.corpus import SINGLE
 from aligners.models.bayesian.jit import wait_compile_child
-from aligners.models.bayesian.sampler import _bucket, _cell, _pid, sweep
+from aligners.models.bayesian.sampler import _bucket, _cell, _pid, _span, sweep
 
 __all__ = ["add_counts", "single_pair_ids", "warmup"]
 
@@ -31,10 +31,7 @@ def add_counts(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi,
     lim = n_shared if n_shared >= 0 else lex.shape[0]
     n_sent = gen_off.shape[0] - 1
     for k in range(n_sent):
-        gs = gen_off[k]
-        n_gen = gen_off[k + 1] - gs
-        os_ = obs_off[k]
-        n_obs = obs_off[k + 1] - os_
+        gs, n_gen, os_, n_obs = _span(gen_off, obs_off, k)
         if n_gen == 0 or n_obs == 0:
             continue
         co = cell_off[k]
@@ -80,10 +77,7 @@ def single_pair_ids(gen_off, obs_off, cell_off, pair_lo, pair_hi, rev, a, n_shar
     n = 0
     folded = single_off.shape[0] > 0
     for k in range(gen_off.shape[0] - 1):
-        gs = gen_off[k]
-        n_gen = gen_off[k + 1] - gs
-        os_ = obs_off[k]
-        n_obs = obs_off[k + 1] - os_
+        gs, n_gen, os_, n_obs = _span(gen_off, obs_off, k)
         co = cell_off[k]
         for x in range(n_obs):
             v = a[os_ + x]

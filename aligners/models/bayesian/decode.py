@@ -22,19 +22,16 @@ __all__ = ["token_links", "mean_links", "link_lines"]
 
 
 @njit(nogil=True, cache=True)
-def _best(pos, mass, null, threshold, best, prob):
+def _best(pos, mass, null, best):
     """Per observed token: the slot position with the largest mass (ties: lower position),
-    -1 when it does not beat NULL (or, with threshold >= 0, falls below it); its mass."""
+    -1 when it does not beat NULL."""
     for t in range(pos.shape[0]):
         b, pb = -1, 0.0
         for s in range(pos.shape[1]):
             g = pos[t, s]
             if g >= 0 and (mass[t, s] > pb or (mass[t, s] == pb and b >= 0 and g < b)):
                 b, pb = g, mass[t, s]
-        if threshold < 0 and pb <= null[t]:
-            b = -1
-        best[t] = b
-        prob[t] = pb
+        best[t] = b if pb > null[t] else -1
 
 
 def token_links(m: BayesMarginals, direction: str, *,
@@ -51,11 +48,10 @@ def token_links(m: BayesMarginals, direction: str, *,
     obs_off = c.src_off if rev else c.tgt_off
     if threshold is None:
         best = np.empty(int(obs_off[-1]), np.int32)
-        prob = np.empty(int(obs_off[-1]), np.float32)
-        _best(tm.pos, tm.mass, tm.null, -1.0, best, prob)
+        _best(tm.pos, tm.mass, tm.null, best)
         t_idx = np.flatnonzero(best >= 0)
         g = best[t_idx]
-        del best, prob
+        del best
     else:
         t_idx, slot = np.nonzero((tm.pos >= 0) & (tm.mass >= threshold))
         g = tm.pos[t_idx, slot].astype(np.int32)
@@ -110,13 +106,15 @@ def mean_links(m: BayesMarginals, threshold: float) -> tuple[np.ndarray, np.ndar
     return sent[:n], ii[:n], jj[:n]
 
 
-def _per_sentence(n: int, sent: np.ndarray, i: np.ndarray, j: np.ndarray):
-    """Yield, per sentence 0..n-1, its links as a list of (i, j) (arrays sorted by sentence)."""
-    bounds = np.searchsorted(sent, np.arange(n + 1))
-    ii, jj = i.tolist(), j.tolist()
-    for k in range(n):
-        lo, hi = int(bounds[k]), int(bounds[k + 1])
-        yield list(zip(ii[lo:hi], jj[lo:hi], strict=True))
+def _per_sentence(links, lo: int, hi: int):
+    """Yield, per sentence lo..hi-1, its links as a list of (i, j) (link arrays (sentence,
+    i, j) sorted by sentence)."""
+    sent, i, j = links
+    bounds = np.searchsorted(sent, np.arange(lo, hi + 1))
+    a = int(bounds[0])
+    ii, jj = i[a:bounds[-1]].tolist(), j[a:bounds[-1]].tolist()
+    for b, e in zip((bounds[:-1] - a).tolist(), (bounds[1:] - a).tolist(), strict=True):
+        yield list(zip(ii[b:e], jj[b:e], strict=True))
 
 
 def link_lines(m: BayesMarginals, *, heuristic: str | None = None, direction: str = "fwd",
@@ -129,18 +127,12 @@ def link_lines(m: BayesMarginals, *, heuristic: str | None = None, direction: st
     Streams: per-link Python objects exist for one sentence at a time. Cost O(tokens * K).
     """
     lo, hi = span if span is not None else (0, m.corpus.n_sentences)
-
-    def per_sentence(links):  # link arrays sorted by sentence -> lists of the span's
-        sent, i, j = links
-        a, b = np.searchsorted(sent, [lo, hi])
-        return _per_sentence(hi - lo, sent[a:b] - lo, i[a:b], j[a:b])
-
     if mean is not None:
-        for k, links in enumerate(per_sentence(mean_links(m, mean)), lo):
+        for k, links in enumerate(_per_sentence(mean_links(m, mean), lo, hi), lo):
             yield _posterior_line(m, k, links, None) if posteriors else link_line(links)
         return
     dirs = [direction] if heuristic is None else ["fwd", "rev"]
-    sources = [per_sentence(token_links(m, d, threshold=threshold)) for d in dirs]
+    sources = [_per_sentence(token_links(m, d, threshold=threshold), lo, hi) for d in dirs]
     for k, parts in enumerate(zip(*sources, strict=True), lo):
         links = set(parts[0]) if heuristic is None else symmetrize(parts[0], parts[1],
                                                                    heuristic)

@@ -42,19 +42,15 @@ class BayesAligned(Aligned):
         from aligners.models.bayesian.decode import link_lines
 
         th = decoding.threshold if decoding.method == "posterior" else None
-        mean = None
-        if decoding.method == "mean":  # (no threshold: by the whole text's size)
+        mean, heuristic = None, decoding.symmetrize  # (the "sym" output's)
+        if decoding.method == "mean":  # symmetric; no threshold: by the whole text's size
             mean = config.mean_threshold(self.marginals.corpus.n_sentences, decoding.threshold)
+            heuristic = None
         return {name: link_lines(self.marginals, threshold=th, posteriors=posteriors,
-                                 heuristic=_heuristic(decoding) if name == "sym" else None,
+                                 heuristic=heuristic if name == "sym" else None,
                                  mean=mean if name == "sym" else None, span=self.span,
                                  direction="rev" if name == "rev" else "fwd")
                 for name in outputs}
-
-
-def _heuristic(decoding: Decoding) -> str | None:
-    """The atools heuristic of the "sym" output (None: the mean decoding, symmetric)."""
-    return None if decoding.method == "mean" else decoding.symmetrize
 
 
 @dataclass

@@ -12,7 +12,7 @@ its start-up (about 0.5 s CPU), once per fresh cache; its memory is its own.
 
 This module imports no other module of the family (the kernel modules call
 `wait_compile_child`): the caller names the kernels (`model.exact_kernels`) and the child
-runs `aligners.models.bayesian.warm.warm_all`.
+runs `aligners.models.bayesian.model.warm_all`.
 """
 
 from __future__ import annotations
@@ -47,12 +47,11 @@ def start_compile_child(kernels: Sequence) -> bool:
     if _child is not None or os.environ.get(_ENV) or kernels_cached(kernels):
         return False  # (_ENV: this is the child itself)
     root = str(Path(__file__).resolve().parents[3])  # the folder holding this `aligners`
-    env = dict(os.environ)
-    env[_ENV] = "1"
+    env = {**os.environ, _ENV: "1"}
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
                                 else "")
     _child = subprocess.Popen(
-        [sys.executable, "-c", "from aligners.models.bayesian.warm import warm_all; warm_all()"],
+        [sys.executable, "-c", "from aligners.models.bayesian.model import warm_all; warm_all()"],
         cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
     return True

@@ -41,18 +41,8 @@ from aligners.models.bayesian.slots import BayesMarginals, new_slots
 
 _CHUNK_TOKENS = 1 << 18  # observed tokens per sweep call (bounds the uniforms' memory)
 
-__all__ = ["BayesConfig", "BayesCounts", "BayesAligner", "schedule", "exact_kernels"]
-
-
-def _reset(lex: np.ndarray | None, prior: np.ndarray | None, n: int) -> np.ndarray:
-    """`lex` (allocated once, (n,) float32) refilled with the prior (zeros when None)."""
-    if lex is None:
-        lex = np.empty(n, np.float32)
-    if prior is None:
-        lex.fill(0.0)
-    else:
-        lex[:] = prior
-    return lex
+__all__ = ["BayesConfig", "BayesCounts", "BayesAligner", "schedule", "exact_kernels",
+           "warm_all"]
 
 
 _AUTO_SLOTS_TOKENS = 2_000_000  # from here on, 2 slots per token instead of 3
@@ -124,10 +114,25 @@ def _token_chunks(obs_off: np.ndarray, tokens: int = _CHUNK_TOKENS) -> list[tupl
 
 def exact_kernels() -> tuple:
     """The numba kernels a run of the exact sampler calls from Python (their callees are
-    inlined): what `jit.start_compile_child` checks and `warm.warm_all` compiles."""
+    inlined): what `jit.start_compile_child` checks and `warm_all` compiles."""
     return (_k.sweep, _c.add_counts, _c.single_pair_ids, _pt._pair_ids,
             _pt._merge_ids, _pt._count_cells, _pt._add_counts_sat,
             _pt._frequency_ids, _pt._renumber, _pt._keys_from_ids, _decode._best)
+
+
+def warm_all() -> None:
+    """Compile (and cache) every kernel of `exact_kernels` with the argument types of a real
+    run: the exact sampler on a 4-pair corpus (both pair-table halves, all three stages; its
+    `align` runs `counts.warmup`, the wide-integer variants) and its decoding; what the
+    compiling child of `jit.py` runs. Cost: compile time only."""
+    pairs = [("a b c".split(), "x y z".split()), ("b c".split(), "y z".split()),
+             ("a c".split(), "x z".split()), ("c".split(), "z w".split())]
+    marg = BayesAligner(BayesConfig(iterations=[1, 1, 2], n_samplers=2)).align(pairs)
+    for direction in ("fwd", "rev"):
+        for _ in _decode.link_lines(marg, heuristic=None, direction=direction):
+            pass
+    for _ in _decode.link_lines(marg, heuristic="grow-diag-final-and", direction="fwd"):
+        pass
 
 
 def schedule(config: BayesConfig, n_sentences: int) -> list[int]:
@@ -249,7 +254,8 @@ class BayesAligner:
                 if n == 0:
                     continue
                 # reset the counts to the priors in place: one (P,) lex array per direction
-                lex = _reset(lex, priors[0], n_lex)
+                lex = np.empty(n_lex, np.float32) if lex is None else lex
+                lex[:] = 0.0 if priors[0] is None else priors[0]
                 lex_den, null, jump, fert = (x.copy() for x in priors[1:])
                 null_den = np.array([null.sum()])
                 jump_tot = np.array([jump.sum()])
@@ -274,15 +280,11 @@ class BayesAligner:
             if s < cfg.n_samplers - 1:
                 finals.append(a.copy())
         # lex holds prior + counts of the last sampler; add the others' counts (and priors),
-        # then average in float32, in place
-        v_gen = len(priors[1])
+        # then average in float32, in place (the last stage's other count arrays, read no
+        # more, take the finals' counts too)
         n_prior_samplers = len(finals)
         for a_s in finals:
-            _c.add_counts(gen, gen_off, obs, obs_off, corpus.cell_off, corpus.pair_lo,
-                          corpus.pair_hi, not fwd, a_s, phi, lex,
-                          np.zeros(v_gen), np.zeros(v_obs), np.zeros(1), np.zeros(len(jump)),
-                          np.zeros(1), np.zeros((v_gen, cfg.max_fert + 1)), np.zeros(v_gen),
-                          np.zeros((v_gen, cfg.max_fert)), 1, cfg.max_jump, cfg.max_fert,
+            _c.add_counts(*args[:8], a_s, *args[9:], 1, cfg.max_jump, cfg.max_fert,
                           cfg.lex_alpha * v_obs, cfg.fert_alpha, n_lex)
         del since, buf, phi
         singles = _single_counts(corpus, gen_off, obs_off, fwd, [*finals, a], n_lex)
@@ -311,7 +313,7 @@ class BayesAligner:
         its = schedule(self.config, corpus.n_sentences)
         _c.warmup()
         jobs = [(d, seed, self._priors(corpus, d, lazy=True)) for d in ("fwd", "rev")]
-        corpus.drop_keys()  # 8 bytes per pair, not read while sampling: rebuilt after
+        corpus.keys = None  # 8 bytes per pair, not read while sampling: rebuilt after
         if all(p[0] is None for _, _, p in jobs):  # single-cell pairs' ids never read:
             corpus.fold_singles()  # 3 bytes per cell where 2^24 or more pairs took 4
         stop, shown = threading.Event(), None if bar is None else bar(
@@ -339,7 +341,7 @@ class BayesAligner:
             if shown is not None:
                 shown.close()
         # keys rebuilt while the pair ids (3 bytes per cell, not needed to decode) are freed
-        corpus.restore_keys(release_pairs=True)
+        corpus.restore_keys()
         self.keys = corpus.keys
         for _, counts, singles in out:  # full (P,) lex counts, now that the ids are gone
             if singles is not None:

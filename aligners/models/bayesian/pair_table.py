@@ -71,17 +71,11 @@ def _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
                         bigger[:n] = keys[:n]
                         keys = bigger
                     if 10 * (n + 1) > 7 * (1 << bits):  # load 0.7: double and rehash
-                        bits += 1
-                        mask = (1 << bits) - 1
+                        bits += 1  # (every key is new to the table: _probe finds a free slot)
                         table = np.full(1 << bits, -1, np.int32)
                         for q in range(n):
-                            h2 = _slot_of(keys[q], bits)
-                            while table[h2] >= 0:
-                                h2 = (h2 + 1) & mask
-                            table[h2] = q
-                        h = _slot_of(key, bits)
-                        while table[h] >= 0:
-                            h = (h + 1) & mask
+                            table[_probe(table, keys, keys[q], bits)[0]] = q
+                        h = _probe(table, keys, key, bits)[0]
                     table[h] = n
                     keys[n] = key
                     slot = n
@@ -187,15 +181,14 @@ def _build_pairs(src, src_off, tgt, tgt_off, cell_off, n_tgt_words, lo, hi, thre
     freed before renumbering and the keys are rebuilt from the new ids.
     """
     parts = _halves(cell_off, 2 if threads >= 2 else 1)
-    spans = [(int(cell_off[k0]), int(cell_off[k1])) for k0, k1 in parts]
+    ids = [(lo[cell_off[k0]:cell_off[k1]], hi[cell_off[k0]:cell_off[k1]]) for k0, k1 in parts]
     offs = [(src_off[k0:k1 + 1], tgt_off[k0:k1 + 1]) for k0, k1 in parts]
     with ThreadPoolExecutor(max_workers=len(parts)) as pool:
         def each(fn):  # fn(part index) on every part at once
             return list(pool.map(fn, range(len(parts))))
 
         hashed = each(lambda q: _pair_ids(src, offs[q][0], tgt, offs[q][1], n_tgt_words,
-                                          lo[spans[q][0]:spans[q][1]],
-                                          hi[spans[q][0]:spans[q][1]]))
+                                          *ids[q]))
         if any(h[1] < 0 for h in hashed):
             return None
         n = int(hashed[0][1])
@@ -206,26 +199,23 @@ def _build_pairs(src, src_off, tgt, tgt_off, cell_off, n_tgt_words, lo, hi, thre
             del keys_a, table_a, keys_b
             if n > np.int64(1) << (16 + 8 * hi.itemsize):
                 return None
-            _renumber(lo[spans[1][0]:], hi[spans[1][0]:], mapped)
+            _renumber(*ids[1], mapped)
             del mapped
         hashed = None
         if n > np.iinfo(np.int32).max:
             raise AlignersInputError(f"{n} distinct word pairs: more than the 2^31 - 1 "
                                      "supported")
         counts = [np.zeros(n, np.uint16) for _ in parts]
-        each(lambda q: _count_cells(lo[spans[q][0]:spans[q][1]], hi[spans[q][0]:spans[q][1]],
-                                    counts[q]))
+        each(lambda q: _count_cells(*ids[q], counts[q]))
         for other in counts[1:]:
             _add_counts_sat(counts[0], other)
         new_id, n_shared = _frequency_ids(counts[0])
         counts = None
-        each(lambda q: _renumber(lo[spans[q][0]:spans[q][1]], hi[spans[q][0]:spans[q][1]],
-                                 new_id))
+        each(lambda q: _renumber(*ids[q], new_id))
         new_id = None
         keys = np.empty(n, np.int64)  # (two parts may write the same id: the same value)
-        each(lambda q: _keys_from_ids(src, offs[q][0], tgt, offs[q][1], n_tgt_words,
-                                      lo[spans[q][0]:spans[q][1]],
-                                      hi[spans[q][0]:spans[q][1]], keys))
+        each(lambda q: _keys_from_ids(src, offs[q][0], tgt, offs[q][1], n_tgt_words, *ids[q],
+                                      keys))
     return keys, int(n_shared)
 
 

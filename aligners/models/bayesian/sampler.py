@@ -75,6 +75,13 @@ def _prefetch_row(lex, pair_lo, pair_hi, c0, step, n, lim):
 
 
 @njit(inline="always", cache=True, error_model="numpy")
+def _span(gen_off, obs_off, k):
+    """(first generator token, I, first observed token, J) of sentence k."""
+    gs, os_ = gen_off[k], obs_off[k]
+    return gs, gen_off[k + 1] - gs, os_, obs_off[k + 1] - os_
+
+
+@njit(inline="always", cache=True, error_model="numpy")
 def _cell(g, x, n_gen, n_obs, rev):
     if rev:
         return x * n_gen + g
@@ -140,8 +147,7 @@ def _prefetch_ahead(lex, pair_lo, pair_hi, gen_off, obs_off, cell_off, rev, k, k
     if xa >= n_obs and k + 1 < k1:
         xa -= n_obs
         k += 1
-        n_gen = gen_off[k + 1] - gen_off[k]
-        n_obs = obs_off[k + 1] - obs_off[k]
+        _, n_gen, _, n_obs = _span(gen_off, obs_off, k)
     if xa < n_obs:
         cb, step = _row(cell_off[k], xa, n_gen, n_obs, rev)
         _prefetch_row(lex, pair_lo, pair_hi, cb, step, n_gen, lim)
@@ -304,10 +310,7 @@ def _sweep(gen_flat, gen_off, obs_flat, obs_off, cell_off, pair_lo, pair_hi, rev
     cond = buf[0]
     w = buf[1]
     for k in range(k0, k1):
-        gs = gen_off[k]
-        n_gen = gen_off[k + 1] - gs
-        os_ = obs_off[k]
-        n_obs = obs_off[k + 1] - os_
+        gs, n_gen, os_, n_obs = _span(gen_off, obs_off, k)
         if n_gen == 0 or n_obs == 0:
             continue
         for g in range(n_gen):

@@ -92,55 +92,19 @@ class TokenMarginals:
     mass: np.ndarray
     null: np.ndarray
 
-    def dense(self, t: int, n_gen: int) -> np.ndarray:
-        """(n_gen,) float32 marginals of token t (0 where no slot is kept)."""
-        out = np.zeros(n_gen, np.float32)
-        keep = self.pos[t] >= 0
-        out[self.pos[t][keep]] = self.mass[t][keep]
-        return out
-
 
 @dataclass
 class BayesMarginals:
     """fwd, rev TokenMarginals: p(a_j = i) per target token j and p(a_i = j) per source token
     i (Rao-Blackwellised, averaged over samplers and post-burn-in sweeps), kept sparse.
 
-    The corpus's per-cell pair ids are released (empty) once sampling is done."""
+    The corpus's per-cell pair ids are released (empty) once sampling is done. (Dense views
+    for small corpora: tests/bayes_dense.py.)"""
 
     corpus: EncodedBitext
     fwd_slots: TokenMarginals
     rev_slots: TokenMarginals
     schedule: list[int] = field(default_factory=list)
-
-    def cells(self, k: int, direction: str = "fwd") -> np.ndarray:
-        """(I, J) float32 link marginals of sentence k for one direction (dense view)."""
-        i, j = self.corpus.lengths(k)
-        out = np.zeros((i, j), np.float32)
-        tm = self.fwd_slots if direction == "fwd" else self.rev_slots
-        if direction == "fwd":
-            t0 = int(self.corpus.tgt_off[k])
-            for x in range(j):
-                out[:, x] = tm.dense(t0 + x, i)
-        else:
-            t0 = int(self.corpus.src_off[k])
-            for x in range(i):
-                out[x, :] = tm.dense(t0 + x, j)
-        return out
-
-    def _flat(self, direction: str) -> np.ndarray:
-        return np.concatenate([self.cells(k, direction).ravel()
-                               for k in range(self.corpus.n_sentences)] or [np.zeros(0)])
-
-    @property
-    def fwd(self) -> np.ndarray:
-        """(cells,) dense forward marginals in the corpus cell layout (O(cells) memory: for
-        small corpora and tests)."""
-        return self._flat("fwd")
-
-    @property
-    def rev(self) -> np.ndarray:
-        """(cells,) dense reverse marginals, like `fwd`."""
-        return self._flat("rev")
 
 
 def new_slots(n_tokens: int, n_slots: int, max_gen: int) -> TokenMarginals:

@@ -1,7 +1,7 @@
-"""The word HMM family: IBM Model 1 (`ibm1`), the Och-Ney HMM of one direction
-(`directional`), their joint two-direction training by agreement (`agreement.WordAligner`),
-the sparse lexical M-step (`lexical`), its defaults and CLI options (`config`) and its
-aligned model and folder (`folder`: `aligners.load(folder)` -> a ready `TrainedWordAligner`).
+"""The word HMM family: the E-steps of one direction, IBM Model 1 and the Och-Ney HMM
+(`directional`), their joint two-direction training by agreement with the sparse lexical
+M-step (`agreement.WordAligner`), its defaults and CLI options (`config`) and its aligned
+model and folder (`folder`: `aligners.load(folder)` -> a ready `TrainedWordAligner`).
 No Lightning in here; the data path is `aligners.data.bitext`.
 """
 

@@ -9,11 +9,14 @@ E-step with agreement: each direction's link posteriors p_f(i,j), p_b(i,j) are m
 q = p_f * p_b, and q is the expected link count of *both* directions' lexical tables; the
 rest of each word's mass (1 - sum q) is its NULL count. Jump counts stay per direction.
 Expected counts live in buffers that `all_reduce_counts` sums across processes (DDP).
+M-step of the sparse lexical tables (`normalise_counts`): both directions share one pair
+index (`aligners.data.bitext.PairIndex`), so p(t|s) and p(s|t) are the same vector of
+expected counts (P + 1,) normalised by source word or by target word.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -24,12 +27,57 @@ from aligners.models.hmm.config import WordAlignConfig, WordDecoding
 from aligners.models.hmm.directional import (
     hmm_direction_posteriors,
     hmm_direction_viterbi,
+    ibm1_posteriors,
     jump_m_step,
 )
-from aligners.models.hmm.ibm1 import ibm1_posteriors
-from aligners.models.hmm.lexical import normalise_counts, normalise_dense
 
-__all__ = ["WordAlignConfig", "WordDecoding", "WordAligner", "DirectionPosteriors"]
+__all__ = ["WordAlignConfig", "WordDecoding", "WordAligner", "DirectionPosteriors",
+           "normalise_counts", "normalise_dense"]
+
+_TINY = 1e-20  # floor of every probability so that log() stays finite
+
+
+def normalise_counts(
+    counts: torch.Tensor,
+    given: torch.Tensor,
+    *,
+    n_given: int,
+    n_outcomes: int,
+    alpha: float,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Sparse conditional table from expected counts: (P+1,) -> (P+1,) probabilities.
+
+    `given (P,)` is the conditioning word of each pair. alpha = 0: maximum likelihood
+    c / sum_given c; alpha > 0: variational Bayes with a symmetric Dirichlet(alpha) prior over
+    `n_outcomes` words, exp(digamma(c + a) - digamma(sum c + n a)). Slot P gets the floor.
+    `out (P+1,)`, when given, receives the result (it may be the old table, not `counts`).
+    Cost O(P) time; maximum likelihood needs no (P,) temporary besides `out`.
+    """
+    c = counts[:-1]
+    tot = torch.zeros(n_given, dtype=c.dtype, device=c.device).index_add_(0, given, c)
+    if out is None:
+        out = torch.empty_like(counts)
+    body = out[:-1]
+    if alpha > 0:
+        num = torch.exp(torch.digamma(c + alpha))
+        den = torch.exp(torch.digamma(tot + alpha * n_outcomes))
+        torch.div(num, den[given].clamp_min(_TINY), out=body)
+    else:  # gather the denominators into `out`, then divide in place: no P-sized temporaries
+        torch.index_select(tot.clamp_min_(_TINY), 0, given, out=body)
+        torch.div(c, body, out=body)
+    out[-1] = _TINY
+    return out.clamp_min_(_TINY)
+
+
+def normalise_dense(counts: torch.Tensor, *, alpha: float) -> torch.Tensor:
+    """A dense distribution (V,) from expected counts (the NULL word's table). Cost O(V)."""
+    if alpha > 0:
+        total = counts.sum() + alpha * len(counts)
+        p = torch.exp(torch.digamma(counts + alpha) - torch.digamma(total))
+    else:
+        p = counts / counts.sum().clamp_min(_TINY)
+    return p.clamp_min(_TINY)
 
 
 @dataclass
@@ -89,48 +137,42 @@ class WordAligner(nn.Module):
         return "hmm" if self.config.hmm_iterations > 0 and done else "ibm1"
 
     # ----------------------------------------------------------------- E-step
+    def _lattice_inputs(self, batch: Batch) -> list[tuple]:
+        """Per direction (forward, then backward: transposed) the lattice's inputs: link
+        probabilities (B, I, J) / (B, J, I), NULL probabilities, lengths, jump weights."""
+        ids, sl, tl = batch.pair_ids, batch.src_lengths, batch.tgt_lengths
+        return [(_gather(self.t_fwd, ids), _gather(self.null_tgt, batch.tgt),
+                 {"src_lengths": sl, "tgt_lengths": tl}, self.jump_fwd),
+                (_gather(self.t_bwd, ids).transpose(1, 2), _gather(self.null_src, batch.src),
+                 {"src_lengths": tl, "tgt_lengths": sl}, self.jump_bwd)]
+
     def posteriors(self, batch: Batch, *, stage: str | None = None) -> DirectionPosteriors:
         """Both directions' posteriors for one batch. Cost O(B I J) (Model 1) or the HMM
         lattice's O(B J I^2 + B I J^2)."""
         stage = stage or self.stage
-        batch = batch.to(self.keys.device)
-        ids = batch.pair_ids
-        pf, pb = _gather(self.t_fwd, ids), _gather(self.t_bwd, ids)  # (B, I, J)
-        nf, nb = _gather(self.null_tgt, batch.tgt), _gather(self.null_src, batch.src)
-        sl, tl = batch.src_lengths, batch.tgt_lengths
-        if stage == "ibm1":
-            llf, lf, nuf = ibm1_posteriors(pf, nf, src_lengths=sl, tgt_lengths=tl)
-            llb, lb, nub = ibm1_posteriors(pb.transpose(1, 2), nb, src_lengths=tl, tgt_lengths=sl)
-            ll = torch.stack([llf.sum(), llb.sum()]).double()
-            return DirectionPosteriors(ll, lf, nuf, lb.transpose(1, 2), nub)
         c = self.config
-        llf, lf, nuf, jf = hmm_direction_posteriors(
-            pf, nf, src_lengths=sl, tgt_lengths=tl, jump_weights=self.jump_fwd, p0=c.p0,
-            lattice=c.lattice)
-        llb, lb, nub, jb = hmm_direction_posteriors(
-            pb.transpose(1, 2), nb, src_lengths=tl, tgt_lengths=sl,
-            jump_weights=self.jump_bwd, p0=c.p0, lattice=c.lattice)
-        lb = lb.transpose(1, 2)  # both are zero in padded cells already
+        inputs = self._lattice_inputs(batch.to(self.keys.device))
+        if stage == "ibm1":
+            out = [ibm1_posteriors(p, n, **lengths) for p, n, lengths, _ in inputs]
+        else:
+            out = [hmm_direction_posteriors(p, n, **lengths, jump_weights=jw, p0=c.p0,
+                                            lattice=c.lattice) for p, n, lengths, jw in inputs]
+        (llf, lf, nuf, *jf), (llb, lb, nub, *jb) = out  # (jumps: the HMM's only)
         ll = torch.stack([llf.sum(), llb.sum()]).double()
-        return DirectionPosteriors(ll, lf, nuf, lb, nub, jf, jb)
+        return DirectionPosteriors(ll, lf, nuf, lb.transpose(1, 2), nub, *jf, *jb)
 
     def viterbi(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Best alignments: forward (B, J) source position per target word, backward (B, I)
         target position per source word; -1 = NULL or padding."""
         batch = batch.to(self.keys.device)
-        ids = batch.pair_ids
-        pf, pb = _gather(self.t_fwd, ids), _gather(self.t_bwd, ids)
-        nf, nb = _gather(self.null_tgt, batch.tgt), _gather(self.null_src, batch.src)
-        sl, tl = batch.src_lengths, batch.tgt_lengths
         if self.stage == "ibm1":
             post = self.posteriors(batch, stage="ibm1")
-            return _argmax_or_null(post.links_fwd, post.null_fwd, 1, tl), _argmax_or_null(
-                post.links_bwd, post.null_bwd, 2, sl)
+            return (_argmax_or_null(post.links_fwd, post.null_fwd, 1, batch.tgt_lengths),
+                    _argmax_or_null(post.links_bwd, post.null_bwd, 2, batch.src_lengths))
         c = self.config
-        fwd = hmm_direction_viterbi(pf, nf, src_lengths=sl, tgt_lengths=tl,
-                                    jump_weights=self.jump_fwd, p0=c.p0, lattice=c.lattice)
-        bwd = hmm_direction_viterbi(pb.transpose(1, 2), nb, src_lengths=tl, tgt_lengths=sl,
-                                    jump_weights=self.jump_bwd, p0=c.p0, lattice=c.lattice)
+        fwd, bwd = (hmm_direction_viterbi(p, n, **lengths, jump_weights=jw, p0=c.p0,
+                                          lattice=c.lattice)
+                    for p, n, lengths, jw in self._lattice_inputs(batch))
         return fwd, bwd
 
     # ----------------------------------------------------------------- EM
@@ -157,8 +199,7 @@ class WordAligner(nn.Module):
         ids = batch.pair_ids.reshape(-1)
         if self.config.agreement:
             q = post.links_fwd * post.links_bwd
-            flat = q.reshape(-1)
-            scatter_add_(self.c_fwd, ids, flat)  # c_bwd is the same tensor
+            scatter_add_(self.c_fwd, ids, q.reshape(-1))  # c_bwd is the same tensor
             jv = torch.arange(q.shape[2], device=q.device)[None, :] < batch.tgt_lengths[:, None]
             iv = torch.arange(q.shape[1], device=q.device)[None, :] < batch.src_lengths[:, None]
             null_f = (1 - q.sum(1)).clamp_min(0) * jv
@@ -174,23 +215,20 @@ class WordAligner(nn.Module):
         self.c_loglik += post.log_likelihood
         return post
 
-    def count_tensors(self) -> list[torch.Tensor]:
-        """The count buffers, in a fixed order (what DDP all-reduces)."""
-        return [self.c_lex, self.c_null_tgt, self.c_null_src, self.c_jump, self.c_loglik]
-
     def all_reduce_counts(self) -> None:
-        """Sum the counts over all processes (no-op without torch.distributed)."""
+        """Sum the count buffers over all processes, in a fixed order (no-op without
+        torch.distributed)."""
         import torch.distributed as dist
 
         if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            for t in self.count_tensors():
+            for t in (self.c_lex, self.c_null_tgt, self.c_null_src, self.c_jump, self.c_loglik):
                 dist.all_reduce(t)
 
-    def m_step(self, *, stage: str | None = None) -> torch.Tensor:
+    def m_step(self) -> torch.Tensor:
         """Sum the counts over the processes (`all_reduce_counts`), normalise them into new
-        tables; returns the log-likelihood (2,) of the E-step just finished (forward,
-        backward) and clears the counts. `stage`: the iteration's unless given."""
-        stage = stage or self.stage_of(int(self.iteration))
+        tables (the current iteration's stage); returns the log-likelihood (2,) of the
+        E-step just finished (forward, backward) and clears the counts."""
+        stage = self.stage_of(int(self.iteration))
         self.all_reduce_counts()
         c = self.config
         P = self.keys.numel()
@@ -233,9 +271,6 @@ class WordAligner(nn.Module):
                     progress(it, k)
             history.append(self.m_step().tolist())
         return history
-
-    def hparams(self) -> dict:
-        return asdict(self.config)
 
 
 def _gather(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:

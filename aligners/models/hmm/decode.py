@@ -17,7 +17,6 @@ its device), `viterbi(batch) -> (fwd (B, J) source index or -1, rev (B, I) targe
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +26,6 @@ from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.models.hmm._pharaoh_kernel import link_lines
 from aligners.models.hmm.config import DECODING
-from aligners.timing import Phases
 
 __all__ = ["DECODINGS", "decode_lines"]
 
@@ -64,33 +62,27 @@ class _HostLinks:
 def _device_links(model, batch, method: str, threshold: float, with_posteriors: bool):
     """(forward links, forward values, reverse links, reverse values) of one batch on the
     model's device: links (K, 3) [b, i, j] sorted, values (K,) (None unless needed)."""
-    if method == "viterbi":
+    post = model.posteriors(batch) if method != "viterbi" or with_posteriors else None
+    if method == "viterbi":  # the cells on each direction's best path
         fwd, rev = model.viterbi(batch)
-        hf = (fwd >= 0).nonzero()
-        f_links = torch.stack([hf[:, 0], fwd[hf[:, 0], hf[:, 1]], hf[:, 1]], 1)
-        I, J = batch.src.shape[1], batch.tgt.shape[1]  # (b, j) order -> (b, i, j) order
-        f_links = f_links[torch.argsort((f_links[:, 0] * I + f_links[:, 1]) * J
-                                        + f_links[:, 2])]
-        hr = (rev >= 0).nonzero()  # one link per (b, i): already in (b, i, j) order
-        r_links = torch.stack([hr[:, 0], hr[:, 1], rev[hr[:, 0], hr[:, 1]]], 1)
-        vf = vr = None
-        if with_posteriors:
-            post = model.posteriors(batch)
-            vf = post.links_fwd[f_links[:, 0], f_links[:, 1], f_links[:, 2]]
-            vr = post.links_bwd[r_links[:, 0], r_links[:, 1], r_links[:, 2]]
-        return f_links, vf, r_links, vr
-    post = model.posteriors(batch)
-    if method == "agreement":
-        score_f = score_r = post.links_fwd * post.links_bwd
+        on_f, on_r = _on_path(fwd, batch.mask, 1), _on_path(rev, batch.mask, 2)
+        score_f, score_r = (None, None) if post is None else (post.links_fwd, post.links_bwd)
     else:
-        score_f, score_r = post.links_fwd, post.links_bwd
-    mask = batch.mask
-    f_links = ((score_f > threshold) & mask).nonzero()  # row-major: sorted (b, i, j)
-    r_links = ((score_r > threshold) & mask).nonzero()
+        score_f = post.links_fwd * post.links_bwd if method == "agreement" else post.links_fwd
+        score_r = score_f if method == "agreement" else post.links_bwd
+        on_f, on_r = (score_f > threshold) & batch.mask, (score_r > threshold) & batch.mask
+    f_links, r_links = on_f.nonzero(), on_r.nonzero()  # row-major: sorted (b, i, j)
     if not with_posteriors:
         return f_links, None, r_links, None
     return (f_links, score_f[f_links[:, 0], f_links[:, 1], f_links[:, 2]],
             r_links, score_r[r_links[:, 0], r_links[:, 1], r_links[:, 2]])
+
+
+def _on_path(path: torch.Tensor, mask: torch.Tensor, dim: int) -> torch.Tensor:
+    """(B, I, J) bool: the cells of a Viterbi path, (B, J) source per target word (dim 1) or
+    (B, I) target per source word (dim 2), -1 = none; `mask` (B, I, J) bool gives the shape."""
+    on = torch.zeros_like(mask)
+    return on.scatter_(dim, path.clamp_min(0).unsqueeze(dim), (path >= 0).unsqueeze(dim))
 
 
 def _host_batches(model, index, method: str, threshold: float, with_posteriors: bool
@@ -118,11 +110,6 @@ def _host_batches(model, index, method: str, threshold: float, with_posteriors: 
         yield _HostLinks(flat[:B], links, (flat[B:2 * B], flat[2 * B:3 * B]), values)
 
 
-def _sym_line(links, posts: dict | None) -> str:
-    """A symmetrized line: `link_line`, each link's posterior from `posts` where it has one."""
-    return link_line(links, None if posts is None else [posts.get(lk) for lk in links])
-
-
 def decode_lines(
     model, index, *,
     method: str = "agreement",
@@ -131,7 +118,6 @@ def decode_lines(
     posteriors: bool = False,
     outputs: tuple[str, ...] = ("fwd", "rev", "sym"),
     progress: Callable[[int], None] | None = None,
-    phases: Phases | None = None,
 ) -> dict[str, list[str]]:
     """Pharaoh lines (`i-j`, or `i-j:p` with `posteriors`) per output in `outputs`:
     "fwd", "rev" and "sym" (symmetrized with `heuristic`; None/"none" = forward links).
@@ -139,9 +125,7 @@ def decode_lines(
     Each batch is decoded on the model's device and comes to the host in one copy; its
     lines are written by one compiled pass (`_pharaoh_kernel.link_lines`), without a Python
     object per link, except for a symmetrization heuristic (per sentence, in Python:
-    `aligners.symmetrize`), whose time goes to phase "symmetrize" of `phases` when given
-    (`aligners.timing`: the caller's "decode" phase then excludes it). Memory: the
-    formatted lines only (batch by batch).
+    `aligners.symmetrize`). Memory: the formatted lines only (batch by batch).
     """
     from aligners.symmetrize import check_heuristic, symmetrize
 
@@ -161,12 +145,13 @@ def decode_lines(
             if plain_sym:
                 lines["sym"] = lines["fwd"]
             else:
-                with phases("symmetrize") if phases is not None else nullcontext():
-                    (lf, pf), (lr, pr) = h.per_row(0), h.per_row(1)
-                    lines["sym"] = [
-                        _sym_line(sorted(symmetrize(lf[b], lr[b], heuristic)),
-                                  {**pr[b], **pf[b]} if posteriors else None)
-                        for b in range(len(rows))]
+                (lf, pf), (lr, pr) = h.per_row(0), h.per_row(1)
+                lines["sym"] = []
+                for b in range(len(rows)):  # each link's posterior where a direction has it
+                    links = sorted(symmetrize(lf[b], lr[b], heuristic))
+                    posts = {**pr[b], **pf[b]}
+                    lines["sym"].append(link_line(
+                        links, [posts.get(lk) for lk in links] if posteriors else None))
         for name in out:
             dest, got = out[name], lines[name]
             for b, r in enumerate(rows):

@@ -1,4 +1,6 @@
-"""The HMM alignment model (Vogel et al. 1996) with Och & Ney's NULL states, one direction.
+"""The E-steps of one direction: IBM Model 1 (Brown et al. 1993, `ibm1_posteriors`: each
+target word picks a source position in {NULL, 1..I} uniformly, so its posteriors need no
+dynamic program) and the HMM alignment model (Vogel et al. 1996) with Och & Ney's NULL states.
 
 States for a source sentence of length I: C = 2I, state i < I = "target word aligned to
 source position i", state I + i = NULL remembering that the last aligned position was i.
@@ -25,6 +27,7 @@ from aligners.lattices.hmm import hmm_posteriors, hmm_viterbi
 from aligners.semirings import log_or_zero
 
 __all__ = [
+    "ibm1_posteriors",
     "jump_buckets",
     "hmm_potentials",
     "hmm_direction_posteriors",
@@ -65,12 +68,10 @@ def hmm_potentials(
     each position. Cost O(B I (I + J)) time and memory.
     """
     B, I, J = link_probs.shape
-    K = (jump_weights.numel() - 1) // 2
     dtype = link_probs.dtype
     dev = link_probs.device
-    bk = jump_buckets(n_src=I, max_jump=K, device=dev)
     valid = torch.arange(I, device=dev)[None, :] < src_lengths[:, None]  # (B, I)
-    weights = jump_weights.to(dtype)[bk][None] * valid[:, None, :]  # (B, I+1, I)
+    weights = _jump_scores(jump_weights, n_src=I, dtype=dtype)[None] * valid[:, None, :]
     norm = weights.sum(-1).clamp_min(torch.finfo(dtype).tiny)
     ctx = weights / norm[..., None]
     words = (1 - p0) * ctx[:, 1:, :]
@@ -181,3 +182,32 @@ def jump_m_step(stats: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
     new = torch.where(den > 0, n / den.clamp_min(1e-300), old.double())
     new = new.clamp_min(1e-12)
     return (new / new.sum()).to(old.dtype)
+
+
+def ibm1_posteriors(
+    link_probs: torch.Tensor,
+    null_probs: torch.Tensor,
+    *,
+    src_lengths: torch.Tensor,
+    tgt_lengths: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Model 1 posteriors of one direction (source generates target).
+
+    Shapes: link_probs (B, I, J) = p(t_j | s_i) (anything in padded cells), null_probs (B, J)
+    = p(t_j | NULL), lengths (B,). Returns (log_likelihood (B,), link_posteriors (B, I, J),
+    null_posteriors (B, J)), zero in padded cells; for each real j the link posteriors over i
+    plus the NULL posterior sum to 1. log_likelihood = sum_j log(sum_i p(t_j|s_i) / (I+1)).
+    Cost O(B I J) time and memory. For the other direction pass the transposes.
+    """
+    B, I, J = link_probs.shape
+    ivalid = torch.arange(I, device=link_probs.device)[None, :] < src_lengths[:, None]
+    jvalid = torch.arange(J, device=link_probs.device)[None, :] < tgt_lengths[:, None]
+    links = link_probs * ivalid[:, :, None]
+    null = null_probs * jvalid
+    total = links.sum(1) + null  # (B, J)
+    safe = torch.where(jvalid, total, torch.ones_like(total))
+    post = links * jvalid[:, None, :] / safe[:, None, :]
+    null_post = null / safe
+    logz = torch.log(safe) - torch.log1p(src_lengths.to(safe.dtype))[:, None]
+    log_likelihood = (logz * jvalid).sum(1)
+    return log_likelihood, post, null_post

@@ -79,9 +79,8 @@ class TrainedWordAligner(WordAlignment):
 
     def decode(self, pairs, run: RunOptions) -> WordAligned:
         self.to(run.device)  # batches follow the model
-        with run.phase("index"):
+        with run.phase("index"):  # (on the model's device: run.device)
             index = self.index(pairs, cells=run.cells(), cache_dir=run.cache_dir)
-            index.to(run.device)
         return WordAligned(self.model, index, run)
 
     def save_to(self, folder: str | Path, decoding: Decoding | WordDecoding | None = None
