@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from aligners.data.jacana import read_jacana_json, read_multimwa, text_format
-from aligners.data.parallel import open_output, read_lines, split_tokens
+from aligners.data.parallel import read_lines, split_tokens, write_lines
 from aligners.data.pharaoh import (
     bounds_text,
     check_ranges,
@@ -224,14 +224,10 @@ def read_onebased(
                 path=name,
                 line=lineno,
             )
-
-        def dec(links: Iterable[tuple[int, int]]) -> frozenset[tuple[int, int]]:
-            return frozenset((i - 1, j - 1) for i, j in links)
-
-        posts = None
-        if al.posteriors:
-            posts = {(i - 1, j - 1): p for (i, j), p in al.posteriors.items()}
-        alignments.append(Alignment(dec(al.sure), dec(al.possible), posts))
+        alignments.append(Alignment(
+            frozenset((i - 1, j - 1) for i, j in al.sure),
+            frozenset((i - 1, j - 1) for i, j in al.possible),
+            {(i - 1, j - 1): p for (i, j), p in al.posteriors.items()} if al.posteriors else None))
     alignments, dropped = check_ranges(
         alignments, src_lengths, tgt_lengths, lenient=lenient, path=name
     )
@@ -252,27 +248,18 @@ def write_naacl(
     Sentence numbers are `snums` (default 1, 2, ...), zero-padded to `width`. Read back
     with `read_naacl(..., snums=...)` to keep trailing link-less sentences. Cost: O(links).
     """
-    count = 0
-    with open_output(out) as handle:
+    def lines():
         for n, al in enumerate(alignments):
             snum = (n + 1) if snums is None else snums[n]
-            for i, j, is_sure in al.links():
-                label = "S" if is_sure else "P"
-                handle.write(f"{snum:0{width}d} {i + token_base} {j + token_base} {label}\n")
-                count += 1
-    return count
+            for i, j, sure in al.links():
+                yield f"{snum:0{width}d} {i + token_base} {j + token_base} {'S' if sure else 'P'}"
+    return write_lines(out, lines())
 
 
 def write_onebased(alignments: Iterable[Alignment], out: str | Path | IO[str]) -> int:
     """Write 1-based `i-j` / `ipj` lines (the Ro-En/Ja-En/Zh-En notation); return line count."""
-    count = 0
-    with open_output(out) as handle:
-        for al in alignments:
-            handle.write(
-                " ".join(f"{i + 1}{'-' if s else 'p'}{j + 1}" for i, j, s in al.links()) + "\n"
-            )
-            count += 1
-    return count
+    return write_lines(out, (" ".join(f"{i + 1}{'-' if s else 'p'}{j + 1}"
+                                      for i, j, s in al.links()) for al in alignments))
 
 
 FORMATS = (

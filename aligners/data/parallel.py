@@ -29,6 +29,7 @@ __all__ = [
     "read_parallel",
     "read_xml",
     "split_tokens",
+    "write_lines",
     "write_parallel",
 ]
 
@@ -235,6 +236,17 @@ def open_output(path: str | Path | IO[str]) -> Iterator[IO[str]]:
         yield handle
 
 
+def write_lines(out: str | Path | IO[str], lines: Iterable[str]) -> int:
+    """Write `lines` (without their line ends) to a path (`.gz`, `-` = stdout) or handle, one
+    a line; return how many. Cost: O(total size) time, O(one line) memory."""
+    count = 0
+    with open_output(out) as handle:
+        for line in lines:
+            handle.write(line + "\n")
+            count += 1
+    return count
+
+
 def write_parallel(
     pairs: Iterable[tuple[Iterable[str], Iterable[str]]],
     src: str | Path | IO[str],
@@ -244,13 +256,9 @@ def write_parallel(
 
     Cost: O(total size) time, O(one line) memory. Tokens must not contain whitespace.
     """
-    count = 0
     if tgt is None:
-        with open_output(src) as out:
-            for s, t in pairs:
-                out.write(f"{' '.join(s)} ||| {' '.join(t)}\n")
-                count += 1
-        return count
+        return write_lines(src, (f"{' '.join(s)} ||| {' '.join(t)}" for s, t in pairs))
+    count = 0
     with open_output(src) as out_s, open_output(tgt) as out_t:
         for s, t in pairs:
             out_s.write(" ".join(s) + "\n")

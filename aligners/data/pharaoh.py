@@ -11,14 +11,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO
 
-from aligners.data.parallel import open_output, read_lines
-from aligners.data.types import Alignment
+from aligners.data.parallel import read_lines, write_lines
+from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
 __all__ = [
     "POSTERIOR_DIGITS",
     "OutOfRangeLinksWarning",
     "bounds_text",
+    "check_pair_ranges",
     "check_ranges",
     "format_pharaoh",
     "link_line",
@@ -139,6 +140,21 @@ def check_ranges(
     return out, dropped
 
 
+def check_pair_ranges(pairs: list[AlignedPair], *, lenient: bool, path: str,
+                      line_numbers: Sequence[int] | None = None,
+                      target: bool = True) -> list[AlignedPair]:
+    """`check_ranges` of pairs that carry their text (against their token counts; `target`
+    False: the source side only), with the dropped links warned about (`warn_dropped`)."""
+    als, dropped = check_ranges(
+        [p.alignment for p in pairs], [len(p.src) for p in pairs],
+        [len(p.tgt) for p in pairs] if target else None,
+        lenient=lenient, path=path, line_numbers=line_numbers)
+    warn_dropped(dropped, path)
+    if not dropped:
+        return pairs
+    return [AlignedPair(p.src, p.tgt, al, p.id) for p, al in zip(pairs, als, strict=True)]
+
+
 def bounds_text(src_n: int | None, tgt_n: int | None) -> str:
     """`'I source and J target words; expected 0 <= i < I and 0 <= j < J'`, leaving out a
     side whose length is unknown (None)."""
@@ -232,11 +248,6 @@ def write_pharaoh(
 
     Returns the number of lines written. Cost: O(total links).
     """
-    count = 0
-    with open_output(out) as handle:
-        for al in alignments:
-            handle.write(
-                format_pharaoh(al, posteriors=posteriors, possible_marker=possible_marker) + "\n"
-            )
-            count += 1
-    return count
+    return write_lines(out, (format_pharaoh(al, posteriors=posteriors,
+                                            possible_marker=possible_marker)
+                             for al in alignments))
