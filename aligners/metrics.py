@@ -22,7 +22,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from aligners.data.types import Alignment
 
@@ -66,10 +66,8 @@ class LinkCounts:
     hit_possible: int = 0
 
     def __iadd__(self, other: LinkCounts) -> LinkCounts:
-        self.predicted += other.predicted
-        self.sure += other.sure
-        self.hit_sure += other.hit_sure
-        self.hit_possible += other.hit_possible
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
         return self
 
     @property

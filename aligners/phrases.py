@@ -19,7 +19,6 @@ __all__ = [
     "MODES",
     "PhrasePair",
     "extract_phrase_pairs",
-    "phrase_alignment",
     "format_extract_line",
     "iter_extract",
     "load_corpus",
@@ -162,16 +161,6 @@ def _orient(mode, left, right, in_mono, in_swap, out_mono, out_swap) -> int:
     return MONO if out_mono else SWAP if out_swap else OTHER
 
 
-def phrase_alignment(pair: PhrasePair, links: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Links inside `pair`, relative to its spans, ordered by target then source (as Moses)."""
-    inside = [
-        (i - pair.src_start, j - pair.tgt_start)
-        for i, j in links
-        if pair.src_start <= i < pair.src_end and pair.tgt_start <= j < pair.tgt_end
-    ]
-    return sorted(set(inside), key=lambda ij: (ij[1], ij[0]))
-
-
 def format_extract_line(
     src: Sequence[str],
     tgt: Sequence[str],
@@ -182,7 +171,8 @@ def format_extract_line(
 ) -> str:
     """`src phrase ||| tgt phrase ||| i-j ... ||| orientation` (no trailing newline).
 
-    `direction` is `backward`, `forward` or `both` (`both` writes "prev next", as Moses).
+    `direction` is `backward`, `forward` or `both` (`both` writes "prev next", as Moses);
+    the links are those inside `pair`, relative to its spans, ordered by target then source.
     """
     names = {
         "backward": ORIENTATIONS[pair.backward],
@@ -191,7 +181,9 @@ def format_extract_line(
     }
     if direction not in names:
         raise AlignersInputError(f"direction {direction!r}; expected backward, forward or both")
-    align = " ".join(f"{i}-{j}" for i, j in phrase_alignment(pair, links))
+    inside = {(i - pair.src_start, j - pair.tgt_start) for i, j in links
+              if pair.src_start <= i < pair.src_end and pair.tgt_start <= j < pair.tgt_end}
+    align = " ".join(f"{i}-{j}" for i, j in sorted(inside, key=lambda ij: (ij[1], ij[0])))
     return (
         f"{' '.join(src[pair.src_start:pair.src_end])} ||| "
         f"{' '.join(tgt[pair.tgt_start:pair.tgt_end])} ||| {align} ||| {names[direction]}"

@@ -28,7 +28,6 @@ __all__ = [
     "last_dropped",
     "load",
     "lowercased",
-    "parallel_files",
 ]
 
 
@@ -309,7 +308,8 @@ def iter_parallel(
 ) -> Iterator[tuple[list[str], list[str]]]:
     """Stream `(source_tokens, target_tokens)` of a split without holding it in memory."""
     if name == "hansards-enfr" and split in _HANSARDS_TRAIN:
-        return read_parallel(*parallel_files(name, split), lowercase=lowercase)
+        d, stem = dataset_dir(DATASETS[name].folder) / "train", _HANSARDS_TRAIN[split]
+        return read_parallel(d / f"{stem}.e.gz", d / f"{stem}.f.gz", lowercase=lowercase)
     pairs = load(name, split)
     return ((list(p.src), list(p.tgt)) for p in (lowercased(pairs) if lowercase else pairs))
 
@@ -319,12 +319,3 @@ def lowercased(pairs: list) -> list:
     the literature's Hansards protocol: Liang et al. 2006, Bansal et al. 2011 sec. 7.2)."""
     return [AlignedPair(tuple(w.lower() for w in p.src), tuple(w.lower() for w in p.tgt),
                         p.alignment, p.id) for p in pairs]
-
-
-def parallel_files(name: str, split: str = "train") -> tuple[Path, Path]:
-    """The (source, target) plain-text files of a split that ships as two files."""
-    if name == "hansards-enfr" and split in _HANSARDS_TRAIN:
-        d = dataset_dir(DATASETS[name].folder) / "train"
-        stem = _HANSARDS_TRAIN[split]
-        return d / f"{stem}.e.gz", d / f"{stem}.f.gz"
-    raise AlignersInputError(f"{name}/{split} does not ship as two plain-text files")

