@@ -165,6 +165,13 @@ def _as_alignment(x: Alignment | Iterable[Link]) -> Alignment:
     return Alignment(frozenset(), frozenset((int(i), int(j)) for i, j in x))
 
 
+def _sum(counts: Iterable[LinkCounts]) -> LinkCounts:
+    total = LinkCounts()
+    for c in counts:
+        total += c
+    return total
+
+
 def _phrasal(links: Iterable[Link]) -> set[Link]:
     """The links whose source or target word has more than one link (block wider than 1)."""
     links = list(links)
@@ -213,46 +220,31 @@ def evaluate_alignments(
         )
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
-    classes: list[str] = []
-    if breakdowns:
-        if has_tokens:
-            classes += BREAKDOWNS["identity"]
-        classes += BREAKDOWNS["phrasality"]
-
-    total = LinkCounts()
+    # class name -> its per-pair counts, in BREAKDOWNS order (the report's order)
+    class_pairs: dict[str, list[LinkCounts]] = {
+        c: [] for name, pair in BREAKDOWNS.items() if breakdowns
+        and (has_tokens or name != "identity") for c in pair}
     per_pair: list[LinkCounts] = []
     exact = 0
-    class_total = {c: LinkCounts() for c in classes}
-    class_pairs: dict[str, list[LinkCounts]] = {c: [] for c in classes}
     for n, (g, t) in enumerate(zip(gold, test)):
         pred = _as_alignment(t).possible
-        counts = _class_counts(pred, g, pred, g.possible)
-        total += counts
-        per_pair.append(counts)
+        per_pair.append(_class_counts(pred, g, pred, g.possible))
         exact += g.sure <= pred <= g.possible
-        if not classes:
+        if not breakdowns:
             continue
-        split: dict[str, tuple[set[Link], set[Link]]] = {}
+        # breakdown -> (predicted, gold) links of its first class; the second is the rest
+        first = {"phrasality": (pred - _phrasal(pred), g.possible - _phrasal(g.possible))}
         if has_tokens:
             src, tgt = src_tokens[n], tgt_tokens[n]
-
-            def same(link: Link, src=src, tgt=tgt) -> bool:
-                i, j = link
-                return i < len(src) and j < len(tgt) and src[i] == tgt[j]
-
-            pred_same = {x for x in pred if same(x)}
-            gold_same = {x for x in g.possible if same(x)}
-            split["identical"] = (pred_same, gold_same)
-            split["non-identical"] = (set(pred) - pred_same, set(g.possible) - gold_same)
-        pred_phr = _phrasal(pred)
-        gold_phr = _phrasal(g.possible)
-        split["phrase"] = (pred_phr, gold_phr)
-        split["token"] = (set(pred) - pred_phr, set(g.possible) - gold_phr)
-        for c in classes:
-            cc = _class_counts(pred, g, *split[c])
-            class_total[c] += cc
-            class_pairs[c].append(cc)
-
+            first["identity"] = tuple(
+                {(i, j) for i, j in links if i < len(src) and j < len(tgt) and src[i] == tgt[j]}
+                for links in (pred, g.possible))
+        for name, (pred_in, gold_in) in first.items():
+            x, y = BREAKDOWNS[name]
+            class_pairs[x].append(_class_counts(pred, g, pred_in, gold_in))
+            class_pairs[y].append(_class_counts(pred, g, pred - pred_in, g.possible - gold_in))
+    total = _sum(per_pair)
+    class_total = {c: _sum(counts) for c, counts in class_pairs.items()}
     return EvaluationReport(
         pairs=len(gold),
         alpha=alpha,
@@ -261,8 +253,8 @@ def evaluate_alignments(
         macro=Scores.macro(per_pair, alpha=alpha),
         exact_match=_ratio(exact, len(gold)),
         exact_matches=exact,
-        breakdown_micro={c: Scores.micro(class_total[c], alpha=alpha) for c in classes},
-        breakdown_macro={c: Scores.macro(class_pairs[c], alpha=alpha) for c in classes},
+        breakdown_micro={c: Scores.micro(class_total[c], alpha=alpha) for c in class_pairs},
+        breakdown_macro={c: Scores.macro(class_pairs[c], alpha=alpha) for c in class_pairs},
         breakdown_counts=class_total,
     )
 
