@@ -146,19 +146,15 @@ def _orientation(mode, link_set, tables, lengths, e, f_mono, f_swap, forward) ->
     def corner(table: dict[int, set[int]], f: int) -> bool:
         return f in table.get(e, ())
 
-    return _orient(mode, aligned(f_mono), aligned(f_swap), corner(in_br, f_mono),
-                   corner(in_bl, f_swap), corner(out_br, f_mono), corner(out_bl, f_swap))
-
-
-def _orient(mode, left, right, in_mono, in_swap, out_mono, out_swap) -> int:
-    word_mono = left and not right
-    word_swap = right and not left
+    left, right = aligned(f_mono), aligned(f_swap)
+    word_mono, word_swap = left and not right, right and not left
     if mode == "wbe":
         return MONO if word_mono else SWAP if word_swap else OTHER
-    phrase = MONO if (word_mono or in_mono) else SWAP if (word_swap or in_swap) else OTHER
+    phrase = (MONO if word_mono or corner(in_br, f_mono)
+              else SWAP if word_swap or corner(in_bl, f_swap) else OTHER)
     if mode == "phrase" or phrase != OTHER:
         return phrase
-    return MONO if out_mono else SWAP if out_swap else OTHER
+    return MONO if corner(out_br, f_mono) else SWAP if corner(out_bl, f_swap) else OTHER
 
 
 def format_extract_line(

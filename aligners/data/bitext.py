@@ -116,15 +116,6 @@ def _populated_int32(n: int) -> np.ndarray:
     return np.frombuffer(buf, dtype=np.int32)
 
 
-def _in_background(fn, *args) -> Future:
-    """fn(*args) run on a thread of its own (which ends with it)."""
-    pool = ThreadPoolExecutor(max_workers=1)
-    try:
-        return pool.submit(fn, *args)
-    finally:
-        pool.shutdown(wait=False)
-
-
 def _flatten(sents: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Sentences of token ids -> (flat (T,) int32, offsets (N + 1,) int64)."""
     off = np.zeros(len(sents) + 1, dtype=np.int64)
@@ -216,7 +207,9 @@ class PairIndex:
         shapes = [(len(r), int(src_len[r].max()), int(tgt_len[r].max())) for r in plans]
         store = None  # the in-memory id store, its pages mapped on a thread meanwhile
         if device is None and cache_dir is None and plans:
-            store = _in_background(_populated_int32, sum(b * i * j for b, i, j in shapes))
+            pool = ThreadPoolExecutor(max_workers=1)  # (its thread ends with the task)
+            store = pool.submit(_populated_int32, sum(b * i * j for b, i, j in shapes))
+            pool.shutdown(wait=False)
         self._words = [(torch.from_numpy(rows), torch.from_numpy(_pad(rows, src, src_off)),
                         torch.from_numpy(_pad(rows, tgt, tgt_off)),
                         torch.from_numpy(src_len[rows]), torch.from_numpy(tgt_len[rows]))

@@ -77,18 +77,16 @@ def _lengths(texts) -> dict[str, list[int]]:
     return {"src_lengths": [len(s) for s, _ in texts], "tgt_lengths": [len(t) for _, t in texts]}
 
 
-def _snum_pairs(d: Path, src: str, tgt: str) -> tuple[list[int], list]:
-    a, b = gold.read_snum_text(d / src), gold.read_snum_text(d / tgt)
-    if [s for s, _ in a] != [s for s, _ in b]:
-        raise AlignersInputError(f"sentence numbers of {d / src} and {d / tgt} differ")
-    return [s for s, _ in a], [(x, y) for (_, x), (_, y) in zip(a, b, strict=True)]
-
-
 def _naacl(src, tgt, wa):
     """WPT snum-wrapped text + NAACL links; file names are functions of the split."""
 
     def load_split(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
-        snums, texts = _snum_pairs(d, src(split), tgt(split))
+        a, b = gold.read_snum_text(d / src(split)), gold.read_snum_text(d / tgt(split))
+        snums = [s for s, _ in a]
+        if snums != [s for s, _ in b]:
+            raise AlignersInputError(
+                f"sentence numbers of {d / src(split)} and {d / tgt(split)} differ")
+        texts = [(x, y) for (_, x), (_, y) in zip(a, b, strict=True)]
         wa_file = wa(split)
         als = [None] * len(texts) if wa_file is None else gold.read_naacl(
             d / wa_file, snums=snums, lenient=lenient, **_lengths(texts))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from aligners.data.jacana import read_jacana_json, read_multimwa, text_format
-from aligners.data.parallel import read_lines, split_tokens, write_lines
+from aligners.data.parallel import read_lines, write_lines
 from aligners.data.pharaoh import (
     bounds_text,
     check_ranges,
@@ -73,7 +73,7 @@ def read_snum_text(
                 f"sentence number {snum} repeated", path=str(path), line=lineno
             )
         seen.add(snum)
-        out.append((snum, split_tokens(m.group(2), lowercase=lowercase)))
+        out.append((snum, (m.group(2).lower() if lowercase else m.group(2)).split()))
     return out
 
 

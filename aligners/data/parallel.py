@@ -28,7 +28,6 @@ __all__ = [
     "read_lines",
     "read_parallel",
     "read_xml",
-    "split_tokens",
     "write_lines",
     "write_parallel",
 ]
@@ -63,19 +62,6 @@ def _open_binary(path: str | Path) -> Iterator[IO[bytes]]:
         yield handle
 
 
-def _read_chunk(handle: IO[bytes], size: int, name: str, line: int) -> bytes:
-    """`handle.read(size)`, with a corrupt/truncated gzip stream or a read error reported
-    as `AlignersInputError` (file and the 1-based line where reading stopped)."""
-    try:
-        return handle.read(size)
-    except (OSError, EOFError, zlib.error) as err:
-        raise AlignersInputError(
-            f"cannot read ({err}); expected a readable (for .gz: complete gzip) file",
-            path=name,
-            line=line,
-        ) from None
-
-
 def read_line_blocks(path: str | Path, *, block_bytes: int = 1 << 20) -> Iterator[list[str]]:
     """Yield the decoded lines of `path` in blocks of about `block_bytes` bytes.
 
@@ -91,7 +77,12 @@ def read_line_blocks(path: str | Path, *, block_bytes: int = 1 << 20) -> Iterato
     with _open_binary(path) as handle:
         rest = b""
         while True:
-            chunk = _read_chunk(handle, block_bytes, name, lines_before + 1)
+            try:
+                chunk = handle.read(block_bytes)
+            except (OSError, EOFError, zlib.error) as err:  # e.g. a corrupt/truncated gzip
+                raise AlignersInputError(
+                    f"cannot read ({err}); expected a readable (for .gz: complete gzip) file",
+                    path=name, line=lines_before + 1) from None
             if not chunk:
                 if not rest:
                     return
@@ -148,18 +139,10 @@ def read_xml(path: str | Path, *, expected: str):
                                  line=err.position[0]) from None
 
 
-def split_tokens(text: str, *, lowercase: bool = False, ascii_split: bool = False) -> list[str]:
-    """Whitespace tokens of `text`; `ascii_split` splits on ASCII space/tab only.
-
-    `ascii_split=True` keeps e.g. U+3000 (ideographic space) as a token, as the KFTT
-    Ja-En gold counts it.
-    """
-    return _tokenizer(lowercase, ascii_split)(text)
-
-
 def _tokenizer(lowercase: bool, ascii_split: bool) -> Callable[[str], list[str]]:
-    """`split_tokens` with its options fixed: one plain call per sentence (the readers call
-    it once per line: no option handling per line)."""
+    """The whitespace tokenizer of a sentence, its options fixed (no option handling per
+    line); `ascii_split` splits on ASCII space/tab only, keeping e.g. U+3000 (ideographic
+    space) as a token, as the KFTT Ja-En gold counts it."""
     if ascii_split:
         def split(text: str) -> list[str]:
             return [tok for tok in _ASCII_WS.split(text.lower() if lowercase else text) if tok]

@@ -120,19 +120,16 @@ class WordNet:
         """All synset keys of `word` in any part of speech."""
         return frozenset(k for lp in self.base_forms(word) for k in self._index[lp])
 
-    def _closure(self, keys: frozenset[str], rel: str, depth: int) -> set[str]:
-        seen, frontier = set(), set(keys)
+    @lru_cache(maxsize=500_000)  # noqa: B019
+    def _word_closure(self, word: str, rel: str, depth: int) -> frozenset[str]:
+        """The synsets reached from those of `word` by 1..`depth` steps of `rel`, memoised
+        per word (a sentence pair asks for the same source word against every target word)."""
+        seen, frontier = set(), set(self.synsets(word))
         for _ in range(depth):
             frontier = {t for k in frontier for r, t, _, _ in self._synset(k)[1] if r == rel}
             frontier -= seen
             seen |= frontier
-        return seen
-
-    @lru_cache(maxsize=500_000)  # noqa: B019
-    def _word_closure(self, word: str, rel: str, depth: int) -> frozenset[str]:
-        """`_closure` of the synsets of `word`, memoised per word (a sentence pair asks
-        for the same source word against every target word)."""
-        return frozenset(self._closure(self.synsets(word), rel, depth))
+        return frozenset(seen)
 
     @lru_cache(maxsize=200_000)  # noqa: B019
     def _bases(self, word: str) -> frozenset[str]:
