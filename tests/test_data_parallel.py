@@ -9,7 +9,6 @@ import pytest
 from aligners.data.parallel import read_lines, read_parallel, write_parallel
 from aligners.data.pharaoh import (
     OutOfRangeLinksWarning,
-    format_pharaoh,
     parse_pharaoh_line,
     read_pharaoh,
     write_pharaoh,
@@ -121,7 +120,6 @@ def test_pharaoh_round_trip(tmp_path):
     assert p.read_text() == "0-1 1?0 2-2\n\n3-4:0.5\n"
     back = read_pharaoh(p)
     assert back == als and back[2].posteriors == {(3, 4): 0.5}
-    assert format_pharaoh(als[0], possible_marker="p") == "0-1 1p0 2-2"
     assert read_pharaoh(p, src_lengths=[3, 0, 4], tgt_lengths=[3, 0, 5]) == als
 
 

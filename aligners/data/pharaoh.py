@@ -202,8 +202,8 @@ def read_pharaoh(
 POSTERIOR_DIGITS = 6  # significant digits of every written posterior (`i-j:p`)
 
 
-def _fmt_p(p: float, digits: int = POSTERIOR_DIGITS) -> str:
-    return f"{p:.{digits}g}"
+def _fmt_p(p: float) -> str:
+    return f"{p:.{POSTERIOR_DIGITS}g}"
 
 
 def link_line(links: Iterable[tuple[int, int]], posteriors=None) -> str:
@@ -216,38 +216,23 @@ def link_line(links: Iterable[tuple[int, int]], posteriors=None) -> str:
                     for (i, j), p in zip(links, posteriors, strict=True))
 
 
-def format_pharaoh(
-    alignment: Alignment, *, posteriors: bool = False, possible_marker: str = "?",
-    digits: int = POSTERIOR_DIGITS,
-) -> str:
+def format_pharaoh(alignment: Alignment, *, posteriors: bool = False) -> str:
     """One Pharaoh line: sorted links, sure as `i-j`, possible-only as `i?j`.
 
-    With `posteriors=True`, links carrying a posterior get `:p` (`digits` significant digits).
-    Cost: O(L log L) for L links.
+    With `posteriors=True`, links carrying a posterior get `:p` (`POSTERIOR_DIGITS`
+    significant digits). Cost: O(L log L) for L links.
     """
-    if possible_marker not in ("?", "p"):
-        raise AlignersInputError(f"possible_marker must be '?' or 'p', got {possible_marker!r}")
-    posts = alignment.posteriors or {}
-    parts = []
-    for i, j, is_sure in alignment.links():
-        tok = f"{i}-{j}" if is_sure else f"{i}{possible_marker}{j}"
-        if posteriors and (i, j) in posts:
-            tok += ":" + _fmt_p(posts[(i, j)], digits)
-        parts.append(tok)
-    return " ".join(parts)
+    posts = (alignment.posteriors or {}) if posteriors else {}
+    return " ".join(f"{i}{'-' if is_sure else '?'}{j}"
+                    + (f":{_fmt_p(posts[(i, j)])}" if (i, j) in posts else "")
+                    for i, j, is_sure in alignment.links())
 
 
 def write_pharaoh(
-    alignments: Iterable[Alignment],
-    out: str | Path | IO[str],
-    *,
-    posteriors: bool = False,
-    possible_marker: str = "?",
+    alignments: Iterable[Alignment], out: str | Path | IO[str], *, posteriors: bool = False
 ) -> int:
     """Write one Pharaoh line per alignment to a path (`.gz`, `-` = stdout) or handle.
 
     Returns the number of lines written. Cost: O(total links).
     """
-    return write_lines(out, (format_pharaoh(al, posteriors=posteriors,
-                                            possible_marker=possible_marker)
-                             for al in alignments))
+    return write_lines(out, (format_pharaoh(al, posteriors=posteriors) for al in alignments))
