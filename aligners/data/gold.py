@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Iterable, Sequence
@@ -138,19 +139,14 @@ def read_naacl(
 def _parse_naacl_line(text: str, name: str, lineno: int):
     """(snum, i, j, sure, confidence or None) of a NAACL line; one-line error if malformed."""
     fields = text.split()
-    ok = 3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3])
-    label, conf = "S", None
-    rest = fields[3:] if ok else []
-    if rest and rest[0] in ("S", "P"):
-        label = rest.pop(0)
-    if ok and rest:
-        try:
-            conf = float(rest.pop(0))
-        except ValueError:
-            ok = False
-        if conf is not None and not (0.0 <= conf <= 1.0):
-            ok = False
-    if not ok or rest:
+    label = fields[3] if len(fields) > 3 and fields[3] in ("S", "P") else None
+    rest = fields[3 + (label is not None):]  # the confidence, if any
+    try:
+        conf = float(rest[0]) if len(rest) == 1 else None
+    except ValueError:
+        conf = math.nan
+    if (not (3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3])) or len(rest) > 1
+            or (conf is not None and not 0.0 <= conf <= 1.0)):
         raise AlignersInputError(
             f"malformed NAACL link {text.strip()!r}; expected 'snum i j [S|P] [confidence]' "
             "with non-negative integers and a confidence in [0, 1]",
@@ -158,7 +154,7 @@ def _parse_naacl_line(text: str, name: str, lineno: int):
             line=lineno,
         )
     snum, a, b = (int(f) for f in fields[:3])
-    return snum, a, b, label == "S", conf
+    return snum, a, b, label != "P", conf
 
 
 def _check_snums(snums, links, first_line, name, src_lengths, tgt_lengths) -> None:
