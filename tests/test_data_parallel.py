@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from aligners.data.parallel import read_lines, read_parallel, write_parallel
+from aligners.data.parallel import read_lines, read_parallel, write_lines
 from aligners.data.pharaoh import (
     OutOfRangeLinksWarning,
     parse_pharaoh_line,
@@ -17,6 +17,14 @@ from aligners.data.types import Alignment
 from aligners.errors import AlignersInputError
 
 PAIRS = [(["a", "b"], ["x"]), ([], ["y", "z"]), (["c"], []), ([], []), (["é", "ß"], ["ü"])]
+
+
+def write_parallel(pairs, src, tgt=None) -> int:
+    """`pairs` as one `src ||| tgt` file (`tgt=None`) or as two files; returns the count."""
+    if tgt is None:
+        return write_lines(src, (f"{' '.join(s)} ||| {' '.join(t)}" for s, t in pairs))
+    write_lines(tgt, (" ".join(t) for _, t in pairs))
+    return write_lines(src, (" ".join(s) for s, _ in pairs))
 
 
 def test_two_file_round_trip(tmp_path):

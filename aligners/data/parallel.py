@@ -29,7 +29,6 @@ __all__ = [
     "read_parallel",
     "read_xml",
     "write_lines",
-    "write_parallel",
 ]
 
 _BOM = b"\xef\xbb\xbf"
@@ -226,25 +225,5 @@ def write_lines(out: str | Path | IO[str], lines: Iterable[str]) -> int:
     with open_output(out) as handle:
         for line in lines:
             handle.write(line + "\n")
-            count += 1
-    return count
-
-
-def write_parallel(
-    pairs: Iterable[tuple[Iterable[str], Iterable[str]]],
-    src: str | Path | IO[str],
-    tgt: str | Path | IO[str] | None = None,
-) -> int:
-    """Write pairs as one `src ||| tgt` file (`tgt=None`) or as two files; return the count.
-
-    Cost: O(total size) time, O(one line) memory. Tokens must not contain whitespace.
-    """
-    if tgt is None:
-        return write_lines(src, (f"{' '.join(s)} ||| {' '.join(t)}" for s, t in pairs))
-    count = 0
-    with open_output(src) as out_s, open_output(tgt) as out_t:
-        for s, t in pairs:
-            out_s.write(" ".join(s) + "\n")
-            out_t.write(" ".join(t) + "\n")
             count += 1
     return count
