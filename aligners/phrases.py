@@ -40,18 +40,6 @@ class PhrasePair(NamedTuple):
     forward: int
 
 
-def _check_links(links: Iterable[tuple[int, int]], *, src_len: int, tgt_len: int):
-    out = set()
-    for link in links:
-        i, j = int(link[0]), int(link[1])
-        if not (0 <= i < src_len and 0 <= j < tgt_len):
-            raise AlignersInputError(
-                f"link {i}-{j} outside a {src_len}x{tgt_len} sentence pair"
-            )
-        out.add((i, j))
-    return out
-
-
 def extract_phrase_pairs(
     links: Iterable[tuple[int, int]],
     *,
@@ -70,7 +58,12 @@ def extract_phrase_pairs(
         raise AlignersInputError(f"orientation mode {mode!r}; expected one of {MODES}")
     if max_length < 1:
         raise AlignersInputError(f"max_length must be >= 1, got {max_length}")
-    link_set = _check_links(links, src_len=src_len, tgt_len=tgt_len)
+    link_set = set()
+    for link in links:
+        i, j = int(link[0]), int(link[1])
+        if not (0 <= i < src_len and 0 <= j < tgt_len):
+            raise AlignersInputError(f"link {i}-{j} outside a {src_len}x{tgt_len} sentence pair")
+        link_set.add((i, j))
     inbound, tables = _blocks(link_set, src_len, tgt_len, max_length, mode)
     out = []
     for s_f, e_f, s_e, e_e in inbound:

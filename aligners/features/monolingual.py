@@ -60,9 +60,8 @@ def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
     if len(us) < I or len(ut) < J:
         pos_s, pos_t = {w: n for n, w in enumerate(us)}, {w: n for n, w in enumerate(ut)}
         table = table[[pos_s[w] for w in src]][:, [pos_t[w] for w in tgt]]
-    base = table
-    low = base[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
-    dice = base[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
+    low = table[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
+    dice = table[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
     ctx = torch.zeros(I, J, 4)
     ctx[1:, 1:, 0] = low[:-1, :-1]
     ctx[:-1, :-1, 1] = low[1:, 1:]
@@ -71,7 +70,7 @@ def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
     ri = (torch.arange(I, dtype=torch.float32) + 0.5) / I
     rj = (torch.arange(J, dtype=torch.float32) + 0.5) / J
     pos = (1 - (ri[:, None] - rj[None, :]).abs()).unsqueeze(-1)
-    cols = [base, ctx, pos]
+    cols = [table, ctx, pos]
     if embedder is not None:
         cols.append(embedder(src, tgt).clamp(min=0).unsqueeze(-1).float())
     return torch.cat(cols, dim=-1)
@@ -91,13 +90,10 @@ def _phrase_columns(sp, tp, X) -> torch.Tensor:
     where: dict[str, list[int]] = {}
     for t, x in enumerate(tp):
         where.setdefault(x, []).append(t)
-    rows, cols = [], []
-    for s, x in enumerate(sp):
-        for t in where.get(x, ()):
-            rows.append(s)
-            cols.append(t)
-    if rows:
-        out[rows, cols, 0] = 1.0
+    same = [(s, t) for s, x in enumerate(sp) for t in where.get(x, ())]
+    if same:
+        rows, cols = zip(*same)
+        out[list(rows), list(cols), 0] = 1.0
     if X is not None:  # ls = lt = 1: the token-level WordNet synonym column
         out[..., 1] = X[..., TOKEN_PAIR_FEATURES.index("wn_synonym")]
         return out
