@@ -159,12 +159,6 @@ class EvaluationReport:
         return out
 
 
-def _as_alignment(x: Alignment | Iterable[Link]) -> Alignment:
-    if isinstance(x, Alignment):
-        return x
-    return Alignment(frozenset(), frozenset((int(i), int(j)) for i, j in x))
-
-
 def _sum(counts: Iterable[LinkCounts]) -> LinkCounts:
     total = LinkCounts()
     for c in counts:
@@ -227,7 +221,7 @@ def evaluate_alignments(
     per_pair: list[LinkCounts] = []
     exact = 0
     for n, (g, t) in enumerate(zip(gold, test)):
-        pred = _as_alignment(t).possible
+        pred = t.possible if isinstance(t, Alignment) else frozenset((int(i), int(j)) for i, j in t)
         per_pair.append(_class_counts(pred, g, pred, g.possible))
         exact += g.sure <= pred <= g.possible
         if not breakdowns:

@@ -133,10 +133,6 @@ def _edbpp(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
     return out
 
 
-def _hansards_wa(split: str) -> str:
-    return "test/test.wa.nonullalign" if split == "test" else f"{split}/{split}.wa"
-
-
 _S = SplitCounts
 _MSR = "msr-rte2006-aligned"
 _EDB = "edinburghpp-paraphrase-alignment"
@@ -149,7 +145,8 @@ _SPECS = (
                  "train": _S(200_000), "train_full": _S(1_130_104)},
                 notes="NAACL 1-based, English first; test.wa.nonullalign; train (the "
                 "first 200k) and train_full (all 1,130,104 WPT pairs) via iter_parallel",
-                loader=_naacl(lambda s: f"{s}/{s}.e", lambda s: f"{s}/{s}.f", _hansards_wa)),
+                loader=_naacl(lambda s: f"{s}/{s}.e", lambda s: f"{s}/{s}.f", lambda s:
+                              "test/test.wa.nonullalign" if s == "test" else f"{s}/{s}.wa")),
     DatasetSpec("wpt-roen", "wpt-roen-awesomealign", ("ro", "en"), "ro",
                 {"test": _S(248, 6198, 0, 0, 5495, 5639)},
                 loader=_text_gold("roen.src-tgt", "roen.gold")),

@@ -49,7 +49,11 @@ class WordNet:
         if root is None:
             return
         for pos, name in _POS.items():
-            self._read_index(root / f"index.{name}", pos)
+            for line in (root / f"index.{name}").read_text(encoding="latin-1").splitlines():
+                if not line.startswith(" "):  # (the licence header)
+                    f = line.split()
+                    n_syn, at = int(f[2]), 6 + int(f[3])  # the synset offsets follow the pointers
+                    self._index[(f[0], pos)] = tuple(pos + o for o in f[at: at + n_syn])
             self._data[pos] = (root / f"data.{name}").read_bytes()
             exc = root / f"{name}.exc"
             if exc.is_file():
@@ -57,15 +61,6 @@ class WordNet:
                     parts = line.split()
                     if len(parts) >= 2:
                         self._exc[(parts[0], pos)] = tuple(parts[1:])
-
-    def _read_index(self, path: Path, pos: str) -> None:
-        for line in path.read_text(encoding="latin-1").splitlines():
-            if line.startswith(" "):
-                continue
-            f = line.split()
-            n_syn, n_ptr = int(f[2]), int(f[3])
-            offsets = f[6 + n_ptr: 6 + n_ptr + n_syn]
-            self._index[(f[0], pos)] = tuple(pos + o for o in offsets)
 
     @lru_cache(maxsize=200_000)  # noqa: B019
     def _synset(self, key: str) -> tuple[tuple[str, ...], tuple[tuple[str, str, int, int], ...]]:
