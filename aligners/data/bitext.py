@@ -137,7 +137,9 @@ def _pad(rows: np.ndarray, flat: np.ndarray, off: np.ndarray) -> np.ndarray:
 class PairIndex:
     """The encoded, batched bitext and its table of co-occurring pairs.
 
-    `src`, `tgt`: N sentences of token ids each (see `from_flat` for flat arrays).
+    `src`, `tgt`: N sentences of token ids each (see `from_flat` for flat arrays); keywords
+    `n_src_words`, `n_tgt_words` (the word ids' bounds), `keys`, `cells`, `max_batch`,
+    `cache_dir`, `threads`, `device`.
     Build cost: O(total cells + P log P) time, two compiled passes over the cells source
     word by source word, the table's and then the ids (one with a given table:
     `aligners.data._pairtable`), in word ranges on `threads` threads (None: every core
@@ -150,27 +152,8 @@ class PairIndex:
     (`device_pair_ids`): the same keys and ids, none on the host.
     """
 
-    def __init__(
-        self,
-        src: Sequence[np.ndarray],
-        tgt: Sequence[np.ndarray],
-        *,
-        n_src_words: int,
-        n_tgt_words: int,
-        keys: torch.Tensor | None = None,
-        cells: int = DEFAULT_CELLS,
-        max_batch: int | None = None,
-        cache_dir: str | None = None,
-        threads: int | None = None,
-        device=None,
-    ):
-        if len(src) != len(tgt):
-            raise AlignersInputError(
-                f"source has {len(src)} sentences but target has {len(tgt)}"
-            )
-        self._build(*_flatten(src), *_flatten(tgt), n_src_words=n_src_words,
-                    n_tgt_words=n_tgt_words, keys=keys, cells=cells, max_batch=max_batch,
-                    cache_dir=cache_dir, threads=threads, device=device)
+    def __init__(self, src: Sequence[np.ndarray], tgt: Sequence[np.ndarray], **kw):
+        self._build(*_flatten(src), *_flatten(tgt), **kw)
 
     @classmethod
     def from_flat(cls, src: np.ndarray, src_off: np.ndarray, tgt: np.ndarray,
@@ -178,16 +161,18 @@ class PairIndex:
         """The index of N sentence pairs given as flat token ids src (Ts,), tgt (Tt,) int32
         and offsets src_off, tgt_off (N + 1,) int64 (sentence k = src[src_off[k]:src_off[k +
         1]]); keyword arguments as the constructor's. Same result as the constructor."""
-        if len(src_off) != len(tgt_off):
-            raise AlignersInputError(f"source has {len(src_off) - 1} sentences but target "
-                                     f"has {len(tgt_off) - 1}")
         self = cls.__new__(cls)
         self._build(np.asarray(src, np.int32), np.asarray(src_off, np.int64),
                     np.asarray(tgt, np.int32), np.asarray(tgt_off, np.int64), **kw)
         return self
 
-    def _build(self, src, src_off, tgt, tgt_off, *, n_src_words, n_tgt_words, keys=None,
-               cells=DEFAULT_CELLS, max_batch=None, cache_dir=None, threads=None, device=None):
+    def _build(self, src, src_off, tgt, tgt_off, *, n_src_words: int, n_tgt_words: int,
+               keys: torch.Tensor | None = None, cells: int = DEFAULT_CELLS,
+               max_batch: int | None = None, cache_dir: str | None = None,
+               threads: int | None = None, device=None):
+        if len(src_off) != len(tgt_off):
+            raise AlignersInputError(f"source has {len(src_off) - 1} sentences but target "
+                                     f"has {len(tgt_off) - 1}")
         threads = max(1, len(os.sched_getaffinity(0)) if threads is None else int(threads))
         for ids, n, side in ((src, n_src_words, "source"), (tgt, n_tgt_words, "target")):
             if ids.size and not (0 <= ids.min() and ids.max() < n):  # (the kernels index
