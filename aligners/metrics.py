@@ -138,15 +138,7 @@ class EvaluationReport:
     breakdown_counts: dict[str, LinkCounts] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        out = {
-            "pairs": self.pairs,
-            "alpha": self.alpha,
-            "counts": asdict(self.counts),
-            "micro": asdict(self.micro),
-            "macro": asdict(self.macro),
-            "exact_match": self.exact_match,
-            "exact_matches": self.exact_matches,
-        }
+        out = {k: v for k, v in asdict(self).items() if not k.startswith("breakdown_")}
         if self.breakdown_micro:
             out["breakdown"] = {
                 name: {

@@ -68,11 +68,8 @@ def read_jacana_json(
             )
         sure = parse_pharaoh_line(str(item["sureAlign"]), path=name, line=n)
         poss = parse_pharaoh_line(str(item.get("possibleAlign") or ""), path=name, line=n)
-        if sure_plus_poss:
-            union = sure.possible | poss.possible
-            al = Alignment(sure.possible - poss.possible, union)
-        else:
-            al = Alignment(sure.possible, poss.possible)
+        al = (Alignment(sure.possible - poss.possible, sure.possible | poss.possible)
+              if sure_plus_poss else Alignment(sure.possible, poss.possible))
         ident = item.get("id", item.get("name"))
         pairs.append(
             AlignedPair(
