@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 
-from aligners.data.types import Alignment
+from aligners.data.types import Alignment, Link
 
 __all__ = [
     "BREAKDOWNS",
@@ -35,8 +35,6 @@ __all__ = [
     "format_report",
     "write_metrics_json",
 ]
-
-Link = tuple[int, int]
 
 # breakdown name -> its two classes
 BREAKDOWNS: dict[str, tuple[str, str]] = {

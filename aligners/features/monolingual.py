@@ -204,7 +204,7 @@ def _fill(src, tgt, block, *, max_src_len: int, max_tgt_len: int, embedder, phra
     dice = X[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
     wn = X[..., [TOKEN_PAIR_FEATURES.index(f"wn_{r}") for r in ("synonym", "hypernym",
                                                                   "hyponym", "derivation")]]
-    null = torch.stack([
+    return torch.stack([
         torch.ones(I),
         torch.tensor([float(w.lower() in STOPWORDS) for w in src]),
         torch.tensor([float(is_punct(w)) for w in src]),
@@ -212,4 +212,3 @@ def _fill(src, tgt, block, *, max_src_len: int, max_tgt_len: int, embedder, phra
         dice.amax(1) if J else torch.zeros(I),
         wn.amax(-1).amax(1) if J else torch.zeros(I),
     ], dim=-1)
-    return null

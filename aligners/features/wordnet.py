@@ -147,10 +147,8 @@ class WordNet:
     @lru_cache(maxsize=500_000)  # noqa: B019
     def relations(self, a: str, b: str, depth: int = 2) -> tuple[bool, ...]:
         """One bool per name in RELATIONS for the (directed) word pair `a -> b`."""
-        if not self.available:
-            return (False,) * len(RELATIONS)
         sa, sb = self.synsets(a), self.synsets(b)
-        if not sa or not sb:
+        if not sa or not sb:  # (always so without the database)
             return (False,) * len(RELATIONS)
         bases_b = self._bases(b)
         return (
