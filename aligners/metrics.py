@@ -276,14 +276,10 @@ def format_report(report: EvaluationReport) -> str:
             f"   ({x}/{y}; {report.breakdown_counts[x].sure}/{report.breakdown_counts[y].sure}"
             " sure gold links)"
         )
-        for avg in ("micro", "macro"):
-            table = report.breakdown_micro if avg == "micro" else report.breakdown_macro
-            a_, b_ = table[x], table[y]
-            lines.append(
-                f"{avg:8}{_pct(a_.precision) + '/' + _pct(b_.precision):>13}"
-                f"{_pct(a_.recall) + '/' + _pct(b_.recall):>13}"
-                f"{_pct(a_.f1) + '/' + _pct(b_.f1):>13}"
-            )
+        for avg, table in (("micro", report.breakdown_micro), ("macro", report.breakdown_macro)):
+            lines.append(f"{avg:8}" + "".join(
+                f"{_pct(getattr(table[x], m)) + '/' + _pct(getattr(table[y], m)):>13}"
+                for m in ("precision", "recall", "f1")))
     return "\n".join(lines)
 
 

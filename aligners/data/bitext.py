@@ -235,10 +235,9 @@ class PairIndex:
             chunks, buf = [(0, len(shapes))], store.result()
         else:
             chunks, k0 = [], 0
-            while k0 < len(shapes):
-                k1 = k0 + 1
-                while k1 < len(shapes) and starts[k1 + 1] - starts[k0] <= _FILL_CELLS:
-                    k1 += 1
+            while k0 < len(shapes):  # the most batches within _FILL_CELLS cells, at least one
+                k1 = max(k0 + 1, int(np.searchsorted(starts, starts[k0] + _FILL_CELLS,
+                                                     side="right")) - 1)
                 chunks.append((k0, k1))
                 k0 = k1
             buf = np.empty(max((int(starts[k1] - starts[k0]) for k0, k1 in chunks),
