@@ -2,6 +2,8 @@
 module; here (no torch) only the batch budgets and the too-long rule every word family shares.
 """
 
+import sys
+
 # padded source x target cells per batch of the bitext path (`aligners.data.bitext`); kept
 # here, free of torch, so that the CLI's argument parser can show it
 DEFAULT_CELLS = 1_000_000
@@ -27,8 +29,6 @@ def too_long_left_out(pairs, *, max_tokens: int = MAX_TOKENS):
 
 def warn_too_long(row: int, n_src: int, n_tgt: int, *, max_tokens: int = MAX_TOKENS) -> None:
     """The one-line stderr warning for pair `row` (0-based) left unaligned as too long."""
-    import sys
-
     sys.stderr.write(f"aligners: warning: line {row + 1}: {n_src} x {n_tgt} tokens, over the "
                      f"{max_tokens}-token limit: left unaligned\n")
 

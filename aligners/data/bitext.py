@@ -7,7 +7,6 @@ the (source word, target word) pair of each cell in one sorted table of co-occur
 (keys `src_id * Vt + tgt_id`), so that a lexical table is a flat vector of P + 1 floats
 (slot P: pairs never seen in training / pads). Both directions share one index. With
 `cache_dir` the per-batch pair ids live in memory-mapped `.npy` files (large corpora).
-Used by every word-aligner trainer, `aligners align` and the benchmarks.
 
 Memory per batch is bounded whatever the sentence lengths: a batch holds at most `cells`
 cells B * I * J and at most 4 * `cells` cells B * max(I, J)^2 (the HMM's jump counts), and a
@@ -83,19 +82,18 @@ class Batch:
         )
 
 
-def plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_batch: int,
-                 max_tokens: int = MAX_TOKENS):
+def plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_batch: int):
     """Length bucketing: src_len, tgt_len (N,) -> list of sentence-number arrays.
 
-    Non-empty pairs of at most `max_tokens` tokens a side, sorted by (max length, I, J), cut
+    Non-empty pairs of at most `MAX_TOKENS` tokens a side, sorted by (max length, I, J), cut
     into chunks of at most `max_batch` pairs, `cells` padded cells B * I * J and 4 * `cells`
     cells B * max(I, J)^2 (a longer single pair still forms a batch); empty and too long
     pairs are left out. Cost O(N log N) (the cuts: one compiled pass).
     """
     src_len = np.asarray(src_len, dtype=np.int64)
     tgt_len = np.asarray(tgt_len, dtype=np.int64)
-    keep = np.flatnonzero((src_len > 0) & (tgt_len > 0) & (src_len <= max_tokens)
-                          & (tgt_len <= max_tokens))
+    keep = np.flatnonzero((src_len > 0) & (tgt_len > 0) & (src_len <= MAX_TOKENS)
+                          & (tgt_len <= MAX_TOKENS))
     longest = np.maximum(src_len[keep], tgt_len[keep])
     order = keep[np.lexsort((tgt_len[keep], src_len[keep], longest))]
     ends = cut_batches(src_len[order], tgt_len[order], np.int64(max_batch), np.int64(cells))

@@ -183,7 +183,6 @@ def read_parallel(
     if str(src) == "-" and str(tgt) == "-":
         raise AlignersInputError("source and target cannot both be stdin ('-')")
     missing = object()
-    lineno = 0
     for lineno, (s, t) in enumerate(
         itertools.zip_longest(read_lines(src), read_lines(tgt), fillvalue=missing), start=1
     ):

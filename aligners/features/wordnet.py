@@ -2,7 +2,7 @@
 
 Files from `$WNSEARCHDIR`, else `/usr/share/wordnet` (Debian `wordnet-base`); without them
 every relation is False (one warning). Relations of a directed word pair after morphy
-base forms: synonym, hypernym / hyponym (up to `depth` steps), antonym, derivation,
+base forms: synonym, hypernym / hyponym (up to 2 steps), antonym, derivation,
 entailment, similar-to. Cost: loading reads the files once; synset lines are parsed on
 first use; queries are memoised dict look-ups.
 """
@@ -145,20 +145,21 @@ class WordNet:
         return frozenset(out)
 
     @lru_cache(maxsize=500_000)  # noqa: B019
-    def relations(self, a: str, b: str, depth: int = 2) -> tuple[bool, ...]:
-        """One bool per name in RELATIONS for the (directed) word pair `a -> b`."""
+    def relations(self, a: str, b: str) -> tuple[bool, ...]:
+        """One bool per name in RELATIONS for the (directed) word pair `a -> b` (hypernyms and
+        hyponyms up to 2 steps)."""
         sa, sb = self.synsets(a), self.synsets(b)
         if not sa or not sb:  # (always so without the database)
             return (False,) * len(RELATIONS)
         bases_b = self._bases(b)
         return (
             bool(sa & sb),
-            bool(self._word_closure(a, "hypernym", depth) & sb),
-            # hyponyms of a within `depth` steps meet sb <=> hypernyms of b within `depth`
+            bool(self._word_closure(a, "hypernym", 2) & sb),
+            # hyponyms of a within 2 steps meet sb <=> hypernyms of b within 2
             # steps meet sa: the database's hypernym and hyponym pointers mirror each other
             # (tests/test_features_wordnet.py checks every synset), and the hypernym closure
             # is narrow where the hyponym one fans out (parses far fewer synset lines)
-            bool(self._word_closure(b, "hypernym", depth) & sa),
+            bool(self._word_closure(b, "hypernym", 2) & sa),
             bool(self._related_lemmas(a, "antonym") & bases_b),
             bool(self._related_lemmas(a, "derivation") & bases_b),
             bool(self._word_closure(a, "entailment", 1) & sb),
