@@ -130,13 +130,8 @@ def check_ranges(
         posts = al.posteriors
         if posts is not None:
             posts = {k: v for k, v in posts.items() if inside(k)} or None
-        out.append(
-            Alignment(
-                frozenset(x for x in al.sure if inside(x)),
-                frozenset(x for x in al.possible if inside(x)),
-                posts,
-            )
-        )
+        out.append(Alignment(frozenset(filter(inside, al.sure)),
+                             frozenset(filter(inside, al.possible)), posts))
     return out, dropped
 
 
