@@ -175,10 +175,8 @@ def _fill(src, tgt, block, *, max_src_len: int, max_tgt_len: int, embedder, phra
     I, J, Ls, Lt = len(src), len(tgt), max_src_len, max_tgt_len
     X = _token_matrix(src, tgt, embedder)
     Ft = X.shape[-1]
-    names = feature_names(max_src_len=Ls, max_tgt_len=Lt, embedding=embedder is not None,
-                          phrase_cues=phrase_cues)
-    F = len(names)
-    P = F - len(CUES) if phrase_cues else F  # end of the phrase-string columns
+    # end of the phrase-string columns (the CUES follow)
+    P = len(feature_names(max_src_len=Ls, max_tgt_len=Lt, embedding=embedder is not None))
     src_phrases, tgt_phrases = _phrase_strings(src, Ls), _phrase_strings(tgt, Lt)
     # best target match per source token (per lt) / best source match per target token (per ls)
     tmaxs = {lt: _window(X, 1, lt, torch.maximum) for lt in range(1, min(Lt, J) + 1)}
