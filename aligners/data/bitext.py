@@ -24,7 +24,7 @@ import weakref
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -69,8 +69,7 @@ class Batch:
         """The batch on `device` (a no-op when it is there already)."""
         if self.src.device == torch.device(device):
             return self
-        return Batch(*(x.to(device) for x in (self.rows, self.src, self.tgt, self.src_lengths,
-                                              self.tgt_lengths, self.pair_ids)))
+        return Batch(*(getattr(self, f.name).to(device) for f in fields(self)))
 
     @property
     def mask(self) -> torch.Tensor:

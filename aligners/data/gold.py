@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO
 
+from aligners.data.a3 import read_a3
 from aligners.data.jacana import read_jacana_json, read_multimwa, text_format
 from aligners.data.parallel import read_lines, write_lines
 from aligners.data.pharaoh import (
@@ -317,8 +318,6 @@ def read_alignment_file(
     if fmt in ("naacl", "naacl0"):
         return read_naacl(path, snums=snums, token_base=1 if fmt == "naacl" else 0, **lengths)
     if fmt == "a3":
-        from aligners.data.a3 import read_a3
-
         return [p.alignment for p in read_a3(path, lenient=lenient)]
     if fmt == "multimwa":
         pairs = read_multimwa(path, lenient=lenient)
