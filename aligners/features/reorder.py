@@ -110,12 +110,8 @@ class ReorderFeaturizer:
         codes = []
         for name, s, t in described:
             kind = {"pair": _PAIR, "left": _LEFT, "right": _RIGHT}[name]
-            (si,), _ = feat.sentence_ids([s], [])
-            code = (kind << 50) | (si << _ID_BITS)
-            if kind == _PAIR:
-                _, (ti,) = feat.sentence_ids([], [t])
-                code |= ti
-            codes.append(code)
+            (si,), ti = feat.sentence_ids([s], [t] if kind == _PAIR else [])
+            codes.append((kind << 50) | (si << _ID_BITS) | (ti[0] if ti else 0))
         return feat, np.asarray(codes, dtype=np.int64)
 
 
