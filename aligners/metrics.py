@@ -63,11 +63,6 @@ class LinkCounts:
     hit_sure: int = 0
     hit_possible: int = 0
 
-    def __iadd__(self, other: LinkCounts) -> LinkCounts:
-        for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-        return self
-
     @property
     def precision(self) -> float:
         return _ratio(self.hit_possible, self.predicted)
@@ -149,11 +144,9 @@ class EvaluationReport:
         return out
 
 
-def _sum(counts: Iterable[LinkCounts]) -> LinkCounts:
-    total = LinkCounts()
-    for c in counts:
-        total += c
-    return total
+def _sum(counts: Sequence[LinkCounts]) -> LinkCounts:
+    """The counts of a corpus (or of a class) from those of its pairs."""
+    return LinkCounts(*(sum(getattr(c, f.name) for c in counts) for f in fields(LinkCounts)))
 
 
 def _phrasal(links: Iterable[Link]) -> set[Link]:
