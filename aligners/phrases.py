@@ -10,6 +10,7 @@ output. 0-based positions, half-open spans.
 """
 
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from typing import NamedTuple
 
 from aligners.errors import AlignersInputError
@@ -65,16 +66,11 @@ def extract_phrase_pairs(
             raise AlignersInputError(f"link {i}-{j} outside a {src_len}x{tgt_len} sentence pair")
         link_set.add((i, j))
     inbound, tables = _blocks(link_set, src_len, tgt_len, max_length, mode)
-    out = []
-    for s_f, e_f, s_e, e_e in inbound:
-        # backward: previous target word s_e - 1
-        back = _orientation(mode, link_set, tables, (src_len, tgt_len), s_e - 1, s_f - 1,
-                            e_f + 1, False)
-        # forward: next target word e_e + 1 (Moses swaps the corner tables, see docstring)
-        fwd = _orientation(mode, link_set, tables, (src_len, tgt_len), e_e + 1, e_f + 1,
-                           s_f - 1, True)
-        out.append(PhrasePair(s_f, e_f + 1, s_e, e_e + 1, back, fwd))
-    return out
+    # backward: towards the previous target word s_e - 1; forward: the next one, e_e + 1
+    # (Moses swaps the corner tables, see `_orientation`)
+    orient = partial(_orientation, mode, link_set, tables, (src_len, tgt_len))
+    return [PhrasePair(s_f, e_f + 1, s_e, e_e + 1, orient(s_e - 1, s_f - 1, e_f + 1, False),
+                       orient(e_e + 1, e_f + 1, s_f - 1, True)) for s_f, e_f, s_e, e_e in inbound]
 
 
 def _blocks(link_set, n_src: int, n_tgt: int, lim: int, mode: str):
