@@ -57,16 +57,12 @@ class ReorderFeaturizer:
     def _ids(self, words: Sequence[str], vocab: dict, table: list, grow: bool) -> list[int]:
         out = []
         for w in words:
-            i = vocab.get(w)
-            if i is None:
-                if not grow:
-                    out.append(-1)
-                    continue
-                i = vocab[w] = len(table)
-                if i >= 1 << _ID_BITS:
+            if grow and w not in vocab:
+                if len(table) >= 1 << _ID_BITS:
                     raise AlignersInputError("vocabulary exceeds 2^24 words")
+                vocab[w] = len(table)
                 table.append(w)
-            out.append(i)
+            out.append(vocab.get(w, -1))
         return out
 
     def sentence_ids(self, src, tgt, *, grow: bool = True) -> tuple[list[int], list[int]]:
