@@ -120,21 +120,17 @@ def read_naacl(
     if snums is None:
         snums = list(range(min(links), max(links) + 1)) if links else []
     _check_snums(snums, links, first_line, name, src_lengths, tgt_lengths)
-    alignments = []
-    dropped = 0
-    for n, snum in enumerate(snums):
-        src_n = None if src_lengths is None else src_lengths[n]
-        tgt_n = None if tgt_lengths is None else tgt_lengths[n]
-        al, d = _naacl_sentence(links.get(snum, ()), snum, src_n, tgt_n, lenient, name)
-        alignments.append(al)
-        dropped += d
-    warn_dropped(dropped, name)
+    unknown = [None] * len(snums)  # lengths not given
+    done = [_naacl_sentence(links.get(snum, ()), snum, src_n, tgt_n, lenient, name)
+            for snum, src_n, tgt_n in zip(snums, unknown if src_lengths is None else src_lengths,
+                                          unknown if tgt_lengths is None else tgt_lengths)]
+    warn_dropped(sum(d for _, d in done), name)
     if nulls:
         warnings.warn(
             NullLinksWarning(f"{name}: dropped {nulls} NULL link(s) (position 0)", nulls),
             stacklevel=2,
         )
-    return alignments
+    return [al for al, _ in done]
 
 
 def _parse_naacl_line(text: str, name: str, lineno: int):
