@@ -12,6 +12,7 @@ gradients; hidden states come back as float32.
 
 import os
 from collections.abc import Sequence
+from itertools import accumulate
 
 import torch
 
@@ -172,18 +173,13 @@ class MiniLMEmbedder:
                                  max_length=self.max_pieces, padding=True,
                                  return_tensors="pt")
             hidden = self.hidden_states(enc.to(self.device))  # (b, T, D)
-            rows, cols, words, offsets, total = [], [], [], [], 0
-            for b, ws in enumerate(batch):
-                for pos, w in enumerate(enc.word_ids(b)):
-                    if w is not None:
-                        rows.append(b)
-                        cols.append(pos)
-                        words.append(total + w)
-                offsets.append(total)
-                total += len(ws)
-            vec = word_means(hidden, rows, cols, words, total)
+            offsets = list(accumulate((len(ws) for ws in batch), initial=0))  # first words
+            pieces = [(b, pos, offsets[b] + w) for b in range(len(batch))
+                      for pos, w in enumerate(enc.word_ids(b)) if w is not None]
+            rows, cols, words = (list(x) for x in zip(*pieces)) if pieces else ([], [], [])
+            vec = word_means(hidden, rows, cols, words, offsets[-1])
             for b, n in enumerate(idx):
-                out[n] = vec[offsets[b]: offsets[b] + len(batch[b])]
+                out[n] = vec[offsets[b]: offsets[b + 1]]
         return out
 
     @torch.no_grad()
