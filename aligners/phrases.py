@@ -13,6 +13,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from typing import NamedTuple
 
+from aligners.data.parallel import read_lines, read_parallel
+from aligners.data.pharaoh import check_ranges, parse_pharaoh_line, warn_dropped
 from aligners.errors import AlignersInputError
 
 __all__ = [
@@ -206,9 +208,6 @@ def load_corpus(src: str, tgt: str, align: str, *, limit: int | None = None,
     every link counts; `limit` keeps the first N pairs. An out-of-range link raises
     `AlignersInputError` (file, line), or with `lenient=True` is dropped, counted and warned.
     """
-    from aligners.data.parallel import read_lines, read_parallel
-    from aligners.data.pharaoh import check_ranges, parse_pharaoh_line, warn_dropped
-
     name = "<stdin>" if str(align) == "-" else str(align)
     pairs = read_parallel(src, tgt, lowercase=lowercase)
     aligns = read_lines(align)

@@ -290,8 +290,7 @@ class PairIndex:
         return Batch(rows, s, t, sl, tl, ids)
 
     def __iter__(self) -> Iterator[Batch]:
-        for k in range(len(self)):
-            yield self.batch(k)
+        return map(self.batch, range(len(self)))
 
     def cells(self, k: int) -> int:
         """Padded cells B * I * J of batch k."""

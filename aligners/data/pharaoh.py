@@ -127,9 +127,8 @@ def check_ranges(
                 line=line_numbers[n] if line_numbers is not None else n + 1,
             )
         dropped += len(bad)
-        posts = al.posteriors
-        if posts is not None:
-            posts = {k: v for k, v in posts.items() if inside(k)} or None
+        posts = None if al.posteriors is None else (
+            {k: v for k, v in al.posteriors.items() if inside(k)} or None)
         out.append(Alignment(frozenset(filter(inside, al.sure)),
                              frozenset(filter(inside, al.possible)), posts))
     return out, dropped
