@@ -97,14 +97,12 @@ def _phrase_columns(sp, tp, X) -> torch.Tensor:
     if X is not None:  # ls = lt = 1: the token-level WordNet synonym column
         out[..., 1] = X[..., TOKEN_PAIR_FEATURES.index("wn_synonym")]
         return out
-    wn = get_wordnet()
-    if wn.available:
-        s_in = [s for s, x in enumerate(sp) if wn.synsets(x)]
-        t_in = [t for t, x in enumerate(tp) if wn.synsets(x)]
-        for s in s_in:
-            for t in t_in:
-                if sp[s] != tp[t] and wn.relations(sp[s], tp[t])[0]:
-                    out[s, t, 1] = 1.0
+    wn = get_wordnet()  # (without the database no phrase has synsets)
+    t_in = [t for t, x in enumerate(tp) if wn.synsets(x)]
+    for s in (s for s, x in enumerate(sp) if wn.synsets(x)):
+        for t in t_in:
+            if sp[s] != tp[t] and wn.relations(sp[s], tp[t])[0]:
+                out[s, t, 1] = 1.0
     return out
 
 
