@@ -283,11 +283,10 @@ class PairIndex:
 
     def batch(self, k: int) -> Batch:
         """Batch k (pair ids read back from the disk cache when there is one). O(B I J)."""
-        rows, s, t, sl, tl = self._words[k]
         ids = self._ids[k]
         if isinstance(ids, str):
             ids = torch.from_numpy(np.load(ids))
-        return Batch(rows, s, t, sl, tl, ids)
+        return Batch(*self._words[k], ids)
 
     def __iter__(self) -> Iterator[Batch]:
         return map(self.batch, range(len(self)))
