@@ -22,9 +22,9 @@ import math
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
-from aligners.data.types import Alignment
+from aligners.data.types import Alignment, Link
 
 __all__ = [
     "BREAKDOWNS",
@@ -35,8 +35,6 @@ __all__ = [
     "format_report",
     "write_metrics_json",
 ]
-
-Link = tuple[int, int]
 
 # breakdown name -> its two classes
 BREAKDOWNS: dict[str, tuple[str, str]] = {
@@ -64,13 +62,6 @@ class LinkCounts:
     sure: int = 0
     hit_sure: int = 0
     hit_possible: int = 0
-
-    def __iadd__(self, other: LinkCounts) -> LinkCounts:
-        self.predicted += other.predicted
-        self.sure += other.sure
-        self.hit_sure += other.hit_sure
-        self.hit_possible += other.hit_possible
-        return self
 
     @property
     def precision(self) -> float:
@@ -140,15 +131,7 @@ class EvaluationReport:
     breakdown_counts: dict[str, LinkCounts] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        out = {
-            "pairs": self.pairs,
-            "alpha": self.alpha,
-            "counts": asdict(self.counts),
-            "micro": asdict(self.micro),
-            "macro": asdict(self.macro),
-            "exact_match": self.exact_match,
-            "exact_matches": self.exact_matches,
-        }
+        out = {k: v for k, v in asdict(self).items() if not k.startswith("breakdown_")}
         if self.breakdown_micro:
             out["breakdown"] = {
                 name: {
@@ -161,10 +144,9 @@ class EvaluationReport:
         return out
 
 
-def _as_alignment(x: Alignment | Iterable[Link]) -> Alignment:
-    if isinstance(x, Alignment):
-        return x
-    return Alignment(frozenset(), frozenset((int(i), int(j)) for i, j in x))
+def _sum(counts: Sequence[LinkCounts]) -> LinkCounts:
+    """The counts of a corpus (or of a class) from those of its pairs."""
+    return LinkCounts(*(sum(getattr(c, f.name) for c in counts) for f in fields(LinkCounts)))
 
 
 def _phrasal(links: Iterable[Link]) -> set[Link]:
@@ -215,46 +197,31 @@ def evaluate_alignments(
         )
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
-    classes: list[str] = []
-    if breakdowns:
-        if has_tokens:
-            classes += BREAKDOWNS["identity"]
-        classes += BREAKDOWNS["phrasality"]
-
-    total = LinkCounts()
+    # class name -> its per-pair counts, in BREAKDOWNS order (the report's order)
+    class_pairs: dict[str, list[LinkCounts]] = {
+        c: [] for name, pair in BREAKDOWNS.items() if breakdowns
+        and (has_tokens or name != "identity") for c in pair}
     per_pair: list[LinkCounts] = []
     exact = 0
-    class_total = {c: LinkCounts() for c in classes}
-    class_pairs: dict[str, list[LinkCounts]] = {c: [] for c in classes}
     for n, (g, t) in enumerate(zip(gold, test)):
-        pred = _as_alignment(t).possible
-        counts = _class_counts(pred, g, pred, g.possible)
-        total += counts
-        per_pair.append(counts)
+        pred = t.possible if isinstance(t, Alignment) else frozenset((int(i), int(j)) for i, j in t)
+        per_pair.append(_class_counts(pred, g, pred, g.possible))
         exact += g.sure <= pred <= g.possible
-        if not classes:
+        if not breakdowns:
             continue
-        split: dict[str, tuple[set[Link], set[Link]]] = {}
+        # breakdown -> (predicted, gold) links of its first class; the second is the rest
+        first = {"phrasality": (pred - _phrasal(pred), g.possible - _phrasal(g.possible))}
         if has_tokens:
             src, tgt = src_tokens[n], tgt_tokens[n]
-
-            def same(link: Link, src=src, tgt=tgt) -> bool:
-                i, j = link
-                return i < len(src) and j < len(tgt) and src[i] == tgt[j]
-
-            pred_same = {x for x in pred if same(x)}
-            gold_same = {x for x in g.possible if same(x)}
-            split["identical"] = (pred_same, gold_same)
-            split["non-identical"] = (set(pred) - pred_same, set(g.possible) - gold_same)
-        pred_phr = _phrasal(pred)
-        gold_phr = _phrasal(g.possible)
-        split["phrase"] = (pred_phr, gold_phr)
-        split["token"] = (set(pred) - pred_phr, set(g.possible) - gold_phr)
-        for c in classes:
-            cc = _class_counts(pred, g, *split[c])
-            class_total[c] += cc
-            class_pairs[c].append(cc)
-
+            first["identity"] = tuple(
+                {(i, j) for i, j in links if i < len(src) and j < len(tgt) and src[i] == tgt[j]}
+                for links in (pred, g.possible))
+        for name, (pred_in, gold_in) in first.items():
+            x, y = BREAKDOWNS[name]
+            class_pairs[x].append(_class_counts(pred, g, pred_in, gold_in))
+            class_pairs[y].append(_class_counts(pred, g, pred - pred_in, g.possible - gold_in))
+    total = _sum(per_pair)
+    class_total = {c: _sum(counts) for c, counts in class_pairs.items()}
     return EvaluationReport(
         pairs=len(gold),
         alpha=alpha,
@@ -263,8 +230,8 @@ def evaluate_alignments(
         macro=Scores.macro(per_pair, alpha=alpha),
         exact_match=_ratio(exact, len(gold)),
         exact_matches=exact,
-        breakdown_micro={c: Scores.micro(class_total[c], alpha=alpha) for c in classes},
-        breakdown_macro={c: Scores.macro(class_pairs[c], alpha=alpha) for c in classes},
+        breakdown_micro={c: Scores.micro(class_total[c], alpha=alpha) for c in class_pairs},
+        breakdown_macro={c: Scores.macro(class_pairs[c], alpha=alpha) for c in class_pairs},
         breakdown_counts=class_total,
     )
 
@@ -302,14 +269,10 @@ def format_report(report: EvaluationReport) -> str:
             f"   ({x}/{y}; {report.breakdown_counts[x].sure}/{report.breakdown_counts[y].sure}"
             " sure gold links)"
         )
-        for avg in ("micro", "macro"):
-            table = report.breakdown_micro if avg == "micro" else report.breakdown_macro
-            a_, b_ = table[x], table[y]
-            lines.append(
-                f"{avg:8}{_pct(a_.precision) + '/' + _pct(b_.precision):>13}"
-                f"{_pct(a_.recall) + '/' + _pct(b_.recall):>13}"
-                f"{_pct(a_.f1) + '/' + _pct(b_.f1):>13}"
-            )
+        for avg, table in (("micro", report.breakdown_micro), ("macro", report.breakdown_macro)):
+            lines.append(f"{avg:8}" + "".join(
+                f"{_pct(getattr(table[x], m)) + '/' + _pct(getattr(table[y], m)):>13}"
+                for m in ("precision", "recall", "f1")))
     return "\n".join(lines)
 
 

@@ -10,8 +10,11 @@ output. 0-based positions, half-open spans.
 """
 
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from typing import NamedTuple
 
+from aligners.data.parallel import read_lines, read_parallel
+from aligners.data.pharaoh import check_ranges, parse_pharaoh_line, warn_dropped
 from aligners.errors import AlignersInputError
 
 __all__ = [
@@ -19,7 +22,6 @@ __all__ = [
     "MODES",
     "PhrasePair",
     "extract_phrase_pairs",
-    "phrase_alignment",
     "format_extract_line",
     "iter_extract",
     "load_corpus",
@@ -41,18 +43,6 @@ class PhrasePair(NamedTuple):
     forward: int
 
 
-def _check_links(links: Iterable[tuple[int, int]], *, src_len: int, tgt_len: int):
-    out = set()
-    for link in links:
-        i, j = int(link[0]), int(link[1])
-        if not (0 <= i < src_len and 0 <= j < tgt_len):
-            raise AlignersInputError(
-                f"link {i}-{j} outside a {src_len}x{tgt_len} sentence pair"
-            )
-        out.add((i, j))
-    return out
-
-
 def extract_phrase_pairs(
     links: Iterable[tuple[int, int]],
     *,
@@ -71,18 +61,18 @@ def extract_phrase_pairs(
         raise AlignersInputError(f"orientation mode {mode!r}; expected one of {MODES}")
     if max_length < 1:
         raise AlignersInputError(f"max_length must be >= 1, got {max_length}")
-    link_set = _check_links(links, src_len=src_len, tgt_len=tgt_len)
+    link_set = set()
+    for link in links:
+        i, j = int(link[0]), int(link[1])
+        if not (0 <= i < src_len and 0 <= j < tgt_len):
+            raise AlignersInputError(f"link {i}-{j} outside a {src_len}x{tgt_len} sentence pair")
+        link_set.add((i, j))
     inbound, tables = _blocks(link_set, src_len, tgt_len, max_length, mode)
-    out = []
-    for s_f, e_f, s_e, e_e in inbound:
-        # backward: previous target word s_e - 1
-        back = _orientation(mode, link_set, tables, (src_len, tgt_len), s_e - 1, s_f - 1,
-                            e_f + 1, False)
-        # forward: next target word e_e + 1 (Moses swaps the corner tables, see docstring)
-        fwd = _orientation(mode, link_set, tables, (src_len, tgt_len), e_e + 1, e_f + 1,
-                           s_f - 1, True)
-        out.append(PhrasePair(s_f, e_f + 1, s_e, e_e + 1, back, fwd))
-    return out
+    # backward: towards the previous target word s_e - 1; forward: the next one, e_e + 1
+    # (Moses swaps the corner tables, see `_orientation`)
+    orient = partial(_orientation, mode, link_set, tables, (src_len, tgt_len))
+    return [PhrasePair(s_f, e_f + 1, s_e, e_e + 1, orient(s_e - 1, s_f - 1, e_f + 1, False),
+                       orient(e_e + 1, e_f + 1, s_f - 1, True)) for s_f, e_f, s_e, e_e in inbound]
 
 
 def _blocks(link_set, n_src: int, n_tgt: int, lim: int, mode: str):
@@ -147,29 +137,15 @@ def _orientation(mode, link_set, tables, lengths, e, f_mono, f_swap, forward) ->
     def corner(table: dict[int, set[int]], f: int) -> bool:
         return f in table.get(e, ())
 
-    return _orient(mode, aligned(f_mono), aligned(f_swap), corner(in_br, f_mono),
-                   corner(in_bl, f_swap), corner(out_br, f_mono), corner(out_bl, f_swap))
-
-
-def _orient(mode, left, right, in_mono, in_swap, out_mono, out_swap) -> int:
-    word_mono = left and not right
-    word_swap = right and not left
+    left, right = aligned(f_mono), aligned(f_swap)
+    word_mono, word_swap = left and not right, right and not left
     if mode == "wbe":
         return MONO if word_mono else SWAP if word_swap else OTHER
-    phrase = MONO if (word_mono or in_mono) else SWAP if (word_swap or in_swap) else OTHER
+    phrase = (MONO if word_mono or corner(in_br, f_mono)
+              else SWAP if word_swap or corner(in_bl, f_swap) else OTHER)
     if mode == "phrase" or phrase != OTHER:
         return phrase
-    return MONO if out_mono else SWAP if out_swap else OTHER
-
-
-def phrase_alignment(pair: PhrasePair, links: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Links inside `pair`, relative to its spans, ordered by target then source (as Moses)."""
-    inside = [
-        (i - pair.src_start, j - pair.tgt_start)
-        for i, j in links
-        if pair.src_start <= i < pair.src_end and pair.tgt_start <= j < pair.tgt_end
-    ]
-    return sorted(set(inside), key=lambda ij: (ij[1], ij[0]))
+    return MONO if corner(out_br, f_mono) else SWAP if corner(out_bl, f_swap) else OTHER
 
 
 def format_extract_line(
@@ -182,7 +158,8 @@ def format_extract_line(
 ) -> str:
     """`src phrase ||| tgt phrase ||| i-j ... ||| orientation` (no trailing newline).
 
-    `direction` is `backward`, `forward` or `both` (`both` writes "prev next", as Moses).
+    `direction` is `backward`, `forward` or `both` (`both` writes "prev next", as Moses);
+    the links are those inside `pair`, relative to its spans, ordered by target then source.
     """
     names = {
         "backward": ORIENTATIONS[pair.backward],
@@ -191,7 +168,9 @@ def format_extract_line(
     }
     if direction not in names:
         raise AlignersInputError(f"direction {direction!r}; expected backward, forward or both")
-    align = " ".join(f"{i}-{j}" for i, j in phrase_alignment(pair, links))
+    inside = {(i - pair.src_start, j - pair.tgt_start) for i, j in links
+              if pair.src_start <= i < pair.src_end and pair.tgt_start <= j < pair.tgt_end}
+    align = " ".join(f"{i}-{j}" for i, j in sorted(inside, key=lambda ij: (ij[1], ij[0])))
     return (
         f"{' '.join(src[pair.src_start:pair.src_end])} ||| "
         f"{' '.join(tgt[pair.tgt_start:pair.tgt_end])} ||| {align} ||| {names[direction]}"
@@ -229,9 +208,6 @@ def load_corpus(src: str, tgt: str, align: str, *, limit: int | None = None,
     every link counts; `limit` keeps the first N pairs. An out-of-range link raises
     `AlignersInputError` (file, line), or with `lenient=True` is dropped, counted and warned.
     """
-    from aligners.data.parallel import read_lines, read_parallel
-    from aligners.data.pharaoh import check_ranges, parse_pharaoh_line, warn_dropped
-
     name = "<stdin>" if str(align) == "-" else str(align)
     pairs = read_parallel(src, tgt, lowercase=lowercase)
     aligns = read_lines(align)

@@ -36,17 +36,19 @@ def test_features_bit_identical_to_reference(cold):
 
 
 def test_featurize_states_equals_featurize_span_in_state_order():
-    """`featurize_states` = `featurize`'s span gathered into state order, cast to float16."""
-    from aligners.features.monolingual import featurize, featurize_states
+    """`featurize_states` = the span layout gathered into state order, cast to float16."""
+    from aligners.features.monolingual import featurize_states
     from aligners.models.mono.states import state_table
+    from tests.test_features_string import span_features
     for src, tgt, Ls, Lt in [("a b c d".split(), "b a".split(), 3, 3),
                              ("New York is big".split(), "New York City is big".split(), 2, 3),
                              ("x".split(), "x y z".split(), 1, 1)]:
-        ref = featurize(src, tgt, max_src_len=Ls, max_tgt_len=Lt, phrase_cues=True)
+        span, ref_null = span_features(src, tgt, max_src_len=Ls, max_tgt_len=Lt,
+                                       phrase_cues=True)
         st = state_table(tgt_len=len(tgt), max_tgt_len=Lt)
-        gathered = torch.zeros(len(src), Ls, len(st["end0"]), ref.span.shape[-1])
-        gathered[:, :, 1:] = ref.span[:, :, st["end0"][1:], st["length"][1:] - 1]
+        gathered = torch.zeros(len(src), Ls, len(st["end0"]), span.shape[-1])
+        gathered[:, :, 1:] = span[:, :, st["end0"][1:], st["length"][1:] - 1]
         emit, null = featurize_states(src, tgt, max_src_len=Ls, max_tgt_len=Lt,
                                       phrase_cues=True)
-        assert torch.equal(emit, gathered.half()) and torch.equal(null, ref.null)
+        assert torch.equal(emit, gathered.half()) and torch.equal(null, ref_null)
         assert emit.abs().sum() > 0

@@ -8,18 +8,33 @@ import torch
 from aligners.features.monolingual import (
     NULL_FEATURES,
     TOKEN_FEATURES,
+    _fill,
     _token_matrix,
     feature_names,
-    featurize,
 )
 from aligners.features.string_sim import (
     TOKEN_PAIR_FEATURES,
+    _dice,
+    _ngrams,
     crude_stem,
     edit_similarity,
-    ngram_dice,
     normalise_number,
     word_pair_features,
 )
+
+
+def span_features(src, tgt, *, max_src_len=3, max_tgt_len=3, phrase_cues=False):
+    """The block features in the layout the tests read: span (I, Ls, J, Lt, F) float32, the
+    source segment [s, s+ls) against the target phrase of length lt ENDING at e (zero outside
+    the sentences), and null (I, F0); written by `featurize_states`' own `_fill`."""
+    I, J = len(src), len(tgt)
+    F = len(feature_names(max_src_len=max_src_len, max_tgt_len=max_tgt_len,
+                          phrase_cues=phrase_cues))
+    span = torch.zeros(I, max_src_len, J, max_tgt_len, F)
+    null = _fill(src, tgt, lambda ls, lt: span[: I - ls + 1, ls - 1, lt - 1:, lt - 1],
+                 max_src_len=max_src_len, max_tgt_len=max_tgt_len, embedder=None,
+                 phrase_cues=phrase_cues)
+    return span, null
 
 
 def test_edit_similarity_hand_values():
@@ -27,6 +42,11 @@ def test_edit_similarity_hand_values():
     assert edit_similarity("abc", "abc") == 1.0
     assert edit_similarity("", "ab") == 0.0
     assert edit_similarity("ab", "ba") == 0.0  # two substitutions / 2
+
+
+def ngram_dice(a, b):
+    """Dice coefficient of the padded character trigram sets (the trigram_dice column)."""
+    return _dice(_ngrams(a), _ngrams(b))
 
 
 def test_ngram_dice_hand_values():
@@ -67,47 +87,47 @@ def _brute_span(X, s, ls, e, lt, f):
 def test_span_features_match_brute_force_and_token_slice():
     src = "Shops are closed up for now until March".split()
     tgt = "Shops are temporarily closed down".split()
-    feats = featurize(src, tgt, max_src_len=3, max_tgt_len=2)
+    span, null = span_features(src, tgt, max_src_len=3, max_tgt_len=2)
     X = _token_matrix(src, tgt, None)
     Ft = len(TOKEN_FEATURES)
     names = feature_names(max_src_len=3, max_tgt_len=2)
-    assert feats.span.shape == (8, 3, 5, 2, len(names))
-    assert feats.null.shape == (8, len(NULL_FEATURES))
+    assert span.shape == (8, 3, 5, 2, len(names))
+    assert null.shape == (8, len(NULL_FEATURES))
     # the 1x1 slice is the token matrix (same features for the token model)
-    assert torch.allclose(feats.span[:, 0, :, 0, :Ft], X)
-    assert torch.allclose(feats.span[:, 0, :, 0, Ft: 2 * Ft], X)
+    assert torch.allclose(span[:, 0, :, 0, :Ft], X)
+    assert torch.allclose(span[:, 0, :, 0, Ft: 2 * Ft], X)
     for s, ls, e, lt in itertools.product(range(8), (1, 2, 3), range(5), (1, 2)):
         if s + ls > 8 or e - lt + 1 < 0:
-            assert feats.span[s, ls - 1, e, lt - 1].abs().sum() == 0
+            assert span[s, ls - 1, e, lt - 1].abs().sum() == 0
             continue
         for f in (1, 3, 4):
             a, b = _brute_span(X, s, ls, e, lt, f)
-            assert float(feats.span[s, ls - 1, e, lt - 1, f]) == pytest.approx(a, abs=1e-5)
-            assert float(feats.span[s, ls - 1, e, lt - 1, Ft + f]) == pytest.approx(b, abs=1e-5)
+            assert float(span[s, ls - 1, e, lt - 1, f]) == pytest.approx(a, abs=1e-5)
+            assert float(span[s, ls - 1, e, lt - 1, Ft + f]) == pytest.approx(b, abs=1e-5)
     # paper 3.4: "closed up" / "closed down" identity is upweighted to 1.0
     lower = TOKEN_FEATURES.index("lower_identical")
-    assert float(feats.span[2, 1, 4, 1, lower]) == pytest.approx(1.0)
+    assert float(span[2, 1, 4, 1, lower]) == pytest.approx(1.0)
     shape = names.index("shape_2x2")
-    assert float(feats.span[2, 1, 4, 1, shape]) == 1.0
-    assert float(feats.span[2, 0, 3, 0, shape]) == 0.0
+    assert float(span[2, 1, 4, 1, shape]) == 1.0
+    assert float(span[2, 0, 3, 0, shape]) == 0.0
 
 
 def test_phrase_cues_only_on_multi_token_blocks():
     src = "the UK , said".split()
     tgt = "the UK said".split()
-    base = featurize(src, tgt, max_src_len=2, max_tgt_len=2)
-    cues = featurize(src, tgt, max_src_len=2, max_tgt_len=2, phrase_cues=True)
+    base, _ = span_features(src, tgt, max_src_len=2, max_tgt_len=2)
+    cues, _ = span_features(src, tgt, max_src_len=2, max_tgt_len=2, phrase_cues=True)
     names = feature_names(max_src_len=2, max_tgt_len=2, phrase_cues=True)
-    n0 = base.span.shape[-1]
-    assert torch.equal(cues.span[..., :n0], base.span)  # the default columns are unchanged
+    n0 = base.shape[-1]
+    assert torch.equal(cues[..., :n0], base)  # the default columns are unchanged
     col = {n: names.index(n) for n in ("cue_punct", "cue_stop_start", "cue_same_order",
                                        "cue_capitalised", "cue_stop_end")}
-    assert cues.span[:, 0, :, 0, n0:].abs().sum() == 0  # nothing on 1x1 blocks
-    blk = cues.span[0, 1, 1, 1]  # "the UK" / "the UK" (target phrase ending at 1)
+    assert cues[:, 0, :, 0, n0:].abs().sum() == 0  # nothing on 1x1 blocks
+    blk = cues[0, 1, 1, 1]  # "the UK" / "the UK" (target phrase ending at 1)
     assert blk[col["cue_same_order"]] == 1 and blk[col["cue_stop_start"]] == 1
     assert blk[col["cue_punct"]] == 0 and blk[col["cue_capitalised"]] == 0
-    assert cues.span[1, 1, 1, 1, col["cue_punct"]] == 1  # "UK ," contains punctuation
-    assert cues.span[2, 1, 2, 1, col["cue_stop_end"]] == 0  # ", said" / "UK said"
+    assert cues[1, 1, 1, 1, col["cue_punct"]] == 1  # "UK ," contains punctuation
+    assert cues[2, 1, 2, 1, col["cue_stop_end"]] == 0  # ", said" / "UK said"
 
 
 def _levenshtein_dp(a, b):

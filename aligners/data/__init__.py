@@ -1,13 +1,8 @@
-"""Readers, writers, the one bitext path and the dataset registry. Light entry points are
-re-exported here (no torch); `aligners.data.bitext` (torch) and `aligners.data.datasets` are
-imported from their modules.
+"""Readers, writers, the one bitext path and the dataset registry, each imported from its
+module; here (no torch) only the batch budgets and the too-long rule every word family shares.
 """
 
-from aligners.data.gold import read_alignment_file, read_naacl, write_naacl
-from aligners.data.parallel import read_parallel, write_parallel
-from aligners.data.paths import data_root, dataset_dir
-from aligners.data.pharaoh import format_pharaoh, parse_pharaoh_line, read_pharaoh, write_pharaoh
-from aligners.data.types import AlignedPair, Alignment, Link
+import sys
 
 # padded source x target cells per batch of the bitext path (`aligners.data.bitext`); kept
 # here, free of torch, so that the CLI's argument parser can show it
@@ -34,8 +29,6 @@ def too_long_left_out(pairs, *, max_tokens: int = MAX_TOKENS):
 
 def warn_too_long(row: int, n_src: int, n_tgt: int, *, max_tokens: int = MAX_TOKENS) -> None:
     """The one-line stderr warning for pair `row` (0-based) left unaligned as too long."""
-    import sys
-
     sys.stderr.write(f"aligners: warning: line {row + 1}: {n_src} x {n_tgt} tokens, over the "
                      f"{max_tokens}-token limit: left unaligned\n")
 
@@ -45,25 +38,5 @@ def default_cells(device: str) -> int:
     return DEFAULT_CELLS if str(device).split(":")[0] == "cpu" else GPU_CELLS
 
 
-__all__ = [
-    "DEFAULT_CELLS",
-    "GPU_CELLS",
-    "MAX_TOKENS",
-    "too_long_left_out",
-    "warn_too_long",
-    "default_cells",
-    "AlignedPair",
-    "Alignment",
-    "Link",
-    "data_root",
-    "dataset_dir",
-    "format_pharaoh",
-    "parse_pharaoh_line",
-    "read_alignment_file",
-    "read_naacl",
-    "read_parallel",
-    "read_pharaoh",
-    "write_naacl",
-    "write_parallel",
-    "write_pharaoh",
-]
+__all__ = ["DEFAULT_CELLS", "GPU_CELLS", "MAX_TOKENS", "too_long_left_out", "warn_too_long",
+           "default_cells"]

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from aligners.data.parallel import read_lines
-from aligners.data.pharaoh import check_ranges, warn_dropped
+from aligners.data.pharaoh import check_pair_ranges
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
@@ -91,9 +91,5 @@ def read_a3(path: str | Path, *, lenient: bool = False) -> list[AlignedPair]:
         pairs.append(AlignedPair(tuple(src.split()), words, al,
                                  num.group(1) if num else str(b // 3 + 1)))
         starts.append(n2)
-    als, dropped = check_ranges([p.alignment for p in pairs], [len(p.src) for p in pairs],
-                                None, lenient=lenient, path=name, line_numbers=starts)
-    warn_dropped(dropped, name)
-    if dropped:
-        pairs = [AlignedPair(p.src, p.tgt, a, p.id) for p, a in zip(pairs, als, strict=True)]
-    return pairs
+    return check_pair_ranges(pairs, lenient=lenient, path=name, line_numbers=starts,
+                             target=False)

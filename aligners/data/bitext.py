@@ -7,7 +7,6 @@ the (source word, target word) pair of each cell in one sorted table of co-occur
 (keys `src_id * Vt + tgt_id`), so that a lexical table is a flat vector of P + 1 floats
 (slot P: pairs never seen in training / pads). Both directions share one index. With
 `cache_dir` the per-batch pair ids live in memory-mapped `.npy` files (large corpora).
-Used by every word-aligner trainer, `aligners align` and the benchmarks.
 
 Memory per batch is bounded whatever the sentence lengths: a batch holds at most `cells`
 cells B * I * J and at most 4 * `cells` cells B * max(I, J)^2 (the HMM's jump counts), and a
@@ -25,7 +24,7 @@ import weakref
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -70,8 +69,7 @@ class Batch:
         """The batch on `device` (a no-op when it is there already)."""
         if self.src.device == torch.device(device):
             return self
-        return Batch(*(x.to(device) for x in (self.rows, self.src, self.tgt, self.src_lengths,
-                                              self.tgt_lengths, self.pair_ids)))
+        return Batch(*(getattr(self, f.name).to(device) for f in fields(self)))
 
     @property
     def mask(self) -> torch.Tensor:
@@ -83,19 +81,18 @@ class Batch:
         )
 
 
-def plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_batch: int,
-                 max_tokens: int = MAX_TOKENS):
+def plan_batches(src_len: np.ndarray, tgt_len: np.ndarray, *, cells: int, max_batch: int):
     """Length bucketing: src_len, tgt_len (N,) -> list of sentence-number arrays.
 
-    Non-empty pairs of at most `max_tokens` tokens a side, sorted by (max length, I, J), cut
+    Non-empty pairs of at most `MAX_TOKENS` tokens a side, sorted by (max length, I, J), cut
     into chunks of at most `max_batch` pairs, `cells` padded cells B * I * J and 4 * `cells`
     cells B * max(I, J)^2 (a longer single pair still forms a batch); empty and too long
     pairs are left out. Cost O(N log N) (the cuts: one compiled pass).
     """
     src_len = np.asarray(src_len, dtype=np.int64)
     tgt_len = np.asarray(tgt_len, dtype=np.int64)
-    keep = np.flatnonzero((src_len > 0) & (tgt_len > 0) & (src_len <= max_tokens)
-                          & (tgt_len <= max_tokens))
+    keep = np.flatnonzero((src_len > 0) & (tgt_len > 0) & (src_len <= MAX_TOKENS)
+                          & (tgt_len <= MAX_TOKENS))
     longest = np.maximum(src_len[keep], tgt_len[keep])
     order = keep[np.lexsort((tgt_len[keep], src_len[keep], longest))]
     ends = cut_batches(src_len[order], tgt_len[order], np.int64(max_batch), np.int64(cells))
@@ -114,15 +111,6 @@ def _populated_int32(n: int) -> np.ndarray:
     except (OSError, ValueError):
         return np.empty(n, dtype=np.int32)
     return np.frombuffer(buf, dtype=np.int32)
-
-
-def _in_background(fn, *args) -> Future:
-    """fn(*args) run on a thread of its own (which ends with it)."""
-    pool = ThreadPoolExecutor(max_workers=1)
-    try:
-        return pool.submit(fn, *args)
-    finally:
-        pool.shutdown(wait=False)
 
 
 def _flatten(sents: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -146,7 +134,9 @@ def _pad(rows: np.ndarray, flat: np.ndarray, off: np.ndarray) -> np.ndarray:
 class PairIndex:
     """The encoded, batched bitext and its table of co-occurring pairs.
 
-    `src`, `tgt`: N sentences of token ids each (see `from_flat` for flat arrays).
+    `src`, `tgt`: N sentences of token ids each (see `from_flat` for flat arrays); keywords
+    `n_src_words`, `n_tgt_words` (the word ids' bounds), `keys`, `cells`, `max_batch`,
+    `cache_dir`, `threads`, `device`.
     Build cost: O(total cells + P log P) time, two compiled passes over the cells source
     word by source word, the table's and then the ids (one with a given table:
     `aligners.data._pairtable`), in word ranges on `threads` threads (None: every core
@@ -159,27 +149,8 @@ class PairIndex:
     (`device_pair_ids`): the same keys and ids, none on the host.
     """
 
-    def __init__(
-        self,
-        src: Sequence[np.ndarray],
-        tgt: Sequence[np.ndarray],
-        *,
-        n_src_words: int,
-        n_tgt_words: int,
-        keys: torch.Tensor | None = None,
-        cells: int = DEFAULT_CELLS,
-        max_batch: int | None = None,
-        cache_dir: str | None = None,
-        threads: int | None = None,
-        device=None,
-    ):
-        if len(src) != len(tgt):
-            raise AlignersInputError(
-                f"source has {len(src)} sentences but target has {len(tgt)}"
-            )
-        self._build(*_flatten(src), *_flatten(tgt), n_src_words=n_src_words,
-                    n_tgt_words=n_tgt_words, keys=keys, cells=cells, max_batch=max_batch,
-                    cache_dir=cache_dir, threads=threads, device=device)
+    def __init__(self, src: Sequence[np.ndarray], tgt: Sequence[np.ndarray], **kw):
+        self._build(*_flatten(src), *_flatten(tgt), **kw)
 
     @classmethod
     def from_flat(cls, src: np.ndarray, src_off: np.ndarray, tgt: np.ndarray,
@@ -187,16 +158,18 @@ class PairIndex:
         """The index of N sentence pairs given as flat token ids src (Ts,), tgt (Tt,) int32
         and offsets src_off, tgt_off (N + 1,) int64 (sentence k = src[src_off[k]:src_off[k +
         1]]); keyword arguments as the constructor's. Same result as the constructor."""
-        if len(src_off) != len(tgt_off):
-            raise AlignersInputError(f"source has {len(src_off) - 1} sentences but target "
-                                     f"has {len(tgt_off) - 1}")
         self = cls.__new__(cls)
         self._build(np.asarray(src, np.int32), np.asarray(src_off, np.int64),
                     np.asarray(tgt, np.int32), np.asarray(tgt_off, np.int64), **kw)
         return self
 
-    def _build(self, src, src_off, tgt, tgt_off, *, n_src_words, n_tgt_words, keys=None,
-               cells=DEFAULT_CELLS, max_batch=None, cache_dir=None, threads=None, device=None):
+    def _build(self, src, src_off, tgt, tgt_off, *, n_src_words: int, n_tgt_words: int,
+               keys: torch.Tensor | None = None, cells: int = DEFAULT_CELLS,
+               max_batch: int | None = None, cache_dir: str | None = None,
+               threads: int | None = None, device=None):
+        if len(src_off) != len(tgt_off):
+            raise AlignersInputError(f"source has {len(src_off) - 1} sentences but target "
+                                     f"has {len(tgt_off) - 1}")
         threads = max(1, len(os.sched_getaffinity(0)) if threads is None else int(threads))
         for ids, n, side in ((src, n_src_words, "source"), (tgt, n_tgt_words, "target")):
             if ids.size and not (0 <= ids.min() and ids.max() < n):  # (the kernels index
@@ -216,7 +189,9 @@ class PairIndex:
         shapes = [(len(r), int(src_len[r].max()), int(tgt_len[r].max())) for r in plans]
         store = None  # the in-memory id store, its pages mapped on a thread meanwhile
         if device is None and cache_dir is None and plans:
-            store = _in_background(_populated_int32, sum(b * i * j for b, i, j in shapes))
+            pool = ThreadPoolExecutor(max_workers=1)  # (its thread ends with the task)
+            store = pool.submit(_populated_int32, sum(b * i * j for b, i, j in shapes))
+            pool.shutdown(wait=False)
         self._words = [(torch.from_numpy(rows), torch.from_numpy(_pad(rows, src, src_off)),
                         torch.from_numpy(_pad(rows, tgt, tgt_off)),
                         torch.from_numpy(src_len[rows]), torch.from_numpy(tgt_len[rows]))
@@ -257,10 +232,9 @@ class PairIndex:
             chunks, buf = [(0, len(shapes))], store.result()
         else:
             chunks, k0 = [], 0
-            while k0 < len(shapes):
-                k1 = k0 + 1
-                while k1 < len(shapes) and starts[k1 + 1] - starts[k0] <= _FILL_CELLS:
-                    k1 += 1
+            while k0 < len(shapes):  # the most batches within _FILL_CELLS cells, at least one
+                k1 = max(k0 + 1, int(np.searchsorted(starts, starts[k0] + _FILL_CELLS,
+                                                     side="right")) - 1)
                 chunks.append((k0, k1))
                 k0 = k1
             buf = np.empty(max((int(starts[k1] - starts[k0]) for k0, k1 in chunks),
@@ -309,15 +283,13 @@ class PairIndex:
 
     def batch(self, k: int) -> Batch:
         """Batch k (pair ids read back from the disk cache when there is one). O(B I J)."""
-        rows, s, t, sl, tl = self._words[k]
         ids = self._ids[k]
         if isinstance(ids, str):
             ids = torch.from_numpy(np.load(ids))
-        return Batch(rows, s, t, sl, tl, ids)
+        return Batch(*self._words[k], ids)
 
     def __iter__(self) -> Iterator[Batch]:
-        for k in range(len(self)):
-            yield self.batch(k)
+        return map(self.batch, range(len(self)))
 
     def cells(self, k: int) -> int:
         """Padded cells B * I * J of batch k."""

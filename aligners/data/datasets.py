@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aligners.data import a3, gold, jacana, labeled, rte5, translit
-from aligners.data import rwth as _rwth
 from aligners.data.parallel import read_parallel
 from aligners.data.paths import dataset_dir
 from aligners.data.pharaoh import OutOfRangeLinksWarning, read_pharaoh
@@ -29,7 +28,6 @@ __all__ = [
     "last_dropped",
     "load",
     "lowercased",
-    "parallel_files",
 ]
 
 
@@ -68,12 +66,10 @@ class DatasetSpec:
 _DROPPED: dict[tuple[str, str], int] = {}
 
 
-def _pairs(texts, alignments) -> list[AlignedPair]:
-    """Pairs with their 1-based line number as id."""
-    return [
-        AlignedPair(tuple(s), tuple(t), al, str(n))
-        for n, ((s, t), al) in enumerate(zip(texts, alignments, strict=True), start=1)
-    ]
+def _pairs(texts, alignments, ids=None) -> list[AlignedPair]:
+    """Pairs with ids `ids` (default: their 1-based line numbers)."""
+    return [AlignedPair(tuple(s), tuple(t), al, str(n)) for n, (s, t), al in
+            zip(ids or range(1, len(texts) + 1), texts, alignments, strict=True)]
 
 
 def _lengths(texts) -> dict[str, list[int]]:
@@ -81,33 +77,31 @@ def _lengths(texts) -> dict[str, list[int]]:
     return {"src_lengths": [len(s) for s, _ in texts], "tgt_lengths": [len(t) for _, t in texts]}
 
 
-def _snum_pairs(d: Path, src: str, tgt: str) -> tuple[list[int], list]:
-    a, b = gold.read_snum_text(d / src), gold.read_snum_text(d / tgt)
-    if [s for s, _ in a] != [s for s, _ in b]:
-        raise AlignersInputError(f"sentence numbers of {d / src} and {d / tgt} differ")
-    return [s for s, _ in a], [(x, y) for (_, x), (_, y) in zip(a, b, strict=True)]
-
-
 def _naacl(src, tgt, wa):
     """WPT snum-wrapped text + NAACL links; file names are functions of the split."""
 
     def load_split(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
-        snums, texts = _snum_pairs(d, src(split), tgt(split))
+        a, b = gold.read_snum_text(d / src(split)), gold.read_snum_text(d / tgt(split))
+        snums = [s for s, _ in a]
+        if snums != [s for s, _ in b]:
+            raise AlignersInputError(
+                f"sentence numbers of {d / src(split)} and {d / tgt(split)} differ")
+        texts = [(x, y) for (_, x), (_, y) in zip(a, b, strict=True)]
         wa_file = wa(split)
         als = [None] * len(texts) if wa_file is None else gold.read_naacl(
             d / wa_file, snums=snums, lenient=lenient, **_lengths(texts))
-        return [
-            AlignedPair(tuple(s), tuple(t), al, str(n))
-            for n, (s, t), al in zip(snums, texts, als, strict=True)
-        ]
+        return _pairs(texts, als, snums)
     return load_split
 
 
-def _onebased(text, gold_file, *, ascii_split=False):
+def _text_gold(text, gold_file, read=gold.read_onebased, *, ascii_split=False):
+    """A parallel text (one `src ||| tgt` file, or a (source, target) pair of files) and its
+    gold links, read by `read` and checked against the text."""
+    files = (text,) if isinstance(text, str) else text
+
     def load_split(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
-        texts = list(read_parallel(d / text, ascii_split=ascii_split))
-        return _pairs(texts, gold.read_onebased(d / gold_file, lenient=lenient,
-                                                **_lengths(texts)))
+        texts = list(read_parallel(*(d / f for f in files), ascii_split=ascii_split))
+        return _pairs(texts, read(d / gold_file, lenient=lenient, **_lengths(texts)))
     return load_split
 
 
@@ -117,21 +111,12 @@ def _csen(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
                                          swap=True, lenient=lenient, **_lengths(texts)))
 
 
-def _deen(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
-    texts = list(read_parallel(d / "test.de", d / "test.en"))
-    return _pairs(texts, read_pharaoh(d / "de-en.wa", lenient=lenient, **_lengths(texts)))
-
-
-def _json(path_fn, *, sure_plus_poss=False):
-    def load_split(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
-        return jacana.read_jacana_json(d / path_fn(split), sure_plus_poss=sure_plus_poss,
-                                       lenient=lenient)
+def _file(read, path, *, aligned=True, **kw):
+    """A split in one file: `read(folder / path(split), **kw)`, with `lenient` passed on to
+    the alignment readers (`aligned`)."""
+    def load_split(d: Path, split: str, lenient: bool) -> list:
+        return read(d / path(split), **kw, **({"lenient": lenient} if aligned else {}))
     return load_split
-
-
-def _a3(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
-    part, annotator = split.split("-")
-    return a3.read_a3(d / "orig" / f"RTE2_{part}_{annotator}.align.txt", lenient=lenient)
 
 
 def _edbpp(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
@@ -148,38 +133,6 @@ def _edbpp(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
     return out
 
 
-def _mwa(prefix):
-    def load_split(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
-        return jacana.read_multimwa(d / f"{prefix}-{split}.tsv", lenient=lenient)
-    return load_split
-
-
-def _msrp(d: Path, split: str, lenient: bool) -> list[labeled.LabeledPair]:
-    return labeled.read_msrp(d / f"msr_paraphrase_{split}.txt")
-
-
-def _rte(name):
-    def load_split(d: Path, split: str, lenient: bool) -> list[labeled.LabeledPair]:
-        return labeled.read_rte(d / f"{name}_{split}.xml")
-    return load_split
-
-
-def _rte5(d: Path, split: str, lenient: bool) -> list[labeled.LabeledPair]:
-    return rte5.read_rte5(d / f"RTE5_{split}.xml")
-
-
-def _translit(d: Path, split: str, lenient: bool) -> list[translit.NamePair]:
-    return translit.read_news_translit(d / f"{split}.xml")
-
-
-def _trecqa(d: Path, split: str, lenient: bool) -> list[labeled.QAQuestion]:
-    return labeled.read_trecqa(d / "data" / f"{split}.xml.gz")
-
-
-def _hansards_wa(split: str) -> str:
-    return "test/test.wa.nonullalign" if split == "test" else f"{split}/{split}.wa"
-
-
 _S = SplitCounts
 _MSR = "msr-rte2006-aligned"
 _EDB = "edinburghpp-paraphrase-alignment"
@@ -192,10 +145,11 @@ _SPECS = (
                  "train": _S(200_000), "train_full": _S(1_130_104)},
                 notes="NAACL 1-based, English first; test.wa.nonullalign; train (the "
                 "first 200k) and train_full (all 1,130,104 WPT pairs) via iter_parallel",
-                loader=_naacl(lambda s: f"{s}/{s}.e", lambda s: f"{s}/{s}.f", _hansards_wa)),
+                loader=_naacl(lambda s: f"{s}/{s}.e", lambda s: f"{s}/{s}.f", lambda s:
+                              "test/test.wa.nonullalign" if s == "test" else f"{s}/{s}.wa")),
     DatasetSpec("wpt-roen", "wpt-roen-awesomealign", ("ro", "en"), "ro",
                 {"test": _S(248, 6198, 0, 0, 5495, 5639)},
-                loader=_onebased("roen.src-tgt", "roen.gold")),
+                loader=_text_gold("roen.src-tgt", "roen.gold")),
     DatasetSpec("wpt-enhi", "wpt05-enhi", ("en", "hi"), "en",
                 {"test": _S(90, 1408, 0, 1), "trial": _S(25)}, lenient=True,
                 notes="1 gold link of snum 68 lies past the Hindi sentence (dropped); every "
@@ -210,31 +164,32 @@ _SPECS = (
                 {"test": _S(582, 13562, 0, 0, 14447, 12608)}, lenient=True,
                 notes="split on ASCII spaces: U+3000 is a token (5 of them), so no link is "
                 "out of range; str.split would leave 6 out of range",
-                loader=_onebased("jaen.src-tgt", "jaen.gold", ascii_split=True)),
+                loader=_text_gold("jaen.src-tgt", "jaen.gold", ascii_split=True)),
     DatasetSpec("tsinghua-zhen", "tsinghua-zhen-awesomealign", ("zh", "en"), "zh",
                 {"test": _S(450, 11238, 178, 0, 11712, 14850)},
-                loader=_onebased("zhen.src-tgt", "zhen.gold")),
+                loader=_text_gold("zhen.src-tgt", "zhen.gold")),
     DatasetSpec("europarl-deen", "europarl-deen-bicici", ("de", "en"), "de",
                 {"test": _S(100, 1232, 0, 1, 1445, 1478)}, lenient=True,
                 notes="de-en.wa (0-based Pharaoh); 1 link of sentence 63 out of range",
-                loader=_deen),
+                loader=_text_gold(("test.de", "test.en"), "de-en.wa", read_pharaoh)),
     DatasetSpec("rwth-deen-europarl", "rwth-deen-europarl", ("de", "en"), "de",
                 {"test": _S(508, 9613, 921, 0, 9945, 10413)},
                 notes="test.de-en + deen.talp (1-based, German first, ipj possible)",
-                loader=_rwth.load_rwth_deen),
+                loader=_text_gold("test.de-en", "deen.talp")),
     DatasetSpec("msr06", _MSR, ("en", "en"), "T (text)",
                 {"train": _S(800, 5791, 0), "test": _S(800, 5697, 0)},
                 notes="train = RTE2 dev, test = RTE2 test; jacana's annotator majority M, "
                 "S and P collapsed (RTE2_*_M.align.json)",
-                loader=_json(lambda s: f"converted/RTE2_{_DEV_TEST[s]}_M.align.json")),
+                loader=_file(jacana.read_jacana_json,
+                             lambda s: f"converted/RTE2_{_DEV_TEST[s]}_M.align.json")),
     DatasetSpec("msr06-sp", _MSR, ("en", "en"), "T (text)",
                 {"train": _S(800, 5321, 879), "test": _S(800, 5273, 688)},
                 notes="RTE2_*_M.align.sure+poss.json with S and P kept apart",
-                loader=_json(lambda s: f"converted/RTE2_{_DEV_TEST[s]}_M.align.sure+poss.json",
-                             sure_plus_poss=True)),
+                loader=_file(jacana.read_jacana_json, lambda s: "converted/"
+                             f"RTE2_{_DEV_TEST[s]}_M.align.sure+poss.json", sure_plus_poss=True)),
     DatasetSpec("msr06-phrasal", _MSR, ("en", "en"), "T (text)",
                 {"train": _S(800, 7547, 0), "test": _S(800, 7583, 0)},
-                loader=_json(lambda s: "converted/synthetic-phrases/"
+                loader=_file(jacana.read_jacana_json, lambda s: "converted/synthetic-phrases/"
                              f"RTE2_{_DEV_TEST[s]}_M.synthetic-phrases.json")),
     DatasetSpec("msr06-orig", _MSR, ("en", "en"), "T (text)",
                 {"dev-A": _S(800, 5983, 2154), "dev-B": _S(800, 6022, 2015),
@@ -242,44 +197,54 @@ _SPECS = (
                  "test-B": _S(800, 5719, 2257), "test-C": _S(800, 5728, 2197)},
                 notes="Microsoft's A3 files, one per annotator, original tokenisation; "
                 "dev-C has 5,888 S (SOURCE.md says 5,887: its last entry lacks ')')",
-                loader=_a3),
+                loader=_file(a3.read_a3,
+                             lambda s: f"orig/RTE2_{s.replace('-', '_')}.align.txt")),
     DatasetSpec("edbpp", _EDB, ("en", "en"), "jacana 'source'",
                 {"train": _S(714, 13314, 2532), "test": _S(306, 5766, 871)},
                 notes="sure from *.sure.json, possible = *.sure+poss.json minus sure",
                 loader=_edbpp),
     DatasetSpec("edbpp-phrasal", _EDB, ("en", "en"), "jacana 'source'",
                 {"train": _S(714, 18770, 0), "test": _S(306, 8440, 0)},
-                loader=_json(lambda s: f"{_SYN}.{s}.sure.json")),
+                loader=_file(jacana.read_jacana_json, lambda s: f"{_SYN}.{s}.sure.json")),
     DatasetSpec("msr-edb-merged", _MER, ("en", "en"), "jacana 'source'",
                 {"train": _S(2096, 24375, 0), "test": _S(524, 6193, 0)},
                 notes="overlaps msr06/edbpp test sets: never mix with them",
-                loader=_json(lambda s: f"msr.edinburgh.{s}.json")),
+                loader=_file(jacana.read_jacana_json, lambda s: f"msr.edinburgh.{s}.json")),
     DatasetSpec("msr-edb-merged-phrasal", _MER, ("en", "en"), "jacana 'source'",
                 {"train": _S(2096, 34083, 0), "test": _S(524, 8221, 0)},
-                loader=_json(lambda s: f"msr.edinburgh.synthetic-phrases.{s}.json")),
+                loader=_file(jacana.read_jacana_json,
+                             lambda s: f"msr.edinburgh.synthetic-phrases.{s}.json")),
     DatasetSpec("multimwa-wiki", "multimwa-lan2021", ("en", "en"), "sentence 1",
                 {"train": _S(2514, 70072, 0), "dev": _S(533, 15082, 0),
-                 "test": _S(1052, 29768, 0)}, loader=_mwa("wiki")),
+                 "test": _S(1052, 29768, 0)},
+                loader=_file(jacana.read_multimwa, lambda s: f"wiki-{s}.tsv")),
     DatasetSpec("multimwa-newsela", "multimwa-lan2021", ("en", "en"), "sentence 1",
-                {"test": _S(500, 9268, 2045)}, loader=_mwa("newsela")),
+                {"test": _S(500, 9268, 2045)},
+                loader=_file(jacana.read_multimwa, lambda s: f"newsela-{s}.tsv")),
     DatasetSpec("multimwa-arxiv", "multimwa-lan2021", ("en", "en"), "sentence 1",
-                {"test": _S(200, 5143, 43)}, loader=_mwa("arxiv")),
+                {"test": _S(200, 5143, 43)},
+                loader=_file(jacana.read_multimwa, lambda s: f"arxiv-{s}.tsv")),
     DatasetSpec("msrp", "msrp-paraphrase", ("en", "en"), "string 1",
                 {"train": _S(4076, positives=2753), "test": _S(1725, positives=1147)},
-                kind="labeled", loader=_msrp),
+                kind="labeled", loader=_file(labeled.read_msrp, lambda s: f"msr_paraphrase_{s}.txt",
+                                             aligned=False)),
     DatasetSpec("trecqa", "trecqa-wang2007", ("en", "en"), "question",
                 {"train": _S(94, positives=475), "train-less-than-40": _S(94, positives=348),
                  "dev": _S(82, positives=264), "dev-less-than-40": _S(82, positives=222),
                  "test-less-than-40": _S(100, positives=284)},
-                kind="qa", notes="pairs = questions", loader=_trecqa),
+                kind="qa", notes="pairs = questions",
+                loader=_file(labeled.read_trecqa, lambda s: f"data/{s}.xml.gz", aligned=False)),
     DatasetSpec("news2012-translit-enhe", "news2012-translit-enhe", ("en", "he"), "SourceName",
-                {"train": _S(9501), "dev": _S(1000)}, kind="names", loader=_translit,
-                notes="pairs = names (NamePair)"),
+                {"train": _S(9501), "dev": _S(1000)}, kind="names",
+                notes="pairs = names (NamePair)",
+                loader=_file(translit.read_news_translit, lambda s: f"{s}.xml", aligned=False)),
     DatasetSpec("rte5-xnlp", "rte5-xnlp", ("en", "en"), "t (text)",
                 {"dev": _S(600, positives=299), "test": _S(600, positives=300)},
-                kind="labeled", loader=_rte5),
+                kind="labeled",
+                loader=_file(rte5.read_rte5, lambda s: f"RTE5_{s}.xml", aligned=False)),
     *(DatasetSpec(name, "rte1-3-nltk", ("en", "en"), "t (text)", splits, kind="labeled",
-                  loader=_rte(name))
+                  loader=_file(labeled.read_rte, lambda s, n=name: f"{n}_{s}.xml",
+                               aligned=False))
       for name, splits in (
           ("rte1", {"dev": _S(567, positives=283), "test": _S(800, positives=400)}),
           ("rte2", {"dev": _S(400, positives=210), "test": _S(800, positives=400)}),
@@ -338,7 +303,8 @@ def iter_parallel(
 ) -> Iterator[tuple[list[str], list[str]]]:
     """Stream `(source_tokens, target_tokens)` of a split without holding it in memory."""
     if name == "hansards-enfr" and split in _HANSARDS_TRAIN:
-        return read_parallel(*parallel_files(name, split), lowercase=lowercase)
+        d, stem = dataset_dir(DATASETS[name].folder) / "train", _HANSARDS_TRAIN[split]
+        return read_parallel(d / f"{stem}.e.gz", d / f"{stem}.f.gz", lowercase=lowercase)
     pairs = load(name, split)
     return ((list(p.src), list(p.tgt)) for p in (lowercased(pairs) if lowercase else pairs))
 
@@ -348,12 +314,3 @@ def lowercased(pairs: list) -> list:
     the literature's Hansards protocol: Liang et al. 2006, Bansal et al. 2011 sec. 7.2)."""
     return [AlignedPair(tuple(w.lower() for w in p.src), tuple(w.lower() for w in p.tgt),
                         p.alignment, p.id) for p in pairs]
-
-
-def parallel_files(name: str, split: str = "train") -> tuple[Path, Path]:
-    """The (source, target) plain-text files of a split that ships as two files."""
-    if name == "hansards-enfr" and split in _HANSARDS_TRAIN:
-        d = dataset_dir(DATASETS[name].folder) / "train"
-        stem = _HANSARDS_TRAIN[split]
-        return d / f"{stem}.e.gz", d / f"{stem}.f.gz"
-    raise AlignersInputError(f"{name}/{split} does not ship as two plain-text files")

@@ -9,14 +9,16 @@
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO
 
+from aligners.data.a3 import read_a3
 from aligners.data.jacana import read_jacana_json, read_multimwa, text_format
-from aligners.data.parallel import open_output, read_lines, split_tokens
+from aligners.data.parallel import read_lines, write_lines
 from aligners.data.pharaoh import (
     bounds_text,
     check_ranges,
@@ -73,7 +75,7 @@ def read_snum_text(
                 f"sentence number {snum} repeated", path=str(path), line=lineno
             )
         seen.add(snum)
-        out.append((snum, split_tokens(m.group(2), lowercase=lowercase)))
+        out.append((snum, (m.group(2).lower() if lowercase else m.group(2)).split()))
     return out
 
 
@@ -118,39 +120,30 @@ def read_naacl(
     if snums is None:
         snums = list(range(min(links), max(links) + 1)) if links else []
     _check_snums(snums, links, first_line, name, src_lengths, tgt_lengths)
-    alignments = []
-    dropped = 0
-    for n, snum in enumerate(snums):
-        src_n = None if src_lengths is None else src_lengths[n]
-        tgt_n = None if tgt_lengths is None else tgt_lengths[n]
-        al, d = _naacl_sentence(links.get(snum, ()), snum, src_n, tgt_n, lenient, name)
-        alignments.append(al)
-        dropped += d
-    warn_dropped(dropped, name)
+    unknown = [None] * len(snums)  # lengths not given
+    done = [_naacl_sentence(links.get(snum, ()), snum, src_n, tgt_n, lenient, name)
+            for snum, src_n, tgt_n in zip(snums, unknown if src_lengths is None else src_lengths,
+                                          unknown if tgt_lengths is None else tgt_lengths)]
+    warn_dropped(sum(d for _, d in done), name)
     if nulls:
         warnings.warn(
             NullLinksWarning(f"{name}: dropped {nulls} NULL link(s) (position 0)", nulls),
             stacklevel=2,
         )
-    return alignments
+    return [al for al, _ in done]
 
 
 def _parse_naacl_line(text: str, name: str, lineno: int):
     """(snum, i, j, sure, confidence or None) of a NAACL line; one-line error if malformed."""
     fields = text.split()
-    ok = 3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3])
-    label, conf = "S", None
-    rest = fields[3:] if ok else []
-    if rest and rest[0] in ("S", "P"):
-        label = rest.pop(0)
-    if ok and rest:
-        try:
-            conf = float(rest.pop(0))
-        except ValueError:
-            ok = False
-        if conf is not None and not (0.0 <= conf <= 1.0):
-            ok = False
-    if not ok or rest:
+    label = fields[3] if len(fields) > 3 and fields[3] in ("S", "P") else None
+    rest = fields[3 + (label is not None):]  # the confidence, if any
+    try:
+        conf = float(rest[0]) if len(rest) == 1 else None
+    except ValueError:
+        conf = math.nan
+    if (not (3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3])) or len(rest) > 1
+            or (conf is not None and not 0.0 <= conf <= 1.0)):
         raise AlignersInputError(
             f"malformed NAACL link {text.strip()!r}; expected 'snum i j [S|P] [confidence]' "
             "with non-negative integers and a confidence in [0, 1]",
@@ -158,7 +151,7 @@ def _parse_naacl_line(text: str, name: str, lineno: int):
             line=lineno,
         )
     snum, a, b = (int(f) for f in fields[:3])
-    return snum, a, b, label == "S", conf
+    return snum, a, b, label != "P", conf
 
 
 def _check_snums(snums, links, first_line, name, src_lengths, tgt_lengths) -> None:
@@ -224,14 +217,10 @@ def read_onebased(
                 path=name,
                 line=lineno,
             )
-
-        def dec(links: Iterable[tuple[int, int]]) -> frozenset[tuple[int, int]]:
-            return frozenset((i - 1, j - 1) for i, j in links)
-
-        posts = None
-        if al.posteriors:
-            posts = {(i - 1, j - 1): p for (i, j), p in al.posteriors.items()}
-        alignments.append(Alignment(dec(al.sure), dec(al.possible), posts))
+        alignments.append(Alignment(
+            frozenset((i - 1, j - 1) for i, j in al.sure),
+            frozenset((i - 1, j - 1) for i, j in al.possible),
+            {(i - 1, j - 1): p for (i, j), p in al.posteriors.items()} if al.posteriors else None))
     alignments, dropped = check_ranges(
         alignments, src_lengths, tgt_lengths, lenient=lenient, path=name
     )
@@ -252,27 +241,18 @@ def write_naacl(
     Sentence numbers are `snums` (default 1, 2, ...), zero-padded to `width`. Read back
     with `read_naacl(..., snums=...)` to keep trailing link-less sentences. Cost: O(links).
     """
-    count = 0
-    with open_output(out) as handle:
+    def lines():
         for n, al in enumerate(alignments):
             snum = (n + 1) if snums is None else snums[n]
-            for i, j, is_sure in al.links():
-                label = "S" if is_sure else "P"
-                handle.write(f"{snum:0{width}d} {i + token_base} {j + token_base} {label}\n")
-                count += 1
-    return count
+            for i, j, sure in al.links():
+                yield f"{snum:0{width}d} {i + token_base} {j + token_base} {'S' if sure else 'P'}"
+    return write_lines(out, lines())
 
 
 def write_onebased(alignments: Iterable[Alignment], out: str | Path | IO[str]) -> int:
     """Write 1-based `i-j` / `ipj` lines (the Ro-En/Ja-En/Zh-En notation); return line count."""
-    count = 0
-    with open_output(out) as handle:
-        for al in alignments:
-            handle.write(
-                " ".join(f"{i + 1}{'-' if s else 'p'}{j + 1}" for i, j, s in al.links()) + "\n"
-            )
-            count += 1
-    return count
+    return write_lines(out, (" ".join(f"{i + 1}{'-' if s else 'p'}{j + 1}"
+                                      for i, j, s in al.links()) for al in alignments))
 
 
 FORMATS = (
@@ -334,8 +314,6 @@ def read_alignment_file(
     if fmt in ("naacl", "naacl0"):
         return read_naacl(path, snums=snums, token_base=1 if fmt == "naacl" else 0, **lengths)
     if fmt == "a3":
-        from aligners.data.a3 import read_a3
-
         return [p.alignment for p in read_a3(path, lenient=lenient)]
     if fmt == "multimwa":
         pairs = read_multimwa(path, lenient=lenient)

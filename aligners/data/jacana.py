@@ -14,12 +14,7 @@ import json
 from pathlib import Path
 
 from aligners.data.parallel import read_lines
-from aligners.data.pharaoh import (
-    check_ranges,
-    parse_pharaoh_line,
-    read_pharaoh,
-    warn_dropped,
-)
+from aligners.data.pharaoh import check_pair_ranges, parse_pharaoh_line, read_pharaoh
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
@@ -56,23 +51,6 @@ def _load_json(path: str | Path) -> list:
     return data
 
 
-def _finish(
-    pairs: list[AlignedPair], *, lenient: bool, path: str, line_numbers: list[int] | None
-) -> list[AlignedPair]:
-    als, dropped = check_ranges(
-        [p.alignment for p in pairs],
-        [len(p.src) for p in pairs],
-        [len(p.tgt) for p in pairs],
-        lenient=lenient,
-        path=path,
-        line_numbers=line_numbers,
-    )
-    warn_dropped(dropped, path)
-    if not dropped:
-        return pairs
-    return [AlignedPair(p.src, p.tgt, al, p.id) for p, al in zip(pairs, als, strict=True)]
-
-
 def read_jacana_json(
     path: str | Path, *, sure_plus_poss: bool = False, lenient: bool = False
 ) -> list[AlignedPair]:
@@ -90,11 +68,8 @@ def read_jacana_json(
             )
         sure = parse_pharaoh_line(str(item["sureAlign"]), path=name, line=n)
         poss = parse_pharaoh_line(str(item.get("possibleAlign") or ""), path=name, line=n)
-        if sure_plus_poss:
-            union = sure.possible | poss.possible
-            al = Alignment(sure.possible - poss.possible, union)
-        else:
-            al = Alignment(sure.possible, poss.possible)
+        al = (Alignment(sure.possible - poss.possible, sure.possible | poss.possible)
+              if sure_plus_poss else Alignment(sure.possible, poss.possible))
         ident = item.get("id", item.get("name"))
         pairs.append(
             AlignedPair(
@@ -104,7 +79,7 @@ def read_jacana_json(
                 None if ident is None else str(ident),
             )
         )
-    return _finish(pairs, lenient=lenient, path=name, line_numbers=None)
+    return check_pair_ranges(pairs, lenient=lenient, path=name)
 
 
 def read_multimwa(path: str | Path, *, lenient: bool = False) -> list[AlignedPair]:
@@ -132,7 +107,7 @@ def read_multimwa(path: str | Path, *, lenient: bool = False) -> list[AlignedPai
         al = Alignment(sure.possible, poss.possible)
         pairs.append(AlignedPair(tuple(cols[1].split()), tuple(cols[3].split()), al, cols[0]))
         lines.append(lineno)
-    return _finish(pairs, lenient=lenient, path=name, line_numbers=lines)
+    return check_pair_ranges(pairs, lenient=lenient, path=name, line_numbers=lines)
 
 
 def read_annotated(spec, *, what: str = "annotated data") -> list[AlignedPair]:

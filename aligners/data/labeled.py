@@ -118,30 +118,24 @@ def read_trecqa(path: str | Path) -> list[QAQuestion]:
     """
     name = str(path)
     out: list[QAQuestion] = []
-    qid = None
-    question = None
-    pos: list[TaggedSentence] = []
-    neg: list[TaggedSentence] = []
-    block: list[str] | None = None
-    tag = start = None
+    qid = block = tag = start = None
+    got: dict[str, list[TaggedSentence]] = {}  # tag -> the sentences of the open question
     for lineno, text in enumerate(read_lines(path), start=1):
         if block is not None:
             if text == f"</{tag}>":
-                sent = _sentence(block, name, start)
-                if tag == "question":
-                    question = sent
-                else:
-                    (pos if tag == "positive" else neg).append(sent)
+                got[tag].append(_sentence(block, name, start))
                 block = None
             else:
                 block.append(text)
             continue
         if text.startswith("<QApairs id="):
-            qid, question, pos, neg = text.split("=", 1)[1].strip("'\">"), None, [], []
+            qid = text.split("=", 1)[1].strip("'\">")
+            got = {"question": [], "positive": [], "negative": []}
         elif text in ("<question>", "<positive>", "<negative>") and qid is not None:
             tag, block, start = text[1:-1], [], lineno + 1
-        elif text == "</QApairs>" and question is not None:
-            out.append(QAQuestion(qid, question, tuple(pos), tuple(neg)))
+        elif text == "</QApairs>" and got.get("question"):
+            out.append(QAQuestion(qid, got["question"][-1], tuple(got["positive"]),
+                                  tuple(got["negative"])))
             qid = None
         elif text.strip():
             raise AlignersInputError(

@@ -27,8 +27,7 @@ __all__ = [
     "read_lines",
     "read_parallel",
     "read_xml",
-    "split_tokens",
-    "write_parallel",
+    "write_lines",
 ]
 
 _BOM = b"\xef\xbb\xbf"
@@ -61,19 +60,6 @@ def _open_binary(path: str | Path) -> Iterator[IO[bytes]]:
         yield handle
 
 
-def _read_chunk(handle: IO[bytes], size: int, name: str, line: int) -> bytes:
-    """`handle.read(size)`, with a corrupt/truncated gzip stream or a read error reported
-    as `AlignersInputError` (file and the 1-based line where reading stopped)."""
-    try:
-        return handle.read(size)
-    except (OSError, EOFError, zlib.error) as err:
-        raise AlignersInputError(
-            f"cannot read ({err}); expected a readable (for .gz: complete gzip) file",
-            path=name,
-            line=line,
-        ) from None
-
-
 def read_line_blocks(path: str | Path, *, block_bytes: int = 1 << 20) -> Iterator[list[str]]:
     """Yield the decoded lines of `path` in blocks of about `block_bytes` bytes.
 
@@ -89,7 +75,12 @@ def read_line_blocks(path: str | Path, *, block_bytes: int = 1 << 20) -> Iterato
     with _open_binary(path) as handle:
         rest = b""
         while True:
-            chunk = _read_chunk(handle, block_bytes, name, lines_before + 1)
+            try:
+                chunk = handle.read(block_bytes)
+            except (OSError, EOFError, zlib.error) as err:  # e.g. a corrupt/truncated gzip
+                raise AlignersInputError(
+                    f"cannot read ({err}); expected a readable (for .gz: complete gzip) file",
+                    path=name, line=lines_before + 1) from None
             if not chunk:
                 if not rest:
                     return
@@ -146,18 +137,10 @@ def read_xml(path: str | Path, *, expected: str):
                                  line=err.position[0]) from None
 
 
-def split_tokens(text: str, *, lowercase: bool = False, ascii_split: bool = False) -> list[str]:
-    """Whitespace tokens of `text`; `ascii_split` splits on ASCII space/tab only.
-
-    `ascii_split=True` keeps e.g. U+3000 (ideographic space) as a token, as the KFTT
-    Ja-En gold counts it.
-    """
-    return _tokenizer(lowercase, ascii_split)(text)
-
-
 def _tokenizer(lowercase: bool, ascii_split: bool) -> Callable[[str], list[str]]:
-    """`split_tokens` with its options fixed: one plain call per sentence (the readers call
-    it once per line: no option handling per line)."""
+    """The whitespace tokenizer of a sentence, its options fixed (no option handling per
+    line); `ascii_split` splits on ASCII space/tab only, keeping e.g. U+3000 (ideographic
+    space) as a token, as the KFTT Ja-En gold counts it."""
     if ascii_split:
         def split(text: str) -> list[str]:
             return [tok for tok in _ASCII_WS.split(text.lower() if lowercase else text) if tok]
@@ -199,7 +182,6 @@ def read_parallel(
     if str(src) == "-" and str(tgt) == "-":
         raise AlignersInputError("source and target cannot both be stdin ('-')")
     missing = object()
-    lineno = 0
     for lineno, (s, t) in enumerate(
         itertools.zip_longest(read_lines(src), read_lines(tgt), fillvalue=missing), start=1
     ):
@@ -227,25 +209,12 @@ def open_output(path: str | Path | IO[str]) -> Iterator[IO[str]]:
         yield handle
 
 
-def write_parallel(
-    pairs: Iterable[tuple[Iterable[str], Iterable[str]]],
-    src: str | Path | IO[str],
-    tgt: str | Path | IO[str] | None = None,
-) -> int:
-    """Write pairs as one `src ||| tgt` file (`tgt=None`) or as two files; return the count.
-
-    Cost: O(total size) time, O(one line) memory. Tokens must not contain whitespace.
-    """
+def write_lines(out: str | Path | IO[str], lines: Iterable[str]) -> int:
+    """Write `lines` (without their line ends) to a path (`.gz`, `-` = stdout) or handle, one
+    a line; return how many. Cost: O(total size) time, O(one line) memory."""
     count = 0
-    if tgt is None:
-        with open_output(src) as out:
-            for s, t in pairs:
-                out.write(f"{' '.join(s)} ||| {' '.join(t)}\n")
-                count += 1
-        return count
-    with open_output(src) as out_s, open_output(tgt) as out_t:
-        for s, t in pairs:
-            out_s.write(" ".join(s) + "\n")
-            out_t.write(" ".join(t) + "\n")
+    with open_output(out) as handle:
+        for line in lines:
+            handle.write(line + "\n")
             count += 1
     return count

@@ -36,14 +36,11 @@ def data_root() -> Path:
 def dataset_dir(name: str) -> Path:
     """`data_root() / name`; a missing folder raises `DataFolderMissing` (one line)."""
     root = data_root()
-    if not root.is_dir():
-        raise DataFolderMissing(
-            f"data folder {root} not found; set ALIGNERS_DATA to the folder that holds {name}/")
-    path = root / name
-    if not path.is_dir():
-        raise DataFolderMissing(
-            f"dataset folder {path} not found; set ALIGNERS_DATA to the folder that holds {name}/")
-    return path
+    for what, folder in (("data folder", root), ("dataset folder", root / name)):
+        if not folder.is_dir():
+            raise DataFolderMissing(f"{what} {folder} not found; set ALIGNERS_DATA to the folder "
+                                    f"that holds {name}/")
+    return root / name
 
 
 @contextmanager

@@ -11,14 +11,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO
 
-from aligners.data.parallel import open_output, read_lines
-from aligners.data.types import Alignment
+from aligners.data.parallel import read_lines, write_lines
+from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
 __all__ = [
     "POSTERIOR_DIGITS",
     "OutOfRangeLinksWarning",
     "bounds_text",
+    "check_pair_ranges",
     "check_ranges",
     "format_pharaoh",
     "link_line",
@@ -126,17 +127,26 @@ def check_ranges(
                 line=line_numbers[n] if line_numbers is not None else n + 1,
             )
         dropped += len(bad)
-        posts = al.posteriors
-        if posts is not None:
-            posts = {k: v for k, v in posts.items() if inside(k)} or None
-        out.append(
-            Alignment(
-                frozenset(x for x in al.sure if inside(x)),
-                frozenset(x for x in al.possible if inside(x)),
-                posts,
-            )
-        )
+        posts = None if al.posteriors is None else (
+            {k: v for k, v in al.posteriors.items() if inside(k)} or None)
+        out.append(Alignment(frozenset(filter(inside, al.sure)),
+                             frozenset(filter(inside, al.possible)), posts))
     return out, dropped
+
+
+def check_pair_ranges(pairs: list[AlignedPair], *, lenient: bool, path: str,
+                      line_numbers: Sequence[int] | None = None,
+                      target: bool = True) -> list[AlignedPair]:
+    """`check_ranges` of pairs that carry their text (against their token counts; `target`
+    False: the source side only), with the dropped links warned about (`warn_dropped`)."""
+    als, dropped = check_ranges(
+        [p.alignment for p in pairs], [len(p.src) for p in pairs],
+        [len(p.tgt) for p in pairs] if target else None,
+        lenient=lenient, path=path, line_numbers=line_numbers)
+    warn_dropped(dropped, path)
+    if not dropped:
+        return pairs
+    return [AlignedPair(p.src, p.tgt, al, p.id) for p, al in zip(pairs, als, strict=True)]
 
 
 def bounds_text(src_n: int | None, tgt_n: int | None) -> str:
@@ -186,8 +196,8 @@ def read_pharaoh(
 POSTERIOR_DIGITS = 6  # significant digits of every written posterior (`i-j:p`)
 
 
-def _fmt_p(p: float, digits: int = POSTERIOR_DIGITS) -> str:
-    return f"{p:.{digits}g}"
+def _fmt_p(p: float) -> str:
+    return f"{p:.{POSTERIOR_DIGITS}g}"
 
 
 def link_line(links: Iterable[tuple[int, int]], posteriors=None) -> str:
@@ -200,43 +210,23 @@ def link_line(links: Iterable[tuple[int, int]], posteriors=None) -> str:
                     for (i, j), p in zip(links, posteriors, strict=True))
 
 
-def format_pharaoh(
-    alignment: Alignment, *, posteriors: bool = False, possible_marker: str = "?",
-    digits: int = POSTERIOR_DIGITS,
-) -> str:
+def format_pharaoh(alignment: Alignment, *, posteriors: bool = False) -> str:
     """One Pharaoh line: sorted links, sure as `i-j`, possible-only as `i?j`.
 
-    With `posteriors=True`, links carrying a posterior get `:p` (`digits` significant digits).
-    Cost: O(L log L) for L links.
+    With `posteriors=True`, links carrying a posterior get `:p` (`POSTERIOR_DIGITS`
+    significant digits). Cost: O(L log L) for L links.
     """
-    if possible_marker not in ("?", "p"):
-        raise AlignersInputError(f"possible_marker must be '?' or 'p', got {possible_marker!r}")
-    posts = alignment.posteriors or {}
-    parts = []
-    for i, j, is_sure in alignment.links():
-        tok = f"{i}-{j}" if is_sure else f"{i}{possible_marker}{j}"
-        if posteriors and (i, j) in posts:
-            tok += ":" + _fmt_p(posts[(i, j)], digits)
-        parts.append(tok)
-    return " ".join(parts)
+    posts = (alignment.posteriors or {}) if posteriors else {}
+    return " ".join(f"{i}{'-' if is_sure else '?'}{j}"
+                    + (f":{_fmt_p(posts[(i, j)])}" if (i, j) in posts else "")
+                    for i, j, is_sure in alignment.links())
 
 
 def write_pharaoh(
-    alignments: Iterable[Alignment],
-    out: str | Path | IO[str],
-    *,
-    posteriors: bool = False,
-    possible_marker: str = "?",
+    alignments: Iterable[Alignment], out: str | Path | IO[str], *, posteriors: bool = False
 ) -> int:
     """Write one Pharaoh line per alignment to a path (`.gz`, `-` = stdout) or handle.
 
     Returns the number of lines written. Cost: O(total links).
     """
-    count = 0
-    with open_output(out) as handle:
-        for al in alignments:
-            handle.write(
-                format_pharaoh(al, posteriors=posteriors, possible_marker=possible_marker) + "\n"
-            )
-            count += 1
-    return count
+    return write_lines(out, (format_pharaoh(al, posteriors=posteriors) for al in alignments))

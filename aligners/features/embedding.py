@@ -12,8 +12,11 @@ gradients; hidden states come back as float32.
 
 import os
 from collections.abc import Sequence
+from itertools import accumulate
 
 import torch
+
+from aligners.errors import AlignersInputError
 
 __all__ = ["PACKAGE", "PRECISIONS", "MiniLMEmbedder", "word_means", "check_precision"]
 
@@ -23,8 +26,6 @@ PRECISIONS = ("fp32", "bf16", "int8")  # encoder inference precisions (`set_prec
 
 def check_precision(precision) -> str:
     """`precision` if it is one of `PRECISIONS`, else AlignersInputError (one line)."""
-    from aligners.errors import AlignersInputError
-
     if precision not in PRECISIONS:
         raise AlignersInputError(f"encoder precision must be one of {list(PRECISIONS)}, "
                                  f"got {precision!r}")
@@ -47,8 +48,6 @@ def word_means(hidden: torch.Tensor, rows: list[int], cols: list[int], words: li
 
 def _layer_list(model) -> torch.nn.ModuleList:
     """The transformer layers (nn.ModuleList) of a BERT-style Hugging Face encoder."""
-    from aligners.errors import AlignersInputError
-
     layers = getattr(getattr(model, "encoder", None), "layer", None)
     if not isinstance(layers, torch.nn.ModuleList):
         raise AlignersInputError(f"cannot find the transformer layers (encoder.layer) of "
@@ -91,8 +90,6 @@ class MiniLMEmbedder:
         """Keep only the first `n` transformer layers (in place; the memo and the int8 copy
         are cleared). `n` None keeps all; n < 1, n > `layers` or a non-integer raise
         AlignersInputError. Returns self."""
-        from aligners.errors import AlignersInputError
-
         if n is None:
             return self
         have = self.layers
@@ -125,8 +122,6 @@ class MiniLMEmbedder:
     def _quantised(self):
         """The int8 copy of `model` (nn.Linear layers dynamically quantised), rebuilt when a
         weight changed since it was made (in-place updates bump tensor versions)."""
-        from aligners.errors import AlignersInputError
-
         if not str(self.device).startswith("cpu"):
             raise AlignersInputError(f"encoder precision int8 runs on the CPU only (device "
                                      f"{self.device}); use bf16 or fp32")
@@ -178,18 +173,13 @@ class MiniLMEmbedder:
                                  max_length=self.max_pieces, padding=True,
                                  return_tensors="pt")
             hidden = self.hidden_states(enc.to(self.device))  # (b, T, D)
-            rows, cols, words, offsets, total = [], [], [], [], 0
-            for b, ws in enumerate(batch):
-                for pos, w in enumerate(enc.word_ids(b)):
-                    if w is not None:
-                        rows.append(b)
-                        cols.append(pos)
-                        words.append(total + w)
-                offsets.append(total)
-                total += len(ws)
-            vec = word_means(hidden, rows, cols, words, total)
+            offsets = list(accumulate((len(ws) for ws in batch), initial=0))  # first words
+            pieces = [(b, pos, offsets[b] + w) for b in range(len(batch))
+                      for pos, w in enumerate(enc.word_ids(b)) if w is not None]
+            rows, cols, words = (list(x) for x in zip(*pieces)) if pieces else ([], [], [])
+            vec = word_means(hidden, rows, cols, words, offsets[-1])
             for b, n in enumerate(idx):
-                out[n] = vec[offsets[b]: offsets[b] + len(batch[b])]
+                out[n] = vec[offsets[b]: offsets[b + 1]]
         return out
 
     @torch.no_grad()

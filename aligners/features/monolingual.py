@@ -1,15 +1,14 @@
-"""Token-pair and phrase-pair feature tensors for monolingual alignment (Yao et al. 2013, 3.3-3.4).
+"""Token-pair and phrase-pair features for monolingual alignment (Yao et al. 2013, 3.3-3.4).
 
-`featurize(src, tgt, max_src_len=Ls, max_tgt_len=Lt)` -> `PairFeatures`: `span (I, Ls, J, Lt,
-F)` (source segment [s, s+ls) against the target phrase of length lt ENDING at e; slots
-outside the sentences are zero) and `null (I, F0)`. The token model uses the Ls = Lt = 1
-slice. A block's value is (sum of the source tokens' best matches + sum of the target
-tokens' best matches) / 2 (paper 3.4), plus a weakest-link column and block-shape
-indicators. Cost: I*J memoised word-pair look-ups + O(Ls*Lt*I*J*F).
+`featurize_states(src, tgt, max_src_len=Ls, max_tgt_len=Lt)` -> the features of every block:
+source segment [s, s+ls) against the target phrase of length lt ENDING at e (F columns,
+`feature_names`), in the phrasal aligner's state order, and the NULL features (I, F0). The
+token model uses the Ls = Lt = 1 blocks. A block's value is (sum of the source tokens' best
+matches + sum of the target tokens' best matches) / 2 (paper 3.4), plus a weakest-link
+column and block-shape indicators. Cost: I*J memoised word-pair look-ups + O(Ls*Lt*I*J*F).
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -22,8 +21,7 @@ from aligners.features.string_sim import (
 )
 from aligners.features.wordnet import get_wordnet
 
-__all__ = ["PairFeatures", "featurize", "featurize_states", "feature_names", "NULL_FEATURES",
-           "TOKEN_FEATURES"]
+__all__ = ["featurize_states", "feature_names", "NULL_FEATURES", "TOKEN_FEATURES"]
 
 TOKEN_FEATURES = (
     *TOKEN_PAIR_FEATURES, "ctx_left_identical", "ctx_right_identical", "ctx_left_dice",
@@ -36,20 +34,12 @@ EMBED = "embedding_cosine"
 Embedder = Callable[[Sequence[str], Sequence[str]], torch.Tensor]  # -> (I, J) cosine
 
 
-@dataclass
-class PairFeatures:
-    """Feature tensors of one sentence pair (float32; see module docstring for shapes)."""
-
-    span: torch.Tensor  # (I, Ls, J, Lt, F)
-    null: torch.Tensor  # (I, F0)
-
-
 CUES = ("cue_punct", "cue_stop_end", "cue_stop_start", "cue_capitalised", "cue_same_order")
 
 
 def feature_names(*, max_src_len: int, max_tgt_len: int, embedding: bool = False,
                   phrase_cues: bool = False) -> list[str]:
-    """Names of the F columns of `PairFeatures.span` (`phrase_cues` appends CUES)."""
+    """Names of the F feature columns of a block (`phrase_cues` appends CUES)."""
     tok = list(TOKEN_FEATURES) + ([EMBED] if embedding else [])
     shapes = [f"shape_{a}x{b}" for a in range(1, max_src_len + 1)
               for b in range(1, max_tgt_len + 1) if (a, b) != (1, 1)]
@@ -70,9 +60,8 @@ def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
     if len(us) < I or len(ut) < J:
         pos_s, pos_t = {w: n for n, w in enumerate(us)}, {w: n for n, w in enumerate(ut)}
         table = table[[pos_s[w] for w in src]][:, [pos_t[w] for w in tgt]]
-    base = table
-    low = base[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
-    dice = base[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
+    low = table[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
+    dice = table[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
     ctx = torch.zeros(I, J, 4)
     ctx[1:, 1:, 0] = low[:-1, :-1]
     ctx[:-1, :-1, 1] = low[1:, 1:]
@@ -81,7 +70,7 @@ def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
     ri = (torch.arange(I, dtype=torch.float32) + 0.5) / I
     rj = (torch.arange(J, dtype=torch.float32) + 0.5) / J
     pos = (1 - (ri[:, None] - rj[None, :]).abs()).unsqueeze(-1)
-    cols = [base, ctx, pos]
+    cols = [table, ctx, pos]
     if embedder is not None:
         cols.append(embedder(src, tgt).clamp(min=0).unsqueeze(-1).float())
     return torch.cat(cols, dim=-1)
@@ -101,24 +90,19 @@ def _phrase_columns(sp, tp, X) -> torch.Tensor:
     where: dict[str, list[int]] = {}
     for t, x in enumerate(tp):
         where.setdefault(x, []).append(t)
-    rows, cols = [], []
-    for s, x in enumerate(sp):
-        for t in where.get(x, ()):
-            rows.append(s)
-            cols.append(t)
-    if rows:
-        out[rows, cols, 0] = 1.0
+    same = [(s, t) for s, x in enumerate(sp) for t in where.get(x, ())]
+    if same:
+        rows, cols = zip(*same)
+        out[list(rows), list(cols), 0] = 1.0
     if X is not None:  # ls = lt = 1: the token-level WordNet synonym column
         out[..., 1] = X[..., TOKEN_PAIR_FEATURES.index("wn_synonym")]
         return out
-    wn = get_wordnet()
-    if wn.available:
-        s_in = [s for s, x in enumerate(sp) if wn.synsets(x)]
-        t_in = [t for t, x in enumerate(tp) if wn.synsets(x)]
-        for s in s_in:
-            for t in t_in:
-                if sp[s] != tp[t] and wn.relations(sp[s], tp[t])[0]:
-                    out[s, t, 1] = 1.0
+    wn = get_wordnet()  # (without the database no phrase has synsets)
+    t_in = [t for t, x in enumerate(tp) if wn.synsets(x)]
+    for s in (s for s, x in enumerate(sp) if wn.synsets(x)):
+        for t in t_in:
+            if sp[s] != tp[t] and wn.relations(sp[s], tp[t])[0]:
+                out[s, t, 1] = 1.0
     return out
 
 
@@ -158,32 +142,15 @@ def _cue_columns(src, tgt, ls, lt, X) -> torch.Tensor:
     return out
 
 
-def featurize(
-    src: Sequence[str], tgt: Sequence[str], *, max_src_len: int = 3, max_tgt_len: int = 3,
-    embedder: Embedder | None = None, phrase_cues: bool = False,
-) -> PairFeatures:
-    """Features of one pair. Shapes: span (I, Ls, J, Lt, F), null (I, F0); F from
-    `feature_names`. Cost O(I*J) look-ups + O(Ls*Lt*I*J*F)."""
-    I, J = len(src), len(tgt)
-    F = len(feature_names(max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                          embedding=embedder is not None, phrase_cues=phrase_cues))
-    span = torch.zeros(I, max_src_len, J, max_tgt_len, F)
-    null = _fill(src, tgt, lambda ls, lt: span[: I - ls + 1, ls - 1, lt - 1:, lt - 1],
-                 max_src_len=max_src_len, max_tgt_len=max_tgt_len, embedder=embedder,
-                 phrase_cues=phrase_cues)
-    return PairFeatures(span=span, null=null)
-
-
 def featurize_states(
     src: Sequence[str], tgt: Sequence[str], *, max_src_len: int = 3, max_tgt_len: int = 3,
     embedder: Embedder | None = None, phrase_cues: bool = False,
     dtype: torch.dtype = torch.float16,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """`featurize` written straight into the phrasal aligner's state order (`_mono_states`:
-    NULL, the J one-token phrases, then by end position lengths 2..Lt) in `dtype`:
+    """The block features in the phrasal aligner's state order (`_mono_states`: NULL, the J
+    one-token phrases, then by end position lengths 2..Lt) in `dtype`:
     (emit (I, Ls, C, F) with C = 1 + J*Lt and a zero NULL column, null (I, F0) float32).
-    Values equal `featurize`'s span cast to `dtype` (same rounding), without building it.
-    Cost as `featurize`; memory I*Ls*C*F in `dtype`."""
+    Cost: see the module docstring; memory I*Ls*C*F in `dtype`."""
     I, J, Ls, Lt = len(src), len(tgt), max_src_len, max_tgt_len
     F = len(feature_names(max_src_len=Ls, max_tgt_len=Lt, embedding=embedder is not None,
                           phrase_cues=phrase_cues))
@@ -206,10 +173,8 @@ def _fill(src, tgt, block, *, max_src_len: int, max_tgt_len: int, embedder, phra
     I, J, Ls, Lt = len(src), len(tgt), max_src_len, max_tgt_len
     X = _token_matrix(src, tgt, embedder)
     Ft = X.shape[-1]
-    names = feature_names(max_src_len=Ls, max_tgt_len=Lt, embedding=embedder is not None,
-                          phrase_cues=phrase_cues)
-    F = len(names)
-    P = F - len(CUES) if phrase_cues else F  # end of the phrase-string columns
+    # end of the phrase-string columns (the CUES follow)
+    P = len(feature_names(max_src_len=Ls, max_tgt_len=Lt, embedding=embedder is not None))
     src_phrases, tgt_phrases = _phrase_strings(src, Ls), _phrase_strings(tgt, Lt)
     # best target match per source token (per lt) / best source match per target token (per ls)
     tmaxs = {lt: _window(X, 1, lt, torch.maximum) for lt in range(1, min(Lt, J) + 1)}
@@ -235,7 +200,7 @@ def _fill(src, tgt, block, *, max_src_len: int, max_tgt_len: int, embedder, phra
     dice = X[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
     wn = X[..., [TOKEN_PAIR_FEATURES.index(f"wn_{r}") for r in ("synonym", "hypernym",
                                                                   "hyponym", "derivation")]]
-    null = torch.stack([
+    return torch.stack([
         torch.ones(I),
         torch.tensor([float(w.lower() in STOPWORDS) for w in src]),
         torch.tensor([float(is_punct(w)) for w in src]),
@@ -243,4 +208,3 @@ def _fill(src, tgt, block, *, max_src_len: int, max_tgt_len: int, embedder, phra
         dice.amax(1) if J else torch.zeros(I),
         wn.amax(-1).amax(1) if J else torch.zeros(I),
     ], dim=-1)
-    return null

@@ -57,16 +57,12 @@ class ReorderFeaturizer:
     def _ids(self, words: Sequence[str], vocab: dict, table: list, grow: bool) -> list[int]:
         out = []
         for w in words:
-            i = vocab.get(w)
-            if i is None:
-                if not grow:
-                    out.append(-1)
-                    continue
-                i = vocab[w] = len(table)
-                if i >= 1 << _ID_BITS:
+            if grow and w not in vocab:
+                if len(table) >= 1 << _ID_BITS:
                     raise AlignersInputError("vocabulary exceeds 2^24 words")
+                vocab[w] = len(table)
                 table.append(w)
-            out.append(i)
+            out.append(vocab.get(w, -1))
         return out
 
     def sentence_ids(self, src, tgt, *, grow: bool = True) -> tuple[list[int], list[int]]:
@@ -110,12 +106,8 @@ class ReorderFeaturizer:
         codes = []
         for name, s, t in described:
             kind = {"pair": _PAIR, "left": _LEFT, "right": _RIGHT}[name]
-            (si,), _ = feat.sentence_ids([s], [])
-            code = (kind << 50) | (si << _ID_BITS)
-            if kind == _PAIR:
-                _, (ti,) = feat.sentence_ids([], [t])
-                code |= ti
-            codes.append(code)
+            (si,), ti = feat.sentence_ids([s], [t] if kind == _PAIR else [])
+            codes.append((kind << 50) | (si << _ID_BITS) | (ti[0] if ti else 0))
         return feat, np.asarray(codes, dtype=np.int64)
 
 
@@ -243,14 +235,10 @@ def csr_to_torch(mat: sp.csr_matrix, dtype: torch.dtype = torch.float32) -> torc
     """A scipy CSR matrix as a `torch.sparse_csr_tensor` (shares no memory)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return _csr(mat, dtype)
-
-
-def _csr(mat, dtype):
-    return torch.sparse_csr_tensor(
-        torch.from_numpy(mat.indptr.astype(np.int64)),
-        torch.from_numpy(mat.indices.astype(np.int64)),
-        torch.from_numpy(mat.data.astype(np.float32)).to(dtype),
-        size=mat.shape,
-        check_invariants=False,  # built by scipy: sorted, in range
-    )
+        return torch.sparse_csr_tensor(
+            torch.from_numpy(mat.indptr.astype(np.int64)),
+            torch.from_numpy(mat.indices.astype(np.int64)),
+            torch.from_numpy(mat.data.astype(np.float32)).to(dtype),
+            size=mat.shape,
+            check_invariants=False,  # built by scipy: sorted, in range
+        )

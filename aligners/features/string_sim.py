@@ -16,7 +16,6 @@ __all__ = [
     "clear_caches",
     "edit_similarity",
     "levenshtein",
-    "ngram_dice",
     "normalise_number",
     "is_punct",
     "crude_stem",
@@ -110,17 +109,13 @@ def edit_similarity(a: str, b: str) -> float:
     return 1.0 - levenshtein(a, b) / max(len(a), len(b))
 
 
-def ngram_dice(a: str, b: str, *, n: int = 3) -> float:
-    """Dice coefficient of padded character n-gram sets."""
-    return _dice(_ngrams(a, n), _ngrams(b, n))
-
-
 def _ngrams(word: str, n: int = 3) -> frozenset[str]:
     """The padded character n-gram set of `word` (`#word#`)."""
     return frozenset(f"#{word}#"[i: i + n] for i in range(len(word) + 3 - n))
 
 
 def _dice(ga: frozenset[str], gb: frozenset[str]) -> float:
+    """Dice coefficient of two n-gram sets (0 when one is empty)."""
     if not ga or not gb:
         return 0.0
     return 2 * len(ga & gb) / (len(ga) + len(gb))

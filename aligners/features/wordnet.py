@@ -2,7 +2,7 @@
 
 Files from `$WNSEARCHDIR`, else `/usr/share/wordnet` (Debian `wordnet-base`); without them
 every relation is False (one warning). Relations of a directed word pair after morphy
-base forms: synonym, hypernym / hyponym (up to `depth` steps), antonym, derivation,
+base forms: synonym, hypernym / hyponym (up to 2 steps), antonym, derivation,
 entailment, similar-to. Cost: loading reads the files once; synset lines are parsed on
 first use; queries are memoised dict look-ups.
 """
@@ -49,7 +49,11 @@ class WordNet:
         if root is None:
             return
         for pos, name in _POS.items():
-            self._read_index(root / f"index.{name}", pos)
+            for line in (root / f"index.{name}").read_text(encoding="latin-1").splitlines():
+                if not line.startswith(" "):  # (the licence header)
+                    f = line.split()
+                    n_syn, at = int(f[2]), 6 + int(f[3])  # the synset offsets follow the pointers
+                    self._index[(f[0], pos)] = tuple(pos + o for o in f[at: at + n_syn])
             self._data[pos] = (root / f"data.{name}").read_bytes()
             exc = root / f"{name}.exc"
             if exc.is_file():
@@ -57,15 +61,6 @@ class WordNet:
                     parts = line.split()
                     if len(parts) >= 2:
                         self._exc[(parts[0], pos)] = tuple(parts[1:])
-
-    def _read_index(self, path: Path, pos: str) -> None:
-        for line in path.read_text(encoding="latin-1").splitlines():
-            if line.startswith(" "):
-                continue
-            f = line.split()
-            n_syn, n_ptr = int(f[2]), int(f[3])
-            offsets = f[6 + n_ptr: 6 + n_ptr + n_syn]
-            self._index[(f[0], pos)] = tuple(pos + o for o in offsets)
 
     @lru_cache(maxsize=200_000)  # noqa: B019
     def _synset(self, key: str) -> tuple[tuple[str, ...], tuple[tuple[str, str, int, int], ...]]:
@@ -120,19 +115,16 @@ class WordNet:
         """All synset keys of `word` in any part of speech."""
         return frozenset(k for lp in self.base_forms(word) for k in self._index[lp])
 
-    def _closure(self, keys: frozenset[str], rel: str, depth: int) -> set[str]:
-        seen, frontier = set(), set(keys)
+    @lru_cache(maxsize=500_000)  # noqa: B019
+    def _word_closure(self, word: str, rel: str, depth: int) -> frozenset[str]:
+        """The synsets reached from those of `word` by 1..`depth` steps of `rel`, memoised
+        per word (a sentence pair asks for the same source word against every target word)."""
+        seen, frontier = set(), set(self.synsets(word))
         for _ in range(depth):
             frontier = {t for k in frontier for r, t, _, _ in self._synset(k)[1] if r == rel}
             frontier -= seen
             seen |= frontier
-        return seen
-
-    @lru_cache(maxsize=500_000)  # noqa: B019
-    def _word_closure(self, word: str, rel: str, depth: int) -> frozenset[str]:
-        """`_closure` of the synsets of `word`, memoised per word (a sentence pair asks
-        for the same source word against every target word)."""
-        return frozenset(self._closure(self.synsets(word), rel, depth))
+        return frozenset(seen)
 
     @lru_cache(maxsize=200_000)  # noqa: B019
     def _bases(self, word: str) -> frozenset[str]:
@@ -142,8 +134,7 @@ class WordNet:
     @lru_cache(maxsize=500_000)  # noqa: B019
     def _related_lemmas(self, word: str, rel: str) -> frozenset[str]:
         """Lemmas reached by lexical or semantic pointers of type `rel` (one step); memoised."""
-        out = set()
-        bases = {b for b, _ in self.base_forms(word)}
+        out, bases = set(), self._bases(word)
         for k in self.synsets(word):
             lemmas, ptrs = self._synset(k)
             for r, t, s, _ in ptrs:
@@ -154,22 +145,21 @@ class WordNet:
         return frozenset(out)
 
     @lru_cache(maxsize=500_000)  # noqa: B019
-    def relations(self, a: str, b: str, depth: int = 2) -> tuple[bool, ...]:
-        """One bool per name in RELATIONS for the (directed) word pair `a -> b`."""
-        if not self.available:
-            return (False,) * len(RELATIONS)
+    def relations(self, a: str, b: str) -> tuple[bool, ...]:
+        """One bool per name in RELATIONS for the (directed) word pair `a -> b` (hypernyms and
+        hyponyms up to 2 steps)."""
         sa, sb = self.synsets(a), self.synsets(b)
-        if not sa or not sb:
+        if not sa or not sb:  # (always so without the database)
             return (False,) * len(RELATIONS)
         bases_b = self._bases(b)
         return (
             bool(sa & sb),
-            bool(self._word_closure(a, "hypernym", depth) & sb),
-            # hyponyms of a within `depth` steps meet sb <=> hypernyms of b within `depth`
+            bool(self._word_closure(a, "hypernym", 2) & sb),
+            # hyponyms of a within 2 steps meet sb <=> hypernyms of b within 2
             # steps meet sa: the database's hypernym and hyponym pointers mirror each other
             # (tests/test_features_wordnet.py checks every synset), and the hypernym closure
             # is narrow where the hyponym one fans out (parses far fewer synset lines)
-            bool(self._word_closure(b, "hypernym", depth) & sa),
+            bool(self._word_closure(b, "hypernym", 2) & sa),
             bool(self._related_lemmas(a, "antonym") & bases_b),
             bool(self._related_lemmas(a, "derivation") & bases_b),
             bool(self._word_closure(a, "entailment", 1) & sb),
