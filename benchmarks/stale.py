@@ -5,14 +5,18 @@
 
 A row of ours names the commit it was measured at ("recorded in commit X" / "at commit X").
 It is stale when a commit after X changed the code its figure depends on (`CODE`: the
-family's model, task and shared layers, by the row's task and system). The mark lives in the
-results file (so `report.py` renders it without git: a shallow clone renders the same page);
-re-measuring a row replaces it with an unmarked one. Peers and papers are never stale.
+family's model, task and shared layers, by the row's task and system); a commit that changes
+only comments, docstrings or layout of Python files (the same syntax tree) does not count.
+The mark lives in the results file (so `report.py` renders it without git: a shallow clone
+renders the same page); re-measuring a row replaces it with an unmarked one. Peers and
+papers are never stale.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
 import json
 import re
 import subprocess
@@ -58,15 +62,61 @@ def code_of(row: dict) -> tuple[str, ...]:
     return ()
 
 
+def _code(source: str | None):
+    """A Python source's syntax tree without docstrings (comments are not in it): equal for
+    two versions that differ only in comments, docstrings or layout. None: not Python."""
+    if source is None:
+        return None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def _show(git: list[str], rev: str, path: str) -> str | None:
+    out = subprocess.run([*git, "show", f"{rev}:{path}"], capture_output=True)
+    return out.stdout.decode("utf-8", "replace") if out.returncode == 0 else None
+
+
+@functools.cache
+def _changes_file(commit: str, path: str) -> bool:
+    """Whether `commit` changes the code of file `path`: not Python, or a syntax tree
+    (docstrings left out) that differs from its parent's."""
+    git = ["git", "-C", str(ROOT)]
+    before = _code(_show(git, f"{commit}^", path)) if path.endswith(".py") else None
+    return before is None or before != _code(_show(git, commit, path))
+
+
+@functools.cache
+def _files(commit: str) -> tuple[str, ...]:
+    git = ["git", "-C", str(ROOT)]
+    return tuple(subprocess.run([*git, "diff", "--name-only", f"{commit}^", commit],
+                                capture_output=True, text=True, check=True).stdout.split())
+
+
+def _changes_code(commit: str, paths: tuple[str, ...]) -> bool:
+    """Whether `commit` changes code under `paths` (a folder or a file each)."""
+    return any(_changes_file(commit, f) for f in _files(commit)
+               if any(f == p or f.startswith(p.rstrip("/") + "/") for p in paths))
+
+
 def _changes(commit: str, paths: tuple[str, ...]) -> int | None:
-    """Commits after `commit` that touch `paths` (None: `commit` is not in this history)."""
+    """Commits after `commit` that change code under `paths` (comment-, docstring- and
+    layout-only commits do not count; None: `commit` is not in this history)."""
     git = ["git", "-C", str(ROOT)]
     if subprocess.run([*git, "cat-file", "-e", f"{commit}^{{commit}}"],
                       capture_output=True).returncode != 0:
         return None
-    out = subprocess.run([*git, "rev-list", f"{commit}..HEAD", "--", *paths],
+    out = subprocess.run([*git, "rev-list", "--no-merges", f"{commit}..HEAD", "--", *paths],
                          capture_output=True, text=True, check=True).stdout
-    return len(out.split())
+    return sum(_changes_code(c, paths) for c in out.split())
 
 
 def stale_rows(rows: list[dict]) -> list[tuple[dict, str]]:

@@ -232,3 +232,17 @@ def test_stale_rows_are_marked_in_the_file_and_rendered_with_a_dagger(tmp_path):
     assert stored[1]["note"] is None and stored[2]["note"] is None
     page = report.render_results(report.read_results(folder))
     assert "| aligners hmm † |" in page and "| eflomal 2.0.0 |" in page
+
+
+def test_a_comment_or_docstring_change_is_not_a_code_change():
+    """stale.py compares syntax trees without docstrings: comments, docstrings and layout do
+    not make a row stale; any change of code (a constant included) does."""
+    from benchmarks import stale
+
+    a = 'def f(x):\n    """Doc."""\n    return x + 1  # one\n'
+    b = ('def f(x):\n    """Another doc,\n    longer."""\n    # a comment\n'
+         '    return (x +\n            1)\n')
+    assert stale._code(a) == stale._code(b)
+    assert stale._code(a) != stale._code(a.replace("x + 1", "x + 2"))
+    assert stale._code(a) != stale._code(a.replace('"""Doc."""', 'y = "Doc."'))
+    assert stale._code("def (:") is None and stale._code(None) is None
