@@ -108,13 +108,11 @@ def setting(default: Any = MISSING, rule: Rule | None = None, *, factory: Any = 
 
 def meta(cls: type, name: str, key: str):
     """Metadata `key` ("rule", "flag", "help") of field `name` of dataclass `cls`, from the
-    nearest class of its MRO that declares it (the older class attribute `RULES` too)."""
+    nearest class of its MRO that declares it."""
     for klass in cls.__mro__:
         f = getattr(klass, "__dataclass_fields__", {}).get(name)
         if f is not None and key in f.metadata:
             return f.metadata[key]
-        if key == "rule" and name in vars(klass).get("RULES", {}):
-            return vars(klass)["RULES"][name]
     return None
 
 

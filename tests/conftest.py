@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import aligners.run  # noqa: F401  (registers the config schemas before any test composes)
 from aligners.data.paths import data_root
 
 SHARED = data_root().parent  # .../shared (data/, oracles/)

@@ -26,7 +26,7 @@ from aligners.config_checks import (
     rules_of,
     task_configs,
 )
-from aligners.models.gappy_hsmm.config import GappyTaskConfig, PhrasalConfig
+from aligners.models.gappy_hsmm.config import PhrasalConfig
 from aligners.models.lclr.config import LCLRConfig
 from aligners.models.mono.config import MonoConfig, MonoTraining
 from aligners.models.reorder.config import (
@@ -38,15 +38,9 @@ from aligners.models.reorder.config import (
     PrimalConfig,
     ReorderData,
 )
-from aligners.training.baseline import DiagonalConfig
 from tests.test_configs import _compose, _names, _plain
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-
-# Files that restate their dataclass instead of extending its schema: tests that compose
-# them import no `aligners.run` first (tests/test_phrasal_task.py, tests/test_qa_cli.py)
-RESTATED = {"gappy_hsmm": GappyTaskConfig, "diagonal": DiagonalConfig}
-
 
 def _schema(group: str, name: str) -> dict:
     return OmegaConf.to_container(ConfigStore.instance().repo[group][f"{name}.yaml"].node)
@@ -57,10 +51,9 @@ def _doc(group: str, name: str) -> dict:
 
 
 def _extending() -> list[tuple[str, str]]:
-    """(group, name) of the model and data files that extend a schema: every model file
-    but RESTATED; the data files of the tasks with a data dataclass."""
-    return [(g, n) for g in ("model", "data") for n in _names(g)
-            if n not in RESTATED and "defaults" in _doc(g, n)]
+    """(group, name) of the model and data files that extend a schema: every model file;
+    the data files of the tasks with a data dataclass."""
+    return [(g, n) for g in ("model", "data") for n in _names(g) if "defaults" in _doc(g, n)]
 
 
 def test_the_schemas_are_the_dataclass_defaults():
@@ -70,7 +63,7 @@ def test_the_schemas_are_the_dataclass_defaults():
                 cls = config_class(sections[group])
                 name = f"{task.replace('-', '_')}_schema"
                 assert _schema(group, name) == defaults_of(cls), (group, task)
-    assert len(_extending()) == len(_names("model")) - len(RESTATED) + 9
+    assert len(_extending()) == len(_names("model")) + 9
 
 
 @pytest.mark.parametrize("group,name", _extending())
@@ -97,23 +90,6 @@ def test_the_composed_section_is_the_schema_with_the_file(group, name, tmp_path)
     got = _compose("train", [f"{group}={name}"], tmp_path)[group]
     assert OmegaConf.to_container(got, resolve=True) == OmegaConf.to_container(want,
                                                                                resolve=True)
-
-
-@pytest.mark.parametrize("name", sorted(RESTATED))
-def test_a_restated_model_file_holds_the_defaults(name):
-    """Its values are the defaults, or null where "by corpus size" (`NULLABLE`)."""
-    cls = RESTATED[name]
-    nullable = set(getattr(cls, "NULLABLE", ()))
-
-    def walk(node: dict, default: dict, where: str):
-        for key, value in node.items():
-            assert key in default, f"{name}.yaml: {where}{key} is no field"
-            if isinstance(value, dict):
-                walk(value, default[key], f"{where}{key}.")
-            else:
-                assert value == default[key] or (value is None and f"{where}{key}" in
-                                                 nullable), f"{name}.yaml: {where}{key}"
-    walk(_doc("model", name), defaults_of(cls), "")
 
 
 def test_a_misspelt_key_or_a_bad_value_is_one_line(tmp_path):

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
@@ -95,12 +94,6 @@ class _Top:
     sub: _Sub = setting(factory=_Sub)
 
 
-@dataclass
-class _Legacy:  # the older spelling, a class attribute RULES, reads the same
-    k: int = 2
-    RULES: ClassVar[dict] = {"k": Rule("int", lo=1)}
-
-
 def test_from_config_refuses_unknown_and_missing_keys_and_fills_defaults():
     got = from_config(_Top, {"name": "a"}, "model")
     assert got.name == "a" and got.sub.k == 2
@@ -114,8 +107,6 @@ def test_from_config_refuses_unknown_and_missing_keys_and_fills_defaults():
                                                  r"got 0$"):
         from_config(_Top, {"name": "a", "sub": {"k": 0}}, "model")
     assert from_config(_Top, {"name": "a", "other": 1}, "", strict=False).name == "a"
-    with pytest.raises(AlignersInputError, match=r"^data\.k must be an integer >= 1; got 0$"):
-        from_config(_Legacy, {"k": 0}, "data")
 
 
 def test_rule_kinds():

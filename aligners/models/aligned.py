@@ -65,7 +65,7 @@ SYMMETRIC = ("agreement", "mean")  # methods whose links combine both directions
 class TuneGrid:
     """The decodings a Hydra task searches on its tuning split (`aligners.inference.choose`):
     the `tune_grid` of a word family's model config. A family sets its own defaults by
-    subclassing (its YAML restates them; tests/test_config_defaults.py checks that)."""
+    subclassing (its model schema carries them)."""
 
     methods: list[str] = field(default_factory=lambda: ["agreement", "posterior", "viterbi"])
     thresholds: list[float] = setting(rule=Rule("float", lo=0, hi=1, each=True),

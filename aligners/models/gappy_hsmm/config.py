@@ -18,7 +18,7 @@ from aligners.models.aligned import TuneGrid
 from aligners.models.hmm.config import DECODING, METHODS, WordAlignConfig
 
 __all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "METHODS", "DECODING", "REGIMENS", "regimen",
-           "PhrasalConfig", "GappyHSMMConfig", "GappyTaskConfig", "TASK_SECTIONS",
+           "PhrasalConfig", "GappyHSMMConfig", "StartConfig", "GappyTaskConfig", "TASK_SECTIONS",
            "add_arguments", "from_args"]
 
 MAX_PHRASE_LEN = 16  # longest phrase the span hash supports
@@ -110,6 +110,15 @@ class GappyHSMMConfig:
 
 
 @dataclass
+class StartConfig:
+    """The task's `model.start`: the phrasal model's start (sec. 7.1) is `model.word` with
+    these iteration counts (null: by corpus size, `REGIMENS`) and without agreement."""
+
+    ibm1_iterations: int | None = setting(5, maybe(ITERATIONS))
+    hmm_iterations: int | None = setting(5, maybe(ITERATIONS))
+
+
+@dataclass
 class GappyTaskConfig:
     """The gappy-hsmm task's `model` section (configs/model/gappy_hsmm.yaml): the word HMM
     baseline (`word`), the phrasal model's start and the phrasal model; the `SIZED` keys
@@ -119,7 +128,7 @@ class GappyTaskConfig:
     dev_from_test: int = setting(100, Rule("int", lo=0))  # dev = tuning split + first 100
     # test pairs (sec. 7.2)
     word: WordAlignConfig = setting(factory=WordAlignConfig)
-    start: WordAlignConfig = setting(factory=WordAlignConfig)
+    start: StartConfig = setting(factory=StartConfig)
     phrasal: PhrasalConfig = setting(factory=PhrasalConfig)
     tune_grid: TuneGrid = setting(factory=TuneGrid)
 
