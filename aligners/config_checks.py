@@ -282,6 +282,23 @@ def check_config(cfg, task: str | None = None) -> None:
         found, node = _lookup(cfg, section) if section else (True, cfg)
         if found and node is not None:
             check(node, config_class(target), where=section)
+            if section:  # a misspelt `+model.p00=...` is refused, not silently ignored
+                _known_keys(config_class(target), node, section)
+
+
+def _known_keys(cls: type, node, where: str) -> None:
+    """AlignersInputError naming the first key of mapping `node` (and of its nested
+    sections) that is no field of dataclass `cls`."""
+    names = {f.name: f for f in fields(cls)}
+    unknown = sorted(str(k) for k in node.keys() if k not in names)
+    if unknown:
+        raise AlignersInputError(
+            f"{_join(where, unknown[0])} is not a setting of {where or 'the task'} "
+            f"({cls.__name__}); expected one of {', '.join(sorted(names))}")
+    for name, f in names.items():
+        sub = _section(f)
+        if sub and hasattr(node.get(name), "keys"):
+            _known_keys(sub, node[name], _join(where, name))
 
 
 def _plain(value):
@@ -304,11 +321,8 @@ def from_config(cls: type, node=None, where: str = "model", *, strict: bool = Tr
 def _build(cls: type, node, where: str, strict: bool):
     node = {} if node is None else node
     names = {f.name: f for f in fields(cls)}
-    unknown = sorted(str(k) for k in node.keys() if k not in names) if strict else ()
-    if unknown:
-        raise AlignersInputError(
-            f"{_join(where, unknown[0])} is not a setting of {where or 'the task'} "
-            f"({cls.__name__}); expected one of {', '.join(sorted(names))}")
+    if strict:
+        _known_keys(cls, node, where)
     values = {}
     for name, f in names.items():
         if name in node:

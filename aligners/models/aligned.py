@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
 from aligners.config_checks import UNIT, Rule, check, check_value, maybe, setting
@@ -67,11 +67,13 @@ class TuneGrid:
     the `tune_grid` of a word family's model config. A family sets its own defaults by
     subclassing (its model schema carries them)."""
 
-    methods: list[str] = field(default_factory=lambda: ["agreement", "posterior", "viterbi"])
+    methods: list[str] = setting(rule=Rule("str", each=True, nonempty=True),  # a family's
+                                 factory=lambda: ["agreement", "posterior", "viterbi"])
     thresholds: list[float] = setting(rule=Rule("float", lo=0, hi=1, each=True),
                                       factory=lambda: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
-    heuristics: list[str] = field(  # three of the atools HEURISTICS
-        default_factory=lambda: ["intersect", "grow-diag", "grow-diag-final-and"])
+    heuristics: list[str] = setting(  # three of the atools HEURISTICS
+        rule=Rule("str", choices=HEURISTICS, each=True, nonempty=True),
+        factory=lambda: ["intersect", "grow-diag", "grow-diag-final-and"])
 
 
 @dataclass

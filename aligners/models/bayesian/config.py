@@ -97,7 +97,8 @@ class BayesGrid(TuneGrid):
     """The bayesian task's tuning grid (the mean of the directions' marginals, not their
     product: one sampler per direction), searched on data.tune_split (never the test)."""
 
-    methods: list[str] = setting(factory=lambda: ["mean", "viterbi", "posterior"])
+    methods: list[str] = setting(rule=Rule("str", choices=METHODS, each=True, nonempty=True),
+                                 factory=lambda: ["mean", "viterbi", "posterior"])
     thresholds: list[float] = setting(factory=lambda: [0.3, 0.4, 0.5, 0.55, 0.6])
 
 

@@ -14,8 +14,7 @@ from typing import ClassVar
 from aligners.cli_types import add_options, from_options, given
 from aligners.config_checks import BOOL, FRAC, ITERATIONS, NONNEG, POS, Rule, check, maybe, setting
 from aligners.data import DEFAULT_CELLS
-from aligners.models.aligned import TuneGrid
-from aligners.models.hmm.config import DECODING, METHODS, WordAlignConfig
+from aligners.models.hmm.config import DECODING, METHODS, WordAlignConfig, WordGrid
 
 __all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "METHODS", "DECODING", "REGIMENS", "regimen",
            "PhrasalConfig", "GappyHSMMConfig", "StartConfig", "GappyTaskConfig", "TASK_SECTIONS",
@@ -130,7 +129,7 @@ class GappyTaskConfig:
     word: WordAlignConfig = setting(factory=WordAlignConfig)
     start: StartConfig = setting(factory=StartConfig)
     phrasal: PhrasalConfig = setting(factory=PhrasalConfig)
-    tune_grid: TuneGrid = setting(factory=TuneGrid)
+    tune_grid: WordGrid = setting(factory=WordGrid)
 
     NULLABLE: ClassVar[tuple[str, ...]] = SIZED
 

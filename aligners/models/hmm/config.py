@@ -17,7 +17,7 @@ from aligners.config_checks import FRAC, ITERATIONS, NONNEG, UNIT, Rule, setting
 from aligners.data import DEFAULT_CELLS
 from aligners.models.aligned import Decoding, TuneGrid
 
-__all__ = ["WordAlignConfig", "WordDecoding", "HMMGrid", "HMMTaskConfig", "METHODS",
+__all__ = ["WordAlignConfig", "WordDecoding", "WordGrid", "HMMGrid", "HMMTaskConfig", "METHODS",
            "DECODING", "TASK_SECTIONS", "add_arguments", "from_args"]
 
 METHODS = ("agreement", "posterior", "viterbi")  # the decodings this family supports
@@ -56,7 +56,15 @@ class WordDecoding(Decoding):
 
 
 @dataclass
-class HMMGrid(TuneGrid):
+class WordGrid(TuneGrid):
+    """The tuning grid of the word HMM's decodings (the hmm and gappy-hsmm tasks)."""
+
+    methods: list[str] = setting(rule=Rule("str", choices=METHODS, each=True, nonempty=True),
+                                 factory=lambda: list(METHODS))
+
+
+@dataclass
+class HMMGrid(WordGrid):
     """The hmm task's tuning grid (finer thresholds below 0.5), searched on
     data.tune_split (never the test split)."""
 
