@@ -248,18 +248,9 @@ def _moses_table(args, lex) -> None:
             _corpus(args), max_length=args.max_length, mode=args.orientation))
 
 
-def _chunks(it, size: int):
-    chunk = []
-    for item in it:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 def _predict(args) -> int:
+    import itertools
+
     import torch
 
     from aligners.export import load
@@ -276,9 +267,9 @@ def _predict(args) -> int:
     from aligners.outputs import open_output
 
     n = wrong = 0
-    # streams the corpus in chunks of sentence pairs: memory O(chunk)
     with open_output(args.output, flag="-o") as out:
-        for triples in _chunks(_corpus(args), 5000):
+        corpus = iter(_corpus(args))  # streamed in chunks of sentence pairs: memory O(chunk)
+        while triples := list(itertools.islice(corpus, 5000)):
             log_p, labels = reorderer.predict_corpus(triples)
             probs = torch.exp(log_p).numpy()
             pred = probs.argmax(axis=1)

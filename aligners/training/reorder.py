@@ -274,7 +274,7 @@ class _Fits:
         for frac in fractions:
             keep = mi_kept(scores, frac)
             dropped = scores[np.setdiff1d(np.arange(self.F), keep)]
-            Xte = _select_columns(X_test, keep, self.F)
+            Xte = X_test.index_select(1, torch.from_numpy(keep)).coalesce().to_sparse_csr()
             row = {"fraction_removed": float(frac), "features": int(len(keep)),
                    "threshold": float(dropped.max()) if len(dropped) else 0.0}
             for k, (inference, full) in enumerate(fitted.items()):
@@ -289,19 +289,6 @@ class _Fits:
             curve.append(row)
             print("mi", json.dumps(row), flush=True)
         return curve
-
-
-def _select_columns(X_coo: torch.Tensor, keep: np.ndarray, F: int) -> torch.Tensor:
-    """Columns `keep` of a COO (E, F) matrix, renumbered, as CSR."""
-    remap = torch.full((F,), -1, dtype=torch.int64)
-    remap[torch.from_numpy(keep)] = torch.arange(len(keep))
-    X_coo = X_coo.coalesce()
-    idx, val = X_coo.indices(), X_coo.values()
-    new_col = remap[idx[1]]
-    ok = new_col >= 0
-    out = torch.sparse_coo_tensor(torch.stack([idx[0][ok], new_col[ok]]), val[ok],
-                                  size=(X_coo.shape[0], len(keep)), check_invariants=False)
-    return out.coalesce().to_sparse_csr()
 
 
 def _count_pairs(path: str, limit) -> int:

@@ -1,10 +1,6 @@
 """Shared pieces of the token and phrasal CRF aligners: per-pair feature caching, batching,
-gold-path constraints, Hamming cost and the log-potential builder (Yao et al. 2013, 3.1-3.2).
-
-Log-potentials follow torch-struct's semi-Markov layout (B, I, K, C, C) = [b, n, k, c, c']:
-source segment [n, n+k) labelled with target state c after state c' (k = 0 unused, K = Ls+1);
-position 0 is a START label that must be NULL (id 0), so a batch row has I_b + 1 positions.
-Score = w_emit . f(segment, c) + w_trans[bucket(c', c)] (first-order distortion).
+gold-path constraints and Hamming cost (Yao et al. 2013, 3.1-3.2); the model
+(`semicrf.PhraseCRFAligner`) builds its log-potentials from them.
 """
 
 from collections.abc import Sequence
@@ -12,20 +8,12 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import torch
-from torch import nn
 
-from aligners.features.monolingual import (
-    NULL_FEATURES,
-    Embedder,
-    feature_names,
-    featurize_states,
-)
+from aligners.features.monolingual import Embedder, featurize_states
 from aligners.lattices.jump_transition import JumpLayout
 from aligners.models.mono.states import num_states, state_table
-from aligners.semirings import semiring_zero
 
-__all__ = ["MonoExample", "MonoBatch", "prepare", "collate", "jump_layout", "MonoAlignerBase",
-           "N_TRANS"]
+__all__ = ["MonoExample", "MonoBatch", "prepare", "collate", "jump_layout", "N_TRANS"]
 
 # transition buckets: to NULL, from NULL, jumps -4..4, same state, start at 0..4, start NULL
 N_TRANS = 18
@@ -189,64 +177,3 @@ def jump_layout(batch: MonoBatch) -> JumpLayout:
             start[b, :Cb], end[b, :Cb] = st["start"], st["end0"].clamp(min=0)
         batch.jump = JumpLayout.build(kind, start, end, max_jump=4).to(batch.trans_idx.device)
     return batch.jump
-
-
-class MonoAlignerBase(nn.Module):
-    """Parameters and potential builder shared by the token and the phrasal CRF aligner."""
-
-    def __init__(self, *, max_src_len: int, max_tgt_len: int, embedding: bool = False,
-                 phrase_cues: bool = False):
-        super().__init__()
-        self.max_src_len, self.max_tgt_len, self.embedding = max_src_len, max_tgt_len, embedding
-        self.phrase_cues = phrase_cues
-        self.feature_names = feature_names(max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                                           embedding=embedding, phrase_cues=phrase_cues)
-        self.w_emit = nn.Parameter(torch.zeros(len(self.feature_names)))
-        self.w_null = nn.Parameter(torch.zeros(len(NULL_FEATURES)))
-        self.w_trans = nn.Parameter(torch.zeros(N_TRANS))
-
-    def emission(self, batch: MonoBatch) -> torch.Tensor:
-        """(B, I, Ls, C) linear emission scores (NULL features in column 0). O(B*I*Ls*C*F)."""
-        if batch.emit is None:
-            B, I, Ls, C = batch.valid.shape
-            w = self.w_emit
-            emit = torch.zeros(B, I, Ls, C, dtype=w.dtype, device=w.device)
-            for b, e in enumerate(batch.examples):
-                x = e.emit.to(w.device, non_blocking=True).to(w.dtype)
-                emit[b, : e.emit.shape[0], :, : e.emit.shape[2]] = x @ w
-        else:
-            emit = batch.emit.to(self.w_emit.dtype) @ self.w_emit  # NULL column features are 0
-        null_col = torch.zeros_like(emit[..., 0])
-        null_col[:, :, 0] = batch.null.to(self.w_null.dtype) @ self.w_null
-        return torch.cat([null_col.unsqueeze(-1), emit[..., 1:]], dim=-1)
-
-    def factors(self, batch: MonoBatch, *, cost_weight: float = 0.0, gold_only: bool = False,
-                emission: torch.Tensor | None = None):
-        """Factored potentials: emit (B, I, Ls+1, C) (k = 0 slot is the semiring zero),
-        trans (B, C, C) [c_next, c_prev], start (B, C). O(B*I*Ls*C*F)."""
-        emit = self.emission(batch) if emission is None else emission
-        if cost_weight:
-            emit = emit + cost_weight * batch.cost
-        neg = semiring_zero(emit.dtype)
-        keep = batch.valid & batch.gold_ok if gold_only else batch.valid
-        emit = emit.masked_fill(~keep, neg)
-        emit = torch.cat([torch.full_like(emit[:, :, :1], neg), emit], dim=2)
-        return emit, self.transition(batch), self.w_trans[batch.start_idx]
-
-    def transition(self, batch: MonoBatch):
-        """The (B, C, C) [c_next, c_prev] transition scores w_trans[bucket]. O(B*C^2)."""
-        return self.w_trans[batch.trans_idx]
-
-    def log_potentials(self, batch: MonoBatch, *, cost_weight: float = 0.0,
-                       gold_only: bool = False) -> torch.Tensor:
-        """(B, I, Ls+1, C, C) torch-struct semi-Markov log-potentials. O(B*I*Ls*C^2)."""
-        emit, trans, start = self.factors(batch, cost_weight=cost_weight, gold_only=gold_only)
-        if not torch.is_tensor(trans):  # a JumpTransition
-            trans = trans.dense()
-        lp = emit.unsqueeze(-1) + trans[:, None, None]
-        lp0 = torch.full_like(lp[:, 0], semiring_zero(lp.dtype))
-        lp0[..., 0] = emit[:, 0] + start[:, None, :]
-        return torch.cat([lp0.unsqueeze(1), lp[:, 1:]], dim=1)
-
-    def l2(self) -> torch.Tensor:
-        return sum((p ** 2).sum() for p in self.parameters())
