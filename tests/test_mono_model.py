@@ -202,19 +202,6 @@ def test_model_folder_round_trip_both_directions(tmp_path, kind):
     assert not list(itertools.chain(tmp_path.rglob("*.pt"), tmp_path.rglob("*.ckpt")))
 
 
-def test_unpadded_features_give_the_same_loss_and_gradient():
-    m = _model(PhraseCRFAligner, 2, 2, seed=5)
-    exs = [prepare(s, t, g, max_src_len=2, max_tgt_len=2) for s, t, g in PAIRS]
-    grads = []
-    for pad in (True, False):
-        m.zero_grad()
-        loss = m.loss(collate(exs, max_tgt_len=2, pad_features=pad))
-        loss.backward()
-        grads.append((loss.item(), m.w_emit.grad.clone()))
-    assert grads[0][0] == pytest.approx(grads[1][0], rel=1e-5)
-    assert torch.allclose(grads[0][1], grads[1][1], atol=1e-4)
-
-
 @pytest.mark.parametrize("Ls,Lt", [(1, 1), (3, 3), (2, 3)])
 def test_jump_transition_path_equals_dense_path(monkeypatch, Ls, Lt):
     """The bucketed transition (`JumpTransition`, forced on with JUMP_MIN_STATES = 0) gives

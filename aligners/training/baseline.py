@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 from omegaconf import DictConfig
 
-from aligners.config_checks import Rule, from_config
+from aligners.config_checks import BOOL, Rule, from_config, one_of, setting
 from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.metrics import evaluate_alignments, format_report, write_metrics_json
@@ -33,9 +32,7 @@ class DiagonalConfig:
     """The `model` section (configs/model/diagonal.yaml): the diagonal aligner has no
     parameters; `name` says which model the file selects."""
 
-    name: str = "diagonal"
-
-    RULES: ClassVar[dict[str, Rule]] = {"name": Rule("str", choices=("diagonal",))}
+    name: str = setting("diagonal", one_of("diagonal"))
 
 
 @dataclass
@@ -44,13 +41,9 @@ class GoldData:
     (`aligners.data.datasets`); `lenient`: drop (count, warn about) gold links outside their
     sentence instead of failing."""
 
-    name: str
-    split: str | None = None  # None: the registry's default split
-    lenient: bool = False
-
-    RULES: ClassVar[dict[str, Rule]] = {"name": Rule("str"),
-                                        "split": Rule("str", nullable=True),
-                                        "lenient": Rule("bool")}
+    name: str = setting(rule=Rule("str"))
+    split: str | None = setting(None, Rule("str", nullable=True))  # None: the registry's default
+    lenient: bool = setting(False, BOOL)
 
 
 def flatten_numbers(tree: dict, prefix: str = "", *, sep: str = ".",

@@ -107,19 +107,13 @@ def train(cfg: DictConfig) -> dict:
     results: dict = {"config": OmegaConf.to_container(cfg, resolve=False)}
     featurizer = ReorderFeaturizer(context=bool(rc.features.context))
     raw, dev_cut, test_cut, rows = _extract(cfg, d, run, rc.extract, featurizer, results)
-    f = _Fits(cfg, rc, d, run, raw, rows, featurizer, out_dir, results)
+    f = _Fits(cfg, rc, d, run, raw, rows, featurizer, out_dir, results, dev_cut)
     results["data"] = {"sentence_pairs": raw.n_sentences, "train_pairs": dev_cut,
                        "test_from_pair": test_cut, **f.summary()}
     print(json.dumps(results["data"]), flush=True)
-    m = rc.models
-    if m.lexical:
-        f.lexical(dev_cut)
-    if m.naive_bayes:
-        f.naive_bayes()
-    if m.primal:
-        f.primal()
-    if m.dual:
-        f.dual()
+    for name in ("lexical", "naive_bayes", "primal", "dual"):  # the models switched on
+        if getattr(rc.models, name):
+            getattr(f, name)()
     (out_dir / "results.json").write_text(json.dumps(results, indent=1, default=float))
     split = "dev" if run.evaluate_on == "dev" else "heldout"
     row = {f"{name}_error": rec["heldout_error"] for name, rec in results.get("models", {}).items()
@@ -158,7 +152,7 @@ class _Fits:
     """The feature matrices of one run and the fit, export and scoring of each model kind
     (through `LitReorderer`, the family's one trainer), recorded into `results["models"]`."""
 
-    def __init__(self, cfg, rc, d, run, raw, rows, featurizer, out_dir, results):
+    def __init__(self, cfg, rc, d, run, raw, rows, featurizer, out_dir, results, dev_cut):
         start = time.perf_counter()
         vocab = fit_feature_vocab(raw, rows[0], min_count=int(rc.features.min_count))
         self.X_train = csr_to_torch(to_csr(raw, rows[0], vocab))
@@ -172,6 +166,7 @@ class _Fits:
         dual_warmup()
         self.features = featurizer.describe(vocab)
         self.cfg, self.rc, self.d, self.run, self.results = cfg, rc, d, run, results
+        self.dev_cut = dev_cut  # the training pairs (the Moses table's corpus)
         self.out_dir, self.models_dir = out_dir, out_dir / "models"
         self.gen = torch.Generator().manual_seed(int(cfg.seed))
         x, f = rc.extract, rc.features
@@ -224,14 +219,14 @@ class _Fits:
         print(label, json.dumps(rec), flush=True)
         return rec
 
-    def lexical(self, dev_cut):
+    def lexical(self):
         rc, d, cfg = self.rc, self.d, self.cfg
         lit, path = self.fit("lexical", "lexical", rc.lexical)
         extra = {}
         if rc.lexical.write_table:
             table = self.out_dir / "reordering-table.wbe-msd-backward-fe"
             corpus = load_corpus(_resolve(d.src, cfg), _resolve(d.tgt, cfg),
-                                 _resolve(d.align, cfg), limit=dev_cut,
+                                 _resolve(d.align, cfg), limit=self.dev_cut,
                                  lowercase=bool(d.lowercase))
             extra["moses_table_lines"] = lit.model.write_moses_table(table, iter_phrase_strings(
                 corpus, max_length=int(rc.extract.max_length), mode=rc.extract.mode))

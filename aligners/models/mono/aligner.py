@@ -169,8 +169,7 @@ class _Background(threading.Thread):
 
 
 def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
-           with_gold: bool = True, cost: tuple[float, float] = (1.0, 1.0),
-           pad_features: bool = False):
+           with_gold: bool = True, cost: tuple[float, float] = (1.0, 1.0)):
     """Length-bucketed MonoBatches (sorted by target then source length) and the order.
     Batches are built on the CPU; move them with `MonoBatch.to(device)`."""
     if batch_size < 1:
@@ -178,8 +177,7 @@ def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
     order = sorted(range(len(examples)), key=lambda n: (examples[n].emit.shape[2] // 8,
                                                          len(examples[n].src)))
     batches = [collate([examples[n] for n in order[s: s + batch_size]], max_tgt_len=max_tgt_len,
-                       fp_cost=cost[0], fn_cost=cost[1], with_gold=with_gold,
-                       pad_features=pad_features)
+                       fp_cost=cost[0], fn_cost=cost[1], with_gold=with_gold)
                for s in range(0, len(order), batch_size)]
     return batches, order
 
@@ -222,7 +220,7 @@ def _batched(model: PhraseCRFAligner, examples: list[MonoExample], fn, batch_siz
     model.eval()
     device = model.w_emit.device
     batches, order = chunks(examples, max_tgt_len=model.max_tgt_len, batch_size=batch_size,
-                            with_gold=False, pad_features=False)
+                            with_gold=False)
     out = [None] * len(examples)
     with one_thread():
         flat = [r for b in batches for r in fn(b.to(device))]

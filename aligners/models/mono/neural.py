@@ -61,8 +61,6 @@ CHUNK = 1 << 19
 # pairs (sentences) per encoder batch when decoding: less padding than the encoder's default
 # 64 (wiki dev, bf16, 1 thread: 16 -> 1.49 s, 64 -> 2.05 s per 200 pairs); training keeps 64
 DECODE_ENCODER_BATCH = 16
-# where the word vectors come from (`CONTEXTS`, models/mono/config.py): each sentence alone,
-# both in one pass (`neural_pair`), or the two concatenated (2 D inputs to the projection)
 
 
 @dataclass

@@ -73,16 +73,14 @@ class PhraseCRFAligner(nn.Module):
         self.w_trans = nn.Parameter(torch.zeros(N_TRANS))
 
     def emission(self, batch: MonoBatch) -> torch.Tensor:
-        """(B, I, Ls, C) linear emission scores (NULL features in column 0). O(B*I*Ls*C*F)."""
-        if batch.emit is None:
-            B, I, Ls, C = batch.valid.shape
-            w = self.w_emit
-            emit = torch.zeros(B, I, Ls, C, dtype=w.dtype, device=w.device)
-            for b, e in enumerate(batch.examples):
-                x = e.emit.to(w.device, non_blocking=True).to(w.dtype)
-                emit[b, : e.emit.shape[0], :, : e.emit.shape[2]] = x @ w
-        else:
-            emit = batch.emit.to(self.w_emit.dtype) @ self.w_emit  # NULL column features are 0
+        """(B, I, Ls, C) linear emission scores (NULL features in column 0), computed per example
+        and padded. O(B*I*Ls*C*F)."""
+        B, I, Ls, C = batch.valid.shape
+        w = self.w_emit
+        emit = torch.zeros(B, I, Ls, C, dtype=w.dtype, device=w.device)
+        for b, e in enumerate(batch.examples):
+            x = e.emit.to(w.device, non_blocking=True).to(w.dtype)
+            emit[b, : e.emit.shape[0], :, : e.emit.shape[2]] = x @ w
         null_col = torch.zeros_like(emit[..., 0])
         null_col[:, :, 0] = batch.null.to(self.w_null.dtype) @ self.w_null
         return torch.cat([null_col.unsqueeze(-1), emit[..., 1:]], dim=-1)

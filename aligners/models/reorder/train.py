@@ -1,15 +1,7 @@
 """The one reorder trainer: `aligners reorder train` (`fit`) and the reorder task
 (`aligners.training.lit_reorder.LitReorderer`, one Lightning epoch = one `Fitting.epoch`)
-build and train a reordering model with this code (`folder`: what its folder records, and
-saving it).
-
-- `settings(**hp)`: the flat training settings over their defaults (`DEFAULTS`, from
-  `aligners.models.reorder.config`); `build(name, num_features, **hp)`: an untrained model,
-  `name` in `NAMES`;
-- `Fitting` (from `_common`, where the models' own `fit` finds it too): one model trained on
-  one batch `(X (E, F) CSR, y (E,))` (keys instead of X for the lexical table), one epoch at
-  a time: lexical / naive Bayes one counting pass, primal one SGD epoch, dual one EG pass
-  over the active set (done when the set is empty); `fit`: its loop.
+build (`build`, `name` in `NAMES`) and train a reordering model with this code; `settings`,
+`Fitting` and `fit` live in `_common`, where the models' own `fit` finds them too.
 Cost: that of the models' own fitting code; nothing here holds more than the model.
 """
 
