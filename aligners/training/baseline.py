@@ -21,10 +21,8 @@ from aligners.errors import AlignersInputError
 from aligners.metrics import evaluate_alignments, format_report, write_metrics_json
 from aligners.outputs import write_lines
 
-__all__ = ["KINDS", "DiagonalConfig", "GoldData", "diagonal_alignment", "flatten_numbers",
+__all__ = ["DiagonalConfig", "GoldData", "diagonal_alignment", "flatten_numbers",
            "registry_split", "train", "evaluate"]
-
-KINDS: tuple[str, ...] = ()  # no model to load: `ckpt_path` is refused
 
 
 @dataclass

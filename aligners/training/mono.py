@@ -42,18 +42,15 @@ from aligners.models.mono.aligner import (
     shared_embedder,
 )
 from aligners.models.mono.combine import check_combine, combine_links
-from aligners.models.mono.config import NEURAL_KEYS
 from aligners.models.mono.ensemble import MonoEnsemble
 from aligners.outputs import write_lines
 from aligners.training.lit_mono import LitMonoAligner, flatten_report
 from aligners.training.mono_config import check_cfg, member_cfgs, settings
 from aligners.training.trainer import build_trainer
 
-__all__ = ["KINDS", "ENSEMBLES", "NEURAL_KEYS", "LitMonoAligner", "train", "evaluate",
-           "flatten_report", "add_nonident_cost"]
+__all__ = ["ENSEMBLES", "LitMonoAligner", "train", "evaluate", "flatten_report",
+           "add_nonident_cost"]
 
-KINDS = ("mono-token-crf", "mono-phrase-crf", "mono-neural-crf",  # what evaluate() loads
-         "mono-ensemble")
 ENSEMBLES = True  # ckpt_path=[A, B, ...]: evaluate the ensemble of saved models
 
 

@@ -48,10 +48,7 @@ from aligners.models.reorder.naive_bayes import mi_kept
 from aligners.phrases import load_corpus
 from aligners.plots import plot_reorder
 
-__all__ = ["KINDS", "train", "evaluate", "dir_size"]
-
-# export kinds this task writes and `evaluate` accepts
-KINDS = ("reorder-lexical", "reorder-naive-bayes", "reorder-primal-mlr", "reorder-dual-mlr")
+__all__ = ["train", "evaluate", "dir_size"]
 
 
 def dir_size(path) -> int:

@@ -125,9 +125,8 @@ def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, directio
     vectors = None
     if attach is not None:  # the encoder (torch: no GIL) runs while this thread featurises
         stubs = [MonoExample(tuple(p.src), tuple(p.tgt), None, None, None) for p in oriented]
-        vectors = (_Background(attach, stubs) if not decoding  # decoding: one encoder
-                   else _Background(functools.partial(attach, decoding=True), stubs,
-                                    threads=1))  # thread beside this one (2 cores busy)
+        vectors = _Background(functools.partial(attach, decoding=decoding), stubs,  # decoding:
+                              threads=1 if decoding else None)  # 1 thread beside this one
     out = []
     with one_thread():
         for p in oriented:
@@ -136,7 +135,7 @@ def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, directio
                 links = p.alignment.possible if gold_links == "possible" else p.alignment.sure
             out.append(prepare(p.src, p.tgt, links, max_src_len=model.max_src_len,
                                max_tgt_len=model.max_tgt_len, embedder=embedder,
-                               phrase_cues=getattr(model, "phrase_cues", False)))
+                               phrase_cues=model.phrase_cues))
     if vectors is None:
         return out
     return [dataclasses.replace(v, emit=e.emit, null=e.null, gold=e.gold)
