@@ -44,12 +44,12 @@ from aligners.models.mono.aligner import (
 from aligners.models.mono.combine import check_combine, combine_links
 from aligners.models.mono.ensemble import MonoEnsemble
 from aligners.outputs import write_lines
-from aligners.training.lit_mono import LitMonoAligner, flatten_report
+from aligners.training.baseline import flatten_numbers
+from aligners.training.lit_mono import LitMonoAligner
 from aligners.training.mono_config import check_cfg, member_cfgs, settings
 from aligners.training.trainer import build_trainer
 
-__all__ = ["ENSEMBLES", "LitMonoAligner", "train", "evaluate", "flatten_report",
-           "add_nonident_cost"]
+__all__ = ["ENSEMBLES", "LitMonoAligner", "train", "evaluate", "add_nonident_cost"]
 
 ENSEMBLES = True  # ckpt_path=[A, B, ...]: evaluate the ensemble of saved models
 
@@ -243,7 +243,7 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timi
                                       src_tokens=[p.src for p in pairs],
                                       tgt_tokens=[p.tgt for p in pairs])
             print(format_report(rep))
-            metrics[f"{split}/{d}"] = flatten_report(rep.to_dict())
+            metrics[f"{split}/{d}"] = flatten_numbers(rep.to_dict(), sep="/", finite=False)
             write_lines(str(out_dir / f"predictions.{split}.{d}.pharaoh"),
                         (link_line(sorted(al)) for al in links))
     write_metrics_json(out_dir / "metrics.json", metrics)
