@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +126,8 @@ def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, directio
     vectors = None
     if attach is not None:  # the encoder (torch: no GIL) runs while this thread featurises
         stubs = [MonoExample(tuple(p.src), tuple(p.tgt), None, None, None) for p in oriented]
-        vectors = (_Background(attach, stubs) if not decoding  # decoding: one encoder
-                   else _Background(functools.partial(attach, decoding=True), stubs,
+        vectors = (_background(attach, stubs) if not decoding  # decoding: one encoder
+                   else _background(functools.partial(attach, decoding=True), stubs,
                                     threads=1))  # thread beside this one (2 cores busy)
     out = []
     with one_thread():
@@ -143,29 +144,21 @@ def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, directio
             for v, e in zip(vectors.result(), out)]
 
 
-class _Background(threading.Thread):
-    """`fn(*args)` in a second thread with the caller's torch intra-op thread count (a new
-    thread would otherwise start from the default) or `threads`; `result()` joins and returns
-    it (or re-raises its exception)."""
+def _background(fn, *args, threads: int | None = None) -> Future:
+    """`fn(*args)` in a second (daemon) thread with the caller's torch intra-op thread count
+    (a new thread would otherwise start from the default) or `threads`; the future's
+    `result()` waits for it and returns it (or re-raises its exception)."""
+    future, threads = Future(), threads or torch.get_num_threads()
 
-    def __init__(self, fn, *args, threads: int | None = None):
-        super().__init__(daemon=True)
-        self._fn, self._args, self._out, self._err = fn, args, None, None
-        self._threads = threads or torch.get_num_threads()
-        self.start()
-
-    def run(self):
+    def run():
         try:
-            torch.set_num_threads(self._threads)
-            self._out = self._fn(*self._args)
+            torch.set_num_threads(threads)
+            future.set_result(fn(*args))
         except BaseException as err:  # re-raised in the caller's thread
-            self._err = err
+            future.set_exception(err)
 
-    def result(self):
-        self.join()
-        if self._err is not None:
-            raise self._err
-        return self._out
+    threading.Thread(target=run, daemon=True).start()
+    return future
 
 
 def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
