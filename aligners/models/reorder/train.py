@@ -21,13 +21,10 @@ NAMES = {"lexical": LexicalReordering, "naive_bayes": NaiveBayes, "primal": Prim
 
 
 def build(name: str, *, num_features: int = 0, num_classes: int = 3, **hp):
-    """The untrained model `name` (one of `NAMES`) with the settings `hp` (`settings`)."""
+    """The untrained model `name` (one of `NAMES`) with the settings `hp` (`settings`) that
+    its class declares (`HPARAMS`)."""
     if name not in NAMES:
         raise AlignersInputError(f"reordering model {name!r}; expected one of {sorted(NAMES)}")
-    s = settings(**hp)
-    if name == "lexical":
-        return LexicalReordering(num_classes=num_classes, smoothing=s["smoothing"])
-    if name == "naive_bayes":
-        return NaiveBayes(num_features=num_features, num_classes=num_classes, alpha=s["alpha"],
-                          inference=s["inference"])
-    return NAMES[name](num_features=num_features, num_classes=num_classes, sigma2=s["sigma2"])
+    cls = NAMES[name]
+    s = {**settings(**hp), "num_features": num_features, "num_classes": num_classes}
+    return cls(**{k: s[k] for k in cls.HPARAMS})
