@@ -131,8 +131,7 @@ class NaiveBayes(Saved):
     def select(self, keep: np.ndarray) -> "NaiveBayes":
         """A model restricted to the feature columns `keep` (M = len(keep) in Eq. 10)."""
         keep = np.asarray(keep, dtype=np.int64)
-        out = NaiveBayes(num_features=len(keep), num_classes=self.num_classes,
-                         alpha=self.alpha, inference=self.inference)
+        out = NaiveBayes(**{**self.hparams(), "num_features": len(keep)})
         out.counts = self.counts[torch.from_numpy(keep)].clone()
         out.class_counts = self.class_counts.clone()
         return out
