@@ -6,7 +6,6 @@ evaluate row."""
 
 
 import pytest
-import torch
 
 from aligners.data.types import AlignedPair
 from aligners.errors import AlignersInputError
@@ -14,7 +13,6 @@ from aligners.models.mono.aligner import MonoAligner
 from aligners.models.mono.combine import (
     check_combine,
     combine_links,
-    combine_posteriors,
     combined_blocks,
     grow_diag,
 )
@@ -92,9 +90,6 @@ def test_posterior_combination_is_the_mean_of_the_directions(threshold):
                       if mean[i][j] > threshold)
         assert links == want and blocks == [(i, 1, j, 1) for i, j in want]
         assert score == pytest.approx(sum(mean[i][j] for i, j in want) / len(p.src))
-    assert torch.equal(combine_posteriors(ps[0], pt[0]), (ps[0] + pt[0]) / 2)
-    with pytest.raises(ValueError, match="shapes differ"):
-        combine_posteriors(ps[0], pt[1])
 
 
 def test_posterior_combination_of_a_tiny_neural_model(tmp_path):

@@ -17,7 +17,7 @@ from aligners.models.mono.crf import TokenCRFAligner
 from aligners.models.mono.potentials import collate, prepare
 from aligners.models.mono.semicrf import PhraseCRFAligner, link_matrix
 from aligners.models.mono.states import state_phrase
-from tests.test_mono_model import _enumerate
+from tests.test_mono_model import _enumerate, log_potentials
 
 PAIRS = [
     ("he passed away today".split(), "he died today".split()),
@@ -43,7 +43,7 @@ def _batch(Ls, Lt, pairs=PAIRS):
 
 def _brute_link_posteriors(m, batch, b):
     """P(i ~ j) by enumerating every valid labelled segmentation of pair b (float64)."""
-    lp = m.log_potentials(batch)[b].detach().double()
+    lp = log_potentials(m, batch)[b].detach().double()
     ex = batch.examples[b]
     I, J, Ls, Lt = len(ex.src), len(ex.tgt), m.max_src_len, m.max_tgt_len
     C = 1 + J * Lt

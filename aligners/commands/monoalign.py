@@ -1,31 +1,17 @@
 """`aligners monoalign --model RUN/model [--input PAIRS]`: align monolingual sentence pairs.
 
-Input: one `source ||| target` pair per line (whitespace-tokenised), or a jacana JSON file
-(`--input X.json`). Model: the folder a monolingual training run saved (`RUN/model`, loaded
-with `aligners.load`; no Lightning is imported). Output, one line per pair: Pharaoh `i-j`
-links (0-based, source-target order, also for a t2s model); `--blocks` appends
-` ||| ` and the phrase blocks `s:k-t:l` (source tokens s..s+k-1 aligned as one block to target
-tokens t..t+l-1, 0-based, in source-target order like the links); `--score` appends
-` ||| ` and the Viterbi score divided by the number of tokens on the model's observation side.
-`--device cuda` decodes on the GPU (the neural aligner's encoder too, batched).
-`--decode posterior --threshold T` replaces Viterbi by posterior (minimum-Bayes-risk)
-decoding: every link whose marginal probability under the model exceeds T (blocks: the span
-pairs whose own marginal exceeds T; score: the summed posteriors of the output links divided
-by the number of observation-side tokens). Default: `--decode viterbi`.
-`--encoder-precision fp32|bf16|int8` (neural aligner only; refused for the others): the encoder's
-inference precision (bf16: autocast; int8: dynamically quantised linear layers, CPU only;
-default: the aligner's, `aligners.models.mono.aligner.DEFAULT_ENCODER_PRECISION`).
-`--combine union|intersect|grow-diag|posterior` (a model trained in both directions, s2t and
-t2s): decode both and combine their links (union / intersection / grow-diag of the two
-directions' links, each decoded by `--decode`; posterior: the mean of the two directions'
-link posteriors, links above `--threshold`); default `none` (one direction decodes).
-Several `--model` folders (or one saved ensemble, kind mono-ensemble) decode as an ensemble
-(`aligners.models.mono.ensemble`): the links whose mean posterior over the models exceeds
-`--threshold`, over both directions with `--combine posterior`, else over `--direction`'s
-(default the first); `--decode` is not used and other combines are refused.
-A pair with more than `--max-tokens` tokens (default `MAX_TOKENS`, 256) on a side is left
-unaligned: an empty output line (the line count kept) and a one-line warning on stderr (a
-pair costs about 4 kB x source x target tokens: 1,000 x 1,000 tokens needed 4 GB).
+Input: one `source ||| target` pair per line (whitespace-tokenised), `-s SRC -t TGT`, or a
+jacana JSON file (`--input X.json`). Model: the folder a monolingual training run saved
+(`RUN/model`, loaded with `aligners.load`; no Lightning is imported); several `--model`
+folders (or a saved ensemble) decode as an ensemble by mean link posterior
+(`aligners.models.mono.ensemble`). Output, one line per pair: Pharaoh `i-j` links (0-based,
+source-target order, also for a t2s model); `--blocks` appends ` ||| ` and the phrase blocks
+`s:k-t:l` (source tokens s..s+k-1 aligned as one block to target tokens t..t+l-1, 0-based,
+source-target order); `--score` appends ` ||| ` and the normalised score
+(`MonoAligner.align`). `--decode`, `--threshold`, `--combine`, `--encoder-precision`: see
+their help and docs/monolingual.md. A pair with more than `--max-tokens` tokens (default
+`MAX_TOKENS`) on a side is left unaligned: an empty output line and a one-line warning on
+stderr (a pair costs about 4 kB x source x target tokens: 1,000 x 1,000 tokens needed 4 GB).
 Example: `echo "the cat sat on the mat ||| a cat was sitting on the mat" |
 aligners monoalign --model RUN/model --blocks`
 """
@@ -129,14 +115,11 @@ def run(args: argparse.Namespace) -> int:
     from aligners.commands._device import thread_count
 
     threads = thread_count(args.threads, prog="aligners monoalign")
-    decode = getattr(args, "decode", MonoConfig.decode)
-    threshold = getattr(args, "threshold", MonoConfig.threshold)
-    models = [args.model] if isinstance(args.model, str) else list(args.model)
+    models, combine = args.model, args.combine
     for folder in models:  # before the input is read and torch is imported
         if not Path(folder).is_dir():
             raise AlignersInputError("no model folder here (expected the `model` folder of a "
                                      "monolingual training run)", path=folder)
-    combine = getattr(args, "combine", "none") or "none"
     if len(models) > 1 and combine not in ("none", "posterior"):
         raise AlignersInputError(f"several --model folders decode as an ensemble, by mean "
                                  f"posterior only: use --combine posterior or none, not "
@@ -150,15 +133,15 @@ def run(args: argparse.Namespace) -> int:
     from aligners.outputs import write_lines
 
     torch.set_num_threads(threads)
-    device = torch_device(getattr(args, "device", "cpu") or "cpu")
+    device = torch_device(args.device or "cpu")
     aligner = load_aligners(models).to(device)
-    precision = getattr(args, "encoder_precision", None)
+    precision = args.encoder_precision
     kinds = sorted({m.kind for m in getattr(aligner, "members", [aligner])})
     if precision is not None and "neural" not in kinds:
         raise AlignersInputError(f"--encoder-precision applies to the neural aligner only; "
                                  f"this model is a {' + '.join(kinds)} CRF: drop it")
     out = aligner.align([pairs[r] for r in keep], direction=args.direction,
-                        batch_size=args.batch_size, decode=decode, threshold=threshold,
+                        batch_size=args.batch_size, decode=args.decode, threshold=args.threshold,
                         encoder_precision=precision, combine=combine) if keep else []
     rows = dict(zip(keep, out))
     write_lines("-", (_line(args, *rows[r]) if r in rows else "" for r in range(len(pairs))))

@@ -248,18 +248,9 @@ def _moses_table(args, lex) -> None:
             _corpus(args), max_length=args.max_length, mode=args.orientation))
 
 
-def _chunks(it, size: int):
-    chunk = []
-    for item in it:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 def _predict(args) -> int:
+    import itertools
+
     import torch
 
     from aligners.export import load
@@ -267,8 +258,6 @@ def _predict(args) -> int:
 
     model_dir = Path(args.model)
     reorderer = load(model_dir, verb="reorder")  # AlignersInputError: missing/corrupt/not ours
-    max_length, mode = reorderer.max_length, reorderer.mode
-    direction = reorderer.direction
     # featurise as in training (the keys/features are case-exact)
     if args.lowercase and not reorderer.lowercase:
         raise AlignersInputError(f"{model_dir} was trained on cased text; drop --lowercase")
@@ -276,16 +265,16 @@ def _predict(args) -> int:
     from aligners.outputs import open_output
 
     n = wrong = 0
-    # streams the corpus in chunks of sentence pairs: memory O(chunk)
     with open_output(args.output, flag="-o") as out:
-        for triples in _chunks(_corpus(args), 5000):
+        corpus = iter(_corpus(args))  # streamed in chunks of sentence pairs: memory O(chunk)
+        while triples := list(itertools.islice(corpus, 5000)):
             log_p, labels = reorderer.predict_corpus(triples)
             probs = torch.exp(log_p).numpy()
             pred = probs.argmax(axis=1)
             wrong += int((pred != labels).sum())
             e = 0
-            for _, src, tgt, _, pairs in iter_extract(triples, max_length=max_length,
-                                                      mode=mode):
+            for _, src, tgt, _, pairs in iter_extract(triples, max_length=reorderer.max_length,
+                                                      mode=reorderer.mode):
                 for p in pairs:
                     out.write(f"{' '.join(src[p.src_start:p.src_end])} ||| "
                               f"{' '.join(tgt[p.tgt_start:p.tgt_end])} ||| "
@@ -294,6 +283,6 @@ def _predict(args) -> int:
                     e += 1
             n += e
     err = f"{100.0 * wrong / n:.2f}%" if n else "n/a"
-    print(f"aligners reorder predict: {n} phrase pairs, error vs extracted {direction} "
+    print(f"aligners reorder predict: {n} phrase pairs, error vs extracted {reorderer.direction} "
           f"orientation {err}", file=sys.stderr)
     return 0

@@ -15,16 +15,14 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from aligners.config_checks import Rule, from_config, setting
+from aligners.config_checks import BOOL, Rule, from_config, one_of, setting
 from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.metrics import evaluate_alignments, format_report, write_metrics_json
 from aligners.outputs import write_lines
 
-__all__ = ["KINDS", "DiagonalConfig", "GoldData", "diagonal_alignment", "flatten_numbers",
+__all__ = ["DiagonalConfig", "GoldData", "diagonal_alignment", "flatten_numbers",
            "registry_split", "train", "evaluate"]
-
-KINDS: tuple[str, ...] = ()  # no model to load: `ckpt_path` is refused
 
 
 @dataclass
@@ -32,7 +30,7 @@ class DiagonalConfig:
     """The `model` section (configs/model/diagonal.yaml): the diagonal aligner has no
     parameters; `name` says which model the file selects."""
 
-    name: str = setting("diagonal", Rule("str", choices=("diagonal",)))
+    name: str = setting("diagonal", one_of("diagonal"))
 
 
 @dataclass
@@ -43,7 +41,7 @@ class GoldData:
 
     name: str = setting(rule=Rule("str"))
     split: str | None = setting(None, Rule("str", nullable=True))  # None: the registry's default
-    lenient: bool = setting(False, Rule("bool"))
+    lenient: bool = setting(False, BOOL)
 
 
 def flatten_numbers(tree: dict, prefix: str = "", *, sep: str = ".",

@@ -1,8 +1,7 @@
 """Lightning orchestration of the monolingual CRF aligners (the maths stays in the models):
 `LitMonoAligner` trains one direction's model (softmax-margin + L2; L-BFGS, Adam or AdamW)
-with optional best-epoch selection on held-out pairs; `flatten_report` turns an evaluation
-report into one flat metrics.json row. `aligners.training.mono` builds the Trainer and runs
-the task.
+with optional best-epoch selection on held-out pairs. `aligners.training.mono` builds the
+Trainer and runs the task.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from aligners.models.mono.aligner import build_model, predict
 from aligners.models.mono.config import MonoConfig, MonoTraining
 from aligners.training.baseline import flatten_numbers
 
-__all__ = ["LitMonoAligner", "flatten_report"]
+__all__ = ["LitMonoAligner"]
 
 
 class LitMonoAligner(pl.LightningModule):
@@ -63,7 +62,8 @@ class LitMonoAligner(pl.LightningModule):
                                   src_tokens=[e.src for e in examples],
                                   tgt_tokens=[e.tgt for e in examples])
         f1 = rep.micro.f1
-        nonident = flatten_report(rep.to_dict()).get("breakdown/non-identical/micro/f1", -1.0)
+        nonident = flatten_numbers(rep.to_dict(), sep="/", finite=False).get(
+            "breakdown/non-identical/micro/f1", -1.0)
         self.select_log.append(round(float(f1), 5))
         self.select_nonident.append(round(float(nonident), 5))
         print(f"  epoch {self.current_epoch}: selection micro F1 {f1:.4f} (non-identical "
@@ -125,9 +125,3 @@ class LitMonoAligner(pl.LightningModule):
             sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / total))
             return [opt], [sched]
         return torch.optim.Adam(self.model.parameters(), lr=hp.lr)
-
-
-def flatten_report(report: dict) -> dict[str, float]:
-    """`EvaluationReport.to_dict()` -> flat `{"micro/f1": ..., "breakdown/token/macro/f1":
-    ...}` (numbers only), one row of metrics.json."""
-    return flatten_numbers(report, sep="/", finite=False)

@@ -1,10 +1,8 @@
 """Lightning orchestration of the reordering classifiers (the maths stays in the models).
 
-`LitReorderer` wraps one of `aligners.models.reorder` (lexical table, naive Bayes, primal
-MaxEnt, dual MaxEnt) with manual optimisation; one Lightning epoch is one epoch of the
-family's one trainer (`aligners.models.reorder.train.Fitting`, which `aligners reorder
-train` runs too): lexical / naive Bayes one counting pass (`max_epochs=1`), primal one SGD
-epoch, dual one EG pass over the active set (the run stops early when it is empty).
+`LitReorderer` wraps one of `aligners.models.reorder` with manual optimisation; one
+Lightning epoch is one `Fitting.epoch` of the family's one trainer (`aligners.models.reorder
+._common`, which `aligners reorder train` runs too); the run stops early when it is done.
 
 The training data is one batch, `(X (E, F) CSR float32, y (E,))` (keys instead of X for the
 lexical table). It stays on the CPU whatever `trainer.accelerator` says: the kernels are

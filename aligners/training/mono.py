@@ -27,6 +27,7 @@ import pytorch_lightning as pl
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from aligners.data.datasets import load
 from aligners.data.jacana import read_annotated
 from aligners.data.pharaoh import link_line
 from aligners.data.types import AlignedPair
@@ -41,18 +42,15 @@ from aligners.models.mono.aligner import (
     shared_embedder,
 )
 from aligners.models.mono.combine import check_combine, combine_links
-from aligners.models.mono.config import NEURAL_KEYS
 from aligners.models.mono.ensemble import MonoEnsemble
 from aligners.outputs import write_lines
-from aligners.training.lit_mono import LitMonoAligner, flatten_report
+from aligners.training.baseline import flatten_numbers
+from aligners.training.lit_mono import LitMonoAligner
 from aligners.training.mono_config import check_cfg, member_cfgs, settings
 from aligners.training.trainer import build_trainer
 
-__all__ = ["KINDS", "ENSEMBLES", "NEURAL_KEYS", "LitMonoAligner", "train", "evaluate",
-           "flatten_report", "add_nonident_cost"]
+__all__ = ["ENSEMBLES", "LitMonoAligner", "train", "evaluate", "add_nonident_cost"]
 
-KINDS = ("mono-token-crf", "mono-phrase-crf", "mono-neural-crf",  # what evaluate() loads
-         "mono-ensemble")
 ENSEMBLES = True  # ckpt_path=[A, B, ...]: evaluate the ensemble of saved models
 
 
@@ -108,7 +106,7 @@ def add_nonident_cost(batch, weight: float) -> None:
     softmax-margin cost `batch.cost` (B, I, Ls, C) in place: a segment labelled with state c
     costs `weight` for each non-identical gold link of its words outside c's target phrase.
     O(B * I * Ls * C)."""
-    from aligners.models.mono.potentials import _segment_sum
+    from aligners.models.mono.potentials import links_inside, segment_sums
     from aligners.models.mono.states import state_table
 
     if not weight or batch.cost is None:
@@ -120,11 +118,8 @@ def add_nonident_cost(batch, weight: float) -> None:
                               dtype=torch.bool).reshape(I, J)
         g = (e.gold.bool() & differ).float()  # (I, J) non-identical gold links
         st = state_table(tgt_len=J, max_tgt_len=batch.max_tgt_len)
-        s0, ln = st["start"].clamp(min=0), st["length"]
-        cs = torch.cat([torch.zeros(I, 1), g.cumsum(1)], 1)
-        inside = torch.where(st["valid"], cs[:, (s0 + ln).clamp(max=J)] - cs[:, s0], 0.0)
-        missed = g.sum(1, keepdim=True) - inside  # (I, C)
-        batch.cost[b, :I, :, : missed.shape[1]] += weight * _segment_sum(missed, Ls)
+        missed = g.sum(1, keepdim=True) - links_inside(g, st)  # (I, C)
+        batch.cost[b, :I, :, : missed.shape[1]] += weight * segment_sums(missed, Ls)
 
 
 def _data_name(cfg: DictConfig) -> str:
@@ -165,8 +160,6 @@ def _train_pairs(cfg: DictConfig) -> list[AlignedPair]:
 def _train_split(d) -> tuple[list[AlignedPair], list[AlignedPair]]:
     """(every training pair but the last data.dev_holdout ones, those) of `MonoData` d:
     data.train_path, else the train split."""
-    from aligners.data.datasets import load
-
     pairs = (read_annotated(d.train_path, what="data.train_path") if d.train_path
              else load(d.name, d.train_split))
     n = int(d.dev_holdout or 0)
@@ -175,8 +168,6 @@ def _train_split(d) -> tuple[list[AlignedPair], list[AlignedPair]]:
 
 def _dev_split(d) -> list[AlignedPair] | None:
     """The dev pairs of `MonoData` d: data.dev_path, else the dev split (None: neither)."""
-    from aligners.data.datasets import load
-
     if d.dev_path:
         return read_annotated(d.dev_path, what="data.dev_path")
     return load(d.name, d.dev_split) if d.dev_split else None
@@ -185,8 +176,6 @@ def _dev_split(d) -> list[AlignedPair] | None:
 def _eval_splits(cfg: DictConfig) -> dict[str, list[AlignedPair]]:
     """split name -> gold pairs: `dev` (data.dev_path, or the data.dev_holdout pairs, which
     replace the test split in tuning runs) and `test` (data.test_path or the test split)."""
-    from aligners.data.datasets import load
-
     d = settings(cfg)[2]
     limit = int(d.test_limit) if d.test_limit else None
     if d.dev_holdout:
@@ -254,7 +243,7 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timi
                                       src_tokens=[p.src for p in pairs],
                                       tgt_tokens=[p.tgt for p in pairs])
             print(format_report(rep))
-            metrics[f"{split}/{d}"] = flatten_report(rep.to_dict())
+            metrics[f"{split}/{d}"] = flatten_numbers(rep.to_dict(), sep="/", finite=False)
             write_lines(str(out_dir / f"predictions.{split}.{d}.pharaoh"),
                         (link_line(sorted(al)) for al in links))
     write_metrics_json(out_dir / "metrics.json", metrics)

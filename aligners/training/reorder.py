@@ -48,10 +48,7 @@ from aligners.models.reorder.naive_bayes import mi_kept
 from aligners.phrases import load_corpus
 from aligners.plots import plot_reorder
 
-__all__ = ["KINDS", "train", "evaluate", "dir_size"]
-
-# export kinds this task writes and `evaluate` accepts
-KINDS = ("reorder-lexical", "reorder-naive-bayes", "reorder-primal-mlr", "reorder-dual-mlr")
+__all__ = ["train", "evaluate", "dir_size"]
 
 
 def dir_size(path) -> int:
@@ -107,19 +104,13 @@ def train(cfg: DictConfig) -> dict:
     results: dict = {"config": OmegaConf.to_container(cfg, resolve=False)}
     featurizer = ReorderFeaturizer(context=bool(rc.features.context))
     raw, dev_cut, test_cut, rows = _extract(cfg, d, run, rc.extract, featurizer, results)
-    f = _Fits(cfg, rc, d, run, raw, rows, featurizer, out_dir, results)
+    f = _Fits(cfg, rc, d, run, raw, rows, featurizer, out_dir, results, dev_cut)
     results["data"] = {"sentence_pairs": raw.n_sentences, "train_pairs": dev_cut,
                        "test_from_pair": test_cut, **f.summary()}
     print(json.dumps(results["data"]), flush=True)
-    m = rc.models
-    if m.lexical:
-        f.lexical(dev_cut)
-    if m.naive_bayes:
-        f.naive_bayes()
-    if m.primal:
-        f.primal()
-    if m.dual:
-        f.dual()
+    for name in ("lexical", "naive_bayes", "primal", "dual"):  # the models switched on
+        if getattr(rc.models, name):
+            getattr(f, name)()
     (out_dir / "results.json").write_text(json.dumps(results, indent=1, default=float))
     split = "dev" if run.evaluate_on == "dev" else "heldout"
     row = {f"{name}_error": rec["heldout_error"] for name, rec in results.get("models", {}).items()
@@ -158,7 +149,7 @@ class _Fits:
     """The feature matrices of one run and the fit, export and scoring of each model kind
     (through `LitReorderer`, the family's one trainer), recorded into `results["models"]`."""
 
-    def __init__(self, cfg, rc, d, run, raw, rows, featurizer, out_dir, results):
+    def __init__(self, cfg, rc, d, run, raw, rows, featurizer, out_dir, results, dev_cut):
         start = time.perf_counter()
         vocab = fit_feature_vocab(raw, rows[0], min_count=int(rc.features.min_count))
         self.X_train = csr_to_torch(to_csr(raw, rows[0], vocab))
@@ -172,6 +163,7 @@ class _Fits:
         dual_warmup()
         self.features = featurizer.describe(vocab)
         self.cfg, self.rc, self.d, self.run, self.results = cfg, rc, d, run, results
+        self.dev_cut = dev_cut  # the training pairs (the Moses table's corpus)
         self.out_dir, self.models_dir = out_dir, out_dir / "models"
         self.gen = torch.Generator().manual_seed(int(cfg.seed))
         x, f = rc.extract, rc.features
@@ -224,14 +216,14 @@ class _Fits:
         print(label, json.dumps(rec), flush=True)
         return rec
 
-    def lexical(self, dev_cut):
+    def lexical(self):
         rc, d, cfg = self.rc, self.d, self.cfg
         lit, path = self.fit("lexical", "lexical", rc.lexical)
         extra = {}
         if rc.lexical.write_table:
             table = self.out_dir / "reordering-table.wbe-msd-backward-fe"
             corpus = load_corpus(_resolve(d.src, cfg), _resolve(d.tgt, cfg),
-                                 _resolve(d.align, cfg), limit=dev_cut,
+                                 _resolve(d.align, cfg), limit=self.dev_cut,
                                  lowercase=bool(d.lowercase))
             extra["moses_table_lines"] = lit.model.write_moses_table(table, iter_phrase_strings(
                 corpus, max_length=int(rc.extract.max_length), mode=rc.extract.mode))
@@ -274,7 +266,7 @@ class _Fits:
         for frac in fractions:
             keep = mi_kept(scores, frac)
             dropped = scores[np.setdiff1d(np.arange(self.F), keep)]
-            Xte = _select_columns(X_test, keep, self.F)
+            Xte = X_test.index_select(1, torch.from_numpy(keep)).coalesce().to_sparse_csr()
             row = {"fraction_removed": float(frac), "features": int(len(keep)),
                    "threshold": float(dropped.max()) if len(dropped) else 0.0}
             for k, (inference, full) in enumerate(fitted.items()):
@@ -289,19 +281,6 @@ class _Fits:
             curve.append(row)
             print("mi", json.dumps(row), flush=True)
         return curve
-
-
-def _select_columns(X_coo: torch.Tensor, keep: np.ndarray, F: int) -> torch.Tensor:
-    """Columns `keep` of a COO (E, F) matrix, renumbered, as CSR."""
-    remap = torch.full((F,), -1, dtype=torch.int64)
-    remap[torch.from_numpy(keep)] = torch.arange(len(keep))
-    X_coo = X_coo.coalesce()
-    idx, val = X_coo.indices(), X_coo.values()
-    new_col = remap[idx[1]]
-    ok = new_col >= 0
-    out = torch.sparse_coo_tensor(torch.stack([idx[0][ok], new_col[ok]]), val[ok],
-                                  size=(X_coo.shape[0], len(keep)), check_invariants=False)
-    return out.coalesce().to_sparse_csr()
 
 
 def _count_pairs(path: str, limit) -> int:

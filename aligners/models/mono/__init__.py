@@ -1,16 +1,9 @@
-"""The mono family: monolingual aligners (Yao et al. 2013; Lan et al. 2021).
-
-- `config`: `MonoConfig`, the model settings' defaults and value rules (no torch);
-- `states`: the phrasal model's dense target-state ids;
-- `potentials`: featurised pairs, padded batches, the shared parameters and log-potentials;
-- `semicrf`: `PhraseCRFAligner` (factored semi-Markov lattice);
-- `crf`: `TokenCRFAligner` (linear-chain lattice);
-- `neural`: `NeuralCRFAligner` (the phrasal lattice + encoder span-pair scores, Lan et al. 2021;
-  its MiniLM encoder needs `transformers`, the `neural` extra);
-- `aligner`: `MonoAligner`, the ready aligner (featurise, decode, save, `aligners.load`);
-- `ensemble`: `MonoEnsemble`, the mean link posterior of 2+ saved aligners.
-No Lightning here: `aligners.training.mono` trains these modules. Heavy names (torch)
-are imported on first use.
+"""The mono family: monolingual aligners (Yao et al. 2013; Lan et al. 2021): the token CRF
+(`crf`), the semi-Markov phrase CRF (`semicrf`; target states `states`, batches
+`potentials`), the neural semi-CRF (`neural`: its MiniLM encoder needs the `neural` extra),
+`MonoAligner`, the ready aligner (`aligner`), and `MonoEnsemble` (`ensemble`); defaults and
+value rules in `config` (no torch). No Lightning here: `aligners.training.mono` trains these
+modules. Heavy names (torch) are imported on first use.
 """
 
 from aligners.families import Family, lazy_names

@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +126,8 @@ def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, directio
     vectors = None
     if attach is not None:  # the encoder (torch: no GIL) runs while this thread featurises
         stubs = [MonoExample(tuple(p.src), tuple(p.tgt), None, None, None) for p in oriented]
-        vectors = (_Background(attach, stubs) if not decoding  # decoding: one encoder
-                   else _Background(functools.partial(attach, decoding=True), stubs,
+        vectors = (_background(attach, stubs) if not decoding  # decoding: one encoder
+                   else _background(functools.partial(attach, decoding=True), stubs,
                                     threads=1))  # thread beside this one (2 cores busy)
     out = []
     with one_thread():
@@ -136,41 +137,32 @@ def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, directio
                 links = p.alignment.possible if gold_links == "possible" else p.alignment.sure
             out.append(prepare(p.src, p.tgt, links, max_src_len=model.max_src_len,
                                max_tgt_len=model.max_tgt_len, embedder=embedder,
-                               phrase_cues=getattr(model, "phrase_cues", False)))
+                               phrase_cues=model.phrase_cues))
     if vectors is None:
         return out
     return [dataclasses.replace(v, emit=e.emit, null=e.null, gold=e.gold)
             for v, e in zip(vectors.result(), out)]
 
 
-class _Background(threading.Thread):
-    """`fn(*args)` in a second thread with the caller's torch intra-op thread count (a new
-    thread would otherwise start from the default) or `threads`; `result()` joins and returns
-    it (or re-raises its exception)."""
+def _background(fn, *args, threads: int | None = None) -> Future:
+    """`fn(*args)` in a second (daemon) thread with the caller's torch intra-op thread count
+    (a new thread would otherwise start from the default) or `threads`; the future's
+    `result()` waits for it and returns it (or re-raises its exception)."""
+    future, threads = Future(), threads or torch.get_num_threads()
 
-    def __init__(self, fn, *args, threads: int | None = None):
-        super().__init__(daemon=True)
-        self._fn, self._args, self._out, self._err = fn, args, None, None
-        self._threads = threads or torch.get_num_threads()
-        self.start()
-
-    def run(self):
+    def run():
         try:
-            torch.set_num_threads(self._threads)
-            self._out = self._fn(*self._args)
+            torch.set_num_threads(threads)
+            future.set_result(fn(*args))
         except BaseException as err:  # re-raised in the caller's thread
-            self._err = err
+            future.set_exception(err)
 
-    def result(self):
-        self.join()
-        if self._err is not None:
-            raise self._err
-        return self._out
+    threading.Thread(target=run, daemon=True).start()
+    return future
 
 
 def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
-           with_gold: bool = True, cost: tuple[float, float] = (1.0, 1.0),
-           pad_features: bool = False):
+           with_gold: bool = True, cost: tuple[float, float] = (1.0, 1.0)):
     """Length-bucketed MonoBatches (sorted by target then source length) and the order.
     Batches are built on the CPU; move them with `MonoBatch.to(device)`."""
     if batch_size < 1:
@@ -178,8 +170,7 @@ def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
     order = sorted(range(len(examples)), key=lambda n: (examples[n].emit.shape[2] // 8,
                                                          len(examples[n].src)))
     batches = [collate([examples[n] for n in order[s: s + batch_size]], max_tgt_len=max_tgt_len,
-                       fp_cost=cost[0], fn_cost=cost[1], with_gold=with_gold,
-                       pad_features=pad_features)
+                       fp_cost=cost[0], fn_cost=cost[1], with_gold=with_gold)
                for s in range(0, len(order), batch_size)]
     return batches, order
 
@@ -222,7 +213,7 @@ def _batched(model: PhraseCRFAligner, examples: list[MonoExample], fn, batch_siz
     model.eval()
     device = model.w_emit.device
     batches, order = chunks(examples, max_tgt_len=model.max_tgt_len, batch_size=batch_size,
-                            with_gold=False, pad_features=False)
+                            with_gold=False)
     out = [None] * len(examples)
     with one_thread():
         flat = [r for b in batches for r in fn(b.to(device))]

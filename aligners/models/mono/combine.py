@@ -29,8 +29,8 @@ import torch
 from aligners.errors import AlignersInputError
 from aligners.models.mono.config import COMBINES
 
-__all__ = ["COMBINES", "check_combine", "grow_diag", "combine_links", "combine_posteriors",
-           "posterior_output", "combined_blocks", "align_combined"]
+__all__ = ["COMBINES", "check_combine", "grow_diag", "combine_links", "posterior_output",
+           "combined_blocks", "align_combined"]
 
 _NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
@@ -87,13 +87,6 @@ def combine_links(s2t: set[Link], t2s: set[Link], combine: str) -> set[Link]:
                              f"got {combine!r}")
 
 
-def combine_posteriors(s2t: torch.Tensor, t2s: torch.Tensor) -> torch.Tensor:
-    """(I, J) mean of the two directions' (I, J) link-posterior matrices."""
-    if s2t.shape != t2s.shape:
-        raise ValueError(f"posterior shapes differ: {tuple(s2t.shape)} vs {tuple(t2s.shape)}")
-    return (s2t + t2s) / 2
-
-
 def posterior_output(mean: torch.Tensor, threshold: float):
     """One pair's output from an (I, J) mean link-posterior matrix: (1x1 blocks, the sorted
     links whose mean exceeds `threshold`, the summed kept means / I)."""
@@ -126,8 +119,7 @@ def align_combined(aligner, pairs, *, combine: str, batch_size=None, embedder=No
     if combine == "posterior":
         a = aligner.posteriors(pairs, direction="s2t", **kw)
         b = aligner.posteriors(pairs, direction="t2s", **kw)
-        return [posterior_output(combine_posteriors(pa, pb), threshold)
-                for pa, pb in zip(a, b)]
+        return [posterior_output((pa + pb) / 2, threshold) for pa, pb in zip(a, b)]
     a = aligner.align(pairs, direction="s2t", decode=decode, threshold=threshold, **kw)
     b = aligner.align(pairs, direction="t2s", decode=decode, threshold=threshold, **kw)
     out = []

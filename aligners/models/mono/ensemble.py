@@ -36,7 +36,7 @@ from aligners.models.mono.aligner import (
 )
 from aligners.models.mono.combine import posterior_output
 
-__all__ = ["KIND", "MonoEnsemble", "load_ensemble", "load_aligners", "load_any"]
+__all__ = ["KIND", "MonoEnsemble", "load_aligners", "load_any"]
 
 KIND = "mono-ensemble"
 
@@ -113,11 +113,14 @@ class MonoEnsemble:
                            config={"members": members, **self.meta, **(config or {})})
 
 
-def load_ensemble(folder) -> MonoEnsemble:
-    """`aligners.export` loader: ModelFolder of kind mono-ensemble -> MonoEnsemble on the CPU.
-    A member config that does not fit raises AlignersInputError."""
+def load_any(folder) -> MonoAligner | MonoEnsemble:
+    """The mono family's `aligners.load` loader (on the CPU): an ensemble folder ->
+    MonoEnsemble, any other mono kind -> MonoAligner (`aligner.load_mono`). A (member) config
+    that does not fit raises AlignersInputError."""
     from aligners.export import ModelFolder
 
+    if folder.kind != KIND:
+        return load_mono(folder)
     members = folder.config.get("members")
     if not isinstance(members, list) or len(members) < 2:
         raise AlignersInputError("an ensemble folder needs a 'members' list of two or more "
@@ -145,8 +148,3 @@ def load_aligners(paths: Sequence[str | Path]) -> MonoAligner | MonoEnsemble:
         return models[0]
     return MonoEnsemble([m for x in models for m in getattr(x, "members", [x])])
 
-
-def load_any(folder):
-    """The mono family's `aligners.load` loader: an ensemble folder -> MonoEnsemble, any
-    other mono kind -> MonoAligner (`aligner.load_mono`)."""
-    return load_ensemble(folder) if folder.kind == KIND else load_mono(folder)

@@ -61,8 +61,6 @@ CHUNK = 1 << 19
 # pairs (sentences) per encoder batch when decoding: less padding than the encoder's default
 # 64 (wiki dev, bf16, 1 thread: 16 -> 1.49 s, 64 -> 2.05 s per 200 pairs); training keeps 64
 DECODE_ENCODER_BATCH = 16
-# where the word vectors come from (`CONTEXTS`, models/mono/config.py): each sentence alone,
-# both in one pass (`neural_pair`), or the two concatenated (2 D inputs to the projection)
 
 
 @dataclass
@@ -181,9 +179,7 @@ class NeuralCRFAligner(PhraseCRFAligner):
                                         batch_size=DECODE_ENCODER_BATCH if decoding else None)
         finally:
             net.train(was_training)
-        src = [v.float().cpu() for v in src]
-        tgt = [v.float().cpu() for v in tgt]
-        return [NeuralExample(**vars(e), src_vec=a, tgt_vec=b)
+        return [NeuralExample(**vars(e), src_vec=a.float().cpu(), tgt_vec=b.float().cpu())
                 for e, a, b in zip(examples, src, tgt)]
 
     def _encode(self, examples, *, frozen: bool, batch_size: int | None = None):
@@ -323,9 +319,7 @@ class NeuralCRFAligner(PhraseCRFAligner):
         if cos is not None:
             pair = pair + self.out_cos(cos).squeeze(-1)
         if perm != list(range(B)):
-            inv = torch.empty_like(p)
-            inv[p] = torch.arange(B, device=a.device)
-            pair = pair[inv]
+            pair = pair[torch.argsort(p)]  # the inverse permutation
         return pair
 
     def emission(self, batch: MonoBatch) -> torch.Tensor:

@@ -1,10 +1,6 @@
 """Shared pieces of the token and phrasal CRF aligners: per-pair feature caching, batching,
-gold-path constraints, Hamming cost and the log-potential builder (Yao et al. 2013, 3.1-3.2).
-
-Log-potentials follow torch-struct's semi-Markov layout (B, I, K, C, C) = [b, n, k, c, c']:
-source segment [n, n+k) labelled with target state c after state c' (k = 0 unused, K = Ls+1);
-position 0 is a START label that must be NULL (id 0), so a batch row has I_b + 1 positions.
-Score = w_emit . f(segment, c) + w_trans[bucket(c', c)] (first-order distortion).
+gold-path constraints and Hamming cost (Yao et al. 2013, 3.1-3.2); the model
+(`semicrf.PhraseCRFAligner`) builds its log-potentials from them.
 """
 
 from collections.abc import Sequence
@@ -12,27 +8,20 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import torch
-from torch import nn
 
-from aligners.features.monolingual import (
-    NULL_FEATURES,
-    Embedder,
-    feature_names,
-    featurize_states,
-)
+from aligners.features.monolingual import Embedder, featurize_states
 from aligners.lattices.jump_transition import JumpLayout
 from aligners.models.mono.states import num_states, state_table
-from aligners.semirings import semiring_zero
 
-__all__ = ["MonoExample", "MonoBatch", "prepare", "collate", "jump_layout", "MonoAlignerBase",
-           "N_TRANS"]
+__all__ = ["MonoExample", "MonoBatch", "prepare", "collate", "jump_layout", "links_inside",
+           "segment_sums", "N_TRANS"]
 
 # transition buckets: to NULL, from NULL, jumps -4..4, same state, start at 0..4, start NULL
 N_TRANS = 18
 
 # Hamming cost given to states that cannot occur (phrases running off the sentence): a large
 # finite cost, not a log zero (those states are masked to the semiring zero in `factors`);
-# finite so that the segment sums of `_segment_sum` never form inf - inf.
+# finite so that the segment sums of `segment_sums` never form inf - inf.
 _INVALID_COST = 1e4
 
 
@@ -67,11 +56,11 @@ def prepare(src: Sequence[str], tgt: Sequence[str], links=None, *, max_src_len: 
 
 @dataclass
 class MonoBatch:
-    """Padded batch. emit (B,I,Ls,C,F), null (B,I,F0), valid/gold_ok (B,I,Ls,C) bool,
-    cost (B,I,Ls,C), trans_idx (B,C,C) [c_next, c_prev], start_idx (B,C), lengths (B,) = I_b+1;
+    """Padded batch (the features stay on `examples`). null (B,I,F0), valid/gold_ok
+    (B,I,Ls,C) bool, cost (B,I,Ls,C), trans_idx (B,C,C) [c_next, c_prev], start_idx (B,C),
+    lengths (B,) = I_b+1;
     jump: the same transition buckets as a `JumpLayout` (built on demand: `jump_layout`)."""
 
-    emit: torch.Tensor | None
     null: torch.Tensor
     valid: torch.Tensor
     trans_idx: torch.Tensor
@@ -85,11 +74,11 @@ class MonoBatch:
 
     def to(self, device) -> "MonoBatch":
         """The batch with every tensor on `device`, the examples' features included (so
-        the unpadded emission path copies nothing per objective evaluation). O(batch size)."""
+        the emission scores copy nothing per objective evaluation). O(batch size)."""
         def mv(t):
             return None if t is None else t.to(device, non_blocking=True)
         examples = [replace(e, emit=mv(e.emit), null=mv(e.null)) for e in self.examples]
-        return MonoBatch(mv(self.emit), mv(self.null), mv(self.valid), mv(self.trans_idx),
+        return MonoBatch(mv(self.null), mv(self.valid), mv(self.trans_idx),
                          mv(self.start_idx), mv(self.lengths), mv(self.cost),
                          mv(self.gold_ok), examples, self.max_tgt_len,
                          None if self.jump is None else self.jump.to(device))
@@ -107,15 +96,21 @@ def _transition_buckets(J: int, Lt: int) -> tuple[torch.Tensor, torch.Tensor]:
     return trans, first
 
 
+def links_inside(g: torch.Tensor, st: dict[str, torch.Tensor]) -> torch.Tensor:
+    """(I, C): how many of word i's links in the (I, J) float matrix `g` fall inside state c's
+    target phrase (0 for NULL and invalid states; `st` = `state_table`). O(I * C)."""
+    J = g.shape[1]
+    cs = torch.cat([torch.zeros(g.shape[0], 1), g.cumsum(1)], 1)
+    s0 = st["start"].clamp(min=0)
+    inside = cs[:, (s0 + st["length"]).clamp(max=J)] - cs[:, s0]
+    return torch.where(st["valid"], inside, torch.zeros_like(inside))
+
+
 def _gold_tables(ex: MonoExample, Lt: int, fp_cost: float, fn_cost: float):
     """Per-token (I, C) Hamming cost (0 on the cheapest state) and gold-consistency mask."""
-    J = len(ex.tgt)
-    st = state_table(tgt_len=J, max_tgt_len=Lt)
+    st = state_table(tgt_len=len(ex.tgt), max_tgt_len=Lt)
     g = ex.gold.float()
-    cs = torch.cat([torch.zeros(len(ex.src), 1), g.cumsum(1)], 1)
-    s0 = st["start"].clamp(min=0)
-    inter = cs[:, (s0 + st["length"]).clamp(max=J)] - cs[:, s0]
-    inter = torch.where(st["valid"], inter, torch.zeros_like(inter))
+    inter = links_inside(g, st)
     span, ng = st["length"].float()[None, :], g.sum(1, keepdim=True)
     cost = fp_cost * (span - inter) + fn_cost * (ng - inter)
     cost = torch.where(st["valid"][None, :], cost, torch.full_like(cost, _INVALID_COST))
@@ -127,7 +122,7 @@ def _gold_tables(ex: MonoExample, Lt: int, fp_cost: float, fn_cost: float):
     return cost, ok
 
 
-def _segment_sum(x: torch.Tensor, Ls: int) -> torch.Tensor:
+def segment_sums(x: torch.Tensor, Ls: int) -> torch.Tensor:
     """(I, C) per-token values -> (I, Ls, C) sums over [n, n+k) (0 past the end)."""
     I = x.shape[0]
     cs = torch.cat([torch.zeros_like(x[:1]), x.cumsum(0)], 0)
@@ -139,15 +134,13 @@ def _segment_sum(x: torch.Tensor, Ls: int) -> torch.Tensor:
 
 
 def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1.0,
-            fn_cost: float = 1.0, with_gold: bool = True, pad_features: bool = True) -> MonoBatch:
-    """Pad a list of examples into a MonoBatch (cost/gold_ok only when all have gold).
-    `pad_features=False` leaves `emit` None: emission scores are then computed per example
-    and padded (less memory and time when decoding)."""
+            fn_cost: float = 1.0, with_gold: bool = True) -> MonoBatch:
+    """Pad a list of examples into a MonoBatch (cost/gold_ok only when all have gold); the
+    features stay on the examples (the emission scores are computed per example)."""
     B = len(examples)
-    Ls, F = examples[0].emit.shape[1], examples[0].emit.shape[-1]
+    Ls = examples[0].emit.shape[1]
     I = max(len(e.src) for e in examples)
     C = max(e.emit.shape[2] for e in examples)
-    emit = torch.zeros(B, I, Ls, C, F, dtype=torch.float16) if pad_features else None
     null = torch.zeros(B, I, examples[0].null.shape[-1])
     valid = torch.zeros(B, I, Ls, C, dtype=torch.bool)
     trans = torch.zeros(B, C, C, dtype=torch.long)
@@ -157,8 +150,6 @@ def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1
     ok = torch.zeros(B, I, Ls, C, dtype=torch.bool) if with_gold else None
     for b, e in enumerate(examples):
         Ib, Cb, J = len(e.src), e.emit.shape[2], len(e.tgt)
-        if pad_features:
-            emit[b, :Ib, :, :Cb] = e.emit
         null[b, :Ib] = e.null
         st = state_table(tgt_len=J, max_tgt_len=max_tgt_len)
         ends = torch.arange(Ib)[:, None] + torch.arange(1, Ls + 1)[None, :] <= Ib  # (Ib, Ls)
@@ -168,11 +159,11 @@ def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1
         trans[b, :Cb, :Cb], first[b, :Cb] = _transition_buckets(J, max_tgt_len)
         if with_gold:
             c_tok, ok_tok = _gold_tables(e, max_tgt_len, fp_cost, fn_cost)
-            cost[b, :Ib, :, :Cb] = _segment_sum(c_tok, Ls)
-            bad = _segment_sum((~ok_tok).float(), Ls)
+            cost[b, :Ib, :, :Cb] = segment_sums(c_tok, Ls)
+            bad = segment_sums((~ok_tok).float(), Ls)
             ok[b, :Ib, :, :Cb] = (bad == 0) & v
     lengths = torch.tensor([len(e.src) + 1 for e in examples])
-    return MonoBatch(emit, null, valid, trans, first, lengths, cost, ok, examples, max_tgt_len)
+    return MonoBatch(null, valid, trans, first, lengths, cost, ok, examples, max_tgt_len)
 
 
 def jump_layout(batch: MonoBatch) -> JumpLayout:
@@ -189,64 +180,3 @@ def jump_layout(batch: MonoBatch) -> JumpLayout:
             start[b, :Cb], end[b, :Cb] = st["start"], st["end0"].clamp(min=0)
         batch.jump = JumpLayout.build(kind, start, end, max_jump=4).to(batch.trans_idx.device)
     return batch.jump
-
-
-class MonoAlignerBase(nn.Module):
-    """Parameters and potential builder shared by the token and the phrasal CRF aligner."""
-
-    def __init__(self, *, max_src_len: int, max_tgt_len: int, embedding: bool = False,
-                 phrase_cues: bool = False):
-        super().__init__()
-        self.max_src_len, self.max_tgt_len, self.embedding = max_src_len, max_tgt_len, embedding
-        self.phrase_cues = phrase_cues
-        self.feature_names = feature_names(max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                                           embedding=embedding, phrase_cues=phrase_cues)
-        self.w_emit = nn.Parameter(torch.zeros(len(self.feature_names)))
-        self.w_null = nn.Parameter(torch.zeros(len(NULL_FEATURES)))
-        self.w_trans = nn.Parameter(torch.zeros(N_TRANS))
-
-    def emission(self, batch: MonoBatch) -> torch.Tensor:
-        """(B, I, Ls, C) linear emission scores (NULL features in column 0). O(B*I*Ls*C*F)."""
-        if batch.emit is None:
-            B, I, Ls, C = batch.valid.shape
-            w = self.w_emit
-            emit = torch.zeros(B, I, Ls, C, dtype=w.dtype, device=w.device)
-            for b, e in enumerate(batch.examples):
-                x = e.emit.to(w.device, non_blocking=True).to(w.dtype)
-                emit[b, : e.emit.shape[0], :, : e.emit.shape[2]] = x @ w
-        else:
-            emit = batch.emit.to(self.w_emit.dtype) @ self.w_emit  # NULL column features are 0
-        null_col = torch.zeros_like(emit[..., 0])
-        null_col[:, :, 0] = batch.null.to(self.w_null.dtype) @ self.w_null
-        return torch.cat([null_col.unsqueeze(-1), emit[..., 1:]], dim=-1)
-
-    def factors(self, batch: MonoBatch, *, cost_weight: float = 0.0, gold_only: bool = False,
-                emission: torch.Tensor | None = None):
-        """Factored potentials: emit (B, I, Ls+1, C) (k = 0 slot is the semiring zero),
-        trans (B, C, C) [c_next, c_prev], start (B, C). O(B*I*Ls*C*F)."""
-        emit = self.emission(batch) if emission is None else emission
-        if cost_weight:
-            emit = emit + cost_weight * batch.cost
-        neg = semiring_zero(emit.dtype)
-        keep = batch.valid & batch.gold_ok if gold_only else batch.valid
-        emit = emit.masked_fill(~keep, neg)
-        emit = torch.cat([torch.full_like(emit[:, :, :1], neg), emit], dim=2)
-        return emit, self.transition(batch), self.w_trans[batch.start_idx]
-
-    def transition(self, batch: MonoBatch):
-        """The (B, C, C) [c_next, c_prev] transition scores w_trans[bucket]. O(B*C^2)."""
-        return self.w_trans[batch.trans_idx]
-
-    def log_potentials(self, batch: MonoBatch, *, cost_weight: float = 0.0,
-                       gold_only: bool = False) -> torch.Tensor:
-        """(B, I, Ls+1, C, C) torch-struct semi-Markov log-potentials. O(B*I*Ls*C^2)."""
-        emit, trans, start = self.factors(batch, cost_weight=cost_weight, gold_only=gold_only)
-        if not torch.is_tensor(trans):  # a JumpTransition
-            trans = trans.dense()
-        lp = emit.unsqueeze(-1) + trans[:, None, None]
-        lp0 = torch.full_like(lp[:, 0], semiring_zero(lp.dtype))
-        lp0[..., 0] = emit[:, 0] + start[:, None, :]
-        return torch.cat([lp0.unsqueeze(1), lp[:, 1:]], dim=1)
-
-    def l2(self) -> torch.Tensor:
-        return sum((p ** 2).sum() for p in self.parameters())

@@ -7,18 +7,25 @@ softmax-margin (Hamming cost inside the partition function, Gimpel & Smith 2010)
 side a sum over every path consistent with the gold links. Posterior (minimum-Bayes-risk)
 decoding keeps every link whose marginal probability exceeds a threshold (`decode_posterior`):
 one forward-backward pass of the same lattice, O(Ls * Lt^2 * I * J^2) per pair as Viterbi.
+
+Factored potentials (`factors`): source segment [n, n+k) labelled with target state c after
+state c' scores w_emit . f(segment, c) + w_trans[bucket(c', c)] (first-order distortion);
+position 0 is a START label that must be NULL (id 0), so a batch row has I_b + 1 positions.
 """
 
 import torch
+from torch import nn
 
+from aligners.features.monolingual import NULL_FEATURES, feature_names
 from aligners.lattices.factored_semimarkov import (
     factored_log_partition,
     factored_marginals,
     factored_viterbi,
 )
 from aligners.lattices.jump_transition import JumpTransition
-from aligners.models.mono.potentials import MonoAlignerBase, MonoBatch, jump_layout
+from aligners.models.mono.potentials import N_TRANS, MonoBatch, jump_layout
 from aligners.models.mono.states import state_phrase, state_table
+from aligners.semirings import semiring_zero
 
 __all__ = ["PhraseCRFAligner", "segments_to_output", "link_matrix", "JUMP_MIN_STATES"]
 
@@ -51,13 +58,45 @@ def link_matrix(*, tgt_len: int, max_tgt_len: int) -> torch.Tensor:
     return real[:, None] & (st["start"][:, None] <= j) & (j <= st["end0"][:, None])
 
 
-class PhraseCRFAligner(MonoAlignerBase):
-    """ls:lt phrasal aligner over the factored potentials of `MonoAlignerBase`."""
+class PhraseCRFAligner(nn.Module):
+    """ls:lt phrasal aligner: its parameters, factored potentials, training loss and decoders."""
 
     def __init__(self, *, max_src_len: int = 3, max_tgt_len: int = 3, embedding: bool = False,
                  phrase_cues: bool = False):
-        super().__init__(max_src_len=max_src_len, max_tgt_len=max_tgt_len, embedding=embedding,
-                         phrase_cues=phrase_cues)
+        super().__init__()
+        self.max_src_len, self.max_tgt_len, self.embedding = max_src_len, max_tgt_len, embedding
+        self.phrase_cues = phrase_cues
+        self.feature_names = feature_names(max_src_len=max_src_len, max_tgt_len=max_tgt_len,
+                                           embedding=embedding, phrase_cues=phrase_cues)
+        self.w_emit = nn.Parameter(torch.zeros(len(self.feature_names)))
+        self.w_null = nn.Parameter(torch.zeros(len(NULL_FEATURES)))
+        self.w_trans = nn.Parameter(torch.zeros(N_TRANS))
+
+    def emission(self, batch: MonoBatch) -> torch.Tensor:
+        """(B, I, Ls, C) linear emission scores (NULL features in column 0), computed per example
+        and padded. O(B*I*Ls*C*F)."""
+        B, I, Ls, C = batch.valid.shape
+        w = self.w_emit
+        emit = torch.zeros(B, I, Ls, C, dtype=w.dtype, device=w.device)
+        for b, e in enumerate(batch.examples):
+            x = e.emit.to(w.device, non_blocking=True).to(w.dtype)
+            emit[b, : e.emit.shape[0], :, : e.emit.shape[2]] = x @ w
+        null_col = torch.zeros_like(emit[..., 0])
+        null_col[:, :, 0] = batch.null.to(self.w_null.dtype) @ self.w_null
+        return torch.cat([null_col.unsqueeze(-1), emit[..., 1:]], dim=-1)
+
+    def factors(self, batch: MonoBatch, *, cost_weight: float = 0.0, gold_only: bool = False,
+                emission: torch.Tensor | None = None):
+        """Factored potentials: emit (B, I, Ls+1, C) (k = 0 slot is the semiring zero),
+        trans (B, C, C) [c_next, c_prev], start (B, C). O(B*I*Ls*C*F)."""
+        emit = self.emission(batch) if emission is None else emission
+        if cost_weight:
+            emit = emit + cost_weight * batch.cost
+        neg = semiring_zero(emit.dtype)
+        keep = batch.valid & batch.gold_ok if gold_only else batch.valid
+        emit = emit.masked_fill(~keep, neg)
+        emit = torch.cat([torch.full_like(emit[:, :, :1], neg), emit], dim=2)
+        return emit, self.transition(batch), self.w_trans[batch.start_idx]
 
     def transition(self, batch: MonoBatch):
         """The label transition: dense (B, C, C) w_trans[bucket], or the same buckets as a
@@ -144,3 +183,6 @@ class PhraseCRFAligner(MonoAlignerBase):
                                            max_tgt_len=self.max_tgt_len)
             out.append((sorted(blocks), links, float(post[keep].sum()) / max(len(ex.src), 1)))
         return out
+
+    def l2(self) -> torch.Tensor:
+        return sum((p ** 2).sum() for p in self.parameters())

@@ -26,4 +26,4 @@ FAMILY = Family(
 
 __getattr__ = lazy_names(__name__, {"DualMLR": "dual_mlr", "LexicalReordering": "lexical",
     "NaiveBayes": "naive_bayes", "mutual_information": "naive_bayes", "PrimalMLR": "mlr",
-    "Reorderer": "reorderer"})
+    "Reorderer": "folder"})

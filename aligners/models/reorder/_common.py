@@ -124,8 +124,11 @@ class Fitting:
         return rec
 
 
-def fit(model, X, y, *, epochs: int, generator, **hp):
-    """`model` trained on (X, y) for at most `epochs` epochs (`Fitting`); returns it."""
+def fit(model, X, y, *, epochs: int, generator=None, **hp):
+    """`model` trained on (X, y) for at most `epochs` epochs (`Fitting`; `generator` None: one
+    seeded with 0); returns it."""
+    if generator is None:
+        generator = torch.Generator().manual_seed(0)
     fitting = Fitting(model, generator=generator, **hp)
     for _ in range(epochs):
         fitting.epoch(X, y)
@@ -184,7 +187,7 @@ class LinearSoftmax(Saved):
     HPARAMS = {"num_features": int, "num_classes": int, "sigma2": float}
     FLOAT32 = ("weight",)
 
-    def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float):
+    def __init__(self, *, num_features: int, num_classes: int = 3, sigma2: float = SIGMA2):
         self.num_features, self.num_classes, self.sigma2 = num_features, num_classes, sigma2
         self.weight = torch.zeros(num_features, num_classes, dtype=torch.float64)
         self.history: list[dict] = []

@@ -16,12 +16,10 @@ import numpy as np
 import torch
 from numba import njit
 
-from aligners.models.reorder._common import LinearSoftmax, csr_arrays, sparse_matmul
+from aligners.models.reorder._common import LinearSoftmax, csr_arrays, fit
 from aligners.models.reorder.config import DualConfig
 
-__all__ = ["DualMLR", "dual_objective", "dual_weights", "eq12_gradient", "warmup"]
-
-_TINY = 1e-300
+__all__ = ["DualMLR", "warmup"]
 
 
 @njit(cache=True)
@@ -103,44 +101,11 @@ def warmup() -> None:
              1.0, 0.1, 2, False, 0.5, 1.0)
 
 
-def dual_weights(X, labels, alpha: torch.Tensor, *, sigma2: float) -> torch.Tensor:
-    """Eq. 10: (F, K) w(alpha) = sigma^2 X^T (onehot(y) - alpha). Cost O(nnz K)."""
-    y = torch.as_tensor(np.asarray(labels), dtype=torch.int64)
-    resid = torch.nn.functional.one_hot(y, alpha.shape[1]).to(alpha.dtype) - alpha
-    Xt = X.to_sparse_coo().t() if isinstance(X, torch.Tensor) else None
-    if Xt is None:
-        raise TypeError("X must be a torch sparse CSR tensor")
-    return sigma2 * torch.sparse.mm(Xt.to(alpha.dtype), resid)
-
-
-def dual_objective(X, labels, alpha: torch.Tensor, *, sigma2: float) -> torch.Tensor:
-    """Eq. 9: D(alpha) for (E, F) CSR X, (E,) labels, (E, K) alpha (differentiable)."""
-    W = dual_weights(X, labels, alpha, sigma2=sigma2)
-    return 0.5 / sigma2 * (W * W).sum() + (alpha * alpha.clamp_min(_TINY).log()).sum()
-
-
-def eq12_gradient(X, labels, alpha: torch.Tensor, *, sigma2: float) -> torch.Tensor:
-    """(E, K) gradient of Eq. 12: 1 + log alpha_ik + w_y . phi_i - w_k . phi_i.
-
-    It equals dD/dalpha plus a per-example constant (w_y . phi_i), which EG's
-    normalisation and the max-min gap of Eq. 16 both ignore.
-    """
-    W = dual_weights(X, labels, alpha, sigma2=sigma2)
-    s = sparse_matmul(X, W)
-    y = torch.as_tensor(np.asarray(labels), dtype=torch.int64)
-    return 1.0 + alpha.log() + s.gather(1, y[:, None]) - s
-
-
 class DualMLR(LinearSoftmax):
     """Dual MaxEnt trained by EG with shrinking. `weight` = w(alpha), (F, K) float64."""
 
     KIND = "reorder-dual-mlr"
-
-    def __init__(self, *, num_features: int, num_classes: int = 3,
-                 sigma2: float = DualConfig.sigma2):
-        super().__init__(num_features=num_features, num_classes=num_classes, sigma2=sigma2)
-        self.alpha: np.ndarray | None = None
-        self.track_objective = False  # `fit_epoch` records D(alpha) in `history`
+    alpha: np.ndarray | None = None  # (E, K), set by `fit_epoch`
 
     def begin_fit(self, X, labels, *, init_eps: float = DualConfig.init_eps,
                   step: float = DualConfig.step, **_) -> dict:
@@ -197,26 +162,18 @@ class DualMLR(LinearSoftmax):
                "seconds": time.perf_counter() - start}
         self.weight = torch.from_numpy(W.copy())
         self.alpha = alpha
-        if self.track_objective:
-            rec["dual_objective"] = float(
-                0.5 / self.sigma2 * (W * W).sum() + (alpha * log_alpha).sum())
         self.history.append(rec)
         return rec
 
     def fit(self, X, labels, *, max_iter: int = DualConfig.max_iter,
-            generator: torch.Generator | None = None, track_objective: bool = False,
-            **hp) -> DualMLR:
+            generator: torch.Generator | None = None, **hp) -> DualMLR:
         """Algorithm 1 over (E, F) CSR X, (E,) labels with the settings `hp` (eps, init_eps,
         max_trial, reset_step, step, step_growth; `aligners.models.reorder._common.settings`):
         one iteration = one pass over the active set in random order (the family's one loop,
         `_common.fit`); stops when no example is active or after `max_iter`.
 
         `history` gets, per iteration, the active fraction at its start (EMNLP Fig. 1),
-        removed/failed counts, seconds and (if `track_objective`) D(alpha).
+        removed/failed counts and seconds.
         Cost per iteration O(nnz(active rows) K); memory O(E K + F K).
         """
-        from aligners.models.reorder._common import fit
-
-        self.track_objective = track_objective
-        gen = generator if generator is not None else torch.Generator().manual_seed(0)
-        return fit(self, X, labels, epochs=max_iter, generator=gen, **hp)
+        return fit(self, X, labels, epochs=max_iter, generator=generator, **hp)

@@ -52,12 +52,6 @@ class LexicalReordering(Saved):
         total = max(self.class_counts.sum(), 1.0)
         return self.smoothing * (self.class_counts + 0.1) / total
 
-    def table_proba(self) -> np.ndarray:
-        """(U, K) smoothed probabilities of every known phrase pair."""
-        s = self.smoothing_vector()
-        num = self.counts + s
-        return num / num.sum(axis=1, keepdims=True)
-
     def predict_log_proba(self, keys: np.ndarray) -> torch.Tensor:
         """(E,) keys -> (E, K) log p(o | pair); unseen pairs get the smoothed prior."""
         keys = np.asarray(keys, dtype=np.int64)
@@ -80,7 +74,8 @@ class LexicalReordering(Saved):
         extract); the first occurrence of each known key is written. This is the table
         format of Moses' `wbe-msd-backward-fe` models.
         """
-        probs = self.table_proba()
+        num = self.counts + self.smoothing_vector()
+        probs = num / num.sum(axis=1, keepdims=True)  # (U, K) of every known phrase pair
         written = np.zeros(len(self.keys), dtype=bool)
         n = 0
         with (contextlib.nullcontext(path) if hasattr(path, "write")

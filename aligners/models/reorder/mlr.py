@@ -9,14 +9,16 @@ through a scalar (W = a V) so that one step costs O(nnz_i K), not O(F K).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 from numba import njit
 
-from aligners.models.reorder._common import LinearSoftmax, csr_arrays, sparse_matmul
+from aligners.models.reorder._common import LinearSoftmax, csr_arrays, fit
 from aligners.models.reorder.config import PrimalConfig
 
-__all__ = ["PrimalMLR", "primal_objective", "warmup"]
+__all__ = ["PrimalMLR", "warmup"]
 
 
 @njit(cache=True)
@@ -64,31 +66,16 @@ def warmup() -> None:
     _sgd_epoch(ptr, idx, val, np.array([0]), np.array([0]), np.zeros((1, 3)), 1.0, 0.1, 0.1, 0.0)
 
 
-def primal_objective(X, labels, W: torch.Tensor, *, sigma2: float) -> float:
-    """Eq. 6 at W (F, K) on (E, F) CSR features and (E,) labels. Cost O(nnz K + F K)."""
-    logits = sparse_matmul(X, W)
-    y = torch.as_tensor(np.asarray(labels), dtype=torch.int64)
-    nll = -(logits.log_softmax(dim=1).gather(1, y[:, None])).sum()
-    return float(0.5 / sigma2 * (W * W).sum() + nll)
-
-
 class PrimalMLR(LinearSoftmax):
     """Primal MaxEnt. F features, K classes; `weight` is (F, K) float64."""
 
     KIND = "reorder-primal-mlr"
-
-    def __init__(self, *, num_features: int, num_classes: int = 3,
-                 sigma2: float = PrimalConfig.sigma2):
-        super().__init__(num_features=num_features, num_classes=num_classes, sigma2=sigma2)
-        self.setup_seconds = 0.0
 
     def begin_fit(self, X, labels, **_) -> dict:
         """State of an SGD run over (E, F) CSR X and (E,) labels, for `fit_epoch`.
 
         Sets `setup_seconds`. Memory O(F K) besides X.
         """
-        import time
-
         setup = time.perf_counter()
         indptr, indices, data = csr_arrays(X)
         y = np.asarray(labels, dtype=np.int64)
@@ -102,8 +89,6 @@ class PrimalMLR(LinearSoftmax):
     def fit_epoch(self, state: dict, *, lr: float, generator: torch.Generator, **_) -> dict:
         """One SGD epoch (random order from `generator`); updates `weight`, appends to
         `history` and returns its record. Cost O(nnz(X) K)."""
-        import time
-
         start = time.perf_counter()
         order = torch.randperm(state["n"], generator=generator).numpy().astype(np.int64)
         V = state["V"]
@@ -121,10 +106,4 @@ class PrimalMLR(LinearSoftmax):
         """SGD over (E, F) CSR X and (E,) labels for `epochs` epochs (the family's one loop,
         `aligners.models.reorder._common.fit`). Cost per epoch O(nnz(X) K); memory O(F K)
         besides X."""
-        from aligners.models.reorder._common import fit
-
-        gen = generator if generator is not None else torch.Generator().manual_seed(0)
-        return fit(self, X, labels, epochs=epochs, generator=gen, lr=lr)
-
-    def objective(self, X, labels) -> float:
-        return primal_objective(X, labels, self.weight, sigma2=self.sigma2)
+        return fit(self, X, labels, epochs=epochs, generator=generator, lr=lr)

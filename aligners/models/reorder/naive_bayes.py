@@ -18,18 +18,17 @@ from aligners.errors import AlignersInputError
 from aligners.models.reorder._common import Saved, csr_arrays, sparse_matmul
 from aligners.models.reorder.config import NaiveBayesConfig
 
-__all__ = ["NaiveBayes", "mutual_information", "mi_kept", "class_feature_counts"]
+__all__ = ["NaiveBayes", "mutual_information", "mi_kept"]
 
 
-def class_feature_counts(X, labels, *, num_classes: int) -> torch.Tensor:
-    """(F, K) float64 n_km = sum of feature m's counts over class-k rows. Cost O(nnz)."""
+def _class_sums(X, y: np.ndarray, num_classes: int, *, presence: bool = False) -> np.ndarray:
+    """(F, K) float64: the sum over class-k rows of feature m's counts (`presence`: of 1 per
+    row containing m). Cost O(nnz)."""
     indptr, indices, data = csr_arrays(X)
-    y = np.asarray(labels, dtype=np.int64)
-    rows = np.repeat(np.arange(len(y)), np.diff(indptr))
-    F = X.shape[1]
-    out = np.zeros((F, num_classes))
-    np.add.at(out, (indices, y[rows]), data)
-    return torch.from_numpy(out)
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(indptr))
+    out = np.zeros((X.shape[1], num_classes))
+    np.add.at(out, (indices, y[rows]), 1.0 if presence else data)
+    return out
 
 
 def mutual_information(X, labels, *, num_classes: int, normalized: bool = True) -> torch.Tensor:
@@ -38,14 +37,11 @@ def mutual_information(X, labels, *, num_classes: int, normalized: bool = True) 
     Uses document frequencies: p(x=1, y=k) = #rows of class k containing m / N.
     Cost O(nnz + F K).
     """
-    indptr, indices, _ = csr_arrays(X)
-    n_rows, F = X.shape
+    n_rows = X.shape[0]
     y = np.asarray(labels, dtype=np.int64)
     if n_rows == 0:
         raise AlignersInputError("mutual information needs at least one example")
-    rows = np.repeat(np.arange(n_rows), np.diff(indptr))
-    df = np.zeros((F, num_classes))
-    np.add.at(df, (indices, y[rows]), 1.0)
+    df = _class_sums(X, y, num_classes, presence=True)
     n_k = np.bincount(y, minlength=num_classes).astype(np.float64)
     joint = np.stack([n_k[None, :] - df, df], axis=1) / n_rows  # (F, 2, K): x=0, x=1
     p_x = joint.sum(axis=2, keepdims=True)  # (F, 2, 1)
@@ -96,7 +92,7 @@ class NaiveBayes(Saved):
         if X.shape[1] != self.num_features:
             raise AlignersInputError(f"X has {X.shape[1]} features, model {self.num_features}")
         y = np.asarray(labels, dtype=np.int64)
-        self.counts = class_feature_counts(X, y, num_classes=self.num_classes)
+        self.counts = torch.from_numpy(_class_sums(X, y, self.num_classes))
         self.class_counts = torch.from_numpy(
             np.bincount(y, minlength=self.num_classes).astype(np.float64))
         return self
@@ -135,8 +131,7 @@ class NaiveBayes(Saved):
     def select(self, keep: np.ndarray) -> "NaiveBayes":
         """A model restricted to the feature columns `keep` (M = len(keep) in Eq. 10)."""
         keep = np.asarray(keep, dtype=np.int64)
-        out = NaiveBayes(num_features=len(keep), num_classes=self.num_classes,
-                         alpha=self.alpha, inference=self.inference)
+        out = NaiveBayes(**{**self.hparams(), "num_features": len(keep)})
         out.counts = self.counts[torch.from_numpy(keep)].clone()
         out.class_counts = self.class_counts.clone()
         return out

@@ -1,15 +1,7 @@
 """The one reorder trainer: `aligners reorder train` (`fit`) and the reorder task
 (`aligners.training.lit_reorder.LitReorderer`, one Lightning epoch = one `Fitting.epoch`)
-build and train a reordering model with this code (`folder`: what its folder records, and
-saving it).
-
-- `settings(**hp)`: the flat training settings over their defaults (`DEFAULTS`, from
-  `aligners.models.reorder.config`); `build(name, num_features, **hp)`: an untrained model,
-  `name` in `NAMES`;
-- `Fitting` (from `_common`, where the models' own `fit` finds it too): one model trained on
-  one batch `(X (E, F) CSR, y (E,))` (keys instead of X for the lexical table), one epoch at
-  a time: lexical / naive Bayes one counting pass, primal one SGD epoch, dual one EG pass
-  over the active set (done when the set is empty); `fit`: its loop.
+build (`build`, `name` in `NAMES`) and train a reordering model with this code; `settings`,
+`Fitting` and `fit` live in `_common`, where the models' own `fit` finds them too.
 Cost: that of the models' own fitting code; nothing here holds more than the model.
 """
 
@@ -29,13 +21,10 @@ NAMES = {"lexical": LexicalReordering, "naive_bayes": NaiveBayes, "primal": Prim
 
 
 def build(name: str, *, num_features: int = 0, num_classes: int = 3, **hp):
-    """The untrained model `name` (one of `NAMES`) with the settings `hp` (`settings`)."""
+    """The untrained model `name` (one of `NAMES`) with the settings `hp` (`settings`) that
+    its class declares (`HPARAMS`)."""
     if name not in NAMES:
         raise AlignersInputError(f"reordering model {name!r}; expected one of {sorted(NAMES)}")
-    s = settings(**hp)
-    if name == "lexical":
-        return LexicalReordering(num_classes=num_classes, smoothing=s["smoothing"])
-    if name == "naive_bayes":
-        return NaiveBayes(num_features=num_features, num_classes=num_classes, alpha=s["alpha"],
-                          inference=s["inference"])
-    return NAMES[name](num_features=num_features, num_classes=num_classes, sigma2=s["sigma2"])
+    cls = NAMES[name]
+    s = {**settings(**hp), "num_features": num_features, "num_classes": num_classes}
+    return cls(**{k: s[k] for k in cls.HPARAMS})
