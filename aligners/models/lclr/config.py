@@ -2,7 +2,7 @@
 
 `LCLRConfig` is the `model` section of the lclr task (the schema configs/model/lclr_*.yaml
 extend, each holding what it changes); its training defaults are those of
-`aligners.models.lclr.train_lclr`, which reads them from here. `LCLRData` is the task's
+`aligners.models.lclr.model.train_lclr`, which reads them from here. `LCLRData` is the task's
 `data` section (configs/data/lclr_*.yaml); `lclr_settings(cfg)` reads both.
 """
 

@@ -90,8 +90,8 @@ def flip(pair: AlignedPair) -> AlignedPair:
 def one_thread():
     """Run the block on one intra-op thread, then restore the caller's setting. Per-pair
     features and decoding batches are small tensors: intra-op threads only add fork/join
-    waits (benchmarks/mono_side_by_side.py on the loaded 2-core box: phrase decoding 45
-    pairs/s on 2 threads vs 3063 on 1)."""
+    waits (measured on the loaded 2-core box by the since-retired mono_side_by_side script,
+    commit 9c3f34f: phrase decoding 45 pairs/s on 2 threads vs 3063 on 1)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

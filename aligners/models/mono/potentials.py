@@ -41,7 +41,7 @@ def prepare(src: Sequence[str], tgt: Sequence[str], links=None, *, max_src_len: 
             max_tgt_len: int, embedder: Embedder | None = None,
             phrase_cues: bool = False) -> MonoExample:
     """Featurise one pair; `links` are 0-based (i, j) source-target pairs (or None).
-    Cost: see `featurize`; memory I*Ls*C*F halves."""
+    Cost: see `aligners.features.monolingual.featurize_states`; memory I*Ls*C*F halves."""
     emit, null = featurize_states(src, tgt, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
                                   embedder=embedder, phrase_cues=phrase_cues)
     I, J = len(src), len(tgt)

@@ -33,7 +33,8 @@ __all__ = ["PhraseCRFAligner", "segments_to_output", "link_matrix", "JUMP_MIN_ST
 # `JumpTransition` (O(C) per position) instead of the dense (C, C) one (same results: exact up
 # to float rounding, Viterbi bit-equal). On the CPU the lattice is bound by per-operation
 # overhead, so the O(C^2) path stays faster up to C ~ 150-200 at 8 pairs x 30 words
-# (`python benchmarks/mono_jump_lattice.py`, the git log "Issue 13: speed").
+# (the since-retired mono_jump_lattice benchmark, commit 9c3f34f; the git log "Issue 13:
+# speed").
 JUMP_MIN_STATES = 200
 
 
