@@ -262,16 +262,16 @@ def main(argv=None) -> list[dict]:
         return []
     if args.experiment:
         with tempfile.TemporaryDirectory(prefix="lclr-bench-") as tmp:
-            run_dir = Path(args.run_dir or Path(tmp) / "run")
-            run_dir.mkdir(parents=True, exist_ok=True)
+            run_dir = Path(args.run_dir or Path(tmp) / "run")  # train.py makes it: new or empty
             cmd = [sys.executable, str(ROOT / "train.py"), f"experiment={args.experiment}",
                    *args.set, f"hydra.run.dir={run_dir}"]
-            with open(run_dir / "train.log", "w", encoding="utf-8") as log:
+            stdout = Path(tmp) / "stdout.log"  # outside the run folder, which must start empty
+            with open(stdout, "w", encoding="utf-8") as log:
                 run = run_command(cmd, stdout=log)
             if run["returncode"] != 0:
                 raise SystemExit(f"train.py failed:\n{run['stderr']}")
             metrics = json.loads((run_dir / "metrics.json").read_text())
-            print((run_dir / "train.log").read_text(encoding="utf-8")[-3000:])
+            print(stdout.read_text(encoding="utf-8")[-3000:])
         rows = rows_from_metrics(metrics, args.experiment, run, machine())
     else:
         rows = ilp_rows(args)
