@@ -125,12 +125,13 @@ def rounded(x: float | None, digits: int = 4) -> float | None:
 
 def git_commit() -> str:
     """The short commit of the checkout, with "+dirty" when it has uncommitted changes
-    (outside benchmarks/results/: rows written earlier in the same session are not code)."""
+    (outside benchmarks/results/, RESULTS.md and README.md: the rows and the page that
+    earlier runs of the same session wrote are not code)."""
     try:
         sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                              capture_output=True, text=True, timeout=10).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
-                                ".", ":!benchmarks/results"],
+                                ".", ":!benchmarks/results", ":!RESULTS.md", ":!README.md"],
                                cwd=ROOT, capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
         return "unknown"
