@@ -11,10 +11,10 @@ placeholder (``OUT``, ``RUN/lclr``: an input someone has to supply), needs a GPU
 or is known to take longer than the limit (``command_s`` of its rows: the seconds it ran the
 last time, a lower bound where it was stopped at a limit). Every other job runs from the
 repository root with this interpreter, one after the other, in a process group that is
-stopped at the limit; its output goes to ``LOG_DIR/<n>.log``. The script writes its own rows
-(which drops their stale mark); afterwards each row of the command gets ``command_s``, and the
-page is rendered again. ``--stale``: only commands with a stale row (``stale.py``);
-``--match TEXT``: only commands containing TEXT.
+stopped at the limit; its output goes to ``LOG_DIR/<n>-<command>.log``. The script writes its
+own rows (which drops their stale mark; a command that writes none is reported); afterwards
+each row of the command gets ``command_s``, and the page is rendered again. ``--stale``: only
+commands with a stale row (``stale.py``); ``--match TEXT``: only commands containing TEXT.
 """
 
 from __future__ import annotations
@@ -119,8 +119,10 @@ def run_job(job: Job, limit_s: float, log: Path, root: Path = ROOT) -> tuple[str
     return ("ok" if code == 0 else f"failed (exit {code})"), seconds
 
 
-def _record_seconds(results_dir: Path, command: str, seconds: float) -> None:
-    """Set command_s of every stored row of `command` (a whole number of seconds)."""
+def _record_seconds(results_dir: Path, command: str, seconds: float) -> list[dict]:
+    """Set command_s of every stored row of `command` (a whole number of seconds); returns
+    those rows."""
+    found = []
     for path in sorted(results_dir.glob("*.json")):
         rows = load_rows(path)
         hit = [r for r in rows if r["command"] == command and r["role"] != "paper"]
@@ -129,6 +131,8 @@ def _record_seconds(results_dir: Path, command: str, seconds: float) -> None:
         if hit:
             path.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n",
                             encoding="utf-8")
+        found += hit
+    return found
 
 
 def rerun(rows: list[dict], results_dir: Path, *, limit_min: float, stale_only: bool,
@@ -155,10 +159,15 @@ def rerun(rows: list[dict], results_dir: Path, *, limit_min: float, stale_only: 
     bad = 0
     for n, job in enumerate(todo, 1):
         print(f"[{n}/{len(todo)}] {job.command}", flush=True)
-        status, seconds = run_job(job, limit_s, log_dir / f"{n}.log")
-        print(f"[{n}/{len(todo)}] {status} after {seconds:.0f} s (log: {log_dir / f'{n}.log'})",
-              flush=True)
+        log = log_dir / f"{n}-{re.sub(r'[^A-Za-z0-9]+', '_', job.command)[:80]}.log"
+        status, seconds = run_job(job, limit_s, log)
+        print(f"[{n}/{len(todo)}] {status} after {seconds:.0f} s (log: {log})", flush=True)
         bad += status != "ok"
-        if not status.startswith("failed"):  # stopped: a lower bound, still worth keeping
-            _record_seconds(results_dir, job.command, seconds)
+        if status.startswith("failed"):
+            continue
+        before = {id(r): r["measured"] for r in job.rows}  # stopped: still a lower bound
+        after = _record_seconds(results_dir, job.command, seconds)
+        if status == "ok" and [r["measured"] for r in after] == list(before.values()):
+            print(f"[{n}/{len(todo)}] it rewrote none of its rows (a command that writes no "
+                  "row): they stay as they were; re-measure them by hand", flush=True)
     return 1 if bad else 0
