@@ -281,9 +281,10 @@ def check_config(cfg, task: str | None = None) -> None:
     for section, target in task_configs().get(task or "", {}).items():
         found, node = _lookup(cfg, section) if section else (True, cfg)
         if found and node is not None:
-            check(node, config_class(target), where=section)
+            cls = config_class(target)
+            check(node, cls, where=section)
             if section:  # a misspelt `+model.p00=...` is refused, not silently ignored
-                _known_keys(config_class(target), node, section)
+                _known_keys(cls, node, section)
 
 
 def _known_keys(cls: type, node, where: str) -> None:
@@ -315,19 +316,19 @@ def from_config(cls: type, node=None, where: str = "model", *, strict: bool = Tr
     back as plain lists / dicts."""
     node = {} if node is None else node
     check(node, cls, where=where)
-    return _build(cls, node, where, strict)
+    if strict:  # the whole tree, nested sections included
+        _known_keys(cls, node, where)
+    return _build(cls, node, where)
 
 
-def _build(cls: type, node, where: str, strict: bool):
+def _build(cls: type, node, where: str):
     node = {} if node is None else node
     names = {f.name: f for f in fields(cls)}
-    if strict:
-        _known_keys(cls, node, where)
     values = {}
     for name, f in names.items():
         if name in node:
             sub = _section(f)
-            values[name] = (_build(sub, node[name], _join(where, name), strict) if sub
+            values[name] = (_build(sub, node[name], _join(where, name)) if sub
                             else _plain(node[name]))
         elif f.default is MISSING and f.default_factory is MISSING:
             rule = meta(cls, name, "rule")
