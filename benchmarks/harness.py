@@ -44,10 +44,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 
 __all__ = ["FIELDS", "OPTIONAL", "RESULTS_DIR", "ROLES", "ResultsError", "add_output_args",
-           "check_row",
-           "command_line", "cuda_peak_mib", "git_commit", "load_rows", "machine", "make_row",
-           "measure", "measure_interleaved", "measured_now", "peak_growth_mib", "rounded",
-           "run_command", "run_side_by_side", "write_rows"]
+           "check_row", "command_line", "cuda_peak_mib", "git_commit", "load_rows", "machine",
+           "make_row", "measure", "measure_interleaved", "measured_now", "peak_growth_mib",
+           "rounded", "run_command", "run_side_by_side", "save_rows", "write_rows"]
 
 # Every row has exactly these keys (None where not measured). Types: see check_row.
 FIELDS = ("task", "dataset", "system", "role", "metrics", "wall_s", "cpu_s", "peak_rss_mib",
@@ -203,10 +202,16 @@ def write_rows(name: str, rows: list[dict], results_dir: Path | None = None) -> 
     new = {key(check_row(r, f"new row {i + 1}")): r for i, r in enumerate(rows)}
     merged = [new.pop(key(r), r) for r in stored] + list(new.values())
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps([{k: r[k] for k in FIELDS + OPTIONAL if k in r} for r in merged],
-                      indent=1, ensure_ascii=False)
-    path.write_text(text + "\n", encoding="utf-8")
+    save_rows(path, merged)
     return path
+
+
+def save_rows(path: Path, rows: list[dict]) -> None:
+    """Write `rows` as the results file `path` (the one layout: keys in FIELDS order, then
+    OPTIONAL ones present, indent 1, UTF-8)."""
+    text = json.dumps([{k: r[k] for k in FIELDS + OPTIONAL if k in r} for r in rows],
+                      indent=1, ensure_ascii=False)
+    Path(path).write_text(text + "\n", encoding="utf-8")
 
 
 def add_output_args(parser, name: str) -> None:

@@ -19,7 +19,6 @@ commands with a stale row (``stale.py``); ``--match TEXT``: only commands contai
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -34,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import ROOT, load_rows  # noqa: E402
+from harness import ROOT, load_rows, save_rows  # noqa: E402
 
 __all__ = ["Job", "plan", "rerun", "run_job"]
 
@@ -129,8 +128,7 @@ def _record_seconds(results_dir: Path, command: str, seconds: float) -> list[dic
         for r in hit:
             r["command_s"] = round(seconds)
         if hit:
-            path.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n",
-                            encoding="utf-8")
+            save_rows(path, rows)
         found += hit
     return found
 
@@ -165,9 +163,8 @@ def rerun(rows: list[dict], results_dir: Path, *, limit_min: float, stale_only: 
         bad += status != "ok"
         if status.startswith("failed"):
             continue
-        before = {id(r): r["measured"] for r in job.rows}  # stopped: still a lower bound
-        after = _record_seconds(results_dir, job.command, seconds)
-        if status == "ok" and [r["measured"] for r in after] == list(before.values()):
+        after = _record_seconds(results_dir, job.command, seconds)  # stopped: a lower bound
+        if status == "ok" and [r["measured"] for r in after] == [r["measured"] for r in job.rows]:
             print(f"[{n}/{len(todo)}] it rewrote none of its rows (a command that writes no "
                   "row): they stay as they were; re-measure them by hand", flush=True)
     return 1 if bad else 0

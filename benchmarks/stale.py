@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import ast
 import functools
-import json
 import re
 import subprocess
 import sys
@@ -25,11 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import RESULTS_DIR, ROOT, load_rows  # noqa: E402
+from harness import RESULTS_DIR, ROOT, load_rows, save_rows  # noqa: E402
 
 __all__ = ["CODE", "code_of", "stale_rows", "main"]
 
 MARK = "† "
+_GIT = ("git", "-C", str(ROOT))
 _WORD = ("aligners/data", "aligners/symmetrize.py", "aligners/commands/align.py")
 CODE = {  # (task prefix, system text) -> the paths a row's figure depends on
     ("word", "bayesian"): (*_WORD, "aligners/models/bayesian"),
@@ -80,8 +80,8 @@ def _code(source: str | None):
     return ast.dump(tree)
 
 
-def _show(git: list[str], rev: str, path: str) -> str | None:
-    out = subprocess.run([*git, "show", f"{rev}:{path}"], capture_output=True)
+def _show(rev: str, path: str) -> str | None:
+    out = subprocess.run([*_GIT, "show", f"{rev}:{path}"], capture_output=True)
     return out.stdout.decode("utf-8", "replace") if out.returncode == 0 else None
 
 
@@ -89,15 +89,13 @@ def _show(git: list[str], rev: str, path: str) -> str | None:
 def _changes_file(commit: str, path: str) -> bool:
     """Whether `commit` changes the code of file `path`: not Python, or a syntax tree
     (docstrings left out) that differs from its parent's."""
-    git = ["git", "-C", str(ROOT)]
-    before = _code(_show(git, f"{commit}^", path)) if path.endswith(".py") else None
-    return before is None or before != _code(_show(git, commit, path))
+    before = _code(_show(f"{commit}^", path)) if path.endswith(".py") else None
+    return before is None or before != _code(_show(commit, path))
 
 
 @functools.cache
 def _files(commit: str) -> tuple[str, ...]:
-    git = ["git", "-C", str(ROOT)]
-    return tuple(subprocess.run([*git, "diff", "--name-only", f"{commit}^", commit],
+    return tuple(subprocess.run([*_GIT, "diff", "--name-only", f"{commit}^", commit],
                                 capture_output=True, text=True, check=True).stdout.split())
 
 
@@ -110,11 +108,10 @@ def _changes_code(commit: str, paths: tuple[str, ...]) -> bool:
 def _changes(commit: str, paths: tuple[str, ...]) -> int | None:
     """Commits after `commit` that change code under `paths` (comment-, docstring- and
     layout-only commits do not count; None: `commit` is not in this history)."""
-    git = ["git", "-C", str(ROOT)]
-    if subprocess.run([*git, "cat-file", "-e", f"{commit}^{{commit}}"],
+    if subprocess.run([*_GIT, "cat-file", "-e", f"{commit}^{{commit}}"],
                       capture_output=True).returncode != 0:
         return None
-    out = subprocess.run([*git, "rev-list", "--no-merges", f"{commit}..HEAD", "--", *paths],
+    out = subprocess.run([*_GIT, "rev-list", "--no-merges", f"{commit}..HEAD", "--", *paths],
                          capture_output=True, text=True, check=True).stdout
     return sum(_changes_code(c, paths) for c in out.split())
 
@@ -150,8 +147,7 @@ def main(argv=None) -> int:
                 row["note"] = MARK + "stale: family code changed after the measurement" + (
                     f"; {note}" if note else "")
         if args.mark and found:
-            path.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n",
-                            encoding="utf-8")
+            save_rows(path, rows)
     return 0
 
 
