@@ -107,10 +107,15 @@ def versions() -> str:
     return ", ".join(out)
 
 
+def _seeds(test: dict, key: str) -> list[int]:
+    """The seeds of system `key`'s per-seed test figures (`<key>_acc_seed<seed>`)."""
+    return sorted(int(k.rsplit("seed", 1)[1]) for k in test if k.startswith(f"{key}_acc_seed"))
+
+
 def _pairs_note(key: str, test: dict, train: dict, inf: dict) -> str:
     """Mean ± sd over seeds, each seed's accuracy and C; for LCLR the training and per-pair
     ILP inference cost."""
-    seeds = sorted(int(k.rsplit("seed", 1)[1]) for k in test if k.startswith(f"{key}_acc_seed"))
+    seeds = _seeds(test, key)
     per = ", ".join(f"seed {s}: {100 * test[f'{key}_acc_seed{s}']:.2f} "
                     f"(C {train[f'{key}_C_seed{s}']:g})" for s in seeds)
     folds, repeats = int(train.get("cv_folds", 3)), int(train.get("cv_repeats", 5))
@@ -130,7 +135,7 @@ def _pairs_note(key: str, test: dict, train: dict, inf: dict) -> str:
 
 def _translit_note(key: str, test: dict, train: dict) -> str:
     """Mean ± sd over seeds of accuracy and MRR, each seed's figures and C."""
-    seeds = sorted(int(k.rsplit("seed", 1)[1]) for k in test if k.startswith(f"{key}_acc_seed"))
+    seeds = _seeds(test, key)
     per = ", ".join(f"seed {s}: {100 * test[f'{key}_acc_seed{s}']:.2f} / "
                     f"{100 * test[f'{key}_mrr_seed{s}']:.2f} (C {train[f'{key}_C_seed{s}']:g})"
                     for s in seeds)
