@@ -18,7 +18,6 @@ from __future__ import annotations
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.lattices._core import backtrack
 from aligners.lattices.jump_transition import JumpTransition
 
 __all__ = ["factored_log_partition", "factored_marginals", "factored_viterbi"]
@@ -40,45 +39,35 @@ def _check(emit: torch.Tensor, trans, start: torch.Tensor,
 def _factored_scan(emit: torch.Tensor, trans, start: torch.Tensor,
                    lengths: torch.Tensor, reduce_max: bool):
     """Forward recursion under Log (reduce_max=False) or Max; returns the (B, C) chart at
-    each row's last point and, under Max, backpointers [(k (B, K, C) ... )] per point
-    (a `JumpTransition`: k only, and the stacked (B, N-1, C) charts)."""
+    each row's last point (Log: log Z (B,)) and, under Max, the length pointers (B, N-1, C)
+    of the best segment ending at each point and the stacked (B, N-1, C) charts."""
     _check(emit, trans, start, lengths)
-    jump = isinstance(trans, JumpTransition)
+    if isinstance(trans, JumpTransition):
+        message = trans.message
+    else:
+        def message(alpha, *, reduce_max):  # (B, C): (+) over c' of alpha[c'] + trans[c, c']
+            scores = alpha[:, None, :] + trans
+            return scores.amax(-1) if reduce_max else torch.logsumexp(scores, -1)
     B, N1, K, C = emit.shape
     rows = emit.unbind(1)
     outgoing = [rows[0] + start[:, None, :]]  # (B, K, C) per start point
-    out_arg = [torch.zeros(B, K, C, dtype=torch.long, device=emit.device)]
     alphas, pointers = [], []
     for t in range(1, N1 + 1):
         ks = range(1, min(K - 1, t) + 1)
         cand = torch.stack([outgoing[t - k][:, k] for k in ks], dim=1)  # (B, k, C)
         if reduce_max:
             alpha, kbest = cand.max(1)
-            if jump:
-                pointers.append(kbest + 1)
-            else:
-                prev = torch.stack([out_arg[t - k][:, k] for k in ks], dim=1)
-                pointers.append((kbest + 1, prev.gather(1, kbest.unsqueeze(1)).squeeze(1)))
+            pointers.append(kbest + 1)
         else:
             alpha = torch.logsumexp(cand, 1)
         alphas.append(alpha)
-        if t == N1:
-            break
-        if jump:
-            outgoing.append(rows[t] + trans.message(alpha, reduce_max=reduce_max)[:, None, :])
-            continue
-        scores = alpha[:, None, :] + trans  # (B, C, C')
-        if reduce_max:
-            best, arg = scores.max(-1)
-            outgoing.append(rows[t] + best[:, None, :])
-            out_arg.append(arg[:, None, :].expand(B, K, C))
-        else:
-            outgoing.append(rows[t] + torch.logsumexp(scores, -1)[:, None, :])
+        if t < N1:
+            outgoing.append(rows[t] + message(alpha, reduce_max=reduce_max)[:, None, :])
     stacked = torch.stack(alphas, dim=1)  # (B, N-1, C): alphas[t-1] = chart at point t
     last = stacked[torch.arange(B), lengths - 2]
     if reduce_max:
-        return last, (pointers, stacked) if jump else pointers
-    return torch.logsumexp(last, -1), None
+        return last, torch.stack(pointers, 1), stacked
+    return torch.logsumexp(last, -1)
 
 
 def factored_log_partition(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tensor, *,
@@ -88,7 +77,7 @@ def factored_log_partition(emit: torch.Tensor, trans: torch.Tensor, start: torch
 
     O(B*N*(C^2 + K*C)) time (JumpTransition: O(B*N*C*(K + D + W))), O(B*N*K*C) memory;
     differentiable (marginals = gradients)."""
-    return _factored_scan(emit, trans, start, lengths, reduce_max=False)[0]
+    return _factored_scan(emit, trans, start, lengths, reduce_max=False)
 
 
 def factored_marginals(emit: torch.Tensor, trans, start: torch.Tensor, *,
@@ -113,27 +102,19 @@ def factored_viterbi(emit: torch.Tensor, trans: torch.Tensor, start: torch.Tenso
     """emit (B, N-1, K, C), trans (B, C, C) or a `JumpTransition`, start (B, C), lengths (B,)
     -> (best scores (B,), per row the segments [(start point, length k, label), ...]).
 
-    O(B*N*(C^2 + K*C)) time, O(B*N*K*C) integer backpointers; the backtrack is vectorised
-    over the batch (`_core.backtrack`), then one host transfer builds the lists."""
-    last, pointers = _factored_scan(emit, trans, start, lengths, reduce_max=True)
+    O(B*N*(C^2 + K*C)) time, O(B*N*C) backpointers (segment lengths); the backtrack is
+    vectorised over the batch, then one host transfer builds the lists."""
+    last, kptr, charts = _factored_scan(emit, trans, start, lengths, reduce_max=True)
     score, label = last.max(-1)
-    if isinstance(trans, JumpTransition):
-        return score, _jump_paths(*pointers, trans, lengths, label)
-    labels, seg_len = backtrack(torch.stack([k for k, _ in pointers], 1),
-                                torch.stack([c for _, c in pointers], 1),
-                                last=lengths - 1, label=label)
-    labels, seg_len = labels.tolist(), seg_len.tolist()  # one transfer for the output lists
-    paths = [[(t - k, k, lab[t]) for t, k in enumerate(row) if k > 0]
-             for lab, row in zip(labels, seg_len)]
-    return score, paths
+    return score, _backtrack(kptr, charts, trans, lengths, label)
 
 
-def _jump_paths(kptr: list[torch.Tensor], charts: torch.Tensor, trans: JumpTransition,
-                lengths: torch.Tensor, label: torch.Tensor) -> list[list[tuple[int, int, int]]]:
-    """Backtrack of the `JumpTransition` Viterbi: k from the pointers, the previous label as
-    the first argmax of chart[start point] + the dense transition row into the label (as the
-    dense path's max). O(B*N*C), vectorised over the batch; one host transfer."""
-    kp = torch.stack(kptr, 1)  # (B, N-1, C): k of the best segment ending at point t (t-1)
+def _backtrack(kp: torch.Tensor, charts: torch.Tensor, trans, lengths: torch.Tensor,
+               label: torch.Tensor) -> list[list[tuple[int, int, int]]]:
+    """Backtrack of the Viterbi: k from the pointers kp (B, N-1, C) (of the best segment
+    ending at point t, index t-1), the previous label as the first argmax of chart[start
+    point] + the transition row into the label (the forward's max). O(B*N*C), vectorised over
+    the batch; one host transfer."""
     B = kp.shape[0]
     rows = torch.arange(B, device=kp.device)
     pos, lab = (lengths - 1).long().to(kp.device), label.long()
@@ -142,7 +123,8 @@ def _jump_paths(kptr: list[torch.Tensor], charts: torch.Tensor, trans: JumpTrans
         active = pos > 0
         k = torch.where(active, kp[rows, (pos - 1).clamp(min=0), lab], torch.zeros_like(pos))
         begin = pos - k
-        scores = charts[rows, (begin - 1).clamp(min=0)] + trans.row(lab).to(charts.dtype)
+        row = trans.row(lab) if isinstance(trans, JumpTransition) else trans[rows, lab]
+        scores = charts[rows, (begin - 1).clamp(min=0)] + row.to(charts.dtype)
         prev = torch.where(begin > 0, scores.argmax(-1), torch.zeros_like(lab))
         steps.append(torch.stack([begin, k, lab], -1))
         pos, lab = begin, torch.where(active, prev, lab)
