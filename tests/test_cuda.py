@@ -223,6 +223,8 @@ def test_samplers_on_device_are_valid_with_the_right_frequencies():
     hlive = torch.arange(seg.shape[1], device=DEVICE)[None] < lengths.to(DEVICE)[:, None]
     assert bool((hs.states[:, ~hlive] == -1).all()) and bool((hs.states[:, hlive] >= 0).all())
     struct, lp, lengths = _chain("semi", torch.float32)
-    labels = struct().sample_labels(*_dev(lp), 4, lengths=lengths.to(DEVICE), generator=gen)
-    assert labels.device.type == DEVICE.type
-    assert labels.shape == (4, lp.shape[0], lp.shape[1] + 1)
+    parts = struct().sample(*_dev(lp), 4, lengths=lengths.to(DEVICE), generator=gen)
+    assert parts.device.type == DEVICE.type and parts.shape == (4,) + tuple(lp.shape)
+    seq, _ = struct.from_parts(parts.flatten(0, 1))
+    live = torch.arange(lp.shape[1] + 1, device=DEVICE)[None] < lengths.to(DEVICE)[:, None]
+    assert bool((seq.view(4, *live.shape)[:, ~live] == -1).all())

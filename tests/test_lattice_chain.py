@@ -293,16 +293,10 @@ def test_log_partition_stores_only_the_forward_chart_for_backward(kind):
         torch.testing.assert_close(g.sum((-1, -2)), expect)
 
 
-def test_compact_samples_and_semiring_sampler_agree_with_dense_sampler():
+def test_semiring_sampler_agrees_with_the_marginals():
     lp, lengths = _inputs(4, 3, batch=2, seed=12)
     s = LinearChain()
-    dense = s.sample(lp, 300, lengths, generator=torch.Generator().manual_seed(3))
-    labels = s.sample_labels(lp, 300, lengths, generator=torch.Generator().manual_seed(3))
-    valid = torch.arange(4) < lengths.view(-1, 1)
-    assert ((labels >= 0) == valid).all()
-    seq, _ = LinearChain.from_parts(dense.flatten(0, 1))
-    assert torch.equal(seq.view(300, 2, 4)[:, valid], labels[:, valid])
-    # the sampling semiring (gradient of log Z) draws from the same distribution
+    # the sampling semiring (gradient of log Z) draws from the Gibbs distribution
     n_samples = 3000
     sampled = LinearChain(SampledSemiring.with_generator(torch.Generator().manual_seed(1)))
     semi = sampled.marginals((lp / 2).repeat(n_samples, 1, 1, 1), lengths.repeat(n_samples))

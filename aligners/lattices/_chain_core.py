@@ -201,14 +201,11 @@ def viterbi(spans: torch.Tensor, lengths: torch.Tensor):
     return score, parts
 
 
-def sample_ffbs(spans: torch.Tensor, lengths: torch.Tensor, n: int, generator=None,
-                *, dense: bool = True):
+def sample_ffbs(spans: torch.Tensor, lengths: torch.Tensor, n: int, generator=None):
     """``n`` exact samples per example by forward filtering, backward sampling.
 
-    spans (B, N-1, S, C, C) -> labels ``(n, B, N)`` (label at each segment end point and at
-    point 0, ``-1`` elsewhere) and, if ``dense``, indicators ``(n, B, N-1, S, C, C)``.
-    O(B·N·S·C²) forward (once) + O(n·B·N·S·C) sampling; no autograd, no copy of the
-    potentials per sample."""
+    spans (B, N-1, S, C, C) -> indicators ``(n, B, N-1, S, C, C)``. O(B·N·S·C²) forward
+    (once) + O(n·B·N·S·C) sampling; no autograd, no copy of the potentials per sample."""
     batch, n_1, size, c, _ = spans.shape
     spans = finite(spans)
     chart, _ = _forward_chart(spans, _lse)  # (B, N, C)
@@ -216,10 +213,8 @@ def sample_ffbs(spans: torch.Tensor, lengths: torch.Tensor, n: int, generator=No
     b = torch.arange(batch, device=spans.device).repeat(n)  # row r = i*B + b
     pos = (lengths - 1).repeat(n)
     label = sample_categorical(_gather_last(chart, lengths).repeat(n, 1), generator=generator)
-    labels = torch.full((rows, n_1 + 1), -1, dtype=torch.long, device=spans.device)
     r_idx = torch.arange(rows, device=spans.device)
-    labels[r_idx, pos] = label
-    parts = spans.new_zeros((rows, n_1, size, c, c)) if dense else None
+    parts = spans.new_zeros((rows, n_1, size, c, c))
     neg = torch.tensor(float("-inf"), dtype=spans.dtype, device=spans.device)
     for _ in range(n_1):
         active = pos > 0
@@ -236,13 +231,10 @@ def sample_ffbs(spans: torch.Tensor, lengths: torch.Tensor, n: int, generator=No
         k = idx // c + 1
         prev = idx % c
         start = torch.where(active, pos - k, pos)
-        if dense:
-            parts[r_idx, start.clamp(min=0), k - 1, label, prev] += active.to(spans.dtype)
-        labels[r_idx, start] = torch.where(active, prev, labels[r_idx, start])
+        parts[r_idx, start.clamp(min=0), k - 1, label, prev] += active.to(spans.dtype)
         label = torch.where(active, prev, label)
         pos = start
-    labels = labels.view(n, batch, n_1 + 1)
-    return labels, (parts.view(n, batch, n_1, size, c, c) if dense else None)
+    return parts.view(n, batch, n_1, size, c, c)
 
 
 @contextlib.contextmanager

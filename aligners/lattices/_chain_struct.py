@@ -169,19 +169,8 @@ class ChainStruct:
 
     def sample(self, log_potentials, n, lengths=None, generator=None):
         """``n`` exact samples (forward filtering, backward sampling), ``(n, B, event)``
-        indicators; reproducible from ``generator``. O(B·N·S·C²) + O(n·B·N·S·C) time;
-        the dense output itself is n times the potentials' size (see ``sample_labels``)."""
+        indicators; reproducible from ``generator``. O(B·N·S·C²) + O(n·B·N·S·C) time."""
         lengths = self._prepare(log_potentials, lengths)
         with torch.no_grad():
-            _, parts = core.sample_ffbs(self._to_spans(log_potentials), lengths, n, generator)
+            parts = core.sample_ffbs(self._to_spans(log_potentials), lengths, n, generator)
         return self._from_spans(parts.flatten(0, 1)).view((n,) + tuple(log_potentials.shape))
-
-    def sample_labels(self, log_potentials, n, lengths=None, generator=None):
-        """``n`` exact samples in compact form ``(n, B, N)`` long: the label of every point
-        (linear chain) or of point 0 and each segment end (semi-Markov), ``-1`` elsewhere
-        and past each length. Same draws as ``sample`` with an equally seeded generator."""
-        lengths = self._prepare(log_potentials, lengths)
-        with torch.no_grad():
-            labels, _ = core.sample_ffbs(self._to_spans(log_potentials), lengths, n, generator,
-                                         dense=False)
-        return labels
