@@ -13,7 +13,7 @@ from torch_struct import semirings as _ts
 from aligners.lattices import _chain_core as core
 from aligners.lattices import _chain_graph as graph
 from aligners.lattices import _chain_scan as scan
-from aligners.lattices._core import check_lengths
+from aligners.lattices._core import check_lengths, recompute
 from aligners.semirings import (
     EntropySemiring,
     KMaxSemiring,
@@ -83,12 +83,8 @@ class ChainStruct:
         run = (graph.graphed_scan_log_partition if self.method in ("auto", "graph")
                else scan.scan_log_partition)
         log_z, flag = run(self._spans(log_potentials), lengths)
-        if bool(flag.any()):  # one host sync per call (never inside the scan)
-            idx = flag.nonzero().squeeze(1)
-            loop = core.log_partition(self._raw_spans(log_potentials)[idx], lengths[idx],
-                                      self.offset)
-            log_z = log_z.index_copy(0, idx, loop)
-        return log_z
+        return recompute(flag, lambda idx: (core.log_partition(  # one host sync per call
+            self._raw_spans(log_potentials)[idx], lengths[idx], self.offset),), log_z)[0]
 
     def _semiring_sum(self, log_potentials, lengths):
         """Raw ``(ssize, B)`` sum under a semiring other than Log (differentiable by

@@ -1,6 +1,6 @@
 """The private numerical core of the lattices: the log zero (``semiring_zero``), the one check
-of the lengths and the one length mask, the one vectorised backtrack, ``fill_segments`` and
-the one categorical sampler.
+of the lengths and the one length mask, the one vectorised backtrack, ``fill_segments``, the
+one categorical sampler and ``recompute`` (the exact fallback of flagged items).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ __all__ = [
     "check_lengths",
     "fill_segments",
     "length_mask",
+    "recompute",
     "sample_categorical",
     "semiring_zero",
 ]
@@ -33,6 +34,19 @@ def check_lengths(lengths, *, batch: int, n: int, device) -> torch.Tensor:
     if batch and (int(lengths.min()) < 1 or int(lengths.max()) > n):
         raise AlignersInputError(f"lengths must lie in [1, N={n}], got {lengths.tolist()}")
     return lengths
+
+
+def recompute(bad: torch.Tensor, exact, *outs: torch.Tensor) -> list[torch.Tensor]:
+    """``outs`` (each ``(B, ...)``) with the rows of the items ``bad (B,)`` bool replaced by
+    ``exact(idx)`` (one value per output for the items ``idx``): copies, differentiable;
+    ``outs`` themselves when no item is bad. One host sync."""
+    if not bool(bad.any()):
+        return list(outs)
+    idx = bad.nonzero().squeeze(1)
+    outs = [x.clone() for x in outs]
+    for x, v in zip(outs, exact(idx)):
+        x[idx] = v
+    return outs
 
 
 def length_mask(lengths: torch.Tensor, n: int) -> torch.Tensor:

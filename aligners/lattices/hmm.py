@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import torch
 
-from aligners.lattices._core import backtrack, sample_categorical
+from aligners.lattices._core import backtrack, recompute, sample_categorical
 from aligners.lattices._factored import (
     FromGradients,
     bad_rows,
@@ -138,14 +138,14 @@ def _posteriors(cl, per_step_trans=False):
     """(log Z, gamma, xi) by the scaled forward-backward; items whose scales underflow are
     recomputed in log space by autograd (rare)."""
     logz, gamma, xi, bad = _fast_fb(cl, per_step_trans=per_step_trans)
-    if bool(bad.any()):
-        idx = bad.nonzero().squeeze(1)
+
+    def exact(idx):
         z, _, gt, ge = logspace_grads(lambda *x: (_logspace_log_likelihood(*x),), cl, idx)
         if cl.time_varying and not per_step_trans:
             gt = gt.sum(1)
-        logz, gamma, xi = logz.clone(), gamma.clone(), xi.clone()
-        logz[idx], gamma[idx], xi[idx] = z, ge * cl.pos_mask[idx].unsqueeze(-1), gt
-    return logz, gamma, xi
+        return z, ge * cl.pos_mask[idx].unsqueeze(-1), gt
+
+    return recompute(bad, exact, logz, gamma, xi)
 
 
 def hmm_posteriors(log_init, log_trans, log_emit, *, lengths=None, state_mask=None):
@@ -179,13 +179,12 @@ def hmm_log_likelihood(log_init, log_trans, log_emit, *, lengths=None, state_mas
                                    state_mask)
     cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
     *_, logz, bad = _scaled_forward(cl)
-    if bool(bad.any()):
-        idx = bad.nonzero().squeeze(1)
-        logz = logz.clone()
-        logz[idx] = _logspace_log_likelihood(
-            cl.init[idx], cl.trans[idx], cl.emit[idx], cl.lengths[idx]
-        ).nan_to_num(nan=float("-inf"), neginf=float("-inf"))
-    return logz
+
+    def exact(idx):
+        z = _logspace_log_likelihood(cl.init[idx], cl.trans[idx], cl.emit[idx], cl.lengths[idx])
+        return (z.nan_to_num(nan=float("-inf"), neginf=float("-inf")),)
+
+    return recompute(bad, exact, logz)[0]
 
 
 def hmm_viterbi(log_init, log_trans, log_emit, *, lengths=None, state_mask=None):
@@ -235,11 +234,8 @@ def hmm_sample(
     cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
     B, N, C = cl.emit.shape
     _, _, A, _, _, bad = _scaled_forward(cl)
-    logA = torch.log(A)
-    if bool(bad.any()):
-        # Exact log-space filter for the few items whose scales underflowed.
-        idx = bad.nonzero().squeeze(1)
-        logA[idx] = _logspace_filter(cl, idx)
+    # the exact log-space filter for the few items whose scales underflowed
+    (logA,) = recompute(bad, lambda idx: (_logspace_filter(cl, idx),), torch.log(A))
     S = num_samples
     dev = cl.emit.device
     ltt = cl.trans.transpose(-1, -2)  # [b, (n,) c_next, c_prev]

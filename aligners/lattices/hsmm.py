@@ -13,7 +13,7 @@ from typing import NamedTuple
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.lattices._core import backtrack, fill_segments, sample_categorical
+from aligners.lattices._core import backtrack, fill_segments, recompute, sample_categorical
 from aligners.lattices._factored import (
     FromGradients,
     autograd_grads,
@@ -134,12 +134,7 @@ def _posteriors(cl):
     logz, (c, _), (gi, gt, ge) = autograd_grads(_scaled_forward, tensors, cl.lengths)
     bad = bad_rows(c.detach(), cl.pos_mask, cl.emit.shape[-1])
     bad = bad | ~torch.isfinite(ge.sum((1, 2, 3))) | ~torch.isfinite(gt.sum((1, 2)))
-    if bool(bad.any()):
-        idx = bad.nonzero().squeeze(1)
-        z2, gi2, gt2, ge2 = logspace_grads(_logspace_forward, cl, idx)
-        logz, gi, gt, ge = logz.clone(), gi.clone(), gt.clone(), ge.clone()
-        logz[idx], gi[idx], gt[idx], ge[idx] = z2, gi2, gt2, ge2
-    return logz, gi, gt, ge
+    return recompute(bad, lambda idx: logspace_grads(_logspace_forward, cl, idx), logz, gi, gt, ge)
 
 
 def hsmm_posteriors(log_init, log_trans, log_seg_emit, *, lengths=None, state_mask=None):
@@ -164,11 +159,7 @@ def hsmm_log_likelihood(log_init, log_trans, log_seg_emit, *, lengths=None, stat
     with torch.no_grad():
         logz, c, _ = _scaled_forward(cl.init, cl.trans, cl.emit, cl.lengths)
         bad = bad_rows(c, cl.pos_mask, cl.emit.shape[-1])
-        if bool(bad.any()):
-            idx = bad.nonzero().squeeze(1)
-            logz = logz.clone()
-            logz[idx] = logspace_grads(_logspace_forward, cl, idx)[0]
-    return logz
+        return recompute(bad, lambda idx: logspace_grads(_logspace_forward, cl, idx), logz)[0]
 
 
 def hsmm_viterbi(log_init, log_trans, log_seg_emit, *, lengths=None, state_mask=None):
@@ -229,12 +220,8 @@ def hsmm_sample(
     with torch.no_grad():
         _, c, logpred = _scaled_forward(cl.init, cl.trans, cl.emit, cl.lengths)
         bad = bad_rows(c, cl.pos_mask, C)
-        if bool(bad.any()):
-            idx = bad.nonzero().squeeze(1)
-            logpred = logpred.clone()
-            logpred[idx] = _logspace_forward(
-                cl.init[idx], cl.trans[idx], cl.emit[idx], cl.lengths[idx]
-            )[2]
+        logpred = recompute(bad, lambda idx: _logspace_forward(
+            cl.init[idx], cl.trans[idx], cl.emit[idx], cl.lengths[idx])[2:], logpred)[0]
     bidx = torch.arange(B, device=dev).expand(S, B)
     sidx = torch.arange(S, device=dev)[:, None].expand(S, B)
     karange = torch.arange(K, device=dev)
