@@ -7,25 +7,16 @@ drop-in ``distributions``. Alignment lattices: ``hmm``, ``hsmm``, ``alignment_hm
 
 from aligners.lattices import linear_chain, semimarkov
 from aligners.lattices._core import sample_categorical
-from aligners.lattices.alignment_hmm import (
-    AlignmentHMMPosteriors,
-    AlignmentHMMViterbi,
-    alignment_hmm_posteriors,
-    alignment_hmm_viterbi,
-)
-from aligners.lattices.distributions import LinearChainCRF, SemiMarkovCRF, StructDistribution
+from aligners.lattices.alignment_hmm import alignment_hmm_posteriors, alignment_hmm_viterbi
+from aligners.lattices.distributions import LinearChainCRF, SemiMarkovCRF
 from aligners.lattices.factored_semimarkov import factored_log_partition, factored_viterbi
 from aligners.lattices.hmm import (
-    HMMPosteriors,
     hmm_log_likelihood,
     hmm_posteriors,
     hmm_sample,
     hmm_viterbi,
 )
 from aligners.lattices.hsmm import (
-    HSMMPosteriors,
-    HSMMSamples,
-    HSMMViterbi,
     hsmm_log_likelihood,
     hsmm_posteriors,
     hsmm_sample,
@@ -35,17 +26,10 @@ from aligners.lattices.linear_chain import LinearChain
 from aligners.lattices.semimarkov import SemiMarkov
 
 __all__ = [
-    "AlignmentHMMPosteriors",
-    "AlignmentHMMViterbi",
-    "HMMPosteriors",
-    "HSMMPosteriors",
-    "HSMMSamples",
-    "HSMMViterbi",
     "LinearChain",
     "LinearChainCRF",
     "SemiMarkov",
     "SemiMarkovCRF",
-    "StructDistribution",
     "alignment_hmm_posteriors",
     "alignment_hmm_viterbi",
     "factored_log_partition",
