@@ -2,13 +2,14 @@
 transition as bucket weights + a bucket function, reduced in O(C * (D + W)) per position.
 
 ``kind``, ``start``, ``end`` (B, C) long (kind 0 absent, 1 NULL, 2 a span [start, end],
-``0 <= end < P``); ``weights`` (nb,) or (B, nb). The dense transition (`JumpTransition.dense`,
+``0 <= end < P``); ``weights`` (nb,) or (B, nb), bucket ids TO_NULL, FROM_NULL, JUMP0, SAME
+= 0, 1, 2, 11. The dense transition (`JumpTransition.dense`,
 ``[c_next, c_prev]``, D = ``max_jump``):
 
-    trans[c, c'] = weights[to_null]                                  c NULL (any present c')
-                 = weights[from_null]                                c span, c' NULL
-                 = weights[same]                                     c == c' span
-                 = weights[jump0 + D + clamp(start[c] - end[c'] - 1, -D, D)]   c, c' spans
+    trans[c, c'] = weights[TO_NULL]                                  c NULL (any present c')
+                 = weights[FROM_NULL]                                c span, c' NULL
+                 = weights[SAME]                                     c == c' span
+                 = weights[JUMP0 + D + clamp(start[c] - end[c'] - 1, -D, D)]   c, c' spans
                  = semiring zero                                     c or c' absent
 
 The message groups previous spans by end position (prefix / suffix reductions beyond the
@@ -114,16 +115,15 @@ def _red(x: torch.Tensor, dim: int, reduce_max: bool) -> torch.Tensor:
     return x.amax(dim) if reduce_max else torch.logsumexp(x, dim)
 
 
+TO_NULL, FROM_NULL, JUMP0, SAME = 0, 1, 2, 11  # bucket ids of the weights (docstring)
+
+
 @dataclass(frozen=True)
 class JumpTransition:
     """Bucket weights + the bucket function of a `JumpLayout` (module docstring)."""
 
     weights: torch.Tensor     # (nb,) or (B, nb)
     layout: JumpLayout
-    to_null: int = 0
-    from_null: int = 1
-    same: int = 11
-    jump0: int = 2
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -134,40 +134,31 @@ class JumpTransition:
         B = self.layout.kind.shape[0]
         return self.weights if self.weights.dim() == 2 else self.weights.expand(B, -1)
 
-    def buckets(self, c_next: torch.Tensor | None = None) -> torch.Tensor:
-        """Bucket ids (B, C, C) [c_next, c_prev] (-1 where absent), or (B, C) of the row
-        into label c_next (B,) only. O(B * C^2) / O(B * C)."""
+    def _rows(self, c_next: torch.Tensor) -> torch.Tensor:
+        """(B, R) labels -> (B, R, C) transition scores into each from every c' (the
+        semiring zero where either is absent). O(B * R * C)."""
         L, D = self.layout, self.layout.max_jump
-        C = L.kind.shape[1]
-        if c_next is None:
-            kn, sn = L.kind[:, :, None], L.start[:, :, None]  # (B, C, 1)
-            kp, ep = L.kind[:, None, :], L.end[:, None, :]  # (B, 1, C)
-            same = torch.eye(C, dtype=torch.bool, device=L.kind.device)[None]
-        else:
-            idx = c_next.long()[:, None]  # (B, 1)
-            kn, sn = L.kind.gather(1, idx), L.start.gather(1, idx)
-            kp, ep = L.kind, L.end
-            same = torch.arange(C, device=idx.device)[None] == idx
-        out = self.jump0 + D + (sn - ep - 1).clamp(-D, D)
-        out = torch.where(kp == 1, self.from_null, out)
-        out = torch.where(same & (kn == 2), self.same, out)
-        out = torch.where(kn == 1, self.to_null, out)
-        return torch.where((kn == 0) | (kp == 0), -1, out)
-
-    def _gather_w(self, idx: torch.Tensor) -> torch.Tensor:
+        kn, sn = L.kind.gather(1, c_next)[..., None], L.start.gather(1, c_next)[..., None]
+        kp, ep = L.kind[:, None, :], L.end[:, None, :]  # (B, 1, C)
+        same = c_next[..., None] == torch.arange(L.kind.shape[1], device=c_next.device)
+        out = JUMP0 + D + (sn - ep - 1).clamp(-D, D)
+        out = torch.where(kp == 1, FROM_NULL, out)
+        out = torch.where(same & (kn == 2), SAME, out)
+        out = torch.where(kn == 1, TO_NULL, out)
+        bucket = torch.where((kn == 0) | (kp == 0), -1, out).flatten(1)
         w = self._w()
-        zero = semiring_zero(w.dtype)
-        flat = idx.reshape(idx.shape[0], -1)
-        vals = w.gather(1, flat.clamp(min=0))
-        return torch.where(flat >= 0, vals, torch.full_like(vals, zero)).view(idx.shape)
+        vals = w.gather(1, bucket.clamp(min=0))
+        zero = torch.full_like(vals, semiring_zero(w.dtype))
+        return torch.where(bucket >= 0, vals, zero).view(out.shape)
 
     def dense(self) -> torch.Tensor:
         """The (B, C, C) [c_next, c_prev] transition this stands for. O(B * C^2)."""
-        return self._gather_w(self.buckets())
+        B, C = self.layout.kind.shape
+        return self._rows(torch.arange(C, device=self.layout.kind.device).expand(B, C))
 
     def row(self, c_next: torch.Tensor) -> torch.Tensor:
         """(B,) labels -> (B, C) transition scores into each from every c'. O(B * C)."""
-        return self._gather_w(self.buckets(c_next))
+        return self._rows(c_next.long()[:, None])[:, 0]
 
     @functools.cached_property
     def _term_weights(self) -> torch.Tensor:
@@ -175,9 +166,9 @@ class JumpTransition:
         L, D = self.layout, self.layout.max_jump
         Wn = D + L.width
         offs = torch.arange(Wn, device=L.role.device)
-        bucket = torch.cat([self.jump0 + D + (D - 1 - offs).clamp(-D, D),
-                            torch.tensor([self.jump0 + 2 * D, self.jump0, self.same,
-                                          self.from_null, self.to_null], device=offs.device)])
+        bucket = torch.cat([JUMP0 + D + (D - 1 - offs).clamp(-D, D),
+                            torch.tensor([JUMP0 + 2 * D, JUMP0, SAME, FROM_NULL, TO_NULL],
+                                         device=offs.device)])
         w = self._w()
         B, C, T = L.role.shape
         idx = bucket[L.role.clamp(min=0)].view(B, C * T)
