@@ -20,7 +20,7 @@ from aligners.lattices.hmm import (
 
 
 def hmm_brute(init, trans, emit, length, mask=None):
-    """One item: init (C,), trans (C,C)|(N-1,C,C), emit (N,C). Exact enumeration over
+    """One item: init (C,), trans (C,C), emit (N,C). Exact enumeration over
     C**length paths -> (logZ, gamma (N,C), counts (C,C), best_path list, best_score)."""
     N, C = emit.shape
     states = [c for c in range(C) if mask is None or bool(mask[c])]
@@ -28,8 +28,7 @@ def hmm_brute(init, trans, emit, length, mask=None):
     for path in itertools.product(states, repeat=length):
         s = init[path[0]] + emit[0, path[0]]
         for n in range(1, length):
-            t = trans[n - 1] if trans.dim() == 3 else trans
-            s = s + t[path[n - 1], path[n]] + emit[n, path[n]]
+            s = s + trans[path[n - 1], path[n]] + emit[n, path[n]]
         scores.append(s)
         paths.append(path)
     scores = torch.stack(scores)
@@ -46,11 +45,10 @@ def hmm_brute(init, trans, emit, length, mask=None):
     return logz, gamma, counts, list(paths[best]), scores[best]
 
 
-def rand_inputs(B, N, C, *, time_varying=False, dtype=torch.float64, seed=0, scale=1.0):
+def rand_inputs(B, N, C, *, dtype=torch.float64, seed=0, scale=1.0):
     g = torch.Generator().manual_seed(seed)
     init = torch.randn(B, C, generator=g, dtype=dtype) * scale
-    tshape = (B, N - 1, C, C) if time_varying else (B, C, C)
-    trans = torch.randn(*tshape, generator=g, dtype=dtype) * scale
+    trans = torch.randn(B, C, C, generator=g, dtype=dtype) * scale
     emit = torch.randn(B, N, C, generator=g, dtype=dtype) * scale
     lengths = torch.randint(1, N + 1, (B,), generator=g)
     lengths[0] = N
@@ -59,11 +57,10 @@ def rand_inputs(B, N, C, *, time_varying=False, dtype=torch.float64, seed=0, sca
     return init, trans, emit, lengths, mask
 
 
-@pytest.mark.parametrize("time_varying", [False, True])
 @pytest.mark.parametrize("use_mask", [False, True])
-def test_brute_force(time_varying, use_mask):
+def test_brute_force(use_mask):
     B, N, C = 5, 5, 3
-    init, trans, emit, lengths, mask = rand_inputs(B, N, C, time_varying=time_varying, seed=1)
+    init, trans, emit, lengths, mask = rand_inputs(B, N, C, seed=1)
     mask = mask if use_mask else None
     # garbage in padded positions and masked states must be ignored
     emit = emit.clone()
@@ -89,18 +86,16 @@ def test_brute_force(time_varying, use_mask):
     assert torch.isfinite(post.state_posteriors).all()
 
 
-@pytest.mark.parametrize("time_varying", [False, True])
-def test_counts_equal_gradient_of_logspace_forward(time_varying):
+def test_counts_equal_gradient_of_logspace_forward():
     B, N, C = 4, 12, 7
-    init, trans, emit, lengths, mask = rand_inputs(B, N, C, time_varying=time_varying, seed=2)
+    init, trans, emit, lengths, mask = rand_inputs(B, N, C, seed=2)
     neg = torch.finfo(torch.float64).min / 16  # finite log 0 keeps autograd NaN-free
     li = init.masked_fill(~mask, neg).requires_grad_()
     pair = mask[:, :, None] & mask[:, None, :]
-    lt = trans.masked_fill(~(pair[:, None] if time_varying else pair), neg).requires_grad_()
+    lt = trans.masked_fill(~pair, neg).requires_grad_()
     le = emit.masked_fill(~mask[:, None, :], neg).requires_grad_()
     z = _logspace_log_likelihood(li, lt, le, lengths)
     gi, gt, ge = torch.autograd.grad(z.sum(), (li, lt, le))
-    gt = gt.sum(1) if time_varying else gt
     post = hmm_posteriors(init, trans, emit, lengths=lengths, state_mask=mask)
     torch.testing.assert_close(post.log_likelihood, z.detach())
     torch.testing.assert_close(post.state_posteriors, ge.nan_to_num(0.0))
@@ -111,9 +106,8 @@ def test_counts_equal_gradient_of_logspace_forward(time_varying):
     torch.testing.assert_close(post.state_posteriors.sum((1, 2)), lengths.double())
 
 
-@pytest.mark.parametrize("time_varying", [False, True])
-def test_gradcheck(time_varying):
-    init, trans, emit, lengths, mask = rand_inputs(3, 5, 4, time_varying=time_varying, seed=3)
+def test_gradcheck():
+    init, trans, emit, lengths, mask = rand_inputs(3, 5, 4, seed=3)
     args = [x.clone().requires_grad_() for x in (init, trans, emit)]
 
     def f(a, b, c):
@@ -188,7 +182,7 @@ def test_underflow_falls_back_to_exact_log_space():
     trans[1, 1, :] = -200.0  # leaving state 1 (the only likely one at n=1) costs e^-200
     lengths = torch.tensor([6, 6, 4])
     cl = clean_factored(init.float(), trans.float(), emit.float(), lengths, None)
-    assert _fast_fb(cl, per_step_trans=False)[3].tolist() == [False, True, False]
+    assert _fast_fb(cl)[3].tolist() == [False, True, False]
     p64 = hmm_posteriors(init, trans, emit, lengths=lengths)
     z = _logspace_log_likelihood(init, trans, emit, lengths)
     torch.testing.assert_close(p64.log_likelihood, z)
@@ -246,17 +240,6 @@ def test_sampler_frequencies_match_marginals():
     assert torch.equal(s, s2)
 
 
-def test_sampler_time_varying_marginals():
-    B, N, C = 1, 4, 3
-    init, trans, emit, _, _ = rand_inputs(B, N, C, time_varying=True, seed=9)
-    S = 20000
-    s = hmm_sample(init, trans, emit, generator=torch.Generator().manual_seed(5), num_samples=S)
-    post = hmm_posteriors(init, trans, emit)
-    freq = torch.nn.functional.one_hot(s, C).double().mean(0)
-    sd = (post.state_posteriors * (1 - post.state_posteriors) / S).sqrt()
-    assert ((freq - post.state_posteriors).abs() <= 5 * sd + 1e-12).all()
-
-
 def test_inference_mode_and_caller_tensors_untouched():
     init, trans, emit, lengths, mask = rand_inputs(2, 4, 3, seed=10)
     with torch.inference_mode():
@@ -279,6 +262,8 @@ def test_bad_input_raises():
     init, trans, emit, lengths, _ = rand_inputs(2, 4, 3, seed=11)
     with pytest.raises(AlignersInputError):
         hmm_posteriors(init, trans[:, :2], emit)
+    with pytest.raises(AlignersInputError, match=r"expected shape \(B,C,C\)"):
+        hmm_posteriors(init, trans[:, None].expand(2, 3, 3, 3), emit)  # (B,N-1,C,C)
     with pytest.raises(AlignersInputError):
         hmm_posteriors(init, trans, emit, lengths=torch.tensor([0, 4]))
     with pytest.raises(AlignersInputError):
@@ -293,9 +278,8 @@ def test_bad_input_raises():
         hmm_viterbi(init.float(), trans, emit)
 
 
-@pytest.mark.parametrize("time_varying", [False, True])
-def test_single_position(time_varying):
-    init, trans, emit, _, mask = rand_inputs(3, 1, 4, time_varying=time_varying, seed=12)
+def test_single_position():
+    init, trans, emit, _, mask = rand_inputs(3, 1, 4, seed=12)
     post = hmm_posteriors(init, trans, emit, state_mask=mask)
     logits = (init + emit[:, 0]).masked_fill(~mask, float("-inf"))
     torch.testing.assert_close(post.log_likelihood, torch.logsumexp(logits, -1))

@@ -31,7 +31,6 @@ class Cleaned(NamedTuple):
     emit: torch.Tensor
     lengths: torch.Tensor
     pos_mask: torch.Tensor
-    time_varying: bool
 
 
 def _shape_error(name: str, expected: str, got: torch.Tensor) -> AlignersInputError:
@@ -75,12 +74,8 @@ def clean_factored(
         raise AlignersInputError(f"{emit_name}: need N >= 1 and C >= 1, got N={N}, C={C}")
     if log_init.dtype != log_emit.dtype or log_trans.dtype != log_emit.dtype:
         raise AlignersInputError("log_init, log_trans and emissions must share one dtype")
-    if log_trans.shape == (B, C, C):
-        time_varying = False
-    elif log_trans.shape == (B, N - 1, C, C):
-        time_varying = True
-    else:
-        raise _shape_error("log_trans", f"(B,C,C)=({B},{C},{C}) or (B,N-1,C,C)", log_trans)
+    if log_trans.shape != (B, C, C):
+        raise _shape_error("log_trans", f"(B,C,C)=({B},{C},{C})", log_trans)
     device = log_emit.device
     lengths = check_lengths(lengths, batch=B, n=N, device=device)
     pos_mask = length_mask(lengths, N)
@@ -97,19 +92,17 @@ def clean_factored(
     if state_mask is not None:
         init = init.masked_fill(~state_mask, neg_inf)
         pair = state_mask[:, :, None] & state_mask[:, None, :]
-        trans = trans.masked_fill(~(pair[:, None] if time_varying else pair), neg_inf)
+        trans = trans.masked_fill(~pair, neg_inf)
     if bool((lengths < N).any()):
         pm = pos_mask[:, :, None, None] if emit_extra_dims else pos_mask[:, :, None]
         emit = torch.where(pm, emit, torch.zeros((), dtype=emit.dtype, device=device))
-        if time_varying:
-            trans = trans.masked_fill(~(pos_mask[:, 1:, None, None]), 0.0)
     if state_mask is not None:
         sm = state_mask[:, None, None, :] if emit_extra_dims else state_mask[:, None, :]
         emit = emit.masked_fill(~sm, neg_inf)
     _check_finite_or_neg_inf("log_init", init)
     _check_finite_or_neg_inf("log_trans", trans)
     _check_finite_or_neg_inf(emit_name, emit)
-    return Cleaned(init, trans, emit, lengths, pos_mask, time_varying)
+    return Cleaned(init, trans, emit, lengths, pos_mask)
 
 
 def finite_shift(x: torch.Tensor, dim) -> torch.Tensor:

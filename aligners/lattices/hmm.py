@@ -1,10 +1,9 @@
-"""Factored HMM lattice: `init (B,C)`, `trans (B,C,C)` or `(B,N-1,C,C)`, `emit (B,N,C)`.
+"""Factored HMM lattice: `init (B,C)`, `trans (B,C,C)`, `emit (B,N,C)`.
 
-``log_trans[b, c_prev, c_next]`` (time-varying: ``[b, n, c_prev, c_next]`` for n -> n+1);
-keyword-only ``lengths (B,)`` in [1, N] (padding contributes exactly 0) and ``state_mask
-(B,C)`` bool (masked states get probability 0). Posteriors: a scaled forward-backward in
-probability space with batched matmuls; items whose per-step scale underflows are
-recomputed exactly in log space.
+``log_trans[b, c_prev, c_next]`` (shared by all positions); keyword-only ``lengths (B,)`` in
+[1, N] (padding contributes exactly 0) and ``state_mask (B,C)`` bool (masked states get
+probability 0). Posteriors: a scaled forward-backward in probability space with batched
+matmuls; items whose per-step scale underflows are recomputed exactly in log space.
 """
 
 from typing import NamedTuple
@@ -44,28 +43,26 @@ def _scaled_forward(cl):
     normalised forward variables A (B,N,C), per-step scales c (B,N), log Z (B,) and the
     items whose scales underflow (B,) bool (they go to the log-space fallback).
 
-    Transitions are shifted by their per-item (per-step if time-varying) maximum, which is
-    folded into the shifts, so the forward step is `u_n = (alpha_{n-1} @ Tc) * E_n` exactly.
+    Transitions are shifted by their per-item maximum, which is folded into the shifts, so
+    the forward step is `u_n = (alpha_{n-1} @ Tc) * E_n` exactly.
     (A whole-matrix max is a cheap contiguous reduction; terms it underflows are below the
     trusted floor (`bad_rows`) relative to the step's total, else the item falls back.)
     """
     trans = cl.trans
     flat = trans.flatten(-2)
-    tmax = finite_shift(flat, -1)  # (B,1) or (B,N-1,1)
+    tmax = finite_shift(flat, -1)  # (B,1)
     tc = torch.exp(flat - tmax).view_as(trans)
     le = cl.emit.clone()
     le[:, 0] += cl.init
-    le[:, 1:] += tmax if cl.time_varying else tmax.unsqueeze(1)
+    le[:, 1:] += tmax.unsqueeze(1)
     shift = finite_shift(le, -1)
     E = torch.exp(le - shift)
     alpha = E[:, 0]
     c = alpha.sum(-1, keepdim=True)
     alpha = alpha / c
     alphas, scales = [alpha], [c]
-    steps = tc.unbind(1) if cl.time_varying else None
-    for n, e in enumerate(E.unbind(1)[1:]):
-        t = steps[n] if cl.time_varying else tc
-        u = torch.bmm(alpha.unsqueeze(1), t).squeeze(1).mul_(e)
+    for e in E.unbind(1)[1:]:
+        u = torch.bmm(alpha.unsqueeze(1), tc).squeeze(1).mul_(e)
         c = u.sum(-1, keepdim=True)
         alpha = u.div_(c)
         alphas.append(alpha)
@@ -75,8 +72,8 @@ def _scaled_forward(cl):
     return E, tc, torch.stack(alphas, 1), c, logz, bad_rows(c, cl.pos_mask, E.shape[-1])
 
 
-def _fast_fb(cl, *, per_step_trans: bool):
-    """Scaled forward-backward. Returns (logZ, gamma, counts or per-step xi, bad (B,) bool)."""
+def _fast_fb(cl):
+    """Scaled forward-backward. Returns (logZ, gamma, transition counts, bad (B,) bool)."""
     B, N, C = cl.emit.shape
     E, tc, A, c, logz, bad = _scaled_forward(cl)
     pm = cl.pos_mask
@@ -92,12 +89,10 @@ def _fast_fb(cl, *, per_step_trans: bool):
     betas = [beta]
     # beta_n = Tc @ g_{n+1}, computed as g^T Tc^T: a (B,1,C)x(B,C,C) bmm is the fast layout
     tct = tc.transpose(-1, -2).contiguous()
-    steps = tct.unbind(1) if cl.time_varying else None
     g_all = G.unbind(1)
     for n in range(N - 2, -1, -1):
         g = g_all[n + 1] * beta
-        t = steps[n] if cl.time_varying else tct
-        beta = torch.bmm(g.unsqueeze(1), t).squeeze(1)
+        beta = torch.bmm(g.unsqueeze(1), tct).squeeze(1)
         if n in ends_t:
             beta.index_fill_(0, ends_t[n], 1.0)
         betas.append(beta)
@@ -107,54 +102,45 @@ def _fast_fb(cl, *, per_step_trans: bool):
     gamma = A * Bt * pmf
     bad = bad | ~torch.isfinite(gamma.sum((1, 2)))  # non-finite iff an entry is (or huge)
     Gs = G[:, 1:] * Bt[:, 1:] * pmf[:, 1:]
-    if cl.time_varying:
-        xi = tc * (A[:, :-1, :, None] * Gs[:, :, None, :])
-        xi = xi if per_step_trans else xi.sum(1)
-    else:
-        xi = torch.bmm(A[:, :-1].transpose(1, 2), Gs).mul_(tc)
+    xi = torch.bmm(A[:, :-1].transpose(1, 2), Gs).mul_(tc)
     return logz, gamma, xi, bad
 
 
 def _logspace_log_likelihood(log_init, log_trans, log_emit, lengths):
     """Plain log-space forward (differentiable by autograd; O(B·N·C²) autograd memory).
 
-    Reference implementation and exact fallback: (B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> (B,).
+    Reference implementation and exact fallback: (B,C), (B,C,C), (B,N,C) -> (B,).
     """
     B, N, C = log_emit.shape
-    time_varying = log_trans.dim() == 4
-    steps = log_trans.unbind(1) if time_varying else None
     alpha = log_init + log_emit[:, 0]
     alphas = [alpha]
-    for n, e in enumerate(log_emit.unbind(1)[1:]):
-        t = steps[n] if time_varying else log_trans
-        alpha = torch.logsumexp(alpha.unsqueeze(2) + t, dim=1) + e
+    for e in log_emit.unbind(1)[1:]:
+        alpha = torch.logsumexp(alpha.unsqueeze(2) + log_trans, dim=1) + e
         alphas.append(alpha)
     A = torch.stack(alphas, 1)
     idx = (lengths - 1).view(B, 1, 1).expand(B, 1, C)
     return torch.logsumexp(A.gather(1, idx).squeeze(1), -1)
 
 
-def _posteriors(cl, per_step_trans=False):
+def _posteriors(cl):
     """(log Z, gamma, xi) by the scaled forward-backward; items whose scales underflow are
     recomputed in log space by autograd (rare)."""
-    logz, gamma, xi, bad = _fast_fb(cl, per_step_trans=per_step_trans)
+    logz, gamma, xi, bad = _fast_fb(cl)
 
     def exact(idx):
         z, _, gt, ge = logspace_grads(lambda *x: (_logspace_log_likelihood(*x),), cl, idx)
-        if cl.time_varying and not per_step_trans:
-            gt = gt.sum(1)
         return z, ge * cl.pos_mask[idx].unsqueeze(-1), gt
 
     return recompute(bad, exact, logz, gamma, xi)
 
 
 def hmm_posteriors(log_init, log_trans, log_emit, *, lengths=None, state_mask=None):
-    """(B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> HMMPosteriors((B,), (B,N,C), (B,C,C)).
+    """(B,C), (B,C,C), (B,N,C) -> HMMPosteriors((B,), (B,N,C), (B,C,C)).
 
     Cost: O(B·N·C²) time (batched matmuls), O(B·N·C + B·C²) memory; (B,N,C,C) is never
-    materialised for shared transitions. Expected transition counts are summed over
-    positions (also for time-varying transitions). Equal to the gradients of the
-    log-likelihood w.r.t. `log_emit` and `log_trans`. No autograd graph is built.
+    materialised. Expected transition counts are summed over positions. Equal to the
+    gradients of the log-likelihood w.r.t. `log_emit` and `log_trans`. No autograd graph is
+    built.
     """
     cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
     logz, gamma, xi = _posteriors(cl)
@@ -164,12 +150,12 @@ def hmm_posteriors(log_init, log_trans, log_emit, *, lengths=None, state_mask=No
 def _log_likelihood_grads(log_init, log_trans, log_emit, lengths, state_mask):
     """(log Z, d/d log_init, d/d log_trans, d/d log_emit) by the scaled forward-backward."""
     cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
-    logz, gamma, xi = _posteriors(cl, per_step_trans=cl.time_varying)
+    logz, gamma, xi = _posteriors(cl)
     return logz, gamma[:, 0], xi, gamma
 
 
 def hmm_log_likelihood(log_init, log_trans, log_emit, *, lengths=None, state_mask=None):
-    """(B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> log-likelihood (B,).
+    """(B,C), (B,C,C), (B,N,C) -> log-likelihood (B,).
 
     Cost: forward only, O(B·N·C²) time, O(B·N·C) memory. Differentiable: when an input
     requires grad, the backward is the scaled forward-backward (gradient = posteriors).
@@ -188,7 +174,7 @@ def hmm_log_likelihood(log_init, log_trans, log_emit, *, lengths=None, state_mas
 
 
 def hmm_viterbi(log_init, log_trans, log_emit, *, lengths=None, state_mask=None):
-    """(B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> (path (B,N) long, -1 past length; score (B,)).
+    """(B,C), (B,C,C), (B,N,C) -> (path (B,N) long, -1 past length; score (B,)).
 
     Cost: O(B·N·C²) time with a (B,C,C) temporary per step, O(B·N·C) memory (backpointers).
     Exact max-product in log space; the backtrack is `_core.backtrack` (vectorised over the
@@ -198,11 +184,9 @@ def hmm_viterbi(log_init, log_trans, log_emit, *, lengths=None, state_mask=None)
     B, N, C = cl.emit.shape
     delta = cl.init + cl.emit[:, 0]
     bps = []
-    steps = cl.trans.unbind(1) if cl.time_varying else None
     live = cl.pos_mask.unbind(1)
     for n, e in enumerate(cl.emit.unbind(1)[1:]):
-        t = steps[n] if cl.time_varying else cl.trans
-        best, arg = (delta.unsqueeze(2) + t).max(dim=1)
+        best, arg = (delta.unsqueeze(2) + cl.trans).max(dim=1)
         delta = torch.where(live[n + 1][:, None], best + e, delta)
         bps.append(arg)
     score, z = delta.max(-1)
@@ -222,7 +206,7 @@ def hmm_sample(
     lengths=None,
     state_mask=None,
 ):
-    """(B,C), (B,C,C)|(B,N-1,C,C), (B,N,C) -> exact posterior samples (S,B,N) long, -1 past
+    """(B,C), (B,C,C), (B,N,C) -> exact posterior samples (S,B,N) long, -1 past
     length. Forward filter (scaled, as in `hmm_posteriors`), backward sample.
 
     Cost: O(B·N·C²) forward + O(S·B·N·C) sampling time; O(B·N·C + S·B·C) memory.
@@ -238,7 +222,7 @@ def hmm_sample(
     (logA,) = recompute(bad, lambda idx: (_logspace_filter(cl, idx),), torch.log(A))
     S = num_samples
     dev = cl.emit.device
-    ltt = cl.trans.transpose(-1, -2)  # [b, (n,) c_next, c_prev]
+    ltt = cl.trans.transpose(-1, -2)  # [b, c_next, c_prev]
     bidx = torch.arange(B, device=dev).expand(S, B)
     out = torch.full((S, B, N), -1, dtype=torch.long, device=dev)
     z = torch.zeros(S, B, dtype=torch.long, device=dev)
@@ -246,8 +230,7 @@ def hmm_sample(
     for n in range(N - 1, -1, -1):
         w = logA[:, n].expand(S, B, C)
         if n < N - 1:
-            col = ltt[bidx, n, z] if cl.time_varying else ltt[bidx, z]
-            w = torch.where((n < L - 1)[None, :, None], w + col, w)
+            w = torch.where((n < L - 1)[None, :, None], w + ltt[bidx, z], w)
         draw = sample_categorical(w, generator=generator)
         live = (n < L)[None, :]
         z = torch.where(live, draw, z)
@@ -261,8 +244,7 @@ def _logspace_filter(cl, idx):
     a = init + emit[:, 0]
     outs = [torch.log_softmax(a, -1)]
     for n in range(1, emit.shape[1]):
-        t = trans[:, n - 1] if cl.time_varying else trans
-        a = torch.logsumexp(a.unsqueeze(2) + t, 1) + emit[:, n]
+        a = torch.logsumexp(a.unsqueeze(2) + trans, 1) + emit[:, n]
         a = a - torch.logsumexp(a, -1, keepdim=True)
         outs.append(a)
     return torch.stack(outs, 1).nan_to_num(nan=float("-inf"), neginf=float("-inf"))

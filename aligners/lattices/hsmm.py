@@ -64,8 +64,6 @@ class HSMMSamples(NamedTuple):
 def _clean(log_init, log_trans, log_seg_emit, lengths, state_mask):
     if not isinstance(log_seg_emit, torch.Tensor) or log_seg_emit.dim() != 4:
         raise AlignersInputError("log_seg_emit: expected a (B,N,K,C) tensor")
-    if not isinstance(log_trans, torch.Tensor) or log_trans.dim() != 3:
-        raise AlignersInputError("log_trans: expected a (B,C,C) tensor")
     N, K = log_seg_emit.shape[1:3]
     dev = log_seg_emit.device
     before_start = torch.arange(K, device=dev)[None, :] > torch.arange(N, device=dev)[:, None]
