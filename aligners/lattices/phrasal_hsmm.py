@@ -21,7 +21,6 @@ import math
 
 import torch
 
-from aligners.errors import AlignersInputError
 from aligners.lattices._phrasal_hsmm_forms import (
     PhrasalPosteriors,
     PhrasalPotentials,
@@ -227,15 +226,13 @@ def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
 
 
 def phrasal_hsmm_log_partition(pot: PhrasalPotentials, *, src_lengths: torch.Tensor,
-                               tgt_lengths: torch.Tensor, semiring: str = "log") -> torch.Tensor:
-    """(B,) log partition (semiring "log") or best score ("max"); differentiable.
+                               tgt_lengths: torch.Tensor) -> torch.Tensor:
+    """(B,) log partition; differentiable (the best score: `phrasal_hsmm_viterbi`).
 
     Shapes as `PhrasalPotentials`; cost O(B J (I^2 + L I + P I)) time.
     """
-    if semiring not in ("log", "max"):
-        raise AlignersInputError(f"semiring must be 'log' or 'max', got {semiring!r}")
     sl, tl = check_dense(pot, src_lengths, tgt_lengths)
-    return (_scaled_forward if semiring == "log" else _max_forward)(pot, sl, tl)
+    return _scaled_forward(pot, sl, tl)
 
 
 def _grad_marginals(pot, sl, tl, forward) -> PhrasalPosteriors:
@@ -252,21 +249,15 @@ def _grad_marginals(pot, sl, tl, forward) -> PhrasalPosteriors:
 
 
 def phrasal_hsmm_posteriors(pot: PhrasalPotentials, *, src_lengths: torch.Tensor,
-                            tgt_lengths: torch.Tensor, method: str = "auto") -> PhrasalPosteriors:
+                            tgt_lengths: torch.Tensor) -> PhrasalPosteriors:
     """Segment marginals = d log Z / d log-emissions. Shapes: see `PhrasalPosteriors`.
 
-    method "explicit": the explicit scaled forward-backward per item in float64 (numba,
-    CPU tensors only; `_phrasal_hsmm_kernel`), O(B J (I^2 + L I + P)); "autograd": autograd
-    of the scaled forward (any device; two passes of `phrasal_hsmm_log_partition`); "auto"
-    (default): explicit on CPU, autograd elsewhere. Tested equal.
+    CPU tensors: the explicit scaled forward-backward per item (numba, `_phrasal_hsmm_kernel`),
+    O(B J (I^2 + L I + P)); other devices: autograd of the scaled forward (two passes of
+    `phrasal_hsmm_log_partition`). Tested equal.
     """
     sl, tl = check_dense(pot, src_lengths, tgt_lengths)
-    if method not in ("auto", "explicit", "autograd"):
-        raise AlignersInputError(f"method must be 'auto', 'explicit' or 'autograd', got {method!r}")
-    cpu = pot.log_emit_word.device.type == "cpu"
-    if method == "explicit" and not cpu:
-        raise AlignersInputError("method='explicit' needs CPU tensors")
-    if method == "autograd" or not cpu:
+    if pot.log_emit_word.device.type != "cpu":
         return _grad_marginals(pot, sl, tl, _scaled_forward)
     from aligners.lattices._phrasal_hsmm_kernel import phrasal_forward_backward
 
