@@ -127,10 +127,9 @@ def finite(spans: torch.Tensor) -> torch.Tensor:
     return spans.clamp(min=semiring_zero(spans.dtype))
 
 
-def log_marginals_explicit(spans, lengths, chart=None, log_z=None, into=None) -> torch.Tensor:
-    """Span marginals ``(B, N-1, S, C, C)`` by an explicit forward-backward (no autograd
-    needed; differentiable if the inputs are). ``into``: a zero-filled tensor shaped like
-    ``spans`` (possibly a view) that receives them."""
+def log_marginals_explicit(spans, lengths, chart=None, log_z=None, offset=0) -> torch.Tensor:
+    """Span marginals ``(B, N-1, offset+S, C, C)`` (zero on the first ``offset`` span slots)
+    by an explicit forward-backward (no autograd needed; differentiable if the inputs are)."""
     batch, n_1, size, c, _ = spans.shape
     if chart is None:
         spans = finite(spans)
@@ -138,15 +137,15 @@ def log_marginals_explicit(spans, lengths, chart=None, log_z=None, into=None) ->
         log_z = _gather_last(chart, lengths).logsumexp(-1)
     out = _outside(spans, lengths)
     shift = log_z.view(-1, 1, 1, 1)
-    if size == 1 and into is None:  # linear chain: one pass, no zero fill
+    if size == 1 and offset == 0:  # linear chain: one pass, no zero fill
         marg = spans.squeeze(2) + chart[:, :-1].unsqueeze(-2)
         return marg.add_(out[:, 1:].unsqueeze(-1)).sub_(shift).exp_().unsqueeze(2)
-    marg = torch.zeros_like(spans) if into is None else into
+    marg = spans.new_zeros(spans.shape[:2] + (offset + size,) + spans.shape[3:])
     for k in range(1, min(size, n_1) + 1):
         t = n_1 + 1 - k  # spans of length k start at 0..N-1-k
         part = spans[:, :t, k - 1] + chart[:, :t].unsqueeze(-2)
         part.add_(out[:, k:].unsqueeze(-1)).sub_(shift).exp_()
-        marg[:, :t, k - 1] = part
+        marg[:, :t, offset + k - 1] = part
     return marg
 
 
@@ -164,12 +163,7 @@ class _LogPartition(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         spans, lengths, chart, log_z = ctx.saved_tensors
-        if ctx.offset == 0:
-            marg = log_marginals_explicit(spans, lengths, chart, log_z)
-        else:
-            shape = spans.shape[:2] + (spans.shape[2] + ctx.offset,) + spans.shape[3:]
-            marg = spans.new_zeros(shape)
-            log_marginals_explicit(spans, lengths, chart, log_z, into=marg[:, :, ctx.offset:])
+        marg = log_marginals_explicit(spans, lengths, chart, log_z, offset=ctx.offset)
         return marg.mul_(grad.view(-1, 1, 1, 1, 1)), None, None
 
 

@@ -124,7 +124,8 @@ class ChainStruct:
                 with core.autograd_ready(log_potentials) as leaf:
                     return _grad(self._scan_log_partition(leaf, lengths).sum(), leaf)
             spans = core.finite(self._to_spans(log_potentials))
-            return self._from_spans(core.log_marginals_explicit(spans, lengths))
+            marg = core.log_marginals_explicit(spans, lengths, offset=self.offset)
+            return marg.view_as(log_potentials)
         if _is(self.semiring, MaxSemiring, _ts.MaxSemiring) and not _raw:
             _, parts = core.viterbi(core.finite(self._to_spans(log_potentials.detach())), lengths)
             return self._from_spans(parts)
