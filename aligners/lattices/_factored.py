@@ -11,7 +11,6 @@ from aligners.errors import AlignersInputError
 from aligners.lattices._core import check_lengths, length_mask, semiring_zero
 
 __all__ = [
-    "Cleaned",
     "FromGradients",
     "bad_rows",
     "clean_factored",
@@ -19,7 +18,6 @@ __all__ = [
     "finite_shift",
     "logspace_grads",
     "needs_grad",
-    "semiring_zero",
 ]
 
 

@@ -38,7 +38,6 @@ class JumpLayout:
     start: torch.Tensor       # (B, C) long
     end: torch.Tensor         # (B, C) long
     group: torch.Tensor       # (B, P, G) long: spans ending at p (C = the semiring-zero slot)
-    slot: torch.Tensor        # (B, C) long: p * G + g of each span (P * G elsewhere)
     index: torch.Tensor       # (B, C, T) long: each message term's slot in the source row
     role: torch.Tensor        # (B, C, T) long: its weight (0..D+W-1 window offset, D+W far
     #                           left, +1 far right, +2 same, +3 from NULL, +4 to NULL; -1 none)
@@ -77,7 +76,7 @@ class JumpLayout:
         group = torch.full((B, P * G + 1), C, dtype=torch.long, device=dev)
         group.scatter_(1, flat, torch.where(ok, order, torch.full_like(order, C)))
         group = group[:, : P * G].view(B, P, G)
-        slot = torch.full((B, C), P * G, dtype=torch.long, device=dev)
+        slot = torch.full((B, C), P * G, dtype=torch.long, device=dev)  # p * G + g of each span
         slot.scatter_(1, order, flat)
         # source row (see `JumpTransition.message`): alpha (C) | leave-one-out (P*G) | A (P)
         # | prefix (P) | suffix (P) | NULL | total | semiring zero
@@ -103,7 +102,7 @@ class JumpLayout:
         is_null, absent = (kind == 1)[..., None], (kind == 0)[..., None]
         index = torch.where(is_null, null_row, torch.where(absent, i_pad, index))
         role = torch.where(is_null, null_role, torch.where(absent, -1, role))
-        return JumpLayout(kind, start, end, group, slot, index, role, D, W)
+        return JumpLayout(kind, start, end, group, index, role, D, W)
 
     def to(self, device) -> JumpLayout:
         """The layout with every table on `device`."""
