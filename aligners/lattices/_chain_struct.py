@@ -1,4 +1,6 @@
-"""torch-struct-style ``_Struct`` base shared by LinearChain and SemiMarkov (private).
+"""torch-struct-style ``_Struct`` base shared by LinearChain and SemiMarkov (private), and
+the base of their torch-struct-compatible distributions (``LinearChainCRF``, ``SemiMarkovCRF``:
+the tested public drop-in; used by no model).
 
 Subclasses say how their log-potentials map to start-indexed spans ``(B, N-1, S, C, C)``
 (see ``_chain_core``) and back; everything else (semiring sums, marginals, Viterbi, k-best,
@@ -7,7 +9,11 @@ entropy, samples, scores) is here, once.
 
 from __future__ import annotations
 
+import math
+
 import torch
+from torch.distributions import Distribution
+from torch.distributions.utils import lazy_property
 from torch_struct import semirings as _ts
 
 from aligners.lattices import _chain_core as core
@@ -22,7 +28,7 @@ from aligners.semirings import (
     semiring_zero,
 )
 
-__all__ = ["ChainStruct"]
+__all__ = ["ChainStruct", "StructDistribution"]
 
 
 def _grad(out: torch.Tensor, leaf: torch.Tensor, retain: bool = False) -> torch.Tensor:
@@ -171,3 +177,100 @@ class ChainStruct:
         with torch.no_grad():
             parts = core.sample_ffbs(self._to_spans(log_potentials), lengths, n, generator)
         return self._from_spans(parts.flatten(0, 1)).view((n,) + tuple(log_potentials.shape))
+
+
+class StructDistribution(Distribution):
+    """Distribution over the structures of a chain lattice (Gibbs: p(z) ∝ exp score(z)):
+    torch-struct's constructor ``(log_potentials, lengths=None)``, properties and methods with
+    the same shapes (event = the log-potentials' shape after B; ``sample``/``topk`` put the
+    sample/k dimension first). With mixed lengths ``partition`` differs from torch-struct
+    0.5's, which is wrong for semi-Markov K >= 3; ``sample`` takes ``generator=``. Subclasses
+    (``LinearChainCRF``, ``SemiMarkovCRF``) set ``struct``, their ``ChainStruct``.
+
+    log_potentials ``(B, *event)``; lengths ``(B,)`` or None."""
+
+    struct: type[ChainStruct]
+    arg_constraints: dict = {}
+
+    def __init__(self, log_potentials: torch.Tensor, lengths=None, args=None):
+        self.log_potentials = log_potentials
+        self.lengths = lengths
+        self.args = {} if args is None else args
+        super().__init__(batch_shape=log_potentials.shape[:1],
+                         event_shape=log_potentials.shape[1:], validate_args=False)
+
+    def _struct(self, semiring=LogSemiring):
+        return self.struct(semiring)
+
+    @lazy_property
+    def partition(self) -> torch.Tensor:
+        """log Z ``(B,)`` (differentiable; gradient = marginals)."""
+        return self._struct().sum(self.log_potentials, self.lengths)
+
+    @lazy_property
+    def marginals(self) -> torch.Tensor:
+        """Part marginals ``(B, *event)``."""
+        return self._struct().marginals(self.log_potentials, self.lengths)
+
+    @lazy_property
+    def max(self) -> torch.Tensor:
+        """Best score ``(B,)`` (differentiable: gradient = argmax)."""
+        return self._struct(MaxSemiring).sum(self.log_potentials, self.lengths)
+
+    @lazy_property
+    def argmax(self) -> torch.Tensor:
+        """Indicators of the best structure ``(B, *event)`` (Viterbi backpointers)."""
+        return self._struct(MaxSemiring).marginals(self.log_potentials, self.lengths)
+
+    @lazy_property
+    def mode(self) -> torch.Tensor:
+        return self.argmax
+
+    @lazy_property
+    def entropy(self) -> torch.Tensor:
+        """Entropy in nats ``(B,)`` (entropy semiring, one forward pass)."""
+        return self._struct().entropy(self.log_potentials, self.lengths)
+
+    @lazy_property
+    def count(self) -> torch.Tensor:
+        """Number of structures with finite score ``(B,)`` (float; exp of a log-count)."""
+        zeros = torch.where(torch.isneginf(self.log_potentials), self.log_potentials,
+                            torch.zeros_like(self.log_potentials))
+        return self._struct().sum(zeros.detach(), self.lengths).exp()
+
+    def kmax(self, k: int) -> torch.Tensor:
+        """The k best scores ``(k, B)``."""
+        return self._struct().kmax(self.log_potentials, k, self.lengths)
+
+    def topk(self, k: int) -> torch.Tensor:
+        """Indicators of the k best structures ``(k, B, *event)``."""
+        return self._struct().topk(self.log_potentials, k, self.lengths)
+
+    def sample(self, sample_shape=torch.Size(), *, generator=None) -> torch.Tensor:  # noqa: B008
+        """Exact samples ``(*sample_shape, B, *event)`` (forward filtering, backward
+        sampling); reproducible with ``generator``."""
+        shape = torch.Size(sample_shape)
+        n = math.prod(shape) if len(shape) else 1
+        out = self._struct().sample(self.log_potentials, n, self.lengths, generator=generator)
+        return out.view(shape + out.shape[1:])
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:
+        """log p(value) for indicator tensors ``(*sample, B, *event)`` -> ``(*sample, B)``."""
+        score = self._struct().score(self.log_potentials, value)
+        return score - self.partition
+
+    def cross_entropy(self, other: StructDistribution) -> torch.Tensor:
+        """H[p, q] = -E_p[log q(z)] ``(B,)``, exact: log Z_q - <marginals_p, φ_q>."""
+        return other.partition - self._struct().score(other.log_potentials, self.marginals)
+
+    def kl(self, other: StructDistribution) -> torch.Tensor:
+        """KL[p || q] = H[p, q] - H[p] ``(B,)``."""
+        return self.cross_entropy(other) - self.entropy
+
+    def to_event(self, sequence, extra, lengths=None):
+        """Compact representation -> indicator event (see the struct's ``to_parts``)."""
+        return self.struct.to_parts(sequence, extra, lengths=lengths)
+
+    def from_event(self, event):
+        """Indicator event -> compact representation (see the struct's ``from_parts``)."""
+        return self.struct.from_parts(event)

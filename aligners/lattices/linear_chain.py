@@ -16,11 +16,11 @@ from __future__ import annotations
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.lattices._chain_struct import ChainStruct
+from aligners.lattices._chain_struct import ChainStruct, StructDistribution
 from aligners.lattices._core import length_mask
 from aligners.semirings import LogSemiring, MaxSemiring
 
-__all__ = ["LinearChain", "log_partition", "marginals", "viterbi"]
+__all__ = ["LinearChain", "LinearChainCRF", "log_partition", "marginals", "viterbi"]
 
 
 class LinearChain(ChainStruct):
@@ -94,3 +94,10 @@ def viterbi(log_potentials, *, lengths=None):
     """Best score ``(B,)`` and best label sequence ``(B, N)`` (0 past each length)."""
     score, parts = LinearChain(MaxSemiring).viterbi(log_potentials, lengths)
     return score, LinearChain.from_parts(parts)[0]
+
+
+class LinearChainCRF(StructDistribution):
+    """Linear-chain CRF: log_potentials ``(B, N-1, C, C)`` as ``[b, n, y[n+1], y[n]]``;
+    compact form: labels ``(B, N)`` in 0..C-1."""
+
+    struct = LinearChain

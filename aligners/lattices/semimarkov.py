@@ -14,10 +14,10 @@ from __future__ import annotations
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.lattices._chain_struct import ChainStruct
+from aligners.lattices._chain_struct import ChainStruct, StructDistribution
 from aligners.semirings import LogSemiring, MaxSemiring
 
-__all__ = ["SemiMarkov", "log_partition", "marginals", "viterbi"]
+__all__ = ["SemiMarkov", "SemiMarkovCRF", "log_partition", "marginals", "viterbi"]
 
 
 class SemiMarkov(ChainStruct):
@@ -102,3 +102,11 @@ def viterbi(log_potentials, *, lengths=None):
     seq = SemiMarkov.from_parts(parts)[0]
     seq[:, 0] = seq[:, 0].clamp(min=0)  # a length-1 structure is one label (any: all tie)
     return score, seq
+
+
+class SemiMarkovCRF(StructDistribution):
+    """Semi-Markov CRF: log_potentials ``(B, N-1, K, C, C)`` as
+    ``[b, n, k, y[n+k], y[n]]`` (segment lengths 1..K-1); compact form: ``(B, N)`` labels at
+    segment ends, ``-1`` inside segments."""
+
+    struct = SemiMarkov
