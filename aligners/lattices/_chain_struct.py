@@ -133,8 +133,7 @@ class ChainStruct:
             marg = core.log_marginals_explicit(spans, lengths, offset=self.offset)
             return marg.view_as(log_potentials)
         if _is(self.semiring, MaxSemiring, _ts.MaxSemiring) and not _raw:
-            _, parts = core.viterbi(core.finite(self._to_spans(log_potentials.detach())), lengths)
-            return self._from_spans(parts)
+            return self.viterbi(log_potentials, lengths)[1]
         with core.autograd_ready(log_potentials) as leaf:
             v = self._semiring_sum(leaf, lengths)
             if not _raw:

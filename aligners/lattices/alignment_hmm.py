@@ -109,8 +109,7 @@ def alignment_hmm_posteriors(
     ew = ew.div_(shift[..., None])
     en = en / shift
     enp = (p0 * en)[..., None].contiguous()  # (J, B, 1) NULL-state emission with p0
-    Aw = torch.empty(J, B, I, dtype=dtype, device=dev)
-    An = torch.empty(J, B, I, dtype=dtype, device=dev)
+    Aw, An = torch.empty(2, J, B, I, dtype=dtype, device=dev)  # word / NULL forward
     cs = torch.empty(J, B, dtype=dtype, device=dev)
     aw = q * S[0][None] / norm[:, :1] * ew[0]
     an = (p0 / src_lengths.clamp_min(1).to(dtype))[:, None] * vf * en[0, :, None]

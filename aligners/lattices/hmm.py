@@ -76,7 +76,6 @@ def _fast_fb(cl):
     """Scaled forward-backward. Returns (logZ, gamma, transition counts, bad (B,) bool)."""
     B, N, C = cl.emit.shape
     E, tc, A, c, logz, bad = _scaled_forward(cl)
-    pm = cl.pos_mask
     G = E / c.unsqueeze(-1)
     # beta_{L-1} = 1 for each item; betas past an item's end are a well-scaled by-product
     # (never read: gamma and the counts mask them), so only items ending at n are reset.
@@ -98,7 +97,7 @@ def _fast_fb(cl):
         betas.append(beta)
     betas.reverse()
     Bt = torch.stack(betas, 1)
-    pmf = pm.unsqueeze(-1).to(E.dtype)
+    pmf = cl.pos_mask.unsqueeze(-1).to(E.dtype)
     gamma = A * Bt * pmf
     bad = bad | ~torch.isfinite(gamma.sum((1, 2)))  # non-finite iff an entry is (or huge)
     Gs = G[:, 1:] * Bt[:, 1:] * pmf[:, 1:]
