@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import torch
 
-from aligners.lattices._core import backtrack, recompute, sample_categorical
+from aligners.lattices._core import fill_segments, recompute, sample_categorical
 from aligners.lattices._factored import (
     FromGradients,
     bad_rows,
@@ -19,6 +19,7 @@ from aligners.lattices._factored import (
     logspace_grads,
     needs_grad,
 )
+from aligners.lattices.hsmm import _logspace_forward, _viterbi
 
 __all__ = [
     "HMMPosteriors",
@@ -106,19 +107,10 @@ def _fast_fb(cl):
 
 
 def _logspace_log_likelihood(log_init, log_trans, log_emit, lengths):
-    """Plain log-space forward (differentiable by autograd; O(B·N·C²) autograd memory).
-
-    Reference implementation and exact fallback: (B,C), (B,C,C), (B,N,C) -> (B,).
-    """
-    B, N, C = log_emit.shape
-    alpha = log_init + log_emit[:, 0]
-    alphas = [alpha]
-    for e in log_emit.unbind(1)[1:]:
-        alpha = torch.logsumexp(alpha.unsqueeze(2) + log_trans, dim=1) + e
-        alphas.append(alpha)
-    A = torch.stack(alphas, 1)
-    idx = (lengths - 1).view(B, 1, 1).expand(B, 1, C)
-    return torch.logsumexp(A.gather(1, idx).squeeze(1), -1)
+    """Plain log-space forward (differentiable by autograd; O(B·N·C²) autograd memory): the
+    HSMM's with one-position segments. Reference and exact fallback: (B,C), (B,C,C), (B,N,C)
+    -> (B,)."""
+    return _logspace_forward(log_init, log_trans, log_emit[:, :, None], lengths)[0]
 
 
 def _posteriors(cl):
@@ -176,23 +168,13 @@ def hmm_viterbi(log_init, log_trans, log_emit, *, lengths=None, state_mask=None)
     """(B,C), (B,C,C), (B,N,C) -> (path (B,N) long, -1 past length; score (B,)).
 
     Cost: O(B·N·C²) time with a (B,C,C) temporary per step, O(B·N·C) memory (backpointers).
-    Exact max-product in log space; the backtrack is `_core.backtrack` (vectorised over the
-    batch, no host sync). An impossible item (score -inf) gets an arbitrary path.
+    Exact max-product in log space: the HSMM's with one-position segments (its backtrack is
+    `_core.backtrack`, vectorised over the batch, no host sync). An impossible item (score
+    -inf) gets an arbitrary path.
     """
     cl = clean_factored(log_init, log_trans, log_emit, lengths, state_mask)
-    B, N, C = cl.emit.shape
-    delta = cl.init + cl.emit[:, 0]
-    bps = []
-    live = cl.pos_mask.unbind(1)
-    for n, e in enumerate(cl.emit.unbind(1)[1:]):
-        best, arg = (delta.unsqueeze(2) + cl.trans).max(dim=1)
-        delta = torch.where(live[n + 1][:, None], best + e, delta)
-        bps.append(arg)
-    score, z = delta.max(-1)
-    if N == 1:
-        return z.unsqueeze(1), score
-    path, _ = backtrack(None, torch.stack(bps, 1), last=cl.lengths - 1, label=z)
-    return path, score
+    labels, _, score = _viterbi(cl._replace(emit=cl.emit[:, :, None]))
+    return fill_segments(labels), score
 
 
 def hmm_sample(

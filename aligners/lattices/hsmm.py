@@ -167,7 +167,17 @@ def hsmm_viterbi(log_init, log_trans, log_seg_emit, *, lengths=None, state_mask=
     the backtrack is `_core.backtrack` (vectorised over the batch), then one host transfer
     builds the segment lists. Exact max-product in log space.
     """
-    cl = _clean(log_init, log_trans, log_seg_emit, lengths, state_mask)
+    labels, seg_len, score = _viterbi(_clean(log_init, log_trans, log_seg_emit, lengths,
+                                             state_mask))
+    labels_l, seg_l = labels.tolist(), seg_len.tolist()  # one transfer for the output lists
+    segments = [[(t - k, t, lab[t]) for t, k in enumerate(row) if k > 0]
+                for lab, row in zip(labels_l, seg_l)]
+    return HSMMViterbi(segments, fill_segments(labels), score)
+
+
+def _viterbi(cl):
+    """The max-product forward and `_core.backtrack` of cleaned potentials: labels (B, N+1)
+    and seg_len (B, N+1) over points 0..N (see `backtrack`), best score (B,)."""
     B, N, K, C = cl.emit.shape
     lp, bk, bs, deltas = [cl.init], [], [], []
     for n, e in enumerate(cl.emit.unbind(1)):
@@ -188,11 +198,7 @@ def hsmm_viterbi(log_init, log_trans, log_seg_emit, *, lengths=None, state_mask=
     ends = torch.arange(1, N + 1, device=k_len.device).view(1, N, 1)
     prev = torch.stack(bs, 1).gather(1, (ends - k_len - 1).clamp(min=0))
     labels, seg_len = backtrack(k_len, prev, last=cl.lengths, label=c_last)
-    states = fill_segments(labels)
-    labels_l, seg_l = labels.tolist(), seg_len.tolist()  # one transfer for the output lists
-    segments = [[(t - k, t, lab[t]) for t, k in enumerate(row) if k > 0]
-                for lab, row in zip(labels_l, seg_l)]
-    return HSMMViterbi(segments, states, score)
+    return labels, seg_len, score
 
 
 def hsmm_sample(
