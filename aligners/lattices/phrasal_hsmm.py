@@ -125,14 +125,6 @@ def _mask_shift(x, mask, dim):
     return torch.where(mask, _exp0(x - m.unsqueeze(dim)), 0.0), m
 
 
-def _scaled_jumps(log_jump, ivalid):
-    """(A (B,I,I), row_f (B,I) <= 1, ma (B,)): the jump probabilities with each row shifted
-    by its maximum over valid states (the row shifts go into the exit masses: row_f, ma)."""
-    A, row = _mask_shift(log_jump, ivalid[:, None, :] & ivalid[:, :, None], 2)
-    ma = row.amax(1)
-    return A, torch.exp(row - ma[:, None]), ma
-
-
 def _scaled_emissions(pot: PhrasalPotentials, ivalid, pvalid):
     """(em (B,J), word [n] (B,I), {(n, k): segment (B,I)}, NULL [n] (B,), phrase [n] (B,P)):
     the emission probabilities with one shift em per (item, position) over its readable
@@ -173,7 +165,11 @@ def _scaled_forward(pot: PhrasalPotentials, sl, tl) -> torch.Tensor:
     ivalid, pvalid, first, plast = _valid(pot, sl)
     last_hot = ((torch.arange(I, device=dev)[None, None, :] == plast.clamp(0, I - 1)[..., None])
                 & pvalid[..., None]).to(dtype)  # (B, P, I)
-    A, row_f, ma = _scaled_jumps(pot.log_jump, ivalid)
+    # the jump probabilities A (B,I,I), each row shifted by its maximum over valid states;
+    # the row shifts go into the exit masses: row_f (B,I) <= 1 and ma (B,)
+    A, row = _mask_shift(pot.log_jump, ivalid[:, None, :] & ivalid[:, :, None], 2)
+    ma = row.amax(1)
+    row_f = torch.exp(row - ma[:, None])
     A0, ma0 = _mask_shift(pot.log_jump_init, ivalid, 1)
     NS, mn = _mask_shift(pot.log_null_stay, ivalid, 1)
     N0, mn0 = _mask_shift(pot.log_null_init, ivalid, 1)
