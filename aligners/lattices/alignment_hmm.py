@@ -134,8 +134,7 @@ def alignment_hmm_posteriors(
         torch.where(live, v.mul_(rc), An[j - 1], out=An[j])
         cs[j] = torch.where(jvalid[:, j], c, torch.ones_like(c))
     Bt, Gw = _backward_inplace(ew, enp, cs, inv, SqT, tgt_lengths, jump_counts)
-    jm = jvalid.T[..., None].to(dtype)  # (J, B, 1)
-    Bt.mul_(jm)
+    Bt.mul_(jvalid.T[..., None].to(dtype))  # (J, B, 1): zero past each target length
     link_post = (Aw * Bt).permute(1, 2, 0)  # (B, I, J)
     null_post = (An * Bt).sum(-1).T  # (B, J)
     loglik = torch.where(jvalid, (torch.log(cs) + torch.log(shift)).T,
