@@ -13,9 +13,9 @@ import numpy as np
 import torch
 from numba import njit
 
-from aligners.lattices._phrasal_hsmm_forms import _NEG, SparsePhrasalPosteriors
-
 __all__ = ["phrasal_forward_backward"]
+
+_NEG = -700.0  # below it a log score is probability 0 (`phrasal_hsmm.to_sparse` drops such rows)
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -189,10 +189,10 @@ def _batch(ew, se, sn, sk, off, en, ep, jinit, jump, ninit, nstay, pw, pfirst, p
                           L, out_w[b], out_s[m0:m1], out_n[b], out_p[b])
 
 
-def phrasal_forward_backward(spot, sl, tl, max_len: int) -> SparsePhrasalPosteriors:
-    """`SparsePhrasalPosteriors` (log Z (B,), word (B,J,I), segments (M,I), null (B,J),
-    phrase (B,J,P)) in the potentials' dtype of CPU sparse potentials `spot` (segments
-    sorted by item); sl, tl (B,) lengths; segments of length <= max_len."""
+def phrasal_forward_backward(spot, sl, tl, max_len: int) -> tuple:
+    """The fields of a `SparsePhrasalPosteriors` (log Z (B,), word (B,J,I), segments (M,I),
+    null (B,J), phrase (B,J,P)) in the potentials' dtype of CPU sparse potentials `spot`
+    (segments sorted by item); sl, tl (B,) lengths; segments of length <= max_len."""
     dt = np.float64 if spot.log_emit_word.dtype == torch.float64 else np.float32
 
     def f64(x):  # the inputs' own float dtype (float32 or float64); sums run in float64
@@ -213,5 +213,4 @@ def phrasal_forward_backward(spot, sl, tl, max_len: int) -> SparsePhrasalPosteri
            f64(spot.log_phrase_weight), i64(spot.phrase_first), i64(spot.phrase_last), i64(sl),
            i64(tl), int(max_len), out_w, out_s, out_n, out_p, out_ll)
     outs = (out_ll, out_w, out_s, out_n, out_p)
-    return SparsePhrasalPosteriors(*(torch.from_numpy(x).to(spot.log_emit_word.dtype)
-                                     for x in outs))
+    return tuple(torch.from_numpy(x).to(spot.log_emit_word.dtype) for x in outs)

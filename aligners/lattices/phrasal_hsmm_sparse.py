@@ -15,16 +15,18 @@ from __future__ import annotations
 import torch
 
 from aligners.errors import AlignersInputError
-from aligners.lattices._phrasal_hsmm_forms import (
+from aligners.lattices._phrasal_hsmm_kernel import phrasal_forward_backward
+from aligners.lattices.phrasal_hsmm import (
     PhrasalPotentials,
     SparsePhrasalPosteriors,
     SparsePhrasalPotentials,
     check_dense,
+    phrasal_hsmm_posteriors,
+    phrasal_hsmm_viterbi,
     sparse_posteriors_to_dense,
     to_dense,
     to_sparse,
 )
-from aligners.lattices.phrasal_hsmm import phrasal_hsmm_posteriors, phrasal_hsmm_viterbi
 
 __all__ = [
     "SparsePhrasalPotentials",
@@ -86,7 +88,5 @@ def phrasal_hsmm_sparse_posteriors(spot: SparsePhrasalPotentials, *, max_len: in
         return SparsePhrasalPosteriors(d.log_likelihood, d.word[:, :, 0],
                                        d.word[spot.seg_item, spot.seg_end, spot.seg_len],
                                        d.null, d.phrase)
-    from aligners.lattices._phrasal_hsmm_kernel import phrasal_forward_backward
-
-    return phrasal_forward_backward(spot, sl, tl, max_len)
+    return SparsePhrasalPosteriors(*phrasal_forward_backward(spot, sl, tl, max_len))
 
