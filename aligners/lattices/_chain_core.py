@@ -16,7 +16,6 @@ from aligners.errors import AlignersInputError
 from aligners.lattices._core import backtrack, length_mask, sample_categorical, semiring_zero
 
 __all__ = [
-    "end_indexed",
     "generic_sum",
     "log_partition",
     "log_marginals_explicit",

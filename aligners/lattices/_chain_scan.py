@@ -41,10 +41,10 @@ def use_scan(method: str, spans: torch.Tensor) -> bool:
 
 def step_matrices(spans: torch.Tensor, lengths: torch.Tensor, one: float = 0.0,
                   zero: float | None = None) -> torch.Tensor:
-    """spans (..., B, T, S, C, C) -> step matrices (..., B, T, D, D), D = S·C, ``[next, prev]``
+    """spans (B, T, S, C, C), T >= 1 -> step matrices (B, T, D, D), D = S·C, ``[next, prev]``
     window states; identity (``one`` on the diagonal, ``zero`` elsewhere) at steps m >= L-1.
     Differentiable w.r.t. spans. O(B·T·D²) memory."""
-    *lead, batch, t, size, c, _ = spans.shape
+    batch, t, size, c, _ = spans.shape
     zero = semiring_zero(spans.dtype) if zero is None else zero
     d = size * c
     dev, dt = spans.device, spans.dtype
@@ -53,16 +53,15 @@ def step_matrices(spans: torch.Tensor, lengths: torch.Tensor, one: float = 0.0,
     if size == 1:
         a = spans.squeeze(-3)
     else:
-        pad = torch.full(tuple(lead) + (batch, size - 1, size, c, c), zero, dtype=dt, device=dev)
-        padded = torch.cat([pad, spans], -4)  # [.., j] = spans[.., j - (S-1)]
-        top = torch.cat([padded[..., size - k: size - k + t, k - 1, :, :]
-                         for k in range(1, size + 1)], -1)  # (.., T, C, D): spans ending m+1
+        pad = torch.full((batch, size - 1, size, c, c), zero, dtype=dt, device=dev)
+        padded = torch.cat([pad, spans], 1)  # [:, j] = spans[:, j - (S-1)]
+        top = torch.cat([padded[:, size - k: size - k + t, k - 1, :, :]
+                         for k in range(1, size + 1)], -1)  # (B, T, C, D): spans ending m+1
         shift = torch.full((d - c, d), zero, dtype=dt, device=dev)
         shift.diagonal().fill_(one)  # block row r takes block r-1: the window moves on
-        shift = shift.expand(tuple(lead) + (batch, t, d - c, d))
+        shift = shift.expand(batch, t, d - c, d)
         a = torch.cat([top, shift], -2)
-    live = (length_mask(lengths - 1, t) if t else
-            torch.zeros(batch, 0, dtype=torch.bool, device=dev)).view(batch, t, 1, 1)
+    live = length_mask(lengths - 1, t).view(batch, t, 1, 1)
     return torch.where(live, a, eye)
 
 

@@ -10,7 +10,7 @@ the `semimarkov` log-potentials
     lp[b, 0, k, c, c'] = semiring zero                               (n = 0, c' != 0)
 
 with ``k = 0`` unused. Cost O(B*N*(C^2 + K*C)) time, O(B*N*K*C) memory (a `JumpTransition`:
-O(B*N*C*(K + D + W))); Max ties break toward the lowest previous label on both paths.
+O(B*N*C*(K + D + W))); Max ties break toward the lowest previous label.
 """
 
 from __future__ import annotations
