@@ -106,15 +106,6 @@ def _phrase_columns(sp, tp, X) -> torch.Tensor:
     return out
 
 
-def _window(x: torch.Tensor, dim: int, size: int, op) -> torch.Tensor:
-    """Reduce `op` over sliding windows of `size` along `dim` (output shorter by size-1)."""
-    n = x.shape[dim] - size + 1
-    out = x.narrow(dim, 0, n)
-    for d in range(1, size):
-        out = op(out, x.narrow(dim, d, n))
-    return out
-
-
 def _cue_columns(src, tgt, ls, lt, X) -> torch.Tensor:
     """(I-ls+1, J-lt+1, 5) chunk-boundary proxies of a multi-token block (no chunker offline):
     contains punctuation, ends / starts with a function word on both sides, all capitalised,
@@ -127,12 +118,11 @@ def _cue_columns(src, tgt, ls, lt, X) -> torch.Tensor:
     I, J = len(src), len(tgt)
     n_s, n_t = I - ls + 1, J - lt + 1
     out = torch.zeros(n_s, n_t, 5)
-    out[..., 0] = torch.maximum(_window(ps, 0, ls, torch.maximum)[:, None],
-                                _window(pt, 0, lt, torch.maximum)[None, :])
+    out[..., 0] = torch.maximum(ps.unfold(0, ls, 1).amax(-1)[:, None],
+                                pt.unfold(0, lt, 1).amax(-1)[None, :])
     out[..., 1] = torch.maximum(ss[ls - 1:][:, None], st[lt - 1:][None, :])
     out[..., 2] = ss[:n_s][:, None] * st[:n_t][None, :]
-    out[..., 3] = _window(cs, 0, ls, torch.minimum)[:, None] * \
-        _window(ct, 0, lt, torch.minimum)[None, :]
+    out[..., 3] = cs.unfold(0, ls, 1).amin(-1)[:, None] * ct.unfold(0, lt, 1).amin(-1)[None, :]
     if ls == lt:
         low = X[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
         same = torch.ones(n_s, n_t)
@@ -152,41 +142,25 @@ def featurize_states(
     (emit (I, Ls, C, F) with C = 1 + J*Lt and a zero NULL column, null (I, F0) float32).
     Cost: see the module docstring; memory I*Ls*C*F in `dtype`."""
     I, J, Ls, Lt = len(src), len(tgt), max_src_len, max_tgt_len
-    F = len(feature_names(max_src_len=Ls, max_tgt_len=Lt, embedding=embedder is not None,
-                          phrase_cues=phrase_cues))
-    emit = torch.zeros(I, Ls, 1 + J * Lt, F, dtype=dtype)
-
-    def block(ls, lt):
-        if lt == 1:
-            return emit[: I - ls + 1, ls - 1, 1: J + 1]
-        tail = emit[: I - ls + 1, ls - 1, J + 1:].unflatten(1, (J, Lt - 1))
-        return tail[:, lt - 1:, lt - 2]
-
-    null = _fill(src, tgt, block, max_src_len=Ls, max_tgt_len=Lt, embedder=embedder,
-                 phrase_cues=phrase_cues)
-    return emit, null
-
-
-def _fill(src, tgt, block, *, max_src_len: int, max_tgt_len: int, embedder, phrase_cues):
-    """Write every (ls, lt) block of span features into `block(ls, lt)` (a (I-ls+1, J-lt+1, F)
-    view: source start x target end) and return the (I, F0) NULL features."""
-    I, J, Ls, Lt = len(src), len(tgt), max_src_len, max_tgt_len
     X = _token_matrix(src, tgt, embedder)
     Ft = X.shape[-1]
     # end of the phrase-string columns (the CUES follow)
     P = len(feature_names(max_src_len=Ls, max_tgt_len=Lt, embedding=embedder is not None))
+    emit = torch.zeros(I, Ls, 1 + J * Lt, P + len(CUES) * phrase_cues, dtype=dtype)
     src_phrases, tgt_phrases = _phrase_strings(src, Ls), _phrase_strings(tgt, Lt)
     # best target match per source token (per lt) / best source match per target token (per ls)
-    tmaxs = {lt: _window(X, 1, lt, torch.maximum) for lt in range(1, min(Lt, J) + 1)}
-    smaxs = {ls: _window(X, 0, ls, torch.maximum) for ls in range(1, min(Ls, I) + 1)}
+    tmaxs = {lt: X.unfold(1, lt, 1).amax(-1) for lt in range(1, min(Lt, J) + 1)}
+    smaxs = {ls: X.unfold(0, ls, 1).amax(-1) for ls in range(1, min(Ls, I) + 1)}
     for ls in range(1, min(Ls, I) + 1):
         smax = smaxs[ls]
         for lt in range(1, min(Lt, J) + 1):
             tmax = tmaxs[lt]
-            A = (_window(tmax, 0, ls, torch.add) + _window(smax, 1, lt, torch.add)) / 2
-            Bm = torch.minimum(_window(tmax, 0, ls, torch.minimum),
-                               _window(smax, 1, lt, torch.minimum)) * max(ls, lt)
-            blk = block(ls, lt)
+            A = (tmax.unfold(0, ls, 1).sum(-1) + smax.unfold(1, lt, 1).sum(-1)) / 2
+            Bm = torch.minimum(tmax.unfold(0, ls, 1).amin(-1),
+                               smax.unfold(1, lt, 1).amin(-1)) * max(ls, lt)
+            # the (I-ls+1, J-lt+1, F) view of the blocks: source start x target end
+            blk = emit[: I - ls + 1, ls - 1, 1: J + 1] if lt == 1 else emit[
+                : I - ls + 1, ls - 1, J + 1:].unflatten(1, (J, Lt - 1))[:, lt - 1:, lt - 2]
             blk[..., :Ft] = A
             blk[..., Ft: 2 * Ft] = Bm
             if (ls, lt) != (1, 1):
@@ -200,7 +174,7 @@ def _fill(src, tgt, block, *, max_src_len: int, max_tgt_len: int, embedder, phra
     dice = X[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
     wn = X[..., [TOKEN_PAIR_FEATURES.index(f"wn_{r}") for r in ("synonym", "hypernym",
                                                                   "hyponym", "derivation")]]
-    return torch.stack([
+    return emit, torch.stack([
         torch.ones(I),
         torch.tensor([float(w.lower() in STOPWORDS) for w in src]),
         torch.tensor([float(is_punct(w)) for w in src]),
