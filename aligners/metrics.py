@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -87,31 +86,23 @@ class Scores:
     f_alpha: float
     aer: float
 
-    @classmethod
-    def from_parts(cls, precision: float, recall: float, aer: float, *, alpha: float) -> Scores:
-        return cls(
-            precision=precision,
-            recall=recall,
-            f1=_harmonic(precision, recall, 0.5),
-            f_alpha=_harmonic(precision, recall, alpha),
-            aer=aer,
-        )
 
-    @classmethod
-    def micro(cls, counts: LinkCounts, *, alpha: float) -> Scores:
-        return cls.from_parts(counts.precision, counts.recall, counts.aer, alpha=alpha)
+def _scores(precision: float, recall: float, aer: float, alpha: float) -> Scores:
+    return Scores(precision, recall, _harmonic(precision, recall, 0.5),
+                  _harmonic(precision, recall, alpha), aer)
 
-    @classmethod
-    def macro(cls, per_pair: Sequence[LinkCounts], *, alpha: float) -> Scores:
-        def mean(values: list[float]) -> float:
-            return sum(values) / len(values) if values else 0.0
 
-        return cls.from_parts(
-            mean([c.precision for c in per_pair if c.predicted]),
-            mean([c.recall for c in per_pair if c.sure]),
-            mean([c.aer for c in per_pair if c.predicted or c.sure]),
-            alpha=alpha,
-        )
+def _micro(counts: LinkCounts, alpha: float) -> Scores:
+    return _scores(counts.precision, counts.recall, counts.aer, alpha)
+
+
+def _macro(per_pair: Sequence[LinkCounts], alpha: float) -> Scores:
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values) if values else 0.0
+
+    return _scores(mean([c.precision for c in per_pair if c.predicted]),
+                   mean([c.recall for c in per_pair if c.sure]),
+                   mean([c.aer for c in per_pair if c.predicted or c.sure]), alpha)
 
 
 @dataclass
@@ -226,12 +217,12 @@ def evaluate_alignments(
         pairs=len(gold),
         alpha=alpha,
         counts=total,
-        micro=Scores.micro(total, alpha=alpha),
-        macro=Scores.macro(per_pair, alpha=alpha),
+        micro=_micro(total, alpha),
+        macro=_macro(per_pair, alpha),
         exact_match=_ratio(exact, len(gold)),
         exact_matches=exact,
-        breakdown_micro={c: Scores.micro(class_total[c], alpha=alpha) for c in class_pairs},
-        breakdown_macro={c: Scores.macro(class_pairs[c], alpha=alpha) for c in class_pairs},
+        breakdown_micro={c: _micro(class_total[c], alpha) for c in class_pairs},
+        breakdown_macro={c: _macro(class_pairs[c], alpha) for c in class_pairs},
         breakdown_counts=class_total,
     )
 
@@ -280,8 +271,11 @@ def write_metrics_json(path, metrics: dict[str, dict[str, float]]) -> None:
     """Write a task's `metrics.json`: the one schema of every task, split -> metric -> value.
 
     Values must be finite numbers (ints or floats); NaN/inf and nested dicts are refused, so
-    that every run folder can be compared by the same reader. Written atomically.
+    that every run folder can be compared by the same reader. Written atomically
+    (`aligners.outputs.write_lines`).
     """
+    from aligners.outputs import write_lines
+
     for split, row in metrics.items():
         if not isinstance(row, dict):
             raise TypeError(f"metrics[{split!r}] must be a dict metric -> value")
@@ -290,8 +284,4 @@ def write_metrics_json(path, metrics: dict[str, dict[str, float]]) -> None:
                 raise TypeError(f"metrics[{split!r}][{name!r}] = {value!r} is not a number")
             if not math.isfinite(value):
                 raise ValueError(f"metrics[{split!r}][{name!r}] is not finite ({value})")
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(metrics, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_lines(str(path), [json.dumps(metrics, indent=2, sort_keys=True)], flag="metrics.json")
