@@ -76,7 +76,7 @@ def test_naacl_round_trip(tmp_path):
     assert write_naacl([A, B, C, B], p, snums=[5, 6, 7, 8]) == 4
     assert p.read_text().splitlines()[0] == "0005 1 1 S"
     assert read_naacl(p, snums=[5, 6, 7, 8]) == [A, B, C, B]
-    write_naacl([A, C], p, token_base=0)
+    p.write_text("1 0 0 S\n1 1 1 P\n1 2 1 S\n2 3 0 S\n")  # naacl0: read, never written
     assert read_naacl(p, token_base=0) == [A, C]
 
 

@@ -233,19 +233,16 @@ def write_naacl(
     out: str | Path | IO[str],
     *,
     snums: Sequence[int] | None = None,
-    token_base: int = 1,
-    width: int = 4,
 ) -> int:
-    """Write NAACL `snum i j S|P` lines (source first); return the number of links written.
-
-    Sentence numbers are `snums` (default 1, 2, ...), zero-padded to `width`. Read back
-    with `read_naacl(..., snums=...)` to keep trailing link-less sentences. Cost: O(links).
+    """Write 1-based NAACL `snum i j S|P` lines (source first); return the number of links
+    written. Sentence numbers are `snums` (default 1, 2, ...), zero-padded to 4 digits. Read
+    back with `read_naacl(..., snums=...)` to keep trailing link-less sentences. O(links).
     """
     def lines():
         for n, al in enumerate(alignments):
             snum = (n + 1) if snums is None else snums[n]
             for i, j, sure in al.links():
-                yield f"{snum:0{width}d} {i + token_base} {j + token_base} {'S' if sure else 'P'}"
+                yield f"{snum:04d} {i + 1} {j + 1} {'S' if sure else 'P'}"
     return write_lines(out, lines())
 
 

@@ -35,22 +35,6 @@ def text_format(path: str | Path) -> str | None:
     return None
 
 
-def _load_json(path: str | Path) -> list:
-    name = str(path)
-    raw = "\n".join(read_lines(path))  # UTF-8 check with byte offsets, BOM stripped
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as err:
-        raise AlignersInputError(
-            f"invalid JSON ({err.msg}, column {err.colno}); expected a jacana JSON array",
-            path=name,
-            line=err.lineno,
-        ) from None
-    if not isinstance(data, list):
-        raise AlignersInputError("expected a JSON array of alignment objects", path=name)
-    return data
-
-
 def read_jacana_json(
     path: str | Path, *, sure_plus_poss: bool = False, lenient: bool = False
 ) -> list[AlignedPair]:
@@ -60,8 +44,18 @@ def read_jacana_json(
     the 1-based item number), or are dropped with `lenient=True`. Cost: O(file size).
     """
     name = str(path)
+    try:  # (read_lines: the UTF-8 check with byte offsets, BOM stripped)
+        data = json.loads("\n".join(read_lines(path)))
+    except json.JSONDecodeError as err:
+        raise AlignersInputError(
+            f"invalid JSON ({err.msg}, column {err.colno}); expected a jacana JSON array",
+            path=name,
+            line=err.lineno,
+        ) from None
+    if not isinstance(data, list):
+        raise AlignersInputError("expected a JSON array of alignment objects", path=name)
     pairs = []
-    for n, item in enumerate(_load_json(path), start=1):
+    for n, item in enumerate(data, start=1):
         if not isinstance(item, dict) or any(k not in item for k in _KEYS):
             raise AlignersInputError(
                 f"item {n}: expected an object with keys {list(_KEYS)}", path=name, line=n

@@ -80,16 +80,13 @@ def read_line_blocks(path: str | Path, *, block_bytes: int = 1 << 20) -> Iterato
                 raise AlignersInputError(
                     f"cannot read ({err}); expected a readable (for .gz: complete gzip) file",
                     path=name, line=lines_before + 1) from None
-            if not chunk:
-                if not rest:
-                    return
-                block, rest = rest, b""
-            else:
-                cut = chunk.rfind(b"\n") + 1
-                if cut == 0:  # no line end in this chunk: keep reading
-                    rest += chunk
-                    continue
-                block, rest = rest + chunk[:cut], chunk[cut:]
+            cut = chunk.rfind(b"\n") + 1  # (0 at the end: the rest is the last block)
+            if chunk and cut == 0:  # no line end in this chunk: keep reading
+                rest += chunk
+                continue
+            if not chunk and not rest:
+                return
+            block, rest = rest + chunk[:cut], chunk[cut:]
             start = offset
             offset += len(block)
             if start == 0 and block.startswith(_BOM):

@@ -42,7 +42,6 @@ class WordNet:
     """Offline WordNet relation oracle. `WordNet(None)` is the empty fallback."""
 
     def __init__(self, root: Path | None):
-        self.available = root is not None
         self._index: dict[tuple[str, str], tuple[str, ...]] = {}  # (lemma, pos) -> synset keys
         self._exc: dict[tuple[str, str], tuple[str, ...]] = {}
         self._data: dict[str, bytes] = {}  # pos -> the raw data.<pos> file
