@@ -104,12 +104,6 @@ class MiniLMEmbedder:
             self._int8 = None
         return self
 
-    def to(self, device) -> "MiniLMEmbedder":
-        """Move the encoder (the memoised vectors stay on the CPU). Returns self."""
-        self.model.to(device)
-        self.device = str(device)
-        return self
-
     def set_precision(self, precision: str) -> "MiniLMEmbedder":
         """Inference precision of passes without gradients: "fp32" | "bf16" | "int8" (see
         the module docstring); a change clears the memo. Returns self."""
@@ -125,8 +119,7 @@ class MiniLMEmbedder:
         if not str(self.device).startswith("cpu"):
             raise AlignersInputError(f"encoder precision int8 runs on the CPU only (device "
                                      f"{self.device}); use bf16 or fp32")
-        key = tuple(p._version for p in self.model.parameters())
-        key = (key, tuple(p.data_ptr() for p in self.model.parameters()))
+        key = tuple((p._version, p.data_ptr()) for p in self.model.parameters())
         if self._int8 is None or self._int8[0] != key:
             import copy
             import warnings
