@@ -97,8 +97,7 @@ class MiniLMEmbedder:
             raise AlignersInputError(f"model.encoder_layers must be an integer from 1 to "
                                      f"{have} (the encoder's layers) or null, got {n!r}")
         if n < have:
-            layers = _layer_list(self.model)
-            del layers[n:]
+            del _layer_list(self.model)[n:]
             self.model.config.num_hidden_layers = n
             self._cache.clear()
             self._int8 = None

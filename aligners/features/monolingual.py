@@ -87,13 +87,9 @@ def _phrase_columns(sp, tp, X) -> torch.Tensor:
     """(len(sp), len(tp), 2): joined-phrase lower-case identity and WordNet (multi-word)
     synonymy of the source phrases `sp` x target phrases `tp` (from `_phrase_strings`)."""
     out = torch.zeros(len(sp), len(tp), 2)
-    where: dict[str, list[int]] = {}
-    for t, x in enumerate(tp):
-        where.setdefault(x, []).append(t)
-    same = [(s, t) for s, x in enumerate(sp) for t in where.get(x, ())]
-    if same:
-        rows, cols = zip(*same)
-        out[list(rows), list(cols), 0] = 1.0
+    ids = {x: k for k, x in enumerate(dict.fromkeys([*sp, *tp]))}  # phrase -> a number
+    src_ids, tgt_ids = (torch.tensor([ids[x] for x in p], dtype=torch.long) for p in (sp, tp))
+    out[..., 0] = (src_ids[:, None] == tgt_ids[None, :]).float()
     if X is not None:  # ls = lt = 1: the token-level WordNet synonym column
         out[..., 1] = X[..., TOKEN_PAIR_FEATURES.index("wn_synonym")]
         return out
