@@ -46,9 +46,8 @@ def test_naacl_hand_example(tmp_path):
 
 def test_naacl_null_links_dropped_and_counted(tmp_path):
     p = write(tmp_path, "g.wa", "1 0 1 P\n1 1 1 S\n1 2 0 P\n")
-    with pytest.warns(NullLinksWarning, match="dropped 2 NULL") as rec:
+    with pytest.warns(NullLinksWarning, match="dropped 2 NULL"):
         assert read_naacl(p) == [Alignment(frozenset({(0, 0)}))]
-    assert rec[0].message.dropped == 2
 
 
 @pytest.mark.parametrize(

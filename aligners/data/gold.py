@@ -46,11 +46,7 @@ _INT = re.compile(r"\d+\Z")
 
 
 class NullLinksWarning(UserWarning):
-    """NAACL links to position 0 (NULL) were dropped (`.dropped` = count)."""
-
-    def __init__(self, message: str, dropped: int):
-        super().__init__(message)
-        self.dropped = dropped
+    """NAACL links to position 0 (NULL) were dropped (the message says how many)."""
 
 
 def read_snum_text(
@@ -127,7 +123,7 @@ def read_naacl(
     warn_dropped(sum(d for _, d in done), name)
     if nulls:
         warnings.warn(
-            NullLinksWarning(f"{name}: dropped {nulls} NULL link(s) (position 0)", nulls),
+            NullLinksWarning(f"{name}: dropped {nulls} NULL link(s) (position 0)"),
             stacklevel=2,
         )
     return [al for al, _ in done]
