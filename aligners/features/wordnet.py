@@ -7,7 +7,6 @@ entailment, similar-to. Cost: loading reads the files once; synset lines are par
 first use; queries are memoised dict look-ups.
 """
 
-import functools
 import os
 import warnings
 from functools import lru_cache
@@ -98,16 +97,8 @@ class WordNet:
             cands = [w, *self._exc.get((w, pos), ())]
             cands += [w[: -len(s)] + r for s, r in _SUFFIXES[pos]
                       if w.endswith(s) and len(w) > len(s)]
-            names = self._names
-            out += [(c, pos) for c in dict.fromkeys(cands)
-                    if c in names and (c, pos) in self._index]
+            out += [(c, pos) for c in dict.fromkeys(cands) if (c, pos) in self._index]
         return tuple(out)
-
-    @functools.cached_property
-    def _names(self) -> frozenset[str]:
-        """Every lemma of the index, any part of speech (a cheap pre-filter: most candidate
-        strings, e.g. joined multi-word phrases, are not lemmas)."""
-        return frozenset(lemma for lemma, _ in self._index)
 
     @lru_cache(maxsize=200_000)  # noqa: B019
     def synsets(self, word: str) -> frozenset[str]:
