@@ -49,9 +49,8 @@ class NullLinksWarning(UserWarning):
     """NAACL links to position 0 (NULL) were dropped (the message says how many)."""
 
 
-def read_snum_text(
-    path: str | Path, *, lowercase: bool = False, lines: Iterable[str] | None = None
-) -> list[tuple[int, list[str]]]:
+def read_snum_text(path: str | Path, *,
+                   lines: Iterable[str] | None = None) -> list[tuple[int, list[str]]]:
     """Read a WPT text file of `<s snum=N> tokens </s>` lines -> `[(snum, tokens)]`. O(file size).
 
     A line without the wrapper (empty ones too) or a repeated snum raises `AlignersInputError`
@@ -71,7 +70,7 @@ def read_snum_text(
                 f"sentence number {snum} repeated", path=str(path), line=lineno
             )
         seen.add(snum)
-        out.append((snum, (m.group(2).lower() if lowercase else m.group(2)).split()))
+        out.append((snum, m.group(2).split()))
     return out
 
 

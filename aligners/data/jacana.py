@@ -35,6 +35,16 @@ def text_format(path: str | Path) -> str | None:
     return None
 
 
+def _pair(src: str, tgt: str, sure: str, possible: str, *, sure_plus_poss: bool = False,
+          ident: str | None, path: str, line: int) -> AlignedPair:
+    """The pair of two texts and their sure / possible `i-j` links (`sure_plus_poss`: `sure`
+    holds S∪P and `possible` the P subset); malformed links name `path` and `line`."""
+    s = parse_pharaoh_line(sure, path=path, line=line).possible
+    p = parse_pharaoh_line(possible, path=path, line=line).possible
+    al = Alignment(s - p, s | p) if sure_plus_poss else Alignment(s, p)
+    return AlignedPair(tuple(src.split()), tuple(tgt.split()), al, ident)
+
+
 def read_jacana_json(
     path: str | Path, *, sure_plus_poss: bool = False, lenient: bool = False
 ) -> list[AlignedPair]:
@@ -60,19 +70,10 @@ def read_jacana_json(
             raise AlignersInputError(
                 f"item {n}: expected an object with keys {list(_KEYS)}", path=name, line=n
             )
-        sure = parse_pharaoh_line(str(item["sureAlign"]), path=name, line=n)
-        poss = parse_pharaoh_line(str(item.get("possibleAlign") or ""), path=name, line=n)
-        al = (Alignment(sure.possible - poss.possible, sure.possible | poss.possible)
-              if sure_plus_poss else Alignment(sure.possible, poss.possible))
         ident = item.get("id", item.get("name"))
-        pairs.append(
-            AlignedPair(
-                tuple(str(item["source"]).split()),
-                tuple(str(item["target"]).split()),
-                al,
-                None if ident is None else str(ident),
-            )
-        )
+        pairs.append(_pair(str(item["source"]), str(item["target"]), str(item["sureAlign"]),
+                           str(item.get("possibleAlign") or ""), sure_plus_poss=sure_plus_poss,
+                           ident=None if ident is None else str(ident), path=name, line=n))
     return check_pair_ranges(pairs, lenient=lenient, path=name)
 
 
@@ -96,10 +97,8 @@ def read_multimwa(path: str | Path, *, lenient: bool = False) -> list[AlignedPai
                 path=name,
                 line=lineno,
             )
-        sure = parse_pharaoh_line(cols[7], path=name, line=lineno)
-        poss = parse_pharaoh_line(cols[8] if len(cols) > 8 else "", path=name, line=lineno)
-        al = Alignment(sure.possible, poss.possible)
-        pairs.append(AlignedPair(tuple(cols[1].split()), tuple(cols[3].split()), al, cols[0]))
+        pairs.append(_pair(cols[1], cols[3], cols[7], cols[8] if len(cols) > 8 else "",
+                           ident=cols[0], path=name, line=lineno))
         lines.append(lineno)
     return check_pair_ranges(pairs, lenient=lenient, path=name, line_numbers=lines)
 
