@@ -243,11 +243,8 @@ def format_report(report: EvaluationReport) -> str:
         f"{'':8}{'P%':>7}{'R%':>7}{'F1%':>7}{fa_head}{'AER%':>7}{'E%':>7}",
     ]
     for name, s in (("micro", report.micro), ("macro", report.macro)):
-        fa = f"{_pct(s.f_alpha):>7}" if show_fa else ""
-        lines.append(
-            f"{name:8}{_pct(s.precision):>7}{_pct(s.recall):>7}{_pct(s.f1):>7}{fa}"
-            f"{_pct(s.aer):>7}{_pct(report.exact_match):>7}"
-        )
+        row = [s.precision, s.recall, s.f1, *[s.f_alpha] * show_fa, s.aer, report.exact_match]
+        lines.append(f"{name:8}" + "".join(f"{_pct(x):>7}" for x in row))
     lines.append(
         f"AER {report.micro.aer:.4f} (micro)   exact match {report.exact_matches}/{report.pairs}"
     )

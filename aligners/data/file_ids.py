@@ -2,14 +2,13 @@
 no Python string per token and no Python step per sentence (`aligners align -s -t` at 1M+
 pairs reads at disk speed).
 
-`ParallelFiles` iterates the token pairs of the two files through the Python reader (every
-check and error message of `aligners.data.parallel.read_parallel`), and `encode` gives the
-same ids directly: `build_index` takes that path when it is given a `ParallelFiles`. The
-compiled path gives exactly what `str.split()` on the decoded lines gives, or declines (None,
-and the Python reader runs): it declines a compressed or unreadable file, text that is not
-valid UTF-8, a non-ASCII whitespace character (which `str.split` splits on), a line whose
-first token starts with `<s` (the `<s snum=N>` wrapper the command strips), files of
-different line counts or with no line, and a vocabulary that is not fresh.
+`build_index` takes the compiled path (`ParallelFiles.encode`) when it is given a
+`ParallelFiles`; it gives exactly what `str.split()` on the decoded lines gives, or declines
+(None, and the Python reader runs, with every check of `read_parallel`): a compressed or
+unreadable file, text that is not valid UTF-8, a non-ASCII whitespace character (which
+`str.split` splits on), a line whose first token starts with `<s` (the `<s snum=N>` wrapper
+the command strips), files of different line counts or with no line, and a vocabulary that
+is not fresh.
 """
 
 from __future__ import annotations
