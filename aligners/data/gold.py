@@ -43,6 +43,7 @@ __all__ = [
 
 _SNUM = re.compile(r"\s*<s\s+snum\s*=\s*[\"']?(\d+)[\"']?\s*>(.*?)</s>\s*\Z")
 _INT = re.compile(r"\d+\Z")
+_NAACL = re.compile(r"\s*(\d+)\s+(\d+)\s+(\d+)(?:\s+([SP]))?(?:\s+(\S+))?\s*\Z")
 
 
 class NullLinksWarning(UserWarning):
@@ -130,23 +131,19 @@ def read_naacl(
 
 def _parse_naacl_line(text: str, name: str, lineno: int):
     """(snum, i, j, sure, confidence or None) of a NAACL line; one-line error if malformed."""
-    fields = text.split()
-    label = fields[3] if len(fields) > 3 and fields[3] in ("S", "P") else None
-    rest = fields[3 + (label is not None):]  # the confidence, if any
+    m = _NAACL.match(text)
     try:
-        conf = float(rest[0]) if len(rest) == 1 else None
+        conf = None if m is None or m.group(5) is None else float(m.group(5))
     except ValueError:
         conf = math.nan
-    if (not (3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3])) or len(rest) > 1
-            or (conf is not None and not 0.0 <= conf <= 1.0)):
+    if m is None or (conf is not None and not 0.0 <= conf <= 1.0):
         raise AlignersInputError(
             f"malformed NAACL link {text.strip()!r}; expected 'snum i j [S|P] [confidence]' "
             "with non-negative integers and a confidence in [0, 1]",
             path=name,
             line=lineno,
         )
-    snum, a, b = (int(f) for f in fields[:3])
-    return snum, a, b, label != "P", conf
+    return int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4) != "P", conf
 
 
 def _check_snums(snums, links, first_line, name, src_lengths, tgt_lengths) -> None:
