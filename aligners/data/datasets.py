@@ -1,6 +1,6 @@
 """The dataset registry: every corpus under `../shared/data`, with its orientation and splits.
 
-`DATASETS[name]` is a `DatasetSpec` (languages, source side, folder, splits); `load(name,
+`DATASETS[name]` is a `DatasetSpec` (folder, source side, splits, reader); `load(name,
 split)` returns `AlignedPair`s with 0-based links (msrp, rte*, trecqa: `LabeledPair` /
 `QAQuestion`). Gold sets with out-of-range links (En-Hi, De-En) are read leniently
 (`last_dropped`); training text is streamed by `iter_parallel`.
@@ -32,18 +32,16 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """One registry entry. `languages` = (source, target); `kind` = alignment|labeled|qa|text;
+    """One registry entry. `source`: the source side; `kind` = alignment|labeled|qa|names;
     `splits`: the split names (their counts, from SOURCE.md, are checked by the tests)."""
 
     name: str
     folder: str
-    languages: tuple[str, str]
     source: str
     splits: tuple[str, ...]
     loader: Callable[[Path, str, bool], list] = field(repr=False, compare=False)
     kind: str = "alignment"
     lenient: bool = False
-    notes: str = ""
 
 
 _DROPPED: dict[tuple[str, str], int] = {}
@@ -123,88 +121,83 @@ _MER = "jacana-msr-edinburgh-merged"
 _DEV_TEST = {"train": "dev", "test": "test"}
 _TRAIN_TEST = ("train", "test")
 _SPECS = (
-    DatasetSpec("hansards-enfr", "hansards-enfr-naacl2003", ("en", "fr"), "en",
+    # NAACL 1-based, English first; test.wa.nonullalign; train (the first 200k) and
+    # train_full (all 1,130,104 WPT pairs) via iter_parallel
+    DatasetSpec("hansards-enfr", "hansards-enfr-naacl2003", "en",
                 ("test", "trial", "train", "train_full"),
-                notes="NAACL 1-based, English first; test.wa.nonullalign; train (the "
-                "first 200k) and train_full (all 1,130,104 WPT pairs) via iter_parallel",
                 loader=_naacl(lambda s: f"{s}/{s}.e", lambda s: f"{s}/{s}.f", lambda s:
                               "test/test.wa.nonullalign" if s == "test" else f"{s}/{s}.wa")),
-    DatasetSpec("wpt-roen", "wpt-roen-awesomealign", ("ro", "en"), "ro", ("test",),
+    DatasetSpec("wpt-roen", "wpt-roen-awesomealign", "ro", ("test",),
                 loader=_text_gold("roen.src-tgt", "roen.gold")),
-    DatasetSpec("wpt-enhi", "wpt05-enhi", ("en", "hi"), "en", ("test", "trial"), lenient=True,
-                notes="1 gold link of snum 68 lies past the Hindi sentence (dropped); every "
-                "Hindi position of snum 68 is one too high in the distributed gold (kept)",
+    # 1 gold link of snum 68 lies past the Hindi sentence (dropped); every Hindi position of
+    # snum 68 is one too high in the distributed gold (kept)
+    DatasetSpec("wpt-enhi", "wpt05-enhi", "en", ("test", "trial"), lenient=True,
                 loader=_naacl(lambda s: f"{s}.eng", lambda s: f"{s}.hin",
                               lambda s: "test.eng.hin.wa" if s == "test" else None)),
-    DatasetSpec("pcedt-csen", "pcedt-csen-manual-align", ("cs", "en"), "cs", ("test",),
-                notes="link file lists English first; swapped to Czech source",
-                loader=_csen),
-    DatasetSpec("kftt-jaen", "kftt-jaen-awesomealign", ("ja", "en"), "ja", ("test",),
-                lenient=True,
-                notes="split on ASCII spaces: U+3000 is a token (5 of them), so no link is "
-                "out of range; str.split would leave 6 out of range",
+    # the link file lists English first; swapped to Czech source
+    DatasetSpec("pcedt-csen", "pcedt-csen-manual-align", "cs", ("test",), loader=_csen),
+    # split on ASCII spaces: U+3000 is a token (5 of them), so no link is out of range;
+    # str.split would leave 6 out of range
+    DatasetSpec("kftt-jaen", "kftt-jaen-awesomealign", "ja", ("test",), lenient=True,
                 loader=_text_gold("jaen.src-tgt", "jaen.gold", ascii_split=True)),
-    DatasetSpec("tsinghua-zhen", "tsinghua-zhen-awesomealign", ("zh", "en"), "zh", ("test",),
+    DatasetSpec("tsinghua-zhen", "tsinghua-zhen-awesomealign", "zh", ("test",),
                 loader=_text_gold("zhen.src-tgt", "zhen.gold")),
-    DatasetSpec("europarl-deen", "europarl-deen-bicici", ("de", "en"), "de", ("test",),
-                lenient=True,
-                notes="de-en.wa (0-based Pharaoh); 1 link of sentence 63 out of range",
+    # de-en.wa (0-based Pharaoh); 1 link of sentence 63 out of range
+    DatasetSpec("europarl-deen", "europarl-deen-bicici", "de", ("test",), lenient=True,
                 loader=_text_gold(("test.de", "test.en"), "de-en.wa", read_pharaoh)),
-    DatasetSpec("rwth-deen-europarl", "rwth-deen-europarl", ("de", "en"), "de", ("test",),
-                notes="test.de-en + deen.talp (1-based, German first, ipj possible)",
+    # test.de-en + deen.talp (1-based, German first, ipj possible)
+    DatasetSpec("rwth-deen-europarl", "rwth-deen-europarl", "de", ("test",),
                 loader=_text_gold("test.de-en", "deen.talp")),
-    DatasetSpec("msr06", _MSR, ("en", "en"), "T (text)", _TRAIN_TEST,
-                notes="train = RTE2 dev, test = RTE2 test; jacana's annotator majority M, "
-                "S and P collapsed (RTE2_*_M.align.json)",
+    # train = RTE2 dev, test = RTE2 test; jacana's annotator majority M, S and P collapsed
+    DatasetSpec("msr06", _MSR, "T (text)", _TRAIN_TEST,
                 loader=_file(jacana.read_jacana_json,
                              lambda s: f"converted/RTE2_{_DEV_TEST[s]}_M.align.json")),
-    DatasetSpec("msr06-sp", _MSR, ("en", "en"), "T (text)", _TRAIN_TEST,
-                notes="RTE2_*_M.align.sure+poss.json with S and P kept apart",
+    # RTE2_*_M.align.sure+poss.json with S and P kept apart
+    DatasetSpec("msr06-sp", _MSR, "T (text)", _TRAIN_TEST,
                 loader=_file(jacana.read_jacana_json, lambda s: "converted/"
                              f"RTE2_{_DEV_TEST[s]}_M.align.sure+poss.json", sure_plus_poss=True)),
-    DatasetSpec("msr06-phrasal", _MSR, ("en", "en"), "T (text)", _TRAIN_TEST,
+    DatasetSpec("msr06-phrasal", _MSR, "T (text)", _TRAIN_TEST,
                 loader=_file(jacana.read_jacana_json, lambda s: "converted/synthetic-phrases/"
                              f"RTE2_{_DEV_TEST[s]}_M.synthetic-phrases.json")),
-    DatasetSpec("msr06-orig", _MSR, ("en", "en"), "T (text)",
+    # Microsoft's A3 files, one per annotator, original tokenisation; dev-C has 5,888 S
+    # (SOURCE.md says 5,887: its last entry lacks ')')
+    DatasetSpec("msr06-orig", _MSR, "T (text)",
                 ("dev-A", "dev-B", "dev-C", "test-A", "test-B", "test-C"),
-                notes="Microsoft's A3 files, one per annotator, original tokenisation; "
-                "dev-C has 5,888 S (SOURCE.md says 5,887: its last entry lacks ')')",
                 loader=_file(a3.read_a3,
                              lambda s: f"orig/RTE2_{s.replace('-', '_')}.align.txt")),
-    DatasetSpec("edbpp", _EDB, ("en", "en"), "jacana 'source'", _TRAIN_TEST,
-                notes="sure from *.sure.json, possible = *.sure+poss.json minus sure",
-                loader=_edbpp),
-    DatasetSpec("edbpp-phrasal", _EDB, ("en", "en"), "jacana 'source'", _TRAIN_TEST,
+    # sure from *.sure.json, possible = *.sure+poss.json minus sure
+    DatasetSpec("edbpp", _EDB, "jacana 'source'", _TRAIN_TEST, loader=_edbpp),
+    DatasetSpec("edbpp-phrasal", _EDB, "jacana 'source'", _TRAIN_TEST,
                 loader=_file(jacana.read_jacana_json, lambda s: f"{_SYN}.{s}.sure.json")),
-    DatasetSpec("msr-edb-merged", _MER, ("en", "en"), "jacana 'source'", _TRAIN_TEST,
-                notes="overlaps msr06/edbpp test sets: never mix with them",
+    # overlaps the msr06/edbpp test sets: never mix with them
+    DatasetSpec("msr-edb-merged", _MER, "jacana 'source'", _TRAIN_TEST,
                 loader=_file(jacana.read_jacana_json, lambda s: f"msr.edinburgh.{s}.json")),
-    DatasetSpec("msr-edb-merged-phrasal", _MER, ("en", "en"), "jacana 'source'", _TRAIN_TEST,
+    DatasetSpec("msr-edb-merged-phrasal", _MER, "jacana 'source'", _TRAIN_TEST,
                 loader=_file(jacana.read_jacana_json,
                              lambda s: f"msr.edinburgh.synthetic-phrases.{s}.json")),
-    DatasetSpec("multimwa-wiki", "multimwa-lan2021", ("en", "en"), "sentence 1",
-                ("train", "dev", "test"),
+    DatasetSpec("multimwa-wiki", "multimwa-lan2021", "sentence 1", ("train", "dev", "test"),
                 loader=_file(jacana.read_multimwa, lambda s: f"wiki-{s}.tsv")),
-    DatasetSpec("multimwa-newsela", "multimwa-lan2021", ("en", "en"), "sentence 1", ("test",),
+    DatasetSpec("multimwa-newsela", "multimwa-lan2021", "sentence 1", ("test",),
                 loader=_file(jacana.read_multimwa, lambda s: f"newsela-{s}.tsv")),
-    DatasetSpec("multimwa-arxiv", "multimwa-lan2021", ("en", "en"), "sentence 1", ("test",),
+    DatasetSpec("multimwa-arxiv", "multimwa-lan2021", "sentence 1", ("test",),
                 loader=_file(jacana.read_multimwa, lambda s: f"arxiv-{s}.tsv")),
-    DatasetSpec("msrp", "msrp-paraphrase", ("en", "en"), "string 1", _TRAIN_TEST,
-                kind="labeled", loader=_file(labeled.read_msrp, lambda s: f"msr_paraphrase_{s}.txt",
-                                             aligned=False)),
-    DatasetSpec("trecqa", "trecqa-wang2007", ("en", "en"), "question",
+    DatasetSpec("msrp", "msrp-paraphrase", "string 1", _TRAIN_TEST, kind="labeled",
+                loader=_file(labeled.read_msrp, lambda s: f"msr_paraphrase_{s}.txt",
+                             aligned=False)),
+    # pairs = questions
+    DatasetSpec("trecqa", "trecqa-wang2007", "question",
                 ("train", "train-less-than-40", "dev", "dev-less-than-40", "test-less-than-40"),
-                kind="qa", notes="pairs = questions",
+                kind="qa",
                 loader=_file(labeled.read_trecqa, lambda s: f"data/{s}.xml.gz", aligned=False)),
-    DatasetSpec("news2012-translit-enhe", "news2012-translit-enhe", ("en", "he"), "SourceName",
-                ("train", "dev"), kind="names", notes="pairs = names (NamePair)",
+    # pairs = names (NamePair), English source, Hebrew target
+    DatasetSpec("news2012-translit-enhe", "news2012-translit-enhe", "SourceName",
+                ("train", "dev"), kind="names",
                 loader=_file(translit.read_news_translit, lambda s: f"{s}.xml", aligned=False)),
-    DatasetSpec("rte5-xnlp", "rte5-xnlp", ("en", "en"), "t (text)", ("dev", "test"),
-                kind="labeled",
+    DatasetSpec("rte5-xnlp", "rte5-xnlp", "t (text)", ("dev", "test"), kind="labeled",
                 loader=_file(rte5.read_rte5, lambda s: f"RTE5_{s}.xml", aligned=False)),
-    *(DatasetSpec(name, "rte1-3-nltk", ("en", "en"), "t (text)", ("dev", "test"),
-                  kind="labeled", loader=_file(labeled.read_rte, lambda s, n=name: f"{n}_{s}.xml",
-                                               aligned=False))
+    *(DatasetSpec(name, "rte1-3-nltk", "t (text)", ("dev", "test"), kind="labeled",
+                  loader=_file(labeled.read_rte, lambda s, n=name: f"{n}_{s}.xml",
+                               aligned=False))
       for name in ("rte1", "rte2", "rte3")),
 )
 
@@ -236,13 +229,11 @@ def load(name: str, split: str | None = None, *, lenient: bool = False) -> list:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = spec.loader(dataset_dir(spec.folder), split, lenient or spec.lenient)
-    dropped = 0
+    out_of_range = [w for w in caught if isinstance(w.message, OutOfRangeLinksWarning)]
+    _DROPPED[(name, split)] = sum(w.message.dropped for w in out_of_range)
     for w in caught:
-        if isinstance(w.message, OutOfRangeLinksWarning):
-            dropped += w.message.dropped
-        if not isinstance(w.message, OutOfRangeLinksWarning) or not spec.lenient:
+        if not (spec.lenient and w in out_of_range):  # (a lenient set drops them silently)
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    _DROPPED[(name, split)] = dropped
     return out
 
 
