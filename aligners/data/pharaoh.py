@@ -1,5 +1,6 @@
 """Pharaoh alignments: one line per sentence pair, 0-based source-target links: `i-j` sure,
-`i?j` possible (`ipj` accepted on input), `i-j:p` / `i?j:p` with a posterior p in [0, 1].
+`i?j` possible (`ipj` accepted on input), `i-j:p` / `i?j:p` with a posterior p in [0, 1]
+(written with 6 significant digits, `:.6g`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
 __all__ = [
-    "POSTERIOR_DIGITS",
     "OutOfRangeLinksWarning",
     "bounds_text",
     "check_pair_ranges",
@@ -191,32 +191,25 @@ def read_pharaoh(
     return alignments
 
 
-POSTERIOR_DIGITS = 6  # significant digits of every written posterior (`i-j:p`)
-
-
-def _fmt_p(p: float) -> str:
-    return f"{p:.{POSTERIOR_DIGITS}g}"
-
-
 def link_line(links: Iterable[tuple[int, int]], posteriors=None) -> str:
     """One Pharaoh line of 0-based links: `i-j ...`, or `i-j:p` with `posteriors` (one
     probability per link, in the same order; None for a link writes it bare). This is the
     one link writer of every aligner's output. Cost O(L)."""
     if posteriors is None:
         return " ".join(f"{i}-{j}" for i, j in links)
-    return " ".join(f"{i}-{j}" if p is None else f"{i}-{j}:{_fmt_p(p)}"
+    return " ".join(f"{i}-{j}" if p is None else f"{i}-{j}:{p:.6g}"
                     for (i, j), p in zip(links, posteriors, strict=True))
 
 
 def format_pharaoh(alignment: Alignment, *, posteriors: bool = False) -> str:
     """One Pharaoh line: sorted links, sure as `i-j`, possible-only as `i?j`.
 
-    With `posteriors=True`, links carrying a posterior get `:p` (`POSTERIOR_DIGITS`
-    significant digits). Cost: O(L log L) for L links.
+    With `posteriors=True`, links carrying a posterior get `:p`. Cost: O(L log L) for L
+    links.
     """
     posts = (alignment.posteriors or {}) if posteriors else {}
     return " ".join(f"{i}{'-' if is_sure else '?'}{j}"
-                    + (f":{_fmt_p(posts[(i, j)])}" if (i, j) in posts else "")
+                    + (f":{posts[(i, j)]:.6g}" if (i, j) in posts else "")
                     for i, j, is_sure in alignment.links())
 
 
