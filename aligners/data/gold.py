@@ -262,16 +262,12 @@ def sniff_format(path: str | Path) -> str:
         return carried
     if str(path) == "-":
         return "pharaoh"
-    for text in read_lines(path):
-        fields = text.replace("\ufeff", "").split()
-        if not fields:
-            continue
-        if fields[0].startswith("#"):
-            return "a3"
-        if 3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3]):
-            return "naacl"
-        return "pharaoh"
-    return "pharaoh"
+    lines = (text.replace("\ufeff", "").split() for text in read_lines(path))
+    fields = next((f for f in lines if f), [""])  # the first non-empty line's
+    if fields[0].startswith("#"):
+        return "a3"
+    naacl = 3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3])
+    return "naacl" if naacl else "pharaoh"
 
 
 def read_alignment_file(
