@@ -115,11 +115,26 @@ def read_naacl(
             sentence.append((a - token_base, b - token_base, is_sure, conf, lineno))
     if snums is None:
         snums = list(range(min(links), max(links) + 1)) if links else []
-    _check_snums(snums, links, first_line, name, src_lengths, tgt_lengths)
-    unknown = [None] * len(snums)  # lengths not given
+    if len(set(snums)) != len(snums):
+        raise AlignersInputError("repeated sentence numbers in snums", path=name)
+    unknown = sorted(set(links) - set(snums))
+    if unknown:
+        raise AlignersInputError(
+            f"sentence number {unknown[0]} has links but is not among the {len(snums)} "
+            "sentences of the text; expected links only for sentences of the text",
+            path=name,
+            line=first_line[unknown[0]],
+        )
+    for what, lengths in (("source", src_lengths), ("target", tgt_lengths)):
+        if lengths is not None and len(lengths) != len(snums):
+            raise AlignersInputError(
+                f"{len(snums)} sentences but {len(lengths)} {what} lengths; expected one per "
+                "sentence", path=name,
+            )
+    none = [None] * len(snums)  # lengths not given
     done = [_naacl_sentence(links.get(snum, ()), snum, src_n, tgt_n, lenient, name)
-            for snum, src_n, tgt_n in zip(snums, unknown if src_lengths is None else src_lengths,
-                                          unknown if tgt_lengths is None else tgt_lengths)]
+            for snum, src_n, tgt_n in zip(snums, none if src_lengths is None else src_lengths,
+                                          none if tgt_lengths is None else tgt_lengths)]
     warn_dropped(sum(d for _, d in done), name)
     if nulls:
         warnings.warn(
@@ -144,26 +159,6 @@ def _parse_naacl_line(text: str, name: str, lineno: int):
             line=lineno,
         )
     return int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4) != "P", conf
-
-
-def _check_snums(snums, links, first_line, name, src_lengths, tgt_lengths) -> None:
-    """The sentence numbers are distinct, cover every linked sentence and match the lengths."""
-    if len(set(snums)) != len(snums):
-        raise AlignersInputError("repeated sentence numbers in snums", path=name)
-    unknown = sorted(set(links) - set(snums))
-    if unknown:
-        raise AlignersInputError(
-            f"sentence number {unknown[0]} has links but is not among the {len(snums)} "
-            "sentences of the text; expected links only for sentences of the text",
-            path=name,
-            line=first_line[unknown[0]],
-        )
-    for what, lengths in (("source", src_lengths), ("target", tgt_lengths)):
-        if lengths is not None and len(lengths) != len(snums):
-            raise AlignersInputError(
-                f"{len(snums)} sentences but {len(lengths)} {what} lengths; expected one per "
-                "sentence", path=name,
-            )
 
 
 def _naacl_sentence(links, snum, src_n, tgt_n, lenient, name) -> tuple[Alignment, int]:
