@@ -62,11 +62,9 @@ def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
         table = table[[pos_s[w] for w in src]][:, [pos_t[w] for w in tgt]]
     low = table[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
     dice = table[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
-    ctx = torch.zeros(I, J, 4)
-    ctx[1:, 1:, 0] = low[:-1, :-1]
-    ctx[:-1, :-1, 1] = low[1:, 1:]
-    ctx[1:, 1:, 2] = dice[:-1, :-1]
-    ctx[:-1, :-1, 3] = dice[1:, 1:]
+    ctx = torch.zeros(I, J, 4)  # the left and right neighbours' identity, then dice
+    for k, m in enumerate((low, dice)):
+        ctx[1:, 1:, 2 * k], ctx[:-1, :-1, 2 * k + 1] = m[:-1, :-1], m[1:, 1:]
     ri = (torch.arange(I, dtype=torch.float32) + 0.5) / I
     rj = (torch.arange(J, dtype=torch.float32) + 0.5) / J
     pos = (1 - (ri[:, None] - rj[None, :]).abs()).unsqueeze(-1)
