@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from aligners.data.a3 import read_a3
-from aligners.data.jacana import read_jacana_json, read_multimwa, text_format
+from aligners.data.jacana import TEXT_READERS, text_format
 from aligners.data.parallel import read_lines, write_lines
 from aligners.data.pharaoh import (
     bounds_text,
@@ -293,10 +293,5 @@ def read_alignment_file(
         return read_onebased(path, **lengths)
     if fmt in ("naacl", "naacl0"):
         return read_naacl(path, snums=snums, token_base=1 if fmt == "naacl" else 0, **lengths)
-    if fmt == "a3":
-        return [p.alignment for p in read_a3(path, lenient=lenient)]
-    if fmt == "multimwa":
-        pairs = read_multimwa(path, lenient=lenient)
-    else:
-        pairs = read_jacana_json(path, sure_plus_poss=fmt == "jacana-sp", lenient=lenient)
-    return [p.alignment for p in pairs]
+    read = read_a3 if fmt == "a3" else TEXT_READERS[fmt]
+    return [p.alignment for p in read(path, lenient=lenient)]

@@ -11,6 +11,7 @@ monolingual data in either format or as Pharaoh + text (three files).
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 from aligners.data.parallel import read_lines
@@ -18,7 +19,7 @@ from aligners.data.pharaoh import check_pair_ranges, parse_pharaoh_line, read_ph
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
-__all__ = ["read_jacana_json", "read_multimwa", "read_annotated", "text_format"]
+__all__ = ["TEXT_READERS", "read_jacana_json", "read_multimwa", "read_annotated", "text_format"]
 
 _KEYS = ("source", "target", "sureAlign")
 
@@ -103,6 +104,11 @@ def read_multimwa(path: str | Path, *, lenient: bool = False) -> list[AlignedPai
     return check_pair_ranges(pairs, lenient=lenient, path=name, line_numbers=lines)
 
 
+# the reader of each notation that carries its text, by its `text_format` name
+TEXT_READERS = {"jacana": read_jacana_json, "multimwa": read_multimwa,
+                "jacana-sp": partial(read_jacana_json, sure_plus_poss=True)}
+
+
 def read_annotated(spec, *, what: str = "annotated data") -> list[AlignedPair]:
     """Gold-annotated pairs from `spec`: a jacana `.json` (`*.sure+poss.json` read with
     `sure_plus_poss=True`, as `aligners evaluate --gold` does), a MultiMWA `.tsv`, or a list
@@ -110,15 +116,12 @@ def read_annotated(spec, *, what: str = "annotated data") -> list[AlignedPair]:
     per line). `what` names the option in errors. Cost: O(total size)."""
     if isinstance(spec, str | Path):
         path = str(spec)
-        fmt = text_format(path)
-        if fmt in ("jacana", "jacana-sp"):
-            pairs = read_jacana_json(path, sure_plus_poss=fmt == "jacana-sp")
-        elif fmt == "multimwa":
-            pairs = read_multimwa(path)
-        else:
+        read = TEXT_READERS.get(text_format(path))
+        if read is None:
             raise AlignersInputError(
                 f"{what}: expected a jacana .json, a MultiMWA .tsv, or [SRC, TGT, LINKS] "
                 "(Pharaoh + text: three files)", path=path)
+        pairs = read(path)
     else:
         files = [str(f) for f in spec]
         if len(files) != 3:
