@@ -97,12 +97,10 @@ def _micro(counts: LinkCounts, alpha: float) -> Scores:
 
 
 def _macro(per_pair: Sequence[LinkCounts], alpha: float) -> Scores:
-    def mean(values: list[float]) -> float:
-        return sum(values) / len(values) if values else 0.0
-
-    return _scores(mean([c.precision for c in per_pair if c.predicted]),
-                   mean([c.recall for c in per_pair if c.sure]),
-                   mean([c.aer for c in per_pair if c.predicted or c.sure]), alpha)
+    means = [_ratio(sum(x), len(x)) for x in ([c.precision for c in per_pair if c.predicted],
+                                              [c.recall for c in per_pair if c.sure],
+                                              [c.aer for c in per_pair if c.predicted or c.sure])]
+    return _scores(*means, alpha)
 
 
 @dataclass

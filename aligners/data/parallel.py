@@ -125,9 +125,8 @@ def read_xml(path: str | Path, *, expected: str):
     the file, the line and what was `expected` (e.g. "an RTE-5 file"). O(file size)."""
     import xml.etree.ElementTree as ET
 
-    text = "\n".join(read_lines(path))
     try:
-        return ET.fromstring(text.encode("utf-8"))
+        return ET.fromstring("\n".join(read_lines(path)).encode("utf-8"))
     except ET.ParseError as err:
         raise AlignersInputError(f"invalid XML ({err}); expected {expected}", path=str(path),
                                  line=err.position[0]) from None

@@ -8,7 +8,9 @@ of its word pieces' last hidden states. Cost: one encoder pass per distinct sent
 pair for the cosine.
 """
 
+import copy
 import os
+import warnings
 from collections.abc import Sequence
 from itertools import accumulate
 
@@ -119,9 +121,6 @@ class MiniLMEmbedder:
                                      f"{self.device}); use bf16 or fp32")
         key = tuple((p._version, p.data_ptr()) for p in self.model.parameters())
         if self._int8 is None or self._int8[0] != key:
-            import copy
-            import warnings
-
             from torch.ao.quantization import quantize_dynamic
 
             with warnings.catch_warnings():  # torch's notice that quantize_* will move
