@@ -122,14 +122,9 @@ class EvaluationReport:
     def to_dict(self) -> dict:
         out = {k: v for k, v in asdict(self).items() if not k.startswith("breakdown_")}
         if self.breakdown_micro:
-            out["breakdown"] = {
-                name: {
-                    "counts": asdict(self.breakdown_counts[name]),
-                    "micro": asdict(self.breakdown_micro[name]),
-                    "macro": asdict(self.breakdown_macro[name]),
-                }
-                for name in self.breakdown_micro
-            }
+            out["breakdown"] = {name: {part: asdict(getattr(self, f"breakdown_{part}")[name])
+                                       for part in ("counts", "micro", "macro")}
+                                for name in self.breakdown_micro}
         return out
 
 
