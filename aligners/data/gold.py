@@ -98,21 +98,15 @@ def read_naacl(
     if token_base not in (0, 1):
         raise AlignersInputError(f"token_base must be 0 or 1, got {token_base}")
     name = "<stdin>" if str(path) == "-" else str(path)
+    # snum -> its links (i, j, sure, confidence, line), a NULL link's i or j being -1
     links: dict[int, list[tuple[int, int, bool, float | None, int]]] = {}
-    first_line: dict[int, int] = {}
-    nulls = 0
     for lineno, text in enumerate(read_lines(path), start=1):
         if not text.split():
             continue
         snum, a, b, is_sure, conf = _parse_naacl_line(text, name, lineno)
         if swap:
             a, b = b, a
-        first_line.setdefault(snum, lineno)
-        sentence = links.setdefault(snum, [])
-        if token_base == 1 and (a == 0 or b == 0):
-            nulls += 1
-        else:
-            sentence.append((a - token_base, b - token_base, is_sure, conf, lineno))
+        links.setdefault(snum, []).append((a - token_base, b - token_base, is_sure, conf, lineno))
     if snums is None:
         snums = list(range(min(links), max(links) + 1)) if links else []
     if len(set(snums)) != len(snums):
@@ -123,7 +117,7 @@ def read_naacl(
             f"sentence number {unknown[0]} has links but is not among the {len(snums)} "
             "sentences of the text; expected links only for sentences of the text",
             path=name,
-            line=first_line[unknown[0]],
+            line=links[unknown[0]][0][-1],
         )
     for what, lengths in (("source", src_lengths), ("target", tgt_lengths)):
         if lengths is not None and len(lengths) != len(snums):
@@ -136,6 +130,7 @@ def read_naacl(
             for snum, src_n, tgt_n in zip(snums, none if src_lengths is None else src_lengths,
                                           none if tgt_lengths is None else tgt_lengths)]
     warn_dropped(sum(d for _, d in done), name)
+    nulls = sum(min(i, j) < 0 for sentence in links.values() for i, j, *_ in sentence)
     if nulls:
         warnings.warn(
             NullLinksWarning(f"{name}: dropped {nulls} NULL link(s) (position 0)"),
@@ -167,6 +162,8 @@ def _naacl_sentence(links, snum, src_n, tgt_n, lenient, name) -> tuple[Alignment
     sure, possible, posts = set(), set(), {}
     dropped = 0
     for i, j, is_sure, conf, lineno in links:
+        if min(i, j) < 0:  # a NULL link (counted by the caller)
+            continue
         if (src_n is not None and i >= src_n) or (tgt_n is not None and j >= tgt_n):
             if lenient:
                 dropped += 1
