@@ -8,6 +8,7 @@ matches + sum of the target tokens' best matches) / 2 (paper 3.4), plus a weakes
 column and block-shape indicators. Cost: I*J memoised word-pair look-ups + O(Ls*Lt*I*J*F).
 """
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -119,10 +120,7 @@ def _cue_columns(src, tgt, ls, lt, X) -> torch.Tensor:
     out[..., 3] = cs.unfold(0, ls, 1).amin(-1)[:, None] * ct.unfold(0, lt, 1).amin(-1)[None, :]
     if ls == lt:
         low = X[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
-        same = torch.ones(n_s, n_t)
-        for d in range(ls):
-            same = same * low[d: d + n_s, d: d + n_t]
-        out[..., 4] = same
+        out[..., 4] = math.prod(low[d: d + n_s, d: d + n_t] for d in range(ls))
     return out
 
 
@@ -164,15 +162,14 @@ def featurize_states(
             ) * max(ls, lt)
             if phrase_cues and (ls, lt) != (1, 1):
                 blk[..., P:] = _cue_columns(src, tgt, ls, lt, X)
-    low = X[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
-    dice = X[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
-    wn = X[..., [TOKEN_PAIR_FEATURES.index(f"wn_{r}") for r in ("synonym", "hypernym",
-                                                                  "hyponym", "derivation")]]
+    best = X.amax(1) if J else X.new_zeros(I, X.shape[-1])  # each source token's best match
+    wn = [TOKEN_PAIR_FEATURES.index(f"wn_{r}") for r in ("synonym", "hypernym", "hyponym",
+                                                          "derivation")]
     return emit, torch.stack([
         torch.ones(I),
         torch.tensor([float(w.lower() in STOPWORDS) for w in src]),
         torch.tensor([float(is_punct(w)) for w in src]),
-        low.amax(1) if J else torch.zeros(I),
-        dice.amax(1) if J else torch.zeros(I),
-        wn.amax(-1).amax(1) if J else torch.zeros(I),
+        best[:, TOKEN_PAIR_FEATURES.index("lower_identical")],
+        best[:, TOKEN_PAIR_FEATURES.index("trigram_dice")],
+        best[:, wn].amax(-1),
     ], dim=-1)
