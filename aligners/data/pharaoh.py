@@ -115,10 +115,7 @@ def check_ranges(
             return (src_n is None or link[0] < src_n) and (tgt_n is None or link[1] < tgt_n)
 
         bad = sorted(link for link in al.possible if not inside(link))
-        if not bad:
-            out.append(al)
-            continue
-        if not lenient:
+        if bad and not lenient:
             i, j = bad[0]
             raise AlignersInputError(
                 f"link ({i}, {j}) (0-based source-target) lies outside the sentence pair of "
@@ -126,11 +123,13 @@ def check_ranges(
                 path=where,
                 line=line_numbers[n] if line_numbers is not None else n + 1,
             )
-        dropped += len(bad)
-        posts = None if al.posteriors is None else (
-            {k: v for k, v in al.posteriors.items() if inside(k)} or None)
-        out.append(Alignment(frozenset(filter(inside, al.sure)),
-                             frozenset(filter(inside, al.possible)), posts))
+        if bad:
+            dropped += len(bad)
+            posts = None if al.posteriors is None else (
+                {k: v for k, v in al.posteriors.items() if inside(k)} or None)
+            al = Alignment(frozenset(filter(inside, al.sure)),
+                           frozenset(filter(inside, al.possible)), posts)
+        out.append(al)
     return out, dropped
 
 

@@ -54,13 +54,12 @@ def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
     # one look-up per distinct (source word, target word) pair (memoised across pairs too),
     # converted through numpy (the same float32 rounding, several times faster than
     # torch.tensor on a list of tuples), then expanded to the sentence positions
-    us, ut = dict.fromkeys(src), dict.fromkeys(tgt)
+    us, ut = ({w: n for n, w in enumerate(dict.fromkeys(x))} for x in (src, tgt))  # word -> row
     rows = [word_pair_features(a, b) for a in us for b in ut]
     nf = len(TOKEN_PAIR_FEATURES)
     table = torch.from_numpy(np.asarray(rows, dtype=np.float32).reshape(len(us), len(ut), nf))
     if len(us) < I or len(ut) < J:
-        pos_s, pos_t = {w: n for n, w in enumerate(us)}, {w: n for n, w in enumerate(ut)}
-        table = table[[pos_s[w] for w in src]][:, [pos_t[w] for w in tgt]]
+        table = table[[us[w] for w in src]][:, [ut[w] for w in tgt]]
     low = table[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
     dice = table[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
     ctx = torch.zeros(I, J, 4)  # the left and right neighbours' identity, then dice
