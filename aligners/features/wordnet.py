@@ -111,8 +111,7 @@ class WordNet:
         per word (a sentence pair asks for the same source word against every target word)."""
         seen, frontier = set(), set(self.synsets(word))
         for _ in range(depth):
-            frontier = {t for k in frontier for r, t, _, _ in self._synset(k)[1] if r == rel}
-            frontier -= seen
+            frontier = {t for k in frontier for r, t, _, _ in self._synset(k)[1] if r == rel} - seen
             seen |= frontier
         return frozenset(seen)
 
@@ -127,10 +126,8 @@ class WordNet:
         out, bases = set(), self._bases(word)
         for k in self.synsets(word):
             lemmas, ptrs = self._synset(k)
-            for r, t, s, _ in ptrs:
-                if r != rel:
-                    continue
-                if s == 0 or (s <= len(lemmas) and lemmas[s - 1] in bases):
+            for r, t, s, _ in ptrs:  # s: the source word (0: the whole synset)
+                if r == rel and (s == 0 or (s <= len(lemmas) and lemmas[s - 1] in bases)):
                     out.update(self._synset(t)[0])
         return frozenset(out)
 
