@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -87,31 +86,21 @@ class Scores:
     f_alpha: float
     aer: float
 
-    @classmethod
-    def from_parts(cls, precision: float, recall: float, aer: float, *, alpha: float) -> Scores:
-        return cls(
-            precision=precision,
-            recall=recall,
-            f1=_harmonic(precision, recall, 0.5),
-            f_alpha=_harmonic(precision, recall, alpha),
-            aer=aer,
-        )
 
-    @classmethod
-    def micro(cls, counts: LinkCounts, *, alpha: float) -> Scores:
-        return cls.from_parts(counts.precision, counts.recall, counts.aer, alpha=alpha)
+def _scores(precision: float, recall: float, aer: float, alpha: float) -> Scores:
+    return Scores(precision, recall, _harmonic(precision, recall, 0.5),
+                  _harmonic(precision, recall, alpha), aer)
 
-    @classmethod
-    def macro(cls, per_pair: Sequence[LinkCounts], *, alpha: float) -> Scores:
-        def mean(values: list[float]) -> float:
-            return sum(values) / len(values) if values else 0.0
 
-        return cls.from_parts(
-            mean([c.precision for c in per_pair if c.predicted]),
-            mean([c.recall for c in per_pair if c.sure]),
-            mean([c.aer for c in per_pair if c.predicted or c.sure]),
-            alpha=alpha,
-        )
+def _micro(counts: LinkCounts, alpha: float) -> Scores:
+    return _scores(counts.precision, counts.recall, counts.aer, alpha)
+
+
+def _macro(per_pair: Sequence[LinkCounts], alpha: float) -> Scores:
+    means = [_ratio(sum(x), len(x)) for x in ([c.precision for c in per_pair if c.predicted],
+                                              [c.recall for c in per_pair if c.sure],
+                                              [c.aer for c in per_pair if c.predicted or c.sure])]
+    return _scores(*means, alpha)
 
 
 @dataclass
@@ -133,14 +122,9 @@ class EvaluationReport:
     def to_dict(self) -> dict:
         out = {k: v for k, v in asdict(self).items() if not k.startswith("breakdown_")}
         if self.breakdown_micro:
-            out["breakdown"] = {
-                name: {
-                    "counts": asdict(self.breakdown_counts[name]),
-                    "micro": asdict(self.breakdown_micro[name]),
-                    "macro": asdict(self.breakdown_macro[name]),
-                }
-                for name in self.breakdown_micro
-            }
+            out["breakdown"] = {name: {part: asdict(getattr(self, f"breakdown_{part}")[name])
+                                       for part in ("counts", "micro", "macro")}
+                                for name in self.breakdown_micro}
         return out
 
 
@@ -226,12 +210,12 @@ def evaluate_alignments(
         pairs=len(gold),
         alpha=alpha,
         counts=total,
-        micro=Scores.micro(total, alpha=alpha),
-        macro=Scores.macro(per_pair, alpha=alpha),
+        micro=_micro(total, alpha),
+        macro=_macro(per_pair, alpha),
         exact_match=_ratio(exact, len(gold)),
         exact_matches=exact,
-        breakdown_micro={c: Scores.micro(class_total[c], alpha=alpha) for c in class_pairs},
-        breakdown_macro={c: Scores.macro(class_pairs[c], alpha=alpha) for c in class_pairs},
+        breakdown_micro={c: _micro(class_total[c], alpha) for c in class_pairs},
+        breakdown_macro={c: _macro(class_pairs[c], alpha) for c in class_pairs},
         breakdown_counts=class_total,
     )
 
@@ -252,11 +236,8 @@ def format_report(report: EvaluationReport) -> str:
         f"{'':8}{'P%':>7}{'R%':>7}{'F1%':>7}{fa_head}{'AER%':>7}{'E%':>7}",
     ]
     for name, s in (("micro", report.micro), ("macro", report.macro)):
-        fa = f"{_pct(s.f_alpha):>7}" if show_fa else ""
-        lines.append(
-            f"{name:8}{_pct(s.precision):>7}{_pct(s.recall):>7}{_pct(s.f1):>7}{fa}"
-            f"{_pct(s.aer):>7}{_pct(report.exact_match):>7}"
-        )
+        row = [s.precision, s.recall, s.f1, *[s.f_alpha] * show_fa, s.aer, report.exact_match]
+        lines.append(f"{name:8}" + "".join(f"{_pct(x):>7}" for x in row))
     lines.append(
         f"AER {report.micro.aer:.4f} (micro)   exact match {report.exact_matches}/{report.pairs}"
     )
@@ -280,8 +261,11 @@ def write_metrics_json(path, metrics: dict[str, dict[str, float]]) -> None:
     """Write a task's `metrics.json`: the one schema of every task, split -> metric -> value.
 
     Values must be finite numbers (ints or floats); NaN/inf and nested dicts are refused, so
-    that every run folder can be compared by the same reader. Written atomically.
+    that every run folder can be compared by the same reader. Written atomically
+    (`aligners.outputs.write_lines`).
     """
+    from aligners.outputs import write_lines
+
     for split, row in metrics.items():
         if not isinstance(row, dict):
             raise TypeError(f"metrics[{split!r}] must be a dict metric -> value")
@@ -290,8 +274,4 @@ def write_metrics_json(path, metrics: dict[str, dict[str, float]]) -> None:
                 raise TypeError(f"metrics[{split!r}][{name!r}] = {value!r} is not a number")
             if not math.isfinite(value):
                 raise ValueError(f"metrics[{split!r}][{name!r}] is not finite ({value})")
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(metrics, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_lines(str(path), [json.dumps(metrics, indent=2, sort_keys=True)], flag="metrics.json")

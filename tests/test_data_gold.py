@@ -46,9 +46,8 @@ def test_naacl_hand_example(tmp_path):
 
 def test_naacl_null_links_dropped_and_counted(tmp_path):
     p = write(tmp_path, "g.wa", "1 0 1 P\n1 1 1 S\n1 2 0 P\n")
-    with pytest.warns(NullLinksWarning, match="dropped 2 NULL") as rec:
+    with pytest.warns(NullLinksWarning, match="dropped 2 NULL"):
         assert read_naacl(p) == [Alignment(frozenset({(0, 0)}))]
-    assert rec[0].message.dropped == 2
 
 
 @pytest.mark.parametrize(
@@ -76,7 +75,7 @@ def test_naacl_round_trip(tmp_path):
     assert write_naacl([A, B, C, B], p, snums=[5, 6, 7, 8]) == 4
     assert p.read_text().splitlines()[0] == "0005 1 1 S"
     assert read_naacl(p, snums=[5, 6, 7, 8]) == [A, B, C, B]
-    write_naacl([A, C], p, token_base=0)
+    p.write_text("1 0 0 S\n1 1 1 P\n1 2 1 S\n2 3 0 S\n")  # naacl0: read, never written
     assert read_naacl(p, token_base=0) == [A, C]
 
 

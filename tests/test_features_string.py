@@ -8,9 +8,9 @@ import torch
 from aligners.features.monolingual import (
     NULL_FEATURES,
     TOKEN_FEATURES,
-    _fill,
     _token_matrix,
     feature_names,
+    featurize_states,
 )
 from aligners.features.string_sim import (
     TOKEN_PAIR_FEATURES,
@@ -26,14 +26,17 @@ from aligners.features.string_sim import (
 def span_features(src, tgt, *, max_src_len=3, max_tgt_len=3, phrase_cues=False):
     """The block features in the layout the tests read: span (I, Ls, J, Lt, F) float32, the
     source segment [s, s+ls) against the target phrase of length lt ENDING at e (zero outside
-    the sentences), and null (I, F0); written by `featurize_states`' own `_fill`."""
-    I, J = len(src), len(tgt)
-    F = len(feature_names(max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-                          phrase_cues=phrase_cues))
-    span = torch.zeros(I, max_src_len, J, max_tgt_len, F)
-    null = _fill(src, tgt, lambda ls, lt: span[: I - ls + 1, ls - 1, lt - 1:, lt - 1],
-                 max_src_len=max_src_len, max_tgt_len=max_tgt_len, embedder=None,
-                 phrase_cues=phrase_cues)
+    the sentences), and null (I, F0): `featurize_states`' blocks (float32) read back from
+    their places in its state order (lt = 1: columns 1..J; lt > 1: the (J, Lt - 1) tail)."""
+    I, J, Ls, Lt = len(src), len(tgt), max_src_len, max_tgt_len
+    emit, null = featurize_states(src, tgt, max_src_len=Ls, max_tgt_len=Lt,
+                                  phrase_cues=phrase_cues, dtype=torch.float32)
+    span = torch.zeros(I, Ls, J, Lt, emit.shape[-1])
+    for ls, lt in itertools.product(range(1, min(Ls, I) + 1), range(1, min(Lt, J) + 1)):
+        rows = emit[: I - ls + 1, ls - 1]
+        block = rows[:, 1: J + 1] if lt == 1 else rows[:, J + 1:].unflatten(1, (J, Lt - 1))[
+            :, lt - 1:, lt - 2]
+        span[: I - ls + 1, ls - 1, lt - 1:, lt - 1] = block
     return span, null
 
 

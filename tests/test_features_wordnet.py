@@ -34,7 +34,7 @@ def test_morphology(wn):
 
 def test_fallback_without_database():
     empty = WordNet(None)
-    assert not empty.available
+    assert not empty.synsets("car")
     assert empty.relations("car", "automobile") == (False,) * len(RELATIONS)
 
 

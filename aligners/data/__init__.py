@@ -7,8 +7,7 @@ import sys
 # padded source x target cells per batch of the bitext path (`aligners.data.bitext`); kept
 # here, free of torch, so that the CLI's argument parser can show it
 DEFAULT_CELLS = 1_000_000
-# the same on a GPU, where each batch costs a fixed ~2,000 kernel launches: fewer, larger
-# batches (the git log, "GPU: the one-command benchmark on an H100")
+# the same on a GPU, where each batch costs a fixed ~2,000 kernel launches: fewer, larger batches
 GPU_CELLS = 16_000_000
 
 

@@ -1,9 +1,9 @@
-"""The dataset registry: every corpus under `../shared/data`, with its orientation and counts.
+"""The dataset registry: every corpus under `../shared/data`, with its orientation and splits.
 
-`DATASETS[name]` is a `DatasetSpec` (languages, source side, folder, splits, the counts of
-its SOURCE.md); `load(name, split)` returns `AlignedPair`s with 0-based links (msrp, rte*,
-trecqa: `LabeledPair`/`QAQuestion`). Gold sets with out-of-range links (En-Hi, De-En) are read
-leniently (`last_dropped`); training text is streamed by `iter_parallel`.
+`DATASETS[name]` is a `DatasetSpec` (folder, source side, splits, reader); `load(name,
+split)` returns `AlignedPair`s with 0-based links (msrp, rte*, trecqa: `LabeledPair` /
+`QAQuestion`). Gold sets with out-of-range links (En-Hi, De-En) are read leniently
+(`last_dropped`); training text is streamed by `iter_parallel`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from aligners.errors import AlignersInputError
 __all__ = [
     "DATASETS",
     "DatasetSpec",
-    "SplitCounts",
     "iter_parallel",
     "last_dropped",
     "load",
@@ -32,35 +31,17 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class SplitCounts:
-    """Expected counts of one split (from SOURCE.md), after lenient dropping.
-
-    `sure` = sure links, `possible` = possible-only links (P \\ S), `dropped` = links outside
-    their sentence removed by the lenient reader; `positives` for labelled sets.
-    """
-
-    pairs: int
-    sure: int | None = None
-    possible: int | None = None
-    dropped: int = 0
-    src_tokens: int | None = None
-    tgt_tokens: int | None = None
-    positives: int | None = None
-
-
-@dataclass(frozen=True)
 class DatasetSpec:
-    """One registry entry. `languages` = (source, target); `kind` = alignment|labeled|qa|text."""
+    """One registry entry. `source`: the source side; `kind` = alignment|labeled|qa|names;
+    `splits`: the split names (their counts, from SOURCE.md, are checked by the tests)."""
 
     name: str
     folder: str
-    languages: tuple[str, str]
     source: str
-    splits: dict[str, SplitCounts]
+    splits: tuple[str, ...]
     loader: Callable[[Path, str, bool], list] = field(repr=False, compare=False)
     kind: str = "alignment"
     lenient: bool = False
-    notes: str = ""
 
 
 _DROPPED: dict[tuple[str, str], int] = {}
@@ -133,122 +114,91 @@ def _edbpp(d: Path, split: str, lenient: bool) -> list[AlignedPair]:
     return out
 
 
-_S = SplitCounts
 _MSR = "msr-rte2006-aligned"
 _EDB = "edinburghpp-paraphrase-alignment"
 _SYN = "synthetic-phrases/gold.synthetic-phrases"
 _MER = "jacana-msr-edinburgh-merged"
 _DEV_TEST = {"train": "dev", "test": "test"}
+_TRAIN_TEST = ("train", "test")
 _SPECS = (
-    DatasetSpec("hansards-enfr", "hansards-enfr-naacl2003", ("en", "fr"), "en",
-                {"test": _S(447, 4038, 13400), "trial": _S(37, 338, 1446),
-                 "train": _S(200_000), "train_full": _S(1_130_104)},
-                notes="NAACL 1-based, English first; test.wa.nonullalign; train (the "
-                "first 200k) and train_full (all 1,130,104 WPT pairs) via iter_parallel",
+    # NAACL 1-based, English first; test.wa.nonullalign; train (the first 200k) and
+    # train_full (all 1,130,104 WPT pairs) via iter_parallel
+    DatasetSpec("hansards-enfr", "hansards-enfr-naacl2003", "en",
+                ("test", "trial", "train", "train_full"),
                 loader=_naacl(lambda s: f"{s}/{s}.e", lambda s: f"{s}/{s}.f", lambda s:
                               "test/test.wa.nonullalign" if s == "test" else f"{s}/{s}.wa")),
-    DatasetSpec("wpt-roen", "wpt-roen-awesomealign", ("ro", "en"), "ro",
-                {"test": _S(248, 6198, 0, 0, 5495, 5639)},
+    DatasetSpec("wpt-roen", "wpt-roen-awesomealign", "ro", ("test",),
                 loader=_text_gold("roen.src-tgt", "roen.gold")),
-    DatasetSpec("wpt-enhi", "wpt05-enhi", ("en", "hi"), "en",
-                {"test": _S(90, 1408, 0, 1), "trial": _S(25)}, lenient=True,
-                notes="1 gold link of snum 68 lies past the Hindi sentence (dropped); every "
-                "Hindi position of snum 68 is one too high in the distributed gold (kept)",
+    # 1 gold link of snum 68 lies past the Hindi sentence (dropped); every Hindi position of
+    # snum 68 is one too high in the distributed gold (kept)
+    DatasetSpec("wpt-enhi", "wpt05-enhi", "en", ("test", "trial"), lenient=True,
                 loader=_naacl(lambda s: f"{s}.eng", lambda s: f"{s}.hin",
                               lambda s: "test.eng.hin.wa" if s == "test" else None)),
-    DatasetSpec("pcedt-csen", "pcedt-csen-manual-align", ("cs", "en"), "cs",
-                {"test": _S(515, 10934, 4510, 0, 12201, 12697)},
-                notes="link file lists English first; swapped to Czech source",
-                loader=_csen),
-    DatasetSpec("kftt-jaen", "kftt-jaen-awesomealign", ("ja", "en"), "ja",
-                {"test": _S(582, 13562, 0, 0, 14447, 12608)}, lenient=True,
-                notes="split on ASCII spaces: U+3000 is a token (5 of them), so no link is "
-                "out of range; str.split would leave 6 out of range",
+    # the link file lists English first; swapped to Czech source
+    DatasetSpec("pcedt-csen", "pcedt-csen-manual-align", "cs", ("test",), loader=_csen),
+    # split on ASCII spaces: U+3000 is a token (5 of them), so no link is out of range;
+    # str.split would leave 6 out of range
+    DatasetSpec("kftt-jaen", "kftt-jaen-awesomealign", "ja", ("test",), lenient=True,
                 loader=_text_gold("jaen.src-tgt", "jaen.gold", ascii_split=True)),
-    DatasetSpec("tsinghua-zhen", "tsinghua-zhen-awesomealign", ("zh", "en"), "zh",
-                {"test": _S(450, 11238, 178, 0, 11712, 14850)},
+    DatasetSpec("tsinghua-zhen", "tsinghua-zhen-awesomealign", "zh", ("test",),
                 loader=_text_gold("zhen.src-tgt", "zhen.gold")),
-    DatasetSpec("europarl-deen", "europarl-deen-bicici", ("de", "en"), "de",
-                {"test": _S(100, 1232, 0, 1, 1445, 1478)}, lenient=True,
-                notes="de-en.wa (0-based Pharaoh); 1 link of sentence 63 out of range",
+    # de-en.wa (0-based Pharaoh); 1 link of sentence 63 out of range
+    DatasetSpec("europarl-deen", "europarl-deen-bicici", "de", ("test",), lenient=True,
                 loader=_text_gold(("test.de", "test.en"), "de-en.wa", read_pharaoh)),
-    DatasetSpec("rwth-deen-europarl", "rwth-deen-europarl", ("de", "en"), "de",
-                {"test": _S(508, 9613, 921, 0, 9945, 10413)},
-                notes="test.de-en + deen.talp (1-based, German first, ipj possible)",
+    # test.de-en + deen.talp (1-based, German first, ipj possible)
+    DatasetSpec("rwth-deen-europarl", "rwth-deen-europarl", "de", ("test",),
                 loader=_text_gold("test.de-en", "deen.talp")),
-    DatasetSpec("msr06", _MSR, ("en", "en"), "T (text)",
-                {"train": _S(800, 5791, 0), "test": _S(800, 5697, 0)},
-                notes="train = RTE2 dev, test = RTE2 test; jacana's annotator majority M, "
-                "S and P collapsed (RTE2_*_M.align.json)",
+    # train = RTE2 dev, test = RTE2 test; jacana's annotator majority M, S and P collapsed
+    DatasetSpec("msr06", _MSR, "T (text)", _TRAIN_TEST,
                 loader=_file(jacana.read_jacana_json,
                              lambda s: f"converted/RTE2_{_DEV_TEST[s]}_M.align.json")),
-    DatasetSpec("msr06-sp", _MSR, ("en", "en"), "T (text)",
-                {"train": _S(800, 5321, 879), "test": _S(800, 5273, 688)},
-                notes="RTE2_*_M.align.sure+poss.json with S and P kept apart",
+    # RTE2_*_M.align.sure+poss.json with S and P kept apart
+    DatasetSpec("msr06-sp", _MSR, "T (text)", _TRAIN_TEST,
                 loader=_file(jacana.read_jacana_json, lambda s: "converted/"
                              f"RTE2_{_DEV_TEST[s]}_M.align.sure+poss.json", sure_plus_poss=True)),
-    DatasetSpec("msr06-phrasal", _MSR, ("en", "en"), "T (text)",
-                {"train": _S(800, 7547, 0), "test": _S(800, 7583, 0)},
+    DatasetSpec("msr06-phrasal", _MSR, "T (text)", _TRAIN_TEST,
                 loader=_file(jacana.read_jacana_json, lambda s: "converted/synthetic-phrases/"
                              f"RTE2_{_DEV_TEST[s]}_M.synthetic-phrases.json")),
-    DatasetSpec("msr06-orig", _MSR, ("en", "en"), "T (text)",
-                {"dev-A": _S(800, 5983, 2154), "dev-B": _S(800, 6022, 2015),
-                 "dev-C": _S(800, 5888, 2733), "test-A": _S(800, 5690, 1564),
-                 "test-B": _S(800, 5719, 2257), "test-C": _S(800, 5728, 2197)},
-                notes="Microsoft's A3 files, one per annotator, original tokenisation; "
-                "dev-C has 5,888 S (SOURCE.md says 5,887: its last entry lacks ')')",
+    # Microsoft's A3 files, one per annotator, original tokenisation; dev-C has 5,888 S
+    # (SOURCE.md says 5,887: its last entry lacks ')')
+    DatasetSpec("msr06-orig", _MSR, "T (text)",
+                ("dev-A", "dev-B", "dev-C", "test-A", "test-B", "test-C"),
                 loader=_file(a3.read_a3,
                              lambda s: f"orig/RTE2_{s.replace('-', '_')}.align.txt")),
-    DatasetSpec("edbpp", _EDB, ("en", "en"), "jacana 'source'",
-                {"train": _S(714, 13314, 2532), "test": _S(306, 5766, 871)},
-                notes="sure from *.sure.json, possible = *.sure+poss.json minus sure",
-                loader=_edbpp),
-    DatasetSpec("edbpp-phrasal", _EDB, ("en", "en"), "jacana 'source'",
-                {"train": _S(714, 18770, 0), "test": _S(306, 8440, 0)},
+    # sure from *.sure.json, possible = *.sure+poss.json minus sure
+    DatasetSpec("edbpp", _EDB, "jacana 'source'", _TRAIN_TEST, loader=_edbpp),
+    DatasetSpec("edbpp-phrasal", _EDB, "jacana 'source'", _TRAIN_TEST,
                 loader=_file(jacana.read_jacana_json, lambda s: f"{_SYN}.{s}.sure.json")),
-    DatasetSpec("msr-edb-merged", _MER, ("en", "en"), "jacana 'source'",
-                {"train": _S(2096, 24375, 0), "test": _S(524, 6193, 0)},
-                notes="overlaps msr06/edbpp test sets: never mix with them",
+    # overlaps the msr06/edbpp test sets: never mix with them
+    DatasetSpec("msr-edb-merged", _MER, "jacana 'source'", _TRAIN_TEST,
                 loader=_file(jacana.read_jacana_json, lambda s: f"msr.edinburgh.{s}.json")),
-    DatasetSpec("msr-edb-merged-phrasal", _MER, ("en", "en"), "jacana 'source'",
-                {"train": _S(2096, 34083, 0), "test": _S(524, 8221, 0)},
+    DatasetSpec("msr-edb-merged-phrasal", _MER, "jacana 'source'", _TRAIN_TEST,
                 loader=_file(jacana.read_jacana_json,
                              lambda s: f"msr.edinburgh.synthetic-phrases.{s}.json")),
-    DatasetSpec("multimwa-wiki", "multimwa-lan2021", ("en", "en"), "sentence 1",
-                {"train": _S(2514, 70072, 0), "dev": _S(533, 15082, 0),
-                 "test": _S(1052, 29768, 0)},
+    DatasetSpec("multimwa-wiki", "multimwa-lan2021", "sentence 1", ("train", "dev", "test"),
                 loader=_file(jacana.read_multimwa, lambda s: f"wiki-{s}.tsv")),
-    DatasetSpec("multimwa-newsela", "multimwa-lan2021", ("en", "en"), "sentence 1",
-                {"test": _S(500, 9268, 2045)},
+    DatasetSpec("multimwa-newsela", "multimwa-lan2021", "sentence 1", ("test",),
                 loader=_file(jacana.read_multimwa, lambda s: f"newsela-{s}.tsv")),
-    DatasetSpec("multimwa-arxiv", "multimwa-lan2021", ("en", "en"), "sentence 1",
-                {"test": _S(200, 5143, 43)},
+    DatasetSpec("multimwa-arxiv", "multimwa-lan2021", "sentence 1", ("test",),
                 loader=_file(jacana.read_multimwa, lambda s: f"arxiv-{s}.tsv")),
-    DatasetSpec("msrp", "msrp-paraphrase", ("en", "en"), "string 1",
-                {"train": _S(4076, positives=2753), "test": _S(1725, positives=1147)},
-                kind="labeled", loader=_file(labeled.read_msrp, lambda s: f"msr_paraphrase_{s}.txt",
-                                             aligned=False)),
-    DatasetSpec("trecqa", "trecqa-wang2007", ("en", "en"), "question",
-                {"train": _S(94, positives=475), "train-less-than-40": _S(94, positives=348),
-                 "dev": _S(82, positives=264), "dev-less-than-40": _S(82, positives=222),
-                 "test-less-than-40": _S(100, positives=284)},
-                kind="qa", notes="pairs = questions",
+    DatasetSpec("msrp", "msrp-paraphrase", "string 1", _TRAIN_TEST, kind="labeled",
+                loader=_file(labeled.read_msrp, lambda s: f"msr_paraphrase_{s}.txt",
+                             aligned=False)),
+    # pairs = questions
+    DatasetSpec("trecqa", "trecqa-wang2007", "question",
+                ("train", "train-less-than-40", "dev", "dev-less-than-40", "test-less-than-40"),
+                kind="qa",
                 loader=_file(labeled.read_trecqa, lambda s: f"data/{s}.xml.gz", aligned=False)),
-    DatasetSpec("news2012-translit-enhe", "news2012-translit-enhe", ("en", "he"), "SourceName",
-                {"train": _S(9501), "dev": _S(1000)}, kind="names",
-                notes="pairs = names (NamePair)",
+    # pairs = names (NamePair), English source, Hebrew target
+    DatasetSpec("news2012-translit-enhe", "news2012-translit-enhe", "SourceName",
+                ("train", "dev"), kind="names",
                 loader=_file(translit.read_news_translit, lambda s: f"{s}.xml", aligned=False)),
-    DatasetSpec("rte5-xnlp", "rte5-xnlp", ("en", "en"), "t (text)",
-                {"dev": _S(600, positives=299), "test": _S(600, positives=300)},
-                kind="labeled",
+    DatasetSpec("rte5-xnlp", "rte5-xnlp", "t (text)", ("dev", "test"), kind="labeled",
                 loader=_file(rte5.read_rte5, lambda s: f"RTE5_{s}.xml", aligned=False)),
-    *(DatasetSpec(name, "rte1-3-nltk", ("en", "en"), "t (text)", splits, kind="labeled",
+    *(DatasetSpec(name, "rte1-3-nltk", "t (text)", ("dev", "test"), kind="labeled",
                   loader=_file(labeled.read_rte, lambda s, n=name: f"{n}_{s}.xml",
                                aligned=False))
-      for name, splits in (
-          ("rte1", {"dev": _S(567, positives=283), "test": _S(800, positives=400)}),
-          ("rte2", {"dev": _S(400, positives=210), "test": _S(800, positives=400)}),
-          ("rte3", {"dev": _S(800, positives=412), "test": _S(800, positives=410)}))),
+      for name in ("rte1", "rte2", "rte3")),
 )
 
 DATASETS: dict[str, DatasetSpec] = {s.name: s for s in _SPECS}
@@ -279,13 +229,11 @@ def load(name: str, split: str | None = None, *, lenient: bool = False) -> list:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = spec.loader(dataset_dir(spec.folder), split, lenient or spec.lenient)
-    dropped = 0
+    out_of_range = [w for w in caught if isinstance(w.message, OutOfRangeLinksWarning)]
+    _DROPPED[(name, split)] = sum(w.message.dropped for w in out_of_range)
     for w in caught:
-        if isinstance(w.message, OutOfRangeLinksWarning):
-            dropped += w.message.dropped
-        if not isinstance(w.message, OutOfRangeLinksWarning) or not spec.lenient:
+        if not (spec.lenient and w in out_of_range):  # (a lenient set drops them silently)
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    _DROPPED[(name, split)] = dropped
     return out
 
 

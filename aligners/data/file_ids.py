@@ -2,14 +2,13 @@
 no Python string per token and no Python step per sentence (`aligners align -s -t` at 1M+
 pairs reads at disk speed).
 
-`ParallelFiles` iterates the token pairs of the two files through the Python reader (every
-check and error message of `aligners.data.parallel.read_parallel`), and `encode` gives the
-same ids directly: `build_index` takes that path when it is given a `ParallelFiles`. The
-compiled path gives exactly what `str.split()` on the decoded lines gives, or declines (None,
-and the Python reader runs): it declines a compressed or unreadable file, text that is not
-valid UTF-8, a non-ASCII whitespace character (which `str.split` splits on), a line whose
-first token starts with `<s` (the `<s snum=N>` wrapper the command strips), files of
-different line counts or with no line, and a vocabulary that is not fresh.
+`build_index` takes the compiled path (`ParallelFiles.encode`) when it is given a
+`ParallelFiles`; it gives exactly what `str.split()` on the decoded lines gives, or declines
+(None, and the Python reader runs, with every check of `read_parallel`): a compressed or
+unreadable file, text that is not valid UTF-8, a non-ASCII whitespace character (which
+`str.split` splits on), a line whose first token starts with `<s` (the `<s snum=N>` wrapper
+the command strips), files of different line counts or with no line, and a vocabulary that
+is not fresh.
 """
 
 from __future__ import annotations
@@ -89,12 +88,12 @@ def _grown(a, need):
 @njit(nogil=True, cache=True)
 def _encode(data, ws, n_tokens, n_lines, first_id):
     """Ids (T,) int32 of the tokens (a word's id = first_id + the order of its first
-    sight), tokens per line (n_lines,) int64, and the words' bytes one after the other
-    (uint8) with their ends (W,) int64. Open addressing on an FNV-1a hash of the bytes,
+    sight), the lines' offsets into them (n_lines + 1,) int64, and the words' bytes one after
+    the other (uint8) with their ends (W,) int64. Open addressing on an FNV-1a hash of the bytes,
     doubled at half load; a word is compared with its copy in the (small, cached) word
     bytes, not in the text. O(bytes) time, O(T + W) memory."""
     ids = np.empty(n_tokens, np.int32)
-    lengths = np.zeros(n_lines, np.int64)
+    offsets = np.zeros(n_lines + 1, np.int64)  # tokens per line, summed at the end
     size = 1 << 16
     table = np.full(size, -1, np.int64)
     chars = np.empty(1 << 16, np.uint8)
@@ -131,7 +130,7 @@ def _encode(data, ws, n_tokens, n_lines, first_id):
                 break
             slot = (slot + np.uint64(1)) & np.uint64(size - 1)
         ids[t] = first_id + k
-        lengths[line] += 1
+        offsets[line + 1] += 1
         t += 1
         p = q
         if 2 * nw > size:  # grow: every word re-inserted by its hash
@@ -142,7 +141,7 @@ def _encode(data, ws, n_tokens, n_lines, first_id):
                 while table[s] >= 0:
                     s = (s + np.uint64(1)) & np.uint64(size - 1)
                 table[s] = w
-    return ids, lengths, chars[:ends[nw]], ends[:nw + 1]
+    return ids, np.cumsum(offsets), chars[:ends[nw]], ends[:nw + 1]
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -177,12 +176,9 @@ def encode_bytes(data: bytes, first_id: int = len(WordIds.RESERVED)):
     n_tokens, n_lines = _count(buf, _WS)
     if n_lines <= 0:
         return None
-    ids, lengths, chars, ends = _encode(buf, _WS, n_tokens, n_lines, first_id)
+    ids, off, chars, ends = _encode(buf, _WS, n_tokens, n_lines, first_id)
     chars, ends = chars.tobytes(), ends.tolist()
-    words = [chars[a:b].decode("utf-8") for a, b in zip(ends, ends[1:])]
-    off = np.zeros(n_lines + 1, np.int64)
-    np.cumsum(lengths, out=off[1:])
-    return ids, off, words
+    return ids, off, [chars[a:b].decode("utf-8") for a, b in zip(ends, ends[1:])]
 
 
 def _read_plain(path: str) -> bytes | None:

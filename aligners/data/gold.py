@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from aligners.data.a3 import read_a3
-from aligners.data.jacana import read_jacana_json, read_multimwa, text_format
+from aligners.data.jacana import TEXT_READERS, text_format
 from aligners.data.parallel import read_lines, write_lines
 from aligners.data.pharaoh import (
     bounds_text,
@@ -43,19 +43,15 @@ __all__ = [
 
 _SNUM = re.compile(r"\s*<s\s+snum\s*=\s*[\"']?(\d+)[\"']?\s*>(.*?)</s>\s*\Z")
 _INT = re.compile(r"\d+\Z")
+_NAACL = re.compile(r"\s*(\d+)\s+(\d+)\s+(\d+)(?:\s+([SP]))?(?:\s+(\S+))?\s*\Z")
 
 
 class NullLinksWarning(UserWarning):
-    """NAACL links to position 0 (NULL) were dropped (`.dropped` = count)."""
-
-    def __init__(self, message: str, dropped: int):
-        super().__init__(message)
-        self.dropped = dropped
+    """NAACL links to position 0 (NULL) were dropped (the message says how many)."""
 
 
-def read_snum_text(
-    path: str | Path, *, lowercase: bool = False, lines: Iterable[str] | None = None
-) -> list[tuple[int, list[str]]]:
+def read_snum_text(path: str | Path, *,
+                   lines: Iterable[str] | None = None) -> list[tuple[int, list[str]]]:
     """Read a WPT text file of `<s snum=N> tokens </s>` lines -> `[(snum, tokens)]`. O(file size).
 
     A line without the wrapper (empty ones too) or a repeated snum raises `AlignersInputError`
@@ -75,7 +71,7 @@ def read_snum_text(
                 f"sentence number {snum} repeated", path=str(path), line=lineno
             )
         seen.add(snum)
-        out.append((snum, (m.group(2).lower() if lowercase else m.group(2)).split()))
+        out.append((snum, m.group(2).split()))
     return out
 
 
@@ -102,60 +98,17 @@ def read_naacl(
     if token_base not in (0, 1):
         raise AlignersInputError(f"token_base must be 0 or 1, got {token_base}")
     name = "<stdin>" if str(path) == "-" else str(path)
+    # snum -> its links (i, j, sure, confidence, line), a NULL link's i or j being -1
     links: dict[int, list[tuple[int, int, bool, float | None, int]]] = {}
-    first_line: dict[int, int] = {}
-    nulls = 0
     for lineno, text in enumerate(read_lines(path), start=1):
         if not text.split():
             continue
         snum, a, b, is_sure, conf = _parse_naacl_line(text, name, lineno)
         if swap:
             a, b = b, a
-        first_line.setdefault(snum, lineno)
-        sentence = links.setdefault(snum, [])
-        if token_base == 1 and (a == 0 or b == 0):
-            nulls += 1
-        else:
-            sentence.append((a - token_base, b - token_base, is_sure, conf, lineno))
+        links.setdefault(snum, []).append((a - token_base, b - token_base, is_sure, conf, lineno))
     if snums is None:
         snums = list(range(min(links), max(links) + 1)) if links else []
-    _check_snums(snums, links, first_line, name, src_lengths, tgt_lengths)
-    unknown = [None] * len(snums)  # lengths not given
-    done = [_naacl_sentence(links.get(snum, ()), snum, src_n, tgt_n, lenient, name)
-            for snum, src_n, tgt_n in zip(snums, unknown if src_lengths is None else src_lengths,
-                                          unknown if tgt_lengths is None else tgt_lengths)]
-    warn_dropped(sum(d for _, d in done), name)
-    if nulls:
-        warnings.warn(
-            NullLinksWarning(f"{name}: dropped {nulls} NULL link(s) (position 0)", nulls),
-            stacklevel=2,
-        )
-    return [al for al, _ in done]
-
-
-def _parse_naacl_line(text: str, name: str, lineno: int):
-    """(snum, i, j, sure, confidence or None) of a NAACL line; one-line error if malformed."""
-    fields = text.split()
-    label = fields[3] if len(fields) > 3 and fields[3] in ("S", "P") else None
-    rest = fields[3 + (label is not None):]  # the confidence, if any
-    try:
-        conf = float(rest[0]) if len(rest) == 1 else None
-    except ValueError:
-        conf = math.nan
-    if (not (3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3])) or len(rest) > 1
-            or (conf is not None and not 0.0 <= conf <= 1.0)):
-        raise AlignersInputError(
-            f"malformed NAACL link {text.strip()!r}; expected 'snum i j [S|P] [confidence]' "
-            "with non-negative integers and a confidence in [0, 1]",
-            path=name,
-            line=lineno,
-        )
-    snum, a, b = (int(f) for f in fields[:3])
-    return snum, a, b, label != "P", conf
-
-
-def _check_snums(snums, links, first_line, name, src_lengths, tgt_lengths) -> None:
-    """The sentence numbers are distinct, cover every linked sentence and match the lengths."""
     if len(set(snums)) != len(snums):
         raise AlignersInputError("repeated sentence numbers in snums", path=name)
     unknown = sorted(set(links) - set(snums))
@@ -164,7 +117,7 @@ def _check_snums(snums, links, first_line, name, src_lengths, tgt_lengths) -> No
             f"sentence number {unknown[0]} has links but is not among the {len(snums)} "
             "sentences of the text; expected links only for sentences of the text",
             path=name,
-            line=first_line[unknown[0]],
+            line=links[unknown[0]][0][-1],
         )
     for what, lengths in (("source", src_lengths), ("target", tgt_lengths)):
         if lengths is not None and len(lengths) != len(snums):
@@ -172,6 +125,35 @@ def _check_snums(snums, links, first_line, name, src_lengths, tgt_lengths) -> No
                 f"{len(snums)} sentences but {len(lengths)} {what} lengths; expected one per "
                 "sentence", path=name,
             )
+    none = [None] * len(snums)  # lengths not given
+    done = [_naacl_sentence(links.get(snum, ()), snum, src_n, tgt_n, lenient, name)
+            for snum, src_n, tgt_n in zip(snums, none if src_lengths is None else src_lengths,
+                                          none if tgt_lengths is None else tgt_lengths)]
+    warn_dropped(sum(d for _, d in done), name)
+    nulls = sum(min(i, j) < 0 for sentence in links.values() for i, j, *_ in sentence)
+    if nulls:
+        warnings.warn(
+            NullLinksWarning(f"{name}: dropped {nulls} NULL link(s) (position 0)"),
+            stacklevel=2,
+        )
+    return [al for al, _ in done]
+
+
+def _parse_naacl_line(text: str, name: str, lineno: int):
+    """(snum, i, j, sure, confidence or None) of a NAACL line; one-line error if malformed."""
+    m = _NAACL.match(text)
+    try:
+        conf = None if m is None or m.group(5) is None else float(m.group(5))
+    except ValueError:
+        conf = math.nan
+    if m is None or (conf is not None and not 0.0 <= conf <= 1.0):
+        raise AlignersInputError(
+            f"malformed NAACL link {text.strip()!r}; expected 'snum i j [S|P] [confidence]' "
+            "with non-negative integers and a confidence in [0, 1]",
+            path=name,
+            line=lineno,
+        )
+    return int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4) != "P", conf
 
 
 def _naacl_sentence(links, snum, src_n, tgt_n, lenient, name) -> tuple[Alignment, int]:
@@ -180,6 +162,8 @@ def _naacl_sentence(links, snum, src_n, tgt_n, lenient, name) -> tuple[Alignment
     sure, possible, posts = set(), set(), {}
     dropped = 0
     for i, j, is_sure, conf, lineno in links:
+        if min(i, j) < 0:  # a NULL link (counted by the caller)
+            continue
         if (src_n is not None and i >= src_n) or (tgt_n is not None and j >= tgt_n):
             if lenient:
                 dropped += 1
@@ -233,19 +217,16 @@ def write_naacl(
     out: str | Path | IO[str],
     *,
     snums: Sequence[int] | None = None,
-    token_base: int = 1,
-    width: int = 4,
 ) -> int:
-    """Write NAACL `snum i j S|P` lines (source first); return the number of links written.
-
-    Sentence numbers are `snums` (default 1, 2, ...), zero-padded to `width`. Read back
-    with `read_naacl(..., snums=...)` to keep trailing link-less sentences. Cost: O(links).
+    """Write 1-based NAACL `snum i j S|P` lines (source first); return the number of links
+    written. Sentence numbers are `snums` (default 1, 2, ...), zero-padded to 4 digits. Read
+    back with `read_naacl(..., snums=...)` to keep trailing link-less sentences. O(links).
     """
     def lines():
         for n, al in enumerate(alignments):
             snum = (n + 1) if snums is None else snums[n]
             for i, j, sure in al.links():
-                yield f"{snum:0{width}d} {i + token_base} {j + token_base} {'S' if sure else 'P'}"
+                yield f"{snum:04d} {i + 1} {j + 1} {'S' if sure else 'P'}"
     return write_lines(out, lines())
 
 
@@ -273,16 +254,12 @@ def sniff_format(path: str | Path) -> str:
         return carried
     if str(path) == "-":
         return "pharaoh"
-    for text in read_lines(path):
-        fields = text.replace("\ufeff", "").split()
-        if not fields:
-            continue
-        if fields[0].startswith("#"):
-            return "a3"
-        if 3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3]):
-            return "naacl"
-        return "pharaoh"
-    return "pharaoh"
+    lines = (text.replace("\ufeff", "").split() for text in read_lines(path))
+    fields = next((f for f in lines if f), [""])  # the first non-empty line's
+    if fields[0].startswith("#"):
+        return "a3"
+    naacl = 3 <= len(fields) <= 5 and all(_INT.match(f) for f in fields[:3])
+    return "naacl" if naacl else "pharaoh"
 
 
 def read_alignment_file(
@@ -313,10 +290,5 @@ def read_alignment_file(
         return read_onebased(path, **lengths)
     if fmt in ("naacl", "naacl0"):
         return read_naacl(path, snums=snums, token_base=1 if fmt == "naacl" else 0, **lengths)
-    if fmt == "a3":
-        return [p.alignment for p in read_a3(path, lenient=lenient)]
-    if fmt == "multimwa":
-        pairs = read_multimwa(path, lenient=lenient)
-    else:
-        pairs = read_jacana_json(path, sure_plus_poss=fmt == "jacana-sp", lenient=lenient)
-    return [p.alignment for p in pairs]
+    read = read_a3 if fmt == "a3" else TEXT_READERS[fmt]
+    return [p.alignment for p in read(path, lenient=lenient)]

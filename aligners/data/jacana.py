@@ -11,6 +11,7 @@ monolingual data in either format or as Pharaoh + text (three files).
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 from aligners.data.parallel import read_lines
@@ -18,7 +19,7 @@ from aligners.data.pharaoh import check_pair_ranges, parse_pharaoh_line, read_ph
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
-__all__ = ["read_jacana_json", "read_multimwa", "read_annotated", "text_format"]
+__all__ = ["TEXT_READERS", "read_jacana_json", "read_multimwa", "read_annotated", "text_format"]
 
 _KEYS = ("source", "target", "sureAlign")
 
@@ -35,20 +36,14 @@ def text_format(path: str | Path) -> str | None:
     return None
 
 
-def _load_json(path: str | Path) -> list:
-    name = str(path)
-    raw = "\n".join(read_lines(path))  # UTF-8 check with byte offsets, BOM stripped
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as err:
-        raise AlignersInputError(
-            f"invalid JSON ({err.msg}, column {err.colno}); expected a jacana JSON array",
-            path=name,
-            line=err.lineno,
-        ) from None
-    if not isinstance(data, list):
-        raise AlignersInputError("expected a JSON array of alignment objects", path=name)
-    return data
+def _pair(src: str, tgt: str, sure: str, possible: str, *, sure_plus_poss: bool = False,
+          ident: str | None, path: str, line: int) -> AlignedPair:
+    """The pair of two texts and their sure / possible `i-j` links (`sure_plus_poss`: `sure`
+    holds S∪P and `possible` the P subset); malformed links name `path` and `line`."""
+    s = parse_pharaoh_line(sure, path=path, line=line).possible
+    p = parse_pharaoh_line(possible, path=path, line=line).possible
+    al = Alignment(s - p, s | p) if sure_plus_poss else Alignment(s, p)
+    return AlignedPair(tuple(src.split()), tuple(tgt.split()), al, ident)
 
 
 def read_jacana_json(
@@ -60,25 +55,26 @@ def read_jacana_json(
     the 1-based item number), or are dropped with `lenient=True`. Cost: O(file size).
     """
     name = str(path)
+    try:  # (read_lines: the UTF-8 check with byte offsets, BOM stripped)
+        data = json.loads("\n".join(read_lines(path)))
+    except json.JSONDecodeError as err:
+        raise AlignersInputError(
+            f"invalid JSON ({err.msg}, column {err.colno}); expected a jacana JSON array",
+            path=name,
+            line=err.lineno,
+        ) from None
+    if not isinstance(data, list):
+        raise AlignersInputError("expected a JSON array of alignment objects", path=name)
     pairs = []
-    for n, item in enumerate(_load_json(path), start=1):
+    for n, item in enumerate(data, start=1):
         if not isinstance(item, dict) or any(k not in item for k in _KEYS):
             raise AlignersInputError(
                 f"item {n}: expected an object with keys {list(_KEYS)}", path=name, line=n
             )
-        sure = parse_pharaoh_line(str(item["sureAlign"]), path=name, line=n)
-        poss = parse_pharaoh_line(str(item.get("possibleAlign") or ""), path=name, line=n)
-        al = (Alignment(sure.possible - poss.possible, sure.possible | poss.possible)
-              if sure_plus_poss else Alignment(sure.possible, poss.possible))
         ident = item.get("id", item.get("name"))
-        pairs.append(
-            AlignedPair(
-                tuple(str(item["source"]).split()),
-                tuple(str(item["target"]).split()),
-                al,
-                None if ident is None else str(ident),
-            )
-        )
+        pairs.append(_pair(str(item["source"]), str(item["target"]), str(item["sureAlign"]),
+                           str(item.get("possibleAlign") or ""), sure_plus_poss=sure_plus_poss,
+                           ident=None if ident is None else str(ident), path=name, line=n))
     return check_pair_ranges(pairs, lenient=lenient, path=name)
 
 
@@ -102,12 +98,15 @@ def read_multimwa(path: str | Path, *, lenient: bool = False) -> list[AlignedPai
                 path=name,
                 line=lineno,
             )
-        sure = parse_pharaoh_line(cols[7], path=name, line=lineno)
-        poss = parse_pharaoh_line(cols[8] if len(cols) > 8 else "", path=name, line=lineno)
-        al = Alignment(sure.possible, poss.possible)
-        pairs.append(AlignedPair(tuple(cols[1].split()), tuple(cols[3].split()), al, cols[0]))
+        pairs.append(_pair(cols[1], cols[3], cols[7], cols[8] if len(cols) > 8 else "",
+                           ident=cols[0], path=name, line=lineno))
         lines.append(lineno)
     return check_pair_ranges(pairs, lenient=lenient, path=name, line_numbers=lines)
+
+
+# the reader of each notation that carries its text, by its `text_format` name
+TEXT_READERS = {"jacana": read_jacana_json, "multimwa": read_multimwa,
+                "jacana-sp": partial(read_jacana_json, sure_plus_poss=True)}
 
 
 def read_annotated(spec, *, what: str = "annotated data") -> list[AlignedPair]:
@@ -117,15 +116,12 @@ def read_annotated(spec, *, what: str = "annotated data") -> list[AlignedPair]:
     per line). `what` names the option in errors. Cost: O(total size)."""
     if isinstance(spec, str | Path):
         path = str(spec)
-        fmt = text_format(path)
-        if fmt in ("jacana", "jacana-sp"):
-            pairs = read_jacana_json(path, sure_plus_poss=fmt == "jacana-sp")
-        elif fmt == "multimwa":
-            pairs = read_multimwa(path)
-        else:
+        read = TEXT_READERS.get(text_format(path))
+        if read is None:
             raise AlignersInputError(
                 f"{what}: expected a jacana .json, a MultiMWA .tsv, or [SRC, TGT, LINKS] "
                 "(Pharaoh + text: three files)", path=path)
+        pairs = read(path)
     else:
         files = [str(f) for f in spec]
         if len(files) != 3:

@@ -22,7 +22,6 @@ from aligners.errors import AlignersInputError
 
 __all__ = [
     "is_plain_file",
-    "open_output",
     "read_line_blocks",
     "read_lines",
     "read_parallel",
@@ -81,16 +80,13 @@ def read_line_blocks(path: str | Path, *, block_bytes: int = 1 << 20) -> Iterato
                 raise AlignersInputError(
                     f"cannot read ({err}); expected a readable (for .gz: complete gzip) file",
                     path=name, line=lines_before + 1) from None
-            if not chunk:
-                if not rest:
-                    return
-                block, rest = rest, b""
-            else:
-                cut = chunk.rfind(b"\n") + 1
-                if cut == 0:  # no line end in this chunk: keep reading
-                    rest += chunk
-                    continue
-                block, rest = rest + chunk[:cut], chunk[cut:]
+            cut = chunk.rfind(b"\n") + 1  # (0 at the end: the rest is the last block)
+            if chunk and cut == 0:  # no line end in this chunk: keep reading
+                rest += chunk
+                continue
+            if not chunk and not rest:
+                return
+            block, rest = rest + chunk[:cut], chunk[cut:]
             start = offset
             offset += len(block)
             if start == 0 and block.startswith(_BOM):
@@ -129,9 +125,8 @@ def read_xml(path: str | Path, *, expected: str):
     the file, the line and what was `expected` (e.g. "an RTE-5 file"). O(file size)."""
     import xml.etree.ElementTree as ET
 
-    text = "\n".join(read_lines(path))
     try:
-        return ET.fromstring(text.encode("utf-8"))
+        return ET.fromstring("\n".join(read_lines(path)).encode("utf-8"))
     except ET.ParseError as err:
         raise AlignersInputError(f"invalid XML ({err}); expected {expected}", path=str(path),
                                  line=err.position[0]) from None
@@ -141,13 +136,8 @@ def _tokenizer(lowercase: bool, ascii_split: bool) -> Callable[[str], list[str]]
     """The whitespace tokenizer of a sentence, its options fixed (no option handling per
     line); `ascii_split` splits on ASCII space/tab only, keeping e.g. U+3000 (ideographic
     space) as a token, as the KFTT Ja-En gold counts it."""
-    if ascii_split:
-        def split(text: str) -> list[str]:
-            return [tok for tok in _ASCII_WS.split(text.lower() if lowercase else text) if tok]
-        return split
-    if lowercase:
-        return lambda text: text.lower().split()
-    return str.split
+    split = (lambda text: [t for t in _ASCII_WS.split(text) if t]) if ascii_split else str.split
+    return (lambda text: split(text.lower())) if lowercase else split
 
 
 def read_parallel(
@@ -196,25 +186,15 @@ def read_parallel(
         yield tokens(s), tokens(t)
 
 
-@contextmanager
-def open_output(path: str | Path | IO[str]) -> Iterator[IO[str]]:
-    """A text handle for writing: an open handle as is, else `aligners.outputs.open_output`
-    (`-` = stdout, `.gz` gzipped, a file written atomically)."""
-    if not isinstance(path, str | Path):
-        yield path
-        return
-    from aligners.outputs import open_output as open_checked
-
-    with open_checked(str(path), flag="output") as handle:
-        yield handle
-
-
 def write_lines(out: str | Path | IO[str], lines: Iterable[str]) -> int:
-    """Write `lines` (without their line ends) to a path (`.gz`, `-` = stdout) or handle, one
-    a line; return how many. Cost: O(total size) time, O(one line) memory."""
+    """Write `lines` (without their line ends) to a path (`aligners.outputs.write_lines`: `-` =
+    stdout, `.gz` gzipped, a file written atomically) or an open handle, one a line; return
+    how many. Cost: O(total size) time, O(one line) memory."""
+    if isinstance(out, str | Path):
+        from aligners.outputs import write_lines as write_checked
+
+        return write_checked(str(out), lines, flag="output")
     count = 0
-    with open_output(out) as handle:
-        for line in lines:
-            handle.write(line + "\n")
-            count += 1
+    for count, line in enumerate(lines, start=1):  # noqa: B007 (the count afterwards)
+        out.write(line + "\n")
     return count

@@ -1,5 +1,6 @@
 """Pharaoh alignments: one line per sentence pair, 0-based source-target links: `i-j` sure,
-`i?j` possible (`ipj` accepted on input), `i-j:p` / `i?j:p` with a posterior p in [0, 1].
+`i?j` possible (`ipj` accepted on input), `i-j:p` / `i?j:p` with a posterior p in [0, 1]
+(written with 6 significant digits, `:.6g`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
 
 __all__ = [
-    "POSTERIOR_DIGITS",
     "OutOfRangeLinksWarning",
     "bounds_text",
     "check_pair_ranges",
@@ -115,10 +115,7 @@ def check_ranges(
             return (src_n is None or link[0] < src_n) and (tgt_n is None or link[1] < tgt_n)
 
         bad = sorted(link for link in al.possible if not inside(link))
-        if not bad:
-            out.append(al)
-            continue
-        if not lenient:
+        if bad and not lenient:
             i, j = bad[0]
             raise AlignersInputError(
                 f"link ({i}, {j}) (0-based source-target) lies outside the sentence pair of "
@@ -126,22 +123,22 @@ def check_ranges(
                 path=where,
                 line=line_numbers[n] if line_numbers is not None else n + 1,
             )
-        dropped += len(bad)
-        posts = None if al.posteriors is None else (
-            {k: v for k, v in al.posteriors.items() if inside(k)} or None)
-        out.append(Alignment(frozenset(filter(inside, al.sure)),
-                             frozenset(filter(inside, al.possible)), posts))
+        if bad:
+            dropped += len(bad)
+            posts = None if al.posteriors is None else (
+                {k: v for k, v in al.posteriors.items() if inside(k)} or None)
+            al = Alignment(frozenset(filter(inside, al.sure)),
+                           frozenset(filter(inside, al.possible)), posts)
+        out.append(al)
     return out, dropped
 
 
 def check_pair_ranges(pairs: list[AlignedPair], *, lenient: bool, path: str,
-                      line_numbers: Sequence[int] | None = None,
-                      target: bool = True) -> list[AlignedPair]:
-    """`check_ranges` of pairs that carry their text (against their token counts; `target`
-    False: the source side only), with the dropped links warned about (`warn_dropped`)."""
+                      line_numbers: Sequence[int] | None = None) -> list[AlignedPair]:
+    """`check_ranges` of pairs that carry their text (against their token counts), with the
+    dropped links warned about (`warn_dropped`)."""
     als, dropped = check_ranges(
-        [p.alignment for p in pairs], [len(p.src) for p in pairs],
-        [len(p.tgt) for p in pairs] if target else None,
+        [p.alignment for p in pairs], [len(p.src) for p in pairs], [len(p.tgt) for p in pairs],
         lenient=lenient, path=path, line_numbers=line_numbers)
     warn_dropped(dropped, path)
     if not dropped:
@@ -193,32 +190,25 @@ def read_pharaoh(
     return alignments
 
 
-POSTERIOR_DIGITS = 6  # significant digits of every written posterior (`i-j:p`)
-
-
-def _fmt_p(p: float) -> str:
-    return f"{p:.{POSTERIOR_DIGITS}g}"
-
-
 def link_line(links: Iterable[tuple[int, int]], posteriors=None) -> str:
     """One Pharaoh line of 0-based links: `i-j ...`, or `i-j:p` with `posteriors` (one
     probability per link, in the same order; None for a link writes it bare). This is the
     one link writer of every aligner's output. Cost O(L)."""
     if posteriors is None:
         return " ".join(f"{i}-{j}" for i, j in links)
-    return " ".join(f"{i}-{j}" if p is None else f"{i}-{j}:{_fmt_p(p)}"
+    return " ".join(f"{i}-{j}" if p is None else f"{i}-{j}:{p:.6g}"
                     for (i, j), p in zip(links, posteriors, strict=True))
 
 
 def format_pharaoh(alignment: Alignment, *, posteriors: bool = False) -> str:
     """One Pharaoh line: sorted links, sure as `i-j`, possible-only as `i?j`.
 
-    With `posteriors=True`, links carrying a posterior get `:p` (`POSTERIOR_DIGITS`
-    significant digits). Cost: O(L log L) for L links.
+    With `posteriors=True`, links carrying a posterior get `:p`. Cost: O(L log L) for L
+    links.
     """
     posts = (alignment.posteriors or {}) if posteriors else {}
     return " ".join(f"{i}{'-' if is_sure else '?'}{j}"
-                    + (f":{_fmt_p(posts[(i, j)])}" if (i, j) in posts else "")
+                    + (f":{posts[(i, j)]:.6g}" if (i, j) in posts else "")
                     for i, j, is_sure in alignment.links())
 
 

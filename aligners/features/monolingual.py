@@ -8,6 +8,7 @@ matches + sum of the target tokens' best matches) / 2 (paper 3.4), plus a weakes
 column and block-shape indicators. Cost: I*J memoised word-pair look-ups + O(Ls*Lt*I*J*F).
 """
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -53,20 +54,17 @@ def _token_matrix(src, tgt, embedder: Embedder | None) -> torch.Tensor:
     # one look-up per distinct (source word, target word) pair (memoised across pairs too),
     # converted through numpy (the same float32 rounding, several times faster than
     # torch.tensor on a list of tuples), then expanded to the sentence positions
-    us, ut = dict.fromkeys(src), dict.fromkeys(tgt)
+    us, ut = ({w: n for n, w in enumerate(dict.fromkeys(x))} for x in (src, tgt))  # word -> row
     rows = [word_pair_features(a, b) for a in us for b in ut]
     nf = len(TOKEN_PAIR_FEATURES)
     table = torch.from_numpy(np.asarray(rows, dtype=np.float32).reshape(len(us), len(ut), nf))
     if len(us) < I or len(ut) < J:
-        pos_s, pos_t = {w: n for n, w in enumerate(us)}, {w: n for n, w in enumerate(ut)}
-        table = table[[pos_s[w] for w in src]][:, [pos_t[w] for w in tgt]]
+        table = table[[us[w] for w in src]][:, [ut[w] for w in tgt]]
     low = table[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
     dice = table[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
-    ctx = torch.zeros(I, J, 4)
-    ctx[1:, 1:, 0] = low[:-1, :-1]
-    ctx[:-1, :-1, 1] = low[1:, 1:]
-    ctx[1:, 1:, 2] = dice[:-1, :-1]
-    ctx[:-1, :-1, 3] = dice[1:, 1:]
+    ctx = torch.zeros(I, J, 4)  # the left and right neighbours' identity, then dice
+    for k, m in enumerate((low, dice)):
+        ctx[1:, 1:, 2 * k], ctx[:-1, :-1, 2 * k + 1] = m[:-1, :-1], m[1:, 1:]
     ri = (torch.arange(I, dtype=torch.float32) + 0.5) / I
     rj = (torch.arange(J, dtype=torch.float32) + 0.5) / J
     pos = (1 - (ri[:, None] - rj[None, :]).abs()).unsqueeze(-1)
@@ -87,13 +85,9 @@ def _phrase_columns(sp, tp, X) -> torch.Tensor:
     """(len(sp), len(tp), 2): joined-phrase lower-case identity and WordNet (multi-word)
     synonymy of the source phrases `sp` x target phrases `tp` (from `_phrase_strings`)."""
     out = torch.zeros(len(sp), len(tp), 2)
-    where: dict[str, list[int]] = {}
-    for t, x in enumerate(tp):
-        where.setdefault(x, []).append(t)
-    same = [(s, t) for s, x in enumerate(sp) for t in where.get(x, ())]
-    if same:
-        rows, cols = zip(*same)
-        out[list(rows), list(cols), 0] = 1.0
+    ids = {x: k for k, x in enumerate(dict.fromkeys([*sp, *tp]))}  # phrase -> a number
+    src_ids, tgt_ids = (torch.tensor([ids[x] for x in p], dtype=torch.long) for p in (sp, tp))
+    out[..., 0] = (src_ids[:, None] == tgt_ids[None, :]).float()
     if X is not None:  # ls = lt = 1: the token-level WordNet synonym column
         out[..., 1] = X[..., TOKEN_PAIR_FEATURES.index("wn_synonym")]
         return out
@@ -103,15 +97,6 @@ def _phrase_columns(sp, tp, X) -> torch.Tensor:
         for t in t_in:
             if sp[s] != tp[t] and wn.relations(sp[s], tp[t])[0]:
                 out[s, t, 1] = 1.0
-    return out
-
-
-def _window(x: torch.Tensor, dim: int, size: int, op) -> torch.Tensor:
-    """Reduce `op` over sliding windows of `size` along `dim` (output shorter by size-1)."""
-    n = x.shape[dim] - size + 1
-    out = x.narrow(dim, 0, n)
-    for d in range(1, size):
-        out = op(out, x.narrow(dim, d, n))
     return out
 
 
@@ -127,18 +112,14 @@ def _cue_columns(src, tgt, ls, lt, X) -> torch.Tensor:
     I, J = len(src), len(tgt)
     n_s, n_t = I - ls + 1, J - lt + 1
     out = torch.zeros(n_s, n_t, 5)
-    out[..., 0] = torch.maximum(_window(ps, 0, ls, torch.maximum)[:, None],
-                                _window(pt, 0, lt, torch.maximum)[None, :])
+    out[..., 0] = torch.maximum(ps.unfold(0, ls, 1).amax(-1)[:, None],
+                                pt.unfold(0, lt, 1).amax(-1)[None, :])
     out[..., 1] = torch.maximum(ss[ls - 1:][:, None], st[lt - 1:][None, :])
     out[..., 2] = ss[:n_s][:, None] * st[:n_t][None, :]
-    out[..., 3] = _window(cs, 0, ls, torch.minimum)[:, None] * \
-        _window(ct, 0, lt, torch.minimum)[None, :]
+    out[..., 3] = cs.unfold(0, ls, 1).amin(-1)[:, None] * ct.unfold(0, lt, 1).amin(-1)[None, :]
     if ls == lt:
         low = X[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
-        same = torch.ones(n_s, n_t)
-        for d in range(ls):
-            same = same * low[d: d + n_s, d: d + n_t]
-        out[..., 4] = same
+        out[..., 4] = math.prod(low[d: d + n_s, d: d + n_t] for d in range(ls))
     return out
 
 
@@ -152,41 +133,25 @@ def featurize_states(
     (emit (I, Ls, C, F) with C = 1 + J*Lt and a zero NULL column, null (I, F0) float32).
     Cost: see the module docstring; memory I*Ls*C*F in `dtype`."""
     I, J, Ls, Lt = len(src), len(tgt), max_src_len, max_tgt_len
-    F = len(feature_names(max_src_len=Ls, max_tgt_len=Lt, embedding=embedder is not None,
-                          phrase_cues=phrase_cues))
-    emit = torch.zeros(I, Ls, 1 + J * Lt, F, dtype=dtype)
-
-    def block(ls, lt):
-        if lt == 1:
-            return emit[: I - ls + 1, ls - 1, 1: J + 1]
-        tail = emit[: I - ls + 1, ls - 1, J + 1:].unflatten(1, (J, Lt - 1))
-        return tail[:, lt - 1:, lt - 2]
-
-    null = _fill(src, tgt, block, max_src_len=Ls, max_tgt_len=Lt, embedder=embedder,
-                 phrase_cues=phrase_cues)
-    return emit, null
-
-
-def _fill(src, tgt, block, *, max_src_len: int, max_tgt_len: int, embedder, phrase_cues):
-    """Write every (ls, lt) block of span features into `block(ls, lt)` (a (I-ls+1, J-lt+1, F)
-    view: source start x target end) and return the (I, F0) NULL features."""
-    I, J, Ls, Lt = len(src), len(tgt), max_src_len, max_tgt_len
     X = _token_matrix(src, tgt, embedder)
     Ft = X.shape[-1]
     # end of the phrase-string columns (the CUES follow)
     P = len(feature_names(max_src_len=Ls, max_tgt_len=Lt, embedding=embedder is not None))
+    emit = torch.zeros(I, Ls, 1 + J * Lt, P + len(CUES) * phrase_cues, dtype=dtype)
     src_phrases, tgt_phrases = _phrase_strings(src, Ls), _phrase_strings(tgt, Lt)
     # best target match per source token (per lt) / best source match per target token (per ls)
-    tmaxs = {lt: _window(X, 1, lt, torch.maximum) for lt in range(1, min(Lt, J) + 1)}
-    smaxs = {ls: _window(X, 0, ls, torch.maximum) for ls in range(1, min(Ls, I) + 1)}
+    tmaxs = {lt: X.unfold(1, lt, 1).amax(-1) for lt in range(1, min(Lt, J) + 1)}
+    smaxs = {ls: X.unfold(0, ls, 1).amax(-1) for ls in range(1, min(Ls, I) + 1)}
     for ls in range(1, min(Ls, I) + 1):
         smax = smaxs[ls]
         for lt in range(1, min(Lt, J) + 1):
             tmax = tmaxs[lt]
-            A = (_window(tmax, 0, ls, torch.add) + _window(smax, 1, lt, torch.add)) / 2
-            Bm = torch.minimum(_window(tmax, 0, ls, torch.minimum),
-                               _window(smax, 1, lt, torch.minimum)) * max(ls, lt)
-            blk = block(ls, lt)
+            A = (tmax.unfold(0, ls, 1).sum(-1) + smax.unfold(1, lt, 1).sum(-1)) / 2
+            Bm = torch.minimum(tmax.unfold(0, ls, 1).amin(-1),
+                               smax.unfold(1, lt, 1).amin(-1)) * max(ls, lt)
+            # the (I-ls+1, J-lt+1, F) view of the blocks: source start x target end
+            blk = emit[: I - ls + 1, ls - 1, 1: J + 1] if lt == 1 else emit[
+                : I - ls + 1, ls - 1, J + 1:].unflatten(1, (J, Lt - 1))[:, lt - 1:, lt - 2]
             blk[..., :Ft] = A
             blk[..., Ft: 2 * Ft] = Bm
             if (ls, lt) != (1, 1):
@@ -196,15 +161,14 @@ def _fill(src, tgt, block, *, max_src_len: int, max_tgt_len: int, embedder, phra
             ) * max(ls, lt)
             if phrase_cues and (ls, lt) != (1, 1):
                 blk[..., P:] = _cue_columns(src, tgt, ls, lt, X)
-    low = X[..., TOKEN_PAIR_FEATURES.index("lower_identical")]
-    dice = X[..., TOKEN_PAIR_FEATURES.index("trigram_dice")]
-    wn = X[..., [TOKEN_PAIR_FEATURES.index(f"wn_{r}") for r in ("synonym", "hypernym",
-                                                                  "hyponym", "derivation")]]
-    return torch.stack([
+    best = X.amax(1) if J else X.new_zeros(I, X.shape[-1])  # each source token's best match
+    wn = [TOKEN_PAIR_FEATURES.index(f"wn_{r}") for r in ("synonym", "hypernym", "hyponym",
+                                                          "derivation")]
+    return emit, torch.stack([
         torch.ones(I),
         torch.tensor([float(w.lower() in STOPWORDS) for w in src]),
         torch.tensor([float(is_punct(w)) for w in src]),
-        low.amax(1) if J else torch.zeros(I),
-        dice.amax(1) if J else torch.zeros(I),
-        wn.amax(-1).amax(1) if J else torch.zeros(I),
+        best[:, TOKEN_PAIR_FEATURES.index("lower_identical")],
+        best[:, TOKEN_PAIR_FEATURES.index("trigram_dice")],
+        best[:, wn].amax(-1),
     ], dim=-1)

@@ -145,10 +145,8 @@ def word_pair_features(a: str, b: str) -> tuple[float, ...]:
     prefix = float(len(la) >= 4 and len(lb) >= 4 and la[:4] == lb[:4])
     substring = float(min(len(la), len(lb)) >= 4 and (la in lb or lb in la))
     content = low and not (pa or stop_a)
-    if pa or pb or stop_a or stop_b or na or nb:
-        rels = (0.0,) * len(RELATIONS)
-    else:
-        rels = tuple(float(r) for r in get_wordnet().relations(la, lb))
+    no_wn = pa or pb or stop_a or stop_b or na or nb  # punctuation, function words, numbers
+    rels = (0.0,) * len(RELATIONS) if no_wn else tuple(map(float, get_wordnet().relations(la, lb)))
     return (
         float(a == b), float(low), float(stem), edit, dice, prefix, substring,
         float(na is not None and na == nb), float(low and pa), float(low and stop_a),

@@ -7,7 +7,6 @@ entailment, similar-to. Cost: loading reads the files once; synset lines are par
 first use; queries are memoised dict look-ups.
 """
 
-import functools
 import os
 import warnings
 from functools import lru_cache
@@ -42,7 +41,6 @@ class WordNet:
     """Offline WordNet relation oracle. `WordNet(None)` is the empty fallback."""
 
     def __init__(self, root: Path | None):
-        self.available = root is not None
         self._index: dict[tuple[str, str], tuple[str, ...]] = {}  # (lemma, pos) -> synset keys
         self._exc: dict[tuple[str, str], tuple[str, ...]] = {}
         self._data: dict[str, bytes] = {}  # pos -> the raw data.<pos> file
@@ -99,16 +97,8 @@ class WordNet:
             cands = [w, *self._exc.get((w, pos), ())]
             cands += [w[: -len(s)] + r for s, r in _SUFFIXES[pos]
                       if w.endswith(s) and len(w) > len(s)]
-            names = self._names
-            out += [(c, pos) for c in dict.fromkeys(cands)
-                    if c in names and (c, pos) in self._index]
+            out += [(c, pos) for c in dict.fromkeys(cands) if (c, pos) in self._index]
         return tuple(out)
-
-    @functools.cached_property
-    def _names(self) -> frozenset[str]:
-        """Every lemma of the index, any part of speech (a cheap pre-filter: most candidate
-        strings, e.g. joined multi-word phrases, are not lemmas)."""
-        return frozenset(lemma for lemma, _ in self._index)
 
     @lru_cache(maxsize=200_000)  # noqa: B019
     def synsets(self, word: str) -> frozenset[str]:
@@ -121,8 +111,7 @@ class WordNet:
         per word (a sentence pair asks for the same source word against every target word)."""
         seen, frontier = set(), set(self.synsets(word))
         for _ in range(depth):
-            frontier = {t for k in frontier for r, t, _, _ in self._synset(k)[1] if r == rel}
-            frontier -= seen
+            frontier = {t for k in frontier for r, t, _, _ in self._synset(k)[1] if r == rel} - seen
             seen |= frontier
         return frozenset(seen)
 
@@ -137,10 +126,8 @@ class WordNet:
         out, bases = set(), self._bases(word)
         for k in self.synsets(word):
             lemmas, ptrs = self._synset(k)
-            for r, t, s, _ in ptrs:
-                if r != rel:
-                    continue
-                if s == 0 or (s <= len(lemmas) and lemmas[s - 1] in bases):
+            for r, t, s, _ in ptrs:  # s: the source word (0: the whole synset)
+                if r == rel and (s == 0 or (s <= len(lemmas) and lemmas[s - 1] in bases)):
                     out.update(self._synset(t)[0])
         return frozenset(out)
 
