@@ -24,7 +24,7 @@ from aligners.data.heap import release_free_heap
 from aligners.data.vocab import UNK, WordIds
 from aligners.errors import AlignersInputError
 from aligners.models.bayesian.jit import wait_compile_child
-from aligners.models.bayesian.pair_table import SINGLE, _build_pairs, _fold, _keys_from_ids
+from aligners.models.bayesian.pair_table import SINGLE, _fold, _keys_from_ids, build_pairs
 
 __all__ = ["EncodedBitext", "SINGLE", "encode_bitext"]
 
@@ -146,11 +146,10 @@ def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids:
                   tgt_ids: WordIds, *, threads: int = 2) -> EncodedBitext:
     """Encode token pairs (new words are added to the vocabularies) and build the pair table.
 
-    Cost O(total cells) expected time (one hashing pass, `_pair_ids`; two passes from 2^24
-    distinct pairs on); tokens go straight into two flat int32 buffers (no per-sentence
-    objects that would outlive the line and fragment the heap); the largest temporaries
-    are the hash table and key buffer (about 14-22 bytes per distinct pair); freed heap
-    pages go back to the OS before returning. Raises AlignersInputError for an empty corpus.
+    Cost O(total cells + P log P) (`pair_table.build_pairs`); tokens go straight into two
+    flat int32 buffers (no per-sentence objects that would outlive the line and fragment
+    the heap); freed heap pages go back to the OS before returning. Raises
+    AlignersInputError for an empty corpus.
     """
     bufs = (array("i"), array("i"))
     lens = (array("q"), array("q"))
@@ -170,14 +169,8 @@ def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids:
     cells = np.diff(src_off) * np.diff(tgt_off)
     cell_off = np.zeros(len(cells) + 1, dtype=np.int64)
     np.cumsum(cells, out=cell_off[1:])
-    lo = np.empty(int(cell_off[-1]), np.uint16)
-    for hi_dtype in (np.uint8, np.uint16):  # 2^24 distinct pairs or more: 16 high bits
-        hi = np.empty(int(cell_off[-1]), hi_dtype)
-        built = _build_pairs(src, src_off, tgt, tgt_off, cell_off, np.int64(len(tgt_ids)), lo,
-                             hi, threads)
-        if built is not None:
-            break
-    keys, n_shared = built
+    lo, hi, keys, n_shared = build_pairs(src, src_off, tgt, tgt_off, cell_off, len(src_ids),
+                                         len(tgt_ids), threads)
     release_free_heap()
     return EncodedBitext(src, src_off, tgt, tgt_off, cell_off, lo, hi, keys,
                          len(src_ids), len(tgt_ids), len(keys), n_shared)

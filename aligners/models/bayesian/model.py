@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from aligners.data import _pairtable as _tab
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.models.bayesian import counts as _c
@@ -115,9 +116,9 @@ def _token_chunks(obs_off: np.ndarray, tokens: int = _CHUNK_TOKENS) -> list[tupl
 def exact_kernels() -> tuple:
     """The numba kernels a run of the exact sampler calls from Python (their callees are
     inlined): what `jit.start_compile_child` checks and `warm_all` compiles."""
-    return (_k.sweep, _c.add_counts, _c.single_pair_ids, _pt._pair_ids,
-            _pt._merge_ids, _pt._count_cells, _pt._add_counts_sat,
-            _pt._frequency_ids, _pt._renumber, _pt._keys_from_ids, _decode._best)
+    return (_k.sweep, _c.add_counts, _c.single_pair_ids, _tab._occurrences, _tab._word_keys,
+            _tab._fill_words, _pt._first_seen, _pt._frequency_ids, _pt._renumber,
+            _pt._keys_from_ids, _decode._best)
 
 
 def warm_all() -> None:
