@@ -21,7 +21,6 @@ import os
 import shutil
 import tempfile
 import weakref
-from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, fields
@@ -30,7 +29,8 @@ import numpy as np
 import torch
 
 from aligners.data import DEFAULT_CELLS, MAX_TOKENS, warn_too_long
-from aligners.data._pairtable import (
+from aligners.data._pairtable import (  # noqa: F401 (_encode_stream: tests/test_file_ids.py)
+    _encode_stream,
     cut_batches,
     device_pair_ids,
     distinct_keys,
@@ -46,7 +46,6 @@ __all__ = ["DEFAULT_CELLS", "MAX_TOKENS", "Batch", "PairIndex", "build_index", "
            "plan_batches"]
 
 
-_ENCODE_TOKENS = 1 << 20  # tokens (both sides) encoded at once by build_index
 _POPULATE_MIN = 1 << 20  # int32s: smaller stores come from the heap
 _FILL_CELLS = 1 << 25  # with a disk cache: pair ids computed for this many cells at a time
 
@@ -311,9 +310,9 @@ def build_index(
     """N token pairs -> PairIndex of ceil-ish(N cells / `cells`) batches (see `PairIndex`).
 
     Encodes the pairs as they stream in (ids added to `src_ids`/`tgt_ids` unless frozen;
-    frozen: unseen words -> unknown), `_ENCODE_TOKENS` tokens at a time (one `encode` per
-    side and chunk); a `aligners.data.file_ids.ParallelFiles` straight from its files'
-    bytes where that path applies (the same ids). `keys` fixes the pair table (a loaded
+    frozen: unseen words -> unknown; `_pairtable._encode_stream`); a
+    `aligners.data.file_ids.ParallelFiles` straight from its files' bytes where that path
+    applies (the same ids). `keys` fixes the pair table (a loaded
     model's); `threads` and `device` (where the table and ids are found: None = the CPU
     kernels) as `PairIndex`'s.
     Memory: 4 bytes per token plus the index; the token strings are not kept (only the
@@ -332,28 +331,3 @@ def gpu_or_none(device) -> torch.device | None:
     numba kernels are faster than torch's sort)."""
     device = torch.device(device)
     return device if device.type == "cuda" else None
-
-
-def _encode_stream(pairs, vocabs: tuple[WordIds, WordIds]):
-    """Token pairs -> per side (flat ids (T,) int32, offsets (N + 1,) int64), encoded
-    `_ENCODE_TOKENS` tokens (both sides) at a time."""
-    parts: tuple[list, list] = ([], [])
-    lengths = (array("q"), array("q"))
-    bufs: tuple[list, list] = ([], [])
-    for s, t in pairs:
-        bufs[0].extend(s)
-        bufs[1].extend(t)
-        lengths[0].append(len(s))
-        lengths[1].append(len(t))
-        if len(bufs[0]) + len(bufs[1]) >= _ENCODE_TOKENS:
-            for side in (0, 1):
-                parts[side].append(vocabs[side].encode(bufs[side]))
-                bufs[side].clear()
-    out = []
-    for side in (0, 1):
-        parts[side].append(vocabs[side].encode(bufs[side]))
-        off = np.zeros(len(lengths[side]) + 1, dtype=np.int64)
-        np.cumsum(np.frombuffer(lengths[side], dtype=np.int64), out=off[1:])
-        out.append((np.concatenate(parts[side]), off))
-        parts[side].clear()
-    return out

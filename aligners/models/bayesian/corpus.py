@@ -14,14 +14,14 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import mmap
-from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from aligners.data._pairtable import _encode_stream
 from aligners.data.heap import release_free_heap
-from aligners.data.vocab import UNK, WordIds
+from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.models.bayesian.jit import wait_compile_child
 from aligners.models.bayesian.pair_table import SINGLE, _fold, _keys_from_ids, build_pairs
@@ -127,43 +127,19 @@ def _drop_pages(view: np.ndarray) -> bool:
         return False
 
 
-def _ids(ids: WordIds, tokens: Sequence[str]) -> list[int]:
-    """`WordIds.encode` as a list (no per-sentence array object): new words are added
-    unless the map is frozen (then -> UNK)."""
-    d = ids.index
-    if ids.frozen:
-        return [d.get(w, UNK) for w in tokens]
-    return [d.setdefault(w, len(d)) for w in tokens]
-
-
-def _flat(buf: array, lengths: array) -> tuple[np.ndarray, np.ndarray]:
-    off = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(np.frombuffer(lengths, np.int64), out=off[1:])
-    return np.frombuffer(buf, np.int32).copy(), off
-
-
 def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids: WordIds,
                   tgt_ids: WordIds, *, threads: int = 2) -> EncodedBitext:
     """Encode token pairs (new words are added to the vocabularies) and build the pair table.
 
-    Cost O(total cells + P log P) (`pair_table.build_pairs`); tokens go straight into two
-    flat int32 buffers (no per-sentence objects that would outlive the line and fragment
-    the heap); freed heap pages go back to the OS before returning. Raises
-    AlignersInputError for an empty corpus.
+    Cost O(total cells + P log P) (`pair_table.build_pairs`); the tokens are encoded as the
+    word HMM's index encodes them (`aligners.data._pairtable._encode_stream`: flat int32
+    arrays, no per-sentence objects); freed heap pages go back to the OS before returning.
+    Raises AlignersInputError for an empty corpus.
     """
-    bufs = (array("i"), array("i"))
-    lens = (array("q"), array("q"))
-    for s, t in pairs:
-        for side, ids, toks in ((0, src_ids, s), (1, tgt_ids, t)):
-            enc = _ids(ids, toks)
-            bufs[side].extend(enc)
-            lens[side].append(len(enc))
-    if not lens[0]:
+    (src, src_off), (tgt, tgt_off) = _encode_stream(pairs, (src_ids, tgt_ids))
+    if len(src_off) == 1:
         raise AlignersInputError("the bitext is empty: expected at least one sentence pair")
     wait_compile_child()  # (jit.py: kernels compiled in a child load from the cache)
-    src, src_off = _flat(bufs[0], lens[0])
-    tgt, tgt_off = _flat(bufs[1], lens[1])
-    del bufs, lens
     if len(src) == 0 or len(tgt) == 0:
         raise AlignersInputError("every sentence pair has an empty side: nothing to align")
     cells = np.diff(src_off) * np.diff(tgt_off)
