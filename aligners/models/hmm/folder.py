@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from aligners.data.bitext import DEFAULT_CELLS, PairIndex, build_index, gpu_or_none
+from aligners.data.bitext import PairIndex, build_index, gpu_or_none
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.export import ModelFolder, read_model, write_model
@@ -78,10 +78,15 @@ class TrainedWordAligner(WordAlignment):
         return cls(model, src_ids, tgt_ids), WordAligned(model, index, run)
 
     def decode(self, pairs, run: RunOptions) -> WordAligned:
-        self.to(run.device)  # batches follow the model
-        with run.phase("index"):  # (on the model's device: run.device)
-            index = self.index(pairs, cells=run.cells(), cache_dir=run.cache_dir)
-        return WordAligned(self.model, index, run)
+        """`pairs` over this model's pair table (`aligners.data.bitext.build_index`), on
+        `run.device`: built on the GPU there is one (unless there is a disk cache), else on
+        the CPU and then moved to the model's device."""
+        device = self.to(run.device).model.keys.device  # batches follow the model
+        with run.phase("index"):
+            index = build_index(pairs, self.src_ids, self.tgt_ids, cells=run.cells(),
+                                keys=self.model.keys.cpu(), cache_dir=run.cache_dir,
+                                device=gpu_or_none(device))
+        return WordAligned(self.model, index.to(device), run)
 
     def save_to(self, folder: str | Path, decoding: Decoding | WordDecoding | None = None
                 ) -> Path:
@@ -126,18 +131,6 @@ class TrainedWordAligner(WordAlignment):
         model.iteration = torch.tensor(int(cfg["iteration"]))
         src, tgt = _vocab(mf, ns, nt)
         return cls(model, src, tgt, decoding).checked(mf)
-
-    def index(self, pairs, *, cells: int = DEFAULT_CELLS, cache_dir: str | None = None
-              ) -> PairIndex:
-        """Pair index of token pairs `pairs` over this model's pair table (N pairs ->
-        batches; O(tokens) encoding, see `aligners.data.bitext.build_index`), built on the
-        model's GPU if it has one (unless there is a disk cache), else on the CPU and then
-        moved to the model's device."""
-        device = self.model.keys.device
-        index = build_index(pairs, self.src_ids, self.tgt_ids, cells=cells,
-                            keys=self.model.keys.cpu(), cache_dir=cache_dir,
-                            device=gpu_or_none(device))
-        return index.to(device)
 
     def to(self, device) -> TrainedWordAligner:
         """Move the model's tables to `device` (later `index` calls follow). Returns self."""
