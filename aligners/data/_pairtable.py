@@ -21,7 +21,8 @@ from numba import njit
 
 from aligners.data.vocab import WordIds
 
-__all__ = ["cut_batches", "device_pair_ids", "distinct_keys", "fill_pair_ids", "pad_ids"]
+__all__ = ["cut_batches", "device_pair_ids", "distinct_keys", "fill_pair_ids", "in_threads",
+           "pad_ids", "spans"]
 
 _ENCODE_TOKENS = 1 << 20  # tokens (both sides) encoded at once by _encode_stream
 _MERGE_KEYS = 1 << 26  # on a device: batches' distinct keys merged into the table from this
@@ -176,7 +177,19 @@ def _word_ranges(start: np.ndarray, t0n: np.ndarray, threads: int) -> list[tuple
     return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
-def _run(fn, ranges, threads):
+def spans(off: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """[k0, k1) ranges that cut the items of cumulative sizes `off` (n + 1,) into runs of
+    the most consecutive items whose sizes sum to at most `size` (at least one item each)."""
+    out, k0 = [], 0
+    while k0 < len(off) - 1:
+        k1 = max(k0 + 1, int(np.searchsorted(off, off[k0] + size, side="right")) - 1)
+        out.append((k0, k1))
+        k0 = k1
+    return out
+
+
+def in_threads(fn, ranges, threads: int) -> list:
+    """[fn(*r) for r in ranges], on `threads` threads when there are several ranges."""
     if len(ranges) == 1:
         return [fn(*ranges[0])]
     with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -198,7 +211,7 @@ def distinct_keys(src, src_off, tgt, tgt_off, rows, n_src_words: int, n_tgt_word
     start, t0, tn, _ = _occurrences(src, src_off, tgt_off, np.sort(rows), _EMPTY, _EMPTY,
                                     np.int64(n_src_words))
     ranges = _word_ranges(start, tn, threads)
-    parts = _run(lambda s0, s1: _word_keys(start, t0, tn, tgt, s0, s1,
+    parts = in_threads(lambda s0, s1: _word_keys(start, t0, tn, tgt, s0, s1,
                                            np.int64(n_tgt_words)), ranges, threads)
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
@@ -216,7 +229,7 @@ def fill_pair_ids(keys, src, src_off, tgt, tgt_off, rows, base, width, n_src_wor
     start, t0, tn, dst = _occurrences(src, src_off, tgt_off, rows[order], base[order],
                                       width[order], np.int64(n_src_words))
     ranges = _word_ranges(start, tn, threads)
-    _run(lambda s0, s1: _fill_words(keys, start, t0, tn, dst, tgt, s0, s1,
+    in_threads(lambda s0, s1: _fill_words(keys, start, t0, tn, dst, tgt, s0, s1,
                                     np.int64(n_tgt_words), out), ranges, threads)
 
 

@@ -36,6 +36,7 @@ from aligners.data._pairtable import (  # noqa: F401 (_encode_stream: tests/test
     distinct_keys,
     fill_pair_ids,
     pad_ids,
+    spans,
 )
 from aligners.data.file_ids import ParallelFiles
 from aligners.data.heap import release_free_heap as _release_free_heap
@@ -229,13 +230,8 @@ class PairIndex:
         starts = np.concatenate(([0], np.cumsum(sizes)))
         if self._dir is None:  # one chunk: the whole store
             chunks, buf = [(0, len(shapes))], store.result()
-        else:
-            chunks, k0 = [], 0
-            while k0 < len(shapes):  # the most batches within _FILL_CELLS cells, at least one
-                k1 = max(k0 + 1, int(np.searchsorted(starts, starts[k0] + _FILL_CELLS,
-                                                     side="right")) - 1)
-                chunks.append((k0, k1))
-                k0 = k1
+        else:  # the most batches within _FILL_CELLS cells, at least one
+            chunks = spans(starts, _FILL_CELLS)
             buf = np.empty(max((int(starts[k1] - starts[k0]) for k0, k1 in chunks),
                                default=0), dtype=np.int32)
         out: list = []

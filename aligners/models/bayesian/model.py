@@ -102,17 +102,6 @@ def _average(lex, singles, slots, lex_prior, n_prior_samplers: int, n_samplers: 
     return singles
 
 
-def _token_chunks(obs_off: np.ndarray, tokens: int = _CHUNK_TOKENS) -> list[tuple[int, int]]:
-    """Sentence ranges [k0, k1) of about `tokens` observed tokens (at least one sentence)."""
-    out, k0, n = [], 0, len(obs_off) - 1
-    while k0 < n:
-        k1 = int(np.searchsorted(obs_off, obs_off[k0] + tokens, side="right")) - 1
-        k1 = min(max(k1, k0 + 1), n)
-        out.append((k0, k1))
-        k0 = k1
-    return out
-
-
 def exact_kernels() -> tuple:
     """The numba kernels a run of the exact sampler calls from Python (their callees are
     inlined): what `jit.start_compile_child` checks and `warm_all` compiles."""
@@ -234,7 +223,7 @@ class BayesAligner:
         small_int = np.int16 if max(max_gen, int(np.diff(obs_off).max())) < 32767 else np.int32
         phi = np.zeros(len(gen), small_int)
         a = np.empty(len(obs), small_int)
-        chunks = _token_chunks(obs_off)
+        chunks = _tab.spans(obs_off, _CHUNK_TOKENS)
         # without a prior, single-cell pairs' counts are neither read nor kept while
         # sampling (always 0 when read, sampler.sweep): lex holds the n_lex shared ids only
         n_lex = max(1, corpus.n_shared) if priors[0] is None and corpus.n_shared >= 0 else \

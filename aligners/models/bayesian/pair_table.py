@@ -8,12 +8,10 @@ id (`_fold`). numba kernels; the ids are split in 16-bit low / 8-or-16-bit high 
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 from numba import njit
 
-from aligners.data._pairtable import distinct_keys, fill_pair_ids
+from aligners.data._pairtable import distinct_keys, fill_pair_ids, in_threads, spans
 from aligners.errors import AlignersInputError
 
 SINGLE = (1 << 24) - 1  # the id of every single-cell pair's cell once folded (fold_singles)
@@ -102,23 +100,19 @@ def build_pairs(src, src_off, tgt, tgt_off, cell_off, n_src_words: int, n_tgt_wo
     hi = np.empty(int(cell_off[-1]), np.uint8 if n <= 1 << 24 else np.uint16)
     rank, cnt, m = np.full(n, -1, np.int32), np.zeros(n, np.uint16), 0
     width = np.diff(tgt_off)
-    k0 = 0
-    while k0 < len(rows):
-        k1 = max(k0 + 1, int(np.searchsorted(cell_off, cell_off[k0] + _CHUNK_CELLS,
-                                             side="right")) - 1)
+    for k0, k1 in spans(cell_off, _CHUNK_CELLS):
         c0, c1 = int(cell_off[k0]), int(cell_off[k1])
         ids = np.empty(c1 - c0, np.int32)
         fill_pair_ids(sorted_keys, src, src_off, tgt, tgt_off, rows[k0:k1],
                       cell_off[k0:k1] - c0, width[k0:k1], n_src_words, n_tgt_words, ids,
                       threads=threads)
         m = _first_seen(ids, rank, m, cnt, lo[c0:c1], hi[c0:c1])
-        k0 = k1
     del ids
     new_id, n_shared = _frequency_ids(cnt)
     del cnt
-    halves = [(0, len(lo) // 2), (len(lo) // 2, len(lo))] if threads >= 2 else [(0, len(lo))]
-    with ThreadPoolExecutor(max_workers=len(halves)) as pool:
-        list(pool.map(lambda h: _renumber(lo[h[0]:h[1]], hi[h[0]:h[1]], new_id), halves))
+    half = len(lo) // 2
+    in_threads(lambda c0, c1: _renumber(lo[c0:c1], hi[c0:c1], new_id),
+               [(0, half), (half, len(lo))] if threads >= 2 else [(0, len(lo))], threads)
     keys = np.empty(n, np.int64)
     keys[new_id[rank]] = sorted_keys
     return lo, hi, keys, int(n_shared)
