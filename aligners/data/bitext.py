@@ -286,11 +286,6 @@ class PairIndex:
     def __iter__(self) -> Iterator[Batch]:
         return map(self.batch, range(len(self)))
 
-    def cells(self, k: int) -> int:
-        """Padded cells B * I * J of batch k."""
-        _, s, t, _, _ = self._words[k]
-        return s.numel() * t.shape[1]
-
 
 def build_index(
     pairs: Iterable[tuple[Sequence[str], Sequence[str]]],
