@@ -165,11 +165,8 @@ class WordTask:
                 OmegaConf.to_container(grid), cls.METHODS, viterbi_threshold=self.viterbi_threshold)
             print(f"decoding chosen on {text.tune} (AER {aer:.4f}): {chosen}")
             return Decoding(**chosen)
-        node = cfg.model.get("decoding")
+        node = cfg.model.get("decoding")  # (its keys checked with the config: run.check)
         given = {} if node is None else OmegaConf.to_container(node, resolve=True)
-        unknown = set(given) - {"method", "threshold", "symmetrize"}
-        if unknown:
-            raise AlignersInputError(f"model.decoding: unknown keys {sorted(unknown)}")
         return cls.decoding_for(None, **given)
 
     def train(self, cfg: DictConfig) -> dict:
