@@ -10,6 +10,7 @@ from word_toy import toy_corpus
 
 from aligners import export
 from aligners.cli import main
+from aligners.config_checks import check
 from aligners.errors import AlignersInputError
 from aligners.models.aligned import parse_line
 from aligners.models.bayesian import BayesAligner, BayesConfig, schedule
@@ -133,7 +134,7 @@ def test_bad_input(tmp_path):
     for bad in (dict(p_null=1.0), dict(lex_alpha=0.0), dict(model=4), dict(n_samplers=0),
                 dict(iterations=[1, 1])):
         with pytest.raises(ValueError):
-            BayesConfig(**bad).check()
+            check(BayesConfig(**bad))
     with pytest.raises(AlignersInputError, match="no counts"):
         BayesAligner().state()
     (tmp_path / "x").mkdir()
@@ -323,7 +324,7 @@ def test_marginal_slots_auto_and_explicit(monkeypatch):
     monkeypatch.setattr(M, "_AUTO_SLOTS_TOKENS", 10)
     assert BayesAligner(BayesConfig(**FAST)).align(pairs).fwd_slots.pos.shape[1] == 2
     with pytest.raises(ValueError, match="marginal_slots"):
-        BayesConfig(marginal_slots=-1).check()
+        check(BayesConfig(marginal_slots=-1))
 
 
 def test_restore_keys_releasing_pairs_block_by_block():

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from aligners.config_checks import check
 from aligners.data import _pairtable as _tab
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
@@ -167,7 +168,7 @@ class BayesAligner:
                  tgt_words: Sequence[str] = (), keys: np.ndarray | None = None,
                  counts: dict[str, BayesCounts] | None = None):
         self.config = config or BayesConfig()
-        self.config.check()
+        check(self.config)  # (the fields' rules, then BayesConfig.invariants)
         self.src_ids = WordIds(list(src_words)[2:])
         self.tgt_ids = WordIds(list(tgt_words)[2:])
         self.keys = keys  # (P,) int64 over the vocabularies' sizes at save time
