@@ -234,17 +234,15 @@ def run(args: argparse.Namespace) -> int:
     show = not args.quiet and sys.stderr.isatty()
     run_opts = from_options(RunOptions, args, device=args.device, progress=show)
     run_opts.threads = thread_count(run_opts.threads, prog="aligners align")
-    given = (args.decoding, args.threshold, args.symmetrize)
     if args.load_model:
         model = _load(args.load_model, cls)
         if hasattr(options, "adjust_loaded"):
             options.adjust_loaded(model, args)
-        _check_decoding(given, cls)
-        decoding = model.choose_decoding(*given)
     else:  # every value is checked before any work starts
         config = options.from_args(args)
-        _check_decoding(given, cls)
-        decoding = cls.decoding_for(None, *given)
+    given = (args.decoding, args.threshold, args.symmetrize)
+    _check_decoding(given, cls)
+    decoding = cls.decoding_for(model.saved_decoding() if args.load_model else None, *given)
     sync = None
     if cls.USES_TORCH or args.device != "cpu":
         import torch
@@ -272,8 +270,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as err:
             raise AlignersInputError(f"--save-model: cannot write the model: {err.strerror}",
                                      path=args.save_model) from None
-    dests = {"fwd": args.forward_links, "rev": args.reverse_links}
-    dests = {k: v for k, v in dests.items() if v}
+    dests = {k: v for k, v in (("fwd", args.forward_links), ("rev", args.reverse_links)) if v}
     if args.output is not None or args.symmetrize is not None or not dests:
         dests["sym"] = args.output or "-"
     from aligners.outputs import write_lines
@@ -285,8 +282,8 @@ def run(args: argparse.Namespace) -> int:
     for name, dest in dests.items():
         with phases("write"):
             n = write_lines(dest, phases.iterate("decode", lines[name]), flag=flags[name])
-    sec = phases.seconds
-    order = [k for k in _PHASES if k in sec] + [k for k in sec if k not in _PHASES]
+    sec = phases.seconds  # _PHASES first, in their order; then any other, as charged
+    order = sorted(sec, key=lambda k: _PHASES.index(k) if k in _PHASES else len(_PHASES))
     took = ", ".join(f"{k} {sec[k]:.1f} s" for k in order)
     args.summary = (f"{n:,} sentence pairs aligned, model {fam.name} ({why}), device "
                     f"{args.device} ({device_why}); {took}; {peak_memory(sync is not None)}")
