@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from aligners.config_checks import UNIT, Rule, check, check_value, maybe, setting
@@ -203,12 +203,8 @@ class WordAlignment(ABC):
     def saved_decoding(self) -> Decoding | None:
         """The decoding saved with the model, as a Decoding (None when none was saved)."""
         d = self.decoding
-        if d is None or isinstance(d, Decoding):
-            return d
-        if not isinstance(d, dict):
-            d = asdict(d)
-        if not d:
-            return None
+        if not d or isinstance(d, Decoding):  # (else a dict read from config.json)
+            return d or None
         th = d.get("threshold", self.DEFAULT.threshold)
         return Decoding(d.get("method", self.DEFAULT.method), None if th is None else float(th),
                         d.get("symmetrize", d.get("heuristic", self.DEFAULT.symmetrize)))
