@@ -145,38 +145,34 @@ def _match(tokens: list[str]):
     return _SNUM.match(" ".join(tokens)) if tokens and tokens[0].startswith("<s") else None
 
 
-def _unwrap(tokens: list[str], wrapped: bool, name: str, line: int):
-    """(snum or None, tokens) of one side; `wrapped` says whether the side's first line was."""
-    m = _match(tokens)
-    if wrapped and m is None:
-        raise AlignersInputError("expected '<s snum=N> tokens </s>' like the first line",
-                                 path=name, line=line)
-    if m is None:
-        return None, tokens
-    if not wrapped:
-        raise AlignersInputError("'<s snum=N>'-wrapped line in unwrapped text", path=name,
-                                 line=line)
-    return int(m.group(1)), m.group(2).split()
-
-
 def _snum_aware(pairs, src_name: str, tgt_name: str):
-    """Strip `<s snum=N> ... </s>` wrappers (WPT/NAACL text); both sides or neither (a
-    wrapped line later in unwrapped text is an error)."""
+    """Strip `<s snum=N> ... </s>` wrappers (WPT/NAACL text); both sides or neither, as on
+    the first line (a wrapped line later in unwrapped text is an error), with equal numbers."""
     wrapped = None
     for line, (s, t) in enumerate(pairs, start=1):
+        ms, mt = _match(s), _match(t)
         if wrapped is None:
-            wrapped = _match(s) is not None
-            if wrapped != (_match(t) is not None):
+            wrapped = ms is not None
+            if wrapped != (mt is not None):
                 which = src_name if wrapped else tgt_name
                 raise AlignersInputError(
                     f"{which} is '<s snum=N> ... </s>'-wrapped but the other side is not; "
                     "give both sides in the same format", line=1)
-        ns, s = _unwrap(s, wrapped, src_name, line)
-        nt, t = _unwrap(t, wrapped, tgt_name, line)
+        for m, name in ((ms, src_name), (mt, tgt_name)):
+            if wrapped and m is None:
+                raise AlignersInputError("expected '<s snum=N> tokens </s>' like the first "
+                                         "line", path=name, line=line)
+            if m is not None and not wrapped:
+                raise AlignersInputError("'<s snum=N>'-wrapped line in unwrapped text",
+                                         path=name, line=line)
+        if not wrapped:
+            yield s, t
+            continue
+        ns, nt = int(ms.group(1)), int(mt.group(1))
         if ns != nt:
             raise AlignersInputError(f"sentence numbers differ: source snum={ns}, target "
                                      f"snum={nt}", path=tgt_name, line=line)
-        yield s, t
+        yield ms.group(2).split(), mt.group(2).split()
 
 
 def _read(args):
