@@ -126,8 +126,7 @@ class TrainedWordAligner(WordAlignment):
                                      path=where)
         model = WordAligner(keys=mf.tensor("keys"), n_src_words=ns, n_tgt_words=nt,
                             config=config)
-        for name, t in _tables(mf, config.max_jump, ns, nt).items():
-            setattr(model, name, t)
+        _set_tables(model, mf)
         model.iteration = torch.tensor(int(cfg["iteration"]))
         src, tgt = _vocab(mf, ns, nt)
         return cls(model, src, tgt, decoding).checked(mf)
@@ -149,17 +148,16 @@ def _fields(cls, value, what: str, path: str):
         raise AlignersInputError(f"config.json: bad {what} ({err})", path=path) from None
 
 
-def _tables(mf: ModelFolder, K: int, ns: int, nt: int) -> dict:
-    """The saved tables but the keys, each checked for its length."""
-    t = {name: mf.tensor(name) for name in _TENSORS}
-    P = t["keys"].numel()
-    want = {"t_fwd": P + 1, "t_bwd": P + 1, "null_tgt": nt, "null_src": ns,
-            "jump_fwd": 2 * K + 1, "jump_bwd": 2 * K + 1}
-    for name, n in want.items():
-        if t[name].dim() != 1 or t[name].numel() != n:
-            raise AlignersInputError(f"tensor {name!r} has shape {tuple(t[name].shape)}, "
+def _set_tables(model: WordAligner, mf: ModelFolder) -> None:
+    """The saved tables but the keys into `model`, each checked for the length of the
+    model's own (a new model's tables have the saved ones' sizes)."""
+    saved = {name: mf.tensor(name) for name in _TENSORS[1:]}
+    for name, t in saved.items():
+        n = getattr(model, name).numel()
+        if t.dim() != 1 or t.numel() != n:
+            raise AlignersInputError(f"tensor {name!r} has shape {tuple(t.shape)}, "
                                      f"expected ({n},)", path=str(mf.path / "model.safetensors"))
-    return {name: t[name] for name in want}
+        setattr(model, name, t)
 
 
 def _vocab(mf: ModelFolder, ns: int, nt: int) -> tuple[WordIds, WordIds]:
