@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aligners.data._pairtable import _encode_stream
+from aligners.data._pairtable import _encode_stream, spans
 from aligners.data.heap import release_free_heap
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
@@ -84,15 +84,12 @@ class EncodedBitext:
         """Rebuild keys (None while sampling: 8 bytes per pair not read there) from the pair
         ids, then free the ids (3 bytes per cell; not needed to decode). Cost O(cells).
 
-        The ids are read in blocks of sentences and each block's memory pages go back to
-        the OS once read (`_drop_pages`): the keys never add to the ids at the peak.
+        The ids are read in about 64 blocks of sentences and each block's memory pages go
+        back to the OS once read (`_drop_pages`): the keys never add to the ids at the peak.
         """
         if self.keys is None:
             self.keys = np.empty(self.n_pairs, np.int64)
-            n = self.n_sentences
-            step = max(1, n // 64)
-            for k0 in range(0, n, step):
-                k1 = min(n, k0 + step)
+            for k0, k1 in spans(self.cell_off, max(1, int(self.cell_off[-1]) // 64)):
                 c0, c1 = int(self.cell_off[k0]), int(self.cell_off[k1])
                 lo, hi = self.pair_lo[c0:c1], self.pair_hi[c0:c1]
                 folded = self.single_off is not None
