@@ -260,20 +260,14 @@ class PairIndex:
     def __len__(self) -> int:
         return len(self._words)
 
-    @property
-    def device(self) -> torch.device:
-        """Where the batches live (the CPU until `to`)."""
-        return self._words[0][1].device if self._words else torch.device("cpu")
-
     def to(self, device) -> PairIndex:
         """Move every batch to `device` once (so EM iterations copy nothing); an index with
         a disk cache stays on the CPU (its batches are read back one at a time). Returns
         self. Memory on `device`: 4 bytes per cell plus the padded words."""
         device = torch.device(device)
-        if self._dir is not None or device == self.device:
-            return self
-        self._words = [tuple(x.to(device) for x in w) for w in self._words]
-        self._ids = [x.to(device) for x in self._ids]
+        if self._dir is None and self._words and self._words[0][1].device != device:
+            self._words = [tuple(x.to(device) for x in w) for w in self._words]
+            self._ids = [x.to(device) for x in self._ids]
         return self
 
     def batch(self, k: int) -> Batch:
