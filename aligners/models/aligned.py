@@ -23,13 +23,14 @@ links of the decoding (`decoding.symmetrize` applied where the method is not sym
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from aligners.config_checks import UNIT, Rule, check, check_value, maybe, setting
-from aligners.data import DEFAULT_CELLS, GPU_CELLS
+from aligners.data import DEFAULT_CELLS, GPU_CELLS, default_cells
 from aligners.errors import AlignersInputError
 from aligners.symmetrize import HEURISTICS
 
@@ -98,8 +99,6 @@ class RunOptions:
 
     def phase(self, name: str):
         """A `with` block timed as phase `name` in `phases` (nothing without)."""
-        import contextlib
-
         return contextlib.nullcontext() if self.phases is None else self.phases(name)
 
     def bar(self, total: int, desc: str):
@@ -111,8 +110,6 @@ class RunOptions:
         return tqdm(total=total, desc=desc, disable=not self.progress, file=sys.stderr)
 
     def cells(self) -> int:
-        from aligners.data import default_cells
-
         return self.batch_cells or default_cells(self.device)
 
 
