@@ -23,11 +23,11 @@ import re
 import sys
 
 from aligners.cli_types import add_options, from_options
-from aligners.commands._device import thread_count
+from aligners.commands._device import auto_device, thread_count, torch_device
 from aligners.config_checks import Rule, check, check_value
 from aligners.errors import AlignersInputError
-from aligners.families import Family, families, family
-from aligners.models.aligned import Decoding, RunOptions
+from aligners.families import Family, by_kind, families, family
+from aligners.models.aligned import Decoding, RunOptions, auto_family
 from aligners.timing import Phases, peak_memory
 
 __all__ = ["add_arguments", "run"]
@@ -216,8 +216,6 @@ def _check_io(args: argparse.Namespace, fam: Family) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aligners.commands._device import auto_device
-
     picked = args.device == "auto"  # the device is ours to choose
     args.device, device_why = auto_device(args.device)
     fam, why = _family(args, picked)
@@ -242,8 +240,6 @@ def run(args: argparse.Namespace) -> int:
     sync = None
     if cls.USES_TORCH or args.device != "cpu":
         import torch
-
-        from aligners.commands._device import torch_device
 
         if torch_device(args.device).type == "cuda":
             sync = torch.cuda.synchronize  # kernels are charged to the phase that queued them
@@ -292,8 +288,6 @@ def _family(args: argparse.Namespace, picked: bool = False) -> tuple[Family, str
     A --model that contradicts the saved kind is one clear error."""
     if not args.load_model:
         if args.model in (None, "auto"):
-            from aligners.models.aligned import auto_family
-
             if args.device != "cpu" and not picked:
                 return family("hmm", verb="align"), (f"auto: --device {args.device} asked; "
                                                      "the HMM runs there")
@@ -301,7 +295,6 @@ def _family(args: argparse.Namespace, picked: bool = False) -> tuple[Family, str
             return family(name, verb="align"), why
         return family(args.model, verb="align"), "--model"
     from aligners.export import read_config
-    from aligners.families import by_kind
 
     try:
         kind = read_config(args.load_model).get("kind")
