@@ -26,6 +26,7 @@ from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.models.hmm._pharaoh_kernel import link_lines
 from aligners.models.hmm.config import DECODING
+from aligners.symmetrize import check_heuristic, symmetrize
 
 __all__ = ["DECODINGS", "decode_lines"]
 
@@ -123,8 +124,6 @@ def decode_lines(
     object per link, except for a symmetrization heuristic (per sentence, in Python:
     `aligners.symmetrize`). Memory: the formatted lines only (batch by batch).
     """
-    from aligners.symmetrize import check_heuristic, symmetrize
-
     plain_sym = heuristic in (None, "none")
     if not plain_sym:
         check_heuristic(heuristic)  # (ValueError naming it)

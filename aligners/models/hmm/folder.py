@@ -22,6 +22,7 @@ from aligners.export import ModelFolder, read_model, write_model
 from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment
 from aligners.models.hmm import FAMILY, config
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner, WordDecoding
+from aligners.models.hmm.decode import decode_lines
 
 __all__ = ["KIND", "TrainedWordAligner", "WordAligned"]
 
@@ -38,8 +39,6 @@ class WordAligned(Aligned):
     run: RunOptions
 
     def lines(self, outputs, decoding: Decoding, *, posteriors: bool = False) -> dict:
-        from aligners.models.hmm.decode import decode_lines
-
         bar = self.run.bar(self.index.n_sentences, "align")
         out = decode_lines(self.model, self.index, method=decoding.method,
                            threshold=decoding.threshold, heuristic=decoding.symmetrize,
