@@ -25,9 +25,11 @@ import sys
 from aligners.cli_types import add_options, from_options
 from aligners.commands._device import auto_device, thread_count, torch_device
 from aligners.config_checks import Rule, check, check_value
+from aligners.data.parallel import is_plain_file, read_parallel
 from aligners.errors import AlignersInputError
 from aligners.families import Family, by_kind, families, family
 from aligners.models.aligned import Decoding, RunOptions, auto_family
+from aligners.outputs import check_folder_path, check_model_dir, check_paths, write_lines
 from aligners.timing import Phases, peak_memory
 
 __all__ = ["add_arguments", "run"]
@@ -176,8 +178,6 @@ def _snum_aware(pairs, src_name: str, tgt_name: str):
 
 
 def _read(args):
-    from aligners.data.parallel import read_parallel
-
     if args.input is not None:
         if args.source or args.target:
             raise AlignersInputError("give either -i or -s/-t, not both")
@@ -203,8 +203,6 @@ def _check_io(args: argparse.Namespace, fam: Family) -> None:
     places, a --save-model folder that holds the user's files or (without --overwrite) a
     model of another family, a --cache-dir that is a file or cannot be written
     (`aligners.outputs`, the one output rule)."""
-    from aligners.outputs import check_folder_path, check_model_dir, check_paths
-
     inputs = {"-i": args.input, "-s": args.source, "-t": args.target,
               "--load-model": args.load_model}
     outputs = {"-f": args.forward_links, "-r": args.reverse_links, "-o": args.output}
@@ -265,8 +263,6 @@ def run(args: argparse.Namespace) -> int:
     dests = {k: v for k, v in (("fwd", args.forward_links), ("rev", args.reverse_links)) if v}
     if args.output is not None or args.symmetrize is not None or not dests:
         dests["sym"] = args.output or "-"
-    from aligners.outputs import write_lines
-
     with phases("decode"):  # lines of a lazy family are charged here as they are written
         lines = aligned.lines(tuple(dests), decoding, posteriors=args.posteriors)
     flags = {"fwd": "-f", "rev": "-r", "sym": "-o"}
@@ -314,8 +310,6 @@ def _family(args: argparse.Namespace, picked: bool = False) -> tuple[Family, str
 def _count_pairs(path: str | None) -> int | None:
     """Lines of a plain input file (for the auto rule), None for stdin or compressed text.
     Cost: one read of the file in 16 MiB blocks (0.1 s at 1.1M lines)."""
-    from aligners.data.parallel import is_plain_file
-
     if path is None or not is_plain_file(path):
         return None
     n, last = 0, b"\n"

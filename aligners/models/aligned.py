@@ -24,6 +24,7 @@ links of the decoding (`decoding.symmetrize` applied where the method is not sym
 from __future__ import annotations
 
 import contextlib
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
@@ -32,6 +33,7 @@ from typing import Any, ClassVar
 from aligners.config_checks import UNIT, Rule, check, check_value, maybe, setting
 from aligners.data import DEFAULT_CELLS, GPU_CELLS, default_cells
 from aligners.errors import AlignersInputError
+from aligners.families import family
 from aligners.symmetrize import HEURISTICS
 
 __all__ = ["Link", "LARGE", "SYMMETRIC", "Decoding", "TuneGrid", "RunOptions",
@@ -103,8 +105,6 @@ class RunOptions:
 
     def bar(self, total: int, desc: str):
         """A tqdm progress bar on stderr (shown only when `progress`)."""
-        import sys
-
         from tqdm import tqdm
 
         return tqdm(total=total, desc=desc, disable=not self.progress, file=sys.stderr)
@@ -305,8 +305,6 @@ def align(source: Iterable, target: Iterable, model: str = "auto",
     `seed`, ...). Returns one sorted list of 0-based (i, j) links per pair, exactly what
     `aligners align --model MODEL` writes to stdout for the same text and options.
     """
-    from aligners.families import family
-
     run = check(RunOptions(**{f.name: options.pop(f.name) for f in fields(RunOptions)
                               if f.name in options}))
     dec = {k: options.pop(k) for k in ("method", "threshold", "symmetrize") if k in options}
