@@ -25,12 +25,10 @@ import torch
 from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.models.hmm._pharaoh_kernel import link_lines
-from aligners.models.hmm.config import DECODING
+from aligners.models.hmm.config import DECODING, METHODS
 from aligners.symmetrize import check_heuristic, symmetrize
 
-__all__ = ["DECODINGS", "decode_lines"]
-
-DECODINGS = ("viterbi", "posterior", "agreement")
+__all__ = ["decode_lines"]
 
 Link = tuple[int, int]
 
@@ -86,8 +84,8 @@ def _host_batches(model, index, method: str, threshold: float, with_posteriors: 
                   ) -> Iterator[_HostLinks]:
     """Decode batch by batch on the model's device; each batch's rows and links come to the
     host in one copy (and its posteriors in one more)."""
-    if method not in DECODINGS:
-        raise AlignersInputError(f"unknown decoding {method!r}; expected one of {DECODINGS}")
+    if method not in METHODS:
+        raise AlignersInputError(f"unknown decoding {method!r}; expected one of {METHODS}")
     for k in range(len(index)):
         batch = index.batch(k).to(model.keys.device)
         with torch.no_grad():
