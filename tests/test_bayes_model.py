@@ -10,6 +10,7 @@ from word_toy import toy_corpus
 
 from aligners import export
 from aligners.cli import main
+from aligners.config_checks import check
 from aligners.errors import AlignersInputError
 from aligners.models.aligned import parse_line
 from aligners.models.bayesian import BayesAligner, BayesConfig, schedule
@@ -133,7 +134,7 @@ def test_bad_input(tmp_path):
     for bad in (dict(p_null=1.0), dict(lex_alpha=0.0), dict(model=4), dict(n_samplers=0),
                 dict(iterations=[1, 1])):
         with pytest.raises(ValueError):
-            BayesConfig(**bad).check()
+            check(BayesConfig(**bad))
     with pytest.raises(AlignersInputError, match="no counts"):
         BayesAligner().state()
     (tmp_path / "x").mkdir()
@@ -260,10 +261,9 @@ def test_link_lines_symmetrize_the_directions_and_read_a_span():
 def test_pair_ids_by_frequency_and_keys_rebuilt():
     """Pair ids: one id per distinct (s, t), numbered by decreasing number of cells (ties in
     corpus order), split in 3 bytes; keys dropped for sampling are rebuilt identically from
-    the ids; the hashing pass alone numbers in corpus order."""
+    the ids."""
     from aligners.data.vocab import WordIds
     from aligners.models.bayesian.corpus import encode_bitext
-    from aligners.models.bayesian.pair_table import _pair_ids
 
     pairs = _pairs(30)
     c = encode_bitext(pairs, WordIds(), WordIds())
@@ -286,24 +286,23 @@ def test_pair_ids_by_frequency_and_keys_rebuilt():
     c.keys = None
     c.restore_keys()
     np.testing.assert_array_equal(c.keys, keys)
-    lo, hi = np.empty(len(pid), np.uint16), np.empty(len(pid), np.uint16)
-    buf, n, _, _ = _pair_ids(c.src, c.src_off, c.tgt, c.tgt_off, np.int64(c.n_tgt_words), lo,
-                             hi)
-    first_occ = lo.astype(np.int64) | (hi.astype(np.int64) << 16)
-    np.testing.assert_array_equal(np.sort(first), first[np.argsort(first_occ[first])])
-    np.testing.assert_array_equal(buf[:n][first_occ], full)
 
 
-def test_pair_table_grows_past_its_first_size():
-    """About 100k distinct pairs: the hash table (65,536 slots at first) doubles and the
-    key buffer grows; every cell still maps to its own (s, t) key, one id per pair."""
+def test_pair_table_in_chunks_equals_one_chunk(monkeypatch):
+    """About 100k distinct pairs, their cells' ids found a few sentences at a time: every
+    cell still maps to its own (s, t) key, one id per pair, the same ids as in one chunk."""
     from aligners.data.vocab import WordIds
+    from aligners.models.bayesian import pair_table
     from aligners.models.bayesian.corpus import encode_bitext
 
     rng = np.random.default_rng(0)
     pairs = [([f"s{w}" for w in rng.integers(0, 5000, 20)],
               [f"t{w}" for w in rng.integers(0, 5000, 20)]) for _ in range(300)]
+    one = encode_bitext(pairs, WordIds(), WordIds())
+    monkeypatch.setattr(pair_table, "_CHUNK_CELLS", 1000)  # 2 or 3 sentences
     c = encode_bitext(pairs, WordIds(), WordIds())
+    for f in ("pair_lo", "pair_hi", "keys"):
+        np.testing.assert_array_equal(getattr(one, f), getattr(c, f))
     assert c.n_pairs > 90_000
     full = np.concatenate([
         (c.src[c.src_off[k]:c.src_off[k + 1]].astype(np.int64)[:, None] * c.n_tgt_words
@@ -325,7 +324,7 @@ def test_marginal_slots_auto_and_explicit(monkeypatch):
     monkeypatch.setattr(M, "_AUTO_SLOTS_TOKENS", 10)
     assert BayesAligner(BayesConfig(**FAST)).align(pairs).fwd_slots.pos.shape[1] == 2
     with pytest.raises(ValueError, match="marginal_slots"):
-        BayesConfig(marginal_slots=-1).check()
+        check(BayesConfig(marginal_slots=-1))
 
 
 def test_restore_keys_releasing_pairs_block_by_block():
@@ -427,16 +426,13 @@ def test_single_cell_pairs_not_kept_while_sampling_same_result(monkeypatch):
 
 @pytest.mark.parametrize("n", [1, 2, 3, 50])
 def test_pair_table_on_two_threads_equals_one_pass(n):
-    """The pair table built on two halves at once (merged ids, then counting, renumbering
-    and key rebuild per half) equals the one-thread build: the same ids in every cell, the
-    same keys and n_shared."""
+    """The pair table built on two threads (word ranges, renumbering halves) equals the
+    one-thread build: the same ids in every cell, the same keys and n_shared."""
     from aligners.data.vocab import WordIds
     from aligners.models.bayesian.corpus import encode_bitext
-    from aligners.models.bayesian.pair_table import _halves
 
     pairs = _pairs(max(n, 2), seed=n)[:n] + [(["zz"], ["yy", "zz"])]
     one = encode_bitext(pairs, WordIds(), WordIds(), threads=1)
-    assert len(_halves(one.cell_off, 2)) == 2
     two = encode_bitext(pairs, WordIds(), WordIds(), threads=2)
     for f in ("pair_lo", "pair_hi", "keys", "src", "tgt", "cell_off"):
         np.testing.assert_array_equal(getattr(one, f), getattr(two, f))

@@ -19,6 +19,7 @@ from word_toy import toy_corpus
 from aligners.cli import main
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
+from aligners.models.aligned import RunOptions
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
 from aligners.models.hmm.folder import TrainedWordAligner
 
@@ -70,8 +71,8 @@ def test_align_load_model_on_the_device_writes_the_cpu_links(tmp_path):
     assert len(a) == len(b) == 80
     differ = sum(len(x ^ y) for x, y in zip(a, b))
     assert differ <= 0.01 * sum(len(x) for x in a)  # float32 ties at the threshold only
-    loaded = TrainedWordAligner.from_folder(model).to(DEVICE)
-    index = loaded.index(list(zip(src, tgt)))
+    loaded = TrainedWordAligner.from_folder(model)
+    index = loaded.decode(list(zip(src, tgt)), RunOptions(device=str(DEVICE))).index
     assert index.keys.device.type == "cpu"
     assert index.batch(0).pair_ids.device.type == DEVICE.type
 

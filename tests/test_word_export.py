@@ -11,6 +11,7 @@ from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.families import by_kind
+from aligners.models.aligned import RunOptions
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner, WordDecoding
 from aligners.models.hmm.decode import decode_lines
 from aligners.models.hmm.folder import KIND, TrainedWordAligner
@@ -48,7 +49,7 @@ def test_save_then_aligners_load_gives_identical_alignments(tmp_path, trained):
     frozen_s, frozen_t = WordIds.from_json(si.words), WordIds.from_json(ti.words)
     a_index = build_index(zip(new_src, new_tgt, strict=True), frozen_s, frozen_t,
                           keys=model.keys)
-    b_index = loaded.index(zip(new_src, new_tgt, strict=True))
+    b_index = loaded.decode(zip(new_src, new_tgt, strict=True), RunOptions()).index
     for method in ("agreement", "posterior", "viterbi"):
         a = decode_lines(model, a_index, method=method, threshold=0.3, posteriors=True)
         b = decode_lines(loaded.model, b_index, method=method, threshold=0.3, posteriors=True)

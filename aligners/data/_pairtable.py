@@ -1,6 +1,8 @@
-"""numba kernels of the bitext index (`aligners.data.bitext`): batch cuts, the sorted table of
-distinct word-pair keys, and the per-cell pair ids; and the same table and ids found with
-torch on a GPU (`device_pair_ids`).
+"""The torch-free parts of the bitext index (`aligners.data.bitext`; the Bayesian aligner's
+pair table uses them too): token pairs encoded into flat arrays (`_encode_stream`), and
+numba kernels: batch cuts, the sorted table of distinct word-pair keys, and the per-cell
+pair ids; and the same table and ids found with torch on a GPU (`device_pair_ids`, which
+imports torch when called).
 
 A pair key is `s * n_tgt_words + t` (int64; 0 <= s < Vs, 0 <= t < Vt), so the keys of
 source word s are one run [s * Vt, (s + 1) * Vt) of the sorted key table. Sentences live in
@@ -11,14 +13,18 @@ reads stay in a (Vt,) array that fits in cache: no hash table, no per-cell binar
 
 from __future__ import annotations
 
+from array import array
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import torch
 from numba import njit
 
-__all__ = ["cut_batches", "device_pair_ids", "distinct_keys", "fill_pair_ids", "pad_ids"]
+from aligners.data.vocab import WordIds
 
+__all__ = ["cut_batches", "device_pair_ids", "distinct_keys", "fill_pair_ids", "in_threads",
+           "pad_ids", "spans"]
+
+_ENCODE_TOKENS = 1 << 20  # tokens (both sides) encoded at once by _encode_stream
 _MERGE_KEYS = 1 << 26  # on a device: batches' distinct keys merged into the table from this
 # many on (or the table's size, if larger: the merges' cost stays O(P log) however large)
 
@@ -171,7 +177,19 @@ def _word_ranges(start: np.ndarray, t0n: np.ndarray, threads: int) -> list[tuple
     return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
-def _run(fn, ranges, threads):
+def spans(off: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """[k0, k1) ranges that cut the items of cumulative sizes `off` (n + 1,) into runs of
+    the most consecutive items whose sizes sum to at most `size` (at least one item each)."""
+    out, k0 = [], 0
+    while k0 < len(off) - 1:
+        k1 = max(k0 + 1, int(np.searchsorted(off, off[k0] + size, side="right")) - 1)
+        out.append((k0, k1))
+        k0 = k1
+    return out
+
+
+def in_threads(fn, ranges, threads: int) -> list:
+    """[fn(*r) for r in ranges], on `threads` threads when there are several ranges."""
     if len(ranges) == 1:
         return [fn(*ranges[0])]
     with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -193,7 +211,7 @@ def distinct_keys(src, src_off, tgt, tgt_off, rows, n_src_words: int, n_tgt_word
     start, t0, tn, _ = _occurrences(src, src_off, tgt_off, np.sort(rows), _EMPTY, _EMPTY,
                                     np.int64(n_src_words))
     ranges = _word_ranges(start, tn, threads)
-    parts = _run(lambda s0, s1: _word_keys(start, t0, tn, tgt, s0, s1,
+    parts = in_threads(lambda s0, s1: _word_keys(start, t0, tn, tgt, s0, s1,
                                            np.int64(n_tgt_words)), ranges, threads)
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
@@ -211,20 +229,11 @@ def fill_pair_ids(keys, src, src_off, tgt, tgt_off, rows, base, width, n_src_wor
     start, t0, tn, dst = _occurrences(src, src_off, tgt_off, rows[order], base[order],
                                       width[order], np.int64(n_src_words))
     ranges = _word_ranges(start, tn, threads)
-    _run(lambda s0, s1: _fill_words(keys, start, t0, tn, dst, tgt, s0, s1,
+    in_threads(lambda s0, s1: _fill_words(keys, start, t0, tn, dst, tgt, s0, s1,
                                     np.int64(n_tgt_words), out), ranges, threads)
 
 
-def _cell_keys(words, n_tgt_words: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A batch's (B, I, J) int64 keys src * Vt + tgt and its real cells (bool)."""
-    _, s, t, sl, tl = words
-    i = torch.arange(s.shape[1], device=s.device)
-    j = torch.arange(t.shape[1], device=s.device)
-    return (s[:, :, None] * n_tgt_words + t[:, None, :],
-            (i[None, :, None] < sl[:, None, None]) & (j[None, None, :] < tl[:, None, None]))
-
-
-def device_pair_ids(words: list, n_tgt_words: int, keys: torch.Tensor | None):
+def device_pair_ids(words: list, n_tgt_words: int, keys):
     """Every batch's (B, I, J) int32 pair ids computed where the batches `words` (rows,
     src, tgt, src_lengths, tgt_lengths) are (a GPU), and the table (P,) int64 on the CPU:
     the sorted distinct keys of the real cells (torch.unique per batch, merged into the
@@ -233,11 +242,21 @@ def device_pair_ids(words: list, n_tgt_words: int, keys: torch.Tensor | None):
     table. The same table and ids as the CPU kernels. A fixed number of ops per batch
     (about 40 aten ops, none per sentence); device memory 24 bytes per cell of one batch
     and 8 per distinct pair (about 4 times that while merging)."""
+    import torch
+
+    def cell_keys(words) -> tuple[torch.Tensor, torch.Tensor]:
+        """A batch's (B, I, J) int64 keys src * Vt + tgt and its real cells (bool)."""
+        _, s, t, sl, tl = words
+        i = torch.arange(s.shape[1], device=s.device)
+        j = torch.arange(t.shape[1], device=s.device)
+        return (s[:, :, None] * n_tgt_words + t[:, None, :],
+                (i[None, :, None] < sl[:, None, None]) & (j[None, None, :] < tl[:, None, None]))
+
     device = words[0][1].device
     if keys is None:
         table, parts, n = torch.zeros(0, dtype=torch.int64, device=device), [], 0
         for k, w in enumerate(words):
-            key, real = _cell_keys(w, n_tgt_words)
+            key, real = cell_keys(w)
             parts.append(torch.unique(key[real]))
             n += parts[-1].numel()
             if n >= max(_MERGE_KEYS, table.numel()) or k == len(words) - 1:
@@ -247,9 +266,34 @@ def device_pair_ids(words: list, n_tgt_words: int, keys: torch.Tensor | None):
     P = table.numel()
     out = []
     for w in words:
-        key, real = _cell_keys(w, n_tgt_words)
+        key, real = cell_keys(w)
         pos = torch.searchsorted(table, key)
         if keys is not None:  # a pair outside the given table: P
             real &= table[pos.clamp_(max=max(P - 1, 0))] == key if P else False
         out.append(torch.where(real, pos, P).to(torch.int32))
     return out, table.cpu()
+
+
+def _encode_stream(pairs, vocabs: tuple[WordIds, WordIds]):
+    """Token pairs -> per side (flat ids (T,) int32, offsets (N + 1,) int64), encoded
+    `_ENCODE_TOKENS` tokens (both sides) at a time."""
+    parts: tuple[list, list] = ([], [])
+    lengths = (array("q"), array("q"))
+    bufs: tuple[list, list] = ([], [])
+    for s, t in pairs:
+        bufs[0].extend(s)
+        bufs[1].extend(t)
+        lengths[0].append(len(s))
+        lengths[1].append(len(t))
+        if len(bufs[0]) + len(bufs[1]) >= _ENCODE_TOKENS:
+            for side in (0, 1):
+                parts[side].append(vocabs[side].encode(bufs[side]))
+                bufs[side].clear()
+    out = []
+    for side in (0, 1):
+        parts[side].append(vocabs[side].encode(bufs[side]))
+        off = np.zeros(len(lengths[side]) + 1, dtype=np.int64)
+        np.cumsum(np.frombuffer(lengths[side], dtype=np.int64), out=off[1:])
+        out.append((np.concatenate(parts[side]), off))
+        parts[side].clear()
+    return out

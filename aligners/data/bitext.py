@@ -21,7 +21,6 @@ import os
 import shutil
 import tempfile
 import weakref
-from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, fields
@@ -30,12 +29,14 @@ import numpy as np
 import torch
 
 from aligners.data import DEFAULT_CELLS, MAX_TOKENS, warn_too_long
-from aligners.data._pairtable import (
+from aligners.data._pairtable import (  # noqa: F401 (_encode_stream: tests/test_file_ids.py)
+    _encode_stream,
     cut_batches,
     device_pair_ids,
     distinct_keys,
     fill_pair_ids,
     pad_ids,
+    spans,
 )
 from aligners.data.file_ids import ParallelFiles
 from aligners.data.heap import release_free_heap as _release_free_heap
@@ -46,7 +47,6 @@ __all__ = ["DEFAULT_CELLS", "MAX_TOKENS", "Batch", "PairIndex", "build_index", "
            "plan_batches"]
 
 
-_ENCODE_TOKENS = 1 << 20  # tokens (both sides) encoded at once by build_index
 _POPULATE_MIN = 1 << 20  # int32s: smaller stores come from the heap
 _FILL_CELLS = 1 << 25  # with a disk cache: pair ids computed for this many cells at a time
 
@@ -230,13 +230,8 @@ class PairIndex:
         starts = np.concatenate(([0], np.cumsum(sizes)))
         if self._dir is None:  # one chunk: the whole store
             chunks, buf = [(0, len(shapes))], store.result()
-        else:
-            chunks, k0 = [], 0
-            while k0 < len(shapes):  # the most batches within _FILL_CELLS cells, at least one
-                k1 = max(k0 + 1, int(np.searchsorted(starts, starts[k0] + _FILL_CELLS,
-                                                     side="right")) - 1)
-                chunks.append((k0, k1))
-                k0 = k1
+        else:  # the most batches within _FILL_CELLS cells, at least one
+            chunks = spans(starts, _FILL_CELLS)
             buf = np.empty(max((int(starts[k1] - starts[k0]) for k0, k1 in chunks),
                                default=0), dtype=np.int32)
         out: list = []
@@ -265,20 +260,14 @@ class PairIndex:
     def __len__(self) -> int:
         return len(self._words)
 
-    @property
-    def device(self) -> torch.device:
-        """Where the batches live (the CPU until `to`)."""
-        return self._words[0][1].device if self._words else torch.device("cpu")
-
     def to(self, device) -> PairIndex:
         """Move every batch to `device` once (so EM iterations copy nothing); an index with
         a disk cache stays on the CPU (its batches are read back one at a time). Returns
         self. Memory on `device`: 4 bytes per cell plus the padded words."""
         device = torch.device(device)
-        if self._dir is not None or device == self.device:
-            return self
-        self._words = [tuple(x.to(device) for x in w) for w in self._words]
-        self._ids = [x.to(device) for x in self._ids]
+        if self._dir is None and self._words and self._words[0][1].device != device:
+            self._words = [tuple(x.to(device) for x in w) for w in self._words]
+            self._ids = [x.to(device) for x in self._ids]
         return self
 
     def batch(self, k: int) -> Batch:
@@ -290,11 +279,6 @@ class PairIndex:
 
     def __iter__(self) -> Iterator[Batch]:
         return map(self.batch, range(len(self)))
-
-    def cells(self, k: int) -> int:
-        """Padded cells B * I * J of batch k."""
-        _, s, t, _, _ = self._words[k]
-        return s.numel() * t.shape[1]
 
 
 def build_index(
@@ -311,9 +295,9 @@ def build_index(
     """N token pairs -> PairIndex of ceil-ish(N cells / `cells`) batches (see `PairIndex`).
 
     Encodes the pairs as they stream in (ids added to `src_ids`/`tgt_ids` unless frozen;
-    frozen: unseen words -> unknown), `_ENCODE_TOKENS` tokens at a time (one `encode` per
-    side and chunk); a `aligners.data.file_ids.ParallelFiles` straight from its files'
-    bytes where that path applies (the same ids). `keys` fixes the pair table (a loaded
+    frozen: unseen words -> unknown; `_pairtable._encode_stream`); a
+    `aligners.data.file_ids.ParallelFiles` straight from its files' bytes where that path
+    applies (the same ids). `keys` fixes the pair table (a loaded
     model's); `threads` and `device` (where the table and ids are found: None = the CPU
     kernels) as `PairIndex`'s.
     Memory: 4 bytes per token plus the index; the token strings are not kept (only the
@@ -332,28 +316,3 @@ def gpu_or_none(device) -> torch.device | None:
     numba kernels are faster than torch's sort)."""
     device = torch.device(device)
     return device if device.type == "cuda" else None
-
-
-def _encode_stream(pairs, vocabs: tuple[WordIds, WordIds]):
-    """Token pairs -> per side (flat ids (T,) int32, offsets (N + 1,) int64), encoded
-    `_ENCODE_TOKENS` tokens (both sides) at a time."""
-    parts: tuple[list, list] = ([], [])
-    lengths = (array("q"), array("q"))
-    bufs: tuple[list, list] = ([], [])
-    for s, t in pairs:
-        bufs[0].extend(s)
-        bufs[1].extend(t)
-        lengths[0].append(len(s))
-        lengths[1].append(len(t))
-        if len(bufs[0]) + len(bufs[1]) >= _ENCODE_TOKENS:
-            for side in (0, 1):
-                parts[side].append(vocabs[side].encode(bufs[side]))
-                bufs[side].clear()
-    out = []
-    for side in (0, 1):
-        parts[side].append(vocabs[side].encode(bufs[side]))
-        off = np.zeros(len(lengths[side]) + 1, dtype=np.int64)
-        np.cumsum(np.frombuffer(lengths[side], dtype=np.int64), out=off[1:])
-        out.append((np.concatenate(parts[side]), off))
-        parts[side].clear()
-    return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aligners.metrics import evaluate_alignments
 from aligners.models.aligned import SYMMETRIC, Aligned, Decoding, parse_line
 
 __all__ = ["sym_lines", "score", "choose_decoding"]
@@ -26,8 +27,6 @@ def sym_lines(aligned: Aligned, decoding: Decoding) -> list[str]:
 def score(gold: list, lines) -> Any:
     """The micro scores (precision, recall, aer, f1) of Pharaoh `lines` against `gold`
     (AlignedPairs, one per line)."""
-    from aligners.metrics import evaluate_alignments
-
     links = [parse_line(x)[0] for x in lines]
     return evaluate_alignments([p.alignment for p in gold], links, breakdowns=False).micro
 

@@ -18,24 +18,15 @@ __all__ = ["kernel_ready", "scatter_add_", "scatter_add2_"]
 
 @njit(cache=True)
 def _scatter(counts, ids, values):
+    """counts[ids[k], c] += values[c][k] for k in order (counts (P, m), values a tuple of m
+    (N,) arrays); returns the first k whose id lies outside [0, P), or -1."""
     n = counts.shape[0]
     for k in range(ids.shape[0]):
         i = ids[k]
         if i < 0 or i >= n:
             return k
-        counts[i] += values[k]
-    return -1
-
-
-@njit(cache=True)
-def _scatter2(counts, ids, v0, v1):
-    n = counts.shape[0]
-    for k in range(ids.shape[0]):
-        i = ids[k]
-        if i < 0 or i >= n:
-            return k
-        counts[i, 0] += v0[k]
-        counts[i, 1] += v1[k]
+        for c in range(len(values)):
+            counts[i, c] += values[c][k]
     return -1
 
 
@@ -56,14 +47,14 @@ def _np(x: torch.Tensor) -> np.ndarray:
     return np.ascontiguousarray(x.reshape(-1).numpy())
 
 
-def _run(kernel, counts: torch.Tensor, ids: torch.Tensor, values) -> torch.Tensor:
-    """The numba `kernel` on numpy views of the tensors; ValueError when the sizes differ
-    or an id is outside [0, P). Returns counts."""
+def _run(counts: torch.Tensor, ids: torch.Tensor, values) -> torch.Tensor:
+    """`_scatter` on numpy views of the tensors (counts (P,) as (P, 1)); ValueError when the
+    sizes differ or an id is outside [0, P). Returns counts."""
     for v in values:
         if v.numel() != ids.numel():
             raise ValueError(f"scatter_add_: {ids.numel()} ids but {v.numel()} values")
     i = _np(ids)
-    bad = kernel(counts.numpy(), i, *map(_np, values))
+    bad = _scatter(counts.numpy().reshape(counts.shape[0], -1), i, tuple(map(_np, values)))
     if bad >= 0:
         raise ValueError(f"scatter_add_: id {int(i[bad])} outside [0, {counts.shape[0]})")
     return counts
@@ -74,7 +65,7 @@ def scatter_add_(counts: torch.Tensor, ids: torch.Tensor, values: torch.Tensor) 
     See the module docstring (shapes, cost, exactness)."""
     if counts.dim() != 1 or not kernel_ready(counts, ids, (values,)):
         return counts.index_add_(0, ids.reshape(-1), values.reshape(-1))
-    return _run(_scatter, counts, ids, (values,))
+    return _run(counts, ids, (values,))
 
 
 def scatter_add2_(counts: torch.Tensor, ids: torch.Tensor, v0: torch.Tensor,
@@ -87,4 +78,4 @@ def scatter_add2_(counts: torch.Tensor, ids: torch.Tensor, v0: torch.Tensor,
         for col, v in enumerate((v0, v1)):
             counts[:, col].index_add_(0, ids.reshape(-1), v.reshape(-1))
         return counts
-    return _run(_scatter2, counts, ids, (v0, v1))
+    return _run(counts, ids, (v0, v1))

@@ -23,14 +23,17 @@ links of the decoding (`decoding.symmetrize` applied where the method is not sym
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from aligners.config_checks import UNIT, Rule, check, check_value, maybe, setting
-from aligners.data import DEFAULT_CELLS, GPU_CELLS
+from aligners.data import DEFAULT_CELLS, GPU_CELLS, default_cells
 from aligners.errors import AlignersInputError
+from aligners.families import family
 from aligners.symmetrize import HEURISTICS
 
 __all__ = ["Link", "LARGE", "SYMMETRIC", "Decoding", "TuneGrid", "RunOptions",
@@ -98,21 +101,15 @@ class RunOptions:
 
     def phase(self, name: str):
         """A `with` block timed as phase `name` in `phases` (nothing without)."""
-        import contextlib
-
         return contextlib.nullcontext() if self.phases is None else self.phases(name)
 
     def bar(self, total: int, desc: str):
         """A tqdm progress bar on stderr (shown only when `progress`)."""
-        import sys
-
         from tqdm import tqdm
 
         return tqdm(total=total, desc=desc, disable=not self.progress, file=sys.stderr)
 
     def cells(self) -> int:
-        from aligners.data import default_cells
-
         return self.batch_cells or default_cells(self.device)
 
 
@@ -203,12 +200,8 @@ class WordAlignment(ABC):
     def saved_decoding(self) -> Decoding | None:
         """The decoding saved with the model, as a Decoding (None when none was saved)."""
         d = self.decoding
-        if d is None or isinstance(d, Decoding):
-            return d
-        if not isinstance(d, dict):
-            d = asdict(d)
-        if not d:
-            return None
+        if not d or isinstance(d, Decoding):  # (else a dict read from config.json)
+            return d or None
         th = d.get("threshold", self.DEFAULT.threshold)
         return Decoding(d.get("method", self.DEFAULT.method), None if th is None else float(th),
                         d.get("symmetrize", d.get("heuristic", self.DEFAULT.symmetrize)))
@@ -312,8 +305,6 @@ def align(source: Iterable, target: Iterable, model: str = "auto",
     `seed`, ...). Returns one sorted list of 0-based (i, j) links per pair, exactly what
     `aligners align --model MODEL` writes to stdout for the same text and options.
     """
-    from aligners.families import family
-
     run = check(RunOptions(**{f.name: options.pop(f.name) for f in fields(RunOptions)
                               if f.name in options}))
     dec = {k: options.pop(k) for k in ("method", "threshold", "symmetrize") if k in options}

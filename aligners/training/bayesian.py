@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
+from aligners.models.bayesian.folder import BayesAligned
 from aligners.training.word_task import Fitted, Text, WordTask
 
 __all__ = ["BayesTask", "train", "evaluate"]
@@ -45,8 +46,6 @@ class BayesTask(WordTask):
         return fitted
 
     def part(self, fitted: Fitted, text: Text, split: str, run):
-        from aligners.models.bayesian.folder import BayesAligned
-
         marg = fitted.aligned.marginals
         return BayesAligned(marg, text.span(split, marg.corpus.n_sentences))
 

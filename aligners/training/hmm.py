@@ -22,8 +22,11 @@ from omegaconf import DictConfig
 from torch import nn
 from torch.utils.data import DataLoader, Sampler
 
-from aligners.data.bitext import PairIndex
+from aligners.data.bitext import PairIndex, build_index
+from aligners.data.vocab import WordIds
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
+from aligners.models.hmm.folder import TrainedWordAligner
+from aligners.training.trainer import build_trainer
 from aligners.training.word_task import Fitted, Text, WordTask
 
 __all__ = ["ShardSampler", "LitEM", "LitWordAligner", "HMMTask", "train", "evaluate"]
@@ -120,8 +123,6 @@ class LitWordAligner(LitEM):
 
 def fit_em(cfg: DictConfig, lit: LitEM, epochs: int, **fit) -> pl.Trainer:
     """`lit` trained for `epochs` EM iterations by the task's Trainer (`build_trainer`)."""
-    from aligners.training.trainer import build_trainer
-
     trainer = build_trainer(cfg, max_epochs=epochs, use_distributed_sampler=False,
                             limit_val_batches=0)
     trainer.fit(lit, **fit)
@@ -136,10 +137,6 @@ class HMMTask(WordTask):
     viterbi_threshold = 0.0
 
     def fit(self, cfg: DictConfig, text: Text, run) -> Fitted | None:
-        from aligners.data.bitext import build_index
-        from aligners.data.vocab import WordIds
-        from aligners.models.hmm.folder import TrainedWordAligner
-
         pl.seed_everything(int(cfg.seed), verbose=False)
         t0 = time.time()
         src_ids, tgt_ids = WordIds(), WordIds()

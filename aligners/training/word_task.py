@@ -23,6 +23,7 @@ decoding (`metrics.json` in the run folder).
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,9 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from aligners.errors import AlignersInputError
+from aligners.families import family
 from aligners.inference.choose import choose_decoding, score, sym_lines
+from aligners.metrics import write_metrics_json
 from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment
 
 __all__ = ["Text", "Fitted", "WordTask", "load_text"]
@@ -118,8 +121,6 @@ class WordTask:
 
     # ------------------------------------------------------------------ hooks
     def family_class(self) -> type[WordAlignment]:
-        from aligners.families import family
-
         return family(self.name).model_class()
 
     def run_options(self, cfg: DictConfig) -> RunOptions:
@@ -133,16 +134,12 @@ class WordTask:
 
     def config(self, cfg: DictConfig):
         """The family's config dataclass from the fields of `cfg.model` it has."""
-        from aligners.families import family
-
         cls = family(self.name).config_class()
         given = OmegaConf.to_container(cfg.model, resolve=True)
         return cls(**{k: v for k, v in given.items() if k in cls.__dataclass_fields__})
 
     def fit(self, cfg: DictConfig, text: Text, run: RunOptions) -> Fitted | None:
         """Train on `text.pairs` (None: this process is not rank 0 of a DDP run)."""
-        import time
-
         t0 = time.time()
         model, aligned = self.family_class().fit(text.pairs, self.config(cfg), run)
         return Fitted(model, aligned, {"train": {"seconds": time.time() - t0}})
@@ -165,17 +162,12 @@ class WordTask:
                 OmegaConf.to_container(grid), cls.METHODS, viterbi_threshold=self.viterbi_threshold)
             print(f"decoding chosen on {text.tune} (AER {aer:.4f}): {chosen}")
             return Decoding(**chosen)
-        node = cfg.model.get("decoding")
+        node = cfg.model.get("decoding")  # (its keys checked with the config: run.check)
         given = {} if node is None else OmegaConf.to_container(node, resolve=True)
-        unknown = set(given) - {"method", "threshold", "symmetrize"}
-        if unknown:
-            raise AlignersInputError(f"model.decoding: unknown keys {sorted(unknown)}")
         return cls.decoding_for(None, **given)
 
     def train(self, cfg: DictConfig) -> dict:
         """Train, decode, score and save (the module doc); returns the metrics."""
-        from aligners.metrics import write_metrics_json
-
         run = self.run_options(cfg)
         out = Path(cfg.paths.output_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -201,7 +193,6 @@ class WordTask:
         """Score the model folder `ckpt_path` (a folder, a file in it or its run folder) on
         cfg.data's eval splits with its saved decoding; `metrics.json` in the run folder."""
         from aligners.export import load, resolve_model_folder
-        from aligners.metrics import write_metrics_json
 
         if cfg.get("model_dir") is not None:
             raise AlignersInputError("model_dir= is not read; pass the model folder as "

@@ -3,7 +3,7 @@ Tiedemann 2016). Heavy names (numba kernels) are imported on first use."""
 
 from aligners.families import Family, lazy_names
 
-__all__ = ["FAMILY", "BayesAligner", "BayesConfig", "BayesMarginals", "schedule"]
+__all__ = ["FAMILY", "BayesAligner", "BayesConfig", "schedule"]
 
 FAMILY = Family(
     name="bayesian",
@@ -17,4 +17,4 @@ FAMILY = Family(
 )
 
 __getattr__ = lazy_names(__name__, {"BayesAligner": "model", "schedule": "model",
-    "BayesConfig": "config", "BayesMarginals": "slots"})
+                                    "BayesConfig": "config"})

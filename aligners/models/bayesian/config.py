@@ -12,7 +12,7 @@ import argparse
 from dataclasses import asdict, dataclass
 
 from aligners.cli_types import add_options, from_options
-from aligners.config_checks import BOOL, FRAC, MAX_ITERATIONS, POS, Rule, check, setting
+from aligners.config_checks import BOOL, FRAC, MAX_ITERATIONS, POS, Rule, setting
 from aligners.errors import AlignersInputError
 from aligners.models.aligned import Decoding, TuneGrid
 
@@ -54,11 +54,6 @@ class BayesConfig:
     marginal_slots: int = setting(0, Rule("int", lo=0))  # sparse link marginals kept per
     # observed token (sampler.py); 0 = auto: 3, or 2 from 2M observed tokens per direction
     # on (memory; same AER at 200k)
-
-    def check(self) -> BayesConfig:
-        """self, or AlignersInputError (a ValueError) with a one-line message for an invalid
-        value (`aligners.config_checks.check`: the fields' rules, then `invariants`)."""
-        return check(self)
 
     def invariants(self) -> None:
         """The schedule's shape: 3 sweep counts, at least 1 for the last stage used."""

@@ -14,17 +14,17 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import mmap
-from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from aligners.data._pairtable import _encode_stream, spans
 from aligners.data.heap import release_free_heap
-from aligners.data.vocab import UNK, WordIds
+from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.models.bayesian.jit import wait_compile_child
-from aligners.models.bayesian.pair_table import SINGLE, _build_pairs, _fold, _keys_from_ids
+from aligners.models.bayesian.pair_table import SINGLE, _fold, _keys_from_ids, build_pairs
 
 __all__ = ["EncodedBitext", "SINGLE", "encode_bitext"]
 
@@ -84,15 +84,12 @@ class EncodedBitext:
         """Rebuild keys (None while sampling: 8 bytes per pair not read there) from the pair
         ids, then free the ids (3 bytes per cell; not needed to decode). Cost O(cells).
 
-        The ids are read in blocks of sentences and each block's memory pages go back to
-        the OS once read (`_drop_pages`): the keys never add to the ids at the peak.
+        The ids are read in about 64 blocks of sentences and each block's memory pages go
+        back to the OS once read (`_drop_pages`): the keys never add to the ids at the peak.
         """
         if self.keys is None:
             self.keys = np.empty(self.n_pairs, np.int64)
-            n = self.n_sentences
-            step = max(1, n // 64)
-            for k0 in range(0, n, step):
-                k1 = min(n, k0 + step)
+            for k0, k1 in spans(self.cell_off, max(1, int(self.cell_off[-1]) // 64)):
                 c0, c1 = int(self.cell_off[k0]), int(self.cell_off[k1])
                 lo, hi = self.pair_lo[c0:c1], self.pair_hi[c0:c1]
                 folded = self.single_off is not None
@@ -127,57 +124,26 @@ def _drop_pages(view: np.ndarray) -> bool:
         return False
 
 
-def _ids(ids: WordIds, tokens: Sequence[str]) -> list[int]:
-    """`WordIds.encode` as a list (no per-sentence array object): new words are added
-    unless the map is frozen (then -> UNK)."""
-    d = ids.index
-    if ids.frozen:
-        return [d.get(w, UNK) for w in tokens]
-    return [d.setdefault(w, len(d)) for w in tokens]
-
-
-def _flat(buf: array, lengths: array) -> tuple[np.ndarray, np.ndarray]:
-    off = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(np.frombuffer(lengths, np.int64), out=off[1:])
-    return np.frombuffer(buf, np.int32).copy(), off
-
-
 def encode_bitext(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], src_ids: WordIds,
                   tgt_ids: WordIds, *, threads: int = 2) -> EncodedBitext:
     """Encode token pairs (new words are added to the vocabularies) and build the pair table.
 
-    Cost O(total cells) expected time (one hashing pass, `_pair_ids`; two passes from 2^24
-    distinct pairs on); tokens go straight into two flat int32 buffers (no per-sentence
-    objects that would outlive the line and fragment the heap); the largest temporaries
-    are the hash table and key buffer (about 14-22 bytes per distinct pair); freed heap
-    pages go back to the OS before returning. Raises AlignersInputError for an empty corpus.
+    Cost O(total cells + P log P) (`pair_table.build_pairs`); the tokens are encoded as the
+    word HMM's index encodes them (`aligners.data._pairtable._encode_stream`: flat int32
+    arrays, no per-sentence objects); freed heap pages go back to the OS before returning.
+    Raises AlignersInputError for an empty corpus.
     """
-    bufs = (array("i"), array("i"))
-    lens = (array("q"), array("q"))
-    for s, t in pairs:
-        for side, ids, toks in ((0, src_ids, s), (1, tgt_ids, t)):
-            enc = _ids(ids, toks)
-            bufs[side].extend(enc)
-            lens[side].append(len(enc))
-    if not lens[0]:
+    (src, src_off), (tgt, tgt_off) = _encode_stream(pairs, (src_ids, tgt_ids))
+    if len(src_off) == 1:
         raise AlignersInputError("the bitext is empty: expected at least one sentence pair")
     wait_compile_child()  # (jit.py: kernels compiled in a child load from the cache)
-    src, src_off = _flat(bufs[0], lens[0])
-    tgt, tgt_off = _flat(bufs[1], lens[1])
-    del bufs, lens
     if len(src) == 0 or len(tgt) == 0:
         raise AlignersInputError("every sentence pair has an empty side: nothing to align")
     cells = np.diff(src_off) * np.diff(tgt_off)
     cell_off = np.zeros(len(cells) + 1, dtype=np.int64)
     np.cumsum(cells, out=cell_off[1:])
-    lo = np.empty(int(cell_off[-1]), np.uint16)
-    for hi_dtype in (np.uint8, np.uint16):  # 2^24 distinct pairs or more: 16 high bits
-        hi = np.empty(int(cell_off[-1]), hi_dtype)
-        built = _build_pairs(src, src_off, tgt, tgt_off, cell_off, np.int64(len(tgt_ids)), lo,
-                             hi, threads)
-        if built is not None:
-            break
-    keys, n_shared = built
+    lo, hi, keys, n_shared = build_pairs(src, src_off, tgt, tgt_off, cell_off, len(src_ids),
+                                         len(tgt_ids), threads)
     release_free_heap()
     return EncodedBitext(src, src_off, tgt, tgt_off, cell_off, lo, hi, keys,
                          len(src_ids), len(tgt_ids), len(keys), n_shared)

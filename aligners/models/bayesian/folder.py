@@ -20,8 +20,10 @@ from aligners.errors import AlignersInputError
 from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment
 from aligners.models.bayesian import FAMILY, config
 from aligners.models.bayesian.config import BayesConfig
+from aligners.models.bayesian.decode import link_lines
 from aligners.models.bayesian.model import BayesAligner
 from aligners.models.bayesian.slots import BayesMarginals
+from aligners.symmetrize import HEURISTICS
 
 __all__ = ["KIND", "BayesianAlignment", "BayesAligned"]
 
@@ -39,8 +41,6 @@ class BayesAligned(Aligned):
 
     def lines(self, outputs, decoding: Decoding, *, posteriors: bool = False) -> dict:
         """Lines stream per sentence from the sparse marginals (no per-link objects)."""
-        from aligners.models.bayesian.decode import link_lines
-
         th = decoding.threshold if decoding.method == "posterior" else None
         mean, heuristic = None, decoding.symmetrize  # (the "sym" output's)
         if decoding.method == "mean":  # symmetric; no threshold: by the whole text's size
@@ -90,8 +90,6 @@ class BayesianAlignment(WordAlignment):
         if dec.method == "mean" and sized:  # by the text's size (config.mean_threshold)
             return replace(dec, threshold=None)
         if dec.method != "mean" and dec.symmetrize == "none":
-            from aligners.symmetrize import HEURISTICS
-
             raise AlignersInputError(f"--symmetrize {dec.symmetrize!r}: the Bayesian "
                                      f"aligner's directions are combined by one of "
                                      f"{', '.join(HEURISTICS)}")

@@ -2,14 +2,12 @@
 on-disk cache does not hold them yet (a fresh install, or after the sources changed).
 
 Compiling in-process leaves the compiler's memory behind (about 60-70 MiB that the heap trim
-does not return: RSS measured around `warmup` with an empty cache; the script that measured
-it, benchmarks/bayes_profile.py, was retired in commit 9c3f34f), and that lands on top of a
-large run's peak (954 MiB instead of 863 MiB at Hansards 200k on a first run). A child that
-compiles and caches every kernel on a tiny corpus, started while the parent reads its text,
-lets the parent load machine code from the cache instead. With the kernels cached no child
-starts (a check of numba's cache index files, milliseconds). Cost: the child's compile time
-(what the parent would have spent) plus its start-up (about 0.5 s CPU), once per fresh
-cache; its memory is its own.
+does not return) on top of a large run's peak (954 MiB instead of 863 MiB at Hansards 200k
+on a first run). A child that compiles and caches every kernel on a tiny corpus, started
+while the parent reads its text, lets the parent load machine code from the cache instead.
+With the kernels cached no child starts (a check of numba's cache index files,
+milliseconds). Cost: the child's compile time (what the parent would have spent) plus its
+start-up (about 0.5 s CPU), once per fresh cache; its memory is its own.
 
 This module imports no other module of the family (the kernel modules call
 `wait_compile_child`): the caller names the kernels (`model.exact_kernels`) and the child

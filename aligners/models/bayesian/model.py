@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from aligners.config_checks import check
+from aligners.data import _pairtable as _tab
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.models.bayesian import counts as _c
@@ -101,23 +103,12 @@ def _average(lex, singles, slots, lex_prior, n_prior_samplers: int, n_samplers: 
     return singles
 
 
-def _token_chunks(obs_off: np.ndarray, tokens: int = _CHUNK_TOKENS) -> list[tuple[int, int]]:
-    """Sentence ranges [k0, k1) of about `tokens` observed tokens (at least one sentence)."""
-    out, k0, n = [], 0, len(obs_off) - 1
-    while k0 < n:
-        k1 = int(np.searchsorted(obs_off, obs_off[k0] + tokens, side="right")) - 1
-        k1 = min(max(k1, k0 + 1), n)
-        out.append((k0, k1))
-        k0 = k1
-    return out
-
-
 def exact_kernels() -> tuple:
     """The numba kernels a run of the exact sampler calls from Python (their callees are
     inlined): what `jit.start_compile_child` checks and `warm_all` compiles."""
-    return (_k.sweep, _c.add_counts, _c.single_pair_ids, _pt._pair_ids,
-            _pt._merge_ids, _pt._count_cells, _pt._add_counts_sat,
-            _pt._frequency_ids, _pt._renumber, _pt._keys_from_ids, _decode._best)
+    return (_k.sweep, _c.add_counts, _c.single_pair_ids, _tab._occurrences, _tab._word_keys,
+            _tab._fill_words, _pt._first_seen, _pt._frequency_ids, _pt._renumber,
+            _pt._keys_from_ids, _decode._best)
 
 
 def warm_all() -> None:
@@ -177,7 +168,7 @@ class BayesAligner:
                  tgt_words: Sequence[str] = (), keys: np.ndarray | None = None,
                  counts: dict[str, BayesCounts] | None = None):
         self.config = config or BayesConfig()
-        self.config.check()
+        check(self.config)  # (the fields' rules, then BayesConfig.invariants)
         self.src_ids = WordIds(list(src_words)[2:])
         self.tgt_ids = WordIds(list(tgt_words)[2:])
         self.keys = keys  # (P,) int64 over the vocabularies' sizes at save time
@@ -233,7 +224,7 @@ class BayesAligner:
         small_int = np.int16 if max(max_gen, int(np.diff(obs_off).max())) < 32767 else np.int32
         phi = np.zeros(len(gen), small_int)
         a = np.empty(len(obs), small_int)
-        chunks = _token_chunks(obs_off)
+        chunks = _tab.spans(obs_off, _CHUNK_TOKENS)
         # without a prior, single-cell pairs' counts are neither read nor kept while
         # sampling (always 0 when read, sampler.sweep): lex holds the n_lex shared ids only
         n_lex = max(1, corpus.n_shared) if priors[0] is None and corpus.n_shared >= 0 else \

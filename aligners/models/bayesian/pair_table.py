@@ -1,125 +1,42 @@
 """The co-occurrence pair table of the Bayesian aligner's encoded bitext (`corpus.py`):
-every cell's word pair (s, t) numbered by an open-addressing hash of the int64 key
-s * n_tgt_words + t, built on two threads over halves of the cells and merged, then
-renumbered by decreasing number of cells (`_frequency_ids`: the shared pairs first), the
-keys rebuilt from the ids (`_keys_from_ids`), and the single-cell pairs folded into one id
-(`_fold`). numba kernels; the ids are split in 16-bit low / 8-or-16-bit high halves.
+the sorted table of distinct keys s * n_tgt_words + t and every cell's position in it come
+from the bitext index's kernels (`aligners.data._pairtable`); the cells are then numbered by
+first occurrence (`_first_seen`), renumbered by decreasing number of cells
+(`_frequency_ids`: the shared pairs first), and the single-cell pairs can be folded into one
+id (`_fold`). numba kernels; the ids are split in 16-bit low / 8-or-16-bit high halves.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 from numba import njit
 
+from aligners.data._pairtable import distinct_keys, fill_pair_ids, in_threads, spans
 from aligners.errors import AlignersInputError
 
 SINGLE = (1 << 24) - 1  # the id of every single-cell pair's cell once folded (fold_singles)
-
-_MULT = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing of the int64 pair keys
-
-
-@njit(inline="always", cache=True)
-def _slot_of(key, bits):
-    return np.int64((np.uint64(key) * _MULT) >> np.uint64(64 - bits))
-
-
-@njit(inline="always", cache=True)
-def _probe(table, keys, key, bits):
-    """(slot h of key in the open-addressing table, its id or -1 when absent): linear probing
-    from _slot_of(key, bits) to the key or the first free slot."""
-    mask = (np.int64(1) << bits) - 1
-    h = _slot_of(key, bits)
-    while True:
-        slot = table[h]
-        if slot < 0 or keys[slot] == key:
-            return h, slot
-        h = (h + 1) & mask
-
-
-@njit(nogil=True, cache=True)
-def _pair_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi):
-    """Fill the pair ids of every cell, numbered in order of first occurrence (corpus order),
-    as lo (cells,) uint16 low bits and hi (cells,) uint8/uint16 high bits; returns (buffer,
-    P, table, bits): keys = buffer[:P] int64 = s * n_tgt_words + t by id (P = -1 when an id
-    does not fit) and the hash table (2^bits,) int32 of ids.
-
-    One pass with an open-addressing hash table (key -> id, linear probing; the table
-    doubles at load 0.7, the key buffer grows by 1.25x). Cost O(cells) expected time; extra
-    memory 4 bytes per table slot (1.4-2.9 per pair) + 8-10 bytes per pair. First-occurrence
-    ids keep frequent pairs (seen early) together and a sentence's rare pairs near each
-    other: better cache locality in the sampler.
-    """
-    limit = np.int64(1) << (16 + 8 * hi.itemsize)
-    bits = 16
-    table = np.full(1 << bits, -1, np.int32)
-    keys = np.empty(1 << 15, np.int64)
-    n = 0
-    c = 0
-    for k in range(len(src_off) - 1):
-        for i in range(src_off[k], src_off[k + 1]):
-            s = np.int64(src[i]) * n_tgt_words
-            for j in range(tgt_off[k], tgt_off[k + 1]):
-                key = s + tgt[j]
-                h, slot = _probe(table, keys, key, bits)
-                if slot < 0:
-                    if n == limit:
-                        return keys, np.int64(-1), table, bits
-                    if n == len(keys):
-                        bigger = np.empty(len(keys) + len(keys) // 4, np.int64)
-                        bigger[:n] = keys[:n]
-                        keys = bigger
-                    if 10 * (n + 1) > 7 * (1 << bits):  # load 0.7: double and rehash
-                        bits += 1  # (every key is new to the table: _probe finds a free slot)
-                        table = np.full(1 << bits, -1, np.int32)
-                        for q in range(n):
-                            table[_probe(table, keys, keys[q], bits)[0]] = q
-                        h = _probe(table, keys, key, bits)[0]
-                    table[h] = n
-                    keys[n] = key
-                    slot = n
-                    n += 1
-                lo[c] = slot & 0xFFFF
-                hi[c] = slot >> 16
-                c += 1
-    return keys, np.int64(n), table, bits
-
-
-@njit(nogil=True, cache=True)
-def _merge_ids(keys_a, n_a, table_a, bits_a, keys_b, n_b):
-    """Global ids of a later part's local ids (first occurrence over both parts): a key of
-    part b found in part a's hash table keeps part a's id, the others are numbered n_a, n_a
-    + 1, ... in part b's order. Returns ((n_b,) int32 map, P). Cost O(n_b) expected."""
-    out = np.empty(n_b, np.int32)
-    m = n_a
-    for q in range(n_b):
-        _, slot = _probe(table_a, keys_a, keys_b[q], bits_a)
-        if slot >= 0:
-            out[q] = slot
-        else:
-            out[q] = m
-            m += 1
-    return out, m
-
+_CHUNK_CELLS = 1 << 24  # cells whose sorted-table ids are held at once (4 bytes each)
 
 _COUNT_CAP = 0xFFFF  # pairs with more cells than this share the first rank class
 
 
 @njit(nogil=True, cache=True)
-def _count_cells(lo, hi, cnt):
-    """cnt[p] += number of cells with pair id p, saturating at _COUNT_CAP. Cost O(cells)."""
-    for c in range(len(lo)):
-        p = np.int64(lo[c]) | (np.int64(hi[c]) << 16)
-        if cnt[p] < _COUNT_CAP:
-            cnt[p] += 1
-
-
-@njit(nogil=True, cache=True)
-def _add_counts_sat(cnt, other):
-    """cnt += other, saturating at _COUNT_CAP (uint16 arrays). Cost O(P)."""
-    for p in range(len(cnt)):
-        cnt[p] = min(np.int64(cnt[p]) + np.int64(other[p]), _COUNT_CAP)
+def _first_seen(ids, rank, n, cnt, lo, hi):
+    """Number consecutive cells' sorted-table ids `ids` (cells,) int32 in order of first
+    occurrence: rank (P,) int32 (-1: not seen yet) gets n, n + 1, ... for each new id; lo /
+    hi get every cell's number and cnt (P,) uint16 counts the cells of each number
+    (saturating at _COUNT_CAP). Returns the next number. Cost O(cells)."""
+    for c in range(len(ids)):
+        p = ids[c]
+        if rank[p] < 0:
+            rank[p] = n
+            n += 1
+        q = rank[p]
+        lo[c] = q & 0xFFFF
+        hi[c] = q >> 16
+        if cnt[q] < _COUNT_CAP:
+            cnt[q] += 1
+    return n
 
 
 @njit(nogil=True, cache=True)
@@ -158,71 +75,53 @@ def _renumber(lo, hi, new_id):
         hi[c] = q >> 16
 
 
-def _halves(cell_off: np.ndarray, parts: int) -> list[tuple[int, int]]:
-    """Sentence ranges [k0, k1) splitting the cells into `parts` about equal parts."""
-    n = len(cell_off) - 1
-    cuts = [0] + [int(np.searchsorted(cell_off, cell_off[-1] * q // parts)) for q in
-                  range(1, parts)] + [n]
-    cuts = sorted(set(min(max(c, 0), n) for c in cuts))
-    return [(k0, k1) for k0, k1 in zip(cuts, cuts[1:], strict=False) if k1 > k0]
+def build_pairs(src, src_off, tgt, tgt_off, cell_off, n_src_words: int, n_tgt_words: int,
+                threads: int = 2):
+    """Every cell's pair id, numbered by decreasing number of cells, ties in order of first
+    occurrence (`_frequency_ids`); returns (lo (cells,) uint16, hi (cells,) uint8, or uint16
+    from 2^24 pairs on, keys (P,) int64 by id, n_shared).
 
-
-def _build_pairs(src, src_off, tgt, tgt_off, cell_off, n_tgt_words, lo, hi, threads=2):
-    """The pair ids of every cell into lo / hi, renumbered by decreasing frequency
-    (`_frequency_ids`); returns ((P,) keys by id, n_shared), or None when an id does not
-    fit hi.
-
-    With 2 threads the hashing pass runs on the two halves of the corpus at once and the
-    second half's ids are merged into the first's (`_merge_ids`: the same first-occurrence
-    numbering as one pass); counting, renumbering and the key rebuild run on both halves
-    too. The sampler reads the (P,) count array at every cell's id: with the most frequent
-    pairs first, the reads concentrate on a small, cache-resident prefix of that array (ids
-    are names only: counts, conditionals and links do not change). The key buffers are
-    freed before renumbering and the keys are rebuilt from the new ids.
+    The sorted distinct keys and each cell's position among them come from the bitext
+    index's kernels (`distinct_keys`, `fill_pair_ids`: source word by source word, no hash
+    table; `threads` word ranges at once), _CHUNK_CELLS cells at a time; `_first_seen` then
+    numbers them in corpus order and counts their cells. The sampler reads the (P,) count
+    array at every cell's id: with the most frequent pairs first, the reads concentrate on a
+    small, cache-resident prefix of that array (ids are names only: counts, conditionals
+    and links do not change). Cost O(cells + P log P); memory 3 bytes per cell, 26 per
+    source token, about 26 per pair and 4 * _CHUNK_CELLS.
     """
-    parts = _halves(cell_off, 2 if threads >= 2 else 1)
-    ids = [(lo[cell_off[k0]:cell_off[k1]], hi[cell_off[k0]:cell_off[k1]]) for k0, k1 in parts]
-    offs = [(src_off[k0:k1 + 1], tgt_off[k0:k1 + 1]) for k0, k1 in parts]
-    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
-        def each(fn):  # fn(part index) on every part at once
-            return list(pool.map(fn, range(len(parts))))
-
-        hashed = each(lambda q: _pair_ids(src, offs[q][0], tgt, offs[q][1], n_tgt_words,
-                                          *ids[q]))
-        if any(h[1] < 0 for h in hashed):
-            return None
-        n = int(hashed[0][1])
-        if len(parts) == 2:
-            (keys_a, n_a, table_a, bits_a), (keys_b, n_b) = hashed[0], hashed[1][:2]
-            hashed = None
-            mapped, n = _merge_ids(keys_a, n_a, table_a, bits_a, keys_b, n_b)
-            del keys_a, table_a, keys_b
-            if n > np.int64(1) << (16 + 8 * hi.itemsize):
-                return None
-            _renumber(*ids[1], mapped)
-            del mapped
-        hashed = None
-        if n > np.iinfo(np.int32).max:
-            raise AlignersInputError(f"{n} distinct word pairs: more than the 2^31 - 1 "
-                                     "supported")
-        counts = [np.zeros(n, np.uint16) for _ in parts]
-        each(lambda q: _count_cells(*ids[q], counts[q]))
-        for other in counts[1:]:
-            _add_counts_sat(counts[0], other)
-        new_id, n_shared = _frequency_ids(counts[0])
-        counts = None
-        each(lambda q: _renumber(*ids[q], new_id))
-        new_id = None
-        keys = np.empty(n, np.int64)  # (two parts may write the same id: the same value)
-        each(lambda q: _keys_from_ids(src, offs[q][0], tgt, offs[q][1], n_tgt_words, *ids[q],
-                                      keys))
-    return keys, int(n_shared)
+    rows = np.arange(len(src_off) - 1, dtype=np.int64)
+    sorted_keys = distinct_keys(src, src_off, tgt, tgt_off, rows, n_src_words, n_tgt_words,
+                                threads=threads)
+    n = len(sorted_keys)
+    if n > np.iinfo(np.int32).max:
+        raise AlignersInputError(f"{n} distinct word pairs: more than the 2^31 - 1 supported")
+    lo = np.empty(int(cell_off[-1]), np.uint16)
+    hi = np.empty(int(cell_off[-1]), np.uint8 if n <= 1 << 24 else np.uint16)
+    rank, cnt, m = np.full(n, -1, np.int32), np.zeros(n, np.uint16), 0
+    width = np.diff(tgt_off)
+    for k0, k1 in spans(cell_off, _CHUNK_CELLS):
+        c0, c1 = int(cell_off[k0]), int(cell_off[k1])
+        ids = np.empty(c1 - c0, np.int32)
+        fill_pair_ids(sorted_keys, src, src_off, tgt, tgt_off, rows[k0:k1],
+                      cell_off[k0:k1] - c0, width[k0:k1], n_src_words, n_tgt_words, ids,
+                      threads=threads)
+        m = _first_seen(ids, rank, m, cnt, lo[c0:c1], hi[c0:c1])
+    del ids
+    new_id, n_shared = _frequency_ids(cnt)
+    del cnt
+    half = len(lo) // 2
+    in_threads(lambda c0, c1: _renumber(lo[c0:c1], hi[c0:c1], new_id),
+               [(0, half), (half, len(lo))] if threads >= 2 else [(0, len(lo))], threads)
+    keys = np.empty(n, np.int64)
+    keys[new_id[rank]] = sorted_keys
+    return lo, hi, keys, int(n_shared)
 
 
 @njit(nogil=True, cache=True)
 def _keys_from_ids(src, src_off, tgt, tgt_off, n_tgt_words, lo, hi, keys, n_shared=-1,
                    first_single=0):
-    """keys[id] = s * n_tgt_words + t for every cell's pair id (the inverse of _pair_ids).
+    """keys[id] = s * n_tgt_words + t for every cell's pair id (the inverse of build_pairs).
     n_shared >= 0: the ids are folded (`EncodedBitext.fold_singles`) and the first SINGLE
     cell here is single-cell pair n_shared + first_single, the next one the next id."""
     c = 0

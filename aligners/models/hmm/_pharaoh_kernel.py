@@ -30,19 +30,10 @@ def _digits(buf, p, x):
 
 
 @njit(cache=True)
-def _lines(counts, i, j):
-    """ASCII bytes of B lines (each ended by a newline): links `i-j` separated by spaces."""
-    size = len(counts)  # the newlines
-    for k in range(len(i)):  # at most: the digits of i and j, '-' and a separator each
-        size += 4
-        x, y = i[k], j[k]
-        while x >= 10:
-            x //= 10
-            size += 1
-        while y >= 10:
-            y //= 10
-            size += 1
-    buf = np.empty(size, np.uint8)
+def _lines(counts, i, j, width):
+    """ASCII bytes of B lines (each ended by a newline): links `i-j` separated by spaces;
+    no i or j has more than `width` digits."""
+    buf = np.empty(len(counts) + len(i) * (2 * width + 2), np.uint8)  # at most
     p = 0
     k = 0
     for b in range(len(counts)):
@@ -65,8 +56,9 @@ def link_lines(counts: np.ndarray, i: np.ndarray, j: np.ndarray,
     Shapes: counts (B,), i, j, p (K,) with K = counts.sum(). Cost O(K) (in C)."""
     counts = np.ascontiguousarray(counts, dtype=np.int64)
     if p is None:
+        width = len(str(max(int(i.max()), int(j.max())))) if len(i) else 1
         text = _lines(counts, np.ascontiguousarray(i, dtype=np.int64),
-                      np.ascontiguousarray(j, dtype=np.int64)).tobytes().decode("ascii")
+                      np.ascontiguousarray(j, dtype=np.int64), width).tobytes().decode("ascii")
         return text.split("\n")[:-1]
     tokens = list(map("{}-{}:{:.6g}".format, i.tolist(), j.tolist(), p.tolist()))
     ends = np.cumsum(counts).tolist()

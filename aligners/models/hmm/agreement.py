@@ -150,13 +150,12 @@ class WordAligner(nn.Module):
         """Both directions' posteriors for one batch. Cost O(B I J) (Model 1) or the HMM
         lattice's O(B J I^2 + B I J^2)."""
         stage = stage or self.stage
-        c = self.config
         inputs = self._lattice_inputs(batch.to(self.keys.device))
         if stage == "ibm1":
             out = [ibm1_posteriors(p, n, **lengths) for p, n, lengths, _ in inputs]
         else:
-            out = [hmm_direction_posteriors(p, n, **lengths, jump_weights=jw, p0=c.p0,
-                                            lattice=c.lattice) for p, n, lengths, jw in inputs]
+            out = [hmm_direction_posteriors(p, n, **lengths, jump_weights=jw, p0=self.config.p0)
+                   for p, n, lengths, jw in inputs]
         (llf, lf, nuf, *jf), (llb, lb, nub, *jb) = out  # (jumps: the HMM's only)
         ll = torch.stack([llf.sum(), llb.sum()]).double()
         return DirectionPosteriors(ll, lf, nuf, lb.transpose(1, 2), nub, *jf, *jb)
@@ -169,9 +168,7 @@ class WordAligner(nn.Module):
             post = self.posteriors(batch, stage="ibm1")
             return (_argmax_or_null(post.links_fwd, post.null_fwd, 1, batch.tgt_lengths),
                     _argmax_or_null(post.links_bwd, post.null_bwd, 2, batch.src_lengths))
-        c = self.config
-        fwd, bwd = (hmm_direction_viterbi(p, n, **lengths, jump_weights=jw, p0=c.p0,
-                                          lattice=c.lattice)
+        fwd, bwd = (hmm_direction_viterbi(p, n, **lengths, jump_weights=jw, p0=self.config.p0)
                     for p, n, lengths, jw in self._lattice_inputs(batch))
         return fwd, bwd
 

@@ -39,8 +39,8 @@ class WordAlignConfig:
     alpha: float = setting(0.0, NONNEG, flag="--alpha",  # the lexical tables' symmetric
                            help="Dirichlet prior (VB), 0 = EM (default {default})")  # prior
     null_alpha: float = setting(0.0, NONNEG)
-    lattice: str = setting("och_ney", Rule("str", choices=("och_ney", "generic")))  # or
-    # generic: aligners.lattices.hmm on 2I states (the same numbers, slower)
+    lattice: str = setting("och_ney", Rule("str", choices=("och_ney",)))  # the only one
+    # (aligners.lattices.alignment_hmm); kept so that saved config.json files stay as they were
 
 
 @dataclass(frozen=True)

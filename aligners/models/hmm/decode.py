@@ -25,11 +25,10 @@ import torch
 from aligners.data.pharaoh import link_line
 from aligners.errors import AlignersInputError
 from aligners.models.hmm._pharaoh_kernel import link_lines
-from aligners.models.hmm.config import DECODING
+from aligners.models.hmm.config import DECODING, METHODS
+from aligners.symmetrize import check_heuristic, symmetrize
 
-__all__ = ["DECODINGS", "decode_lines"]
-
-DECODINGS = ("viterbi", "posterior", "agreement")
+__all__ = ["decode_lines"]
 
 Link = tuple[int, int]
 
@@ -45,18 +44,14 @@ class _HostLinks:
     counts: tuple[np.ndarray, np.ndarray]
     values: tuple[np.ndarray | None, np.ndarray | None]
 
-    def per_row(self, d: int) -> tuple[list[list[Link]], list[dict[Link, float]]]:
-        """Direction d's links per batch row (lists of (i, j) tuples) and posterior dicts
-        (empty without values). Cost O(links) Python tuples."""
+    def per_row(self, d: int) -> list[dict[Link, float | None]]:
+        """Direction d's links per batch row, in (i, j) order, each with its posterior (None
+        without values). Cost O(links) Python tuples."""
         pairs = list(zip(*self.links[d].T.tolist(), strict=True)) if len(self.links[d]) else []
+        vals = [None] * len(pairs) if self.values[d] is None else self.values[d].tolist()
         ends = np.cumsum(self.counts[d]).tolist()
-        starts = [0, *ends[:-1]]
-        links = [pairs[a:b] for a, b in zip(starts, ends, strict=True)]
-        if self.values[d] is None:
-            return links, [{} for _ in ends]
-        vals = self.values[d].tolist()
-        return links, [dict(zip(pairs[a:b], vals[a:b], strict=True))
-                       for a, b in zip(starts, ends, strict=True)]
+        return [dict(zip(pairs[a:b], vals[a:b], strict=True))
+                for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def _device_links(model, batch, method: str, threshold: float, with_posteriors: bool):
@@ -89,8 +84,8 @@ def _host_batches(model, index, method: str, threshold: float, with_posteriors: 
                   ) -> Iterator[_HostLinks]:
     """Decode batch by batch on the model's device; each batch's rows and links come to the
     host in one copy (and its posteriors in one more)."""
-    if method not in DECODINGS:
-        raise AlignersInputError(f"unknown decoding {method!r}; expected one of {DECODINGS}")
+    if method not in METHODS:
+        raise AlignersInputError(f"unknown decoding {method!r}; expected one of {METHODS}")
     for k in range(len(index)):
         batch = index.batch(k).to(model.keys.device)
         with torch.no_grad():
@@ -127,8 +122,6 @@ def decode_lines(
     object per link, except for a symmetrization heuristic (per sentence, in Python:
     `aligners.symmetrize`). Memory: the formatted lines only (batch by batch).
     """
-    from aligners.symmetrize import check_heuristic, symmetrize
-
     plain_sym = heuristic in (None, "none")
     if not plain_sym:
         check_heuristic(heuristic)  # (ValueError naming it)
@@ -145,11 +138,10 @@ def decode_lines(
             if plain_sym:
                 lines["sym"] = lines["fwd"]
             else:
-                (lf, pf), (lr, pr) = h.per_row(0), h.per_row(1)
                 lines["sym"] = []
-                for b in range(len(rows)):  # each link's posterior where a direction has it
-                    links = sorted(symmetrize(lf[b], lr[b], heuristic))
-                    posts = {**pr[b], **pf[b]}
+                for f, r in zip(h.per_row(0), h.per_row(1), strict=True):
+                    links = sorted(symmetrize(list(f), list(r), heuristic))
+                    posts = {**r, **f}  # each link's posterior where a direction has it
                     lines["sym"].append(link_line(
                         links, [posts.get(lk) for lk in links] if posteriors else None))
         for name in out:

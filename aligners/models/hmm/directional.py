@@ -12,8 +12,8 @@ NULL I+i with p0 / I. b(w) = clamp(w, -K, K) + K buckets jump widths; `s` (2K+1,
 jump weights. Emissions: p(t_j | s_i) for word states, p(t_j | NULL) for NULL states.
 
 The E-step and Viterbi run in the lattice layer: the specialised alignment HMM lattice
-(`aligners.lattices.alignment_hmm`, I word + I NULL states, default) or the generic factored
-HMM lattice on the explicit 2I states (`aligners.lattices.hmm`, tested equal). The jump
+(`aligners.lattices.alignment_hmm`, I word + I NULL states; tested equal to the generic
+factored HMM lattice on the explicit 2I states in tests/test_lattice_alignment_hmm.py). The jump
 M-step is one minorise-maximise step of the exact M-step (s_w <- n_w / sum_k m_k a_kw / Z_k),
 so EM never decreases the likelihood even with conditionally normalised jumps.
 """
@@ -23,13 +23,10 @@ from __future__ import annotations
 import torch
 
 from aligners.lattices.alignment_hmm import alignment_hmm_posteriors, alignment_hmm_viterbi
-from aligners.lattices.hmm import hmm_posteriors, hmm_viterbi
-from aligners.semirings import log_or_zero
 
 __all__ = [
     "ibm1_posteriors",
     "jump_buckets",
-    "hmm_potentials",
     "hmm_direction_posteriors",
     "hmm_direction_viterbi",
     "jump_m_step",
@@ -51,42 +48,6 @@ def _jump_scores(jump_weights: torch.Tensor, *, n_src: int, dtype) -> torch.Tens
 
 
 
-def hmm_potentials(
-    link_probs: torch.Tensor,
-    null_probs: torch.Tensor,
-    *,
-    src_lengths: torch.Tensor,
-    jump_weights: torch.Tensor,
-    p0: float,
-):
-    """Factored potentials of the Och-Ney HMM.
-
-    Shapes: link_probs (B, I, J) = p(t_j|s_i), null_probs (B, J), src_lengths (B,),
-    jump_weights (2K+1,). Returns (log_init (B, C), log_trans (B, C, C), log_emit (B, J, C),
-    state_mask (B, C), context_probs (B, I+1, I), norm (B, I+1)) with C = 2I; context_probs
-    are the word-transition probabilities without (1 - p0) from the start (row 0) and from
-    each position. Cost O(B I (I + J)) time and memory.
-    """
-    B, I, J = link_probs.shape
-    dtype = link_probs.dtype
-    dev = link_probs.device
-    valid = torch.arange(I, device=dev)[None, :] < src_lengths[:, None]  # (B, I)
-    weights = _jump_scores(jump_weights, n_src=I, dtype=dtype)[None] * valid[:, None, :]
-    norm = weights.sum(-1).clamp_min(torch.finfo(dtype).tiny)
-    ctx = weights / norm[..., None]
-    words = (1 - p0) * ctx[:, 1:, :]
-    nulls = p0 * torch.eye(I, dtype=dtype, device=dev).expand(B, I, I)
-    top = torch.cat([words, nulls], dim=2)
-    log_trans = log_or_zero(torch.cat([top, top], dim=1))
-    init_null = (p0 / src_lengths.clamp_min(1).to(dtype))[:, None] * valid
-    log_init = log_or_zero(torch.cat([(1 - p0) * ctx[:, 0, :], init_null], dim=1))
-    emit_w = log_or_zero(link_probs.transpose(1, 2))
-    emit_n = log_or_zero(null_probs)[:, :, None].expand(B, J, I)
-    log_emit = torch.cat([emit_w, emit_n], dim=2)
-    state_mask = torch.cat([valid, valid], dim=1)
-    return log_init, log_trans, log_emit, state_mask, ctx, norm
-
-
 def hmm_direction_posteriors(
     link_probs: torch.Tensor,
     null_probs: torch.Tensor,
@@ -95,39 +56,23 @@ def hmm_direction_posteriors(
     tgt_lengths: torch.Tensor,
     jump_weights: torch.Tensor,
     p0: float,
-    lattice: str = "och_ney",
 ):
     """E-step of one direction (source states generate target words).
 
-    Shapes as `hmm_potentials`. Returns (log_likelihood (B,), link_posteriors (B, I, J),
+    Shapes: link_probs (B, I, J) = p(t_j|s_i), null_probs (B, J), lengths (B,),
+    jump_weights (2K+1,). Returns (log_likelihood (B,), link_posteriors (B, I, J),
     null_posteriors (B, J), jump_stats (2, 2K+1)): jump_stats[0] are the expected jump
     counts n_w, jump_stats[1] the minorise-maximise denominators sum_k m_k a_kw / Z_k.
-    `lattice="generic"` runs the factored lattice `aligners.lattices.hmm.hmm_posteriors` on
-    C = 2I states: O(B J I^2) batched mat-vecs. `"och_ney"` (default) runs the same scaled
-    forward-backward specialised to this transition structure (tested equal), the lattice
+    Runs the scaled forward-backward of the lattice
     `aligners.lattices.alignment_hmm.alignment_hmm_posteriors`: each step is one
-    (B, I) x (I, I) GEMM.
+    (B, I) x (I, I) GEMM, O(B J I^2) time.
     """
     B, I, J = link_probs.shape
     K = (jump_weights.numel() - 1) // 2
-    if lattice == "generic":
-        log_init, log_trans, log_emit, mask, _, norm = hmm_potentials(
-            link_probs, null_probs, src_lengths=src_lengths, jump_weights=jump_weights, p0=p0
-        )
-        loglik, post, trans_counts = hmm_posteriors(
-            log_init, log_trans, log_emit, lengths=tgt_lengths, state_mask=mask
-        )
-        link_post = post[:, :, :I].transpose(1, 2)
-        null_post = post[:, :, I:].sum(-1)
-        from_pos = trans_counts[:, :I, :I] + trans_counts[:, I:, :I]
-        counts = torch.cat([post[:, :1, :I], from_pos], dim=1)  # (B, I+1, I)
-    elif lattice == "och_ney":
-        loglik, link_post, null_post, counts, norm = alignment_hmm_posteriors(
-            link_probs, null_probs, _jump_scores(jump_weights, n_src=I, dtype=link_probs.dtype),
-            src_lengths=src_lengths, tgt_lengths=tgt_lengths, p0=p0,
-        )
-    else:
-        raise ValueError(f"lattice must be 'och_ney' or 'generic', got {lattice!r}")
+    loglik, link_post, null_post, counts, norm = alignment_hmm_posteriors(
+        link_probs, null_probs, _jump_scores(jump_weights, n_src=I, dtype=link_probs.dtype),
+        src_lengths=src_lengths, tgt_lengths=tgt_lengths, p0=p0,
+    )
     dev = link_probs.device
     bk = jump_buckets(n_src=I, max_jump=K, device=dev).reshape(-1)
     valid = (torch.arange(I, device=dev)[None, :] < src_lengths[:, None]).to(counts.dtype)
@@ -148,27 +93,16 @@ def hmm_direction_viterbi(
     tgt_lengths: torch.Tensor,
     jump_weights: torch.Tensor,
     p0: float,
-    lattice: str = "och_ney",
 ) -> torch.Tensor:
     """Best alignment of one direction: (B, J) long, source position or -1 for NULL/pad.
 
-    Shapes as `hmm_potentials`. `"och_ney"` (default): the specialised lattice
-    `aligners.lattices.alignment_hmm.alignment_hmm_viterbi`, O(B J I^2); `"generic"`: the
-    factored lattice's Viterbi on C = 2I states, O(B J C^2).
+    Shapes as `hmm_direction_posteriors`; the lattice
+    `aligners.lattices.alignment_hmm.alignment_hmm_viterbi`, O(B J I^2).
     """
     B, I, J = link_probs.shape
-    if lattice == "och_ney":
-        path, _ = alignment_hmm_viterbi(
-            link_probs, null_probs, _jump_scores(jump_weights, n_src=I, dtype=link_probs.dtype),
-            src_lengths=src_lengths, tgt_lengths=tgt_lengths, p0=p0)
-    elif lattice == "generic":
-        log_init, log_trans, log_emit, mask, _, _ = hmm_potentials(
-            link_probs, null_probs, src_lengths=src_lengths, jump_weights=jump_weights, p0=p0
-        )
-        path, _ = hmm_viterbi(log_init, log_trans, log_emit, lengths=tgt_lengths,
-                              state_mask=mask)
-    else:
-        raise ValueError(f"lattice must be 'och_ney' or 'generic', got {lattice!r}")
+    path, _ = alignment_hmm_viterbi(
+        link_probs, null_probs, _jump_scores(jump_weights, n_src=I, dtype=link_probs.dtype),
+        src_lengths=src_lengths, tgt_lengths=tgt_lengths, p0=p0)
     jvalid = torch.arange(J, device=path.device)[None, :] < tgt_lengths[:, None]
     return torch.where((path < I) & jvalid & (path >= 0), path, torch.full_like(path, -1))
 

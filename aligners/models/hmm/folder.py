@@ -15,13 +15,14 @@ from pathlib import Path
 
 import torch
 
-from aligners.data.bitext import DEFAULT_CELLS, PairIndex, build_index, gpu_or_none
+from aligners.data.bitext import PairIndex, build_index, gpu_or_none
 from aligners.data.vocab import WordIds
 from aligners.errors import AlignersInputError
 from aligners.export import ModelFolder, read_model, write_model
 from aligners.models.aligned import Aligned, Decoding, RunOptions, WordAlignment
 from aligners.models.hmm import FAMILY, config
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner, WordDecoding
+from aligners.models.hmm.decode import decode_lines
 
 __all__ = ["KIND", "TrainedWordAligner", "WordAligned"]
 
@@ -38,8 +39,6 @@ class WordAligned(Aligned):
     run: RunOptions
 
     def lines(self, outputs, decoding: Decoding, *, posteriors: bool = False) -> dict:
-        from aligners.models.hmm.decode import decode_lines
-
         bar = self.run.bar(self.index.n_sentences, "align")
         out = decode_lines(self.model, self.index, method=decoding.method,
                            threshold=decoding.threshold, heuristic=decoding.symmetrize,
@@ -78,10 +77,15 @@ class TrainedWordAligner(WordAlignment):
         return cls(model, src_ids, tgt_ids), WordAligned(model, index, run)
 
     def decode(self, pairs, run: RunOptions) -> WordAligned:
-        self.to(run.device)  # batches follow the model
-        with run.phase("index"):  # (on the model's device: run.device)
-            index = self.index(pairs, cells=run.cells(), cache_dir=run.cache_dir)
-        return WordAligned(self.model, index, run)
+        """`pairs` over this model's pair table (`aligners.data.bitext.build_index`), on
+        `run.device`: built on the GPU there is one (unless there is a disk cache), else on
+        the CPU and then moved to the model's device."""
+        device = self.to(run.device).model.keys.device  # batches follow the model
+        with run.phase("index"):
+            index = build_index(pairs, self.src_ids, self.tgt_ids, cells=run.cells(),
+                                keys=self.model.keys.cpu(), cache_dir=run.cache_dir,
+                                device=gpu_or_none(device))
+        return WordAligned(self.model, index.to(device), run)
 
     def save_to(self, folder: str | Path, decoding: Decoding | WordDecoding | None = None
                 ) -> Path:
@@ -121,23 +125,10 @@ class TrainedWordAligner(WordAlignment):
                                      path=where)
         model = WordAligner(keys=mf.tensor("keys"), n_src_words=ns, n_tgt_words=nt,
                             config=config)
-        for name, t in _tables(mf, config.max_jump, ns, nt).items():
-            setattr(model, name, t)
+        _set_tables(model, mf)
         model.iteration = torch.tensor(int(cfg["iteration"]))
         src, tgt = _vocab(mf, ns, nt)
         return cls(model, src, tgt, decoding).checked(mf)
-
-    def index(self, pairs, *, cells: int = DEFAULT_CELLS, cache_dir: str | None = None
-              ) -> PairIndex:
-        """Pair index of token pairs `pairs` over this model's pair table (N pairs ->
-        batches; O(tokens) encoding, see `aligners.data.bitext.build_index`), built on the
-        model's GPU if it has one (unless there is a disk cache), else on the CPU and then
-        moved to the model's device."""
-        device = self.model.keys.device
-        index = build_index(pairs, self.src_ids, self.tgt_ids, cells=cells,
-                            keys=self.model.keys.cpu(), cache_dir=cache_dir,
-                            device=gpu_or_none(device))
-        return index.to(device)
 
     def to(self, device) -> TrainedWordAligner:
         """Move the model's tables to `device` (later `index` calls follow). Returns self."""
@@ -156,17 +147,16 @@ def _fields(cls, value, what: str, path: str):
         raise AlignersInputError(f"config.json: bad {what} ({err})", path=path) from None
 
 
-def _tables(mf: ModelFolder, K: int, ns: int, nt: int) -> dict:
-    """The saved tables but the keys, each checked for its length."""
-    t = {name: mf.tensor(name) for name in _TENSORS}
-    P = t["keys"].numel()
-    want = {"t_fwd": P + 1, "t_bwd": P + 1, "null_tgt": nt, "null_src": ns,
-            "jump_fwd": 2 * K + 1, "jump_bwd": 2 * K + 1}
-    for name, n in want.items():
-        if t[name].dim() != 1 or t[name].numel() != n:
-            raise AlignersInputError(f"tensor {name!r} has shape {tuple(t[name].shape)}, "
+def _set_tables(model: WordAligner, mf: ModelFolder) -> None:
+    """The saved tables but the keys into `model`, each checked for the length of the
+    model's own (a new model's tables have the saved ones' sizes)."""
+    saved = {name: mf.tensor(name) for name in _TENSORS[1:]}
+    for name, t in saved.items():
+        n = getattr(model, name).numel()
+        if t.dim() != 1 or t.numel() != n:
+            raise AlignersInputError(f"tensor {name!r} has shape {tuple(t.shape)}, "
                                      f"expected ({n},)", path=str(mf.path / "model.safetensors"))
-    return {name: t[name] for name in want}
+        setattr(model, name, t)
 
 
 def _vocab(mf: ModelFolder, ns: int, nt: int) -> tuple[WordIds, WordIds]:
