@@ -35,7 +35,7 @@ from aligners.data.vocab import WordIds
 from aligners.inference.choose import choose_decoding, score, sym_lines
 from aligners.models.aligned import Decoding, parse_line
 from aligners.models.gappy_hsmm import PhrasalConfig
-from aligners.models.gappy_hsmm.config import SIZED, GappyHSMMConfig
+from aligners.models.gappy_hsmm.config import GappyHSMMConfig
 from aligners.models.gappy_hsmm.decode import prepared_batch
 from aligners.models.gappy_hsmm.folder import PhrasalBundle
 from aligners.models.gappy_hsmm.init import phrasal_stages
@@ -117,27 +117,12 @@ def task_config(m: DictConfig, n_pairs: int) -> GappyHSMMConfig:
     `aligners align --model gappy-hsmm` trains with: the start (sec. 7.1: Model 1 + word
     HMM, no agreement) is `model.word` with `model.start`'s iteration counts (Bansal et al.
     tuned them on dev, sec. 7.2), the phrasal model `model.phrasal`; a sized setting given
-    as null (not left out) takes the dev-chosen regimen of `n_pairs` pairs
-    (`GappyHSMMConfig.for_pairs`, the one `REGIMENS` table). Keys of `model.phrasal` that
-    are not PhrasalConfig fields are left out; unknown keys of `model.start` are a
-    ValueError."""
-    given, sized = {"start": {}, "phrasal": {}}, []
-    for part in ("start", "phrasal"):
-        node = m.get(part)
-        for k, v in (OmegaConf.to_container(node) if node is not None else {}).items():
-            if v is None and f"{part}.{k}" in SIZED:
-                sized.append(f"{part}.{k}")
-            else:
-                given[part][k] = v
-    unknown = set(given["start"]) - {"ibm1_iterations", "hmm_iterations"}
-    if unknown:
-        raise ValueError(f"model.start: unknown keys {sorted(unknown)} (allowed: "
-                         "ibm1_iterations, hmm_iterations)")
-    start = WordAlignConfig(**{**{k: m.word[k] for k in m.word}, **given["start"],
-                               "agreement": False})
-    phrasal = PhrasalConfig(**{k: v for k, v in given["phrasal"].items()
-                               if k in PhrasalConfig.__dataclass_fields__})
-    return GappyHSMMConfig(start, phrasal, tuple(sized)).for_pairs(n_pairs)
+    as null takes the dev-chosen regimen of `n_pairs` pairs (`GappyHSMMConfig.for_pairs`,
+    the one `REGIMENS` table). The section's keys are checked by `run.check`."""
+    c = OmegaConf.to_container(m, resolve=True)
+    start = WordAlignConfig(**{**c["word"], **(c.get("start") or {}), "agreement": False})
+    return GappyHSMMConfig(start, PhrasalConfig(**(c.get("phrasal") or {})),
+                           sized=()).for_pairs(n_pairs)
 
 
 class _Table:
