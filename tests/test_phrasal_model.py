@@ -109,8 +109,8 @@ def test_mining_conditions():
     _, (keys, _) = mine_candidates(obs, torch.tensor([[0, 1, 0, 0, 2, -1]]),
                                    torch.tensor([6]), max_len=2, n_words=100)
     assert keys.numel() == 0
-    assert rank_phrases({"a": 10, "b": 3, "c": 1}, {"a": 20, "b": 3, "c": 1}, top=2,
-                        discount=0.5) == ["b", "c"]  # 2.5/3 > 0.5/1 > 9.5/20
+    assert rank_phrases(torch.tensor([[0], [1], [2]]), [10, 3, 1], [20, 3, 1], top=2,
+                        discount=0.5).tolist() == [[1], [2]]  # 2.5/3 > 0.5/1 > 9.5/20
 
 
 def test_without_phrases_the_model_is_the_word_hmm():

@@ -73,13 +73,6 @@ def word_viterbi(word_model, index: PairIndex) -> list:
     return out
 
 
-def _to_list(rows: list, width: int) -> torch.Tensor:
-    t = torch.full((len(rows), width), -1, dtype=torch.long)
-    for r, ph in enumerate(rows):
-        t[r, :len(ph)] = torch.tensor(ph)
-    return t
-
-
 def _unique_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """`torch.unique(x, dim=0, return_counts=True)` of non-negative rows x (M, n): each row
     packed into one int64 key (base max + 1, first word most significant, so the key order
@@ -113,21 +106,6 @@ def _count_rows(parts: dict, width: int) -> tuple[torch.Tensor, torch.Tensor]:
         counts.append(c)
     t = torch.cat(rows) if rows else torch.zeros(0, width, dtype=torch.long)
     return t, torch.cat(counts) if counts else torch.zeros(0, dtype=torch.long)
-
-
-def _top(rows: torch.Tensor, aligned, total, *, top: int, min_count: int, discount: float,
-         rule: str) -> list:
-    """`rank_phrases` of the candidates rows (N, W) (-1 padded) with the counts (N,)
-    aligned / total, given only those it can rank (total >= 1 and >= min_count, aligned -
-    discount > 0): the same ranking as passing every candidate, without a Python tuple per
-    candidate."""
-    a = np.asarray(aligned, dtype=np.int64)
-    t = np.asarray(total, dtype=np.int64)
-    keep = np.nonzero((t > 0) & (t >= min_count) & (a - discount > 0))[0]
-    sub = rows[torch.from_numpy(keep)].tolist()
-    phs = [tuple(w for w in r if w >= 0) for r in sub]
-    return rank_phrases(dict(zip(phs, a[keep].tolist())), dict(zip(phs, t[keep].tolist())),
-                        top=top, discount=discount, min_count=min_count, rule=rule)
 
 
 class _GappyCounter:
@@ -212,16 +190,16 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
             tot_c.add(words, ln)
             if config.gappy and cand.n_gappy:
                 tot_g.add(words, ln)
-        top_c = _top(rows, counts.numpy(), tot_c.counts, top=config.n_contiguous,
-                     min_count=config.min_count, discount=config.discount, rule=config.rank)
-        top_g = []
+        top_c = rank_phrases(rows, counts, tot_c.counts, top=config.n_contiguous,
+                             min_count=config.min_count, discount=config.discount,
+                             rule=config.rank)
+        top_g = torch.zeros(0, 2, dtype=torch.long)
         if config.gappy:
             gd = config.discount if config.gappy_discount is None else config.gappy_discount
-            top_g = _top(cand.gappy, gc.numpy(), tot_g.counts, top=config.n_gappy,
-                         min_count=config.gappy_min_count, discount=gd,
-                         rule=config.gappy_rank or config.rank)
-        lists[side] = PhraseList(_to_list(top_c, L),
-                                 torch.tensor(top_g, dtype=torch.long).view(-1, 2), V[side], L)
+            top_g = rank_phrases(cand.gappy, gc, tot_g.counts, top=config.n_gappy,
+                                 min_count=config.gappy_min_count, discount=gd,
+                                 rule=config.gappy_rank or config.rank)
+        lists[side] = PhraseList(top_c, top_g, V[side], L)
         stats[f"{side}_contiguous_candidates"] = cand.n_contiguous
         stats[f"{side}_gappy_candidates"] = cand.n_gappy
     return lists["src"], lists["tgt"], stats
