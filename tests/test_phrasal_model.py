@@ -515,29 +515,6 @@ def test_span_counter_equals_the_match_spans_counts():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_word_slot_scatter_of_both_directions_equals_two_index_adds(dtype):
-    from aligners.models.gappy_hsmm._counts_kernel import scatter_word_slots_
-
-    g = torch.Generator().manual_seed(3)
-    B, I, J, P = 4, 5, 6, 7  # few slots: many repeated ids, so the order of adds matters
-    ids = torch.randint(0, P, (B, I, J), generator=g, dtype=torch.int32)
-    fwd = torch.rand(B, J, I, generator=g, dtype=dtype) * 10 ** torch.randint(
-        -6, 6, (B, J, I), generator=g).to(dtype)
-    bwd = torch.rand(B, I, J, generator=g, dtype=dtype) * 10 ** torch.randint(
-        -6, 6, (B, I, J), generator=g).to(dtype)
-    start = torch.rand(P, 2, generator=g, dtype=dtype)
-    got = scatter_word_slots_(start.clone(), ids, fwd, bwd)
-    want = start.clone()
-    want[:, 0].index_add_(0, ids.transpose(1, 2).reshape(-1).long(), fwd.reshape(-1))
-    want[:, 1].index_add_(0, ids.reshape(-1).long(), bwd.reshape(-1))
-    assert torch.equal(got, want)
-    with pytest.raises(ValueError, match="outside"):
-        scatter_word_slots_(start.clone(), ids + P, fwd, bwd)
-    with pytest.raises(ValueError, match="needs fwd"):
-        scatter_word_slots_(start.clone(), ids, bwd, bwd)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_gather2_equals_index_select_of_each_column(dtype):
     from aligners.models.gappy_hsmm._counts_kernel import gather2
 

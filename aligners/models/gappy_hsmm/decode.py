@@ -54,16 +54,12 @@ def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False,
     numpy link posteriors (0/1 under Viterbi): a generator, so a caller that turns each
     batch into lines holds one batch of matrices at a time. Pairs with an empty side are
     not batched (not yielded). `prepared`: the phrasal model's prepared batches of this
-    `index` (`fit_phrasal(prepared=)`), reused where kept. Cost: one E-step (or Viterbi
+    `index` (`fit_phrasal(prepared=)`), reused where kept (`prepared_batch`). Cost: one E-step (or Viterbi
     pass) over `index`."""
-    dev = model.keys.device
+    prepared = ReuseCache(0) if prepared is None else prepared  # (0: none kept)
     with torch.no_grad():
         for k in range(len(index)):
-            prep = prepared.get(k) if prepared is not None else None
-            if prep is None:
-                b = index.batch(k).to(dev)
-                prep = model.prepare(b, make_layout(b, model.src_list, model.tgt_list,
-                                                    gappy=model.config.gappy))
+            prep = prepared_batch(model, index, k, prepared, None)
             b = prep.batch
             lf, lb = model.link_posteriors(viterbi=viterbi, prepared=prep)
             lf, lb = lf.float().cpu().numpy(), lb.float().cpu().numpy()

@@ -31,7 +31,7 @@ from aligners.lattices.phrasal_hsmm_sparse import (
     phrasal_hsmm_sparse_posteriors,
 )
 from aligners.models._scatter import scatter_add2_, scatter_add_
-from aligners.models.gappy_hsmm._counts_kernel import gather2, normalise_counts, scatter_word_slots_
+from aligners.models.gappy_hsmm._counts_kernel import gather2, normalise_counts
 from aligners.models.gappy_hsmm._init_kernel import hash_table, key_positions
 from aligners.models.gappy_hsmm.agreement import sparse_agreement_counts, sparse_link_posteriors
 from aligners.models.gappy_hsmm.config import PhrasalConfig
@@ -223,9 +223,9 @@ class PhrasalAligner(nn.Module):
         pf, pb = self._sparse(prep, pb_)
         qf, qb = sparse_agreement_counts(pf, pb, prep.fwd, prep.bwd,
                                          agreement=self.config.agreement)
-        dt = self.c_lex.dtype  # word slots of both directions in one pass (same sums)
-        scatter_word_slots_(self.c_lex, pb_.pair_ids, qf.word[0].to(dt), qb.word[0].to(dt))
-        for cnt, d, q in ((self.c_fwd, prep.fwd, qf), (self.c_bwd, prep.bwd, qb)):
+        for cnt, d, q, ids in ((self.c_fwd, prep.fwd, qf, pb_.pair_ids.transpose(1, 2)),
+                               (self.c_bwd, prep.bwd, qb, pb_.pair_ids)):
+            scatter_add_(cnt, ids, q.word[0].to(cnt.dtype))  # word slots (B,O,S)
             scatter_add_(cnt, d.ids_s, q.word[1].to(cnt.dtype))
             scatter_add_(cnt, d.ids_p, q.phrase.to(cnt.dtype))
         scatter_add_(self.c_null_tgt, pb_.tgt, qf.null.to(self.c_null_tgt.dtype))
