@@ -24,6 +24,6 @@ FAMILY = Family(
     order=2,
 )
 
-__getattr__ = lazy_names(__name__, {"build_phrasal_aligner": "init", "Layout": "model",
-    "PhrasalAligner": "model", "make_layout": "model", "PhrasalConfig": "config",
+__getattr__ = lazy_names(__name__, {"build_phrasal_aligner": "init", "Layout": "layout",
+    "PhrasalAligner": "model", "make_layout": "layout", "PhrasalConfig": "config",
     "PhraseList": "phrase_lists"})

@@ -8,7 +8,8 @@ from __future__ import annotations
 import torch
 
 from aligners.data.bitext import PairIndex
-from aligners.models.gappy_hsmm.model import PhrasalAligner, make_layout
+from aligners.models.gappy_hsmm.layout import make_layout
+from aligners.models.gappy_hsmm.model import PhrasalAligner
 from aligners.models.gappy_hsmm.prepared import ReuseCache
 
 __all__ = ["fit_phrasal", "prepared_batch", "batch_link_matrices"]
@@ -54,8 +55,8 @@ def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False,
     numpy link posteriors (0/1 under Viterbi): a generator, so a caller that turns each
     batch into lines holds one batch of matrices at a time. Pairs with an empty side are
     not batched (not yielded). `prepared`: the phrasal model's prepared batches of this
-    `index` (`fit_phrasal(prepared=)`), reused where kept (`prepared_batch`). Cost: one E-step (or Viterbi
-    pass) over `index`."""
+    `index` (`fit_phrasal(prepared=)`), reused where kept (`prepared_batch`). Cost: one
+    E-step (or Viterbi pass) over `index`."""
     prepared = ReuseCache(0) if prepared is None else prepared  # (0: none kept)
     with torch.no_grad():
         for k in range(len(index)):

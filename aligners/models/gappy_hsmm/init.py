@@ -25,8 +25,10 @@ import torch
 from aligners.data.bitext import PairIndex
 from aligners.data.heap import release_free_heap
 from aligners.models.gappy_hsmm._init_kernel import tight_phrase_keys
+from aligners.models.gappy_hsmm.config import PhrasalConfig
+from aligners.models.gappy_hsmm.layout import make_layout
 from aligners.models.gappy_hsmm.mining import mine_phrase_lists, word_viterbi
-from aligners.models.gappy_hsmm.model import PhrasalAligner, PhrasalConfig, make_layout
+from aligners.models.gappy_hsmm.model import PhrasalAligner
 from aligners.models.gappy_hsmm.phrase_lists import PhraseList
 from aligners.models.gappy_hsmm.prepared import ReuseCache
 from aligners.models.gappy_hsmm.routing import phrase_rows

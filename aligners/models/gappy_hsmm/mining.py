@@ -17,7 +17,7 @@ from aligners.data.bitext import PairIndex
 from aligners.lattices._alignment_hmm_viterbi_kernel import alignment_hmm_viterbi_cpu
 from aligners.models.gappy_hsmm._init_kernel import gappy_occurrences, hash_table, key_positions
 from aligners.models.gappy_hsmm._mine_kernel import mine_candidates
-from aligners.models.gappy_hsmm.model import PhrasalConfig
+from aligners.models.gappy_hsmm.config import PhrasalConfig
 from aligners.models.gappy_hsmm.phrase_lists import (
     PhraseList,
     phrase_hashes,

@@ -35,7 +35,7 @@ from aligners.models.gappy_hsmm._counts_kernel import gather2, normalise_counts
 from aligners.models.gappy_hsmm._init_kernel import hash_table, key_positions
 from aligners.models.gappy_hsmm.agreement import sparse_agreement_counts, sparse_link_posteriors
 from aligners.models.gappy_hsmm.config import PhrasalConfig
-from aligners.models.gappy_hsmm.layout import CompactLayout, Layout, make_layout
+from aligners.models.gappy_hsmm.layout import Layout
 from aligners.models.gappy_hsmm.phrase_lists import PhraseList
 from aligners.models.gappy_hsmm.prepared import (
     DirectionConst,
@@ -45,7 +45,7 @@ from aligners.models.gappy_hsmm.prepared import (
 )
 from aligners.models.gappy_hsmm.routing import take, take_rows, word_row_counts, word_row_posteriors
 
-__all__ = ["PhrasalConfig", "Layout", "CompactLayout", "PhrasalAligner", "make_layout"]
+__all__ = ["PhrasalAligner"]
 
 _TINY = 1e-20
 
@@ -130,7 +130,8 @@ class PhrasalAligner(nn.Module):
         word (B,O,S) (the word-slot log potentials, gathered by `_sparse`), listed long
         segments (M,S), null (B,O), phrase (B,O,P)."""
         table = self.pair_tables(log=True)[:, 0 if d.forward else 1]
-        null_t = self._log_table("null_tgt" if d.forward else "null_src")
+        null = self.null_tgt if d.forward else self.null_src  # its log, cached as `_cached`
+        null_t = self._cached(("log", d.forward), (null,), lambda: torch.log(null))
         return SparsePhrasalPotentials(
             word, d.seg_item, d.seg_end, d.seg_len,
             take(table, d.ids_s) + d.seg_lam, take(null_t, d.obs), take(table, d.ids_p),
@@ -150,12 +151,6 @@ class PhrasalAligner(nn.Module):
         """Drop the cached log tables, interleaved pair tables and phrase hash (rebuilt on
         next use): frees 4 (P+1+Q) floats and more once a model is trained and evaluated."""
         self.__dict__.pop("_caches", None)
-
-    def _log_table(self, name: str) -> torch.Tensor:
-        """log of the table `name` (null_tgt, null_src; cached as `_cached`): gathering from
-        it equals the log of the gathered probabilities."""
-        table = getattr(self, name)
-        return self._cached(("log", name), (table,), lambda: torch.log(table))
 
     def _sparse(self, prep: PreparedBatch, pbatch: Batch, *, viterbi: bool = False):
         """Both directions' sparse posteriors (or Viterbi indicators) of the phrase rows
@@ -215,8 +210,15 @@ class PhrasalAligner(nn.Module):
         counts), the others the phrasal lattice; False: every row the phrasal lattice.
         `prepared`: `self.prepare(batch, lay, route=route)` made earlier (then lay unused)."""
         prep = prepared if prepared is not None else self.prepare(batch, lay, route=route)
-        if prep.word_rows is not None:
-            self._accumulate_word_rows(take_rows(prep.batch, prep.word_rows))
+        if prep.word_rows is not None:  # through the word HMM lattice
+            wb = take_rows(prep.batch, prep.word_rows)
+            post = word_row_posteriors(self, wb)
+            (qf, qb), nf, nb = word_row_counts(post, wb, agreement=self.config.agreement)
+            ids = wb.pair_ids.reshape(-1)  # int32: same sums, faster than int64
+            scatter_add2_(self.c_lex, ids, qf.to(self.c_lex.dtype), qb.to(self.c_lex.dtype))
+            scatter_add_(self.c_null_tgt, wb.tgt, nf.to(self.c_null_tgt.dtype))
+            scatter_add_(self.c_null_src, wb.src, nb.to(self.c_null_src.dtype))
+            self.c_loglik += torch.stack([post.loglik_fwd.sum(), post.loglik_bwd.sum()]).double()
         pb_ = prep.phrase_batch()
         if pb_ is None:
             return
@@ -231,16 +233,6 @@ class PhrasalAligner(nn.Module):
         scatter_add_(self.c_null_tgt, pb_.tgt, qf.null.to(self.c_null_tgt.dtype))
         scatter_add_(self.c_null_src, pb_.src, qb.null.to(self.c_null_src.dtype))
         self.c_loglik += torch.stack([pf.log_likelihood.sum(), pb.log_likelihood.sum()]).double()
-
-    def _accumulate_word_rows(self, batch: Batch) -> None:
-        """E-step of rows without a phrase state through the word HMM lattice."""
-        post = word_row_posteriors(self, batch)
-        (qf, qb), nf, nb = word_row_counts(post, batch, agreement=self.config.agreement)
-        ids = batch.pair_ids.reshape(-1)  # int32: same sums, faster than int64
-        scatter_add2_(self.c_lex, ids, qf.to(self.c_lex.dtype), qb.to(self.c_lex.dtype))
-        scatter_add_(self.c_null_tgt, batch.tgt, nf.to(self.c_null_tgt.dtype))
-        scatter_add_(self.c_null_src, batch.src, nb.to(self.c_null_src.dtype))
-        self.c_loglik += torch.stack([post.loglik_fwd.sum(), post.loglik_bwd.sum()]).double()
 
     def givens(self, *, forward: bool) -> torch.Tensor:
         """(P+1+Q,) conditioning unit of every slot (source unit forward, target backward)."""
