@@ -604,7 +604,7 @@ def test_layouts_handed_over_by_the_build_equal_matching_again_and_train_the_sam
     for k in range(len(index)):
         bt = index.batch(k)
         ref = make_layout(bt, a.src_list, a.tgt_list, gappy=True)
-        got = layouts[k].expand()
+        got = layouts[k].expand("cpu")
         for x, y in zip((got.span_src, got.span_tgt, got.span_state_src, got.span_state_tgt,
                          *got.ph_fwd, *got.ph_bwd),
                         (ref.span_src, ref.span_tgt, ref.span_state_src, ref.span_state_tgt,

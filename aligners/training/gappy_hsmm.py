@@ -186,11 +186,6 @@ class _Stages:
         self.times[name] = self.times.get(name, 0.0) + time.time() - t0
         self.cpu[name] = self.cpu.get(name, 0.0) + time.process_time() - c0
 
-    def _report(self, name: str, model, seconds: float) -> None:
-        if self.table is not None:
-            wrap = TrainedWordAligner if isinstance(model, WordAligner) else PhrasalBundle
-            self.table.report(name, wrap(model, *self.vocab), seconds)
-
     def _fit_word(self, word: WordAligner) -> None:
         fit_em(self.cfg, LitWordAligner.from_model(word, self.index), word.n_iterations)
 
@@ -201,7 +196,8 @@ class _Stages:
             base = WordAligner.from_index(self.index,
                                           WordAlignConfig(**{**wcfg, "agreement": True}))
             self._fit_word(base)
-        self._report("word_hmm_agreement", base, self.times["word_hmm_agreement"])
+        self.table.report("word_hmm_agreement", TrainedWordAligner(base, *self.vocab),
+                          self.times["word_hmm_agreement"])
         del base
         release_free_heap()  # the baseline's freed tables and E-step buffers back to the OS
 
@@ -212,9 +208,8 @@ class _Stages:
         stats = {}
         for name, model, st, layouts in phrasal_stages(self.index, config, self._fit_word,
                                                        kinds=kinds, timed=self.timed):
-            vit_s, vit_cpu = self.times["word_viterbi"], self.cpu["word_viterbi"]
-            self.times[name] += vit_s
-            self.cpu[name] += vit_cpu
+            self.times[name] += self.times["word_viterbi"]
+            self.cpu[name] += self.cpu["word_viterbi"]
             init_s, init_cpu = self.times[name], self.cpu[name]
             with self.timed(name):
                 lit = LitPhrasalAligner(model, self.index, layouts)
@@ -224,7 +219,9 @@ class _Stages:
             print(f"[{name}] {st}; init {init_s:.1f} s (CPU {init_cpu:.1f} s), total "
                   f"{self.times[name]:.1f} s (CPU {self.cpu[name]:.1f} s); "
                   f"loglik {lit.history}", flush=True)
-            self._report(f"+{name}", model, self.times["word_hmm_no_agreement"] + self.times[name])
+            if self.table is not None:
+                self.table.report(f"+{name}", PhrasalBundle(model, *self.vocab),
+                                  self.times["word_hmm_no_agreement"] + self.times[name])
             model.clear_caches()  # its cached tables: not kept while the next model trains
             if name != kinds[-1]:  # its memory back before the next build
                 model = None
@@ -257,12 +254,11 @@ class GappyTask(WordTask):
         config = task_config(m, index.n_sentences)
         model, stats = stages.phrasal(config, ("gappy",) if table is None else
                                       ("contiguous", "gappy"))
-        start = config.start
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         rows = {} if table is None else table.metrics
         rows["run"] = {"index_seconds": index_s, "peak_rss_mb": rss_mb,
-                       "start_ibm1_iterations": start.ibm1_iterations,
-                       "start_hmm_iterations": start.hmm_iterations,
+                       "start_ibm1_iterations": config.start.ibm1_iterations,
+                       "start_hmm_iterations": config.start.hmm_iterations,
                        "phrasal_iterations": int(config.phrasal.iterations),
                        "training_pairs": index.n_sentences,
                        **{f"{k}_seconds": v for k, v in stages.times.items()},
