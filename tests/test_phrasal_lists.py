@@ -7,7 +7,7 @@ import torch
 
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
-from aligners.models.gappy_hsmm import PhrasalConfig
+from aligners.models.gappy_hsmm.config import PhrasalConfig
 from aligners.models.gappy_hsmm.mining import mine_phrase_lists
 from aligners.models.gappy_hsmm.phrase_lists import RANK_RULES, rank_phrases
 

@@ -3,18 +3,20 @@
 import numpy as np
 import pytest
 import torch
-from phrasal_dense_agreement import agreement_counts, dense_posteriors, link_posteriors
+from phrasal_dense_agreement import agreement_counts, dense_posteriors, link_posteriors, unrouted
 
 import aligners
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
 from aligners.models.aligned import Decoding, RunOptions, parse_line
-from aligners.models.gappy_hsmm import PhrasalConfig, PhraseList, build_phrasal_aligner, make_layout
 from aligners.models.gappy_hsmm._mine_kernel import mine_candidates
+from aligners.models.gappy_hsmm.config import PhrasalConfig
 from aligners.models.gappy_hsmm.decode import batch_link_matrices, fit_phrasal
 from aligners.models.gappy_hsmm.folder import PhrasalAligned, PhrasalBundle
+from aligners.models.gappy_hsmm.init import build_phrasal_aligner
+from aligners.models.gappy_hsmm.layout import make_layout
 from aligners.models.gappy_hsmm.model import PhrasalAligner
-from aligners.models.gappy_hsmm.phrase_lists import rank_phrases
+from aligners.models.gappy_hsmm.phrase_lists import PhraseList, rank_phrases
 from aligners.models.gappy_hsmm.prepared import ReuseCache, tensor_bytes
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
 
@@ -126,7 +128,7 @@ def test_without_phrases_the_model_is_the_word_hmm():
         ref = wa.posteriors(b, stage="hmm")
         ll = torch.stack([pf.log_likelihood.sum(), pb.log_likelihood.sum()]).double()
         assert torch.allclose(ll, ref.log_likelihood, rtol=1e-4)
-        lf, lb = model.link_posteriors(b, lay)
+        lf, lb = model.link_posteriors(model.prepare(b, lay))
         assert torch.allclose(lf, ref.links_fwd, atol=1e-4)
         assert torch.allclose(lb, ref.links_bwd, atol=1e-4)
 
@@ -263,7 +265,7 @@ def test_word_rows_routed_to_the_word_hmm_equal_the_phrasal_lattice(trained):
         wlay = make_layout(wb, model.src_list, model.tgt_list, gappy=True)
         assert wlay.n_matched() == 0 and (wlay.span_src < 0).all() and (wlay.span_tgt < 0).all()
         pf, pb = dense_posteriors(model, wb, wlay)
-        lf, lb = model.link_posteriors(wb, wlay, route=False)
+        lf, lb = model.link_posteriors(unrouted(model, wb, wlay))
         w = word_row_posteriors(model, wb)
         assert torch.allclose(w.loglik_fwd, pf.log_likelihood, atol=1e-6, rtol=0)
         assert torch.allclose(w.loglik_bwd, pb.log_likelihood, atol=1e-6, rtol=0)
@@ -272,7 +274,7 @@ def test_word_rows_routed_to_the_word_hmm_equal_the_phrasal_lattice(trained):
         assert torch.allclose(w.null_fwd, pf.null, atol=1e-6, rtol=0)
         assert torch.allclose(w.null_bwd, pb.null, atol=1e-6, rtol=0)
         v = word_row_posteriors(model, wb, viterbi=True)
-        vf, vb = model.link_posteriors(wb, wlay, viterbi=True, route=False)
+        vf, vb = model.link_posteriors(unrouted(model, wb, wlay), viterbi=True)
         assert torch.equal(v.links_fwd, vf) and torch.equal(v.links_bwd, vb)
         checked += rows.numel()
     assert checked > 20
@@ -291,11 +293,11 @@ def test_mixed_batches_give_the_same_counts_and_links_routed_or_not(trained, dty
         has = phrase_rows(lay)
         mixed += bool(has.any()) and not bool(has.all())
         got = []
-        for route in (True, False):
+        for prep in (model.prepare(b, lay), unrouted(model, b, lay)):
             model.reset_counts()
-            model.accumulate(b, lay, route=route)
-            links = model.link_posteriors(b, lay, route=route)
-            vit = model.link_posteriors(b, lay, viterbi=True, route=route)
+            model.accumulate(prep)
+            links = model.link_posteriors(prep)
+            vit = model.link_posteriors(prep, viterbi=True)
             got.append([model.c_fwd, model.c_bwd, model.c_null_tgt, model.c_null_src,
                         model.c_loglik, *links, *vit])
         for x, y in zip(*got):
@@ -380,7 +382,7 @@ def test_sparse_agreement_and_links_equal_the_dense_functions(trained, dtype):
     for k in range(len(index)):
         b = index.batch(k)
         lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
-        prep = model.prepare(b, lay, route=False)
+        prep = unrouted(model, b, lay)
         pf, pb = model._sparse(prep, b)
         df, db = prep.fwd, prep.bwd
         dense = [sparse_posteriors_to_dense(p, model._potentials(d, b), L)
@@ -430,7 +432,7 @@ def test_prepared_batches_reused_across_iterations_give_the_same_training(traine
         b.reset_counts()
         for k in range(len(index)):
             bt = index.batch(k)
-            b.accumulate(bt, make_layout(bt, b.src_list, b.tgt_list, gappy=True))
+            b.accumulate(b.prepare(bt, make_layout(bt, b.src_list, b.tgt_list, gappy=True)))
         hb.append(b.m_step().tolist())
     assert ha == hb
     assert torch.equal(a.t_fwd, b.t_fwd) and torch.equal(a.t_bwd, b.t_bwd)
@@ -442,14 +444,14 @@ def test_log_tables_follow_in_place_changes(trained):
     index = trained[3]
     b = index.batch(0)
     lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
-    before = model.link_posteriors(b, lay, route=False)  # every row on the phrasal lattice
+    prep = unrouted(model, b, lay)  # every row on the phrasal lattice
+    before = model.link_posteriors(prep)
     state = {k: v.clone() for k, v in model.state_dict().items()}
     model.t_fwd.mul_(0.5).add_(1e-3)  # in place: the cached log table must not be reused
-    changed = model.link_posteriors(b, lay, route=False)
+    changed = model.link_posteriors(prep)
     assert not torch.equal(before[0], changed[0])
     model.load_state_dict(state)
-    assert all(torch.equal(x, y) for x, y in zip(model.link_posteriors(b, lay, route=False),
-                                                 before))
+    assert all(torch.equal(x, y) for x, y in zip(model.link_posteriors(prep), before))
 
 
 def test_gappy_counter_kernel_equals_the_match_gappy_counts():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aligners.data.types import AlignedPair, Alignment
-from aligners.models.gappy_hsmm import PhrasalConfig
+from aligners.models.gappy_hsmm.config import PhrasalConfig
 from aligners.training.gappy_hsmm import gappy_patterns
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"

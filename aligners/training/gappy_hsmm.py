@@ -34,8 +34,7 @@ from aligners.data.heap import release_free_heap
 from aligners.data.vocab import WordIds
 from aligners.inference.choose import choose_decoding, score, sym_lines
 from aligners.models.aligned import Decoding, parse_line
-from aligners.models.gappy_hsmm import PhrasalConfig
-from aligners.models.gappy_hsmm.config import GappyHSMMConfig
+from aligners.models.gappy_hsmm.config import GappyHSMMConfig, PhrasalConfig
 from aligners.models.gappy_hsmm.decode import prepared_batch
 from aligners.models.gappy_hsmm.folder import PhrasalBundle
 from aligners.models.gappy_hsmm.init import phrasal_stages
@@ -66,7 +65,7 @@ class LitPhrasalAligner(LitEM):
 
     def e_step(self, k: int) -> None:
         m = self.model
-        m.accumulate(prepared=prepared_batch(m, self.index, k, self._prepared, self._layouts))
+        m.accumulate(prepared_batch(m, self.index, k, self._prepared, self._layouts))
 
 
 def gappy_patterns(gold, links) -> tuple[int, int, int, int]:
@@ -80,25 +79,21 @@ def gappy_patterns(gold, links) -> tuple[int, int, int, int]:
         sure, poss = set(p.alignment.sure), set(p.alignment.possible) | set(p.alignment.sure)
         pats = []
         for side in (0, 1):
-            by = {}
-            for lk in sure:
-                by.setdefault(lk[side], []).append(lk[1 - side])
-            for w, others in by.items():
-                o = sorted(others)
-                if len(o) >= 2 and o[-1] - o[0] + 1 > len(o):
+            for w in {lk[side] for lk in sure}:
+                o = [lk[1 - side] for lk in sure if lk[side] == w]  # distinct
+                if max(o) - min(o) + 1 > len(o):  # (so two or more, with a gap)
                     pats.append((side, w))
         if not pats:
             continue
         n += 1
         ok += all({lk for lk in sure if lk[side] == w} <= {lk for lk in pred if lk[side] == w}
                   <= poss for side, w in pats)
-        src, tgt = p.src, p.tgt
-        for i, w in enumerate(src):
+        for i, w in enumerate(p.src):
             if w == "not":
                 js = {j for (a, j) in sure if a == i}
-                if {"ne", "pas"} <= {tgt[j] for j in js}:
+                if {"ne", "pas"} <= {p.tgt[j] for j in js}:
                     n_np += 1
-                    ok_np += {(i, j) for j in js if tgt[j] in ("ne", "pas")} <= pred
+                    ok_np += {(i, j) for j in js if p.tgt[j] in ("ne", "pas")} <= pred
                     break
     return n, ok, n_np, ok_np
 

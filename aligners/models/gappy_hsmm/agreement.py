@@ -65,8 +65,7 @@ def sparse_agreement_counts(pf, pb, df, db, *, agreement: bool):
         return post.seg * other_phrase.transpose(1, 2)[d.seg_item, d.mirror]
 
     def partner(d, other_seg, ww_other):  # (B,P,O) mirror of each phrase state
-        B = d.first.shape[0]
-        bidx = torch.arange(B, device=d.first.device)[:, None]
+        bidx = torch.arange(d.first.shape[0], device=d.first.device)[:, None]
         f, la = d.first.clamp_min(0), d.last.clamp_min(0)
         if other_seg.shape[0]:
             contig = torch.where((d.partner >= 0)[..., None], other_seg[d.partner.clamp_min(0)],

@@ -28,7 +28,7 @@ def fit_phrasal(model: PhrasalAligner, index: PairIndex, *, progress=None,
     for it in range(int(model.iteration), model.config.iterations):
         model.reset_counts()
         for k in range(len(index)):
-            model.accumulate(prepared=prepared_batch(model, index, k, prepared, layouts))
+            model.accumulate(prepared_batch(model, index, k, prepared, layouts))
             if progress is not None:
                 progress(it, k)
         history.append(model.m_step().tolist())
@@ -62,7 +62,7 @@ def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False,
         for k in range(len(index)):
             prep = prepared_batch(model, index, k, prepared, None)
             b = prep.batch
-            lf, lb = model.link_posteriors(viterbi=viterbi, prepared=prep)
+            lf, lb = model.link_posteriors(prep, viterbi=viterbi)
             lf, lb = lf.float().cpu().numpy(), lb.float().cpu().numpy()
             sl, tl = b.src_lengths.tolist(), b.tgt_lengths.tolist()
             yield [(r, lf[n, :sl[n], :tl[n]], lb[n, :sl[n], :tl[n]])

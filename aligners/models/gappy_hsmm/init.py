@@ -62,12 +62,9 @@ def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
         spans.append((rows, lay.span_src[rows], lay.span_tgt[rows]))
         for ph, words, ln, fwd in ((lay.ph_fwd, bt.tgt, bt.tgt_lengths, True),
                                    (lay.ph_bwd, bt.src, bt.src_lengths, False)):
-            unit = ph[2]
-            ok = (unit[:, :, None] >= 0) & (torch.arange(words.shape[1])[None, None, :]
-                                            < ln[:, None, None])
-            w = words.long()[:, None, :]
-            key = unit[:, :, None] * Ut + w if fwd else w * Ut + unit[:, :, None]
-            parts.append(torch.unique(key[ok]))
+            unit, w = ph[2][:, :, None], words.long()[:, None, :]
+            ok = (unit >= 0) & (torch.arange(words.shape[1])[None, None, :] < ln[:, None, None])
+            parts.append(torch.unique((unit * Ut + w if fwd else w * Ut + unit)[ok]))
         if len(parts) > 64:
             merged, parts = _unique([merged, *parts]), []
     return _unique([merged, *parts]), matched / max(1, index.n_sentences)

@@ -45,10 +45,8 @@ class Layout:
             pos = (flat >= 0).nonzero()[:, 0]
             return tuple(t.shape), pos.cpu(), flat[pos].cpu()
 
-        return CompactLayout(tuple(sparse(t) for t in (self.span_src, self.span_tgt,
-                                                       self.span_state_src,
-                                                       self.span_state_tgt)),
-                             tuple(x.cpu() for x in self.ph_fwd),
+        tables = (self.span_src, self.span_tgt, self.span_state_src, self.span_state_tgt)
+        return CompactLayout(tuple(map(sparse, tables)), tuple(x.cpu() for x in self.ph_fwd),
                              tuple(x.cpu() for x in self.ph_bwd))
 
 
@@ -103,7 +101,6 @@ def make_layout(batch: Batch, src_list: PhraseList, tgt_list: PhraseList, *, gap
     def states(span, words, lengths, lst):
         b, n, ln = (span >= 0).nonzero(as_tuple=True)
         items = [b, n - ln, n, span[b, n, ln], torch.zeros_like(b, dtype=torch.bool)]
-        nc = b.numel()
         if gappy and lst.n_gappy:
             gap = lst.match_gappy(words, lengths)
             gb, ga, gc = (gap >= 0).nonzero(as_tuple=True)
@@ -112,7 +109,7 @@ def make_layout(batch: Batch, src_list: PhraseList, tgt_list: PhraseList, *, gap
         packed, col = _pack(*items, B)
         # column of each contiguous span state, placed back at its (b, end, len) cell
         state_of_span = torch.full_like(span, -1)
-        state_of_span[b, n, ln] = col[:nc]
+        state_of_span[b, n, ln] = col[:b.numel()]
         return packed, state_of_span
 
     ph_fwd, st_src = states(span_src, batch.src, sl, src_list)

@@ -1,11 +1,7 @@
 """Steps 1 and 2 of building a `PhrasalAligner` (Bansal et al. 2011, sec. 5; `init.py` runs
-the steps): `word_viterbi`, the word HMM's Viterbi alignments, per batch both directions of a
-trained `WordAligner` (forward (B, J) and backward (B, I) int32 state positions, -1 = NULL;
-O(B J I^2) per batch); `mine_phrase_lists` mines the phrase candidates of both languages from
-them (`_mine_kernel.mine_candidates`), counts every candidate's occurrences over
-the bitext (numba hash tables: `_SpanCounter`, `_GappyCounter`) and keeps the top N
-contiguous and top N gappy phrases by (aligned - discount) / occurrences (`rank_phrases`).
-Cost: one mining and one counting pass over the bitext per language (O(cells) each).
+the steps): the word HMM's Viterbi alignments (`word_viterbi`), then the phrase lists of
+both languages mined from them (`mine_phrase_lists`). Cost: one Viterbi pass, then one
+mining and one counting pass over the bitext per language (O(cells) each).
 """
 
 from __future__ import annotations
@@ -67,8 +63,7 @@ def word_viterbi(word_model, index: PairIndex) -> list:
                  else None)
         for k in range(len(index)):
             bt = index.batch(k)
-            f, b = (_hmm_viterbi_cpu(word_model, bt, log_t) if fast
-                    else word_model.viterbi(bt))
+            f, b = _hmm_viterbi_cpu(word_model, bt, log_t) if fast else word_model.viterbi(bt)
             out.append((f.cpu().int(), b.cpu().int()))
     return out
 
@@ -119,10 +114,8 @@ class _GappyCounter:
         k = np.ascontiguousarray(keys.numpy(), dtype=np.int64)
         self.keys, self.V = k, int(V)
         self.table = hash_table(k) if k.shape[0] else None
-        self.first_ok = np.zeros(V, dtype=np.bool_)
-        self.last_ok = np.zeros(V, dtype=np.bool_)
-        self.first_ok[k // V] = True
-        self.last_ok[k % V] = True
+        self.first_ok = np.bincount(k // V, minlength=V) > 0  # (V,) bool
+        self.last_ok = np.bincount(k % V, minlength=V) > 0
         self.counts = np.zeros(k.shape[0], dtype=np.int64)
 
     def add(self, words: torch.Tensor, lengths: torch.Tensor) -> None:

@@ -35,7 +35,6 @@ from aligners.models.gappy_hsmm._counts_kernel import gather2, normalise_counts
 from aligners.models.gappy_hsmm._init_kernel import hash_table, key_positions
 from aligners.models.gappy_hsmm.agreement import sparse_agreement_counts, sparse_link_posteriors
 from aligners.models.gappy_hsmm.config import PhrasalConfig
-from aligners.models.gappy_hsmm.layout import Layout
 from aligners.models.gappy_hsmm.phrase_lists import PhraseList
 from aligners.models.gappy_hsmm.prepared import (
     DirectionConst,
@@ -123,7 +122,7 @@ class PhrasalAligner(nn.Module):
         return hit[1]
 
     # ------------------------------------------------------------------ potentials
-    prepare = prepare_batch  # model.prepare(batch, lay, *, route=True) -> PreparedBatch
+    prepare = prepare_batch  # model.prepare(batch, lay) -> PreparedBatch
 
     def _potentials(self, d: DirectionConst, word: torch.Tensor) -> SparsePhrasalPotentials:
         """Sparse potentials of one direction of the phrase rows from the current tables:
@@ -155,23 +154,18 @@ class PhrasalAligner(nn.Module):
     def _sparse(self, prep: PreparedBatch, pbatch: Batch, *, viterbi: bool = False):
         """Both directions' sparse posteriors (or Viterbi indicators) of the phrase rows
         `pbatch` (= prep.phrase_batch())."""
-        out = []
         wb, wf = gather2(self.pair_tables(log=True), pbatch.pair_ids)[::-1]
-        for d, w in ((prep.fwd, wf.transpose(1, 2)), (prep.bwd, wb)):  # (B,O,S) each
-            out.append(phrasal_hsmm_sparse_posteriors(
-                self._potentials(d, w), max_len=self.config.max_phrase_len,
-                src_lengths=d.state_lengths, tgt_lengths=d.obs_lengths, viterbi=viterbi))
-        return out
+        return [phrasal_hsmm_sparse_posteriors(
+            self._potentials(d, w), max_len=self.config.max_phrase_len,
+            src_lengths=d.state_lengths, tgt_lengths=d.obs_lengths, viterbi=viterbi)
+            for d, w in ((prep.fwd, wf.transpose(1, 2)), (prep.bwd, wb))]  # w (B,O,S)
 
     # ------------------------------------------------------------------ E-step
-    def link_posteriors(self, batch: Batch | None = None, lay: Layout | None = None, *,
-                        viterbi: bool = False, route: bool = True,
-                        prepared: PreparedBatch | None = None):
+    def link_posteriors(self, prep: PreparedBatch, *, viterbi: bool = False):
         """(forward, backward) link posteriors (B, I, J) of every source-target word link
-        (a phrasal edge counts for each of its word links; a gappy one for its two ends).
-        `route`: rows without a phrase state run the word HMM lattice (`routing`).
-        `prepared`: `self.prepare(batch, lay, route=route)` made earlier (then lay unused)."""
-        prep = prepared if prepared is not None else self.prepare(batch, lay, route=route)
+        of the batch `prep` (`self.prepare(batch, lay)`; rows without a phrase state run
+        the word HMM lattice, `routing`): a phrasal edge counts for each of its word links,
+        a gappy one for its two ends."""
         batch = prep.batch
         if prep.word_rows is None:
             pf, pb = self._sparse(prep, batch, viterbi=viterbi)
@@ -202,14 +196,10 @@ class PhrasalAligner(nn.Module):
         self.c_null_src = torch.zeros(self.n_src_words, dtype=dt, device=dev)
         self.c_loglik = torch.zeros(2, dtype=torch.float64, device=dev)
 
-    def accumulate(self, batch: Batch | None = None, lay: Layout | None = None, *,
-                   route: bool = True,
-                   prepared: PreparedBatch | None = None) -> None:
-        """E-step of one batch (with agreement when configured) into the count buffers.
-        `route`: rows without a phrase state run the word HMM lattice (`routing`; same
-        counts), the others the phrasal lattice; False: every row the phrasal lattice.
-        `prepared`: `self.prepare(batch, lay, route=route)` made earlier (then lay unused)."""
-        prep = prepared if prepared is not None else self.prepare(batch, lay, route=route)
+    def accumulate(self, prep: PreparedBatch) -> None:
+        """E-step of the batch `prep` (`self.prepare(batch, lay)`; with agreement when
+        configured) into the count buffers: rows without a phrase state run the word HMM
+        lattice (`routing`; the same counts), the others the phrasal lattice."""
         if prep.word_rows is not None:  # through the word HMM lattice
             wb = take_rows(prep.batch, prep.word_rows)
             post = word_row_posteriors(self, wb)

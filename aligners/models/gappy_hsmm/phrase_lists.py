@@ -20,12 +20,8 @@ from aligners.models.gappy_hsmm.config import MAX_PHRASE_LEN, RANK_RULES
 __all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "PhraseList", "span_hashes", "phrase_hashes",
            "rank_phrases"]
 
-_HASH_SEED = 20110619
-
-
-def _multipliers(L: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(_HASH_SEED)
-    return torch.randint(1, 2**62, (L + 1,), generator=g, dtype=torch.int64) | 1
+_MULTIPLIERS = torch.randint(1, 2**62, (MAX_PHRASE_LEN + 1,), dtype=torch.int64,
+                             generator=torch.Generator().manual_seed(20110619)) | 1
 
 
 def span_hashes(words: torch.Tensor, lengths: torch.Tensor, *, length: int) -> tuple:
@@ -35,11 +31,8 @@ def span_hashes(words: torch.Tensor, lengths: torch.Tensor, *, length: int) -> t
     B, N = words.shape
     if length > MAX_PHRASE_LEN:
         raise ValueError(f"phrases of at most {MAX_PHRASE_LEN} words, got {length}")
-    R = _multipliers(MAX_PHRASE_LEN).to(words.device)
-    W = N - length + 1
-    if W <= 0:
-        z = torch.zeros(B, 0, dtype=torch.int64, device=words.device)
-        return z, z.bool()
+    R = _MULTIPLIERS.to(words.device)
+    W = max(0, N - length + 1)
     h = torch.zeros((B, W), dtype=torch.int64, device=words.device) + R[0] * length
     for k in range(length):
         h = h + (words[:, k:k + W].long() + 1) * R[k + 1]
