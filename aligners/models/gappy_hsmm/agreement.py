@@ -60,8 +60,6 @@ def sparse_agreement_counts(pf, pb, df, db, *, agreement: bool):
     Ggap = torch.bmm(pb.phrase, db.gends.to(pb.word.dtype))  # (B, I, J)
 
     def seg_q(post, other_phrase, d):  # segment x mirror phrase state (at listed spans)
-        if d.seg_item.numel() == 0:
-            return post.seg.clone()
         return post.seg * other_phrase.transpose(1, 2)[d.seg_item, d.mirror]
 
     def partner(d, other_seg, ww_other):  # (B,P,O) mirror of each phrase state

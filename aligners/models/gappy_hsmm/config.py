@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, replace
-from typing import ClassVar
 
 from aligners.cli_types import add_options, from_options, given
 from aligners.config_checks import BOOL, FRAC, ITERATIONS, NONNEG, POS, Rule, check, maybe, setting
@@ -122,8 +121,6 @@ class GappyTaskConfig:
     start: StartConfig = setting(factory=StartConfig)
     phrasal: PhrasalConfig = setting(factory=PhrasalConfig)
     tune_grid: WordGrid = setting(factory=WordGrid)
-
-    NULLABLE: ClassVar[tuple[str, ...]] = SIZED
 
 
 TASK_SECTIONS = {"model": f"{__name__}:GappyTaskConfig"}  # the task's config sections
