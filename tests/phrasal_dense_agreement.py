@@ -10,16 +10,24 @@ import torch
 from aligners.lattices.phrasal_hsmm_sparse import sparse_posteriors_to_dense
 from aligners.models.gappy_hsmm._counts_kernel import gather2
 from aligners.models.gappy_hsmm.agreement import EdgeCounts
-from aligners.models.gappy_hsmm.prepared import _members
+from aligners.models.gappy_hsmm.prepared import PreparedBatch, _members, direction_const
 
-__all__ = ["dense_posteriors", "agreement_counts", "link_posteriors"]
+__all__ = ["unrouted", "dense_posteriors", "agreement_counts", "link_posteriors"]
+
+
+def unrouted(model, batch, lay):
+    """`model.prepare(batch, lay)` without the routing: every row on the phrasal lattice
+    (the oracle the routed rows are tested against)."""
+    batch = batch.to(model.word_keys.device)
+    return PreparedBatch(batch, None, None, *(direction_const(model, batch, lay, forward=f)
+                                              for f in (True, False)))
 
 
 def dense_posteriors(model, batch, lay, *, viterbi=False):
     """(forward, backward) dense segment posteriors (`PhrasalPosteriors`, word (B,O,L,S); or
     Viterbi indicators) of one batch, every row on the phrasal lattice (`model` a
     `PhrasalAligner`): the sparse E-step's posteriors made dense."""
-    prep = model.prepare(batch, lay, route=False)
+    prep = unrouted(model, batch, lay)
     pb, L = prep.phrase_batch(), model.config.max_phrase_len
     wb, wf = gather2(model.pair_tables(log=True), pb.pair_ids)[::-1]
     return [sparse_posteriors_to_dense(p, model._potentials(d, w), L)

@@ -7,24 +7,36 @@ import torch
 
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
-from aligners.models.gappy_hsmm import PhrasalConfig
+from aligners.models.gappy_hsmm.config import PhrasalConfig
 from aligners.models.gappy_hsmm.mining import mine_phrase_lists
 from aligners.models.gappy_hsmm.phrase_lists import RANK_RULES, rank_phrases
+
+
+def _ranked(aligned: dict, total: dict, **kw) -> list:
+    """`rank_phrases` of one-word phrases named by letters (the letter order: the phrase's)."""
+    names = sorted(aligned)
+    rows = torch.tensor([[ord(x)] for x in names])
+    top = rank_phrases(rows, [aligned[x] for x in names], [total[x] for x in names], **kw)
+    return [chr(x) for x in top[:, 0].tolist()]
 
 
 def test_rank_rules_min_count_and_ties():
     aligned = {"a": 10, "b": 3, "c": 1, "d": 40, "e": 3}
     total = {"a": 20, "b": 3, "c": 1, "d": 100, "e": 3}
     # the paper's discounted probability: b, e 2.5/3 > c 0.5/1 > a 9.5/20 > d 39.5/100
-    assert rank_phrases(aligned, total, top=5, discount=0.5) == ["b", "e", "c", "a", "d"]
+    assert _ranked(aligned, total, top=5, discount=0.5) == ["b", "e", "c", "a", "d"]
     # a minimum occurrence count removes the rare ones before ranking
-    assert rank_phrases(aligned, total, top=5, discount=0.5, min_count=5) == ["a", "d"]
+    assert _ranked(aligned, total, top=5, discount=0.5, min_count=5) == ["a", "d"]
     # by discounted aligned count; ties (b, e) by probability, then the phrase
-    assert rank_phrases(aligned, total, top=3, discount=0.5, rule="count") == ["d", "a", "b"]
+    assert _ranked(aligned, total, top=3, discount=0.5, rule="count") == ["d", "a", "b"]
     # aligned <= discount: never ranked
-    assert rank_phrases(aligned, total, top=9, discount=3.0) == ["d", "a"]  # .37 > .35
-    with pytest.raises(ValueError, match="rank rule"):
-        rank_phrases(aligned, total, top=2, discount=0.5, rule="frequency")
+    assert _ranked(aligned, total, top=9, discount=3.0) == ["d", "a"]  # .37 > .35
+
+
+def test_a_phrase_ranks_before_the_longer_ones_it_begins():
+    rows = torch.tensor([[1, 2, 3], [1, 2, -1], [0, 5, -1]])
+    top = rank_phrases(rows, [2, 2, 2], [4, 4, 4], top=3, discount=0.5)
+    assert top.tolist() == [[0, 5, -1], [1, 2, -1], [1, 2, 3]]
 
 
 def test_config_checks_the_new_options():

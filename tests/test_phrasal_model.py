@@ -3,18 +3,20 @@
 import numpy as np
 import pytest
 import torch
-from phrasal_dense_agreement import agreement_counts, dense_posteriors, link_posteriors
+from phrasal_dense_agreement import agreement_counts, dense_posteriors, link_posteriors, unrouted
 
 import aligners
 from aligners.data.bitext import build_index
 from aligners.data.vocab import WordIds
 from aligners.models.aligned import Decoding, RunOptions, parse_line
-from aligners.models.gappy_hsmm import PhrasalConfig, PhraseList, build_phrasal_aligner, make_layout
 from aligners.models.gappy_hsmm._mine_kernel import mine_candidates
+from aligners.models.gappy_hsmm.config import PhrasalConfig
 from aligners.models.gappy_hsmm.decode import batch_link_matrices, fit_phrasal
 from aligners.models.gappy_hsmm.folder import PhrasalAligned, PhrasalBundle
+from aligners.models.gappy_hsmm.init import build_phrasal_aligner
+from aligners.models.gappy_hsmm.layout import make_layout
 from aligners.models.gappy_hsmm.model import PhrasalAligner
-from aligners.models.gappy_hsmm.phrase_lists import rank_phrases
+from aligners.models.gappy_hsmm.phrase_lists import PhraseList, rank_phrases
 from aligners.models.gappy_hsmm.prepared import ReuseCache, tensor_bytes
 from aligners.models.hmm.agreement import WordAlignConfig, WordAligner
 
@@ -109,8 +111,8 @@ def test_mining_conditions():
     _, (keys, _) = mine_candidates(obs, torch.tensor([[0, 1, 0, 0, 2, -1]]),
                                    torch.tensor([6]), max_len=2, n_words=100)
     assert keys.numel() == 0
-    assert rank_phrases({"a": 10, "b": 3, "c": 1}, {"a": 20, "b": 3, "c": 1}, top=2,
-                        discount=0.5) == ["b", "c"]  # 2.5/3 > 0.5/1 > 9.5/20
+    assert rank_phrases(torch.tensor([[0], [1], [2]]), [10, 3, 1], [20, 3, 1], top=2,
+                        discount=0.5).tolist() == [[1], [2]]  # 2.5/3 > 0.5/1 > 9.5/20
 
 
 def test_without_phrases_the_model_is_the_word_hmm():
@@ -126,7 +128,7 @@ def test_without_phrases_the_model_is_the_word_hmm():
         ref = wa.posteriors(b, stage="hmm")
         ll = torch.stack([pf.log_likelihood.sum(), pb.log_likelihood.sum()]).double()
         assert torch.allclose(ll, ref.log_likelihood, rtol=1e-4)
-        lf, lb = model.link_posteriors(b, lay)
+        lf, lb = model.link_posteriors(model.prepare(b, lay))
         assert torch.allclose(lf, ref.links_fwd, atol=1e-4)
         assert torch.allclose(lb, ref.links_bwd, atol=1e-4)
 
@@ -263,7 +265,7 @@ def test_word_rows_routed_to_the_word_hmm_equal_the_phrasal_lattice(trained):
         wlay = make_layout(wb, model.src_list, model.tgt_list, gappy=True)
         assert wlay.n_matched() == 0 and (wlay.span_src < 0).all() and (wlay.span_tgt < 0).all()
         pf, pb = dense_posteriors(model, wb, wlay)
-        lf, lb = model.link_posteriors(wb, wlay, route=False)
+        lf, lb = model.link_posteriors(unrouted(model, wb, wlay))
         w = word_row_posteriors(model, wb)
         assert torch.allclose(w.loglik_fwd, pf.log_likelihood, atol=1e-6, rtol=0)
         assert torch.allclose(w.loglik_bwd, pb.log_likelihood, atol=1e-6, rtol=0)
@@ -272,7 +274,7 @@ def test_word_rows_routed_to_the_word_hmm_equal_the_phrasal_lattice(trained):
         assert torch.allclose(w.null_fwd, pf.null, atol=1e-6, rtol=0)
         assert torch.allclose(w.null_bwd, pb.null, atol=1e-6, rtol=0)
         v = word_row_posteriors(model, wb, viterbi=True)
-        vf, vb = model.link_posteriors(wb, wlay, viterbi=True, route=False)
+        vf, vb = model.link_posteriors(unrouted(model, wb, wlay), viterbi=True)
         assert torch.equal(v.links_fwd, vf) and torch.equal(v.links_bwd, vb)
         checked += rows.numel()
     assert checked > 20
@@ -291,11 +293,11 @@ def test_mixed_batches_give_the_same_counts_and_links_routed_or_not(trained, dty
         has = phrase_rows(lay)
         mixed += bool(has.any()) and not bool(has.all())
         got = []
-        for route in (True, False):
+        for prep in (model.prepare(b, lay), unrouted(model, b, lay)):
             model.reset_counts()
-            model.accumulate(b, lay, route=route)
-            links = model.link_posteriors(b, lay, route=route)
-            vit = model.link_posteriors(b, lay, viterbi=True, route=route)
+            model.accumulate(prep)
+            links = model.link_posteriors(prep)
+            vit = model.link_posteriors(prep, viterbi=True)
             got.append([model.c_fwd, model.c_bwd, model.c_null_tgt, model.c_null_src,
                         model.c_loglik, *links, *vit])
         for x, y in zip(*got):
@@ -380,7 +382,7 @@ def test_sparse_agreement_and_links_equal_the_dense_functions(trained, dtype):
     for k in range(len(index)):
         b = index.batch(k)
         lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
-        prep = model.prepare(b, lay, route=False)
+        prep = unrouted(model, b, lay)
         pf, pb = model._sparse(prep, b)
         df, db = prep.fwd, prep.bwd
         dense = [sparse_posteriors_to_dense(p, model._potentials(d, b), L)
@@ -430,7 +432,7 @@ def test_prepared_batches_reused_across_iterations_give_the_same_training(traine
         b.reset_counts()
         for k in range(len(index)):
             bt = index.batch(k)
-            b.accumulate(bt, make_layout(bt, b.src_list, b.tgt_list, gappy=True))
+            b.accumulate(b.prepare(bt, make_layout(bt, b.src_list, b.tgt_list, gappy=True)))
         hb.append(b.m_step().tolist())
     assert ha == hb
     assert torch.equal(a.t_fwd, b.t_fwd) and torch.equal(a.t_bwd, b.t_bwd)
@@ -442,14 +444,14 @@ def test_log_tables_follow_in_place_changes(trained):
     index = trained[3]
     b = index.batch(0)
     lay = make_layout(b, model.src_list, model.tgt_list, gappy=True)
-    before = model.link_posteriors(b, lay, route=False)  # every row on the phrasal lattice
+    prep = unrouted(model, b, lay)  # every row on the phrasal lattice
+    before = model.link_posteriors(prep)
     state = {k: v.clone() for k, v in model.state_dict().items()}
     model.t_fwd.mul_(0.5).add_(1e-3)  # in place: the cached log table must not be reused
-    changed = model.link_posteriors(b, lay, route=False)
+    changed = model.link_posteriors(prep)
     assert not torch.equal(before[0], changed[0])
     model.load_state_dict(state)
-    assert all(torch.equal(x, y) for x, y in zip(model.link_posteriors(b, lay, route=False),
-                                                 before))
+    assert all(torch.equal(x, y) for x, y in zip(model.link_posteriors(prep), before))
 
 
 def test_gappy_counter_kernel_equals_the_match_gappy_counts():
@@ -512,29 +514,6 @@ def test_span_counter_equals_the_match_spans_counts():
         sp = cand.match_spans(w, ln)
         want += torch.bincount(sp[sp >= 0] - V, minlength=rows.shape[0])
     assert want.sum() > 100 and np.array_equal(counter.counts, want.numpy())
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_word_slot_scatter_of_both_directions_equals_two_index_adds(dtype):
-    from aligners.models.gappy_hsmm._counts_kernel import scatter_word_slots_
-
-    g = torch.Generator().manual_seed(3)
-    B, I, J, P = 4, 5, 6, 7  # few slots: many repeated ids, so the order of adds matters
-    ids = torch.randint(0, P, (B, I, J), generator=g, dtype=torch.int32)
-    fwd = torch.rand(B, J, I, generator=g, dtype=dtype) * 10 ** torch.randint(
-        -6, 6, (B, J, I), generator=g).to(dtype)
-    bwd = torch.rand(B, I, J, generator=g, dtype=dtype) * 10 ** torch.randint(
-        -6, 6, (B, I, J), generator=g).to(dtype)
-    start = torch.rand(P, 2, generator=g, dtype=dtype)
-    got = scatter_word_slots_(start.clone(), ids, fwd, bwd)
-    want = start.clone()
-    want[:, 0].index_add_(0, ids.transpose(1, 2).reshape(-1).long(), fwd.reshape(-1))
-    want[:, 1].index_add_(0, ids.reshape(-1).long(), bwd.reshape(-1))
-    assert torch.equal(got, want)
-    with pytest.raises(ValueError, match="outside"):
-        scatter_word_slots_(start.clone(), ids + P, fwd, bwd)
-    with pytest.raises(ValueError, match="needs fwd"):
-        scatter_word_slots_(start.clone(), ids, bwd, bwd)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -627,7 +606,7 @@ def test_layouts_handed_over_by_the_build_equal_matching_again_and_train_the_sam
     for k in range(len(index)):
         bt = index.batch(k)
         ref = make_layout(bt, a.src_list, a.tgt_list, gappy=True)
-        got = layouts[k].expand()
+        got = layouts[k].expand("cpu")
         for x, y in zip((got.span_src, got.span_tgt, got.span_state_src, got.span_state_tgt,
                          *got.ph_fwd, *got.ph_bwd),
                         (ref.span_src, ref.span_tgt, ref.span_state_src, ref.span_state_tgt,

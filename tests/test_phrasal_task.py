@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aligners.data.types import AlignedPair, Alignment
-from aligners.models.gappy_hsmm import PhrasalConfig
+from aligners.models.gappy_hsmm.config import PhrasalConfig
 from aligners.training.gappy_hsmm import gappy_patterns
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -120,7 +120,7 @@ def test_every_phrasal_config_key_reaches_the_model():
 
 def test_the_phrasal_start_takes_model_start_iteration_counts():
     """`model.start` overrides only the iteration counts of `model.word` for the
-    no-agreement start; unknown keys are a clear error, not silently dropped."""
+    no-agreement start."""
     from omegaconf import OmegaConf
 
     from aligners.training.gappy_hsmm import task_config
@@ -137,9 +137,21 @@ def test_the_phrasal_start_takes_model_start_iteration_counts():
     del m["start"]
     c = start_config(m, 1000)
     assert (c.ibm1_iterations, c.hmm_iterations, c.agreement) == (5, 5, False)
-    m.start = {"hmm_iteration": 2}
-    with pytest.raises(ValueError, match="model.start: unknown keys"):
-        start_config(m, 1000)
+
+
+def test_unknown_start_and_phrasal_keys_are_refused_before_the_task_runs():
+    """`run.check` (`config_checks.check_config`) refuses a misspelt key of `model.start` or
+    `model.phrasal`: the task never sees one."""
+    from hydra import compose, initialize_config_dir
+
+    from aligners.config_checks import check_config
+    from aligners.errors import AlignersInputError
+
+    for key in ("model.start.hmm_iteration", "model.phrasal.min_cuont"):
+        with initialize_config_dir(str(CONFIGS), version_base=None):
+            cfg = compose("train", overrides=["experiment=bansal2011_hansards", f"+{key}=2"])
+        with pytest.raises(AlignersInputError, match=f"^{key} is not a setting"):
+            check_config(cfg, cfg.task)
 
 
 @pytest.mark.parametrize("n_pairs", [1_000, 20_484, 200_484])

@@ -34,8 +34,7 @@ from aligners.data.heap import release_free_heap
 from aligners.data.vocab import WordIds
 from aligners.inference.choose import choose_decoding, score, sym_lines
 from aligners.models.aligned import Decoding, parse_line
-from aligners.models.gappy_hsmm import PhrasalConfig
-from aligners.models.gappy_hsmm.config import SIZED, GappyHSMMConfig
+from aligners.models.gappy_hsmm.config import GappyHSMMConfig, PhrasalConfig
 from aligners.models.gappy_hsmm.decode import prepared_batch
 from aligners.models.gappy_hsmm.folder import PhrasalBundle
 from aligners.models.gappy_hsmm.init import phrasal_stages
@@ -66,7 +65,7 @@ class LitPhrasalAligner(LitEM):
 
     def e_step(self, k: int) -> None:
         m = self.model
-        m.accumulate(prepared=prepared_batch(m, self.index, k, self._prepared, self._layouts))
+        m.accumulate(prepared_batch(m, self.index, k, self._prepared, self._layouts))
 
 
 def gappy_patterns(gold, links) -> tuple[int, int, int, int]:
@@ -80,25 +79,21 @@ def gappy_patterns(gold, links) -> tuple[int, int, int, int]:
         sure, poss = set(p.alignment.sure), set(p.alignment.possible) | set(p.alignment.sure)
         pats = []
         for side in (0, 1):
-            by = {}
-            for lk in sure:
-                by.setdefault(lk[side], []).append(lk[1 - side])
-            for w, others in by.items():
-                o = sorted(others)
-                if len(o) >= 2 and o[-1] - o[0] + 1 > len(o):
+            for w in {lk[side] for lk in sure}:
+                o = [lk[1 - side] for lk in sure if lk[side] == w]  # distinct
+                if max(o) - min(o) + 1 > len(o):  # (so two or more, with a gap)
                     pats.append((side, w))
         if not pats:
             continue
         n += 1
         ok += all({lk for lk in sure if lk[side] == w} <= {lk for lk in pred if lk[side] == w}
                   <= poss for side, w in pats)
-        src, tgt = p.src, p.tgt
-        for i, w in enumerate(src):
+        for i, w in enumerate(p.src):
             if w == "not":
                 js = {j for (a, j) in sure if a == i}
-                if {"ne", "pas"} <= {tgt[j] for j in js}:
+                if {"ne", "pas"} <= {p.tgt[j] for j in js}:
                     n_np += 1
-                    ok_np += {(i, j) for j in js if tgt[j] in ("ne", "pas")} <= pred
+                    ok_np += {(i, j) for j in js if p.tgt[j] in ("ne", "pas")} <= pred
                     break
     return n, ok, n_np, ok_np
 
@@ -117,27 +112,12 @@ def task_config(m: DictConfig, n_pairs: int) -> GappyHSMMConfig:
     `aligners align --model gappy-hsmm` trains with: the start (sec. 7.1: Model 1 + word
     HMM, no agreement) is `model.word` with `model.start`'s iteration counts (Bansal et al.
     tuned them on dev, sec. 7.2), the phrasal model `model.phrasal`; a sized setting given
-    as null (not left out) takes the dev-chosen regimen of `n_pairs` pairs
-    (`GappyHSMMConfig.for_pairs`, the one `REGIMENS` table). Keys of `model.phrasal` that
-    are not PhrasalConfig fields are left out; unknown keys of `model.start` are a
-    ValueError."""
-    given, sized = {"start": {}, "phrasal": {}}, []
-    for part in ("start", "phrasal"):
-        node = m.get(part)
-        for k, v in (OmegaConf.to_container(node) if node is not None else {}).items():
-            if v is None and f"{part}.{k}" in SIZED:
-                sized.append(f"{part}.{k}")
-            else:
-                given[part][k] = v
-    unknown = set(given["start"]) - {"ibm1_iterations", "hmm_iterations"}
-    if unknown:
-        raise ValueError(f"model.start: unknown keys {sorted(unknown)} (allowed: "
-                         "ibm1_iterations, hmm_iterations)")
-    start = WordAlignConfig(**{**{k: m.word[k] for k in m.word}, **given["start"],
-                               "agreement": False})
-    phrasal = PhrasalConfig(**{k: v for k, v in given["phrasal"].items()
-                               if k in PhrasalConfig.__dataclass_fields__})
-    return GappyHSMMConfig(start, phrasal, tuple(sized)).for_pairs(n_pairs)
+    as null takes the dev-chosen regimen of `n_pairs` pairs (`GappyHSMMConfig.for_pairs`,
+    the one `REGIMENS` table). The section's keys are checked by `run.check`."""
+    c = OmegaConf.to_container(m, resolve=True)
+    start = WordAlignConfig(**{**c["word"], **(c.get("start") or {}), "agreement": False})
+    return GappyHSMMConfig(start, PhrasalConfig(**(c.get("phrasal") or {})),
+                           sized=()).for_pairs(n_pairs)
 
 
 class _Table:
@@ -201,11 +181,6 @@ class _Stages:
         self.times[name] = self.times.get(name, 0.0) + time.time() - t0
         self.cpu[name] = self.cpu.get(name, 0.0) + time.process_time() - c0
 
-    def _report(self, name: str, model, seconds: float) -> None:
-        if self.table is not None:
-            wrap = TrainedWordAligner if isinstance(model, WordAligner) else PhrasalBundle
-            self.table.report(name, wrap(model, *self.vocab), seconds)
-
     def _fit_word(self, word: WordAligner) -> None:
         fit_em(self.cfg, LitWordAligner.from_model(word, self.index), word.n_iterations)
 
@@ -216,7 +191,8 @@ class _Stages:
             base = WordAligner.from_index(self.index,
                                           WordAlignConfig(**{**wcfg, "agreement": True}))
             self._fit_word(base)
-        self._report("word_hmm_agreement", base, self.times["word_hmm_agreement"])
+        self.table.report("word_hmm_agreement", TrainedWordAligner(base, *self.vocab),
+                          self.times["word_hmm_agreement"])
         del base
         release_free_heap()  # the baseline's freed tables and E-step buffers back to the OS
 
@@ -227,9 +203,8 @@ class _Stages:
         stats = {}
         for name, model, st, layouts in phrasal_stages(self.index, config, self._fit_word,
                                                        kinds=kinds, timed=self.timed):
-            vit_s, vit_cpu = self.times["word_viterbi"], self.cpu["word_viterbi"]
-            self.times[name] += vit_s
-            self.cpu[name] += vit_cpu
+            self.times[name] += self.times["word_viterbi"]
+            self.cpu[name] += self.cpu["word_viterbi"]
             init_s, init_cpu = self.times[name], self.cpu[name]
             with self.timed(name):
                 lit = LitPhrasalAligner(model, self.index, layouts)
@@ -239,7 +214,9 @@ class _Stages:
             print(f"[{name}] {st}; init {init_s:.1f} s (CPU {init_cpu:.1f} s), total "
                   f"{self.times[name]:.1f} s (CPU {self.cpu[name]:.1f} s); "
                   f"loglik {lit.history}", flush=True)
-            self._report(f"+{name}", model, self.times["word_hmm_no_agreement"] + self.times[name])
+            if self.table is not None:
+                self.table.report(f"+{name}", PhrasalBundle(model, *self.vocab),
+                                  self.times["word_hmm_no_agreement"] + self.times[name])
             model.clear_caches()  # its cached tables: not kept while the next model trains
             if name != kinds[-1]:  # its memory back before the next build
                 model = None
@@ -272,12 +249,11 @@ class GappyTask(WordTask):
         config = task_config(m, index.n_sentences)
         model, stats = stages.phrasal(config, ("gappy",) if table is None else
                                       ("contiguous", "gappy"))
-        start = config.start
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         rows = {} if table is None else table.metrics
         rows["run"] = {"index_seconds": index_s, "peak_rss_mb": rss_mb,
-                       "start_ibm1_iterations": start.ibm1_iterations,
-                       "start_hmm_iterations": start.hmm_iterations,
+                       "start_ibm1_iterations": config.start.ibm1_iterations,
+                       "start_hmm_iterations": config.start.hmm_iterations,
                        "phrasal_iterations": int(config.phrasal.iterations),
                        "training_pairs": index.n_sentences,
                        **{f"{k}_seconds": v for k, v in stages.times.items()},

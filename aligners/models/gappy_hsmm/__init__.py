@@ -1,17 +1,9 @@
 """The gappy-hsmm family: phrasal and gappy hidden semi-Markov word aligner by agreement
-(Bansal et al. 2011). Heavy names (torch) are imported on first use."""
+(Bansal et al. 2011): its record (nothing heavy is imported here)."""
 
-from aligners.families import Family, lazy_names
+from aligners.families import Family
 
-__all__ = [
-    "FAMILY",
-    "Layout",
-    "PhraseList",
-    "PhrasalAligner",
-    "PhrasalConfig",
-    "build_phrasal_aligner",
-    "make_layout",
-]
+__all__ = ["FAMILY"]
 
 FAMILY = Family(
     name="gappy-hsmm",
@@ -23,7 +15,3 @@ FAMILY = Family(
     read_kinds=("phrasal-hsmm",),  # folders written before the one-name records
     order=2,
 )
-
-__getattr__ = lazy_names(__name__, {"build_phrasal_aligner": "init", "Layout": "model",
-    "PhrasalAligner": "model", "make_layout": "model", "PhrasalConfig": "config",
-    "PhraseList": "phrase_lists"})

@@ -1,14 +1,8 @@
-"""Both directions' word-slot count scatter of the phrasal E-step in one pass, and both
-directions' table gather likewise (issue 10).
+"""Both directions' table gather of the phrasal E-step in one pass (issue 10), and the
+M-step's normaliser of the sparse tables (numba).
 
-Shapes: counts (P, 2) (the forward / backward counts interleaved, `PhrasalAligner.c_lex`),
-ids (B, I, J) int32/int64 pair slots, fwd (B, J, I) forward counts (observation-major),
-bwd (B, I, J) backward counts. Adds counts[ids[b,i,j], 0] += fwd[b,j,i] in (b, j, i) order
-and counts[ids[b,i,j], 1] += bwd[b,i,j] in (b, i, j) order: per column the order of
-`scatter_add_(c_fwd, ids.transpose(1, 2), fwd)` and `scatter_add_(c_bwd, ids, bwd)`, so the
-sums are the same bit for bit; both directions of one item run back to back, so the second
-pass finds the item's slots (one cache line per slot for both columns) still in cache.
-Cost O(B I J) time, no extra memory. Other devices / dtypes: the two `scatter_add_` calls.
+Shapes: tables (P, 2) (the forward / backward tables interleaved,
+`PhrasalAligner.pair_tables`), ids (any shape) int32/int64 pair slots; counts (P+1+Q,).
 """
 
 from __future__ import annotations
@@ -17,25 +11,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from aligners.models._scatter import kernel_ready, scatter_add_
-
-__all__ = ["scatter_word_slots_", "gather2", "normalise_counts"]
-
-
-@njit(cache=True)
-def _word_slots(counts, ids, fwd, bwd):
-    n = counts.shape[0]
-    for b in range(ids.shape[0]):
-        for i in range(ids.shape[1]):
-            for j in range(ids.shape[2]):
-                s = ids[b, i, j]
-                if s < 0 or s >= n:
-                    return s
-                counts[s, 1] += bwd[b, i, j]
-        for j in range(ids.shape[2]):
-            for i in range(ids.shape[1]):
-                counts[ids[b, i, j], 0] += fwd[b, j, i]
-    return -1
+__all__ = ["gather2", "normalise_counts"]
 
 
 @njit(cache=True)
@@ -67,27 +43,6 @@ def gather2(tables: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torc
     if bad >= 0:
         raise IndexError(f"gather2: id {int(flat[bad])} outside [0, {tables.shape[0]})")
     return out0, out1
-
-
-def scatter_word_slots_(counts: torch.Tensor, ids: torch.Tensor, fwd: torch.Tensor,
-                        bwd: torch.Tensor) -> torch.Tensor:
-    """counts[:, 0] += fwd at ids.transpose(1, 2), counts[:, 1] += bwd at ids, in the
-    orders of the module docstring; returns counts."""
-    B, I, J = ids.shape
-    if tuple(fwd.shape) != (B, J, I) or tuple(bwd.shape) != (B, I, J):
-        raise ValueError(f"scatter_word_slots_: ids {(B, I, J)} needs fwd {(B, J, I)} and bwd "
-                         f"{(B, I, J)}, got {tuple(fwd.shape)}, {tuple(bwd.shape)}")
-    fast = (counts.dim() == 2 and counts.shape[1] == 2 and counts.is_contiguous()
-            and kernel_ready(counts, ids, (fwd, bwd)))
-    if not fast:
-        scatter_add_(counts[:, 0], ids.transpose(1, 2), fwd)
-        scatter_add_(counts[:, 1], ids, bwd)
-        return counts
-    bad = _word_slots(counts.numpy(), np.ascontiguousarray(ids.numpy()),
-                      np.ascontiguousarray(fwd.numpy()), np.ascontiguousarray(bwd.numpy()))
-    if bad >= 0:
-        raise ValueError(f"scatter_word_slots_: id {int(bad)} outside [0, {counts.shape[0]})")
-    return counts
 
 
 @njit(cache=True)

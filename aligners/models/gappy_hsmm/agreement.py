@@ -60,13 +60,10 @@ def sparse_agreement_counts(pf, pb, df, db, *, agreement: bool):
     Ggap = torch.bmm(pb.phrase, db.gends.to(pb.word.dtype))  # (B, I, J)
 
     def seg_q(post, other_phrase, d):  # segment x mirror phrase state (at listed spans)
-        if d.seg_item.numel() == 0:
-            return post.seg.clone()
         return post.seg * other_phrase.transpose(1, 2)[d.seg_item, d.mirror]
 
     def partner(d, other_seg, ww_other):  # (B,P,O) mirror of each phrase state
-        B = d.first.shape[0]
-        bidx = torch.arange(B, device=d.first.device)[:, None]
+        bidx = torch.arange(d.first.shape[0], device=d.first.device)[:, None]
         f, la = d.first.clamp_min(0), d.last.clamp_min(0)
         if other_seg.shape[0]:
             contig = torch.where((d.partner >= 0)[..., None], other_seg[d.partner.clamp_min(0)],

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, replace
-from typing import ClassVar
 
 from aligners.cli_types import add_options, from_options, given
 from aligners.config_checks import BOOL, FRAC, ITERATIONS, NONNEG, POS, Rule, check, maybe, setting
 from aligners.data import DEFAULT_CELLS
 from aligners.models.hmm.config import DECODING, METHODS, WordAlignConfig, WordGrid
 
-__all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "METHODS", "DECODING", "REGIMENS", "regimen",
-           "PhrasalConfig", "GappyHSMMConfig", "StartConfig", "GappyTaskConfig", "TASK_SECTIONS",
-           "add_arguments", "from_args"]
+__all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "METHODS", "DECODING", "REGIMENS", "PhrasalConfig",
+           "GappyHSMMConfig", "StartConfig", "GappyTaskConfig", "TASK_SECTIONS", "add_arguments",
+           "from_args"]
 
 MAX_PHRASE_LEN = 16  # longest phrase the span hash supports
 RANK_RULES = ("probability", "count")  # how `rank_phrases` orders the mined candidates
@@ -76,15 +75,6 @@ REGIMENS = (
 SIZED = tuple(dict.fromkeys(k for _, r in REGIMENS for k in r))
 
 
-def regimen(n_pairs: int) -> dict:
-    """{dotted field: value} of the dev-chosen regimen for a bitext of `n_pairs` pairs."""
-    out = {}
-    for start, settings in REGIMENS:
-        if n_pairs >= start:
-            out.update(settings)
-    return out
-
-
 @dataclass
 class GappyHSMMConfig:
     """The family's training: `start` (word HMM, no agreement), then `phrasal`. `sized`
@@ -100,10 +90,11 @@ class GappyHSMMConfig:
     def for_pairs(self, n_pairs: int) -> GappyHSMMConfig:
         """This config with its `sized` fields set for a bitext of `n_pairs` pairs."""
         parts = {"start": {}, "phrasal": {}}
-        for key, value in regimen(n_pairs).items():
-            part, _, name = key.partition(".")
-            if key in self.sized or getattr(getattr(self, part), name) is None:
-                parts[part][name] = value
+        for since, settings in REGIMENS:  # a later regimen overrides an earlier one
+            for key, value in settings.items() if n_pairs >= since else ():
+                part, _, name = key.partition(".")
+                if key in self.sized or getattr(getattr(self, part), name) is None:
+                    parts[part][name] = value
         return GappyHSMMConfig(start=replace(self.start, **parts["start"]),
                                phrasal=replace(self.phrasal, **parts["phrasal"]), sized=())
 
@@ -130,8 +121,6 @@ class GappyTaskConfig:
     start: StartConfig = setting(factory=StartConfig)
     phrasal: PhrasalConfig = setting(factory=PhrasalConfig)
     tune_grid: WordGrid = setting(factory=WordGrid)
-
-    NULLABLE: ClassVar[tuple[str, ...]] = SIZED
 
 
 TASK_SECTIONS = {"model": f"{__name__}:GappyTaskConfig"}  # the task's config sections

@@ -8,7 +8,8 @@ from __future__ import annotations
 import torch
 
 from aligners.data.bitext import PairIndex
-from aligners.models.gappy_hsmm.model import PhrasalAligner, make_layout
+from aligners.models.gappy_hsmm.layout import make_layout
+from aligners.models.gappy_hsmm.model import PhrasalAligner
 from aligners.models.gappy_hsmm.prepared import ReuseCache
 
 __all__ = ["fit_phrasal", "prepared_batch", "batch_link_matrices"]
@@ -27,7 +28,7 @@ def fit_phrasal(model: PhrasalAligner, index: PairIndex, *, progress=None,
     for it in range(int(model.iteration), model.config.iterations):
         model.reset_counts()
         for k in range(len(index)):
-            model.accumulate(prepared=prepared_batch(model, index, k, prepared, layouts))
+            model.accumulate(prepared_batch(model, index, k, prepared, layouts))
             if progress is not None:
                 progress(it, k)
         history.append(model.m_step().tolist())
@@ -54,18 +55,14 @@ def batch_link_matrices(model, index: PairIndex, *, viterbi: bool = False,
     numpy link posteriors (0/1 under Viterbi): a generator, so a caller that turns each
     batch into lines holds one batch of matrices at a time. Pairs with an empty side are
     not batched (not yielded). `prepared`: the phrasal model's prepared batches of this
-    `index` (`fit_phrasal(prepared=)`), reused where kept. Cost: one E-step (or Viterbi
-    pass) over `index`."""
-    dev = model.keys.device
+    `index` (`fit_phrasal(prepared=)`), reused where kept (`prepared_batch`). Cost: one
+    E-step (or Viterbi pass) over `index`."""
+    prepared = ReuseCache(0) if prepared is None else prepared  # (0: none kept)
     with torch.no_grad():
         for k in range(len(index)):
-            prep = prepared.get(k) if prepared is not None else None
-            if prep is None:
-                b = index.batch(k).to(dev)
-                prep = model.prepare(b, make_layout(b, model.src_list, model.tgt_list,
-                                                    gappy=model.config.gappy))
+            prep = prepared_batch(model, index, k, prepared, None)
             b = prep.batch
-            lf, lb = model.link_posteriors(viterbi=viterbi, prepared=prep)
+            lf, lb = model.link_posteriors(prep, viterbi=viterbi)
             lf, lb = lf.float().cpu().numpy(), lb.float().cpu().numpy()
             sl, tl = b.src_lengths.tolist(), b.tgt_lengths.tolist()
             yield [(r, lf[n, :sl[n], :tl[n]], lb[n, :sl[n], :tl[n]])

@@ -172,26 +172,24 @@ class PhrasalBundle(WordAlignment):
         """The model of a read `aligners.export.ModelFolder` (or its path) of this family,
         its saved decoding checked."""
         from aligners.export import ModelFolder, read_model
+        from aligners.models.hmm.folder import _vocab
 
         if not isinstance(folder, ModelFolder):
             folder = read_model(folder, kind=KIND)
-        c, path = folder.config, str(folder.path)
         try:
-            model, src, tgt = _read(folder, c)
+            model = _read(folder, folder.config)
+            src, tgt = _vocab(folder, model.n_src_words, model.n_tgt_words)
+        except AlignersInputError:
+            raise
         except (KeyError, TypeError, ValueError) as err:
-            if isinstance(err, AlignersInputError):
-                raise
             raise AlignersInputError(f"not a valid gappy-hsmm model ({err!r})",
-                                     path=path) from None
-        if len(src) != model.n_src_words or len(tgt) != model.n_tgt_words:
-            raise AlignersInputError("vocab.json does not match config.json", path=path)
+                                     path=str(folder.path)) from None
         model.reset_counts()
-        return cls(model, src, tgt, dict(c.get("decoding") or {})).checked(folder)
+        return cls(model, src, tgt, dict(folder.config.get("decoding") or {})).checked(folder)
 
 
-def _read(folder, c: dict) -> tuple[PhrasalAligner, WordIds, WordIds]:
-    """The aligner and both vocabularies of a read folder (its config.json `c`)."""
-    path = str(folder.path)
+def _read(folder, c: dict) -> PhrasalAligner:
+    """The aligner of a read folder (its config.json `c`)."""
     cfg = PhrasalConfig(**c["model"])
     Vs, Vt = int(c["n_src_words"]), int(c["n_tgt_words"])
     lists = {side: PhraseList(folder.tensor(f"{side}_contiguous").long(),
@@ -207,10 +205,7 @@ def _read(folder, c: dict) -> tuple[PhrasalAligner, WordIds, WordIds]:
         if t.shape != getattr(model, name).shape:
             raise AlignersInputError(f"tensor {name!r} has shape {tuple(t.shape)}, "
                                      f"expected {tuple(getattr(model, name).shape)}",
-                                     path=path)
+                                     path=str(folder.path))
         setattr(model, name, t.float())
     model.iteration = torch.tensor(int(c.get("iteration", 0)))
-    vocab = folder.json("vocab")
-    src = WordIds.from_json(vocab["source"], path=f"{path}/vocab.json")
-    tgt = WordIds.from_json(vocab["target"], path=f"{path}/vocab.json")
-    return model, src, tgt
+    return model

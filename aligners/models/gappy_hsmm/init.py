@@ -25,8 +25,10 @@ import torch
 from aligners.data.bitext import PairIndex
 from aligners.data.heap import release_free_heap
 from aligners.models.gappy_hsmm._init_kernel import tight_phrase_keys
+from aligners.models.gappy_hsmm.config import PhrasalConfig
+from aligners.models.gappy_hsmm.layout import make_layout
 from aligners.models.gappy_hsmm.mining import mine_phrase_lists, word_viterbi
-from aligners.models.gappy_hsmm.model import PhrasalAligner, PhrasalConfig, make_layout
+from aligners.models.gappy_hsmm.model import PhrasalAligner
 from aligners.models.gappy_hsmm.phrase_lists import PhraseList
 from aligners.models.gappy_hsmm.prepared import ReuseCache
 from aligners.models.gappy_hsmm.routing import phrase_rows
@@ -60,12 +62,9 @@ def phrase_keys(index: PairIndex, src_list: PhraseList, tgt_list: PhraseList, *,
         spans.append((rows, lay.span_src[rows], lay.span_tgt[rows]))
         for ph, words, ln, fwd in ((lay.ph_fwd, bt.tgt, bt.tgt_lengths, True),
                                    (lay.ph_bwd, bt.src, bt.src_lengths, False)):
-            unit = ph[2]
-            ok = (unit[:, :, None] >= 0) & (torch.arange(words.shape[1])[None, None, :]
-                                            < ln[:, None, None])
-            w = words.long()[:, None, :]
-            key = unit[:, :, None] * Ut + w if fwd else w * Ut + unit[:, :, None]
-            parts.append(torch.unique(key[ok]))
+            unit, w = ph[2][:, :, None], words.long()[:, None, :]
+            ok = (unit >= 0) & (torch.arange(words.shape[1])[None, None, :] < ln[:, None, None])
+            parts.append(torch.unique((unit * Ut + w if fwd else w * Ut + unit)[ok]))
         if len(parts) > 64:
             merged, parts = _unique([merged, *parts]), []
     return _unique([merged, *parts]), matched / max(1, index.n_sentences)
@@ -125,38 +124,30 @@ def _word_lookup(word_model, s, t, *, forward: bool):
 
 def _init_table(model, word_model, counts, n_occ, *, forward: bool) -> torch.Tensor:
     """Initial (P+1+Q,) table of one direction; see the module docstring."""
-    P = model.word_keys.numel()
-    Vs, Vt, Ut = model.n_src_words, model.n_tgt_words, model.n_tgt_units
+    P, Ut, pk = model.word_keys.numel(), model.n_tgt_units, model.phrase_keys
+    lst = model.src_list if forward else model.tgt_list
+    V, n_given = lst.n_words, lst.n_units
     g = model.givens(forward=forward)
-    V = Vs if forward else Vt
-    n_given = model.src_list.n_units if forward else model.tgt_list.n_units
-    pk = model.phrase_keys
-    gp, op = (pk // Ut, pk % Ut) if forward else (pk % Ut, pk // Ut)  # given, outcome units
-    word_given = gp < V
+    gp, op = g[P + 1:], pk % Ut if forward else pk // Ut  # phrase slots' given, outcome units
+    word_given, occ = gp < V, n_occ.clamp_min(1)
     # word givens: their phrase outcomes by counts / occurrences, words scaled down
     mass = torch.zeros(n_given).index_add_(0, gp[word_given], counts[word_given])
-    share = (mass[:V] / n_occ.clamp_min(1)).clamp(max=0.5)
-    table = torch.empty(P + 1 + pk.numel())
+    share = (mass[:V] / occ).clamp(max=0.5)
     wt = (word_model.t_fwd if forward else word_model.t_bwd)[:P]
-    table[:P] = wt * (1 - share[g[:P]])
-    table[P] = _TINY
     ph = torch.zeros(pk.numel())
-    ph[word_given] = counts[word_given] / n_occ.clamp_min(1)[gp[word_given]].float()
+    ph[word_given] = counts[word_given] / occ[gp[word_given]].float()
     # phrase givens: counts blended with the mean of the member words' rows
-    mem = _members(model.src_list if forward else model.tgt_list)
-    rows = mem[(gp[~word_given] - V)]  # (n, L)
-    o = op[~word_given][:, None].expand_as(rows)
-    vals = _word_lookup(word_model, rows, o, forward=True) if forward else _word_lookup(
-        word_model, o, rows, forward=False)
-    fb = (vals * (rows >= 0)).sum(1) / (rows >= 0).sum(1).clamp_min(1)
     gi = gp[~word_given]
-    fb_tot = torch.zeros(n_given).index_add_(0, gi, fb)
+    rows = _members(lst)[gi - V]  # (n, L)
+    o = op[~word_given][:, None].expand_as(rows)
+    vals = _word_lookup(word_model, *((rows, o) if forward else (o, rows)), forward=forward)
+    fb = (vals * (rows >= 0)).sum(1) / (rows >= 0).sum(1).clamp_min(1)
     c = counts[~word_given]
-    c_tot = torch.zeros(n_given).index_add_(0, gi, c)
-    fbn = fb / fb_tot[gi].clamp_min(_TINY)
-    cn = c / c_tot[gi].clamp_min(_TINY)
-    ph[~word_given] = torch.where(c_tot[gi] > 0, 0.5 * cn + 0.5 * fbn, fbn)
-    table[P + 1:] = ph
+    c_tot = torch.zeros(n_given).index_add_(0, gi, c)[gi]
+    fbn = fb / torch.zeros(n_given).index_add_(0, gi, fb)[gi].clamp_min(_TINY)
+    cn = c / c_tot.clamp_min(_TINY)
+    ph[~word_given] = torch.where(c_tot > 0, 0.5 * cn + 0.5 * fbn, fbn)
+    table = torch.cat([wt * (1 - share[g[:P]]), torch.full((1,), _TINY), ph]).float()
     return table.clamp_min(_TINY)
 
 

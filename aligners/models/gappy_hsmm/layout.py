@@ -45,10 +45,8 @@ class Layout:
             pos = (flat >= 0).nonzero()[:, 0]
             return tuple(t.shape), pos.cpu(), flat[pos].cpu()
 
-        return CompactLayout(tuple(sparse(t) for t in (self.span_src, self.span_tgt,
-                                                       self.span_state_src,
-                                                       self.span_state_tgt)),
-                             tuple(x.cpu() for x in self.ph_fwd),
+        tables = (self.span_src, self.span_tgt, self.span_state_src, self.span_state_tgt)
+        return CompactLayout(tuple(map(sparse, tables)), tuple(x.cpu() for x in self.ph_fwd),
                              tuple(x.cpu() for x in self.ph_bwd))
 
 
@@ -64,33 +62,33 @@ class CompactLayout:
     ph_fwd: tuple
     ph_bwd: tuple
 
-    def expand(self, device=None) -> Layout:
-        """The `Layout` (long tensors, the same values as the one compacted) on `device`
-        (default CPU). Cost O(B (I + J) L)."""
+    def expand(self, device) -> Layout:
+        """The `Layout` (long tensors, the same values as the one compacted) on `device`.
+        Cost O(B (I + J) L)."""
         dense = []
         for shape, pos, val in self.tables:
             t = torch.full(shape, -1, dtype=val.dtype)
             t.view(-1)[pos] = val
-            dense.append(t.to(device) if device is not None else t)
-        ph = [tuple(x.to(device) if device is not None else x for x in p)
-              for p in (self.ph_fwd, self.ph_bwd)]
+            dense.append(t.to(device))
+        ph = [tuple(x.to(device) for x in p) for p in (self.ph_fwd, self.ph_bwd)]
         return Layout(dense[0], dense[1], ph[0], ph[1], dense[2], dense[3])
 
 
 def _pack(b, first, last, unit, gappy, B):
-    """Items (M,) sorted by b -> padded (B, P) tensors (-1 pad) and each item's column."""
+    """Items (M,) -> padded (B, P) tensors (-1 pad), each row's items in (first, last, item)
+    order, and each item's column."""
     dev = b.device
     span = int(torch.maximum(first.max(), last.max())) + 2 if b.numel() else 1
     order = torch.argsort((b * span + first + 1) * span + last + 1, stable=True)
-    b, first, last, unit, gappy = b[order], first[order], last[order], unit[order], gappy[order]
     counts = torch.bincount(b, minlength=B)
     P = int(counts.max()) if b.numel() else 0
     start = torch.cumsum(counts, 0) - counts
-    col = torch.arange(b.numel(), device=dev) - start[b]
+    col = torch.empty_like(order)
+    col[order] = torch.arange(b.numel(), device=dev) - start[b[order]]
     out = [torch.full((B, P), -1, dtype=torch.long, device=dev) for _ in range(4)]
     for o, v in zip(out, (first, last, unit, gappy.long())):
         o[b, col] = v
-    return tuple(out), col, order
+    return tuple(out), col
 
 
 def make_layout(batch: Batch, src_list: PhraseList, tgt_list: PhraseList, *, gappy: bool):
@@ -103,18 +101,15 @@ def make_layout(batch: Batch, src_list: PhraseList, tgt_list: PhraseList, *, gap
     def states(span, words, lengths, lst):
         b, n, ln = (span >= 0).nonzero(as_tuple=True)
         items = [b, n - ln, n, span[b, n, ln], torch.zeros_like(b, dtype=torch.bool)]
-        nc = b.numel()
         if gappy and lst.n_gappy:
             gap = lst.match_gappy(words, lengths)
             gb, ga, gc = (gap >= 0).nonzero(as_tuple=True)
             extra = [gb, ga, gc, gap[gb, ga, gc], torch.ones_like(gb, dtype=torch.bool)]
             items = [torch.cat([x, y]) for x, y in zip(items, extra)]
-        packed, col, order = _pack(*items, B)
+        packed, col = _pack(*items, B)
         # column of each contiguous span state, placed back at its (b, end, len) cell
         state_of_span = torch.full_like(span, -1)
-        inv = torch.empty_like(order)
-        inv[order] = torch.arange(order.numel(), device=order.device)
-        state_of_span[b, n, ln] = col[inv[:nc]]
+        state_of_span[b, n, ln] = col[:b.numel()]
         return packed, state_of_span
 
     ph_fwd, st_src = states(span_src, batch.src, sl, src_list)

@@ -1,11 +1,7 @@
 """Steps 1 and 2 of building a `PhrasalAligner` (Bansal et al. 2011, sec. 5; `init.py` runs
-the steps): `word_viterbi`, the word HMM's Viterbi alignments, per batch both directions of a
-trained `WordAligner` (forward (B, J) and backward (B, I) int32 state positions, -1 = NULL;
-O(B J I^2) per batch); `mine_phrase_lists` mines the phrase candidates of both languages from
-them (`_mine_kernel.mine_candidates`), counts every candidate's occurrences over
-the bitext (numba hash tables: `_SpanCounter`, `_GappyCounter`) and keeps the top N
-contiguous and top N gappy phrases by (aligned - discount) / occurrences (`rank_phrases`).
-Cost: one mining and one counting pass over the bitext per language (O(cells) each).
+the steps): the word HMM's Viterbi alignments (`word_viterbi`), then the phrase lists of
+both languages mined from them (`mine_phrase_lists`). Cost: one Viterbi pass, then one
+mining and one counting pass over the bitext per language (O(cells) each).
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ from aligners.data.bitext import PairIndex
 from aligners.lattices._alignment_hmm_viterbi_kernel import alignment_hmm_viterbi_cpu
 from aligners.models.gappy_hsmm._init_kernel import gappy_occurrences, hash_table, key_positions
 from aligners.models.gappy_hsmm._mine_kernel import mine_candidates
-from aligners.models.gappy_hsmm.model import PhrasalConfig
+from aligners.models.gappy_hsmm.config import PhrasalConfig
 from aligners.models.gappy_hsmm.phrase_lists import (
     PhraseList,
     phrase_hashes,
@@ -67,17 +63,9 @@ def word_viterbi(word_model, index: PairIndex) -> list:
                  else None)
         for k in range(len(index)):
             bt = index.batch(k)
-            f, b = (_hmm_viterbi_cpu(word_model, bt, log_t) if fast
-                    else word_model.viterbi(bt))
+            f, b = _hmm_viterbi_cpu(word_model, bt, log_t) if fast else word_model.viterbi(bt)
             out.append((f.cpu().int(), b.cpu().int()))
     return out
-
-
-def _to_list(rows: list, width: int) -> torch.Tensor:
-    t = torch.full((len(rows), width), -1, dtype=torch.long)
-    for r, ph in enumerate(rows):
-        t[r, :len(ph)] = torch.tensor(ph)
-    return t
 
 
 def _unique_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -115,21 +103,6 @@ def _count_rows(parts: dict, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     return t, torch.cat(counts) if counts else torch.zeros(0, dtype=torch.long)
 
 
-def _top(rows: torch.Tensor, aligned, total, *, top: int, min_count: int, discount: float,
-         rule: str) -> list:
-    """`rank_phrases` of the candidates rows (N, W) (-1 padded) with the counts (N,)
-    aligned / total, given only those it can rank (total >= 1 and >= min_count, aligned -
-    discount > 0): the same ranking as passing every candidate, without a Python tuple per
-    candidate."""
-    a = np.asarray(aligned, dtype=np.int64)
-    t = np.asarray(total, dtype=np.int64)
-    keep = np.nonzero((t > 0) & (t >= min_count) & (a - discount > 0))[0]
-    sub = rows[torch.from_numpy(keep)].tolist()
-    phs = [tuple(w for w in r if w >= 0) for r in sub]
-    return rank_phrases(dict(zip(phs, a[keep].tolist())), dict(zip(phs, t[keep].tolist())),
-                        top=top, discount=discount, min_count=min_count, rule=rule)
-
-
 class _GappyCounter:
     """Occurrences of the gappy candidates (sorted keys (G,), w1 * V + w2) summed over
     batches: `add(words, lengths)` per batch, `counts` (G,) int64. The counts of
@@ -141,10 +114,8 @@ class _GappyCounter:
         k = np.ascontiguousarray(keys.numpy(), dtype=np.int64)
         self.keys, self.V = k, int(V)
         self.table = hash_table(k) if k.shape[0] else None
-        self.first_ok = np.zeros(V, dtype=np.bool_)
-        self.last_ok = np.zeros(V, dtype=np.bool_)
-        self.first_ok[k // V] = True
-        self.last_ok[k % V] = True
+        self.first_ok = np.bincount(k // V, minlength=V) > 0  # (V,) bool
+        self.last_ok = np.bincount(k % V, minlength=V) > 0
         self.counts = np.zeros(k.shape[0], dtype=np.int64)
 
     def add(self, words: torch.Tensor, lengths: torch.Tensor) -> None:
@@ -212,16 +183,16 @@ def mine_phrase_lists(index: PairIndex, vit: list, config: PhrasalConfig, *,
             tot_c.add(words, ln)
             if config.gappy and cand.n_gappy:
                 tot_g.add(words, ln)
-        top_c = _top(rows, counts.numpy(), tot_c.counts, top=config.n_contiguous,
-                     min_count=config.min_count, discount=config.discount, rule=config.rank)
-        top_g = []
+        top_c = rank_phrases(rows, counts, tot_c.counts, top=config.n_contiguous,
+                             min_count=config.min_count, discount=config.discount,
+                             rule=config.rank)
+        top_g = torch.zeros(0, 2, dtype=torch.long)
         if config.gappy:
             gd = config.discount if config.gappy_discount is None else config.gappy_discount
-            top_g = _top(cand.gappy, gc.numpy(), tot_g.counts, top=config.n_gappy,
-                         min_count=config.gappy_min_count, discount=gd,
-                         rule=config.gappy_rank or config.rank)
-        lists[side] = PhraseList(_to_list(top_c, L),
-                                 torch.tensor(top_g, dtype=torch.long).view(-1, 2), V[side], L)
+            top_g = rank_phrases(cand.gappy, gc, tot_g.counts, top=config.n_gappy,
+                                 min_count=config.gappy_min_count, discount=gd,
+                                 rule=config.gappy_rank or config.rank)
+        lists[side] = PhraseList(top_c, top_g, V[side], L)
         stats[f"{side}_contiguous_candidates"] = cand.n_contiguous
         stats[f"{side}_gappy_candidates"] = cand.n_gappy
     return lists["src"], lists["tgt"], stats

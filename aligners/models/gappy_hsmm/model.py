@@ -31,11 +31,10 @@ from aligners.lattices.phrasal_hsmm_sparse import (
     phrasal_hsmm_sparse_posteriors,
 )
 from aligners.models._scatter import scatter_add2_, scatter_add_
-from aligners.models.gappy_hsmm._counts_kernel import gather2, normalise_counts, scatter_word_slots_
+from aligners.models.gappy_hsmm._counts_kernel import gather2, normalise_counts
 from aligners.models.gappy_hsmm._init_kernel import hash_table, key_positions
 from aligners.models.gappy_hsmm.agreement import sparse_agreement_counts, sparse_link_posteriors
 from aligners.models.gappy_hsmm.config import PhrasalConfig
-from aligners.models.gappy_hsmm.layout import CompactLayout, Layout, make_layout
 from aligners.models.gappy_hsmm.phrase_lists import PhraseList
 from aligners.models.gappy_hsmm.prepared import (
     DirectionConst,
@@ -45,7 +44,7 @@ from aligners.models.gappy_hsmm.prepared import (
 )
 from aligners.models.gappy_hsmm.routing import take, take_rows, word_row_counts, word_row_posteriors
 
-__all__ = ["PhrasalConfig", "Layout", "CompactLayout", "PhrasalAligner", "make_layout"]
+__all__ = ["PhrasalAligner"]
 
 _TINY = 1e-20
 
@@ -123,14 +122,15 @@ class PhrasalAligner(nn.Module):
         return hit[1]
 
     # ------------------------------------------------------------------ potentials
-    prepare = prepare_batch  # model.prepare(batch, lay, *, route=True) -> PreparedBatch
+    prepare = prepare_batch  # model.prepare(batch, lay) -> PreparedBatch
 
     def _potentials(self, d: DirectionConst, word: torch.Tensor) -> SparsePhrasalPotentials:
         """Sparse potentials of one direction of the phrase rows from the current tables:
         word (B,O,S) (the word-slot log potentials, gathered by `_sparse`), listed long
         segments (M,S), null (B,O), phrase (B,O,P)."""
         table = self.pair_tables(log=True)[:, 0 if d.forward else 1]
-        null_t = self._log_table("null_tgt" if d.forward else "null_src")
+        null = self.null_tgt if d.forward else self.null_src  # its log, cached as `_cached`
+        null_t = self._cached(("log", d.forward), (null,), lambda: torch.log(null))
         return SparsePhrasalPotentials(
             word, d.seg_item, d.seg_end, d.seg_len,
             take(table, d.ids_s) + d.seg_lam, take(null_t, d.obs), take(table, d.ids_p),
@@ -151,32 +151,21 @@ class PhrasalAligner(nn.Module):
         next use): frees 4 (P+1+Q) floats and more once a model is trained and evaluated."""
         self.__dict__.pop("_caches", None)
 
-    def _log_table(self, name: str) -> torch.Tensor:
-        """log of the table `name` (null_tgt, null_src; cached as `_cached`): gathering from
-        it equals the log of the gathered probabilities."""
-        table = getattr(self, name)
-        return self._cached(("log", name), (table,), lambda: torch.log(table))
-
     def _sparse(self, prep: PreparedBatch, pbatch: Batch, *, viterbi: bool = False):
         """Both directions' sparse posteriors (or Viterbi indicators) of the phrase rows
         `pbatch` (= prep.phrase_batch())."""
-        out = []
         wb, wf = gather2(self.pair_tables(log=True), pbatch.pair_ids)[::-1]
-        for d, w in ((prep.fwd, wf.transpose(1, 2)), (prep.bwd, wb)):  # (B,O,S) each
-            out.append(phrasal_hsmm_sparse_posteriors(
-                self._potentials(d, w), max_len=self.config.max_phrase_len,
-                src_lengths=d.state_lengths, tgt_lengths=d.obs_lengths, viterbi=viterbi))
-        return out
+        return [phrasal_hsmm_sparse_posteriors(
+            self._potentials(d, w), max_len=self.config.max_phrase_len,
+            src_lengths=d.state_lengths, tgt_lengths=d.obs_lengths, viterbi=viterbi)
+            for d, w in ((prep.fwd, wf.transpose(1, 2)), (prep.bwd, wb))]  # w (B,O,S)
 
     # ------------------------------------------------------------------ E-step
-    def link_posteriors(self, batch: Batch | None = None, lay: Layout | None = None, *,
-                        viterbi: bool = False, route: bool = True,
-                        prepared: PreparedBatch | None = None):
+    def link_posteriors(self, prep: PreparedBatch, *, viterbi: bool = False):
         """(forward, backward) link posteriors (B, I, J) of every source-target word link
-        (a phrasal edge counts for each of its word links; a gappy one for its two ends).
-        `route`: rows without a phrase state run the word HMM lattice (`routing`).
-        `prepared`: `self.prepare(batch, lay, route=route)` made earlier (then lay unused)."""
-        prep = prepared if prepared is not None else self.prepare(batch, lay, route=route)
+        of the batch `prep` (`self.prepare(batch, lay)`; rows without a phrase state run
+        the word HMM lattice, `routing`): a phrasal edge counts for each of its word links,
+        a gappy one for its two ends."""
         batch = prep.batch
         if prep.word_rows is None:
             pf, pb = self._sparse(prep, batch, viterbi=viterbi)
@@ -207,40 +196,33 @@ class PhrasalAligner(nn.Module):
         self.c_null_src = torch.zeros(self.n_src_words, dtype=dt, device=dev)
         self.c_loglik = torch.zeros(2, dtype=torch.float64, device=dev)
 
-    def accumulate(self, batch: Batch | None = None, lay: Layout | None = None, *,
-                   route: bool = True,
-                   prepared: PreparedBatch | None = None) -> None:
-        """E-step of one batch (with agreement when configured) into the count buffers.
-        `route`: rows without a phrase state run the word HMM lattice (`routing`; same
-        counts), the others the phrasal lattice; False: every row the phrasal lattice.
-        `prepared`: `self.prepare(batch, lay, route=route)` made earlier (then lay unused)."""
-        prep = prepared if prepared is not None else self.prepare(batch, lay, route=route)
-        if prep.word_rows is not None:
-            self._accumulate_word_rows(take_rows(prep.batch, prep.word_rows))
+    def accumulate(self, prep: PreparedBatch) -> None:
+        """E-step of the batch `prep` (`self.prepare(batch, lay)`; with agreement when
+        configured) into the count buffers: rows without a phrase state run the word HMM
+        lattice (`routing`; the same counts), the others the phrasal lattice."""
+        if prep.word_rows is not None:  # through the word HMM lattice
+            wb = take_rows(prep.batch, prep.word_rows)
+            post = word_row_posteriors(self, wb)
+            (qf, qb), nf, nb = word_row_counts(post, wb, agreement=self.config.agreement)
+            ids = wb.pair_ids.reshape(-1)  # int32: same sums, faster than int64
+            scatter_add2_(self.c_lex, ids, qf.to(self.c_lex.dtype), qb.to(self.c_lex.dtype))
+            scatter_add_(self.c_null_tgt, wb.tgt, nf.to(self.c_null_tgt.dtype))
+            scatter_add_(self.c_null_src, wb.src, nb.to(self.c_null_src.dtype))
+            self.c_loglik += torch.stack([post.loglik_fwd.sum(), post.loglik_bwd.sum()]).double()
         pb_ = prep.phrase_batch()
         if pb_ is None:
             return
         pf, pb = self._sparse(prep, pb_)
         qf, qb = sparse_agreement_counts(pf, pb, prep.fwd, prep.bwd,
                                          agreement=self.config.agreement)
-        dt = self.c_lex.dtype  # word slots of both directions in one pass (same sums)
-        scatter_word_slots_(self.c_lex, pb_.pair_ids, qf.word[0].to(dt), qb.word[0].to(dt))
-        for cnt, d, q in ((self.c_fwd, prep.fwd, qf), (self.c_bwd, prep.bwd, qb)):
+        for cnt, d, q, ids in ((self.c_fwd, prep.fwd, qf, pb_.pair_ids.transpose(1, 2)),
+                               (self.c_bwd, prep.bwd, qb, pb_.pair_ids)):
+            scatter_add_(cnt, ids, q.word[0].to(cnt.dtype))  # word slots (B,O,S)
             scatter_add_(cnt, d.ids_s, q.word[1].to(cnt.dtype))
             scatter_add_(cnt, d.ids_p, q.phrase.to(cnt.dtype))
         scatter_add_(self.c_null_tgt, pb_.tgt, qf.null.to(self.c_null_tgt.dtype))
         scatter_add_(self.c_null_src, pb_.src, qb.null.to(self.c_null_src.dtype))
         self.c_loglik += torch.stack([pf.log_likelihood.sum(), pb.log_likelihood.sum()]).double()
-
-    def _accumulate_word_rows(self, batch: Batch) -> None:
-        """E-step of rows without a phrase state through the word HMM lattice."""
-        post = word_row_posteriors(self, batch)
-        (qf, qb), nf, nb = word_row_counts(post, batch, agreement=self.config.agreement)
-        ids = batch.pair_ids.reshape(-1)  # int32: same sums, faster than int64
-        scatter_add2_(self.c_lex, ids, qf.to(self.c_lex.dtype), qb.to(self.c_lex.dtype))
-        scatter_add_(self.c_null_tgt, batch.tgt, nf.to(self.c_null_tgt.dtype))
-        scatter_add_(self.c_null_src, batch.src, nb.to(self.c_null_src.dtype))
-        self.c_loglik += torch.stack([post.loglik_fwd.sum(), post.loglik_bwd.sum()]).double()
 
     def givens(self, *, forward: bool) -> torch.Tensor:
         """(P+1+Q,) conditioning unit of every slot (source unit forward, target backward)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from aligners.models.gappy_hsmm.config import MAX_PHRASE_LEN, RANK_RULES
@@ -19,12 +20,8 @@ from aligners.models.gappy_hsmm.config import MAX_PHRASE_LEN, RANK_RULES
 __all__ = ["MAX_PHRASE_LEN", "RANK_RULES", "PhraseList", "span_hashes", "phrase_hashes",
            "rank_phrases"]
 
-_HASH_SEED = 20110619
-
-
-def _multipliers(L: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(_HASH_SEED)
-    return torch.randint(1, 2**62, (L + 1,), generator=g, dtype=torch.int64) | 1
+_MULTIPLIERS = torch.randint(1, 2**62, (MAX_PHRASE_LEN + 1,), dtype=torch.int64,
+                             generator=torch.Generator().manual_seed(20110619)) | 1
 
 
 def span_hashes(words: torch.Tensor, lengths: torch.Tensor, *, length: int) -> tuple:
@@ -34,11 +31,8 @@ def span_hashes(words: torch.Tensor, lengths: torch.Tensor, *, length: int) -> t
     B, N = words.shape
     if length > MAX_PHRASE_LEN:
         raise ValueError(f"phrases of at most {MAX_PHRASE_LEN} words, got {length}")
-    R = _multipliers(MAX_PHRASE_LEN).to(words.device)
-    W = N - length + 1
-    if W <= 0:
-        z = torch.zeros(B, 0, dtype=torch.int64, device=words.device)
-        return z, z.bool()
+    R = _MULTIPLIERS.to(words.device)
+    W = max(0, N - length + 1)
     h = torch.zeros((B, W), dtype=torch.int64, device=words.device) + R[0] * length
     for k in range(length):
         h = h + (words[:, k:k + W].long() + 1) * R[k + 1]
@@ -148,21 +142,19 @@ class PhraseList:
                            torch.full_like(pos, -1))
 
 
-def rank_phrases(aligned: dict, total: dict, *, top: int, discount: float,
-                 min_count: int = 1, rule: str = "probability") -> list:
-    """Top `top` phrases of the mined candidates. aligned / total: {phrase: count} of the
-    instances aligned to one state / of all occurrences. Only phrases with total >=
-    `min_count` and aligned > `discount` are ranked. rule "probability" (the paper, sec. 5):
-    by the discounted probability (aligned - discount) / total, ties by aligned count;
-    rule "count": by the discounted aligned count aligned - discount, ties by the
-    probability. Then by the phrase itself. Cost O(n log n)."""
-    if rule not in RANK_RULES:
-        raise ValueError(f"rank rule must be one of {RANK_RULES}, got {rule!r}")
-    scored = []
-    for ph, c in aligned.items():
-        t = total.get(ph, 0)
-        if t > 0 and t >= min_count and c - discount > 0:
-            p = (c - discount) / t
-            scored.append((p, c, ph) if rule == "probability" else (c - discount, p, ph))
-    scored.sort(key=lambda x: (-x[0], -x[1], x[2]))
-    return [ph for _, _, ph in scored[:top]]
+def rank_phrases(rows: torch.Tensor, aligned, total, *, top: int, discount: float,
+                 min_count: int = 1, rule: str = "probability") -> torch.Tensor:
+    """The rows of the top `top` mined candidates rows (N, W) (word ids, -1 padded).
+    aligned / total (N,): the counts of the instances aligned to one state / of all
+    occurrences. Only candidates with total >= `min_count` (and >= 1) and aligned >
+    `discount` are ranked. rule "probability" (the paper, sec. 5): by the discounted
+    probability (aligned - discount) / total, ties by aligned count; rule "count": by the
+    discounted aligned count aligned - discount, ties by the probability. Then by the
+    phrase itself (a shorter phrase before the longer one it begins). Cost O(N log N)."""
+    a, t = np.asarray(aligned, dtype=np.int64), np.asarray(total, dtype=np.int64)
+    keep = np.nonzero((t > 0) & (t >= min_count) & (a - discount > 0))[0]
+    a, t, words = a[keep], t[keep], rows[torch.from_numpy(keep)].numpy()
+    p = (a - discount) / t
+    first, second = (p, a) if rule == "probability" else (a - discount, p)
+    order = np.lexsort((*words.T[::-1], -second, -first))[:top]
+    return rows[torch.from_numpy(keep[order])]

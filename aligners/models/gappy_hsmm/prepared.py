@@ -149,11 +149,9 @@ def _jump_weights(jw, sl, S, dtype):
 def jump_potentials(model, d: DirectionConst):
     """(log_jump_init (B,S), log_jump (B,S,S)) of one direction: the fixed word-HMM jump
     weights s(w) over the stored normalisers. O(B S^2)."""
-    c = model.config
-    S = d.null_stay.shape[1]
-    dtype = model.t_fwd.dtype
-    jw = model.jump_fwd if d.forward else model.jump_bwd
-    w, valid = _jump_weights(jw, d.state_lengths, S, dtype)
+    c, dtype = model.config, model.t_fwd.dtype
+    w, valid = _jump_weights(model.jump_fwd if d.forward else model.jump_bwd, d.state_lengths,
+                             d.null_stay.shape[1], dtype)
     # in place on the fresh (B,S+1,S) tensor w: the same operations and values as
     # log(((1 - p0) eta w / Z).clamp_min(tiny)) masked by `valid`, without temporaries
     lj = w.mul_((1 - c.p0) * c.eta).div_(d.jump_norm.clamp_min(_TINY)[..., None])
@@ -202,7 +200,6 @@ def direction_const(model, batch: Batch, lay, *, forward: bool) -> DirectionCons
     B, S = st.shape
     O = ob.shape[1]
     dtype, dev = model.t_fwd.dtype, model.t_fwd.device
-    zero = semiring_zero(dtype)
 
     def key(state_unit, obs_unit):
         return (model.phrase_ids(state_unit, obs_unit) if forward
@@ -225,7 +222,7 @@ def direction_const(model, batch: Batch, lay, *, forward: bool) -> DirectionCons
     null_init = torch.log(c.p0 / sl.to(dtype))[:, None].expand(B, S).contiguous()
     null_stay = torch.full((B, S), math.log(c.p0), dtype=dtype, device=dev)
     lpw = torch.where(pvalid, torch.log(pw.clamp_min(_TINY)),
-                      torch.full((), zero, dtype=dtype, device=dev))
+                      torch.full((), semiring_zero(dtype), dtype=dtype, device=dev))
     # agreement maps: mirror phrase column of each segment; segment row of each of this
     # direction's contiguous phrase states among the other direction's segments
     mirror = other_state[hb, hn, hl]
@@ -242,24 +239,21 @@ def direction_const(model, batch: Batch, lay, *, forward: bool) -> DirectionCons
                           *_members(first, last, gap, S, dtype))
 
 
-def prepare_batch(model, batch: Batch, lay, *, route: bool = True) -> PreparedBatch:
+def prepare_batch(model, batch: Batch, lay) -> PreparedBatch:
     """The batch's fixed E-step parts (`PhrasalAligner.prepare`): `batch` split (routing:
-    rows without a phrase state go to the word HMM; `route=False`: every row on the phrasal
-    lattice) and the phrase rows' `DirectionConst`s. Build once per batch, pass to
-    `accumulate` and `link_posteriors` in every iteration; valid while the phrase lists,
-    keys, jump weights and config are unchanged."""
+    rows without a phrase state go to the word HMM) and the phrase rows' `DirectionConst`s.
+    Build once per batch, pass to `accumulate` and `link_posteriors` in every iteration;
+    valid while the phrase lists, keys, jump weights and config are unchanged."""
     batch = batch.to(model.word_keys.device)
     word_rows = prows = None
-    pb, play = batch, lay
-    if route:
-        has = phrase_rows(lay)
-        if not bool(has.all()):
-            word_rows = (~has).nonzero()[:, 0]
-            if not bool(has.any()):
-                return PreparedBatch(batch, word_rows, None, None, None)
-            prows = has.nonzero()[:, 0]
-            pb = take_rows(batch, prows)
-            play = take_layout(lay, prows, pb.src.shape[1], pb.tgt.shape[1])
+    pb, play, has = batch, lay, phrase_rows(lay)
+    if not bool(has.all()):
+        word_rows = (~has).nonzero()[:, 0]
+        if not bool(has.any()):
+            return PreparedBatch(batch, word_rows, None, None, None)
+        prows = has.nonzero()[:, 0]
+        pb = take_rows(batch, prows)
+        play = take_layout(lay, prows, pb.src.shape[1], pb.tgt.shape[1])
     return PreparedBatch(batch, word_rows, prows,
                          direction_const(model, pb, play, forward=True),
                          direction_const(model, pb, play, forward=False))

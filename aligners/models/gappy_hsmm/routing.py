@@ -69,20 +69,6 @@ def take_layout(lay, rows: torch.Tensor, I: int, J: int):
                      ph(lay.ph_bwd), lay.span_state_src[rows, :I], lay.span_state_tgt[rows, :J])
 
 
-def _direction_inputs(model, batch: Batch, link, *, forward: bool):
-    """(link probs (B,S,O) state x observation, null probs (B,O), jump scores (S+1,S),
-    state lengths, observation lengths) of one direction; `link` this direction's (B,I,J)
-    word-slot probabilities (`gather2` of `model.pair_tables()`)."""
-    if forward:
-        null = take(model.null_tgt, batch.tgt)
-        jump, sl, ol = model.jump_fwd, batch.src_lengths, batch.tgt_lengths
-    else:
-        link = link.transpose(1, 2)
-        null = take(model.null_src, batch.src)
-        jump, sl, ol = model.jump_bwd, batch.tgt_lengths, batch.src_lengths
-    return link, null, _jump_scores(jump, n_src=link.shape[1], dtype=link.dtype), sl, ol
-
-
 def _viterbi_links(link, null, scores, sl, ol, p0):
     """0/1 links (B,S,O) and NULL indicators (B,O) of the best alignment, and its score."""
     states, score = alignment_hmm_viterbi(link, null, scores, src_lengths=sl, tgt_lengths=ol,
@@ -101,18 +87,22 @@ def word_row_posteriors(model, batch: Batch, *, viterbi: bool = False) -> WordRo
     in (B, I, J) orientation. Cost O(B J I^2 + B I J^2)."""
     p0 = model.config.p0
     out = []
-    links = gather2(model.pair_tables(), batch.pair_ids)  # both directions' word slots
-    for forward, lk in zip((True, False), links):
-        link, null, scores, sl, ol = _direction_inputs(model, batch, lk, forward=forward)
+    lf, lb = gather2(model.pair_tables(), batch.pair_ids)  # both directions' word slots
+    for link, null, jump, sl, ol in (  # link (B,S,O) state x observation, null (B,O)
+            (lf, take(model.null_tgt, batch.tgt), model.jump_fwd, batch.src_lengths,
+             batch.tgt_lengths),
+            (lb.transpose(1, 2), take(model.null_src, batch.src), model.jump_bwd,
+             batch.tgt_lengths, batch.src_lengths)):
+        scores = _jump_scores(jump, n_src=link.shape[1], dtype=link.dtype)
         if viterbi:
             lk, nu, ll = _viterbi_links(link, null, scores, sl, ol, p0)
         else:
             post = alignment_hmm_posteriors(link, null, scores, src_lengths=sl, tgt_lengths=ol,
                                             p0=p0, jump_counts=False)  # jumps fixed: unused
             ll, lk, nu = post.log_likelihood, post.link_posteriors, post.null_posteriors
-        out.append((ll, lk if forward else lk.transpose(1, 2), nu))
+        out.append((ll, lk, nu))
     (llf, lf, nf), (llb, lb, nb) = out
-    return WordRowPosteriors(llf, llb, lf, nf, lb, nb)
+    return WordRowPosteriors(llf, llb, lf, nf, lb.transpose(1, 2), nb)
 
 
 def word_row_counts(post: WordRowPosteriors, batch: Batch, *, agreement: bool):
