@@ -194,4 +194,4 @@ def test_default_decode_batch(encoder_dir, monkeypatch):  # noqa: F811
     MonoAligner({"s2t": model(encoder_dir)}, kind="neural").align(pairs(), batch_size=5)
     MonoAligner({"s2t": aligner_mod.build_model(kind="token")}, kind="token").align(pairs())
     assert seen == [32, 5, 64]
-    assert aligner_mod.decode_batch("phrase") == 64
+    assert aligner_mod.DECODE_BATCH["phrase"] == 64

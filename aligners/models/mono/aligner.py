@@ -38,9 +38,8 @@ from aligners.models.mono.potentials import MonoExample, collate, prepare
 from aligners.models.mono.semicrf import PhraseCRFAligner
 
 __all__ = ["KINDS", "DIRECTIONS", "DECODES", "MonoAligner", "build_model", "flip",
-           "one_thread", "featurise", "chunks", "predict", "posteriors", "check_decode",
-           "shared_embedder", "load_mono", "DEFAULT_ENCODER_PRECISION", "set_encoder_precision",
-           "decode_batch"]
+           "one_thread", "featurise", "chunks", "predict", "check_decode", "shared_embedder",
+           "load_mono", "DEFAULT_ENCODER_PRECISION", "set_encoder_precision", "DECODE_BATCH"]
 
 # model.kind -> export kind (aligners.export.LOADERS)
 KINDS = {"token": "mono-token-crf", "phrase": "mono-phrase-crf", "neural": "mono-neural-crf"}
@@ -50,6 +49,10 @@ _HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues")
 # `predict` on a bare model keep the encoder's own, fp32); chosen on wiki dev by the rule in
 # the git log "Issue 13: decoding speed (branch neural4)"
 DEFAULT_ENCODER_PRECISION = "bf16"
+# pairs per decoding batch of `MonoAligner.align` by default: the neural aligner's span-pair
+# scorer pads every pair of a batch to the longest source and target (300 Wiki test pairs,
+# scorer + Viterbi 1.0-1.2 CPU s at 8-32 a batch, 1.6-1.9 s at 64)
+DECODE_BATCH = {"token": 64, "phrase": 64, "neural": 32}
 
 Block = tuple[int, int, int, int]
 Link = tuple[int, int]
@@ -126,9 +129,8 @@ def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, directio
     vectors = None
     if attach is not None:  # the encoder (torch: no GIL) runs while this thread featurises
         stubs = [MonoExample(tuple(p.src), tuple(p.tgt), None, None, None) for p in oriented]
-        vectors = (_background(attach, stubs) if not decoding  # decoding: one encoder
-                   else _background(functools.partial(attach, decoding=True), stubs,
-                                    threads=1))  # thread beside this one (2 cores busy)
+        vectors = _background(functools.partial(attach, decoding=decoding), stubs,  # decoding:
+                              threads=1 if decoding else None)  # 1 thread beside this one
     out = []
     with one_thread():
         for p in oriented:
@@ -186,14 +188,6 @@ def set_encoder_precision(model, precision: str) -> None:
         enc.set_precision(precision)
 
 
-def decode_batch(kind: str) -> int:
-    """Default pairs per decoding batch of `MonoAligner.align` for a model kind: 32 for the
-    neural aligner (its span-pair scorer pads every pair of a batch to the longest source and
-    target: 300 Wiki test pairs, scorer + Viterbi 1.0-1.2 CPU s at 8-32 a batch, 1.6-1.9 s at
-    64), 64 for the token / phrase CRFs."""
-    return 32 if kind == "neural" else 64
-
-
 def check_decode(decode: str, threshold: float) -> tuple[str, float]:
     """(decode, threshold) if `decode` is one of `DECODES` and 0 <= threshold < 1, else
     AlignersInputError with a one-line message."""
@@ -234,14 +228,6 @@ def predict(model: PhraseCRFAligner, examples: list[MonoExample], *, batch_size:
         return _batched(model, examples,
                         lambda b: model.decode_posterior(b, threshold=threshold), batch_size)
     return _batched(model, examples, model.decode, batch_size)
-
-
-def posteriors(model: PhraseCRFAligner, examples: list[MonoExample], *,
-               batch_size: int = 64) -> list[torch.Tensor]:
-    """Per example the (I, J) float64 link-posterior matrix on the CPU (model order), for
-    threshold sweeps without re-decoding. Cost: `PhraseCRFAligner.link_posteriors`."""
-    return _batched(model, examples, lambda b: [p.cpu() for p in model.link_posteriors(b)],
-                    batch_size)
 
 
 def _as_pairs(pairs, target=None) -> list[AlignedPair]:  # align(source, target), any family's
@@ -308,7 +294,7 @@ class MonoAligner:
         posterior combine both saved directions (`aligners.models.mono.combine`; a model with
         one direction, or `direction` given too: AlignersInputError). `encoder_precision`: the
         neural encoder's, fp32 | bf16 | int8 (default: `self.encoder_precision`; kept on the model
-        for later calls). `batch_size`: pairs per decoding batch (default `decode_batch`).
+        for later calls). `batch_size`: pairs per decoding batch (default `DECODE_BATCH`).
         Cost: see module docstring."""
         pairs = _as_pairs(pairs, target)
         check_decode(decode, threshold)
@@ -320,7 +306,7 @@ class MonoAligner:
                                   threshold=threshold, encoder_precision=encoder_precision)
         direction, model, examples = self._decoding_examples(pairs, direction, embedder,
                                                              encoder_precision)
-        out = predict(model, examples, batch_size=batch_size or decode_batch(self.kind),
+        out = predict(model, examples, batch_size=batch_size or DECODE_BATCH[self.kind],
                       decode=decode, threshold=threshold)
         if direction == "t2s":
             out = [(*_flip_output(b, l), s) for b, l, s in out]
@@ -333,7 +319,8 @@ class MonoAligner:
         t2s model's is transposed back to source-target order). Cost: as `align`."""
         direction, model, examples = self._decoding_examples(pairs, direction, embedder,
                                                              encoder_precision)
-        out = posteriors(model, examples, batch_size=batch_size or decode_batch(self.kind))
+        out = _batched(model, examples, lambda b: [p.cpu() for p in model.link_posteriors(b)],
+                       batch_size or DECODE_BATCH[self.kind])
         return [p.T.contiguous() for p in out] if direction == "t2s" else out
 
     def export_parts(self, config: dict[str, Any] | None = None

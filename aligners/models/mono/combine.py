@@ -22,6 +22,7 @@ here (grow-diag: O(|union| * 8) per pass, at most |union| passes).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 
 import torch
@@ -77,14 +78,13 @@ def grow_diag(a: set[Link], b: set[Link]) -> set[Link]:
 def combine_links(s2t: set[Link], t2s: set[Link], combine: str) -> set[Link]:
     """The combined link set of two directions' links (source-target order) for `combine`
     in union | intersect | grow-diag."""
-    if combine == "union":
-        return set(s2t) | set(t2s)
-    if combine == "intersect":
-        return set(s2t) & set(t2s)
-    if combine == "grow-diag":
-        return grow_diag(set(s2t), set(t2s))
-    raise AlignersInputError(f"combine_links takes union, intersect or grow-diag, "
-                             f"got {combine!r}")
+    if combine not in _SET_COMBINES:
+        raise AlignersInputError(f"combine_links takes union, intersect or grow-diag, "
+                                 f"got {combine!r}")
+    return _SET_COMBINES[combine](set(s2t), set(t2s))
+
+
+_SET_COMBINES = {"union": operator.or_, "intersect": operator.and_, "grow-diag": grow_diag}
 
 
 def posterior_output(mean: torch.Tensor, threshold: float):

@@ -335,18 +335,13 @@ class NeuralCRFAligner(PhraseCRFAligner):
         """AdamW parameter groups: sparse weights (w_emit, w_null, w_trans), the scorer, and
         (fine-tuning) the encoder, each with its own learning rate."""
         sparse = [self.w_emit, self.w_null, self.w_trans]
-        sparse_ids = {id(p) for p in sparse}
         enc = list(self.encoder_net.parameters()) if self.finetune else []
-        enc_ids = {id(p) for p in enc}
-        rest = [p for p in self.parameters() if id(p) not in sparse_ids | enc_ids]
+        taken = {id(p) for p in sparse + enc}
+        rest = [p for p in self.parameters() if id(p) not in taken]
         groups = [{"params": [p for p in sparse if p.requires_grad], "lr": sparse_lr,
                    "weight_decay": 0.0},
                   {"params": rest, "lr": lr}]
         if enc:
             groups.append({"params": enc, "lr": encoder_lr})
         return groups
-
-    def l2(self) -> torch.Tensor:
-        """Squared norm of the sparse weights only (the scorer is regularised by AdamW)."""
-        return (self.w_emit ** 2).sum() + (self.w_null ** 2).sum() + (self.w_trans ** 2).sum()
 

@@ -23,6 +23,7 @@ from aligners.lattices.factored_semimarkov import (
     factored_viterbi,
 )
 from aligners.lattices.jump_transition import JumpTransition
+from aligners.models.mono.combine import posterior_output
 from aligners.models.mono.potentials import N_TRANS, MonoBatch, jump_layout
 from aligners.models.mono.states import state_phrase, state_table
 from aligners.semirings import semiring_zero
@@ -176,14 +177,14 @@ class PhraseCRFAligner(nn.Module):
         mu = self.segment_marginals(batch)
         out = []
         for b, (ex, post) in enumerate(zip(batch.examples, self.link_posteriors(batch, mu))):
-            keep = post > threshold
-            links = sorted((i, j) for i, j in keep.nonzero().tolist())
+            _, links, score = posterior_output(post, threshold)
             segs = [(n, k, c) for n, k, c in (mu[b] > threshold).nonzero().tolist()
                     if c != 0 and k > 0]
             blocks, _ = segments_to_output(segs, tgt_len=len(ex.tgt),
                                            max_tgt_len=self.max_tgt_len)
-            out.append((sorted(blocks), links, float(post[keep].sum()) / max(len(ex.src), 1)))
+            out.append((sorted(blocks), links, score))
         return out
 
     def l2(self) -> torch.Tensor:
-        return sum((p ** 2).sum() for p in self.parameters())
+        """Squared norm of the sparse weights (a neural scorer is regularised by AdamW)."""
+        return (self.w_emit ** 2).sum() + (self.w_null ** 2).sum() + (self.w_trans ** 2).sum()
