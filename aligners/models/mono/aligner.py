@@ -31,8 +31,8 @@ import torch
 
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
-from aligners.models.mono.combine import align_combined, check_combine
-from aligners.models.mono.config import DECODES
+from aligners.models.mono.combine import check_combine, combined_output, posterior_output
+from aligners.models.mono.config import DECODES, MODEL_KEYS
 from aligners.models.mono.crf import TokenCRFAligner
 from aligners.models.mono.potentials import MonoExample, collate, prepare
 from aligners.models.mono.semicrf import PhraseCRFAligner
@@ -44,7 +44,6 @@ __all__ = ["KINDS", "DIRECTIONS", "DECODES", "MonoAligner", "build_model", "flip
 # model.kind -> export kind (aligners.export.LOADERS)
 KINDS = {"token": "mono-token-crf", "phrase": "mono-phrase-crf", "neural": "mono-neural-crf"}
 DIRECTIONS = ("s2t", "t2s")
-_HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues")
 # the neural aligner's encoder precision when decoding with `MonoAligner.align` (training and
 # `predict` on a bare model keep the encoder's own, fp32); chosen on wiki dev by the rule in
 # the git log "Issue 13: decoding speed (branch neural4)"
@@ -53,9 +52,6 @@ DEFAULT_ENCODER_PRECISION = "bf16"
 # scorer pads every pair of a batch to the longest source and target (300 Wiki test pairs,
 # scorer + Viterbi 1.0-1.2 CPU s at 8-32 a batch, 1.6-1.9 s at 64)
 DECODE_BATCH = {"token": 64, "phrase": 64, "neural": 32}
-
-Block = tuple[int, int, int, int]
-Link = tuple[int, int]
 
 
 def build_model(*, kind: str, max_src_len: int = 3, max_tgt_len: int = 3,
@@ -235,11 +231,6 @@ def _as_pairs(pairs, target=None) -> list[AlignedPair]:  # align(source, target)
     return token_pairs(pairs, target, make=AlignedPair)
 
 
-def _flip_output(blocks: list[Block], links: list[Link]) -> tuple[list[Block], list[Link]]:
-    return (sorted((t, lt, s, k) for s, k, t, lt in blocks),
-            sorted((j, i) for i, j in links))
-
-
 class MonoAligner:
     """One trained CRF per direction; `align` returns source-target output for any of them."""
 
@@ -265,18 +256,14 @@ class MonoAligner:
             m.to(device)
         return self
 
-    def _direction(self, direction: str | None) -> str:
-        direction = direction or self.directions[0]
-        if direction not in self.models:
-            raise AlignersInputError(f"this model has no {direction!r} direction; it has "
-                                     f"{self.directions}")
-        return direction
-
     def _decoding_examples(self, pairs, direction: str | None, embedder,
                            encoder_precision: str | None):
         """(direction, its model in eval mode at the encoder precision, the pairs featurised
         for decoding) for `align` and `posteriors`."""
-        direction = self._direction(direction)
+        direction = direction or self.directions[0]
+        if direction not in self.models:
+            raise AlignersInputError(f"this model has no {direction!r} direction; it has "
+                                     f"{self.directions}")
         model = self.models[direction]
         set_encoder_precision(model, encoder_precision or self.encoder_precision)
         model.eval()  # before featurise: its encoder thread and the scorer see eval mode
@@ -301,15 +288,21 @@ class MonoAligner:
         if check_combine(combine, self.directions) != "none":
             if direction is not None:
                 raise AlignersInputError(f"give a direction or combine={combine!r}, not both")
-            return align_combined(self, pairs, combine=combine,
-                                  batch_size=batch_size, embedder=embedder, decode=decode,
-                                  threshold=threshold, encoder_precision=encoder_precision)
+            kw = {"batch_size": batch_size, "embedder": embedder,
+                  "encoder_precision": encoder_precision}
+            if combine == "posterior":  # the mean of the two directions' link posteriors
+                a, b = (self.posteriors(pairs, direction=d, **kw) for d in DIRECTIONS)
+                return [posterior_output((pa + pb) / 2, threshold) for pa, pb in zip(a, b)]
+            a, b = (self.align(pairs, direction=d, decode=decode, threshold=threshold, **kw)
+                    for d in DIRECTIONS)
+            return [combined_output(x, y, combine) for x, y in zip(a, b)]
         direction, model, examples = self._decoding_examples(pairs, direction, embedder,
                                                              encoder_precision)
         out = predict(model, examples, batch_size=batch_size or DECODE_BATCH[self.kind],
                       decode=decode, threshold=threshold)
-        if direction == "t2s":
-            out = [(*_flip_output(b, l), s) for b, l, s in out]
+        if direction == "t2s":  # blocks and links back to source-target order
+            out = [(sorted((t, lt, s, k) for s, k, t, lt in blocks),
+                    sorted((j, i) for i, j in links), score) for blocks, links, score in out]
         return out
 
     def posteriors(self, pairs: Sequence[AlignedPair | tuple[Sequence[str], Sequence[str]]],
@@ -331,7 +324,7 @@ class MonoAligner:
         tensors = {f"{d}.{k}": v for d in self.directions
                    for k, v in self.models[d].state_dict().items()}
         hp = (first.export_config() if hasattr(first, "export_config")
-              else {k: getattr(first, k) for k in _HPARAMS})
+              else {k: getattr(first, k) for k in MODEL_KEYS})
         cfg = {"model": {"kind": self.kind, **hp},
                "directions": self.directions, "feature_names": list(first.feature_names),
                **self.meta, **(config or {})}
@@ -357,7 +350,7 @@ def load_mono(folder) -> MonoAligner:
         directions = list(cfg["directions"])
         if KINDS.get(kind) != folder.kind:
             raise ValueError(f"model.kind {kind!r} does not match kind {folder.kind!r}")
-        hp = hp if kind == "neural" else {k: hp[k] for k in _HPARAMS}
+        hp = hp if kind == "neural" else {k: hp[k] for k in MODEL_KEYS}
         models = {d: build_model(kind=kind, **hp) for d in directions}
     except (KeyError, TypeError, ValueError, OSError) as err:
         raise AlignersInputError(f"bad monolingual model config ({type(err).__name__}: {err})",

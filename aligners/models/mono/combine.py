@@ -31,7 +31,7 @@ from aligners.errors import AlignersInputError
 from aligners.models.mono.config import COMBINES
 
 __all__ = ["COMBINES", "check_combine", "grow_diag", "combine_links", "posterior_output",
-           "combined_blocks", "align_combined"]
+           "combined_blocks", "combined_output"]
 
 _NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
@@ -110,20 +110,8 @@ def combined_blocks(links: set[Link], *block_lists) -> list[tuple[int, int, int,
     return sorted(kept)
 
 
-def align_combined(aligner, pairs, *, combine: str, batch_size=None, embedder=None,
-                   decode: str = "viterbi", threshold: float = 0.5, encoder_precision=None):
-    """`MonoAligner.align` with `combine` != none: decode both directions of `aligner` and
-    combine them (see the module docstring). `pairs`: AlignedPairs."""
-    check_combine(combine, aligner.directions)
-    kw = {"batch_size": batch_size, "embedder": embedder, "encoder_precision": encoder_precision}
-    if combine == "posterior":
-        a = aligner.posteriors(pairs, direction="s2t", **kw)
-        b = aligner.posteriors(pairs, direction="t2s", **kw)
-        return [posterior_output((pa + pb) / 2, threshold) for pa, pb in zip(a, b)]
-    a = aligner.align(pairs, direction="s2t", decode=decode, threshold=threshold, **kw)
-    b = aligner.align(pairs, direction="t2s", decode=decode, threshold=threshold, **kw)
-    out = []
-    for (ba, la, sa), (bb, lb, sb) in zip(a, b):
-        links = combine_links(set(la), set(lb), combine)
-        out.append((combined_blocks(links, ba, bb), sorted(links), (sa + sb) / 2))
-    return out
+def combined_output(s2t, t2s, combine: str):
+    """One pair's output (blocks, sorted links, score) from its two directions' outputs of
+    `MonoAligner.align` combined by `combine` (union | intersect | grow-diag; see above)."""
+    links = combine_links(s2t[1], t2s[1], combine)
+    return combined_blocks(links, s2t[0], t2s[0]), sorted(links), (s2t[2] + t2s[2]) / 2

@@ -39,7 +39,7 @@ O(I * (C^2 + Ls * C)); decoding as `PhraseCRFAligner`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 
 import torch
 from torch import nn
@@ -51,7 +51,7 @@ from aligners.models.mono.potentials import MonoBatch, MonoExample
 from aligners.models.mono.semicrf import PhraseCRFAligner
 from aligners.models.mono.states import state_table
 
-__all__ = ["NeuralExample", "NeuralCRFAligner", "make_encoder", "encoder_source"]
+__all__ = ["NeuralCRFAligner", "make_encoder", "encoder_source"]
 
 # the span-pair scorer's hidden units are built in blocks of at most this many elements (at
 # least one source position): 2 MB float32 blocks stay in cache; 32 MB blocks (1 << 23) made
@@ -61,15 +61,6 @@ CHUNK = 1 << 19
 # pairs (sentences) per encoder batch when decoding: less padding than the encoder's default
 # 64 (wiki dev, bf16, 1 thread: 16 -> 1.49 s, 64 -> 2.05 s per 200 pairs); training keeps 64
 DECODE_ENCODER_BATCH = 16
-
-
-@dataclass
-class NeuralExample(MonoExample):
-    """A featurised pair plus the frozen encoder's word vectors: src_vec (I, D), tgt_vec (J, D)
-    (None when the encoder is fine-tuned: computed in the forward pass)."""
-
-    src_vec: torch.Tensor | None = None
-    tgt_vec: torch.Tensor | None = None
 
 
 def encoder_source(source: dict | None) -> dict:
@@ -161,15 +152,16 @@ class NeuralCRFAligner(PhraseCRFAligner):
         return self
 
     def attach(self, examples: list[MonoExample], *,
-               decoding: bool = False) -> list[NeuralExample]:
-        """Examples -> NeuralExamples; a frozen encoder's vectors are computed (batched,
-        memoised per sentence) and stored on the CPU. A fine-tuned encoder's vectors are
-        left to the forward pass, except with `decoding=True` (examples that only decode):
-        then they are computed here too, without gradients and not memoised (the weights may
-        still change), so that `featurise` can run them beside the sparse features.
+               decoding: bool = False) -> list[MonoExample]:
+        """Copies of `examples` with word vectors `src_vec`, `tgt_vec`: a frozen encoder's are
+        computed (batched, memoised per sentence) and stored on the CPU; a fine-tuned
+        encoder's are left to the forward pass (None), except with `decoding=True` (examples
+        that only decode): then they are computed here too, without gradients and not
+        memoised (the weights may still change), so that `featurise` can run them beside the
+        sparse features.
         O(distinct sentences) encoder passes (context pair: one per pair)."""
         if self.finetune and not decoding:
-            return [NeuralExample(**vars(e)) for e in examples]
+            return [replace(e) for e in examples]
         net = self.encoder.model
         was_training = net.training
         net.eval()  # decoding vectors: no dropout, whatever mode the model is left in
@@ -179,7 +171,7 @@ class NeuralCRFAligner(PhraseCRFAligner):
                                         batch_size=DECODE_ENCODER_BATCH if decoding else None)
         finally:
             net.train(was_training)
-        return [NeuralExample(**vars(e), src_vec=a.float().cpu(), tgt_vec=b.float().cpu())
+        return [replace(e, src_vec=a.float().cpu(), tgt_vec=b.float().cpu())
                 for e, a, b in zip(examples, src, tgt)]
 
     def _encode(self, examples, *, frozen: bool, batch_size: int | None = None):
@@ -205,7 +197,7 @@ class NeuralCRFAligner(PhraseCRFAligner):
     def _vectors(self, examples) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """Stored vectors when every example has them (a fine-tuned encoder's only without
         gradients: with gradients it always re-runs), else the encoder's."""
-        stored = all(getattr(e, "src_vec", None) is not None for e in examples)
+        stored = all(e.src_vec is not None for e in examples)
         if stored and not (self.finetune and torch.is_grad_enabled()):
             return [e.src_vec for e in examples], [e.tgt_vec for e in examples]
         return self._encode(examples, frozen=not self.finetune)

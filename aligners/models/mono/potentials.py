@@ -28,13 +28,16 @@ _INVALID_COST = 1e4
 @dataclass
 class MonoExample:
     """One featurised pair. emit (I, Ls, C, F) float16 state-indexed span features;
-    null (I, F0); gold (I, J) bool link matrix or None."""
+    null (I, F0); gold (I, J) bool link matrix or None; the neural aligner's encoder word
+    vectors src_vec (I, D), tgt_vec (J, D) when computed before its forward pass, else None."""
 
     src: tuple[str, ...]
     tgt: tuple[str, ...]
     emit: torch.Tensor
     null: torch.Tensor
     gold: torch.Tensor | None
+    src_vec: torch.Tensor | None = None
+    tgt_vec: torch.Tensor | None = None
 
 
 def prepare(src: Sequence[str], tgt: Sequence[str], links=None, *, max_src_len: int,
