@@ -49,7 +49,7 @@ from aligners.training.lit_mono import LitMonoAligner
 from aligners.training.mono_config import check_cfg, member_cfgs, settings
 from aligners.training.trainer import build_trainer
 
-__all__ = ["ENSEMBLES", "LitMonoAligner", "train", "evaluate", "add_nonident_cost"]
+__all__ = ["ENSEMBLES", "LitMonoAligner", "train", "evaluate"]
 
 ENSEMBLES = True  # ckpt_path=[A, B, ...]: evaluate the ensemble of saved models
 
@@ -61,16 +61,13 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_
     t0 = time.time()
     examples = featurise(pairs, lit.model, direction=direction, gold_links=t.gold_links,
                          embedder=embedder)
-    if select_pairs:
-        oriented = [flip(p) if direction == "t2s" else p for p in select_pairs]
+    if select_pairs:  # the examples and their gold links in the model's order
         lit.select = (featurise(select_pairs, lit.model, direction=direction,
                                 gold_links=t.gold_links, embedder=embedder),
-                      [p.alignment for p in oriented])
+                      [(flip(p) if direction == "t2s" else p).alignment for p in select_pairs])
     t_feat = time.time() - t0
     batches, _ = chunks(examples, max_tgt_len=lit.model.max_tgt_len, batch_size=t.batch_size,
-                        cost=(t.fp_cost, t.fn_cost))
-    for b in batches:  # recall errors on paraphrase links cost more (0: plain Hamming cost)
-        add_nonident_cost(b, float(t.nonident_fn_cost))
+                        cost=(t.fp_cost, t.fn_cost, float(t.nonident_fn_cost)))
     data = [batches] if t.optimizer == "lbfgs" else [[b] for b in batches]
     if t.optimizer == "adamw" and t.lr_decay:
         lit.hparams.total_steps = len(data) * int(t.epochs)
@@ -99,27 +96,6 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_
 
 def _identity(x):
     return x
-
-
-def add_nonident_cost(batch, weight: float) -> None:
-    """Add `weight` per missed gold link whose two words differ (case-folded) to the
-    softmax-margin cost `batch.cost` (B, I, Ls, C) in place: a segment labelled with state c
-    costs `weight` for each non-identical gold link of its words outside c's target phrase.
-    O(B * I * Ls * C)."""
-    from aligners.models.mono.potentials import links_inside, segment_sums
-    from aligners.models.mono.states import state_table
-
-    if not weight or batch.cost is None:
-        return
-    Ls = batch.cost.shape[2]
-    for b, e in enumerate(batch.examples):
-        I, J = len(e.src), len(e.tgt)
-        differ = torch.tensor([[s.lower() != t.lower() for t in e.tgt] for s in e.src],
-                              dtype=torch.bool).reshape(I, J)
-        g = (e.gold.bool() & differ).float()  # (I, J) non-identical gold links
-        st = state_table(tgt_len=J, max_tgt_len=batch.max_tgt_len)
-        missed = g.sum(1, keepdim=True) - links_inside(g, st)  # (I, C)
-        batch.cost[b, :I, :, : missed.shape[1]] += weight * segment_sums(missed, Ls)
 
 
 def _data_name(cfg: DictConfig) -> str:

@@ -160,15 +160,17 @@ def _background(fn, *args, threads: int | None = None) -> Future:
 
 
 def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
-           with_gold: bool = True, cost: tuple[float, float] = (1.0, 1.0)):
-    """Length-bucketed MonoBatches (sorted by target then source length) and the order.
-    Batches are built on the CPU; move them with `MonoBatch.to(device)`."""
+           with_gold: bool = True, cost: tuple[float, float, float] = (1.0, 1.0, 0.0)):
+    """Length-bucketed MonoBatches (sorted by target then source length) and the order;
+    `cost`: `collate`'s (fp_cost, fn_cost, nonident_fn_cost). Batches are built on the CPU;
+    move them with `MonoBatch.to(device)`."""
     if batch_size < 1:
         raise ValueError(f"batch size must be >= 1, got {batch_size}")
     order = sorted(range(len(examples)), key=lambda n: (examples[n].emit.shape[2] // 8,
                                                          len(examples[n].src)))
     batches = [collate([examples[n] for n in order[s: s + batch_size]], max_tgt_len=max_tgt_len,
-                       fp_cost=cost[0], fn_cost=cost[1], with_gold=with_gold)
+                       fp_cost=cost[0], fn_cost=cost[1], nonident_fn_cost=cost[2],
+                       with_gold=with_gold)
                for s in range(0, len(order), batch_size)]
     return batches, order
 
