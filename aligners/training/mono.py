@@ -27,6 +27,7 @@ import pytorch_lightning as pl
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from aligners.config_checks import from_config
 from aligners.data.datasets import load
 from aligners.data.jacana import read_annotated
 from aligners.data.pharaoh import link_line
@@ -42,16 +43,77 @@ from aligners.models.mono.aligner import (
     shared_embedder,
 )
 from aligners.models.mono.combine import check_combine, combine_links
+from aligners.models.mono.config import MonoConfig, MonoData, MonoTraining
 from aligners.models.mono.ensemble import MonoEnsemble
 from aligners.outputs import write_lines
 from aligners.training.baseline import flatten_numbers
 from aligners.training.lit_mono import LitMonoAligner
-from aligners.training.mono_config import check_cfg, member_cfgs, settings
 from aligners.training.trainer import build_trainer
 
-__all__ = ["ENSEMBLES", "LitMonoAligner", "train", "evaluate"]
+__all__ = ["ENSEMBLES", "LitMonoAligner", "train", "evaluate", "settings", "check_cfg",
+           "member_cfgs"]
 
 ENSEMBLES = True  # ckpt_path=[A, B, ...]: evaluate the ensemble of saved models
+# model.* keys one member may not override: the kind, and how the ensemble decodes
+_ENSEMBLE_MODEL_KEYS = {"kind", "decode", "threshold", "combine", "encoder_precision"}
+
+
+def settings(cfg: DictConfig) -> tuple[MonoConfig, MonoTraining, MonoData]:
+    """The model, training and data settings of `cfg` over their defaults (checked)."""
+    return (from_config(MonoConfig, cfg.model, "model"),
+            from_config(MonoTraining, cfg.get("training"), "training"),
+            from_config(MonoData, cfg.data, "data"))
+
+
+def check_cfg(cfg: DictConfig) -> tuple[MonoConfig, MonoTraining, MonoData]:
+    """`settings(cfg)`, and what no single rule says (else one AlignersInputError line);
+    `training.members` overrides are checked by `member_cfgs`."""
+    m, t, d = settings(cfg)
+    if not t.directions or len(set(t.directions)) != len(t.directions):
+        raise AlignersInputError(f"training.directions must be a non-empty list of distinct "
+                                 f"['s2t', 't2s'], got {t.directions}")
+    sel = t.select
+    if sel is not None and sel != "dev" and (not isinstance(sel, int) or isinstance(sel, bool)
+                                             or sel < 1):
+        raise AlignersInputError(f"training.select must be null, 'dev' (the dev split) or an "
+                                 f"integer N >= 1 (the last N training pairs), got {sel!r}")
+    if sel == "dev" and not (d.dev_split or d.dev_path):
+        raise AlignersInputError("training.select=dev needs data.dev_split or data.dev_path")
+    return m, t, d
+
+
+def member_cfgs(cfg: DictConfig) -> list[DictConfig]:
+    """[cfg] without `training.members`; else one checked config per member: `cfg` with the
+    member's training.* overrides merged in (members: null) and, under the member's `model`
+    key, model.* overrides (the lattice and encoder settings; not `kind`, nor the decoding
+    keys, which belong to the whole ensemble). Unknown keys, nested members or fewer than two
+    members: AlignersInputError."""
+    members = cfg.training.get("members")
+    if not members:
+        return [cfg]
+    if not OmegaConf.is_list(members) or len(members) < 2:
+        raise AlignersInputError("training.members must be null or a list of two or more "
+                                 "dicts of training.* overrides (one per ensemble member)")
+    out, fields = [], MonoConfig.__dataclass_fields__
+    for k, over in enumerate(members):
+        if not OmegaConf.is_dict(over):
+            raise AlignersInputError(f"training.members[{k}] must be a dict of training.* "
+                                     f"overrides, got {over!r}")
+        over = OmegaConf.to_container(over)
+        model = over.pop("model", None) or {}
+        unknown = sorted(set(over) - (set(cfg.training) - {"members"}))
+        if unknown:
+            raise AlignersInputError(f"training.members[{k}] sets unknown training keys "
+                                     f"{unknown}")
+        bad = sorted(set(model) - (set(fields) - _ENSEMBLE_MODEL_KEYS)) if isinstance(
+            model, dict) else [model]
+        if bad:
+            raise AlignersInputError(f"training.members[{k}].model may override the model's "
+                                     f"own settings, not {bad}")
+        member = OmegaConf.merge(cfg, {"training": {**over, "members": None}, "model": model})
+        check_cfg(member)
+        out.append(member)
+    return out
 
 
 def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_directions=1,
@@ -229,7 +291,7 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timi
 
 def train(cfg: DictConfig) -> dict:
     """Fit one model per direction in `cfg.training.directions` (with `training.members`: that
-    for each member, each from the same seed, `mono_config.member_cfgs`), save `<run>/model`
+    for each member, each from the same seed, `member_cfgs`), save `<run>/model`
     (one MonoAligner, or the members' MonoEnsemble), then score the evaluation splits;
     returns metrics.json's content."""
     m, t, _ = check_cfg(cfg)

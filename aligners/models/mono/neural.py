@@ -16,14 +16,8 @@ Frozen encoder (default): vectors are computed once per sentence (batched, memoi
 stored on the examples. `finetune=True`: the encoder is a submodule, re-run (batched) on every
 forward pass with gradients and trained with the rest; decoding (`attach(decoding=True)`, as
 `MonoAligner.align` does) computes its vectors once, without gradients, before the scorer.
-The encoder's inference precision (fp32 | bf16 | int8, decoding only) is the embedder's
-(`MiniLMEmbedder.set_precision`; `MonoAligner.align(encoder_precision=...)`).
-`encoder_layers` = N: only the encoder's first N transformer layers run (a cheaper encoder,
-`MiniLMEmbedder.keep_layers`; saved in `export_config`, re-applied on load; None: all).
-`context`: word vectors from each sentence alone ("separate"), from both sentences in one
-encoder pass ("pair": `[CLS] src [SEP] tgt [SEP]`, `neural_pair`), or the two concatenated
-("both"). `cosine=True`: the cosine of the raw (unprojected) span means and of the projected
-span means are two more inputs of the span-pair hidden layer and of the score.
+The options (`context`: "pair" is `neural_pair`; `cosine`, `encoder_layers`, the encoder
+precision) are described with their settings, `aligners.models.mono.config.MonoConfig`.
 
 The squared difference (not |a - b|) makes the MLP's first layer a sum of per-span terms and
 one bilinear form: W [a, b, a*b, (a-b)^2] = (W_a a + W_d a^2) + (W_b b + W_d b^2)
@@ -55,8 +49,7 @@ __all__ = ["NeuralCRFAligner", "make_encoder", "encoder_source"]
 
 # the span-pair scorer's hidden units are built in blocks of at most this many elements (at
 # least one source position): 2 MB float32 blocks stay in cache; 32 MB blocks (1 << 23) made
-# the scorer ~2x slower on the 2-core box (the git log "Issue 13: decoding
-# speed (neural4)")
+# the scorer ~2x slower on the 2-core box (the git log "Issue 13: decoding speed (neural4)")
 CHUNK = 1 << 19
 # pairs (sentences) per encoder batch when decoding: less padding than the encoder's default
 # 64 (wiki dev, bf16, 1 thread: 16 -> 1.49 s, 64 -> 2.05 s per 200 pairs); training keeps 64
