@@ -6,14 +6,14 @@ fits one model per direction in `cfg.training.directions` with softmax-margin + 
 batch as the paper, or Adam) under the one Trainer builder (`aligners.training.trainer`:
 `cfg.trainer`, `cfg.logger`, `cfg.callbacks`), saves ONE model folder `<run>/model`
 (`aligners.export`, both directions), the learnt weights by name in `<run>/weights.json`,
-decodes the evaluation splits (test split
-or `data.test_path`; `data.dev_path` / `data.dev_holdout` add a dev split) in each direction
-and their union (and `model.combine`'s combination of the two, e.g. grow-diag, when set),
-writes the predictions as Pharaoh files and `<run>/metrics.json`
-(`aligners.metrics.write_metrics_json`: split -> metric -> value).
+decodes the evaluation splits (test split or `data.test_path`; `data.dev_path` /
+`data.dev_holdout` add a dev split) in each direction and their union (and `model.combine`'s
+combination of the two, e.g. grow-diag, when set), writes the predictions as Pharaoh files
+and `<run>/metrics.json` (`aligners.metrics.write_metrics_json`: split -> metric -> value).
 `python evaluate.py experiment=... ckpt_path=<run>/model [data.test_path=X.json]` scores a saved
-model folder the same way. Inference (`aligners monoalign`, `aligners.load`) never imports
-this module.
+model folder the same way. `settings`, `check_cfg`, `member_cfgs`: the task's config sections
+over their defaults and value rules (`aligners.models.mono.config`). Inference (`aligners
+monoalign`, `aligners.load`) never imports this module.
 """
 
 from __future__ import annotations
@@ -163,10 +163,8 @@ def _identity(x):
 def _data_name(cfg: DictConfig) -> str:
     """What the model was trained on: the registry name or the user's file(s)."""
     d = settings(cfg)[2]
-    spec = d.train_path
-    if not spec:
-        return str(d.name)
-    return str(spec) if isinstance(spec, str) else ",".join(str(x) for x in spec)
+    spec = d.train_path or str(d.name)
+    return spec if isinstance(spec, str) else ",".join(str(x) for x in spec)
 
 
 def _embedder(cfg: DictConfig):
@@ -250,10 +248,13 @@ def _decoded(aligner, pairs, label: str, name: str, **kw) -> list[set]:
     return [set(o[1]) for o in out]
 
 
-def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timing: dict,
-                      out_dir: Path) -> dict:
+def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble,
+                      timing: dict) -> dict:
     """Decode every evaluation split in each direction (+ union), print the reports, write
-    `predictions.<split>.<direction>.pharaoh` and metrics.json; return the metrics."""
+    `predictions.<split>.<direction>.pharaoh` and metrics.json into the run folder; return
+    the metrics."""
+    out_dir = Path(cfg.paths.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     embedder = _embedder(cfg)
     label = f"{aligner.kind} {_data_name(cfg)}"
     metrics: dict[str, dict[str, float]] = {}
@@ -323,7 +324,7 @@ def train(cfg: DictConfig) -> dict:
         "data": _data_name(cfg), "train_pairs": len(pairs)})
     (out_dir / "weights.json").write_text(json.dumps(weights, indent=1) + "\n", encoding="utf-8")
     print(f"saved {out_dir / 'model'} (weights by feature name: {out_dir / 'weights.json'})")
-    return _evaluate_aligner(cfg, aligner, timing, out_dir)
+    return _evaluate_aligner(cfg, aligner, timing)
 
 
 def evaluate(cfg: DictConfig) -> dict:
@@ -340,6 +341,4 @@ def evaluate(cfg: DictConfig) -> dict:
     paths = list(cfg.ckpt_path) if OmegaConf.is_list(cfg.ckpt_path) else [cfg.ckpt_path]
     aligner = load_aligners([resolve_model_folder(p) for p in paths])
     torch.set_num_threads(int(t.threads))
-    out_dir = Path(cfg.paths.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return _evaluate_aligner(cfg, aligner, {}, out_dir)
+    return _evaluate_aligner(cfg, aligner, {})

@@ -206,12 +206,9 @@ def _batched(model: PhraseCRFAligner, examples: list[MonoExample], fn, batch_siz
     device = model.w_emit.device
     batches, order = chunks(examples, max_tgt_len=model.max_tgt_len, batch_size=batch_size,
                             with_gold=False)
-    out = [None] * len(examples)
     with one_thread():
         flat = [r for b in batches for r in fn(b.to(device))]
-    for n, r in zip(order, flat):
-        out[n] = r
-    return out
+    return [r for _, r in sorted(zip(order, flat), key=lambda nr: nr[0])]
 
 
 @torch.no_grad()
@@ -222,10 +219,9 @@ def predict(model: PhraseCRFAligner, examples: list[MonoExample], *, batch_size:
     the best path (score = Viterbi score / I); "posterior": the links whose posterior exceeds
     `threshold` (`PhraseCRFAligner.decode_posterior`)."""
     decode, threshold = check_decode(decode, threshold)
-    if decode == "posterior":
-        return _batched(model, examples,
-                        lambda b: model.decode_posterior(b, threshold=threshold), batch_size)
-    return _batched(model, examples, model.decode, batch_size)
+    fn = (model.decode if decode == "viterbi"
+          else functools.partial(model.decode_posterior, threshold=threshold))
+    return _batched(model, examples, fn, batch_size)
 
 
 def _as_pairs(pairs, target=None) -> list[AlignedPair]:  # align(source, target), any family's

@@ -24,7 +24,7 @@ from aligners.lattices.factored_semimarkov import (
 )
 from aligners.lattices.jump_transition import JumpTransition
 from aligners.models.mono.combine import posterior_output
-from aligners.models.mono.potentials import N_TRANS, MonoBatch, jump_layout
+from aligners.models.mono.potentials import N_TRANS, MonoBatch, jump_layout, links_inside
 from aligners.models.mono.states import state_phrase, state_table
 from aligners.semirings import semiring_zero
 
@@ -53,11 +53,10 @@ def segments_to_output(segments, *, tgt_len: int, max_tgt_len: int):
 
 
 def link_matrix(*, tgt_len: int, max_tgt_len: int) -> torch.Tensor:
-    """(C, J) bool: state c covers target word j (NULL and invalid states cover none)."""
+    """(C, J) bool: state c covers target word j (NULL and invalid states cover none): the
+    links of the identity matrix inside each state's phrase (`links_inside`)."""
     st = state_table(tgt_len=tgt_len, max_tgt_len=max_tgt_len)
-    j = torch.arange(tgt_len)
-    real = (st["length"] > 0) & st["valid"]
-    return real[:, None] & (st["start"][:, None] <= j) & (j <= st["end0"][:, None])
+    return links_inside(torch.eye(tgt_len), st).T > 0
 
 
 class PhraseCRFAligner(nn.Module):
