@@ -125,8 +125,9 @@ def featurise(pairs: Sequence[AlignedPair], model: PhraseCRFAligner, *, directio
     vectors = None
     if attach is not None:  # the encoder (torch: no GIL) runs while this thread featurises
         stubs = [MonoExample(tuple(p.src), tuple(p.tgt), None, None, None) for p in oriented]
-        vectors = _background(functools.partial(attach, decoding=decoding), stubs,  # decoding:
-                              threads=1 if decoding else None)  # 1 thread beside this one
+        vectors = (_background(attach, stubs) if not decoding  # decoding: one encoder
+                   else _background(functools.partial(attach, decoding=True), stubs,
+                                    threads=1))  # thread beside this one (2 cores busy)
     out = []
     with one_thread():
         for p in oriented:
