@@ -88,7 +88,7 @@ def test_precisions_are_close_to_fp32_and_switch_back(encoder_dir, finetune):  #
     m.eval()
     enc = m.encoder
     ps = [(p.src, p.tgt) for p in pairs()]
-    from aligners.models.mono.neural_pair import pair_vectors
+    from aligners.models.mono.neural import pair_vectors
 
     with torch.no_grad():
         ref = pair_vectors(enc, ps)
@@ -127,7 +127,7 @@ def test_int8_copy_follows_weight_changes(encoder_dir):  # noqa: F811
     m.eval()
     enc = m.encoder.set_precision("int8")
     ps = [(p.src, p.tgt) for p in pairs()]
-    from aligners.models.mono.neural_pair import pair_vectors
+    from aligners.models.mono.neural import pair_vectors
 
     with torch.no_grad():
         before = pair_vectors(enc, ps)

@@ -29,8 +29,7 @@ OPTIONS = [("pair", False), ("both", True), ("separate", True)]
 
 
 def test_pair_vectors_batched_equal_one_by_one_and_see_the_other_sentence(encoder_dir):
-    from aligners.models.mono.neural import make_encoder
-    from aligners.models.mono.neural_pair import pair_vectors
+    from aligners.models.mono.neural import make_encoder, pair_vectors
 
     enc = make_encoder({"path": encoder_dir}, batch_size=3)
     ps = [(p.src, p.tgt) for p in pairs()]

@@ -16,7 +16,7 @@ Frozen encoder (default): vectors are computed once per sentence (batched, memoi
 stored on the examples. `finetune=True`: the encoder is a submodule, re-run (batched) on every
 forward pass with gradients and trained with the rest; decoding (`attach(decoding=True)`, as
 `MonoAligner.align` does) computes its vectors once, without gradients, before the scorer.
-The options (`context`: "pair" is `neural_pair`; `cosine`, `encoder_layers`, the encoder
+The options (`context`: "pair" is `pair_vectors`; `cosine`, `encoder_layers`, the encoder
 precision) are described with their settings, `aligners.models.mono.config.MonoConfig`.
 
 The squared difference (not |a - b|) makes the MLP's first layer a sum of per-span terms and
@@ -33,19 +33,20 @@ O(I * (C^2 + Ls * C)); decoding as `PhraseCRFAligner`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import torch
 from torch import nn
 
 from aligners.errors import AlignersInputError
+from aligners.features.embedding import word_means
 from aligners.models.mono.config import CONTEXTS
-from aligners.models.mono.neural_pair import PairMemo, pair_vectors
 from aligners.models.mono.potentials import MonoBatch, MonoExample
 from aligners.models.mono.semicrf import PhraseCRFAligner
 from aligners.models.mono.states import state_table
 
-__all__ = ["NeuralCRFAligner", "make_encoder", "encoder_source"]
+__all__ = ["NeuralCRFAligner", "make_encoder", "encoder_source", "pair_vectors", "PairMemo"]
 
 # the span-pair scorer's hidden units are built in blocks of at most this many elements (at
 # least one source position): 2 MB float32 blocks stay in cache; 32 MB blocks (1 << 23) made
@@ -76,6 +77,69 @@ def make_encoder(source: dict | None = None, *, device: str = "cpu", batch_size:
 
     source = encoder_source(source)
     return MiniLMEmbedder(path=source.get("path"), device=device, batch_size=batch_size)
+
+
+def pair_vectors(embedder, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], *,
+                 batch_size: int | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Context "pair": per (src, tgt) pair unit-norm (src_vec (I, D), tgt_vec (J, D)) on the
+    encoder's device from ONE pass over `[CLS] src [SEP] tgt [SEP]` (every word attends to
+    the other sentence); a word = the mean of its pieces (`word_means`), 0 when cut off by
+    `embedder.max_pieces`. Length-sorted batches of `batch_size` pairs (default the
+    embedder's); differentiable with gradients on. O((I + J)^2) attention per pair."""
+    batch_size = batch_size or embedder.batch_size
+    pairs = [(list(s), list(t)) for s, t in pairs]
+    if not pairs:
+        return []
+    pieces = embedder.tokenizer([s for s, _ in pairs], [t for _, t in pairs],
+                                is_split_into_words=True, truncation=True,
+                                max_length=embedder.max_pieces)["input_ids"]
+    order = sorted(range(len(pairs)),
+                   key=lambda n: (len(pieces[n]), len(pairs[n][0]) + len(pairs[n][1])))
+    out: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(pairs)
+    for start in range(0, len(order), batch_size):
+        idx = order[start: start + batch_size]
+        enc = embedder.tokenizer([pairs[n][0] for n in idx], [pairs[n][1] for n in idx],
+                                 is_split_into_words=True, truncation=True,
+                                 max_length=embedder.max_pieces, padding=True,
+                                 return_tensors="pt")
+        hidden = embedder.hidden_states(enc.to(embedder.device))  # (b, T, D)
+        rows, cols, words, offsets, total = [], [], [], [], 0
+        for b, n in enumerate(idx):
+            I = len(pairs[n][0])
+            for pos, (w, seq) in enumerate(zip(enc.word_ids(b), enc.sequence_ids(b))):
+                if w is not None and seq is not None:
+                    rows.append(b)
+                    cols.append(pos)
+                    words.append(total + w + (I if seq == 1 else 0))
+            offsets.append(total)
+            total += I + len(pairs[n][1])
+        vec = word_means(hidden, rows, cols, words, total)
+        for b, n in enumerate(idx):
+            I, J = len(pairs[n][0]), len(pairs[n][1])
+            out[n] = (vec[offsets[b]: offsets[b] + I], vec[offsets[b] + I: offsets[b] + I + J])
+    return out
+
+
+class PairMemo:
+    """Frozen `pair_vectors` on the CPU, memoised per (src, tgt) pair."""
+
+    def __init__(self):
+        self._cache: dict[tuple[tuple[str, ...], tuple[str, ...]],
+                          tuple[torch.Tensor, torch.Tensor]] = {}
+        self._precision = None  # the embedder precision the memo was filled at
+
+    @torch.no_grad()
+    def __call__(self, embedder, pairs, *,
+                 batch_size: int | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        precision = getattr(embedder, "precision", "fp32")
+        if precision != self._precision:
+            self._cache.clear()
+            self._precision = precision
+        keys = [(tuple(s), tuple(t)) for s, t in pairs]
+        todo = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        for k, (a, b) in zip(todo, pair_vectors(embedder, todo, batch_size=batch_size)):
+            self._cache[k] = (a.float().cpu(), b.float().cpu())
+        return [self._cache[k] for k in keys]
 
 
 class NeuralCRFAligner(PhraseCRFAligner):

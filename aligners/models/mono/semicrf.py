@@ -56,7 +56,7 @@ def link_matrix(*, tgt_len: int, max_tgt_len: int) -> torch.Tensor:
     """(C, J) bool: state c covers target word j (NULL and invalid states cover none): the
     links of the identity matrix inside each state's phrase (`links_inside`)."""
     st = state_table(tgt_len=tgt_len, max_tgt_len=max_tgt_len)
-    return links_inside(torch.eye(tgt_len), st).T > 0
+    return (links_inside(torch.eye(tgt_len), st).T > 0).contiguous()
 
 
 class PhraseCRFAligner(nn.Module):
