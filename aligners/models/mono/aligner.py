@@ -329,14 +329,13 @@ class MonoAligner:
                **self.meta, **(config or {})}
         return KINDS[self.kind], tensors, cfg
 
-    def save(self, folder: str | Path, *, config: dict[str, Any] | None = None,
-             extras: dict[str, Any] | None = None) -> Path:
+    def save(self, folder: str | Path, *, config: dict[str, Any] | None = None) -> Path:
         """Write the model folder (`aligners.export.write_model`) and return it. `config`
         adds plain-JSON metadata (e.g. the training settings)."""
         from aligners.export import write_model
 
         kind, tensors, cfg = self.export_parts(config)
-        return write_model(folder, kind=kind, tensors=tensors, config=cfg, extras=extras)
+        return write_model(folder, kind=kind, tensors=tensors, config=cfg)
 
 
 def load_mono(folder) -> MonoAligner:

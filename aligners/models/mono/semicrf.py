@@ -142,10 +142,8 @@ class PhraseCRFAligner(nn.Module):
         invalid states; the token CRF's linear chain is this lattice with Ls = 1).
         O(B * I * (C^2 + Ls*C)) time (O(B*I*C*(Ls + D + W)) with the jump transition)."""
         emit, trans, start = self.factors(batch)
-        if isinstance(trans, JumpTransition):
-            trans = JumpTransition(trans.weights.double(), trans.layout)
-        else:
-            trans = trans.double()
+        trans = (JumpTransition(trans.weights.double(), trans.layout)
+                 if isinstance(trans, JumpTransition) else trans.double())
         return factored_marginals(emit.double(), trans, start.double(), lengths=batch.lengths)
 
     @torch.no_grad()
