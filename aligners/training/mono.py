@@ -133,7 +133,7 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_
     data = [batches] if t.optimizer == "lbfgs" else [[b] for b in batches]
     if t.optimizer == "adamw" and t.lr_decay:
         lit.hparams.total_steps = len(data) * int(t.epochs)
-    loader = torch.utils.data.DataLoader(data, batch_size=None, collate_fn=_identity,
+    loader = torch.utils.data.DataLoader(data, batch_size=None, collate_fn=list,  # items: lists
                                          shuffle=t.optimizer != "lbfgs")
     # L-BFGS takes one (full-batch) step per epoch: a logging interval longer than an epoch
     # would log nothing (and Lightning warns about it), so cap it at the epoch length
@@ -154,10 +154,6 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_
         timing.update({f"select_nonident_f1_epoch{n}": v
                        for n, v in enumerate(lit.select_nonident)})
     return lit.model.cpu().eval(), timing
-
-
-def _identity(x):
-    return x
 
 
 def _data_name(cfg: DictConfig) -> str:
