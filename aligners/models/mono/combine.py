@@ -43,12 +43,10 @@ def check_combine(combine: str, directions: Iterable[str] | None = None) -> str:
     has both s2t and t2s for any combine other than none); else AlignersInputError."""
     if combine not in COMBINES:
         raise AlignersInputError(f"combine must be one of {list(COMBINES)}, got {combine!r}")
-    if directions is not None and combine != "none":
-        have = list(directions)
-        if sorted(have) != ["s2t", "t2s"]:
-            raise AlignersInputError(f"combine={combine!r} needs a model trained in both "
-                                     f"directions (training.directions=[s2t,t2s]); this one "
-                                     f"has {have}")
+    if directions is not None and combine != "none" and sorted(directions) != ["s2t", "t2s"]:
+        raise AlignersInputError(f"combine={combine!r} needs a model trained in both "
+                                 f"directions (training.directions=[s2t,t2s]); this one "
+                                 f"has {list(directions)}")
     return combine
 
 
