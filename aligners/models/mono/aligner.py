@@ -11,9 +11,8 @@ config names its encoder source, and its tensors hold the encoder only when fine
 `aligners.load(folder)` returns it ready for inference (`load_mono` is the registered loader).
 
 Cost of `align`: featurisation O(I * J) memoised word-pair look-ups + O(Ls*Lt*I*J*F) tensor
-work per pair, then Viterbi O(Ls * Lt^2 * I * J^2) per pair (token model: O(I * J^2)).
-`decode="posterior"` replaces Viterbi by a forward-backward pass of the same order (float64)
-and keeps the links whose posterior exceeds `threshold` (`PhraseCRFAligner.decode_posterior`).
+work per pair, then Viterbi O(Ls * Lt^2 * I * J^2) per pair (token model: O(I * J^2)), or
+for `decode="posterior"` a float64 forward-backward pass of the same order (`predict`).
 """
 
 from __future__ import annotations
