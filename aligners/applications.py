@@ -118,14 +118,9 @@ def _qa_rankings(model, questions):
                 pairs.append((s.tokens, q.question.tokens))
                 owner.append(n)
                 rel.append(r)
-    scores = alignment_scores(model, pairs)
-    out = {}
-    for norm, sc in scores.items():
-        rankings = []
-        for n in range(len(questions)):
-            items = sorted((-sc[k], k) for k in range(len(pairs)) if owner[k] == n)
-            rankings.append([rel[k] for _, k in items])
-        out[norm] = rankings
+    asked = [[k for k in range(len(pairs)) if owner[k] == n] for n in range(len(questions))]
+    out = {norm: [[rel[k] for k in sorted(ks, key=lambda k: (-sc[k], k))] for ks in asked]
+           for norm, sc in alignment_scores(model, pairs).items()}
     return out, len(pairs)
 
 

@@ -190,7 +190,7 @@ def test_evaluate_writes_the_combined_row(tmp_path, capsys):
 def test_chosen_experiments_train_both_directions_for_their_combine(experiment, tmp_path):
     """The experiments whose dev / selection choice was a combination train both directions
     (else `train` would refuse the combine before training)."""
-    from aligners.training.mono_config import check_cfg
+    from aligners.training.mono import check_cfg
     from tests.test_mono_training import _cfg
 
     cfg = _cfg("train", [f"experiment={experiment}"], tmp_path)

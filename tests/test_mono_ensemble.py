@@ -137,7 +137,7 @@ def test_cli_monoalign_repeated_model(tmp_path, capsys):
 
 def test_members_train_like_stand_alone_runs_and_evaluate_takes_a_list(tmp_path, capsys):
     from aligners.run import check, evaluate, train
-    from aligners.training.mono_config import member_cfgs
+    from aligners.training.mono import member_cfgs
     from tests.conftest import shared_path
     from tests.test_mono_training import _cfg
 
@@ -189,7 +189,7 @@ def test_a_task_without_ensembles_refuses_a_list(tmp_path):
 def test_wiki_experiments_train_the_dev_chosen_ensemble(experiment, tmp_path):
     """The Wiki experiments (and the out-of-domain rows, which train the same model) train
     the four-member ensemble chosen on wiki dev, each member with both directions."""
-    from aligners.training.mono_config import member_cfgs
+    from aligners.training.mono import member_cfgs
     from tests.test_mono_training import _cfg
 
     ms = member_cfgs(_cfg("train", [f"experiment={experiment}"], tmp_path))

@@ -88,7 +88,7 @@ def test_precisions_are_close_to_fp32_and_switch_back(encoder_dir, finetune):  #
     m.eval()
     enc = m.encoder
     ps = [(p.src, p.tgt) for p in pairs()]
-    from aligners.models.mono.neural_pair import pair_vectors
+    from aligners.models.mono.neural import pair_vectors
 
     with torch.no_grad():
         ref = pair_vectors(enc, ps)
@@ -127,7 +127,7 @@ def test_int8_copy_follows_weight_changes(encoder_dir):  # noqa: F811
     m.eval()
     enc = m.encoder.set_precision("int8")
     ps = [(p.src, p.tgt) for p in pairs()]
-    from aligners.models.mono.neural_pair import pair_vectors
+    from aligners.models.mono.neural import pair_vectors
 
     with torch.no_grad():
         before = pair_vectors(enc, ps)
@@ -194,4 +194,4 @@ def test_default_decode_batch(encoder_dir, monkeypatch):  # noqa: F811
     MonoAligner({"s2t": model(encoder_dir)}, kind="neural").align(pairs(), batch_size=5)
     MonoAligner({"s2t": aligner_mod.build_model(kind="token")}, kind="token").align(pairs())
     assert seen == [32, 5, 64]
-    assert aligner_mod.decode_batch("phrase") == 64
+    assert aligner_mod.DECODE_BATCH["phrase"] == 64

@@ -175,7 +175,7 @@ def test_fast_wiki_experiment(tmp_path):
     """neural_multimwa_wiki_fast = the Wiki experiment's cost-8 model alone (no ensemble) with
     3 encoder layers, both directions intersected; its config passes the training checks."""
     from aligners.models.mono.combine import check_combine
-    from aligners.training.mono_config import check_cfg
+    from aligners.training.mono import check_cfg
     from tests.test_mono_training import _cfg
 
     fast = _cfg("train", ["experiment=neural_multimwa_wiki_fast"], tmp_path / "f")

@@ -29,8 +29,7 @@ OPTIONS = [("pair", False), ("both", True), ("separate", True)]
 
 
 def test_pair_vectors_batched_equal_one_by_one_and_see_the_other_sentence(encoder_dir):
-    from aligners.models.mono.neural import make_encoder
-    from aligners.models.mono.neural_pair import pair_vectors
+    from aligners.models.mono.neural import make_encoder, pair_vectors
 
     enc = make_encoder({"path": encoder_dir}, batch_size=3)
     ps = [(p.src, p.tgt) for p in pairs()]
@@ -140,12 +139,11 @@ def test_cosine_scorer_equals_the_direct_mlp(encoder_dir):
 
 
 def test_nonident_cost_equals_counting(encoder_dir):
-    """add_nonident_cost: a segment [n, n+k) labelled c gains w per gold link (i, j), i in the
-    segment, src[i] != tgt[j] case-folded, j outside c's target phrase; identical-word links
-    and other segments cost nothing extra."""
+    """collate's nonident_fn_cost: a segment [n, n+k) labelled c gains w per gold link
+    (i, j), i in the segment, src[i] != tgt[j] case-folded, j outside c's target phrase;
+    identical-word links and other segments cost nothing extra."""
     from aligners.data.types import AlignedPair, Alignment
     from aligners.models.mono.states import state_table
-    from aligners.training.mono import add_nonident_cost
 
     m = model(encoder_dir)
     ps = pairs() + [AlignedPair(("The", "cat", "sat"), ("the", "cat", "was", "sitting"),
@@ -153,8 +151,7 @@ def test_nonident_cost_equals_counting(encoder_dir):
                                           frozenset()))]
     ex = featurise(ps, m)
     (base,), _ = chunks(ex, max_tgt_len=m.max_tgt_len, batch_size=len(ex))
-    (batch,), _ = chunks(ex, max_tgt_len=m.max_tgt_len, batch_size=len(ex))
-    add_nonident_cost(batch, 2.5)
+    (batch,), _ = chunks(ex, max_tgt_len=m.max_tgt_len, batch_size=len(ex), cost=(1, 1, 2.5))
     extra = batch.cost - base.cost
     nonzero = 0
     for b, e in enumerate(batch.examples):
@@ -172,9 +169,8 @@ def test_nonident_cost_equals_counting(encoder_dir):
                     assert math.isclose(float(extra[b, n, k - 1, c]), want, abs_tol=1e-5)
                     nonzero += want > 0
     assert nonzero > 0
-    before = batch.cost.clone()
-    add_nonident_cost(batch, 0.0)
-    assert torch.equal(batch.cost, before)
+    (plain,), _ = chunks(ex, max_tgt_len=m.max_tgt_len, batch_size=len(ex), cost=(1, 1, 0.0))
+    assert torch.equal(plain.cost, base.cost)
 
 
 def test_bad_options(encoder_dir, tmp_path):

@@ -12,7 +12,7 @@ import torch
 from aligners.data.types import AlignedPair
 from aligners.errors import AlignersInputError
 from aligners.lattices import linear_chain
-from aligners.models.mono.aligner import MonoAligner, check_decode, featurise, posteriors
+from aligners.models.mono.aligner import MonoAligner, check_decode
 from aligners.models.mono.crf import TokenCRFAligner
 from aligners.models.mono.potentials import collate, prepare
 from aligners.models.mono.semicrf import PhraseCRFAligner, link_matrix
@@ -147,9 +147,9 @@ def test_aligner_posterior_decoding_and_t2s_orientation():
         for p, pair, (_, links, _) in zip(post, pairs, out):
             assert p.shape == (len(pair.src), len(pair.tgt))
             assert links == sorted(map(tuple, (p > 0.4).nonzero().tolist()))
-    ex = featurise(pairs, m)
     assert all(torch.allclose(a, b, atol=1e-6, rtol=0) for a, b in
-               zip(posteriors(m, ex, batch_size=1), al.posteriors(pairs, direction="s2t")))
+               zip(al.posteriors(pairs, direction="s2t", batch_size=1),
+                   al.posteriors(pairs, direction="s2t")))
     # default decoding is unchanged (Viterbi)
     assert al.align(pairs) == al.align(pairs, decode="viterbi")
 

@@ -44,10 +44,7 @@ class LitMonoAligner(pl.LightningModule):
         self.select, self.best_state, self.best_epoch, self.best_f1 = select, None, -1, -1.0
         self.select_log: list[float] = []
         self.select_nonident: list[float] = []  # non-identical micro F1 per epoch (reported)
-        self.model = build_model(kind=m.kind, max_src_len=m.max_src_len,
-                                 max_tgt_len=m.max_tgt_len, embedding=m.embedding,
-                                 phrase_cues=m.phrase_cues,
-                                 **(m.neural() if m.kind == "neural" else {}))
+        self.model = build_model(**m.build_settings())
         if t.optimizer == "adamw" and not hasattr(self.model, "trainable_groups"):
             raise ValueError("training.optimizer adamw is for model.kind neural")
 

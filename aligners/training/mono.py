@@ -6,14 +6,14 @@ fits one model per direction in `cfg.training.directions` with softmax-margin + 
 batch as the paper, or Adam) under the one Trainer builder (`aligners.training.trainer`:
 `cfg.trainer`, `cfg.logger`, `cfg.callbacks`), saves ONE model folder `<run>/model`
 (`aligners.export`, both directions), the learnt weights by name in `<run>/weights.json`,
-decodes the evaluation splits (test split
-or `data.test_path`; `data.dev_path` / `data.dev_holdout` add a dev split) in each direction
-and their union (and `model.combine`'s combination of the two, e.g. grow-diag, when set),
-writes the predictions as Pharaoh files and `<run>/metrics.json`
-(`aligners.metrics.write_metrics_json`: split -> metric -> value).
+decodes the evaluation splits (test split or `data.test_path`; `data.dev_path` /
+`data.dev_holdout` add a dev split) in each direction and their union (and `model.combine`'s
+combination of the two, e.g. grow-diag, when set), writes the predictions as Pharaoh files
+and `<run>/metrics.json` (`aligners.metrics.write_metrics_json`: split -> metric -> value).
 `python evaluate.py experiment=... ckpt_path=<run>/model [data.test_path=X.json]` scores a saved
-model folder the same way. Inference (`aligners monoalign`, `aligners.load`) never imports
-this module.
+model folder the same way. `settings`, `check_cfg`, `member_cfgs`: the task's config sections
+over their defaults and value rules (`aligners.models.mono.config`). Inference (`aligners
+monoalign`, `aligners.load`) never imports this module.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import pytorch_lightning as pl
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from aligners.config_checks import from_config
 from aligners.data.datasets import load
 from aligners.data.jacana import read_annotated
 from aligners.data.pharaoh import link_line
@@ -42,16 +43,77 @@ from aligners.models.mono.aligner import (
     shared_embedder,
 )
 from aligners.models.mono.combine import check_combine, combine_links
+from aligners.models.mono.config import MonoConfig, MonoData, MonoTraining
 from aligners.models.mono.ensemble import MonoEnsemble
 from aligners.outputs import write_lines
 from aligners.training.baseline import flatten_numbers
 from aligners.training.lit_mono import LitMonoAligner
-from aligners.training.mono_config import check_cfg, member_cfgs, settings
 from aligners.training.trainer import build_trainer
 
-__all__ = ["ENSEMBLES", "LitMonoAligner", "train", "evaluate", "add_nonident_cost"]
+__all__ = ["ENSEMBLES", "LitMonoAligner", "train", "evaluate", "settings", "check_cfg",
+           "member_cfgs"]
 
 ENSEMBLES = True  # ckpt_path=[A, B, ...]: evaluate the ensemble of saved models
+# model.* keys one member may not override: the kind, and how the ensemble decodes
+_ENSEMBLE_MODEL_KEYS = {"kind", "decode", "threshold", "combine", "encoder_precision"}
+
+
+def settings(cfg: DictConfig) -> tuple[MonoConfig, MonoTraining, MonoData]:
+    """The model, training and data settings of `cfg` over their defaults (checked)."""
+    return (from_config(MonoConfig, cfg.model, "model"),
+            from_config(MonoTraining, cfg.get("training"), "training"),
+            from_config(MonoData, cfg.data, "data"))
+
+
+def check_cfg(cfg: DictConfig) -> tuple[MonoConfig, MonoTraining, MonoData]:
+    """`settings(cfg)`, and what no single rule says (else one AlignersInputError line);
+    `training.members` overrides are checked by `member_cfgs`."""
+    m, t, d = settings(cfg)
+    if not t.directions or len(set(t.directions)) != len(t.directions):
+        raise AlignersInputError(f"training.directions must be a non-empty list of distinct "
+                                 f"['s2t', 't2s'], got {t.directions}")
+    sel = t.select
+    if sel is not None and sel != "dev" and (not isinstance(sel, int) or isinstance(sel, bool)
+                                             or sel < 1):
+        raise AlignersInputError(f"training.select must be null, 'dev' (the dev split) or an "
+                                 f"integer N >= 1 (the last N training pairs), got {sel!r}")
+    if sel == "dev" and not (d.dev_split or d.dev_path):
+        raise AlignersInputError("training.select=dev needs data.dev_split or data.dev_path")
+    return m, t, d
+
+
+def member_cfgs(cfg: DictConfig) -> list[DictConfig]:
+    """[cfg] without `training.members`; else one checked config per member: `cfg` with the
+    member's training.* overrides merged in (members: null) and, under the member's `model`
+    key, model.* overrides (the lattice and encoder settings; not `kind`, nor the decoding
+    keys, which belong to the whole ensemble). Unknown keys, nested members or fewer than two
+    members: AlignersInputError."""
+    members = cfg.training.get("members")
+    if not members:
+        return [cfg]
+    if not OmegaConf.is_list(members) or len(members) < 2:
+        raise AlignersInputError("training.members must be null or a list of two or more "
+                                 "dicts of training.* overrides (one per ensemble member)")
+    out, fields = [], MonoConfig.__dataclass_fields__
+    for k, over in enumerate(members):
+        if not OmegaConf.is_dict(over):
+            raise AlignersInputError(f"training.members[{k}] must be a dict of training.* "
+                                     f"overrides, got {over!r}")
+        over = OmegaConf.to_container(over)
+        model = over.pop("model", None) or {}
+        unknown = sorted(set(over) - (set(cfg.training) - {"members"}))
+        if unknown:
+            raise AlignersInputError(f"training.members[{k}] sets unknown training keys "
+                                     f"{unknown}")
+        bad = sorted(set(model) - (set(fields) - _ENSEMBLE_MODEL_KEYS)) if isinstance(
+            model, dict) else [model]
+        if bad:
+            raise AlignersInputError(f"training.members[{k}].model may override the model's "
+                                     f"own settings, not {bad}")
+        member = OmegaConf.merge(cfg, {"training": {**over, "members": None}, "model": model})
+        check_cfg(member)
+        out.append(member)
+    return out
 
 
 def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_directions=1,
@@ -61,20 +123,17 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_
     t0 = time.time()
     examples = featurise(pairs, lit.model, direction=direction, gold_links=t.gold_links,
                          embedder=embedder)
-    if select_pairs:
-        oriented = [flip(p) if direction == "t2s" else p for p in select_pairs]
+    if select_pairs:  # the examples and their gold links in the model's order
         lit.select = (featurise(select_pairs, lit.model, direction=direction,
                                 gold_links=t.gold_links, embedder=embedder),
-                      [p.alignment for p in oriented])
+                      [(flip(p) if direction == "t2s" else p).alignment for p in select_pairs])
     t_feat = time.time() - t0
     batches, _ = chunks(examples, max_tgt_len=lit.model.max_tgt_len, batch_size=t.batch_size,
-                        cost=(t.fp_cost, t.fn_cost))
-    for b in batches:  # recall errors on paraphrase links cost more (0: plain Hamming cost)
-        add_nonident_cost(b, float(t.nonident_fn_cost))
+                        cost=(t.fp_cost, t.fn_cost, float(t.nonident_fn_cost)))
     data = [batches] if t.optimizer == "lbfgs" else [[b] for b in batches]
     if t.optimizer == "adamw" and t.lr_decay:
         lit.hparams.total_steps = len(data) * int(t.epochs)
-    loader = torch.utils.data.DataLoader(data, batch_size=None, collate_fn=_identity,
+    loader = torch.utils.data.DataLoader(data, batch_size=None, collate_fn=list,  # items: lists
                                          shuffle=t.optimizer != "lbfgs")
     # L-BFGS takes one (full-batch) step per epoch: a logging interval longer than an epoch
     # would log nothing (and Lightning warns about it), so cap it at the epoch length
@@ -97,38 +156,11 @@ def _fit(cfg: DictConfig, pairs: list[AlignedPair], direction: str, embedder, n_
     return lit.model.cpu().eval(), timing
 
 
-def _identity(x):
-    return x
-
-
-def add_nonident_cost(batch, weight: float) -> None:
-    """Add `weight` per missed gold link whose two words differ (case-folded) to the
-    softmax-margin cost `batch.cost` (B, I, Ls, C) in place: a segment labelled with state c
-    costs `weight` for each non-identical gold link of its words outside c's target phrase.
-    O(B * I * Ls * C)."""
-    from aligners.models.mono.potentials import links_inside, segment_sums
-    from aligners.models.mono.states import state_table
-
-    if not weight or batch.cost is None:
-        return
-    Ls = batch.cost.shape[2]
-    for b, e in enumerate(batch.examples):
-        I, J = len(e.src), len(e.tgt)
-        differ = torch.tensor([[s.lower() != t.lower() for t in e.tgt] for s in e.src],
-                              dtype=torch.bool).reshape(I, J)
-        g = (e.gold.bool() & differ).float()  # (I, J) non-identical gold links
-        st = state_table(tgt_len=J, max_tgt_len=batch.max_tgt_len)
-        missed = g.sum(1, keepdim=True) - links_inside(g, st)  # (I, C)
-        batch.cost[b, :I, :, : missed.shape[1]] += weight * segment_sums(missed, Ls)
-
-
 def _data_name(cfg: DictConfig) -> str:
     """What the model was trained on: the registry name or the user's file(s)."""
     d = settings(cfg)[2]
-    spec = d.train_path
-    if not spec:
-        return str(d.name)
-    return str(spec) if isinstance(spec, str) else ",".join(str(x) for x in spec)
+    spec = d.train_path or str(d.name)
+    return spec if isinstance(spec, str) else ",".join(str(x) for x in spec)
 
 
 def _embedder(cfg: DictConfig):
@@ -212,10 +244,13 @@ def _decoded(aligner, pairs, label: str, name: str, **kw) -> list[set]:
     return [set(o[1]) for o in out]
 
 
-def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timing: dict,
-                      out_dir: Path) -> dict:
+def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble,
+                      timing: dict) -> dict:
     """Decode every evaluation split in each direction (+ union), print the reports, write
-    `predictions.<split>.<direction>.pharaoh` and metrics.json; return the metrics."""
+    `predictions.<split>.<direction>.pharaoh` and metrics.json into the run folder; return
+    the metrics."""
+    out_dir = Path(cfg.paths.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     embedder = _embedder(cfg)
     label = f"{aligner.kind} {_data_name(cfg)}"
     metrics: dict[str, dict[str, float]] = {}
@@ -253,7 +288,7 @@ def _evaluate_aligner(cfg: DictConfig, aligner: MonoAligner | MonoEnsemble, timi
 
 def train(cfg: DictConfig) -> dict:
     """Fit one model per direction in `cfg.training.directions` (with `training.members`: that
-    for each member, each from the same seed, `mono_config.member_cfgs`), save `<run>/model`
+    for each member, each from the same seed, `member_cfgs`), save `<run>/model`
     (one MonoAligner, or the members' MonoEnsemble), then score the evaluation splits;
     returns metrics.json's content."""
     m, t, _ = check_cfg(cfg)
@@ -285,7 +320,7 @@ def train(cfg: DictConfig) -> dict:
         "data": _data_name(cfg), "train_pairs": len(pairs)})
     (out_dir / "weights.json").write_text(json.dumps(weights, indent=1) + "\n", encoding="utf-8")
     print(f"saved {out_dir / 'model'} (weights by feature name: {out_dir / 'weights.json'})")
-    return _evaluate_aligner(cfg, aligner, timing, out_dir)
+    return _evaluate_aligner(cfg, aligner, timing)
 
 
 def evaluate(cfg: DictConfig) -> dict:
@@ -302,6 +337,4 @@ def evaluate(cfg: DictConfig) -> dict:
     paths = list(cfg.ckpt_path) if OmegaConf.is_list(cfg.ckpt_path) else [cfg.ckpt_path]
     aligner = load_aligners([resolve_model_folder(p) for p in paths])
     torch.set_num_threads(int(t.threads))
-    out_dir = Path(cfg.paths.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return _evaluate_aligner(cfg, aligner, {}, out_dir)
+    return _evaluate_aligner(cfg, aligner, {})

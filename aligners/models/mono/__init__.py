@@ -3,13 +3,12 @@
 `potentials`), the neural semi-CRF (`neural`: its MiniLM encoder needs the `neural` extra),
 `MonoAligner`, the ready aligner (`aligner`), and `MonoEnsemble` (`ensemble`); defaults and
 value rules in `config` (no torch). No Lightning here: `aligners.training.mono` trains these
-modules. Heavy names (torch) are imported on first use.
+modules. This package imports nothing heavy: import the modules themselves.
 """
 
-from aligners.families import Family, lazy_names
+from aligners.families import Family
 
-__all__ = ["FAMILY", "MonoAligner", "PhraseCRFAligner", "TokenCRFAligner", "build_model",
-           "featurise", "load_mono", "predict"]
+__all__ = ["FAMILY"]
 
 FAMILY = Family(
     name="mono",
@@ -24,7 +23,3 @@ FAMILY = Family(
     loader="aligners.models.mono.ensemble:load_any",
     kinds=("mono-token-crf", "mono-phrase-crf", "mono-neural-crf", "mono-ensemble"),
 )
-
-__getattr__ = lazy_names(__name__, {"MonoAligner": "aligner", "build_model": "aligner",
-    "featurise": "aligner", "load_mono": "aligner", "predict": "aligner",
-    "TokenCRFAligner": "crf", "PhraseCRFAligner": "semicrf"})

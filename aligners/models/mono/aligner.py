@@ -11,9 +11,8 @@ config names its encoder source, and its tensors hold the encoder only when fine
 `aligners.load(folder)` returns it ready for inference (`load_mono` is the registered loader).
 
 Cost of `align`: featurisation O(I * J) memoised word-pair look-ups + O(Ls*Lt*I*J*F) tensor
-work per pair, then Viterbi O(Ls * Lt^2 * I * J^2) per pair (token model: O(I * J^2)).
-`decode="posterior"` replaces Viterbi by a forward-backward pass of the same order (float64)
-and keeps the links whose posterior exceeds `threshold` (`PhraseCRFAligner.decode_posterior`).
+work per pair, then Viterbi O(Ls * Lt^2 * I * J^2) per pair (token model: O(I * J^2)), or
+for `decode="posterior"` a float64 forward-backward pass of the same order (`predict`).
 """
 
 from __future__ import annotations
@@ -31,28 +30,27 @@ import torch
 
 from aligners.data.types import AlignedPair, Alignment
 from aligners.errors import AlignersInputError
-from aligners.models.mono.combine import align_combined, check_combine
-from aligners.models.mono.config import DECODES
+from aligners.models.mono.combine import check_combine, combined_output, posterior_output
+from aligners.models.mono.config import DECODES, MODEL_KEYS
 from aligners.models.mono.crf import TokenCRFAligner
 from aligners.models.mono.potentials import MonoExample, collate, prepare
 from aligners.models.mono.semicrf import PhraseCRFAligner
 
 __all__ = ["KINDS", "DIRECTIONS", "DECODES", "MonoAligner", "build_model", "flip",
-           "one_thread", "featurise", "chunks", "predict", "posteriors", "check_decode",
-           "shared_embedder", "load_mono", "DEFAULT_ENCODER_PRECISION", "set_encoder_precision",
-           "decode_batch"]
+           "one_thread", "featurise", "chunks", "predict", "check_decode", "shared_embedder",
+           "load_mono", "DEFAULT_ENCODER_PRECISION", "set_encoder_precision", "DECODE_BATCH"]
 
 # model.kind -> export kind (aligners.export.LOADERS)
 KINDS = {"token": "mono-token-crf", "phrase": "mono-phrase-crf", "neural": "mono-neural-crf"}
 DIRECTIONS = ("s2t", "t2s")
-_HPARAMS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues")
 # the neural aligner's encoder precision when decoding with `MonoAligner.align` (training and
 # `predict` on a bare model keep the encoder's own, fp32); chosen on wiki dev by the rule in
 # the git log "Issue 13: decoding speed (branch neural4)"
 DEFAULT_ENCODER_PRECISION = "bf16"
-
-Block = tuple[int, int, int, int]
-Link = tuple[int, int]
+# pairs per decoding batch of `MonoAligner.align` by default: the neural aligner's span-pair
+# scorer pads every pair of a batch to the longest source and target (300 Wiki test pairs,
+# scorer + Viterbi 1.0-1.2 CPU s at 8-32 a batch, 1.6-1.9 s at 64)
+DECODE_BATCH = {"token": 64, "phrase": 64, "neural": 32}
 
 
 def build_model(*, kind: str, max_src_len: int = 3, max_tgt_len: int = 3,
@@ -162,15 +160,17 @@ def _background(fn, *args, threads: int | None = None) -> Future:
 
 
 def chunks(examples: list[MonoExample], *, max_tgt_len: int, batch_size: int,
-           with_gold: bool = True, cost: tuple[float, float] = (1.0, 1.0)):
-    """Length-bucketed MonoBatches (sorted by target then source length) and the order.
-    Batches are built on the CPU; move them with `MonoBatch.to(device)`."""
+           with_gold: bool = True, cost: tuple[float, float, float] = (1.0, 1.0, 0.0)):
+    """Length-bucketed MonoBatches (sorted by target then source length) and the order;
+    `cost`: `collate`'s (fp_cost, fn_cost, nonident_fn_cost). Batches are built on the CPU;
+    move them with `MonoBatch.to(device)`."""
     if batch_size < 1:
         raise ValueError(f"batch size must be >= 1, got {batch_size}")
     order = sorted(range(len(examples)), key=lambda n: (examples[n].emit.shape[2] // 8,
                                                          len(examples[n].src)))
     batches = [collate([examples[n] for n in order[s: s + batch_size]], max_tgt_len=max_tgt_len,
-                       fp_cost=cost[0], fn_cost=cost[1], with_gold=with_gold)
+                       fp_cost=cost[0], fn_cost=cost[1], nonident_fn_cost=cost[2],
+                       with_gold=with_gold)
                for s in range(0, len(order), batch_size)]
     return batches, order
 
@@ -184,14 +184,6 @@ def set_encoder_precision(model, precision: str) -> None:
     enc = getattr(model, "__dict__", {}).get("encoder")
     if enc is not None and hasattr(enc, "set_precision"):
         enc.set_precision(precision)
-
-
-def decode_batch(kind: str) -> int:
-    """Default pairs per decoding batch of `MonoAligner.align` for a model kind: 32 for the
-    neural aligner (its span-pair scorer pads every pair of a batch to the longest source and
-    target: 300 Wiki test pairs, scorer + Viterbi 1.0-1.2 CPU s at 8-32 a batch, 1.6-1.9 s at
-    64), 64 for the token / phrase CRFs."""
-    return 32 if kind == "neural" else 64
 
 
 def check_decode(decode: str, threshold: float) -> tuple[str, float]:
@@ -214,12 +206,9 @@ def _batched(model: PhraseCRFAligner, examples: list[MonoExample], fn, batch_siz
     device = model.w_emit.device
     batches, order = chunks(examples, max_tgt_len=model.max_tgt_len, batch_size=batch_size,
                             with_gold=False)
-    out = [None] * len(examples)
     with one_thread():
         flat = [r for b in batches for r in fn(b.to(device))]
-    for n, r in zip(order, flat):
-        out[n] = r
-    return out
+    return [r for _, r in sorted(zip(order, flat), key=lambda nr: nr[0])]
 
 
 @torch.no_grad()
@@ -230,28 +219,14 @@ def predict(model: PhraseCRFAligner, examples: list[MonoExample], *, batch_size:
     the best path (score = Viterbi score / I); "posterior": the links whose posterior exceeds
     `threshold` (`PhraseCRFAligner.decode_posterior`)."""
     decode, threshold = check_decode(decode, threshold)
-    if decode == "posterior":
-        return _batched(model, examples,
-                        lambda b: model.decode_posterior(b, threshold=threshold), batch_size)
-    return _batched(model, examples, model.decode, batch_size)
-
-
-def posteriors(model: PhraseCRFAligner, examples: list[MonoExample], *,
-               batch_size: int = 64) -> list[torch.Tensor]:
-    """Per example the (I, J) float64 link-posterior matrix on the CPU (model order), for
-    threshold sweeps without re-decoding. Cost: `PhraseCRFAligner.link_posteriors`."""
-    return _batched(model, examples, lambda b: [p.cpu() for p in model.link_posteriors(b)],
-                    batch_size)
+    fn = (model.decode if decode == "viterbi"
+          else functools.partial(model.decode_posterior, threshold=threshold))
+    return _batched(model, examples, fn, batch_size)
 
 
 def _as_pairs(pairs, target=None) -> list[AlignedPair]:  # align(source, target), any family's
     from aligners.models.aligned import token_pairs
     return token_pairs(pairs, target, make=AlignedPair)
-
-
-def _flip_output(blocks: list[Block], links: list[Link]) -> tuple[list[Block], list[Link]]:
-    return (sorted((t, lt, s, k) for s, k, t, lt in blocks),
-            sorted((j, i) for i, j in links))
 
 
 class MonoAligner:
@@ -279,18 +254,14 @@ class MonoAligner:
             m.to(device)
         return self
 
-    def _direction(self, direction: str | None) -> str:
-        direction = direction or self.directions[0]
-        if direction not in self.models:
-            raise AlignersInputError(f"this model has no {direction!r} direction; it has "
-                                     f"{self.directions}")
-        return direction
-
     def _decoding_examples(self, pairs, direction: str | None, embedder,
                            encoder_precision: str | None):
         """(direction, its model in eval mode at the encoder precision, the pairs featurised
         for decoding) for `align` and `posteriors`."""
-        direction = self._direction(direction)
+        direction = direction or self.directions[0]
+        if direction not in self.models:
+            raise AlignersInputError(f"this model has no {direction!r} direction; it has "
+                                     f"{self.directions}")
         model = self.models[direction]
         set_encoder_precision(model, encoder_precision or self.encoder_precision)
         model.eval()  # before featurise: its encoder thread and the scorer see eval mode
@@ -308,22 +279,28 @@ class MonoAligner:
         posterior combine both saved directions (`aligners.models.mono.combine`; a model with
         one direction, or `direction` given too: AlignersInputError). `encoder_precision`: the
         neural encoder's, fp32 | bf16 | int8 (default: `self.encoder_precision`; kept on the model
-        for later calls). `batch_size`: pairs per decoding batch (default `decode_batch`).
+        for later calls). `batch_size`: pairs per decoding batch (default `DECODE_BATCH`).
         Cost: see module docstring."""
         pairs = _as_pairs(pairs, target)
         check_decode(decode, threshold)
         if check_combine(combine, self.directions) != "none":
             if direction is not None:
                 raise AlignersInputError(f"give a direction or combine={combine!r}, not both")
-            return align_combined(self, pairs, combine=combine,
-                                  batch_size=batch_size, embedder=embedder, decode=decode,
-                                  threshold=threshold, encoder_precision=encoder_precision)
+            kw = {"batch_size": batch_size, "embedder": embedder,
+                  "encoder_precision": encoder_precision}
+            if combine == "posterior":  # the mean of the two directions' link posteriors
+                a, b = (self.posteriors(pairs, direction=d, **kw) for d in DIRECTIONS)
+                return [posterior_output((pa + pb) / 2, threshold) for pa, pb in zip(a, b)]
+            a, b = (self.align(pairs, direction=d, decode=decode, threshold=threshold, **kw)
+                    for d in DIRECTIONS)
+            return [combined_output(x, y, combine) for x, y in zip(a, b)]
         direction, model, examples = self._decoding_examples(pairs, direction, embedder,
                                                              encoder_precision)
-        out = predict(model, examples, batch_size=batch_size or decode_batch(self.kind),
+        out = predict(model, examples, batch_size=batch_size or DECODE_BATCH[self.kind],
                       decode=decode, threshold=threshold)
-        if direction == "t2s":
-            out = [(*_flip_output(b, l), s) for b, l, s in out]
+        if direction == "t2s":  # blocks and links back to source-target order
+            out = [(sorted((t, lt, s, k) for s, k, t, lt in blocks),
+                    sorted((j, i) for i, j in links), score) for blocks, links, score in out]
         return out
 
     def posteriors(self, pairs: Sequence[AlignedPair | tuple[Sequence[str], Sequence[str]]],
@@ -333,7 +310,8 @@ class MonoAligner:
         t2s model's is transposed back to source-target order). Cost: as `align`."""
         direction, model, examples = self._decoding_examples(pairs, direction, embedder,
                                                              encoder_precision)
-        out = posteriors(model, examples, batch_size=batch_size or decode_batch(self.kind))
+        out = _batched(model, examples, lambda b: [p.cpu() for p in model.link_posteriors(b)],
+                       batch_size or DECODE_BATCH[self.kind])
         return [p.T.contiguous() for p in out] if direction == "t2s" else out
 
     def export_parts(self, config: dict[str, Any] | None = None
@@ -344,20 +322,19 @@ class MonoAligner:
         tensors = {f"{d}.{k}": v for d in self.directions
                    for k, v in self.models[d].state_dict().items()}
         hp = (first.export_config() if hasattr(first, "export_config")
-              else {k: getattr(first, k) for k in _HPARAMS})
+              else {k: getattr(first, k) for k in MODEL_KEYS})
         cfg = {"model": {"kind": self.kind, **hp},
                "directions": self.directions, "feature_names": list(first.feature_names),
                **self.meta, **(config or {})}
         return KINDS[self.kind], tensors, cfg
 
-    def save(self, folder: str | Path, *, config: dict[str, Any] | None = None,
-             extras: dict[str, Any] | None = None) -> Path:
+    def save(self, folder: str | Path, *, config: dict[str, Any] | None = None) -> Path:
         """Write the model folder (`aligners.export.write_model`) and return it. `config`
         adds plain-JSON metadata (e.g. the training settings)."""
         from aligners.export import write_model
 
         kind, tensors, cfg = self.export_parts(config)
-        return write_model(folder, kind=kind, tensors=tensors, config=cfg, extras=extras)
+        return write_model(folder, kind=kind, tensors=tensors, config=cfg)
 
 
 def load_mono(folder) -> MonoAligner:
@@ -370,7 +347,7 @@ def load_mono(folder) -> MonoAligner:
         directions = list(cfg["directions"])
         if KINDS.get(kind) != folder.kind:
             raise ValueError(f"model.kind {kind!r} does not match kind {folder.kind!r}")
-        hp = hp if kind == "neural" else {k: hp[k] for k in _HPARAMS}
+        hp = hp if kind == "neural" else {k: hp[k] for k in MODEL_KEYS}
         models = {d: build_model(kind=kind, **hp) for d in directions}
     except (KeyError, TypeError, ValueError, OSError) as err:
         raise AlignersInputError(f"bad monolingual model config ({type(err).__name__}: {err})",

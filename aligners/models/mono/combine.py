@@ -22,6 +22,7 @@ here (grow-diag: O(|union| * 8) per pass, at most |union| passes).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 
 import torch
@@ -30,7 +31,7 @@ from aligners.errors import AlignersInputError
 from aligners.models.mono.config import COMBINES
 
 __all__ = ["COMBINES", "check_combine", "grow_diag", "combine_links", "posterior_output",
-           "combined_blocks", "align_combined"]
+           "combined_blocks", "combined_output"]
 
 _NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
@@ -42,12 +43,10 @@ def check_combine(combine: str, directions: Iterable[str] | None = None) -> str:
     has both s2t and t2s for any combine other than none); else AlignersInputError."""
     if combine not in COMBINES:
         raise AlignersInputError(f"combine must be one of {list(COMBINES)}, got {combine!r}")
-    if directions is not None and combine != "none":
-        have = list(directions)
-        if sorted(have) != ["s2t", "t2s"]:
-            raise AlignersInputError(f"combine={combine!r} needs a model trained in both "
-                                     f"directions (training.directions=[s2t,t2s]); this one "
-                                     f"has {have}")
+    if directions is not None and combine != "none" and sorted(directions) != ["s2t", "t2s"]:
+        raise AlignersInputError(f"combine={combine!r} needs a model trained in both "
+                                 f"directions (training.directions=[s2t,t2s]); this one "
+                                 f"has {list(directions)}")
     return combine
 
 
@@ -77,14 +76,13 @@ def grow_diag(a: set[Link], b: set[Link]) -> set[Link]:
 def combine_links(s2t: set[Link], t2s: set[Link], combine: str) -> set[Link]:
     """The combined link set of two directions' links (source-target order) for `combine`
     in union | intersect | grow-diag."""
-    if combine == "union":
-        return set(s2t) | set(t2s)
-    if combine == "intersect":
-        return set(s2t) & set(t2s)
-    if combine == "grow-diag":
-        return grow_diag(set(s2t), set(t2s))
-    raise AlignersInputError(f"combine_links takes union, intersect or grow-diag, "
-                             f"got {combine!r}")
+    if combine not in _SET_COMBINES:
+        raise AlignersInputError(f"combine_links takes union, intersect or grow-diag, "
+                                 f"got {combine!r}")
+    return _SET_COMBINES[combine](set(s2t), set(t2s))
+
+
+_SET_COMBINES = {"union": operator.or_, "intersect": operator.and_, "grow-diag": grow_diag}
 
 
 def posterior_output(mean: torch.Tensor, threshold: float):
@@ -110,20 +108,8 @@ def combined_blocks(links: set[Link], *block_lists) -> list[tuple[int, int, int,
     return sorted(kept)
 
 
-def align_combined(aligner, pairs, *, combine: str, batch_size=None, embedder=None,
-                   decode: str = "viterbi", threshold: float = 0.5, encoder_precision=None):
-    """`MonoAligner.align` with `combine` != none: decode both directions of `aligner` and
-    combine them (see the module docstring). `pairs`: AlignedPairs."""
-    check_combine(combine, aligner.directions)
-    kw = {"batch_size": batch_size, "embedder": embedder, "encoder_precision": encoder_precision}
-    if combine == "posterior":
-        a = aligner.posteriors(pairs, direction="s2t", **kw)
-        b = aligner.posteriors(pairs, direction="t2s", **kw)
-        return [posterior_output((pa + pb) / 2, threshold) for pa, pb in zip(a, b)]
-    a = aligner.align(pairs, direction="s2t", decode=decode, threshold=threshold, **kw)
-    b = aligner.align(pairs, direction="t2s", decode=decode, threshold=threshold, **kw)
-    out = []
-    for (ba, la, sa), (bb, lb, sb) in zip(a, b):
-        links = combine_links(set(la), set(lb), combine)
-        out.append((combined_blocks(links, ba, bb), sorted(links), (sa + sb) / 2))
-    return out
+def combined_output(s2t, t2s, combine: str):
+    """One pair's output (blocks, sorted links, score) from its two directions' outputs of
+    `MonoAligner.align` combined by `combine` (union | intersect | grow-diag; see above)."""
+    links = combine_links(s2t[1], t2s[1], combine)
+    return combined_blocks(links, s2t[0], t2s[0]), sorted(links), (s2t[2] + t2s[2]) / 2

@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from aligners.config_checks import BOOL, FRAC, NONNEG, POS, Rule, at_least, one_of, setting
 
 __all__ = ["MonoConfig", "MonoTraining", "MonoData", "MODEL_KINDS", "DECODES", "COMBINES",
-           "CONTEXTS", "PRECISIONS", "NEURAL_KEYS"]
+           "CONTEXTS", "PRECISIONS", "MODEL_KEYS", "NEURAL_KEYS"]
 
 MODEL_KINDS = ("token", "phrase", "neural")  # model.kind
 DECODES = ("viterbi", "posterior")
 COMBINES = ("none", "union", "intersect", "grow-diag", "posterior")
 CONTEXTS = ("separate", "pair", "both")
 PRECISIONS = ("fp32", "bf16", "int8")  # = aligners.features.embedding.PRECISIONS (tested)
-# the neural aligner's keyword settings (`aligner.build_model(**...)`)
+# `aligner.build_model`'s keyword settings: every kind's, and the neural aligner's
+MODEL_KEYS = ("max_src_len", "max_tgt_len", "embedding", "phrase_cues")
 NEURAL_KEYS = ("encoder", "proj", "hidden", "sparse", "finetune", "context", "cosine",
                "encoder_layers")
 
@@ -61,9 +62,10 @@ class MonoConfig:
     encoder_layers: int | None = setting(None, _LIMIT)  # the encoder's first N layers (None:
     # all 6 of MiniLM): a cheaper encoder for decoding speed (git log, issue 13, neural8)
 
-    def neural(self) -> dict:
-        """The neural aligner's keyword settings (`NEURAL_KEYS`)."""
-        return {k: getattr(self, k) for k in NEURAL_KEYS}
+    def build_settings(self) -> dict:
+        """`aligner.build_model`'s keywords: kind, `MODEL_KEYS` (+ `NEURAL_KEYS`: neural)."""
+        keys = ("kind", *MODEL_KEYS, *(NEURAL_KEYS if self.kind == "neural" else ()))
+        return {k: getattr(self, k) for k in keys}
 
 
 @dataclass

@@ -20,7 +20,7 @@ __all__ = ["TokenCRFAligner"]
 class TokenCRFAligner(PhraseCRFAligner):
     """1:1 (many-to-one) token aligner; `max_src_len = max_tgt_len = 1` by construction."""
 
-    def __init__(self, *, embedding: bool = False, **_ignored):
+    def __init__(self, *, embedding: bool = False):
         super().__init__(max_src_len=1, max_tgt_len=1, embedding=embedding)
 
     def transition(self, batch):

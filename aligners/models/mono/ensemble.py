@@ -69,16 +69,13 @@ class MonoEnsemble:
             raise AlignersInputError(f"no member has the {direction!r} direction; the "
                                      f"ensemble has {self.directions}")
         pairs = _as_pairs(pairs)
-        total, n = None, 0
-        for m in self.members:
-            for d in ([direction] if direction else m.directions):
-                if d not in m.models:
-                    continue
-                post = m.posteriors(pairs, direction=d, batch_size=batch_size,
-                                    embedder=embedder, encoder_precision=encoder_precision)
-                total = post if total is None else [a + b for a, b in zip(total, post)]
-                n += 1
-        return [t / n for t in total]
+        runs = [(m, d) for m in self.members for d in m.directions if direction in (None, d)]
+        total = None
+        for m, d in runs:
+            post = m.posteriors(pairs, direction=d, batch_size=batch_size, embedder=embedder,
+                                encoder_precision=encoder_precision)
+            total = post if total is None else [a + b for a, b in zip(total, post)]
+        return [t / len(runs) for t in total]
 
     def align(self, pairs, target=None, *, direction: str | None = None,
               batch_size: int | None = None, embedder=None, decode: str = "posterior",

@@ -16,14 +16,8 @@ Frozen encoder (default): vectors are computed once per sentence (batched, memoi
 stored on the examples. `finetune=True`: the encoder is a submodule, re-run (batched) on every
 forward pass with gradients and trained with the rest; decoding (`attach(decoding=True)`, as
 `MonoAligner.align` does) computes its vectors once, without gradients, before the scorer.
-The encoder's inference precision (fp32 | bf16 | int8, decoding only) is the embedder's
-(`MiniLMEmbedder.set_precision`; `MonoAligner.align(encoder_precision=...)`).
-`encoder_layers` = N: only the encoder's first N transformer layers run (a cheaper encoder,
-`MiniLMEmbedder.keep_layers`; saved in `export_config`, re-applied on load; None: all).
-`context`: word vectors from each sentence alone ("separate"), from both sentences in one
-encoder pass ("pair": `[CLS] src [SEP] tgt [SEP]`, `neural_pair`), or the two concatenated
-("both"). `cosine=True`: the cosine of the raw (unprojected) span means and of the projected
-span means are two more inputs of the span-pair hidden layer and of the score.
+The options (`context`: "pair" is `pair_vectors`; `cosine`, `encoder_layers`, the encoder
+precision) are described with their settings, `aligners.models.mono.config.MonoConfig`.
 
 The squared difference (not |a - b|) makes the MLP's first layer a sum of per-span terms and
 one bilinear form: W [a, b, a*b, (a-b)^2] = (W_a a + W_d a^2) + (W_b b + W_d b^2)
@@ -39,37 +33,28 @@ O(I * (C^2 + Ls * C)); decoding as `PhraseCRFAligner`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import replace
 
 import torch
 from torch import nn
 
 from aligners.errors import AlignersInputError
+from aligners.features.embedding import word_means
 from aligners.models.mono.config import CONTEXTS
-from aligners.models.mono.neural_pair import PairMemo, pair_vectors
 from aligners.models.mono.potentials import MonoBatch, MonoExample
 from aligners.models.mono.semicrf import PhraseCRFAligner
 from aligners.models.mono.states import state_table
 
-__all__ = ["NeuralExample", "NeuralCRFAligner", "make_encoder", "encoder_source"]
+__all__ = ["NeuralCRFAligner", "make_encoder", "encoder_source", "pair_vectors", "PairMemo"]
 
 # the span-pair scorer's hidden units are built in blocks of at most this many elements (at
 # least one source position): 2 MB float32 blocks stay in cache; 32 MB blocks (1 << 23) made
-# the scorer ~2x slower on the 2-core box (the git log "Issue 13: decoding
-# speed (neural4)")
+# the scorer ~2x slower on the 2-core box (the git log "Issue 13: decoding speed (neural4)")
 CHUNK = 1 << 19
 # pairs (sentences) per encoder batch when decoding: less padding than the encoder's default
 # 64 (wiki dev, bf16, 1 thread: 16 -> 1.49 s, 64 -> 2.05 s per 200 pairs); training keeps 64
 DECODE_ENCODER_BATCH = 16
-
-
-@dataclass
-class NeuralExample(MonoExample):
-    """A featurised pair plus the frozen encoder's word vectors: src_vec (I, D), tgt_vec (J, D)
-    (None when the encoder is fine-tuned: computed in the forward pass)."""
-
-    src_vec: torch.Tensor | None = None
-    tgt_vec: torch.Tensor | None = None
 
 
 def encoder_source(source: dict | None) -> dict:
@@ -92,6 +77,69 @@ def make_encoder(source: dict | None = None, *, device: str = "cpu", batch_size:
 
     source = encoder_source(source)
     return MiniLMEmbedder(path=source.get("path"), device=device, batch_size=batch_size)
+
+
+def pair_vectors(embedder, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], *,
+                 batch_size: int | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Context "pair": per (src, tgt) pair unit-norm (src_vec (I, D), tgt_vec (J, D)) on the
+    encoder's device from ONE pass over `[CLS] src [SEP] tgt [SEP]` (every word attends to
+    the other sentence); a word = the mean of its pieces (`word_means`), 0 when cut off by
+    `embedder.max_pieces`. Length-sorted batches of `batch_size` pairs (default the
+    embedder's); differentiable with gradients on. O((I + J)^2) attention per pair."""
+    batch_size = batch_size or embedder.batch_size
+    pairs = [(list(s), list(t)) for s, t in pairs]
+    if not pairs:
+        return []
+    pieces = embedder.tokenizer([s for s, _ in pairs], [t for _, t in pairs],
+                                is_split_into_words=True, truncation=True,
+                                max_length=embedder.max_pieces)["input_ids"]
+    order = sorted(range(len(pairs)),
+                   key=lambda n: (len(pieces[n]), len(pairs[n][0]) + len(pairs[n][1])))
+    out: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(pairs)
+    for start in range(0, len(order), batch_size):
+        idx = order[start: start + batch_size]
+        enc = embedder.tokenizer([pairs[n][0] for n in idx], [pairs[n][1] for n in idx],
+                                 is_split_into_words=True, truncation=True,
+                                 max_length=embedder.max_pieces, padding=True,
+                                 return_tensors="pt")
+        hidden = embedder.hidden_states(enc.to(embedder.device))  # (b, T, D)
+        rows, cols, words, offsets, total = [], [], [], [], 0
+        for b, n in enumerate(idx):
+            I = len(pairs[n][0])
+            for pos, (w, seq) in enumerate(zip(enc.word_ids(b), enc.sequence_ids(b))):
+                if w is not None and seq is not None:
+                    rows.append(b)
+                    cols.append(pos)
+                    words.append(total + w + (I if seq == 1 else 0))
+            offsets.append(total)
+            total += I + len(pairs[n][1])
+        vec = word_means(hidden, rows, cols, words, total)
+        for b, n in enumerate(idx):
+            I, J = len(pairs[n][0]), len(pairs[n][1])
+            out[n] = (vec[offsets[b]: offsets[b] + I], vec[offsets[b] + I: offsets[b] + I + J])
+    return out
+
+
+class PairMemo:
+    """Frozen `pair_vectors` on the CPU, memoised per (src, tgt) pair."""
+
+    def __init__(self):
+        self._cache: dict[tuple[tuple[str, ...], tuple[str, ...]],
+                          tuple[torch.Tensor, torch.Tensor]] = {}
+        self._precision = None  # the embedder precision the memo was filled at
+
+    @torch.no_grad()
+    def __call__(self, embedder, pairs, *,
+                 batch_size: int | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        precision = getattr(embedder, "precision", "fp32")
+        if precision != self._precision:
+            self._cache.clear()
+            self._precision = precision
+        keys = [(tuple(s), tuple(t)) for s, t in pairs]
+        todo = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        for k, (a, b) in zip(todo, pair_vectors(embedder, todo, batch_size=batch_size)):
+            self._cache[k] = (a.float().cpu(), b.float().cpu())
+        return [self._cache[k] for k in keys]
 
 
 class NeuralCRFAligner(PhraseCRFAligner):
@@ -161,15 +209,16 @@ class NeuralCRFAligner(PhraseCRFAligner):
         return self
 
     def attach(self, examples: list[MonoExample], *,
-               decoding: bool = False) -> list[NeuralExample]:
-        """Examples -> NeuralExamples; a frozen encoder's vectors are computed (batched,
-        memoised per sentence) and stored on the CPU. A fine-tuned encoder's vectors are
-        left to the forward pass, except with `decoding=True` (examples that only decode):
-        then they are computed here too, without gradients and not memoised (the weights may
-        still change), so that `featurise` can run them beside the sparse features.
+               decoding: bool = False) -> list[MonoExample]:
+        """Copies of `examples` with word vectors `src_vec`, `tgt_vec`: a frozen encoder's are
+        computed (batched, memoised per sentence) and stored on the CPU; a fine-tuned
+        encoder's are left to the forward pass (None), except with `decoding=True` (examples
+        that only decode): then they are computed here too, without gradients and not
+        memoised (the weights may still change), so that `featurise` can run them beside the
+        sparse features.
         O(distinct sentences) encoder passes (context pair: one per pair)."""
         if self.finetune and not decoding:
-            return [NeuralExample(**vars(e)) for e in examples]
+            return [replace(e) for e in examples]
         net = self.encoder.model
         was_training = net.training
         net.eval()  # decoding vectors: no dropout, whatever mode the model is left in
@@ -179,7 +228,7 @@ class NeuralCRFAligner(PhraseCRFAligner):
                                         batch_size=DECODE_ENCODER_BATCH if decoding else None)
         finally:
             net.train(was_training)
-        return [NeuralExample(**vars(e), src_vec=a.float().cpu(), tgt_vec=b.float().cpu())
+        return [replace(e, src_vec=a.float().cpu(), tgt_vec=b.float().cpu())
                 for e, a, b in zip(examples, src, tgt)]
 
     def _encode(self, examples, *, frozen: bool, batch_size: int | None = None):
@@ -205,7 +254,7 @@ class NeuralCRFAligner(PhraseCRFAligner):
     def _vectors(self, examples) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """Stored vectors when every example has them (a fine-tuned encoder's only without
         gradients: with gradients it always re-runs), else the encoder's."""
-        stored = all(getattr(e, "src_vec", None) is not None for e in examples)
+        stored = all(e.src_vec is not None for e in examples)
         if stored and not (self.finetune and torch.is_grad_enabled()):
             return [e.src_vec for e in examples], [e.tgt_vec for e in examples]
         return self._encode(examples, frozen=not self.finetune)
@@ -335,18 +384,13 @@ class NeuralCRFAligner(PhraseCRFAligner):
         """AdamW parameter groups: sparse weights (w_emit, w_null, w_trans), the scorer, and
         (fine-tuning) the encoder, each with its own learning rate."""
         sparse = [self.w_emit, self.w_null, self.w_trans]
-        sparse_ids = {id(p) for p in sparse}
         enc = list(self.encoder_net.parameters()) if self.finetune else []
-        enc_ids = {id(p) for p in enc}
-        rest = [p for p in self.parameters() if id(p) not in sparse_ids | enc_ids]
+        taken = {id(p) for p in sparse + enc}
+        rest = [p for p in self.parameters() if id(p) not in taken]
         groups = [{"params": [p for p in sparse if p.requires_grad], "lr": sparse_lr,
                    "weight_decay": 0.0},
                   {"params": rest, "lr": lr}]
         if enc:
             groups.append({"params": enc, "lr": encoder_lr})
         return groups
-
-    def l2(self) -> torch.Tensor:
-        """Squared norm of the sparse weights only (the scorer is regularised by AdamW)."""
-        return (self.w_emit ** 2).sum() + (self.w_null ** 2).sum() + (self.w_trans ** 2).sum()
 

@@ -28,13 +28,16 @@ _INVALID_COST = 1e4
 @dataclass
 class MonoExample:
     """One featurised pair. emit (I, Ls, C, F) float16 state-indexed span features;
-    null (I, F0); gold (I, J) bool link matrix or None."""
+    null (I, F0); gold (I, J) bool link matrix or None; the neural aligner's encoder word
+    vectors src_vec (I, D), tgt_vec (J, D) when computed before its forward pass, else None."""
 
     src: tuple[str, ...]
     tgt: tuple[str, ...]
     emit: torch.Tensor
     null: torch.Tensor
     gold: torch.Tensor | None
+    src_vec: torch.Tensor | None = None
+    tgt_vec: torch.Tensor | None = None
 
 
 def prepare(src: Sequence[str], tgt: Sequence[str], links=None, *, max_src_len: int,
@@ -134,9 +137,13 @@ def segment_sums(x: torch.Tensor, Ls: int) -> torch.Tensor:
 
 
 def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1.0,
-            fn_cost: float = 1.0, with_gold: bool = True) -> MonoBatch:
+            fn_cost: float = 1.0, nonident_fn_cost: float = 0.0,
+            with_gold: bool = True) -> MonoBatch:
     """Pad a list of examples into a MonoBatch (cost/gold_ok only when all have gold); the
-    features stay on the examples (the emission scores are computed per example)."""
+    features stay on the examples (the emission scores are computed per example).
+    `nonident_fn_cost` is added to the Hamming cost per missed gold link whose two words
+    differ (case-folded): a segment labelled with state c costs it for each such link of
+    its words outside c's target phrase."""
     B = len(examples)
     Ls = examples[0].emit.shape[1]
     I = max(len(e.src) for e in examples)
@@ -160,6 +167,12 @@ def collate(examples: list[MonoExample], *, max_tgt_len: int, fp_cost: float = 1
         if with_gold:
             c_tok, ok_tok = _gold_tables(e, max_tgt_len, fp_cost, fn_cost)
             cost[b, :Ib, :, :Cb] = segment_sums(c_tok, Ls)
+            if nonident_fn_cost:  # recall errors on paraphrase links cost more
+                differ = torch.tensor([[s.lower() != t.lower() for t in e.tgt] for s in e.src],
+                                      dtype=torch.bool).reshape(Ib, J)
+                g = (e.gold & differ).float()  # (I, J) non-identical gold links
+                missed = g.sum(1, keepdim=True) - links_inside(g, st)  # (I, C)
+                cost[b, :Ib, :, :Cb] += nonident_fn_cost * segment_sums(missed, Ls)
             bad = segment_sums((~ok_tok).float(), Ls)
             ok[b, :Ib, :, :Cb] = (bad == 0) & v
     lengths = torch.tensor([len(e.src) + 1 for e in examples])

@@ -23,7 +23,8 @@ from aligners.lattices.factored_semimarkov import (
     factored_viterbi,
 )
 from aligners.lattices.jump_transition import JumpTransition
-from aligners.models.mono.potentials import N_TRANS, MonoBatch, jump_layout
+from aligners.models.mono.combine import posterior_output
+from aligners.models.mono.potentials import N_TRANS, MonoBatch, jump_layout, links_inside
 from aligners.models.mono.states import state_phrase, state_table
 from aligners.semirings import semiring_zero
 
@@ -52,11 +53,10 @@ def segments_to_output(segments, *, tgt_len: int, max_tgt_len: int):
 
 
 def link_matrix(*, tgt_len: int, max_tgt_len: int) -> torch.Tensor:
-    """(C, J) bool: state c covers target word j (NULL and invalid states cover none)."""
+    """(C, J) bool: state c covers target word j (NULL and invalid states cover none): the
+    links of the identity matrix inside each state's phrase (`links_inside`)."""
     st = state_table(tgt_len=tgt_len, max_tgt_len=max_tgt_len)
-    j = torch.arange(tgt_len)
-    real = (st["length"] > 0) & st["valid"]
-    return real[:, None] & (st["start"][:, None] <= j) & (j <= st["end0"][:, None])
+    return (links_inside(torch.eye(tgt_len), st).T > 0).contiguous()
 
 
 class PhraseCRFAligner(nn.Module):
@@ -142,10 +142,8 @@ class PhraseCRFAligner(nn.Module):
         invalid states; the token CRF's linear chain is this lattice with Ls = 1).
         O(B * I * (C^2 + Ls*C)) time (O(B*I*C*(Ls + D + W)) with the jump transition)."""
         emit, trans, start = self.factors(batch)
-        if isinstance(trans, JumpTransition):
-            trans = JumpTransition(trans.weights.double(), trans.layout)
-        else:
-            trans = trans.double()
+        trans = (JumpTransition(trans.weights.double(), trans.layout)
+                 if isinstance(trans, JumpTransition) else trans.double())
         return factored_marginals(emit.double(), trans, start.double(), lengths=batch.lengths)
 
     @torch.no_grad()
@@ -176,14 +174,14 @@ class PhraseCRFAligner(nn.Module):
         mu = self.segment_marginals(batch)
         out = []
         for b, (ex, post) in enumerate(zip(batch.examples, self.link_posteriors(batch, mu))):
-            keep = post > threshold
-            links = sorted((i, j) for i, j in keep.nonzero().tolist())
+            _, links, score = posterior_output(post, threshold)
             segs = [(n, k, c) for n, k, c in (mu[b] > threshold).nonzero().tolist()
                     if c != 0 and k > 0]
             blocks, _ = segments_to_output(segs, tgt_len=len(ex.tgt),
                                            max_tgt_len=self.max_tgt_len)
-            out.append((sorted(blocks), links, float(post[keep].sum()) / max(len(ex.src), 1)))
+            out.append((sorted(blocks), links, score))
         return out
 
     def l2(self) -> torch.Tensor:
-        return sum((p ** 2).sum() for p in self.parameters())
+        """Squared norm of the sparse weights (a neural scorer is regularised by AdamW)."""
+        return (self.w_emit ** 2).sum() + (self.w_null ** 2).sum() + (self.w_trans ** 2).sum()
