@@ -196,7 +196,8 @@ def _train(args) -> int:
         fit_feature_vocab,
         to_csr,
     )
-    from aligners.models.reorder import folder, mutual_information, train
+    from aligners.models.reorder import folder, mutual_information
+    from aligners.models.reorder._common import fit
     from aligners.models.reorder.naive_bayes import mi_kept
 
     if args.moses_table and "-" in (args.src, args.tgt, args.align):
@@ -216,22 +217,22 @@ def _train(args) -> int:
     gen = torch.Generator().manual_seed(args.seed)
     epochs = {"primal": args.epochs, "dual": args.max_iter}.get(name, 1)
     if name == "lexical":
-        lex = train.fit(train.build(name, **hp), raw.keys, raw.labels, epochs=1, generator=gen)
+        lex = fit(folder.build(name, **hp), raw.keys, raw.labels, epochs=1, generator=gen)
         if args.moses_table:
             _moses_table(args, lex)
-        folder.save(lex, out, meta=folder.meta(**meta))  # atomic: no partial or empty folder
+        lex.save(out, meta=folder.meta(**meta))  # atomic: no partial or empty folder
         print(f"aligners reorder train: lexical table of {len(lex.keys)} pairs -> {out}",
               file=sys.stderr)
         return 0
     rows = np.arange(len(raw))
     vocab = fit_feature_vocab(raw, rows, min_count=args.min_count)
     X, y = csr_to_torch(to_csr(raw, rows, vocab)), raw.labels
-    model = train.fit(train.build(name, num_features=len(vocab), **hp), X, y, epochs=epochs,
+    model = fit(folder.build(name, num_features=len(vocab), **hp), X, y, epochs=epochs,
                       generator=gen, **hp)
     if name == "naive_bayes" and args.mi_remove > 0:  # the lowest-MI features removed
         keep = mi_kept(mutual_information(X, y, num_classes=3).numpy(), args.mi_remove)
         model, vocab = model.select(keep), vocab[keep]
-    folder.save(model, out, meta=folder.meta(**meta, min_count=args.min_count),
+    model.save(out, meta=folder.meta(**meta, min_count=args.min_count),
                features=feat.describe(vocab))
     print(f"aligners reorder train: {args.model} on {len(y)} phrase pairs, {len(vocab)} "
           f"features -> {out}", file=sys.stderr)

@@ -238,7 +238,7 @@ def csr_to_torch(mat: sp.csr_matrix, dtype: torch.dtype = torch.float32) -> torc
         return torch.sparse_csr_tensor(
             torch.from_numpy(mat.indptr.astype(np.int64)),
             torch.from_numpy(mat.indices.astype(np.int64)),
-            torch.from_numpy(mat.data.astype(np.float32)).to(dtype),
+            torch.from_numpy(mat.data).to(dtype, copy=True),
             size=mat.shape,
             check_invariants=False,  # built by scipy: sorted, in range
         )

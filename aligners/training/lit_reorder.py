@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader
 
 from aligners.errors import AlignersInputError
 from aligners.models.reorder._common import Fitting, error_rate, settings
-from aligners.models.reorder.train import build
+from aligners.models.reorder.folder import build
 
 __all__ = ["LitReorderer", "fit_reorderer", "one_batch"]
 
@@ -34,8 +34,8 @@ def one_batch(*items) -> DataLoader:
 
 
 class LitReorderer(pl.LightningModule):
-    """Orchestration only. `model` in `aligners.models.reorder.train.NAMES`; `hp` that
-    model's settings (plain values over `train.DEFAULTS`); `generator` (else one seeded with
+    """Orchestration only. `model` in `aligners.models.reorder.folder.NAMES`; `hp` that
+    model's settings (plain values over `_common.DEFAULTS`); `generator` (else one seeded with
     `seed`) orders the SGD / EG passes."""
 
     def __init__(self, *, model: str, num_features: int = 0, num_classes: int = 3, seed: int = 0,

@@ -39,8 +39,7 @@ from aligners.features.reorder import (
 from aligners.metrics import write_metrics_json
 from aligners.models.reorder import folder as reorder_folder
 from aligners.models.reorder import mutual_information as mi_scores
-from aligners.models.reorder import train as reorder_train
-from aligners.models.reorder._common import error_rate
+from aligners.models.reorder._common import DEFAULTS, error_rate
 from aligners.models.reorder.config import ReorderConfig, ReorderData, ReorderRun
 from aligners.models.reorder.dual_mlr import warmup as dual_warmup
 from aligners.models.reorder.mlr import warmup as mlr_warmup
@@ -189,7 +188,7 @@ class _Fits:
         saved as models/<label>; returns (the LitReorderer, its folder)."""
         from aligners.training.lit_reorder import LitReorderer, fit_reorderer
 
-        hp = {k: v for k, v in asdict(section).items() if k in reorder_train.DEFAULTS}
+        hp = {k: v for k, v in asdict(section).items() if k in DEFAULTS}
         lexical = kind == "lexical"
         train, test = self.keys if lexical else (self.X_train, self.X_test)
         lit = LitReorderer(model=kind, num_features=0 if lexical else self.F,
@@ -198,8 +197,7 @@ class _Fits:
                       val_batch=(test, self.y_test) if track else None,
                       progress=bool(self.run.progress))
         path = self.models_dir / label
-        reorder_folder.save(lit.model, path, meta=self.meta,
-                            features=None if lexical else self.features)
+        lit.model.save(path, meta=self.meta, features=None if lexical else self.features)
         return lit, path
 
     def record(self, label, lit, path, extra=None):
@@ -275,29 +273,18 @@ class _Fits:
                 if k == 0:  # size on disk, then the folder is removed
                     with tempfile.TemporaryDirectory(prefix="aligners-nb-mi-") as tmp:
                         path = Path(tmp) / "nb_mi"
-                        reorder_folder.save(nb, path, meta=self.meta,
-                                            features=[self.features[i] for i in keep])
+                        nb.save(path, meta=self.meta, features=[self.features[i] for i in keep])
                         row["size_bytes"] = dir_size(path)
             curve.append(row)
             print("mi", json.dumps(row), flush=True)
         return curve
 
 
-def _count_pairs(path: str, limit) -> int:
-    """Lines of the (possibly gzipped) alignment file, at most `limit`."""
-    from aligners.data.parallel import read_line_blocks
-
-    n = 0
-    for block in read_line_blocks(path):
-        n += len(block)
-        if limit is not None and n >= int(limit):
-            return int(limit)
-    return n
-
-
 def _test_triples(cfg: DictConfig, lowercase: bool):
     """(name of the split, stream of (src, tgt, links)) that `evaluate` scores."""
     import itertools
+
+    from aligners.data.parallel import read_lines
 
     _, d, run = _settings(cfg)
     given = [d.test_src, d.test_tgt, d.test_align]
@@ -309,7 +296,7 @@ def _test_triples(cfg: DictConfig, lowercase: bool):
             raise AlignersInputError(f"no such {'test' if any(given) else 'data'} file", path=p)
     if any(given):
         return "test", load_corpus(*paths, limit=d.test_limit, lowercase=lowercase)
-    n = _count_pairs(paths[2], d.train_limit)
+    n = sum(1 for _ in itertools.islice(read_lines(paths[2]), d.train_limit))  # pairs
     dev_cut, test_cut = _cuts(n, d)
     corpus = load_corpus(*paths, limit=n, lowercase=lowercase)
     if run.evaluate_on == "dev":
