@@ -1,5 +1,6 @@
 """Readers for the sentence-pair classification and QA sets (no alignments):
-MSRP TSV, RTE-1..3 XML (NLTK copy) and the TREC QA pseudo-XML of Wang et al. (2007).
+MSRP TSV, RTE-1..3 XML (NLTK copy), RTE-5 XML (`rte5-xnlp`) and the TREC QA pseudo-XML of
+Wang et al. (2007).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from pathlib import Path
 from aligners.data.parallel import read_lines, read_xml
 from aligners.errors import AlignersInputError
 
-__all__ = ["LabeledPair", "QAQuestion", "TaggedSentence", "read_msrp", "read_rte", "read_trecqa"]
+__all__ = ["LabeledPair", "QAQuestion", "TaggedSentence", "read_msrp", "read_rte", "read_rte5",
+           "read_trecqa"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,29 @@ def read_rte(path: str | Path) -> list[LabeledPair]:
             LabeledPair(str(pair.get("id")), (t.text or "").strip(), (h.text or "").strip(),
                         _YES[label], meta)
         )
+    return out
+
+
+_RTE5 = {"ENTAILMENT": 1, "UNKNOWN": 0, "CONTRADICTION": 0}
+
+
+def read_rte5(path: str | Path) -> list[LabeledPair]:
+    """RTE-5 XML (`<pair id entailment=ENTAILMENT|UNKNOWN|CONTRADICTION task>` with `<t>`,
+    `<h>`) -> `LabeledPair(id, t, h, label)`, two-way label 1 = ENTAILMENT; `meta` keeps the
+    three-way label and the task (IE/IR/QA). Only `<t>` and `<h>` are read: the repository's
+    extra evidence elements (`<a>`, `<t3>`, ...) carry information no RTE-5 system had.
+    Cost: O(file size). A malformed pair raises `AlignersInputError` naming the file."""
+    root = read_xml(path, expected="an RTE-5 file")
+    out = []
+    for n, pair in enumerate(root.iter("pair"), start=1):
+        label = pair.get("entailment", "").upper()
+        t, h = pair.findtext("t"), pair.findtext("h")
+        if label not in _RTE5 or not (t or "").strip() or not (h or "").strip():
+            raise AlignersInputError(f"pair {n} (id={pair.get('id')}): expected non-empty <t>, "
+                                     "<h> and entailment=ENTAILMENT|UNKNOWN|CONTRADICTION",
+                                     path=str(path))
+        out.append(LabeledPair(str(pair.get("id")), " ".join(t.split()), " ".join(h.split()),
+                               _RTE5[label], {"three_way": label, "task": pair.get("task", "")}))
     return out
 
 

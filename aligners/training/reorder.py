@@ -211,8 +211,9 @@ class _Fits:
         if not lc.write_table:
             return {}
         table = self.out_dir / "reordering-table.wbe-msd-backward-fe"
-        lines = lit.model.write_moses_table(table, iter_phrase_strings(
-            self.corpus(self.dev_cut), max_length=int(x.max_length), mode=x.mode))
+        with open(table, "w", encoding="utf-8") as fh:
+            lines = lit.model.write_moses_table(fh, iter_phrase_strings(
+                self.corpus(self.dev_cut), max_length=int(x.max_length), mode=x.mode))
         out = {"moses_table_lines": lines, "moses_table_bytes": dir_size(table)}
         if not lc.keep_table:
             os.remove(table)
