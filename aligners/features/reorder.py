@@ -226,8 +226,7 @@ def to_csr(raw: RawExamples, rows: np.ndarray, vocab: np.ndarray) -> sp.csr_matr
         (np.ones(len(indices), dtype=np.float32), indices, indptr),
         shape=(len(rows), len(vocab)),
     )
-    mat.sum_duplicates()  # repeated features become counts
-    mat.sort_indices()
+    mat.sum_duplicates()  # repeated features become counts; sorts the indices
     return mat
 
 

@@ -44,7 +44,6 @@ class LitReorderer(pl.LightningModule):
         self.save_hyperparameters({"model": model, "num_features": num_features,
                                    "num_classes": num_classes, **settings(**hp), "seed": seed})
         self.automatic_optimization = False
-        self.kind = model
         self.model = build(model, num_features=num_features, num_classes=num_classes, **hp)
         # the caller's generator keeps the SGD/EG order of a plain `fit` with it
         gen = generator if generator is not None else torch.Generator().manual_seed(int(seed))

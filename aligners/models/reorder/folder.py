@@ -56,9 +56,9 @@ class Reorderer:
             if features is None:
                 raise AlignersInputError("a featurised reordering model needs features.json")
             self.featurizer, codes = ReorderFeaturizer.from_described(features, context=context)
-            self._order = np.argsort(codes, kind="stable")
-            self._back = np.argsort(self._order)  # sorted-code column -> the model's column
-            self.codes = codes[self._order]
+            order = np.argsort(codes, kind="stable")
+            self._back = np.argsort(order)  # sorted-code column -> the model's column
+            self.codes = codes[order]
 
     def predict_corpus(self, triples: Iterable[tuple[Sequence[str], Sequence[str], list]]):
         """`(log_p (E, K), labels (E,))` of every phrase pair of `triples` (extracted with the

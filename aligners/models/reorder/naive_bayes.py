@@ -97,10 +97,6 @@ class NaiveBayes(Saved):
             np.bincount(y, minlength=self.num_classes).astype(np.float64))
         return self
 
-    def log_prior(self) -> torch.Tensor:
-        """(K,) log N_k / N (a class never seen gets log 0 = -inf, never chosen)."""
-        return (self.class_counts / self.class_counts.sum()).log()
-
     def log_q(self) -> torch.Tensor:
         """(F, K) log of the MAP estimate of Eq. 10."""
         a1 = self.alpha - 1.0
@@ -125,8 +121,10 @@ class NaiveBayes(Saved):
         return total + torch.lgamma(big_b)[None, :] - torch.lgamma(big_b[None, :] + length[:, None])
 
     def predict_log_proba(self, X) -> torch.Tensor:
-        """(E, F) CSR -> (E, K) log p(o_k | phi) (Eq. 5)."""
-        return (self.log_likelihood(X) + self.log_prior()[None, :]).log_softmax(dim=1)
+        """(E, F) CSR -> (E, K) log p(o_k | phi) (Eq. 5); the class prior log N_k / N (a class
+        never seen gets log 0 = -inf, never chosen)."""
+        log_prior = (self.class_counts / self.class_counts.sum()).log()
+        return (self.log_likelihood(X) + log_prior[None, :]).log_softmax(dim=1)
 
     def select(self, keep: np.ndarray) -> "NaiveBayes":
         """A model restricted to the feature columns `keep` (M = len(keep) in Eq. 10)."""
