@@ -248,7 +248,8 @@ def _predict(args) -> int:
     import torch
 
     from aligners.export import load
-    from aligners.phrases import ORIENTATIONS, iter_extract
+    from aligners.features.reorder import iter_phrase_strings
+    from aligners.phrases import ORIENTATIONS
 
     model_dir = Path(args.model)
     reorderer = load(model_dir, verb="reorder")  # AlignersInputError: missing/corrupt/not ours
@@ -266,16 +267,12 @@ def _predict(args) -> int:
             probs = torch.exp(log_p).numpy()
             pred = probs.argmax(axis=1)
             wrong += int((pred != labels).sum())
-            e = 0
-            for _, src, tgt, _, pairs in iter_extract(triples, max_length=reorderer.max_length,
-                                                      mode=reorderer.mode):
-                for p in pairs:
-                    out.write(f"{' '.join(src[p.src_start:p.src_end])} ||| "
-                              f"{' '.join(tgt[p.tgt_start:p.tgt_end])} ||| "
-                              f"{ORIENTATIONS[pred[e]]} ||| "
-                              + " ".join(f"{v:.4f}" for v in probs[e]) + "\n")
-                    e += 1
-            n += e
+            phrases = iter_phrase_strings(triples, max_length=reorderer.max_length,
+                                          mode=reorderer.mode)  # predict_corpus's pairs
+            for e, (src, tgt, _) in enumerate(phrases):
+                out.write(f"{src} ||| {tgt} ||| {ORIENTATIONS[pred[e]]} ||| "
+                          + " ".join(f"{v:.4f}" for v in probs[e]) + "\n")
+            n += len(labels)
     err = f"{100.0 * wrong / n:.2f}%" if n else "n/a"
     print(f"aligners reorder predict: {n} phrase pairs, error vs extracted {reorderer.direction} "
           f"orientation {err}", file=sys.stderr)

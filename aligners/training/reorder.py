@@ -120,13 +120,11 @@ class _Fits:
         self.rc, self.d, self.run = rc, d, run = _settings(cfg)
         self.cfg, self.results, self.out_dir = cfg, results, out_dir
         featurizer = ReorderFeaturizer(context=bool(rc.features.context))
-        bar = tqdm(total=d.train_limit, desc="extract", unit="pair", mininterval=5,
-                   disable=not run.progress)
+        corpus = tqdm(self.corpus(d.train_limit), total=d.train_limit, desc="extract",
+                      unit="pair", mininterval=5, disable=not run.progress)
         start = time.perf_counter()
-        raw = collect_examples(self.corpus(d.train_limit), featurizer,
-                               max_length=int(rc.extract.max_length), mode=rc.extract.mode,
-                               direction=rc.extract.direction, on_sentence=lambda: bar.update(1))
-        bar.close()
+        raw = collect_examples(corpus, featurizer, max_length=int(rc.extract.max_length),
+                               mode=rc.extract.mode, direction=rc.extract.direction)
         results["extract_seconds"] = time.perf_counter() - start
         self.dev_cut, test_cut = _cuts(raw.n_sentences, d)  # dev_cut: the training pairs
         test = raw.sentence >= test_cut
