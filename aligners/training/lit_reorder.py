@@ -47,13 +47,8 @@ class LitReorderer(pl.LightningModule):
         self.model = build(model, num_features=num_features, num_classes=num_classes, **hp)
         # the caller's generator keeps the SGD/EG order of a plain `fit` with it
         gen = generator if generator is not None else torch.Generator().manual_seed(int(seed))
-        self.fitting = Fitting(self.model, generator=gen, **hp)
+        self.fitting = Fitting(self.model, generator=gen, **hp)  # .seconds: Lightning excluded
         self.val_errors: list[float] = []
-
-    @property
-    def train_seconds(self) -> float:
-        """Seconds spent in the model's own fitting code (Lightning's overhead excluded)."""
-        return self.fitting.seconds
 
     def configure_optimizers(self):
         return []  # manual optimisation: the models update themselves

@@ -190,7 +190,7 @@ class _Fits:
             log_proba = lit.model.predict_log_proba(test)
             times.append(time.perf_counter() - start)
         pred_s = float(np.median(times))
-        rec = {"train_seconds": lit.train_seconds,
+        rec = {"train_seconds": lit.fitting.seconds,
                "heldout_error": error_rate(log_proba, self.y_test),
                "predict_seconds": pred_s,
                "predictions_per_second": len(self.y_test) / pred_s if pred_s > 0 else None,

@@ -38,14 +38,13 @@ def csr_arrays(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if isinstance(X, torch.Tensor):
         if X.layout != torch.sparse_csr:
             raise AlignersInputError("expected a torch.sparse_csr_tensor of features")
-        return (
-            np.asarray(X.crow_indices().numpy(), dtype=np.int64),
-            np.asarray(X.col_indices().numpy(), dtype=np.int64),
-            np.asarray(X.values().numpy(), dtype=np.float64),
-        )
-    X = sp.csr_matrix(X)
-    return (np.asarray(X.indptr, dtype=np.int64), np.asarray(X.indices, dtype=np.int64),
-            np.asarray(X.data, dtype=np.float64))
+        indptr, indices, data = X.crow_indices().numpy(), X.col_indices().numpy(), \
+            X.values().numpy()
+    else:
+        X = sp.csr_matrix(X)
+        indptr, indices, data = X.indptr, X.indices, X.data
+    return (np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
+            np.asarray(data, dtype=np.float64))
 
 
 @njit(cache=True)
