@@ -85,12 +85,9 @@ def _eg_pass(indptr, indices, data, labels, sqnorm, order, alpha, log_alpha, W, 
 
 
 def warmup() -> None:
-    """Compile the EG kernel (numba) so that timed fits measure training only."""
-    ptr, idx, val = np.array([0, 1]), np.array([0]), np.array([1.0])
-    alpha = np.full((1, 3), 1.0 / 3)
-    _eg_pass(ptr, idx, val, np.array([0]), np.array([1.0]), np.array([0]), alpha,
-             np.log(alpha), np.zeros((1, 3)), np.array([0.5]), np.ones(1, dtype=np.bool_),
-             1.0, 0.1, 2, False, 0.5, 1.0)
+    """Compile the EG kernel (numba) so that timed fits measure training only: one pass on
+    one example, with the argument types of every fit."""
+    DualMLR(num_features=1).fit(np.ones((1, 1)), [0], max_iter=1)
 
 
 class DualMLR(LinearSoftmax):

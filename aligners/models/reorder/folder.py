@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from aligners.errors import AlignersInputError
+from aligners.features.reorder import ReorderFeaturizer, collect_examples, csr_to_torch, to_csr
 from aligners.models.reorder._common import settings
 from aligners.models.reorder.dual_mlr import DualMLR
 from aligners.models.reorder.lexical import LexicalReordering
@@ -51,8 +52,6 @@ class Reorderer:
         self.lowercase = bool(extract.get("lowercase", False))
         self.featurizer = self.codes = None
         if self.kind != LexicalReordering.KIND:
-            from aligners.features.reorder import ReorderFeaturizer
-
             if features is None:
                 raise AlignersInputError("a featurised reordering model needs features.json")
             self.featurizer, codes = ReorderFeaturizer.from_described(features, context=context)
@@ -63,13 +62,6 @@ class Reorderer:
     def predict_corpus(self, triples: Iterable[tuple[Sequence[str], Sequence[str], list]]):
         """`(log_p (E, K), labels (E,))` of every phrase pair of `triples` (extracted with the
         training settings; labels are the extracted orientations). Memory O(triples)."""
-        from aligners.features.reorder import (
-            ReorderFeaturizer,
-            collect_examples,
-            csr_to_torch,
-            to_csr,
-        )
-
         kw = {"max_length": self.max_length, "mode": self.mode, "direction": self.direction}
         if self.featurizer is None:
             raw = collect_examples(triples, ReorderFeaturizer(), **kw)

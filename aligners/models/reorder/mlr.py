@@ -53,9 +53,9 @@ def _sgd_epoch(indptr, indices, data, labels, order, V, scale, lr0, lam, t):  # 
 
 
 def warmup() -> None:
-    """Compile the SGD kernel (numba) so that timed fits measure training only."""
-    ptr, idx, val = np.array([0, 1]), np.array([0]), np.array([1.0])
-    _sgd_epoch(ptr, idx, val, np.array([0]), np.array([0]), np.zeros((1, 3)), 1.0, 0.1, 0.1, 0.0)
+    """Compile the SGD kernel (numba) so that timed fits measure training only: one epoch on
+    one example, with the argument types of every fit."""
+    PrimalMLR(num_features=1).fit(np.ones((1, 1)), [0], epochs=1)
 
 
 class PrimalMLR(LinearSoftmax):
