@@ -190,8 +190,8 @@ def test_lexical_relative_frequency_with_moses_smoothing(tmp_path):
     got = lex.predict_log_proba(np.array([7, 123])).exp().numpy()
     np.testing.assert_allclose(got[0], p7)
     np.testing.assert_allclose(got[1], s / s.sum())  # unseen pair: class prior
-    n = lex.write_moses_table(tmp_path / "t", [("a", "x", 7), ("a", "x", 7), ("b", "y", 9),
-                                                ("c", "z", 5)])
+    with open(tmp_path / "t", "w", encoding="utf-8") as out:
+        n = lex.write_moses_table(out, [("a", "x", 7), ("a", "x", 7), ("b", "y", 9), ("c", "z", 5)])
     lines = (tmp_path / "t").read_text().splitlines()
     assert n == 2 and lines[0].startswith("a ||| x ||| ") and lines[1].startswith("b ||| y ||| ")
     np.testing.assert_allclose([float(v) for v in lines[0].split("|||")[2].split()], p7, atol=1e-6)

@@ -33,7 +33,7 @@ def read_pairs(path: str) -> list[tuple[str, str]]:
     is not 2 or 5 tab-separated columns, or has an empty text (a blank line too: output
     lines match input lines), raises AlignersInputError with file and 1-based line."""
     if path.endswith(".xml"):
-        from aligners.data.translit import read_news_translit
+        from aligners.data.labeled import read_news_translit
         return [(p.source, p.target) for p in read_news_translit(path)]
     from aligners.data.parallel import read_lines
     name = "<stdin>" if path == "-" else path

@@ -194,10 +194,13 @@ def _train(args) -> int:
         collect_examples,
         csr_to_torch,
         fit_feature_vocab,
+        iter_phrase_strings,
         to_csr,
     )
-    from aligners.models.reorder import folder, mutual_information, train
+    from aligners.models.reorder import folder, mutual_information
+    from aligners.models.reorder._common import fit
     from aligners.models.reorder.naive_bayes import mi_kept
+    from aligners.outputs import open_output
 
     if args.moses_table and "-" in (args.src, args.tgt, args.align):
         raise AlignersInputError("--moses-table reads the corpus twice: give files, not '-'")
@@ -208,44 +211,35 @@ def _train(args) -> int:
                            mode=args.orientation, direction=args.direction)
     if len(raw) == 0:
         raise AlignersInputError("no phrase pairs extracted (empty corpus or no links)")
-    meta = dict(max_length=args.max_length, orientation=args.orientation,
-                direction=args.direction, lowercase=args.lowercase)
+    extract = dict(max_length=args.max_length, orientation=args.orientation,
+                   direction=args.direction, lowercase=args.lowercase)
     name = {"nb": "naive_bayes"}.get(args.model, args.model)
     hp = {"alpha": args.alpha, "inference": args.inference, "sigma2": args.sigma2,
           "lr": args.lr, "eps": args.eps}
     gen = torch.Generator().manual_seed(args.seed)
     epochs = {"primal": args.epochs, "dual": args.max_iter}.get(name, 1)
     if name == "lexical":
-        lex = train.fit(train.build(name, **hp), raw.keys, raw.labels, epochs=1, generator=gen)
-        if args.moses_table:
-            _moses_table(args, lex)
-        folder.save(lex, out, meta=folder.meta(**meta))  # atomic: no partial or empty folder
-        print(f"aligners reorder train: lexical table of {len(lex.keys)} pairs -> {out}",
-              file=sys.stderr)
-        return 0
-    rows = np.arange(len(raw))
-    vocab = fit_feature_vocab(raw, rows, min_count=args.min_count)
-    X, y = csr_to_torch(to_csr(raw, rows, vocab)), raw.labels
-    model = train.fit(train.build(name, num_features=len(vocab), **hp), X, y, epochs=epochs,
-                      generator=gen, **hp)
-    if name == "naive_bayes" and args.mi_remove > 0:  # the lowest-MI features removed
-        keep = mi_kept(mutual_information(X, y, num_classes=3).numpy(), args.mi_remove)
-        model, vocab = model.select(keep), vocab[keep]
-    folder.save(model, out, meta=folder.meta(**meta, min_count=args.min_count),
-               features=feat.describe(vocab))
-    print(f"aligners reorder train: {args.model} on {len(y)} phrase pairs, {len(vocab)} "
-          f"features -> {out}", file=sys.stderr)
+        model = fit(folder.build(name, **hp), raw.keys, raw.labels, epochs=1, generator=gen)
+        if args.moses_table:  # Moses' reordering-table format (a second pass over the corpus)
+            with open_output(args.moses_table, flag="--moses-table") as table:
+                model.write_moses_table(table, iter_phrase_strings(
+                    _corpus(args), max_length=args.max_length, mode=args.orientation))
+        meta, features = folder.meta(**extract), None
+        summary = f"lexical table of {len(model.keys)} pairs"
+    else:
+        rows = np.arange(len(raw))
+        vocab = fit_feature_vocab(raw, rows, min_count=args.min_count)
+        X, y = csr_to_torch(to_csr(raw, rows, vocab)), raw.labels
+        model = fit(folder.build(name, num_features=len(vocab), **hp), X, y, epochs=epochs,
+                    generator=gen, **hp)
+        if name == "naive_bayes" and args.mi_remove > 0:  # the lowest-MI features removed
+            keep = mi_kept(mutual_information(X, y, num_classes=3).numpy(), args.mi_remove)
+            model, vocab = model.select(keep), vocab[keep]
+        meta, features = folder.meta(**extract, min_count=args.min_count), feat.describe(vocab)
+        summary = f"{args.model} on {len(y)} phrase pairs, {len(vocab)} features"
+    model.save(out, meta=meta, features=features)  # atomic: no partial or empty folder
+    print(f"aligners reorder train: {summary} -> {out}", file=sys.stderr)
     return 0
-
-
-def _moses_table(args, lex) -> None:
-    """The lexical table in Moses' reordering-table format (a second pass over the corpus)."""
-    from aligners.features.reorder import iter_phrase_strings
-    from aligners.outputs import open_output
-
-    with open_output(args.moses_table, flag="--moses-table") as table:
-        lex.write_moses_table(table, iter_phrase_strings(
-            _corpus(args), max_length=args.max_length, mode=args.orientation))
 
 
 def _predict(args) -> int:
@@ -254,7 +248,8 @@ def _predict(args) -> int:
     import torch
 
     from aligners.export import load
-    from aligners.phrases import ORIENTATIONS, iter_extract
+    from aligners.features.reorder import iter_phrase_strings
+    from aligners.phrases import ORIENTATIONS
 
     model_dir = Path(args.model)
     reorderer = load(model_dir, verb="reorder")  # AlignersInputError: missing/corrupt/not ours
@@ -272,16 +267,12 @@ def _predict(args) -> int:
             probs = torch.exp(log_p).numpy()
             pred = probs.argmax(axis=1)
             wrong += int((pred != labels).sum())
-            e = 0
-            for _, src, tgt, _, pairs in iter_extract(triples, max_length=reorderer.max_length,
-                                                      mode=reorderer.mode):
-                for p in pairs:
-                    out.write(f"{' '.join(src[p.src_start:p.src_end])} ||| "
-                              f"{' '.join(tgt[p.tgt_start:p.tgt_end])} ||| "
-                              f"{ORIENTATIONS[pred[e]]} ||| "
-                              + " ".join(f"{v:.4f}" for v in probs[e]) + "\n")
-                    e += 1
-            n += e
+            phrases = iter_phrase_strings(triples, max_length=reorderer.max_length,
+                                          mode=reorderer.mode)  # predict_corpus's pairs
+            for e, (src, tgt, _) in enumerate(phrases):
+                out.write(f"{src} ||| {tgt} ||| {ORIENTATIONS[pred[e]]} ||| "
+                          + " ".join(f"{v:.4f}" for v in probs[e]) + "\n")
+            n += len(labels)
     err = f"{100.0 * wrong / n:.2f}%" if n else "n/a"
     print(f"aligners reorder predict: {n} phrase pairs, error vs extracted {reorderer.direction} "
           f"orientation {err}", file=sys.stderr)

@@ -1,5 +1,7 @@
-"""Readers for the sentence-pair classification and QA sets (no alignments):
-MSRP TSV, RTE-1..3 XML (NLTK copy) and the TREC QA pseudo-XML of Wang et al. (2007).
+"""Readers for the sentence-pair classification, QA and transliteration sets (no
+alignments): MSRP TSV, RTE-1..3 XML (NLTK copy), RTE-5 XML (`rte5-xnlp`), the TREC QA
+pseudo-XML of Wang et al. (2007) and the NEWS shared-task transliteration XML
+(`news2012-translit-enhe`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from pathlib import Path
 from aligners.data.parallel import read_lines, read_xml
 from aligners.errors import AlignersInputError
 
-__all__ = ["LabeledPair", "QAQuestion", "TaggedSentence", "read_msrp", "read_rte", "read_trecqa"]
+__all__ = ["LabeledPair", "NamePair", "QAQuestion", "TaggedSentence", "read_msrp",
+           "read_news_translit", "read_rte", "read_rte5", "read_trecqa"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,19 @@ class LabeledPair:
     text2: str
     label: int
     meta: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class NamePair:
+    """One name: `source` (English) and its `targets` (transliterations, >= 1)."""
+
+    id: str
+    source: str
+    targets: tuple[str, ...]
+
+    @property
+    def target(self) -> str:
+        return self.targets[0]
 
 
 @dataclass(frozen=True)
@@ -96,6 +112,29 @@ def read_rte(path: str | Path) -> list[LabeledPair]:
     return out
 
 
+_RTE5 = {"ENTAILMENT": 1, "UNKNOWN": 0, "CONTRADICTION": 0}
+
+
+def read_rte5(path: str | Path) -> list[LabeledPair]:
+    """RTE-5 XML (`<pair id entailment=ENTAILMENT|UNKNOWN|CONTRADICTION task>` with `<t>`,
+    `<h>`) -> `LabeledPair(id, t, h, label)`, two-way label 1 = ENTAILMENT; `meta` keeps the
+    three-way label and the task (IE/IR/QA). Only `<t>` and `<h>` are read: the repository's
+    extra evidence elements (`<a>`, `<t3>`, ...) carry information no RTE-5 system had.
+    Cost: O(file size). A malformed pair raises `AlignersInputError` naming the file."""
+    root = read_xml(path, expected="an RTE-5 file")
+    out = []
+    for n, pair in enumerate(root.iter("pair"), start=1):
+        label = pair.get("entailment", "").upper()
+        t, h = pair.findtext("t"), pair.findtext("h")
+        if label not in _RTE5 or not (t or "").strip() or not (h or "").strip():
+            raise AlignersInputError(f"pair {n} (id={pair.get('id')}): expected non-empty <t>, "
+                                     "<h> and entailment=ENTAILMENT|UNKNOWN|CONTRADICTION",
+                                     path=str(path))
+        out.append(LabeledPair(str(pair.get("id")), " ".join(t.split()), " ".join(h.split()),
+                               _RTE5[label], {"three_way": label, "task": pair.get("task", "")}))
+    return out
+
+
 def _sentence(lines: list[str], path: str, line: int) -> TaggedSentence:
     rows = [tuple(x.split("\t")) for x in lines]
     if len(rows) != 5 or len({len(r) for r in rows}) != 1:
@@ -144,4 +183,23 @@ def read_trecqa(path: str | Path) -> list[QAQuestion]:
             )
     if qid is not None or block is not None:
         raise AlignersInputError("file ends inside a <QApairs> block", path=name)
+    return out
+
+
+def read_news_translit(path: str | Path) -> list[NamePair]:
+    """Read a NEWS XML file (`<Name ID><SourceName>Abbas</SourceName><TargetName ID="1">
+    עבאס</TargetName></Name>`; a name may list several `TargetName`s, all kept, first first)
+    -> `NamePair`s in file order. Cost: O(file size). A malformed file or a name without a
+    source or target raises `AlignersInputError` naming the file (and line for XML errors)."""
+    root = read_xml(path, expected="a NEWS transliteration corpus")
+    out = []
+    for n, name in enumerate(root.iter("Name"), start=1):
+        src = (name.findtext("SourceName") or "").strip()
+        tgts = tuple(t for t in ((e.text or "").strip() for e in name.findall("TargetName")) if t)
+        if not src or not tgts:
+            raise AlignersInputError(f"name {n} (ID={name.get('ID')}): expected a non-empty "
+                                     "<SourceName> and at least one <TargetName>", path=str(path))
+        out.append(NamePair(str(name.get("ID", n)), src, tgts))
+    if not out:
+        raise AlignersInputError("no <Name> entries found", path=str(path))
     return out

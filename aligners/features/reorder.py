@@ -9,7 +9,7 @@ A phrase pair is a bag of sparse counts: one per aligned word pair inside it
 import hashlib
 import warnings
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,28 +49,23 @@ class ReorderFeaturizer:
 
     def __init__(self, *, context: bool = True):
         self.context = context
-        self.src_words: list[str] = ["<s>", "</s>"]
-        self.tgt_words: list[str] = []
-        self.src_vocab: dict[str, int] = {w: i for i, w in enumerate(self.src_words)}
+        self.src_vocab: dict[str, int] = {"<s>": 0, "</s>": 1}  # word -> id, in id order
         self.tgt_vocab: dict[str, int] = {}
 
-    def _ids(self, words: Sequence[str], vocab: dict, table: list, grow: bool) -> list[int]:
+    @staticmethod
+    def _ids(words: Sequence[str], vocab: dict, grow: bool) -> list[int]:
         out = []
         for w in words:
             if grow and w not in vocab:
-                if len(table) >= 1 << _ID_BITS:
+                if len(vocab) >= 1 << _ID_BITS:
                     raise AlignersInputError("vocabulary exceeds 2^24 words")
-                vocab[w] = len(table)
-                table.append(w)
+                vocab[w] = len(vocab)
             out.append(vocab.get(w, -1))
         return out
 
     def sentence_ids(self, src, tgt, *, grow: bool = True) -> tuple[list[int], list[int]]:
         """Word ids of one sentence pair (-1 for unknown words when `grow` is False)."""
-        return (
-            self._ids(src, self.src_vocab, self.src_words, grow),
-            self._ids(tgt, self.tgt_vocab, self.tgt_words, grow),
-        )
+        return self._ids(src, self.src_vocab, grow), self._ids(tgt, self.tgt_vocab, grow)
 
     def codes(self, src_ids, tgt_ids, to_src: list[list[int]], pair: PhrasePair) -> list[int]:
         """Feature codes of one phrase pair (a bag: repeats allowed). Cost O(links inside)."""
@@ -92,11 +87,11 @@ class ReorderFeaturizer:
 
     def describe(self, codes: np.ndarray) -> list[list]:
         """`[kind, source word, target word or None]` for each code (JSON-ready)."""
-        out = []
+        src_words, tgt_words, out = list(self.src_vocab), list(self.tgt_vocab), []
         for c in np.asarray(codes, dtype=np.int64).tolist():
             kind, s, t = c >> 50, (c >> _ID_BITS) & ((1 << 26) - 1), c & ((1 << _ID_BITS) - 1)
             name = ("pair", "left", "right")[kind]
-            out.append([name, self.src_words[s], self.tgt_words[t] if kind == _PAIR else None])
+            out.append([name, src_words[s], tgt_words[t] if kind == _PAIR else None])
         return out
 
     @classmethod
@@ -139,7 +134,6 @@ def collect_examples(
     mode: str = "wbe",
     direction: str = "backward",
     grow: bool = True,
-    on_sentence: Callable[[], None] | None = None,
 ) -> RawExamples:
     """Stream the corpus once: extract phrase pairs, encode features, keys and labels.
 
@@ -154,8 +148,6 @@ def collect_examples(
     n_sent = 0
     for n, src, tgt, links, pairs in iter_extract(corpus, max_length=max_length, mode=mode):
         n_sent = n + 1
-        if on_sentence is not None:
-            on_sentence()
         if not pairs:
             continue
         src_ids, tgt_ids = featurizer.sentence_ids(src, tgt, grow=grow)
@@ -226,8 +218,7 @@ def to_csr(raw: RawExamples, rows: np.ndarray, vocab: np.ndarray) -> sp.csr_matr
         (np.ones(len(indices), dtype=np.float32), indices, indptr),
         shape=(len(rows), len(vocab)),
     )
-    mat.sum_duplicates()  # repeated features become counts
-    mat.sort_indices()
+    mat.sum_duplicates()  # repeated features become counts; sorts the indices
     return mat
 
 
@@ -238,7 +229,7 @@ def csr_to_torch(mat: sp.csr_matrix, dtype: torch.dtype = torch.float32) -> torc
         return torch.sparse_csr_tensor(
             torch.from_numpy(mat.indptr.astype(np.int64)),
             torch.from_numpy(mat.indices.astype(np.int64)),
-            torch.from_numpy(mat.data.astype(np.float32)).to(dtype),
+            torch.from_numpy(mat.data).to(dtype, copy=True),
             size=mat.shape,
             check_invariants=False,  # built by scipy: sorted, in range
         )

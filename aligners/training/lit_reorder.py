@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader
 
 from aligners.errors import AlignersInputError
 from aligners.models.reorder._common import Fitting, error_rate, settings
-from aligners.models.reorder.train import build
+from aligners.models.reorder.folder import build
 
 __all__ = ["LitReorderer", "fit_reorderer", "one_batch"]
 
@@ -34,8 +34,8 @@ def one_batch(*items) -> DataLoader:
 
 
 class LitReorderer(pl.LightningModule):
-    """Orchestration only. `model` in `aligners.models.reorder.train.NAMES`; `hp` that
-    model's settings (plain values over `train.DEFAULTS`); `generator` (else one seeded with
+    """Orchestration only. `model` in `aligners.models.reorder.folder.NAMES`; `hp` that
+    model's settings (plain values over `_common.DEFAULTS`); `generator` (else one seeded with
     `seed`) orders the SGD / EG passes."""
 
     def __init__(self, *, model: str, num_features: int = 0, num_classes: int = 3, seed: int = 0,
@@ -44,17 +44,11 @@ class LitReorderer(pl.LightningModule):
         self.save_hyperparameters({"model": model, "num_features": num_features,
                                    "num_classes": num_classes, **settings(**hp), "seed": seed})
         self.automatic_optimization = False
-        self.kind = model
         self.model = build(model, num_features=num_features, num_classes=num_classes, **hp)
         # the caller's generator keeps the SGD/EG order of a plain `fit` with it
         gen = generator if generator is not None else torch.Generator().manual_seed(int(seed))
-        self.fitting = Fitting(self.model, generator=gen, **hp)
+        self.fitting = Fitting(self.model, generator=gen, **hp)  # .seconds: Lightning excluded
         self.val_errors: list[float] = []
-
-    @property
-    def train_seconds(self) -> float:
-        """Seconds spent in the model's own fitting code (Lightning's overhead excluded)."""
-        return self.fitting.seconds
 
     def configure_optimizers(self):
         return []  # manual optimisation: the models update themselves

@@ -39,8 +39,7 @@ from aligners.features.reorder import (
 from aligners.metrics import write_metrics_json
 from aligners.models.reorder import folder as reorder_folder
 from aligners.models.reorder import mutual_information as mi_scores
-from aligners.models.reorder import train as reorder_train
-from aligners.models.reorder._common import error_rate
+from aligners.models.reorder._common import DEFAULTS, error_rate
 from aligners.models.reorder.config import ReorderConfig, ReorderData, ReorderRun
 from aligners.models.reorder.dual_mlr import warmup as dual_warmup
 from aligners.models.reorder.mlr import warmup as mlr_warmup
@@ -57,15 +56,6 @@ def dir_size(path) -> int:
     if p.is_file():
         return p.stat().st_size
     return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
-
-
-def _timed(fn, repeats: int = 3):
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return out, float(np.median(times))
 
 
 def _resolve(path: str, cfg: DictConfig) -> str:
@@ -100,19 +90,14 @@ def train(cfg: DictConfig) -> dict:
     torch.set_num_threads(int(cfg.get("threads", 2)))
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rc, d, run = _settings(cfg)
     results: dict = {"config": OmegaConf.to_container(cfg, resolve=False)}
-    featurizer = ReorderFeaturizer(context=bool(rc.features.context))
-    raw, dev_cut, test_cut, rows = _extract(cfg, d, run, rc.extract, featurizer, results)
-    f = _Fits(cfg, rc, d, run, raw, rows, featurizer, out_dir, results, dev_cut)
-    results["data"] = {"sentence_pairs": raw.n_sentences, "train_pairs": dev_cut,
-                       "test_from_pair": test_cut, **f.summary()}
+    f = _Fits(cfg, out_dir, results)
     print(json.dumps(results["data"]), flush=True)
     for name in ("lexical", "naive_bayes", "primal", "dual"):  # the models switched on
-        if getattr(rc.models, name):
+        if getattr(f.rc.models, name):
             getattr(f, name)()
     (out_dir / "results.json").write_text(json.dumps(results, indent=1, default=float))
-    split = "dev" if run.evaluate_on == "dev" else "heldout"
+    split = "dev" if f.run.evaluate_on == "dev" else "heldout"
     row = {f"{name}_error": rec["heldout_error"] for name, rec in results.get("models", {}).items()
            if np.isfinite(rec["heldout_error"])}
     if np.isfinite(results["data"]["majority_error"]):
@@ -122,74 +107,73 @@ def train(cfg: DictConfig) -> dict:
     return results
 
 
-def _extract(cfg, d, run, x, featurizer, results):
-    """(examples, dev_cut, test_cut, (train rows, test rows)): one streaming pass over the
-    corpus (extraction + feature codes) and the split by sentence pair (test = the held-out
-    pairs, or the dev slice with evaluate_on=dev)."""
-    from tqdm import tqdm
-
-    corpus = load_corpus(_resolve(d.src, cfg), _resolve(d.tgt, cfg), _resolve(d.align, cfg),
-                         limit=d.train_limit, lowercase=bool(d.lowercase))
-    bar = tqdm(total=d.train_limit, desc="extract", unit="pair", mininterval=5,
-               disable=not run.progress)
-    start = time.perf_counter()
-    raw = collect_examples(corpus, featurizer, max_length=int(x.max_length), mode=x.mode,
-                           direction=x.direction, on_sentence=lambda: bar.update(1))
-    bar.close()
-    results["extract_seconds"] = time.perf_counter() - start
-    dev_cut, test_cut = _cuts(raw.n_sentences, d)
-    rows = np.arange(len(raw))
-    test_rows = rows[raw.sentence >= test_cut]
-    if run.evaluate_on == "dev":
-        test_rows = rows[(raw.sentence >= dev_cut) & (raw.sentence < test_cut)]
-    return raw, dev_cut, test_cut, (rows[raw.sentence < dev_cut], test_rows)
-
-
 class _Fits:
-    """The feature matrices of one run and the fit, export and scoring of each model kind
-    (through `LitReorderer`, the family's one trainer), recorded into `results["models"]`."""
+    """One run: the examples of one streaming pass over the corpus (extraction + feature
+    codes), split by sentence pair (test = the held-out pairs, or the dev slice with
+    evaluate_on=dev), their feature matrices (`results["data"]`), and the fit, export and
+    scoring of each model kind (through `LitReorderer`, the family's one trainer), recorded
+    into `results["models"]`."""
 
-    def __init__(self, cfg, rc, d, run, raw, rows, featurizer, out_dir, results, dev_cut):
+    def __init__(self, cfg, out_dir, results):
+        from tqdm import tqdm
+
+        self.rc, self.d, self.run = rc, d, run = _settings(cfg)
+        self.cfg, self.results, self.out_dir = cfg, results, out_dir
+        featurizer = ReorderFeaturizer(context=bool(rc.features.context))
+        corpus = tqdm(self.corpus(d.train_limit), total=d.train_limit, desc="extract",
+                      unit="pair", mininterval=5, disable=not run.progress)
         start = time.perf_counter()
-        vocab = fit_feature_vocab(raw, rows[0], min_count=int(rc.features.min_count))
-        self.X_train = csr_to_torch(to_csr(raw, rows[0], vocab))
-        self.X_test = csr_to_torch(to_csr(raw, rows[1], vocab))
-        self.keys = raw.keys[rows[0]], raw.keys[rows[1]]
-        self.y_train, self.y_test = raw.labels[rows[0]], raw.labels[rows[1]]
+        raw = collect_examples(corpus, featurizer, max_length=int(rc.extract.max_length),
+                               mode=rc.extract.mode, direction=rc.extract.direction)
+        results["extract_seconds"] = time.perf_counter() - start
+        self.dev_cut, test_cut = _cuts(raw.n_sentences, d)  # dev_cut: the training pairs
+        test = raw.sentence >= test_cut
+        if run.evaluate_on == "dev":
+            test = (raw.sentence >= self.dev_cut) & ~test
+        train, test = np.flatnonzero(raw.sentence < self.dev_cut), np.flatnonzero(test)
+        start = time.perf_counter()
+        vocab = fit_feature_vocab(raw, train, min_count=int(rc.features.min_count))
+        self.X_train = csr_to_torch(to_csr(raw, train, vocab))
+        self.X_test = csr_to_torch(to_csr(raw, test, vocab))
+        self.keys = raw.keys[train], raw.keys[test]
+        self.y_train, self.y_test = y_train, y_test = raw.labels[train], raw.labels[test]
         raw.codes = np.zeros(0, dtype=np.int64)  # free the flat codes (the CSR matrices stay)
         results["feature_seconds"] = time.perf_counter() - start
         self.F = len(vocab)
         mlr_warmup()  # JIT compile outside every timed fit
         dual_warmup()
         self.features = featurizer.describe(vocab)
-        self.cfg, self.rc, self.d, self.run, self.results = cfg, rc, d, run, results
-        self.dev_cut = dev_cut  # the training pairs (the Moses table's corpus)
-        self.out_dir, self.models_dir = out_dir, out_dir / "models"
         self.gen = torch.Generator().manual_seed(int(cfg.seed))
         x, f = rc.extract, rc.features
         self.meta = reorder_folder.meta(max_length=x.max_length, orientation=x.mode,
                                        direction=x.direction, lowercase=d.lowercase,
                                        min_count=f.min_count, context=f.context)
-
-    def summary(self) -> dict:
-        y_train, y_test = self.y_train, self.y_test
-        return {
-            "evaluated_on": self.run.evaluate_on,
+        train_counts = np.bincount(y_train, minlength=3)
+        results["data"] = {
+            "sentence_pairs": raw.n_sentences, "train_pairs": self.dev_cut,
+            "test_from_pair": test_cut, "evaluated_on": run.evaluate_on,
             "train_examples": int(len(y_train)), "test_examples": int(len(y_test)),
             "features": self.F, "train_nnz": int(self.X_train._nnz()),
-            "train_class_fractions":
-                (np.bincount(y_train, minlength=3) / max(len(y_train), 1)).tolist(),
+            "train_class_fractions": (train_counts / max(len(y_train), 1)).tolist(),
             "majority_error": float(1 - np.bincount(y_test, minlength=3)[
-                np.bincount(y_train, minlength=3).argmax()] / max(len(y_test), 1)),
+                train_counts.argmax()] / max(len(y_test), 1)),
         }
 
-    def fit(self, label: str, kind: str, section, epochs: int = 1, track: bool = False, **over):
+    def corpus(self, limit):
+        """The first `limit` (None: all) sentence pairs of the data, streamed."""
+        d, cfg = self.d, self.cfg
+        return load_corpus(_resolve(d.src, cfg), _resolve(d.tgt, cfg), _resolve(d.align, cfg),
+                           limit=limit, lowercase=bool(d.lowercase))
+
+    def fit(self, label: str, kind: str, section, epochs: int = 1, track: bool = False,
+            extra=None, **over):
         """Model `kind` with the settings of config `section` (and `over`) trained under
         `cfg.trainer` for at most `epochs` epochs (`track`: the held-out error after each),
-        saved as models/<label>; returns (the LitReorderer, its folder)."""
+        saved as models/<label>, scored on the test rows (timed) and recorded as `label` with
+        `extra(lit)`; returns the LitReorderer."""
         from aligners.training.lit_reorder import LitReorderer, fit_reorderer
 
-        hp = {k: v for k, v in asdict(section).items() if k in reorder_train.DEFAULTS}
+        hp = {k: v for k, v in asdict(section).items() if k in DEFAULTS}
         lexical = kind == "lexical"
         train, test = self.keys if lexical else (self.X_train, self.X_test)
         lit = LitReorderer(model=kind, num_features=0 if lexical else self.F,
@@ -197,64 +181,62 @@ class _Fits:
         fit_reorderer(lit, (train, self.y_train), cfg=self.cfg, name=label, max_epochs=epochs,
                       val_batch=(test, self.y_test) if track else None,
                       progress=bool(self.run.progress))
-        path = self.models_dir / label
-        reorder_folder.save(lit.model, path, meta=self.meta,
-                            features=None if lexical else self.features)
-        return lit, path
-
-    def record(self, label, lit, path, extra=None):
-        """Score `lit.model` on the test rows (timed) and record it as `label`."""
-        test = self.keys[1] if lit.kind == "lexical" else self.X_test
-        log_proba, pred_s = _timed(lambda: lit.model.predict_log_proba(test),
-                                   int(self.run.speed_repeats))
-        rec = {"train_seconds": lit.train_seconds,
+        path = self.out_dir / "models" / label
+        lit.model.save(path, meta=self.meta, features=None if lexical else self.features)
+        more = extra(lit) if extra else {}
+        times = []
+        for _ in range(int(self.run.speed_repeats)):
+            start = time.perf_counter()
+            log_proba = lit.model.predict_log_proba(test)
+            times.append(time.perf_counter() - start)
+        pred_s = float(np.median(times))
+        rec = {"train_seconds": lit.fitting.seconds,
                "heldout_error": error_rate(log_proba, self.y_test),
                "predict_seconds": pred_s,
                "predictions_per_second": len(self.y_test) / pred_s if pred_s > 0 else None,
-               "size_bytes": dir_size(path), **(extra or {})}
+               "size_bytes": dir_size(path), **more}
         self.results.setdefault("models", {})[label] = rec
         print(label, json.dumps(rec), flush=True)
-        return rec
+        return lit
 
     def lexical(self):
-        rc, d, cfg = self.rc, self.d, self.cfg
-        lit, path = self.fit("lexical", "lexical", rc.lexical)
-        extra = {}
-        if rc.lexical.write_table:
-            table = self.out_dir / "reordering-table.wbe-msd-backward-fe"
-            corpus = load_corpus(_resolve(d.src, cfg), _resolve(d.tgt, cfg),
-                                 _resolve(d.align, cfg), limit=self.dev_cut,
-                                 lowercase=bool(d.lowercase))
-            extra["moses_table_lines"] = lit.model.write_moses_table(table, iter_phrase_strings(
-                corpus, max_length=int(rc.extract.max_length), mode=rc.extract.mode))
-            extra["moses_table_bytes"] = dir_size(table)
-            if not rc.lexical.keep_table:
-                os.remove(table)
-        self.record("lexical", lit, path, extra)
+        self.fit("lexical", "lexical", self.rc.lexical, extra=self.moses_table)
+
+    def moses_table(self, lit) -> dict:
+        """With `lexical.write_table`, the Moses table of `lit.model` over the training pairs:
+        its lines and bytes (kept with `lexical.keep_table`)."""
+        lc, x = self.rc.lexical, self.rc.extract
+        if not lc.write_table:
+            return {}
+        table = self.out_dir / "reordering-table.wbe-msd-backward-fe"
+        with open(table, "w", encoding="utf-8") as fh:
+            lines = lit.model.write_moses_table(fh, iter_phrase_strings(
+                self.corpus(self.dev_cut), max_length=int(x.max_length), mode=x.mode))
+        out = {"moses_table_lines": lines, "moses_table_bytes": dir_size(table)}
+        if not lc.keep_table:
+            os.remove(table)
+        return out
 
     def naive_bayes(self):
         nbc = self.rc.naive_bayes
-        fitted = {}
-        for inference in _as_list(nbc.inference):
-            lit, path = self.fit(f"nb_{inference}", "naive_bayes", nbc, inference=inference)
-            self.record(f"nb_{inference}", lit, path)
-            fitted[inference] = lit.model
+        fitted = {inference: self.fit(f"nb_{inference}", "naive_bayes", nbc,
+                                      inference=inference).model
+                  for inference in _as_list(nbc.inference)}
         if nbc.mi_fractions:
             self.results["mi_curve"] = self.mi_curve(nbc.mi_fractions, fitted)
 
     def primal(self):
         pc = self.rc.primal
-        lit, path = self.fit("primal", "primal", pc, int(pc.epochs), track=pc.track_heldout)
-        self.record("primal", lit, path, {"epochs": int(pc.epochs), "heldout_error_per_epoch":
-                                          lit.val_errors, "history": lit.model.history})
+        self.fit("primal", "primal", pc, int(pc.epochs), track=pc.track_heldout,
+                 extra=lambda lit: {"epochs": int(pc.epochs), "heldout_error_per_epoch":
+                                    lit.val_errors, "history": lit.model.history})
 
     def dual(self):
         dc = self.rc.dual
         for eps in _as_list(dc.eps):
-            lit, path = self.fit(f"dual_eps{eps}", "dual", dc, int(dc.max_iter), eps=eps)
-            h = lit.model.history
-            self.record(f"dual_eps{eps}", lit, path, {"eps": float(eps), "history": h,
-                                                      "iterations": len(h)})
+            self.fit(f"dual_eps{eps}", "dual", dc, int(dc.max_iter), eps=eps,
+                     extra=lambda lit, eps=eps: {"eps": float(eps), "history": lit.model.history,
+                                                 "iterations": len(lit.model.history)})
 
     def mi_curve(self, fractions, fitted: dict) -> list:
         """Error of the fitted NB models (inference -> NaiveBayes) after removing the
@@ -275,29 +257,18 @@ class _Fits:
                 if k == 0:  # size on disk, then the folder is removed
                     with tempfile.TemporaryDirectory(prefix="aligners-nb-mi-") as tmp:
                         path = Path(tmp) / "nb_mi"
-                        reorder_folder.save(nb, path, meta=self.meta,
-                                            features=[self.features[i] for i in keep])
+                        nb.save(path, meta=self.meta, features=[self.features[i] for i in keep])
                         row["size_bytes"] = dir_size(path)
             curve.append(row)
             print("mi", json.dumps(row), flush=True)
         return curve
 
 
-def _count_pairs(path: str, limit) -> int:
-    """Lines of the (possibly gzipped) alignment file, at most `limit`."""
-    from aligners.data.parallel import read_line_blocks
-
-    n = 0
-    for block in read_line_blocks(path):
-        n += len(block)
-        if limit is not None and n >= int(limit):
-            return int(limit)
-    return n
-
-
 def _test_triples(cfg: DictConfig, lowercase: bool):
     """(name of the split, stream of (src, tgt, links)) that `evaluate` scores."""
     import itertools
+
+    from aligners.data.parallel import read_lines
 
     _, d, run = _settings(cfg)
     given = [d.test_src, d.test_tgt, d.test_align]
@@ -309,7 +280,7 @@ def _test_triples(cfg: DictConfig, lowercase: bool):
             raise AlignersInputError(f"no such {'test' if any(given) else 'data'} file", path=p)
     if any(given):
         return "test", load_corpus(*paths, limit=d.test_limit, lowercase=lowercase)
-    n = _count_pairs(paths[2], d.train_limit)
+    n = sum(1 for _ in itertools.islice(read_lines(paths[2]), d.train_limit))  # pairs
     dev_cut, test_cut = _cuts(n, d)
     corpus = load_corpus(*paths, limit=n, lowercase=lowercase)
     if run.evaluate_on == "dev":

@@ -1,5 +1,5 @@
 """Shared helpers for the reordering models: CSR plumbing, the one training loop (`Fitting`,
-`fit`: `aligners.models.reorder.train` and LitReorderer run it) and `Saved`, their one export
+`fit`: `aligners reorder train` and LitReorderer run it) and `Saved`, their one export
 through `aligners/export.py` (one model folder format for every family)."""
 
 import time
@@ -7,8 +7,10 @@ import time
 import numpy as np
 import scipy.sparse as sp
 import torch
+from numba import njit
 
 from aligners.errors import AlignersInputError
+from aligners.features.reorder import csr_to_torch
 from aligners.models.reorder.config import (
     SIGMA2,
     DualConfig,
@@ -20,6 +22,7 @@ from aligners.models.reorder.config import (
 __all__ = [
     "LinearSoftmax",
     "csr_arrays",
+    "row_scores",
     "sparse_matmul",
     "DEFAULTS",
     "settings",
@@ -35,27 +38,32 @@ def csr_arrays(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if isinstance(X, torch.Tensor):
         if X.layout != torch.sparse_csr:
             raise AlignersInputError("expected a torch.sparse_csr_tensor of features")
-        return (
-            np.asarray(X.crow_indices().numpy(), dtype=np.int64),
-            np.asarray(X.col_indices().numpy(), dtype=np.int64),
-            np.asarray(X.values().numpy(), dtype=np.float64),
-        )
-    X = sp.csr_matrix(X)
-    return (np.asarray(X.indptr, dtype=np.int64), np.asarray(X.indices, dtype=np.int64),
-            np.asarray(X.data, dtype=np.float64))
+        indptr, indices, data = X.crow_indices().numpy(), X.col_indices().numpy(), \
+            X.values().numpy()
+    else:
+        X = sp.csr_matrix(X)
+        indptr, indices, data = X.indptr, X.indices, X.data
+    return (np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
+            np.asarray(data, dtype=np.float64))
+
+
+@njit(cache=True)
+def row_scores(indptr, indices, data, W, i, out) -> None:  # pragma: no cover
+    """out (K,) = row i of the CSR (indptr, indices, data) times W (F, K): the SGD and EG
+    kernels' phi_i . w_k, summed in the row's order."""
+    for k in range(W.shape[1]):
+        out[k] = 0.0
+    for p in range(indptr[i], indptr[i + 1]):
+        j = indices[p]
+        x = data[p]
+        for k in range(W.shape[1]):
+            out[k] += x * W[j, k]
 
 
 def sparse_matmul(X, W: torch.Tensor) -> torch.Tensor:
     """(E, F) CSR @ (F, K) dense -> (E, K) dense, in W's dtype. Cost O(nnz * K)."""
     if not isinstance(X, torch.Tensor):
-        X = sp.csr_matrix(X)
-        X = torch.sparse_csr_tensor(
-            torch.from_numpy(X.indptr.astype(np.int64)),
-            torch.from_numpy(X.indices.astype(np.int64)),
-            torch.from_numpy(X.data),
-            size=X.shape,
-            check_invariants=False,
-        )
+        X = csr_to_torch(sp.csr_matrix(X), W.dtype)
     if X.shape[1] != W.shape[0]:
         raise AlignersInputError(f"features have {X.shape[1]} columns, model has {W.shape[0]}")
     X = X.to(W.dtype)
@@ -92,35 +100,34 @@ class Fitting:
     """`model` trained one epoch at a time with the settings `hp` and `generator` (the SGD /
     EG order): a counting model (no `begin_fit`: lexical, naive Bayes) in one pass, the
     MaxEnt models by their `begin_fit(X, y, **hp)` / `fit_epoch(state, generator, **hp)`.
-    `done`: nothing is left to train; `seconds`: the time spent in the model's own code."""
+    `done`: nothing is left to train; `seconds`: the time spent in the model's own code (each
+    epoch's record gets its own `seconds`)."""
 
     def __init__(self, model, *, generator, **hp):
         self.model, self.generator, self.hp = model, generator, settings(**hp)
-        self.counts = not hasattr(model, "begin_fit")
         self.state: dict | None = None
         self.done = False
-        self._count_seconds = 0.0
-
-    @property
-    def seconds(self) -> float:
-        if self.counts:
-            return self._count_seconds
-        return self.model.setup_seconds + sum(h["seconds"] for h in self.model.history)
+        self.seconds = 0.0
 
     def epoch(self, X, y) -> dict | None:
         """One epoch on (X, y) (the same batch every epoch); its record (`seconds`, and the
         model's own history entry), or None when there was nothing to do."""
         m = self.model
-        if self.counts:
-            start = time.perf_counter()
+        start = time.perf_counter()
+        if not hasattr(m, "begin_fit"):
             m.fit(X, y)
-            self._count_seconds = time.perf_counter() - start
-            self.done = True
-            return {"seconds": self._count_seconds}
-        if self.state is None:
-            self.state = m.begin_fit(X, y, **self.hp)
-        rec = m.fit_epoch(self.state, generator=self.generator, **self.hp)
-        self.done = rec is None or self.state.get("done", False)
+            self.done, rec = True, {}
+        else:
+            if self.state is None:
+                self.state = m.begin_fit(X, y, **self.hp)
+                self.seconds += time.perf_counter() - start
+                start = time.perf_counter()
+            rec = m.fit_epoch(self.state, generator=self.generator, **self.hp)
+            self.done = rec is None or self.state.get("done", False)
+        seconds = time.perf_counter() - start
+        self.seconds += seconds
+        if rec is not None:
+            rec["seconds"] = seconds
         return rec
 
 
@@ -152,15 +159,20 @@ class Saved:
         return {k: getattr(self, k) for k in self.HPARAMS}
 
     def save(self, directory, *, meta: dict | None = None, features: list | None = None):
-        """Export (`aligners.export.write_model`: atomic; kind `KIND`); `meta` (extraction /
-        feature settings) joins the config, `features` (a featurised model's described
-        features) goes to `features.json`."""
+        """Export (`aligners.export.write_model`: atomic, never a partial folder; kind `KIND`);
+        `meta` (extraction / feature settings, `folder.meta`) joins the config, `features` (a
+        featurised model's described features) goes to `features.json`. An OSError is one
+        AlignersInputError naming the folder."""
         from aligners.export import write_model
 
         tensors = {k: v.float() if k in self.FLOAT32 else v for k, v in self.state().items()}
         extras = {"features": features} if features is not None else None
-        return write_model(directory, kind=self.KIND, tensors=tensors,
-                           config={**self.hparams(), **(meta or {})}, extras=extras)
+        try:
+            return write_model(directory, kind=self.KIND, tensors=tensors,
+                               config={**self.hparams(), **(meta or {})}, extras=extras)
+        except OSError as err:
+            raise AlignersInputError(f"cannot write the model folder: {err.strerror or err}",
+                                     path=str(directory)) from None
 
     @classmethod
     def load(cls, directory):
@@ -191,7 +203,13 @@ class LinearSoftmax(Saved):
         self.num_features, self.num_classes, self.sigma2 = num_features, num_classes, sigma2
         self.weight = torch.zeros(num_features, num_classes, dtype=torch.float64)
         self.history: list[dict] = []
-        self.setup_seconds = 0.0  # set by `begin_fit`
+
+    @staticmethod
+    def data_state(X, labels) -> dict:
+        """The training data of `begin_fit`: X's CSR arrays (`csr_arrays`), labels `y`, `n`."""
+        indptr, indices, data = csr_arrays(X)
+        y = np.asarray(labels, dtype=np.int64)
+        return {"indptr": indptr, "indices": indices, "data": data, "y": y, "n": len(y)}
 
     def predict_log_proba(self, X) -> torch.Tensor:
         """(E, F) CSR -> (E, K) log p(o | phi)."""

@@ -1,10 +1,10 @@
-"""The reorder family's model folder and ready model: what a folder records of the training
-data (`meta`), its atomic write (`save`: the model's own export, `_common.Saved.save`; an
-unwritable folder is one AlignersInputError line), its reading (`load_folder`, the family's
-`aligners.load` loader: a folder of any reordering kind -> a ready `Reorderer`) and
-`Reorderer`, a trained classifier plus the extraction and features it was trained on, whose
-`predict_corpus` is the one prediction path of `aligners reorder predict` and of the reorder
-task's `evaluate`. `aligners reorder train` and the reorder task save through here.
+"""The reorder family's models by name and their folders: `build` (an untrained model of
+`NAMES`, which `aligners reorder train` and the reorder task's `LitReorderer` train with
+`_common.Fitting`), what a folder records of the training data (`meta`; the model's own
+`save` writes it), its reading (`load_folder`, the family's `aligners.load` loader: a folder
+of any reordering kind -> a ready `Reorderer`) and `Reorderer`, a trained classifier plus
+the extraction and features it was trained on, whose `predict_corpus` is the one prediction
+path of `aligners reorder predict` and of the reorder task's `evaluate`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,28 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from aligners.errors import AlignersInputError
+from aligners.features.reorder import ReorderFeaturizer, collect_examples, csr_to_torch, to_csr
+from aligners.models.reorder._common import settings
+from aligners.models.reorder.dual_mlr import DualMLR
 from aligners.models.reorder.lexical import LexicalReordering
-from aligners.models.reorder.train import NAMES
+from aligners.models.reorder.mlr import PrimalMLR
+from aligners.models.reorder.naive_bayes import NaiveBayes
 
-__all__ = ["CLASSES", "Reorderer", "meta", "save", "load_folder"]
+__all__ = ["NAMES", "CLASSES", "build", "Reorderer", "meta", "load_folder"]
 
-# export kind -> model class
-CLASSES = {cls.KIND: cls for cls in NAMES.values()}
+NAMES = {"lexical": LexicalReordering, "naive_bayes": NaiveBayes, "primal": PrimalMLR,
+         "dual": DualMLR}
+CLASSES = {cls.KIND: cls for cls in NAMES.values()}  # export kind -> model class
+
+
+def build(name: str, *, num_features: int = 0, num_classes: int = 3, **hp):
+    """The untrained model `name` (one of `NAMES`) with the settings `hp` (`settings`) that
+    its class declares (`HPARAMS`)."""
+    if name not in NAMES:
+        raise AlignersInputError(f"reordering model {name!r}; expected one of {sorted(NAMES)}")
+    cls = NAMES[name]
+    s = {**settings(**hp), "num_features": num_features, "num_classes": num_classes}
+    return cls(**{k: s[k] for k in cls.HPARAMS})
 
 
 class Reorderer:
@@ -37,25 +52,16 @@ class Reorderer:
         self.lowercase = bool(extract.get("lowercase", False))
         self.featurizer = self.codes = None
         if self.kind != LexicalReordering.KIND:
-            from aligners.features.reorder import ReorderFeaturizer
-
             if features is None:
                 raise AlignersInputError("a featurised reordering model needs features.json")
             self.featurizer, codes = ReorderFeaturizer.from_described(features, context=context)
-            self._order = np.argsort(codes, kind="stable")
-            self._back = np.argsort(self._order)  # sorted-code column -> the model's column
-            self.codes = codes[self._order]
+            order = np.argsort(codes, kind="stable")
+            self._back = np.argsort(order)  # sorted-code column -> the model's column
+            self.codes = codes[order]
 
     def predict_corpus(self, triples: Iterable[tuple[Sequence[str], Sequence[str], list]]):
         """`(log_p (E, K), labels (E,))` of every phrase pair of `triples` (extracted with the
         training settings; labels are the extracted orientations). Memory O(triples)."""
-        from aligners.features.reorder import (
-            ReorderFeaturizer,
-            collect_examples,
-            csr_to_torch,
-            to_csr,
-        )
-
         kw = {"max_length": self.max_length, "mode": self.mode, "direction": self.direction}
         if self.featurizer is None:
             raw = collect_examples(triples, ReorderFeaturizer(), **kw)
@@ -74,16 +80,6 @@ def meta(*, max_length: int, orientation: str, direction: str, lowercase: bool,
     if min_count is not None:
         out["features"] = {"min_count": int(min_count), "context": bool(context)}
     return out
-
-
-def save(model, out, **kw) -> None:
-    """`model.save(out, **kw)` (atomic: never a partial folder); an OSError is one
-    AlignersInputError naming the folder."""
-    try:
-        model.save(out, **kw)
-    except OSError as err:
-        raise AlignersInputError(f"cannot write the model folder: {err.strerror or err}",
-                                 path=str(out)) from None
 
 
 def load_folder(folder) -> Reorderer:

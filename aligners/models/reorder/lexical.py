@@ -7,7 +7,6 @@ gets the (smoothed) class prior. Phrase pairs are held as 64-bit keys
 (`aligners.features.reorder.phrase_key`), so the table costs 8 + 4K bytes per pair.
 """
 
-import contextlib
 from collections.abc import Iterable
 
 import numpy as np
@@ -64,31 +63,24 @@ class LexicalReordering(Saved):
             out[hit] = num / num.sum(axis=1, keepdims=True)
         return torch.from_numpy(np.log(out))
 
-    def write_moses_table(
-        self, path, phrases: Iterable[tuple[str, str, int]], *, fmt: str = "{:.6f}"
-    ) -> int:
-        """Write `src ||| tgt ||| p_mono p_swap p_other` once per known pair; return lines.
+    def write_moses_table(self, out, phrases: Iterable[tuple[str, str, int]]) -> int:
+        """Write `src ||| tgt ||| p_mono p_swap p_other` once per known pair to the text
+        handle `out`; return lines.
 
-        `path`: a file path, or an open text handle (written to, left open). `phrases`
-        streams `(src phrase, tgt phrase, key)` (e.g. a second pass over the training
-        extract); the first occurrence of each known key is written. This is the table
-        format of Moses' `wbe-msd-backward-fe` models.
+        `phrases` streams `(src phrase, tgt phrase, key)` (e.g. a second pass over the
+        training extract); the first occurrence of each known key is written. This is the
+        table format of Moses' `wbe-msd-backward-fe` models.
         """
         num = self.counts + self.smoothing_vector()
         probs = num / num.sum(axis=1, keepdims=True)  # (U, K) of every known phrase pair
         written = np.zeros(len(self.keys), dtype=bool)
-        n = 0
-        with (contextlib.nullcontext(path) if hasattr(path, "write")
-              else open(path, "w", encoding="utf-8")) as out:
-            for src, tgt, key in phrases:
-                pos = int(np.searchsorted(self.keys, key))
-                if pos >= len(self.keys) or self.keys[pos] != key or written[pos]:
-                    continue
-                written[pos] = True
-                scores = " ".join(fmt.format(p) for p in probs[pos])
-                out.write(f"{src} ||| {tgt} ||| {scores}\n")
-                n += 1
-        return n
+        for src, tgt, key in phrases:
+            pos = int(np.searchsorted(self.keys, key))
+            if pos >= len(self.keys) or self.keys[pos] != key or written[pos]:
+                continue
+            written[pos] = True
+            out.write(f"{src} ||| {tgt} ||| {' '.join(f'{p:.6f}' for p in probs[pos])}\n")
+        return int(written.sum())
 
     def state(self) -> dict[str, torch.Tensor]:
         return {"keys": torch.from_numpy(self.keys), "counts": torch.from_numpy(self.counts),

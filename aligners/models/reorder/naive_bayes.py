@@ -45,15 +45,13 @@ def mutual_information(X, labels, *, num_classes: int, normalized: bool = True) 
     n_k = np.bincount(y, minlength=num_classes).astype(np.float64)
     joint = np.stack([n_k[None, :] - df, df], axis=1) / n_rows  # (F, 2, K): x=0, x=1
     p_x = joint.sum(axis=2, keepdims=True)  # (F, 2, 1)
-    p_y = (n_k / n_rows)[None, None, :]
+    p_y = n_k / n_rows  # (K,)
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(joint > 0, joint * np.log(joint / (p_x * p_y)), 0.0)
-    mi = terms.sum(axis=(1, 2))
-    if normalized:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            h_x = -np.where(p_x[:, :, 0] > 0, p_x[:, :, 0] * np.log(p_x[:, :, 0]), 0.0).sum(1)
-            py = p_y[0, 0]
-            h_y = -(py[py > 0] * np.log(py[py > 0])).sum()
+        mi = np.where(joint > 0, joint * np.log(joint / (p_x * p_y)), 0.0).sum(axis=(1, 2))
+        if normalized:
+            p_x = p_x[:, :, 0]
+            h_x = -np.where(p_x > 0, p_x * np.log(p_x), 0.0).sum(1)
+            h_y = -(p_y[p_y > 0] * np.log(p_y[p_y > 0])).sum()
             denom = np.minimum(h_x, h_y)
             mi = np.where(denom > 0, mi / denom, 0.0)
     return torch.from_numpy(np.maximum(mi, 0.0))
@@ -97,10 +95,6 @@ class NaiveBayes(Saved):
             np.bincount(y, minlength=self.num_classes).astype(np.float64))
         return self
 
-    def log_prior(self) -> torch.Tensor:
-        """(K,) log N_k / N (a class never seen gets log 0 = -inf, never chosen)."""
-        return (self.class_counts / self.class_counts.sum()).log()
-
     def log_q(self) -> torch.Tensor:
         """(F, K) log of the MAP estimate of Eq. 10."""
         a1 = self.alpha - 1.0
@@ -125,8 +119,10 @@ class NaiveBayes(Saved):
         return total + torch.lgamma(big_b)[None, :] - torch.lgamma(big_b[None, :] + length[:, None])
 
     def predict_log_proba(self, X) -> torch.Tensor:
-        """(E, F) CSR -> (E, K) log p(o_k | phi) (Eq. 5)."""
-        return (self.log_likelihood(X) + self.log_prior()[None, :]).log_softmax(dim=1)
+        """(E, F) CSR -> (E, K) log p(o_k | phi) (Eq. 5); the class prior log N_k / N (a class
+        never seen gets log 0 = -inf, never chosen)."""
+        log_prior = (self.class_counts / self.class_counts.sum()).log()
+        return (self.log_likelihood(X) + log_prior[None, :]).log_softmax(dim=1)
 
     def select(self, keep: np.ndarray) -> "NaiveBayes":
         """A model restricted to the feature columns `keep` (M = len(keep) in Eq. 10)."""
