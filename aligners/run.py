@@ -9,14 +9,9 @@ family, `aligners.families`: its `evaluate` accepts the family's model kinds) pl
 The contract of `evaluate(cfg)`, the same for every task: `cfg.ckpt_path` is a model
 folder written by the task (or a file inside it); a task with `ENSEMBLES = True` also takes a
 list of them (`ckpt_path=[A,B]`: their ensemble). Before a task runs, `check(cfg)`
-validates the config once (`aligners.config_checks`) and checks that `ckpt_path` and
-`data.test_path` exist and that a model folder's `config.json` is readable and of a kind the
-task's family writes; every
-failure is one `AlignersInputError` line. `main(fn, cfg)` is what the Hydra wrappers call:
-it prints that line and exits with status 2 (no traceback), and removes the run's output
-folder when the run failed on bad input; Ctrl-C and other failures leave a `FAILED` file
-there and one line says where (exit 130 on Ctrl-C). The command line is checked before
-Hydra starts by `aligners.launch`.
+validates the config once (`aligners.config_checks`), `ckpt_path` and `data.test_path`;
+every failure is one `AlignersInputError` line, which `main(fn, cfg)` (what the Hydra
+wrappers call) prints. The command line is checked before Hydra starts by `aligners.launch`.
 """
 
 from __future__ import annotations
@@ -58,13 +53,14 @@ def register_schemas() -> None:
     (untyped): values are checked once, by `aligners.config_checks.check` (one line)."""
     from hydra.core.config_store import ConfigStore
 
-    from aligners.config_checks import config_class, defaults_of, task_configs
+    from aligners.config_checks import defaults_of, task_configs
+    from aligners.families import resolve
 
     for task, sections in task_configs().items():
         for group in ("model", "data"):
             if group in sections:
                 ConfigStore.instance().store(group=group, name=f"{task.replace('-', '_')}_schema",
-                                             node=defaults_of(config_class(sections[group])))
+                                             node=defaults_of(resolve(sections[group])))
 
 
 register_schemas()
