@@ -269,13 +269,9 @@ def _logged(out: Path):
 
     if not sys.stderr.isatty():
         os.environ["TQDM_DISABLE"] = "1"
-    stdout = sys.stdout
-    with open(out / f"{HydraConfig.get().job.name}.log", "a", encoding="utf-8") as log:
-        sys.stdout = _Tee(stdout, log)
-        try:
-            yield
-        finally:
-            sys.stdout = stdout
+    with (open(out / f"{HydraConfig.get().job.name}.log", "a", encoding="utf-8") as log,
+          contextlib.redirect_stdout(_Tee(sys.stdout, log))):
+        yield
 
 
 def main(fn, cfg: DictConfig) -> None:
@@ -293,7 +289,7 @@ def main(fn, cfg: DictConfig) -> None:
 
     out = _output_dir(cfg)
     name = Path(sys.argv[0]).name or "aligners"
-    ran = out is not None and out.is_dir() and (out / ".hydra").is_dir()
+    ran = out is not None and (out / ".hydra").is_dir()
     previous = signal.getsignal(signal.SIGINT)
     interrupted = _sigint_watch()
     try:
