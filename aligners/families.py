@@ -67,11 +67,6 @@ class Family:
     def task_name(self) -> str:
         return self.task or self.name
 
-    @property
-    def task_module(self) -> str:
-        """The module under `aligners.training` that runs the Hydra task."""
-        return self.task_name.replace("-", "_")
-
     def config_class(self):
         return None if self.config is None else resolve(self.config)
 

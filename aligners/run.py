@@ -34,10 +34,11 @@ BASELINE = "baseline"  # diagonal aligner scored on a gold test set (the default
 
 
 def tasks() -> dict[str, str]:
-    """task name -> module under aligners.training: every family's task, and the baseline."""
+    """task name -> module under aligners.training (the name, `-` written `_`): every
+    family's task, and the baseline."""
     from aligners.families import families
 
-    return {BASELINE: BASELINE, **{f.task_name: f.task_module for f in families()}}
+    return {BASELINE: BASELINE, **{f.task_name: f.task_name.replace("-", "_") for f in families()}}
 
 
 # `${pid:}` in hydra.run.dir: two runs started in the same microsecond still differ
