@@ -3,9 +3,9 @@
 Each subcommand lives in `aligners/commands/<name>.py` (`add_arguments(parser)`, `run(args)
 -> int`), imported lazily. What every subcommand shares is applied here once: the default
 shown on every option, `-q/--quiet`, one summary line on stderr after a long command (one
-that sets `args.summary`) when stderr is not a terminal, open progress bars closed before an error, an
-argument error as one line from the (sub)command it was given to, and one line for bad
-input, Ctrl-C, running out of memory and a full stdout (`main`).
+that sets `args.summary`) when stderr is not a terminal, open progress bars closed before an
+error, an argument error as one line from the (sub)command it was given to, and one line for
+bad input, Ctrl-C, running out of memory and a full stdout (`main`).
 """
 
 import argparse
