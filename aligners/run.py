@@ -67,13 +67,6 @@ def register_schemas() -> None:
 register_schemas()
 
 
-def _task_module(cfg: DictConfig):
-    name, known = cfg.get("task"), tasks()
-    if name not in known:
-        raise AlignersInputError(f"unknown task {name!r}; choose one of {sorted(known)}")
-    return importlib.import_module(f"aligners.training.{known[name]}")
-
-
 def _check_ckpt(cfg: DictConfig, module, *, evaluating: bool) -> None:
     """`ckpt_path` names a model folder (`export.resolve_model_folder`) whose config.json is
     readable and of a kind of the task's family (none for the baseline)."""
@@ -124,7 +117,10 @@ def check(cfg: DictConfig, *, evaluating: bool = False):
     """Validate `cfg` once (rules, ckpt_path, data.test_path); return the task module."""
     from aligners.config_checks import check_config
 
-    module = _task_module(cfg)
+    name, known = cfg.get("task"), tasks()
+    if name not in known:
+        raise AlignersInputError(f"unknown task {name!r}; choose one of {sorted(known)}")
+    module = importlib.import_module(f"aligners.training.{known[name]}")
     check_config(cfg, cfg.task)
     _check_trainer(cfg)
     if evaluating or cfg.get("ckpt_path"):
