@@ -2,10 +2,10 @@
 
 Each subcommand lives in `aligners/commands/<name>.py` (`add_arguments(parser)`, `run(args)
 -> int`), imported lazily. What every subcommand shares is applied here once: the default
-shown on every option, `-q/--quiet`, one summary line on stderr after a long command
-(`SUMMARISED`) when stderr is not a terminal, open progress bars closed before an error, an
-argument error as one line from the (sub)command it was given to, and one line for bad
-input, Ctrl-C, running out of memory and a full stdout (`main`).
+shown on every option, `-q/--quiet`, one summary line on stderr after a long command (one
+that sets `args.summary`) when stderr is not a terminal, open progress bars closed before an
+error, an argument error as one line from the (sub)command it was given to, and one line for
+bad input, Ctrl-C, running out of memory and a full stdout (`main`).
 """
 
 import argparse
@@ -18,7 +18,7 @@ from aligners import __version__
 from aligners.errors import AlignersInputError
 from aligners.outputs import flush_stdout
 
-__all__ = ["COMMANDS", "SUMMARISED", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "main"]
 
 # name -> (module under aligners.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -34,9 +34,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train", "run an experiment (Hydra overrides), as `python train.py`"),
     "evaluate-run": ("evaluate_run", "evaluate a trained model (Hydra), as `python evaluate.py`"),
 }
-
-# commands that can run for minutes: one summary line on stderr when it is not a terminal
-SUMMARISED = ("align", "monoalign", "reorder")
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -145,9 +142,9 @@ def main(argv: list[str] | None = None) -> int:
               "shorter or fewer pairs, or lower --max-tokens / --batch-size / --batch-cells",
               file=sys.stderr)
         return 1
-    summary = getattr(args, "summary", None)
+    summary = getattr(args, "summary", None)  # set by a command that can run for minutes
     quiet = getattr(args, "quiet", False) or getattr(args, "no_progress", False)
-    if (status == 0 and summary and args.command in SUMMARISED and not quiet
+    if (status == 0 and summary and not quiet
             and (not sys.stderr.isatty() or getattr(args, "verbose", False))):
         _close_progress()
         print(f"{command}: {summary} in {time.perf_counter() - start:.1f} s",

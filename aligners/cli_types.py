@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import MISSING, fields
 
-from aligners.config_checks import MAX_ITERATIONS, check, meta
+from aligners.config_checks import check, meta
 
-__all__ = ["MAX_ITERATIONS", "int_at_least", "flags", "add_options", "given", "from_options"]
+__all__ = ["int_at_least", "flags", "add_options", "given", "from_options"]
 
 
 def _parse(kind: str, low: int | None = None, high: int | None = None):

@@ -27,8 +27,7 @@ from aligners.errors import AlignersInputError
 
 __all__ = ["MAX_ITERATIONS", "Rule", "setting", "maybe", "one_of", "at_least", "BOOL", "POS",
            "NONNEG", "FRAC", "UNIT", "ITERATIONS", "Common", "task_configs", "check", "check_value",
-           "check_config", "check_options", "config_class", "rules_of", "meta", "from_config",
-           "defaults_of"]
+           "check_config", "check_options", "rules_of", "meta", "from_config", "defaults_of"]
 
 
 @dataclass(frozen=True)
@@ -165,8 +164,7 @@ def _is_list(value) -> bool:
 
 
 def _check_one(name: str, value: Any, rule: Rule, *, shown: Rule) -> Any:
-    if value is None and rule.nullable:
-        return value
+    """`value` (one item, null already dealt with by `check_value`) if it obeys `rule`."""
     if rule.kind == "bool":
         ok = isinstance(value, bool)
     elif rule.kind == "str":
@@ -231,18 +229,14 @@ class Common:
     data: _CommonData = setting(factory=_CommonData)
 
 
-# the baseline task (no model family): {section: "module:Class" of its config dataclass}
-_BASELINE_CONFIGS = {"model": "aligners.training.baseline:DiagonalConfig",
-                     "data": "aligners.training.baseline:GoldData"}
-
-
 def task_configs() -> dict[str, dict[str, str]]:
     """task -> {section: "module:Class" of its config dataclass} ("" = the top-level keys):
     each family's `sections` (`aligners.families`), over which its config module's
     `TASK_SECTIONS` win, and the baseline's."""
     from aligners.families import families
 
-    out = {"baseline": _BASELINE_CONFIGS}
+    out = {"baseline": {"model": "aligners.training.baseline:DiagonalConfig",  # no family
+                        "data": "aligners.training.baseline:GoldData"}}
     for f in families():
         module = importlib.import_module(f.config.partition(":")[0]) if f.config else None
         sections = {**f.sections, **getattr(module, "TASK_SECTIONS", {})}
@@ -268,20 +262,16 @@ def defaults_of(cls_or_obj) -> dict:
     return out
 
 
-def config_class(target: str) -> type:
-    """The dataclass named by "package.module:Class" (imported on demand)."""
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def check_config(cfg, task: str | None = None) -> None:
     """Check the keys every task reads (`Common`) and the sections of `task`
     (`task_configs()`) that `cfg` sets (one line per error)."""
+    from aligners.families import resolve
+
     check(cfg, Common)
     for section, target in task_configs().get(task or "", {}).items():
         found, node = _lookup(cfg, section) if section else (True, cfg)
         if found and node is not None:
-            cls = config_class(target)
+            cls = resolve(target)
             check(node, cls, where=section)
             if section:  # a misspelt `+model.p00=...` is refused, not silently ignored
                 _known_keys(cls, node, section)

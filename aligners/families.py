@@ -1,13 +1,8 @@
 """The model families: one record each, and every registry derived from the records.
 
 A family is registered once, by its own package: `aligners/models/<pkg>/__init__.py` sets
-`FAMILY = Family(...)` (several families: `FAMILIES = (...)`), and stays cheap (no torch;
-heavy names resolved lazily) so that `aligners --help` can list the families. The
-`aligners align --model` choices, the Hydra tasks and the kinds they evaluate,
-`aligners.load` (by kind), the config checks and `aligners.families()` all read the records.
-A family's `name` is its CLI choice, model kind, Hydra task and config file (`-` written `_`
-in module and YAML names); variants get kinds `<name>-<variant>`. See docs/DESIGN.md,
-"Model families" and "Adding a model family".
+`FAMILY = Family(...)` (several families: `FAMILIES = (...)`) and stays cheap (no torch).
+See docs/DESIGN.md, "Model families" and "Adding a model family".
 """
 
 from __future__ import annotations
@@ -28,7 +23,8 @@ __all__ = ["Family", "families", "family", "by_kind", "by_task", "resolve", "laz
 class Family:
     """One model family.
 
-    name: the one name (see the module doc); summary: one line for listings;
+    name: its CLI choice, model kind, Hydra task and config file (`-` written `_` in module
+    and YAML names; variants get kinds `<name>-<variant>`); summary: one line for listings;
     verb: the `aligners` subcommand that applies its models ("align", "monoalign", "reorder",
     "classify"); config: "module:Class" of its config dataclass (the one source of its
     defaults and value checks); model: "module:Class" of its aligned-model class (word
@@ -70,11 +66,6 @@ class Family:
     @property
     def task_name(self) -> str:
         return self.task or self.name
-
-    @property
-    def task_module(self) -> str:
-        """The module under `aligners.training` that runs the Hydra task."""
-        return self.task_name.replace("-", "_")
 
     def config_class(self):
         return None if self.config is None else resolve(self.config)

@@ -56,10 +56,6 @@ def experiments(*, runnable: bool = True) -> list[str]:
     return [n for n in names if _selects_data(n)] if runnable else names
 
 
-def _including(base: str) -> list[str]:
-    return [n for n in experiments() if base in (_experiment_doc(n).get("defaults") or [])]
-
-
 def _check_experiment(value: str) -> None:
     import re
 
@@ -70,7 +66,7 @@ def _check_experiment(value: str) -> None:
         if name in runnable:
             continue
         if name in experiments(runnable=False):
-            users = _including(name)
+            users = [n for n in runnable if name in (_experiment_doc(n).get("defaults") or [])]
             raise AlignersInputError(
                 f"experiment {name!r} is a base config (settings that runnable experiments "
                 f"include; it selects no data set): run one of those"

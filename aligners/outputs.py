@@ -286,13 +286,12 @@ def check_model_dir(path: str | None, flag: str, *,
         return
     path = str(path)
     real = Path(os.path.realpath(path))
-    cwd = Path(os.path.realpath(os.getcwd()))
-    if real == cwd or real in cwd.parents:
+    if Path(os.path.realpath(os.getcwd())).is_relative_to(real):
         raise AlignersInputError(f"{flag}: is the current folder (or holds it); expected a "
                                  "new folder path for the model", path=path)
     for other_flag, other in (others or {}).items():
         other_real = Path(os.path.realpath(str(other))) if _given(other) else None
-        if other_real is not None and (real == other_real or real in other_real.parents):
+        if other_real is not None and other_real.is_relative_to(real):
             what = "is" if real == other_real else "holds"
             raise AlignersInputError(f"{flag}: {what} {other_flag} {other}; expected a model "
                                      "folder apart from the run's other files", path=path)

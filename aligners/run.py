@@ -9,14 +9,9 @@ family, `aligners.families`: its `evaluate` accepts the family's model kinds) pl
 The contract of `evaluate(cfg)`, the same for every task: `cfg.ckpt_path` is a model
 folder written by the task (or a file inside it); a task with `ENSEMBLES = True` also takes a
 list of them (`ckpt_path=[A,B]`: their ensemble). Before a task runs, `check(cfg)`
-validates the config once (`aligners.config_checks`) and checks that `ckpt_path` and
-`data.test_path` exist and that a model folder's `config.json` is readable and of a kind the
-task's family writes; every
-failure is one `AlignersInputError` line. `main(fn, cfg)` is what the Hydra wrappers call:
-it prints that line and exits with status 2 (no traceback), and removes the run's output
-folder when the run failed on bad input; Ctrl-C and other failures leave a `FAILED` file
-there and one line says where (exit 130 on Ctrl-C). The command line is checked before
-Hydra starts by `aligners.launch`.
+validates the config once (`aligners.config_checks`), `ckpt_path` and `data.test_path`;
+every failure is one `AlignersInputError` line, which `main(fn, cfg)` (what the Hydra
+wrappers call) prints. The command line is checked before Hydra starts by `aligners.launch`.
 """
 
 from __future__ import annotations
@@ -24,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -38,10 +34,11 @@ BASELINE = "baseline"  # diagonal aligner scored on a gold test set (the default
 
 
 def tasks() -> dict[str, str]:
-    """task name -> module under aligners.training: every family's task, and the baseline."""
+    """task name -> module under aligners.training (the name, `-` written `_`): every
+    family's task, and the baseline."""
     from aligners.families import families
 
-    return {BASELINE: BASELINE, **{f.task_name: f.task_module for f in families()}}
+    return {BASELINE: BASELINE, **{f.task_name: f.task_name.replace("-", "_") for f in families()}}
 
 
 # `${pid:}` in hydra.run.dir: two runs started in the same microsecond still differ
@@ -57,40 +54,27 @@ def register_schemas() -> None:
     (untyped): values are checked once, by `aligners.config_checks.check` (one line)."""
     from hydra.core.config_store import ConfigStore
 
-    from aligners.config_checks import config_class, defaults_of, task_configs
+    from aligners.config_checks import defaults_of, task_configs
+    from aligners.families import resolve
 
     for task, sections in task_configs().items():
         for group in ("model", "data"):
             if group in sections:
                 ConfigStore.instance().store(group=group, name=f"{task.replace('-', '_')}_schema",
-                                             node=defaults_of(config_class(sections[group])))
+                                             node=defaults_of(resolve(sections[group])))
 
 
 register_schemas()
 
 
-def _task_module(cfg: DictConfig):
-    name, known = cfg.get("task"), tasks()
-    if name not in known:
-        raise AlignersInputError(f"unknown task {name!r}; choose one of {sorted(known)}")
-    return importlib.import_module(f"aligners.training.{known[name]}")
-
-
-def _kinds(task: str) -> tuple[str, ...]:
-    """The model kinds task `task` evaluates (its family's; none for the baseline)."""
-    from aligners.families import by_task
-
-    fam = by_task(task)
-    return () if fam is None or not fam.evaluates else fam.all_kinds
-
-
 def _check_ckpt(cfg: DictConfig, module, *, evaluating: bool) -> None:
     """`ckpt_path` names a model folder (`export.resolve_model_folder`) whose config.json is
-    readable and of a kind of the task's family."""
+    readable and of a kind of the task's family (none for the baseline)."""
     from aligners.export import read_config, resolve_model_folder
+    from aligners.families import by_task
 
-    ckpt = cfg.get("ckpt_path")
-    kinds = _kinds(cfg.task)
+    ckpt, fam = cfg.get("ckpt_path"), by_task(cfg.task)
+    kinds = fam.all_kinds if fam is not None and fam.evaluates else ()
     if ckpt in (None, "") and (not evaluating or not kinds):
         return
     if not kinds:
@@ -133,7 +117,10 @@ def check(cfg: DictConfig, *, evaluating: bool = False):
     """Validate `cfg` once (rules, ckpt_path, data.test_path); return the task module."""
     from aligners.config_checks import check_config
 
-    module = _task_module(cfg)
+    name, known = cfg.get("task"), tasks()
+    if name not in known:
+        raise AlignersInputError(f"unknown task {name!r}; choose one of {sorted(known)}")
+    module = importlib.import_module(f"aligners.training.{known[name]}")
     check_config(cfg, cfg.task)
     _check_trainer(cfg)
     if evaluating or cfg.get("ckpt_path"):
@@ -153,20 +140,21 @@ def _check_trainer(cfg: DictConfig) -> None:
                                      "here; run on the CPU with trainer=cpu")
 
 
-def _data_root(cfg: DictConfig):
-    """`paths.data_root`, when a config sets it, is the data folder of every task's run."""
+def _run(cfg: DictConfig, *, evaluating: bool) -> dict:
+    """Check `cfg` and run its task's `train` or `evaluate`; `paths.data_root`, when a
+    config sets it, is the data folder of the run."""
     from aligners.data.paths import data_root_set_to
+    from aligners.training.quiet import quiet_runs
 
-    return data_root_set_to((cfg.get("paths") or {}).get("data_root"))
+    quiet_runs()  # no Lightning tips/banners or known non-applicable warnings (one place)
+    with data_root_set_to((cfg.get("paths") or {}).get("data_root")):
+        module = check(cfg, evaluating=evaluating)
+        return module.evaluate(cfg) if evaluating else module.train(cfg)
 
 
 def train(cfg: DictConfig) -> dict:
     """Run `cfg.task`'s training job (Hydra's output dir is `cfg.paths.output_dir`)."""
-    from aligners.training.quiet import quiet_runs
-
-    quiet_runs()  # no Lightning tips/banners or known non-applicable warnings (one place)
-    with _data_root(cfg):
-        metrics = check(cfg).train(cfg)
+    metrics = _run(cfg, evaluating=False)
     _plot(cfg)
     return metrics
 
@@ -187,11 +175,7 @@ def _plot(cfg: DictConfig) -> None:
 
 def evaluate(cfg: DictConfig) -> dict:
     """Run `cfg.task`'s evaluation job on the model `cfg.ckpt_path`."""
-    from aligners.training.quiet import quiet_runs
-
-    quiet_runs()
-    with _data_root(cfg):
-        return check(cfg, evaluating=True).evaluate(cfg)
+    return _run(cfg, evaluating=True)
 
 
 def _output_dir(cfg: DictConfig) -> Path | None:
@@ -210,14 +194,12 @@ def _missing_extra(err: BaseException) -> str | None:
         requires = metadata.requires("aligners") or []
     except metadata.PackageNotFoundError:
         requires = []
-    extras = {}  # module name -> extra
+    extras = {}  # module name -> extra, from "NAME[...]>=V; extra == 'X'"
     for req in requires:
-        dist, _, marker = req.partition(";")
-        if "extra ==" in marker:
-            module = dist.strip().split("[")[0]
-            for sep in "<>=!~ ":
-                module = module.split(sep)[0]
-            extras[module.replace("-", "_").lower()] = marker.split("==")[1].strip(" \"'")
+        extra = re.search(r";.*extra ==\s*[\"']?([^\"'\s]*)", req)
+        if extra:
+            module = re.match(r"\s*([^\s\[<>=!~;]*)", req).group(1)
+            extras[module.replace("-", "_").lower()] = extra.group(1)
     seen = set()
     while err is not None and id(err) not in seen:
         seen.add(id(err))
@@ -233,10 +215,8 @@ def _missing_extra(err: BaseException) -> str | None:
 def _remove_run(out: Path) -> None:
     shutil.rmtree(out, ignore_errors=True)
     if out.parent.parent.name in ("outputs", "multirun"):  # Hydra's layout, not the user's
-        try:
+        with contextlib.suppress(OSError):
             out.parent.rmdir()  # the experiment's folder, when this run was its only one
-        except OSError:
-            pass
 
 
 def _sigint_watch() -> list:
@@ -248,15 +228,13 @@ def _sigint_watch() -> list:
 
     hits: list = []
 
-    def on_sigint(signum, frame):
+    def on_sigint(signum, _frame):
         if not hits:
             hits.append(signum)
             raise KeyboardInterrupt
 
-    try:
+    with contextlib.suppress(ValueError):  # not the main thread: leave SIGINT alone
         signal.signal(signal.SIGINT, on_sigint)
-    except ValueError:  # not the main thread: leave SIGINT alone
-        pass
     return hits
 
 
@@ -288,13 +266,9 @@ def _logged(out: Path):
 
     if not sys.stderr.isatty():
         os.environ["TQDM_DISABLE"] = "1"
-    stdout = sys.stdout
-    with open(out / f"{HydraConfig.get().job.name}.log", "a", encoding="utf-8") as log:
-        sys.stdout = _Tee(stdout, log)
-        try:
-            yield
-        finally:
-            sys.stdout = stdout
+    with (open(out / f"{HydraConfig.get().job.name}.log", "a", encoding="utf-8") as log,
+          contextlib.redirect_stdout(_Tee(sys.stdout, log))):
+        yield
 
 
 def main(fn, cfg: DictConfig) -> None:
@@ -312,17 +286,15 @@ def main(fn, cfg: DictConfig) -> None:
 
     out = _output_dir(cfg)
     name = Path(sys.argv[0]).name or "aligners"
-    ran = out is not None and out.is_dir() and (out / ".hydra").is_dir()
+    ran = out is not None and (out / ".hydra").is_dir()
     previous = signal.getsignal(signal.SIGINT)
     interrupted = _sigint_watch()
     try:
         with _logged(out) if ran else contextlib.nullcontext():
             fn(cfg)
     except BaseException as err:
-        try:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: no half cleanup
-        except ValueError:
-            pass
+        with contextlib.suppress(ValueError):  # a second Ctrl-C: no half cleanup
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         if isinstance(err, SystemExit) and not interrupted:
             raise
         failed = out / "FAILED" if ran else None
@@ -350,7 +322,5 @@ def main(fn, cfg: DictConfig) -> None:
               file=sys.stderr)
         raise SystemExit(2 if isinstance(err, ValueError) else 1) from None
     finally:
-        try:
+        with contextlib.suppress(ValueError, TypeError):
             signal.signal(signal.SIGINT, previous)
-        except (ValueError, TypeError):
-            pass

@@ -23,19 +23,17 @@ T = TypeVar("T")
 
 
 class Phases:
-    """Accumulated wall seconds (self time) per phase name; `clock` returns seconds."""
+    """Accumulated wall seconds (self time) per phase name (`time.perf_counter`)."""
 
-    def __init__(self, *, sync: Callable[[], None] | None = None,
-                 clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, *, sync: Callable[[], None] | None = None):
         self._seconds: dict[str, float] = {}
         self._sync = sync or (lambda: None)
-        self._clock = clock
         self._stack: list[str] = []
         self._mark = 0.0  # when the running phase (top of the stack) was last charged
 
     def _switch(self, name: str | None) -> None:
         """Charge the running phase up to now; push `name` (None: pop)."""
-        now = self._clock()
+        now = time.perf_counter()
         if self._stack:
             top = self._stack[-1]
             self._seconds[top] = self._seconds.get(top, 0.0) + now - self._mark

@@ -20,12 +20,12 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
 from aligners.config_checks import (
-    config_class,
     defaults_of,
     from_config,
     rules_of,
     task_configs,
 )
+from aligners.families import resolve
 from aligners.models.gappy_hsmm.config import PhrasalConfig
 from aligners.models.lclr.config import LCLRConfig
 from aligners.models.mono.config import MonoConfig, MonoTraining
@@ -60,7 +60,7 @@ def test_the_schemas_are_the_dataclass_defaults():
     for task, sections in task_configs().items():
         for group in ("model", "data"):
             if group in sections:
-                cls = config_class(sections[group])
+                cls = resolve(sections[group])
                 name = f"{task.replace('-', '_')}_schema"
                 assert _schema(group, name) == defaults_of(cls), (group, task)
     assert len(_extending()) == len(_names("model")) + 9
@@ -121,7 +121,7 @@ def test_a_misspelt_key_or_a_bad_value_is_one_line(tmp_path):
 def _task_classes():
     for task, sections in task_configs().items():
         for section, target in sections.items():
-            yield task, section, config_class(target)
+            yield task, section, resolve(target)
 
 
 @pytest.mark.parametrize("task,section,cls", list(_task_classes()),
@@ -146,7 +146,7 @@ def test_every_experiment_reads_into_its_dataclasses(experiment, tmp_path):
         pytest.skip(f"{experiment} is a fragment other experiments include")
     for section, target in task_configs().get(cfg.task, {}).items():
         node = cfg if section == "" else cfg.get(section)
-        from_config(config_class(target), node, section, strict=section != "")
+        from_config(resolve(target), node, section, strict=section != "")
 
 
 # `aligners reorder` / `aligners monoalign` option -> where its default comes from

@@ -62,14 +62,13 @@ def _side(path: str) -> tuple[list[int] | None, list[int]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_paths({"-i": args.input, "--src": args.src, "--tgt": args.tgt, "--text": args.text},
-                {"-o": args.output})
+    inputs = {"-i": args.input, "--src": args.src, "--tgt": args.tgt, "--text": args.text}
+    check_paths(inputs, {"-o": args.output})
     snums = src_lengths = tgt_lengths = None
     if args.text and (args.src or args.tgt):
         raise AlignersInputError("give --text FILE or --src/--tgt, not both")
     if args.dataset:
-        given = [f for f, v in (("-i", args.input), ("--src", args.src), ("--tgt", args.tgt),
-                                ("--text", args.text)) if v]
+        given = [flag for flag, path in inputs.items() if path]
         if given:
             raise AlignersInputError(f"--dataset converts the registry's gold: drop "
                                      f"{' '.join(given)}, or --dataset")
@@ -79,10 +78,8 @@ def run(args: argparse.Namespace) -> int:
         if DATASETS[args.dataset].kind != "alignment" or pairs[0].alignment is None:
             raise AlignersInputError(f"dataset {args.dataset!r} has no gold alignments")
         alignments = [p.alignment for p in pairs]
-        if args.split is None:
-            args.split = next(iter(DATASETS[args.dataset].splits)) if len(
-                DATASETS[args.dataset].splits) == 1 else "test"
-        dropped = last_dropped(args.dataset, args.split)
+        # the one split loaded (named, or the registry's default): the others dropped none
+        dropped = sum(last_dropped(args.dataset, s) for s in DATASETS[args.dataset].splits)
         if dropped:
             print(f"aligners convert: dropped {dropped} out-of-range link(s)", file=sys.stderr)
     else:

@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.gold == "-" and args.test == "-":
         raise AlignersInputError("only one of --gold / --test can be '-' (stdin)")
-    src = tgt = snums = gold = None
+    src = tgt = snums = pairs = None  # pairs: gold that carries its sentences
     if args.dataset is not None:
         from aligners.data.datasets import load
 
@@ -120,8 +120,6 @@ def run(args: argparse.Namespace) -> int:
         pairs = load(args.dataset, args.split, lenient=args.lenient)
         if not pairs or getattr(pairs[0], "alignment", None) is None:
             raise AlignersInputError(f"dataset {args.dataset!r} has no gold alignments")
-        gold, src, tgt = ([p.alignment for p in pairs], [p.src for p in pairs],
-                          [p.tgt for p in pairs])
     else:
         if (args.src_text is None) != (args.tgt_text is None):
             raise AlignersInputError("--src-text and --tgt-text go together; give both or "
@@ -130,11 +128,12 @@ def run(args: argparse.Namespace) -> int:
         if args.src_text is not None:
             snums, src, tgt = read_sentences(args.src_text, args.tgt_text)
     with printed_warnings("aligners evaluate"):
-        if gold is None and gold_fmt in TEXT_FORMATS:
+        if pairs is None and gold_fmt in TEXT_FORMATS:
             pairs = carried_pairs(args.gold, gold_fmt, args.lenient)
+        if pairs is not None:
             gold, src, tgt = ([p.alignment for p in pairs], [p.src for p in pairs],
                               [p.tgt for p in pairs])
-        elif gold is None:
+        else:
             gold = read_links(args.gold, gold_fmt, snums=snums, src=src, tgt=tgt,
                               lenient=args.lenient)
         test = read_links(args.test, args.test_format, snums=snums, src=src, tgt=tgt,

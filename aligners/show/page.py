@@ -12,8 +12,8 @@ import json
 
 __all__ = ["embed_json", "render_page"]
 
-_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
-            "\u2029": "\\u2029"}
+_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                          "\u2028": "\\u2028", "\u2029": "\\u2029"})
 _CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
         "img-src data:")
 
@@ -21,8 +21,8 @@ _CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inlin
 def embed_json(data) -> str:
     """`data` as JSON text safe inside an HTML `<script>` element (see the module docstring).
     Cost: O(size)."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return "".join(_ESCAPES.get(ch, ch) for ch in text)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"),
+                      allow_nan=False).translate(_ESCAPES)
 
 
 def render_page(view: dict, *, title: str) -> str:

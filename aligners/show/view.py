@@ -11,6 +11,7 @@ graph filling a rectangle of contiguous rows x columns, more than one link).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 
@@ -83,32 +84,22 @@ def pair_scores(pred: Alignment, gold: Alignment) -> dict:
 
 def blocks(links: Iterable[Link]) -> list[tuple[int, int, int, int]]:
     """Phrase blocks `(i0, i1, j0, j1)` (inclusive) of a link set, sorted: the connected
-    components with more than one link whose links are exactly rows i0..i1 x columns j0..j1.
-    Cost: O(L α(L)) for L links."""
-    links = set(links)
-    parent: dict[tuple[str, int], tuple[str, int]] = {}
-
-    def find(x):
-        while parent.setdefault(x, x) != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    components with more than one link whose links are exactly rows i0..i1 x columns j0..j1,
+    i.e. every row of the block links to exactly its columns and every column to exactly
+    its rows. Cost: O(L x block size) for L links."""
+    cols_of: dict[int, set[int]] = defaultdict(set)
+    rows_of: dict[int, set[int]] = defaultdict(set)
     for i, j in links:
-        a, b = find(("s", i)), find(("t", j))
-        if a != b:
-            parent[a] = b
-    groups: dict[tuple[str, int], list[Link]] = {}
-    for i, j in links:
-        groups.setdefault(find(("s", i)), []).append((i, j))
-    out = []
-    for group in groups.values():
-        rows = {i for i, _ in group}
-        cols = {j for _, j in group}
-        if (len(group) > 1 and len(group) == len(rows) * len(cols)
+        cols_of[i].add(j)
+        rows_of[j].add(i)
+    out = set()
+    for cols in cols_of.values():
+        rows = rows_of[min(cols)]
+        if (len(rows) * len(cols) > 1 and all(rows_of[j] == rows for j in cols)
+                and all(cols_of[i] == cols for i in rows)
                 and max(rows) - min(rows) + 1 == len(rows)
                 and max(cols) - min(cols) + 1 == len(cols)):
-            out.append((min(rows), max(rows), min(cols), max(cols)))
+            out.add((min(rows), max(rows), min(cols), max(cols)))
     return sorted(out)
 
 
