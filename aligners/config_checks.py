@@ -5,8 +5,7 @@ its section's defaults and value rules: a field written `setting(default, rule)`
 `Rule` (and, for an `aligners align` option, its `flag` and `help`, `aligners.cli_types`) in
 the field's metadata; a field whose default is a dataclass (`setting(factory=Sub)`) is a
 nested section. A subclass that only changes a default keeps the rule of the field it
-overrides. A class attribute `NULLABLE` names the (dotted) keys that may also be null there
-(e.g. "by corpus size").
+overrides.
 
 `check(node, cls)` is the one check, called by every entry point: the Hydra tasks
 (`check_config`, `from_config`), the CLI (`aligners.cli_types.from_options`, `check_options`)
@@ -126,8 +125,7 @@ def _join(where: str, name: str) -> str:
 
 
 def rules_of(cls: type, prefix: str = "") -> dict[str, Rule]:
-    """{dotted key: Rule} of dataclass `cls` and of its nested sections (`NULLABLE` keys may
-    also be null)."""
+    """{dotted key: Rule} of dataclass `cls` and of its nested sections."""
     out = {}
     for f in fields(cls):
         sub = _section(f)
@@ -135,8 +133,6 @@ def rules_of(cls: type, prefix: str = "") -> dict[str, Rule]:
             out.update(rules_of(sub, _join(prefix, f.name)))
         elif (rule := meta(cls, f.name, "rule")) is not None:
             out[_join(prefix, f.name)] = rule
-    for key in getattr(cls, "NULLABLE", ()):
-        out[_join(prefix, key)] = maybe(out[_join(prefix, key)])
     return out
 
 

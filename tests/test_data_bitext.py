@@ -33,7 +33,7 @@ def test_word_ids_first_sight_order_frozen_and_json():
     assert (NULL, UNK) == (0, 1) and len(v) == 2
     assert v.encode(["b", "a", "b"]).tolist() == [2, 3, 2]
     assert v.encode(["c"]).dtype == np.int32 and v.words[2:] == ["b", "a", "c"]
-    back = WordIds.from_json(v.to_json())
+    back = WordIds.from_json(v.words)
     assert back.frozen and back.words == v.words
     assert back.encode(["a", "zz", " <null>"]).tolist() == [3, UNK, 0]  # reserved names
     assert len(back) == 5  # frozen: unseen words are not added

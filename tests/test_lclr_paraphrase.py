@@ -160,7 +160,7 @@ def test_rte5_reader_two_way():
 
 
 def test_rte5_reader_errors(tmp_path):
-    from aligners.data.rte5 import read_rte5
+    from aligners.data.labeled import read_rte5
     f = tmp_path / "r.xml"
     f.write_text('<d><pair id="1" entailment="MAYBE"><t>a</t><h>b</h></pair></d>')
     with pytest.raises(AlignersInputError, match="r.xml: pair 1"):

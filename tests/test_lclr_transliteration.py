@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from aligners.data.labeled import NamePair, read_news_translit
 from aligners.data.paths import data_root
-from aligners.data.translit import NamePair, read_news_translit
 from aligners.errors import AlignersInputError
 from aligners.ilp import brute_force_ilp, feasible, solve_ilp
 from aligners.models.lclr import make_task, save_lclr

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aligners.data import a3, gold, jacana, labeled, rte5, translit
+from aligners.data import a3, gold, jacana, labeled
 from aligners.data.parallel import read_parallel
 from aligners.data.paths import dataset_dir
 from aligners.data.pharaoh import OutOfRangeLinksWarning, read_pharaoh
@@ -192,9 +192,9 @@ _SPECS = (
     # pairs = names (NamePair), English source, Hebrew target
     DatasetSpec("news2012-translit-enhe", "news2012-translit-enhe", "SourceName",
                 ("train", "dev"), kind="names",
-                loader=_file(translit.read_news_translit, lambda s: f"{s}.xml", aligned=False)),
+                loader=_file(labeled.read_news_translit, lambda s: f"{s}.xml", aligned=False)),
     DatasetSpec("rte5-xnlp", "rte5-xnlp", "t (text)", ("dev", "test"), kind="labeled",
-                loader=_file(rte5.read_rte5, lambda s: f"RTE5_{s}.xml", aligned=False)),
+                loader=_file(labeled.read_rte5, lambda s: f"RTE5_{s}.xml", aligned=False)),
     *(DatasetSpec(name, "rte1-3-nltk", "t (text)", ("dev", "test"), kind="labeled",
                   loader=_file(labeled.read_rte, lambda s, n=name: f"{n}_{s}.xml",
                                aligned=False))

@@ -66,14 +66,11 @@ class WordIds:
     def __len__(self) -> int:
         return len(self.index)
 
-    def to_json(self) -> list[str]:
-        """The words by id, as a JSON-ready list (reserved entries included)."""
-        return self.words
-
     @classmethod
     def from_json(cls, words, *, path: str | None = None, frozen: bool = True) -> WordIds:
-        """The map saved by `to_json`; raises AlignersInputError (naming `path`) when the
-        list is not a list of distinct strings starting with the reserved entries."""
+        """The map of the word list `words` (`.words`, saved as JSON); raises AlignersInputError
+        (naming `path`) when it is not a list of distinct strings starting with the reserved
+        entries."""
         if (not isinstance(words, list) or words[:2] != list(cls.RESERVED)
                 or not all(isinstance(w, str) for w in words)):
             raise AlignersInputError("expected a JSON list of words starting with the "

@@ -163,7 +163,7 @@ class PhrasalBundle(WordAlignment):
         config = {"model": asdict(model.config), "n_src_words": model.n_src_words,
                   "n_tgt_words": model.n_tgt_words, "iteration": int(model.iteration),
                   "decoding": decoding or {}}
-        vocab = {"source": self.src_ids.to_json(), "target": self.tgt_ids.to_json()}
+        vocab = {"source": self.src_ids.words, "target": self.tgt_ids.words}
         return write_model(folder, kind=KIND, tensors=tensors, config=config,
                            extras={"vocab": vocab})
 

@@ -102,7 +102,7 @@ class TrainedWordAligner(WordAlignment):
                   "n_tgt_words": model.n_tgt_words, "iteration": int(model.iteration),
                   "decoding": asdict(dec)}
         tensors = {name: getattr(model, name) for name in _TENSORS}
-        vocab = {"source": self.src_ids.to_json(), "target": self.tgt_ids.to_json()}
+        vocab = {"source": self.src_ids.words, "target": self.tgt_ids.words}
         return write_model(folder, kind=KIND, tensors=tensors, config=config,
                            extras={"vocab": vocab})
 
