@@ -91,5 +91,5 @@ def read_a3(path: str | Path, *, lenient: bool = False) -> list[AlignedPair]:
         pairs.append(AlignedPair(tuple(src.split()), words, al,
                                  num.group(1) if num else str(b // 3 + 1)))
         starts.append(n2)
-    # (a target index is its word's position: only the source side can be out of range)
-    return check_pair_ranges(pairs, lenient=lenient, path=name, line_numbers=starts)
+    return check_pair_ranges(pairs, lenient=lenient, path=name, line_numbers=starts,
+                             target=False)

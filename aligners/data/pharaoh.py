@@ -134,11 +134,13 @@ def check_ranges(
 
 
 def check_pair_ranges(pairs: list[AlignedPair], *, lenient: bool, path: str,
-                      line_numbers: Sequence[int] | None = None) -> list[AlignedPair]:
-    """`check_ranges` of pairs that carry their text (against their token counts), with the
-    dropped links warned about (`warn_dropped`)."""
+                      line_numbers: Sequence[int] | None = None,
+                      target: bool = True) -> list[AlignedPair]:
+    """`check_ranges` of pairs that carry their text (against their token counts; `target`
+    False: the source side only), with the dropped links warned about (`warn_dropped`)."""
     als, dropped = check_ranges(
-        [p.alignment for p in pairs], [len(p.src) for p in pairs], [len(p.tgt) for p in pairs],
+        [p.alignment for p in pairs], [len(p.src) for p in pairs],
+        [len(p.tgt) for p in pairs] if target else None,
         lenient=lenient, path=path, line_numbers=line_numbers)
     warn_dropped(dropped, path)
     if not dropped:
